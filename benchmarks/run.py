@@ -1,0 +1,554 @@
+"""protomcp vs the official MCP Python SDK: one interleaved run, reported as ratios.
+
+    python benchmarks/run.py [--reps N] [--quick] [--out benchmarks/README.md]
+
+Both servers serve the same tools over stdio and are driven by the same raw JSON-RPC
+client (lean_client.py). Every repetition runs both implementations back to back, in
+alternating order, so machine noise hits both sides alike; each metric is the median over
+repetitions, and the ratio is protomcp / SDK. Every wait is bounded: a side that fails or
+hangs shows up as an error in its cell, never as a hang.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gen_tools import write_many_tool_files
+from lean_client import LeanClient, ServerError, kill_all_live_groups, tree_memory_kb
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+ECHO_TEXT = "hello world"
+WINDOW = 64
+MB = 1_000_000
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+@dataclass
+class Config:
+    reps: int
+    warmup_calls: int
+    seq_calls: int
+    pipe_calls: int
+    pipe_budget_s: float
+    blob_calls: int
+    many_count: int = 1000
+    start_timeout_s: float = 60.0
+    call_timeout_s: float = 60.0
+    session_timeout_s: float = 300.0
+
+
+def make_config(args: argparse.Namespace) -> Config:
+    if args.quick:
+        cfg = Config(
+            reps=3, warmup_calls=200, seq_calls=500, pipe_calls=5_000, pipe_budget_s=1.5, blob_calls=3
+        )
+    else:
+        cfg = Config(
+            reps=5, warmup_calls=500, seq_calls=2_000, pipe_calls=20_000, pipe_budget_s=4.0, blob_calls=5
+        )
+    if args.reps is not None:
+        cfg.reps = max(1, args.reps)
+    return cfg
+
+
+@dataclass
+class Impl:
+    key: str
+    label: str
+    argv: Callable[[Path], list[str]]
+    main_file: Path
+    many_file: Path
+    command_note: str = ""
+
+
+def protomcp_argv() -> tuple[Callable[[Path], list[str]], str]:
+    """``python -m protomcp_host run FILE`` if the package has a ``__main__``, else the console script."""
+    try:
+        has_main = importlib.util.find_spec("protomcp_host.__main__") is not None
+    except (ImportError, ValueError):
+        has_main = False
+    if has_main:
+        return (
+            lambda f: [sys.executable, "-m", "protomcp_host", "run", str(f)]
+        ), "python -m protomcp_host run"
+    script = shutil.which("protomcp", path=str(Path(sys.executable).parent)) or shutil.which("protomcp")
+    if script is None:
+        return (
+            lambda f: [sys.executable, "-m", "protomcp_host", "run", str(f)]
+        ), "python -m protomcp_host run"
+    return (lambda f: [script, "run", str(f)]), "protomcp run"
+
+
+def sdk_argv(f: Path) -> list[str]:
+    return [sys.executable, str(f)]
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+@dataclass
+class Metric:
+    key: str
+    name: str
+    unit: str
+    higher_is_better: bool = False
+    target: str = "-"
+    check: Callable[[float], bool] | None = None
+    digits: int = 1
+
+
+METRICS: list[Metric] = [
+    Metric("seq_p50", "sequential echo latency p50", "µs", target="≤ 0.25x", check=lambda r: r <= 0.25),
+    Metric("seq_p99", "sequential echo latency p99", "µs"),
+    Metric(
+        "pipe_cps",
+        f"pipelined echo throughput, {WINDOW} in flight",
+        "calls/s",
+        higher_is_better=True,
+        target="≥ 20x",
+        check=lambda r: r >= 20,
+        digits=0,
+    ),
+    Metric(
+        "cold_start", "cold start: spawn → first tools/list", "ms", target="≤ 0.3x", check=lambda r: r <= 0.3
+    ),
+    Metric("blob_1mb", "1 MB result time", "ms"),
+    Metric("blob_10mb", "10 MB result time", "ms", target="≤ 1x", check=lambda r: r <= 1),
+    Metric(
+        "many_start",
+        "1,000-tool file: spawn → first tools/list",
+        "ms",
+        target="≤ 0.25x",
+        check=lambda r: r <= 0.25,
+    ),
+    Metric("rss", "memory after warm-up, RSS of process tree", "MB", target="≤ 1x", check=lambda r: r <= 1),
+    Metric("pss", "memory after warm-up, PSS of process tree", "MB"),
+]
+
+
+@dataclass
+class Results:
+    values: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    errors: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    extra: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+
+    def add(self, impl: str, metric: str, value: float) -> None:
+        self.values.setdefault(impl, {}).setdefault(metric, []).append(value)
+
+    def error(self, impl: str, metric: str, message: str) -> None:
+        self.errors.setdefault(impl, {}).setdefault(metric, []).append(message)
+
+    def note(self, impl: str, key: str, value: float) -> None:
+        self.extra.setdefault(impl, {}).setdefault(key, []).append(value)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile of an already sorted list."""
+    idx = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[idx]
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def echo_line(rid: int) -> bytes:
+    return (
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"' % rid
+        + ECHO_TEXT.encode()
+        + b'"}}}\n'
+    )
+
+
+def echo_ok(msg: dict[str, Any]) -> bool:
+    result = msg.get("result")
+    if not isinstance(result, dict) or result.get("isError"):
+        return False
+    content = result.get("content") or [{}]
+    return bool(content[0].get("text") == ECHO_TEXT)
+
+
+async def start(impl: Impl, file: Path, cfg: Config, expect_tools: int) -> tuple[LeanClient, float]:
+    """Spawn, initialize, list tools; return the client and the seconds from spawn to the full list."""
+    t0 = time.perf_counter()
+    client = await LeanClient.spawn(impl.argv(file), cwd=str(ROOT))
+    try:
+        deadline = t0 + cfg.start_timeout_s
+        await client.initialize(timeout=max(0.1, deadline - time.perf_counter()))
+        tools = await client.list_tools(timeout=max(0.1, deadline - time.perf_counter()))
+        elapsed = time.perf_counter() - t0
+        if len(tools) != expect_tools:
+            raise ServerError(f"tools/list returned {len(tools)} tools, expected {expect_tools}")
+        client.remember_descendants()
+        return client, elapsed
+    except BaseException:
+        await client.close(timeout=2.0)
+        raise
+
+
+async def main_session(impl: Impl, cfg: Config, res: Results) -> None:
+    """Cold start, warm-up, memory, sequential latency, pipelined throughput, blobs: one process."""
+    later = ["rss", "pss", "seq_p50", "seq_p99", "pipe_cps", "blob_1mb", "blob_10mb"]
+    try:
+        client, elapsed = await start(impl, impl.main_file, cfg, expect_tools=2)
+    except (ServerError, OSError) as exc:
+        for key in ["cold_start", *later]:
+            res.error(impl.key, key, f"start failed: {exc}")
+        return
+    res.add(impl.key, "cold_start", elapsed * 1e3)
+    got: set[str] = set()
+
+    def put(key: str, value: float) -> None:
+        res.add(impl.key, key, value)
+        got.add(key)
+
+    try:
+        # Warm-up: both the one-at-a-time and the pipelined paths.
+        await client.drive(echo_line, cfg.warmup_calls, 1, 60.0, cfg.call_timeout_s, echo_ok)
+        await client.drive(echo_line, cfg.warmup_calls, WINDOW, 60.0, cfg.call_timeout_s, echo_ok)
+        rss, pss, nproc = tree_memory_kb(client.pid)
+        put("rss", rss / 1024)
+        put("pss", pss / 1024)
+        res.note(impl.key, "processes", nproc)
+
+        drv = await client.drive(echo_line, cfg.seq_calls, 1, 60.0, cfg.call_timeout_s * 2, echo_ok)
+        if drv.bad:
+            raise ServerError(f"{drv.bad} of {drv.done} sequential echo calls returned a wrong result")
+        lat = sorted(drv.latencies)
+        put("seq_p50", percentile(lat, 0.50) * 1e6)
+        put("seq_p99", percentile(lat, 0.99) * 1e6)
+        res.note(impl.key, "seq_calls", len(lat))
+
+        drv = await client.drive(
+            echo_line, cfg.pipe_calls, WINDOW, cfg.pipe_budget_s, cfg.call_timeout_s * 2, echo_ok
+        )
+        if drv.bad:
+            raise ServerError(f"{drv.bad} of {drv.done} pipelined echo calls returned a wrong result")
+        put("pipe_cps", drv.done / (drv.last_recv - drv.first_send))
+        res.note(impl.key, "pipe_calls", drv.done)
+
+        for key, size in (("blob_1mb", MB), ("blob_10mb", 10 * MB)):
+            times = []
+            for _ in range(cfg.blob_calls):
+                t0 = time.perf_counter()
+                result = await client.call_tool("blob", {"n": size}, timeout=cfg.call_timeout_s)
+                times.append(time.perf_counter() - t0)
+                text = (result.get("content") or [{}])[0].get("text", "")
+                if result.get("isError") or len(text) != size:
+                    raise ServerError(
+                        f"blob({size}) returned {len(text)} characters (isError={result.get('isError')})"
+                    )
+            put(key, statistics.median(times) * 1e3)
+    except ServerError as exc:
+        for key in later:
+            if key not in got:
+                res.error(impl.key, key, str(exc))
+    finally:
+        await client.close()
+
+
+async def many_session(impl: Impl, cfg: Config, res: Results) -> None:
+    try:
+        client, elapsed = await start(impl, impl.many_file, cfg, expect_tools=cfg.many_count)
+    except (ServerError, OSError) as exc:
+        res.error(impl.key, "many_start", f"start failed: {exc}")
+        return
+    res.add(impl.key, "many_start", elapsed * 1e3)
+    await client.close()
+
+
+async def bounded(coro: Any, impl: Impl, keys: list[str], cfg: Config, res: Results) -> None:
+    try:
+        await asyncio.wait_for(coro, cfg.session_timeout_s)
+    except TimeoutError:
+        for key in keys:
+            res.error(impl.key, key, f"session exceeded {cfg.session_timeout_s:g} s")
+
+
+async def prewarm(impls: list[Impl], cfg: Config) -> None:
+    """Start each server once, unmeasured, so bytecode caches and the page cache are warm."""
+    for impl in impls:
+        for file, n in ((impl.main_file, 2), (impl.many_file, cfg.many_count)):
+            try:
+                client, _ = await start(impl, file, cfg, expect_tools=n)
+                await client.close()
+            except (ServerError, OSError) as exc:
+                log(f"  prewarm {impl.label} {file.name}: {exc}")
+
+
+async def run_all(impls: list[Impl], cfg: Config) -> Results:
+    res = Results()
+    log(f"prewarming ({', '.join(i.label for i in impls)})")
+    await prewarm(impls, cfg)
+    main_keys = ["cold_start", "rss", "pss", "seq_p50", "seq_p99", "pipe_cps", "blob_1mb", "blob_10mb"]
+    for rep in range(cfg.reps):
+        order = impls if rep % 2 == 0 else impls[::-1]
+        for impl in order:
+            log(f"rep {rep + 1}/{cfg.reps}: {impl.label} main session")
+            await bounded(main_session(impl, cfg, res), impl, main_keys, cfg, res)
+        for impl in order:
+            log(f"rep {rep + 1}/{cfg.reps}: {impl.label} {cfg.many_count}-tool start")
+            await bounded(many_session(impl, cfg, res), impl, ["many_start"], cfg, res)
+    return res
+
+
+# --------------------------------------------------------------------------- report
+
+
+def fmt(value: float, digits: int) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def table(res: Results, ours: Impl, theirs: Impl) -> tuple[str, list[str]]:
+    head = (
+        f"| metric | {ours.label} | {theirs.label} | ratio | target | pass/fail |\n"
+        "|---|---:|---:|---:|---|---|\n"
+    )
+    rows = []
+    notes = []
+    for m in METRICS:
+        cells = []
+        med: list[float | None] = []
+        for impl in (ours, theirs):
+            vals = res.values.get(impl.key, {}).get(m.key, [])
+            errs = res.errors.get(impl.key, {}).get(m.key, [])
+            if vals:
+                med.append(statistics.median(vals))
+                cell = fmt(statistics.median(vals), m.digits)
+                if errs:
+                    cell += f" ({len(errs)} err)"
+            else:
+                med.append(None)
+                cell = "ERROR" if errs else "-"
+            if errs:
+                notes.append(f"{impl.label} / {m.name}: {errs[0]}")
+            cells.append(cell)
+        a, b = med
+        if a is not None and b is not None and b > 0:
+            ratio = a / b
+            ratio_s = f"{ratio:.2f}x" if ratio < 100 else f"{ratio:,.0f}x"
+            verdict = ("PASS" if m.check(ratio) else "FAIL") if m.check else "info"
+        else:
+            ratio_s = "-"
+            verdict = "ERROR" if m.check else "info"
+        rows.append(f"| {m.name} ({m.unit}) | {cells[0]} | {cells[1]} | {ratio_s} | {m.target} | {verdict} |")
+    return head + "\n".join(rows) + "\n", notes
+
+
+def paired_ratio_ranges(res: Results, ours: Impl, theirs: Impl) -> str:
+    """Ratio of each repetition's pair (same rep, adjacent in time): min / median / max."""
+    lines = ["| metric | reps | min | median | max |", "|---|---:|---:|---:|---:|"]
+    for m in METRICS:
+        a = res.values.get(ours.key, {}).get(m.key, [])
+        b = res.values.get(theirs.key, {}).get(m.key, [])
+        if not a or len(a) != len(b):
+            continue
+        ratios = sorted(x / y for x, y in zip(a, b, strict=True) if y > 0)
+        if ratios:
+            mid = statistics.median(ratios)
+            lines.append(f"| {m.name} | {len(ratios)} | {ratios[0]:.2f}x | {mid:.2f}x | {ratios[-1]:.2f}x |")
+    return "\n".join(lines) + "\n"
+
+
+def machine_note() -> list[str]:
+    model = "unknown"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+
+    def version(dist: str) -> str:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return [
+        f"nproc: {usable} (os.cpu_count() = {os.cpu_count()})",
+        f"CPU: {model}",
+        f"OS: {platform.system()} {platform.release()}",
+        f"Python: {platform.python_version()} ({sys.executable})",
+        f"mcp: {version('mcp')}; protomcp: {version('protomcp')}; orjson: {version('orjson')}",
+        "load average at start / end: {} / {}",
+    ]
+
+
+def counts_note(res: Results, impls: list[Impl]) -> list[str]:
+    out = []
+    for impl in impls:
+        ex = res.extra.get(impl.key, {})
+
+        def med(key: str, ex: dict[str, list[float]] = ex) -> str:
+            return f"{statistics.median(ex[key]):,.0f}" if ex.get(key) else "-"
+
+        out.append(
+            f"{impl.label}: `{impl.command_note}`; {med('processes')} process(es) in the tree; "
+            f"{med('seq_calls')} sequential and {med('pipe_calls')} pipelined calls per repetition (median)"
+        )
+    return out
+
+
+README_HEAD = """\
+# Benchmarks: protomcp vs the official MCP Python SDK
+
+A reproducible comparison of the protomcp host against the official MCP Python SDK server
+(`mcp.server.mcpserver.MCPServer`), both serving the same tools over stdio.
+
+## How to run
+
+```
+pip install -e '.[bench]'                        # protomcp + the official `mcp` SDK
+python benchmarks/run.py                         # full run, prints the table
+python benchmarks/run.py --quick                 # shorter run (3 repetitions, fewer calls)
+python benchmarks/run.py --reps 7 --out benchmarks/README.md   # rewrite this file
+python benchmarks/run.py --self-test --quick     # SDK in both columns: ratios ≈ 1 validate the harness
+```
+
+Files:
+- `tools_protomcp.py` / `tools_sdk.py` — the same two tools, `echo(text) -> str` and
+  `blob(n) -> str` (n x "x"), for protomcp (`protomcp run benchmarks/tools_protomcp.py`) and for
+  the SDK (`python benchmarks/tools_sdk.py`). The SDK tools use `structured_output=False`, so
+  both sides answer with the same single text block (no duplicate `structuredContent`).
+- `gen_tools.py` — writes the 1,000-tool files (`tool_0000(x: int) -> int` … `tool_0999`) in
+  both flavours; `run.py` generates them into a temporary directory at each run.
+- `lean_client.py` — a minimal raw JSON-RPC client over pipes (asyncio subprocess protocol +
+  orjson, newline-delimited, id correlation with any number of requests in flight). It sends
+  the next request straight from the data callback, so the client is not the bottleneck.
+  Servers run in their own process group, which is killed (with every descendant seen) when a
+  session ends.
+- `run.py` — the harness.
+
+## Method
+
+The machine is small and shared, so absolute numbers are noisy; what matters is the
+**ratio protomcp / SDK** from one interleaved run. Every repetition runs both implementations
+back to back (the order alternates between repetitions), so load spikes hit both sides alike.
+Each figure is the median over repetitions; the ratio is the ratio of the two medians (for
+throughput, higher is better, so its target is ≥). Before measuring, each server is started
+once, unmeasured, to warm the bytecode and page caches. Every wait has a timeout: a side that
+fails or hangs is reported as ERROR, never as a hang.
+
+Metrics:
+- **sequential echo latency p50 / p99** — after a warm-up, one `tools/call echo` at a time;
+  round trip from writing the request to parsing its response, percentile within the run.
+- **pipelined echo throughput** — `tools/call echo` with 64 requests in flight (a new request
+  is sent as soon as a response arrives), up to a call count or a time budget per
+  repetition, whichever comes first; calls/s = completed calls / (last response - first send).
+- **cold start** — from spawning the server process to the response of the first `tools/list`
+  (after `initialize` and `notifications/initialized`).
+- **1 MB / 10 MB result time** — `tools/call blob` with n = 10^6 / 10^7: from the request to the
+  fully received and parsed response (median of a few calls).
+- **1,000-tool file start** — as cold start, with a file of 1,000 tools; the full list must
+  arrive (following `nextCursor` if the server paginates).
+- **memory** — after warm-up, the sum of VmRSS (`/proc/<pid>/status`) over the server process
+  and all its descendants (protomcp runs a host and a tool process; the SDK one process). RSS
+  counts shared pages once per process; the PSS row (`/proc/<pid>/smaps_rollup`) splits them,
+  and is shown for information.
+"""
+
+
+def render_readme(
+    table_md: str, notes: list[str], ranges: str, machine: list[str], when: str, cfg: Config
+) -> str:
+    parts = [README_HEAD, "\n## Results\n\n", f"Run: {when} — {cfg.reps} repetition(s), interleaved.\n\n"]
+    parts.append("Machine:\n" + "".join(f"- {line}\n" for line in machine) + "\n")
+    parts.append(table_md)
+    if notes:
+        parts.append("\nErrors:\n" + "".join(f"- {n}\n" for n in notes))
+    parts.append("\nRatio per repetition (each pair measured back to back):\n\n" + ranges)
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="protomcp vs the official MCP SDK (ratios, interleaved).")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions (default 5, --quick 3)")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions and calls")
+    parser.add_argument("--out", type=Path, default=None, help="write a README (markdown) with the results")
+    parser.add_argument(
+        "--self-test",
+        action="store_true",
+        help="run the SDK in both columns to validate the harness (ratios ≈ 1)",
+    )
+    args = parser.parse_args()
+    cfg = make_config(args)
+
+    def on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    load_start = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="protomcp-bench-") as tmp:
+        many_ours, many_sdk = write_many_tool_files(Path(tmp), cfg.many_count)
+        sdk = Impl(
+            "sdk", "MCP SDK", sdk_argv, HERE / "tools_sdk.py", many_sdk, "python benchmarks/tools_sdk.py"
+        )
+        if args.self_test:
+            ours = Impl(
+                "ours",
+                "SDK (as A)",
+                sdk_argv,
+                HERE / "tools_sdk.py",
+                many_sdk,
+                "python benchmarks/tools_sdk.py",
+            )
+        else:
+            argv, note = protomcp_argv()
+            ours = Impl("ours", "protomcp", argv, HERE / "tools_protomcp.py", many_ours, f"{note} FILE")
+        when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        try:
+            res = asyncio.run(run_all([ours, sdk], cfg))
+        finally:
+            kill_all_live_groups()
+    load_end = os.getloadavg()
+
+    table_md, notes = table(res, ours, sdk)
+    machine = machine_note()
+    machine[-1] = machine[-1].format(
+        " ".join(f"{x:.2f}" for x in load_start), " ".join(f"{x:.2f}" for x in load_end)
+    )
+    machine.extend(counts_note(res, [ours, sdk]))
+    print()
+    print(table_md)
+    for n in notes:
+        print(f"error: {n}")
+    print("\nRatio per repetition:\n" + paired_ratio_ranges(res, ours, sdk))
+    if args.out is not None:
+        args.out.write_text(
+            render_readme(table_md, notes, paired_ratio_ranges(res, ours, sdk), machine, when, cfg),
+            encoding="utf-8",
+        )
+        log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+from protomcp_host.cli import main
+
+main()

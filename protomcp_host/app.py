@@ -1,0 +1,171 @@
+"""Wires a run together: one Supervisor per tool file, the merged catalog, the client
+sessions, and the transport. Also the home of what the host prints on stderr."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from protomcp_host import __version__
+from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, tool_from_definition
+from protomcp_host.protocol.session import Session
+from protomcp_host.supervisor import Supervisor
+from protomcp_host.worker import WorkerError
+from protomcp_sdk import protomcp_pb2 as pb
+
+SERVER_INFO = {"name": "protomcp", "version": __version__}
+
+
+class StartupError(Exception):
+    """The host cannot start: a tool file failed to load, a name clash, a bad path..."""
+
+
+def tool_files(paths: list[Path]) -> list[Path]:
+    """Expand folders to the tool files in them; check that every file exists."""
+    files: list[Path] = []
+    for path in paths:
+        path = path.resolve()
+        if path.is_dir():
+            found = sorted(p for p in path.glob("*.py") if not p.name.startswith(("_", ".")))
+            if not found:
+                raise StartupError(f"{path}: no tool files (*.py) in this folder")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise StartupError(f"{path}: no such file or folder")
+    labels = [f.name for f in files]
+    if len(set(labels)) != len(labels):
+        # Labels name tool processes in messages; keep them unambiguous.
+        raise StartupError("two tool files share a file name: " + ", ".join(sorted(labels)))
+    return files
+
+
+class Host:
+    """The long-lived part of a run: supervisors, catalog and sessions."""
+
+    def __init__(
+        self,
+        files: list[Path],
+        *,
+        python: str = sys.executable,
+        call_timeout: float | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        stderr: Callable[[str], None] | None = None,
+    ) -> None:
+        self.files = files
+        self.python = python
+        self.call_timeout = call_timeout
+        self.catalog = Catalog(page_size)
+        self.stderr = stderr or _print_stderr
+        self.supervisors: dict[str, Supervisor] = {}
+        self.sessions: list[tuple[Session, Callable[[bytes], None]]] = []
+        self.started = False
+        for file in files:
+            self.supervisors[file.name] = Supervisor(
+                file,
+                python=python,
+                on_tools=self._on_tools,
+                on_output=self._output_sink(file.name),
+                on_log=self.broadcast_log,
+                on_problem=self.report_problem,
+            )
+
+    # -- lifecycle -----------------------------------------------------------------
+    async def start(self, tg: anyio.abc.TaskGroup) -> None:
+        """Start every tool process, concurrently. Raises StartupError on any failure."""
+        errors: list[str] = []
+
+        async def start_one(supervisor: Supervisor) -> None:
+            try:
+                await tg.start(supervisor.run)
+            except (WorkerError, ValueError) as exc:
+                errors.append(str(exc))
+
+        async with anyio.create_task_group() as starting:
+            for supervisor in self.supervisors.values():
+                starting.start_soon(start_one, supervisor)
+        if errors:
+            raise StartupError("\n".join(errors))
+        self.started = True
+
+    async def stop(self, grace: float) -> None:
+        async with anyio.create_task_group() as tg:
+            for supervisor in self.supervisors.values():
+                tg.start_soon(supervisor.stop, grace)
+
+    def owner(self, label: Any) -> Supervisor:
+        return self.supervisors[label]
+
+    # -- sessions ------------------------------------------------------------------
+    def new_session(self, write: Callable[[bytes], None]) -> Session:
+        session = Session(self.catalog, SERVER_INFO)
+        self.sessions.append((session, write))
+        return session
+
+    def close_session(self, session: Session) -> None:
+        self.sessions = [(s, w) for s, w in self.sessions if s is not session]
+
+    def broadcast_log(self, level: str, logger: str, data: Any) -> None:
+        for session, write in self.sessions:
+            message = session.log(level, logger, data)
+            if message is not None:
+                write(message)
+
+    # -- events from tool processes ------------------------------------------------
+    def _on_tools(self, supervisor: Supervisor, definitions: list[pb.ToolDefinition]) -> None:
+        tools = [tool_from_definition(d, supervisor.label) for d in definitions]
+        changed = self.catalog.replace(supervisor.label, tools)
+        if changed and self.started:
+            for session, write in self.sessions:
+                message = session.tools_changed()
+                if message is not None:
+                    write(message)
+
+    def _output_sink(self, label: str) -> Callable[[str, str], None]:
+        def sink(stream: str, line: str) -> None:
+            self.stderr(f"[{label}] {line}")
+
+        return sink
+
+    def report_problem(self, message: str) -> None:
+        self.stderr(f"protomcp: {message}")
+        self.broadcast_log("error", "protomcp", message)
+
+
+def _print_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+async def serve(files: list[Path], *, transport: str = "stdio", drain_timeout: float = 10.0, **options: Any) -> int:
+    """Run the host until the client goes away or a signal arrives. Returns the exit code."""
+    from protomcp_host.transports.stdio import serve_stdio
+
+    host = Host(tool_files(files), **options)
+    async with anyio.create_task_group() as tg:
+        try:
+            await host.start(tg)
+        except StartupError as exc:
+            host.stderr(f"protomcp: cannot start:\n{exc}")
+            await host.stop(0)
+            tg.cancel_scope.cancel()
+            return 1
+        shutdown = anyio.Event()
+        tg.start_soon(_on_signals, shutdown)
+        await serve_stdio(host, shutdown, drain_timeout)
+        await host.stop(drain_timeout)
+        tg.cancel_scope.cancel()
+    return 0
+
+
+async def _on_signals(shutdown: anyio.Event) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            shutdown.set()
+            return

@@ -1,0 +1,166 @@
+"""The `protomcp` command."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+import orjson
+
+from protomcp_host import __version__
+
+FILES = click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+PYTHON = click.option(
+    "--python",
+    "python",
+    default=sys.executable,
+    show_default="this interpreter",
+    help="Python interpreter that runs the tool files (protomcp_sdk must be importable there).",
+)
+
+
+def _serve_options(fn: Any) -> Any:
+    fn = click.option(
+        "--page-size", default=1000, show_default=True, type=click.IntRange(min=1),
+        help="Tools per tools/list page; clients follow nextCursor for the rest.",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--call-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0),
+        help="Seconds a tool call may run before it is cancelled and reported as an error (0 = no limit).",
+    )(fn)  # fmt: skip
+    fn = PYTHON(fn)
+    fn = click.option(
+        "--transport", type=click.Choice(["stdio"]), default="stdio", show_default=True,
+        help="How the AI client connects: stdio (the client starts protomcp as a subprocess).",
+    )(fn)  # fmt: skip
+    return fn
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="protomcp")
+def main() -> None:
+    """protomcp: serve Python functions as MCP tools to Claude Desktop, Claude Code, Cursor or VS Code.
+
+    Write a tool file with @tool functions, then point your AI client at
+    `protomcp run /abs/path/tools.py` (or use `protomcp dev` while you edit it).
+    """
+
+
+@main.command()
+@FILES
+@_serve_options
+def run(files: tuple[Path, ...], transport: str, python: str, call_timeout: float, page_size: int) -> None:
+    """Serve the tools in FILES (files or folders of tool files) over MCP.
+
+    This is the command to put in your AI client's config. Each file runs in its own
+    supervised tool process; a tool process that crashes is restarted.
+    """
+    _serve(files, python=python, call_timeout=call_timeout, page_size=page_size)
+
+
+def _serve(files: tuple[Path, ...], **options: Any) -> None:
+    from protomcp_host.app import serve
+
+    timeout = options.pop("call_timeout")
+    code = anyio.run(
+        lambda: serve(list(files), call_timeout=timeout or None, **options),
+        backend="asyncio",
+    )
+    sys.exit(code)
+
+
+@main.command(name="list")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the MCP tools/list result as JSON.")
+@PYTHON
+def list_command(file: Path, as_json: bool, python: str) -> None:
+    """Print the tools FILE offers: name, description and parameters."""
+    from protomcp_host.direct import list_tools
+
+    tools = _with_client([file], python, list_tools)
+    if as_json:
+        click.echo(orjson.dumps({"tools": tools}, option=orjson.OPT_INDENT_2).decode())
+        return
+    for entry in tools:
+        click.echo(f"{entry['name']}{_signature(entry.get('inputSchema', {}))}")
+        description = (entry.get("description") or "").strip()
+        if description:
+            click.echo(f"    {description.splitlines()[0]}")
+
+
+def _signature(schema: dict[str, Any]) -> str:
+    required = set(schema.get("required", []))
+    parts = []
+    for name, prop in schema.get("properties", {}).items():
+        kind = prop.get("type", "any") if isinstance(prop, dict) else "any"
+        kind = "|".join(kind) if isinstance(kind, list) else kind
+        parts.append(f"{name}: {kind}" + ("" if name in required else " = ..."))
+    return f"({', '.join(parts)})"
+
+
+@main.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("tool")
+@click.option("--args", "args", default="{}", show_default=True, help='Arguments as a JSON object, e.g. \'{"a": 1}\'.')
+@click.option("--json", "as_json", is_flag=True, help="Print the full MCP CallToolResult as JSON.")
+@PYTHON
+def call(file: Path, tool: str, args: str, as_json: bool, python: str) -> None:
+    """Call TOOL from FILE once and print its result (exit status 1 if it is an error)."""
+    try:
+        arguments = orjson.loads(args)
+    except orjson.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--args") from None
+    if not isinstance(arguments, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--args")
+
+    async def one_call(request: Any) -> dict[str, Any]:
+        return await request("tools/call", {"name": tool, "arguments": arguments})
+
+    result = _with_client([file], python, one_call)
+    if as_json:
+        click.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    else:
+        for block in result.get("content", []):
+            click.echo(_describe_block(block))
+    sys.exit(1 if result.get("isError") else 0)
+
+
+def _describe_block(block: dict[str, Any]) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind in ("image", "audio"):
+        return f"[{kind} {block.get('mimeType')}, {len(block.get('data', '')) * 3 // 4} bytes]"
+    if kind == "resource_link":
+        return f"[resource link {block.get('uri')}]"
+    if kind == "resource":
+        resource = block.get("resource", {})
+        return resource.get("text") or f"[resource {resource.get('uri')}]"
+    return orjson.dumps(block).decode()
+
+
+def _with_client(files: list[Path], python: str, action: Any) -> Any:
+    from protomcp_host.app import StartupError
+    from protomcp_host.direct import RequestFailed, direct_client
+
+    async def go() -> Any:
+        async with direct_client(files, python=python, stderr=_err) as request:
+            return await action(request)
+
+    try:
+        return anyio.run(go, backend="asyncio")
+    except StartupError as exc:
+        raise click.ClickException(str(exc)) from None
+    except RequestFailed as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _err(text: str) -> None:
+    click.echo(text, err=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""The merged tool list behind one host: who owns each tool, its MCP shape, its validator.
+
+Pure data, no I/O. Each tool process ("owner") replaces its own tools as a unit;
+sessions read pages and validate arguments from here.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from protomcp_sdk import protomcp_pb2 as pb
+
+DEFAULT_PAGE_SIZE = 1000
+
+# Tool fields each protocol revision knows; older clients get only these.
+_FIELDS_BY_VERSION = {
+    "2024-11-05": ("name", "description", "inputSchema"),
+    "2025-03-26": ("name", "description", "inputSchema", "annotations"),
+}
+_ALL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+
+
+class NameClash(ValueError):
+    """Two tool processes offer a tool with the same name."""
+
+
+class InvalidCursor(ValueError):
+    pass
+
+
+@dataclass(slots=True)
+class Tool:
+    name: str
+    owner: Hashable
+    mcp: dict[str, Any]  # the full MCP Tool object
+    has_output_schema: bool
+    _validator: Draft202012Validator | None = field(default=None, repr=False)
+
+    def validate(self, arguments: dict[str, Any]) -> str | None:
+        """Return a readable description of what is wrong with the arguments, or None."""
+        if self._validator is None:  # compiled on first use, once per tool list
+            schema = self.mcp.get("inputSchema") or {"type": "object"}
+            try:
+                self._validator = Draft202012Validator(
+                    schema, format_checker=Draft202012Validator.FORMAT_CHECKER
+                )
+            except SchemaError:
+                self._validator = Draft202012Validator({"type": "object"})
+        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        if not errors:
+            return None
+        lines = []
+        for error in errors[:10]:
+            where = ".".join(str(part) for part in error.absolute_path)
+            lines.append(f"{where}: {error.message}" if where else error.message)
+        return f"Invalid arguments for tool '{self.name}': " + "; ".join(lines)
+
+
+def tool_from_definition(definition: pb.ToolDefinition, owner: Hashable) -> Tool:
+    """Map an Envelope ToolDefinition to the MCP Tool object."""
+    mcp: dict[str, Any] = {"name": definition.name}
+    if definition.title:
+        mcp["title"] = definition.title
+    mcp["description"] = definition.description
+    mcp["inputSchema"] = _json_or(definition.input_schema_json, {"type": "object"})
+    if definition.output_schema_json:
+        mcp["outputSchema"] = orjson.loads(definition.output_schema_json)
+    annotations = _annotations(definition)
+    if annotations:
+        mcp["annotations"] = annotations
+    return Tool(definition.name, owner, mcp, bool(definition.output_schema_json))
+
+
+def _annotations(definition: pb.ToolDefinition) -> dict[str, Any]:
+    if definition.annotations_json:
+        return orjson.loads(definition.annotations_json)
+    # A tool process that only sets the bool hints: report the ones set to true.
+    hints = {
+        "readOnlyHint": definition.read_only_hint,
+        "destructiveHint": definition.destructive_hint,
+        "idempotentHint": definition.idempotent_hint,
+        "openWorldHint": definition.open_world_hint,
+    }
+    return {key: True for key, value in hints.items() if value}
+
+
+def _json_or(text: str, default: Any) -> Any:
+    return orjson.loads(text) if text else default
+
+
+class Catalog:
+    def __init__(self, page_size: int = DEFAULT_PAGE_SIZE) -> None:
+        if page_size < 1:
+            raise ValueError("page size must be at least 1")
+        self.page_size = page_size
+        self._tools: dict[str, Tool] = {}
+        self._pages: dict[tuple[str, int], bytes] = {}
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def replace(self, owner: Hashable, tools: Iterable[Tool], owner_label: Any = None) -> bool:
+        """Swap in `owner`'s tools. Returns True when the visible list changed.
+
+        Raises NameClash (and changes nothing) when a name belongs to another owner.
+        """
+        new = list(tools)
+        for tool in new:
+            other = self._tools.get(tool.name)
+            if other is not None and other.owner != owner:
+                raise NameClash(
+                    f"tool name clash: '{tool.name}' is defined in both {other.owner} and {owner_label or owner}"
+                )
+        seen: set[str] = set()
+        for tool in new:
+            if tool.name in seen:
+                raise NameClash(f"tool name clash: '{tool.name}' is defined twice in {owner_label or owner}")
+            seen.add(tool.name)
+        before = {name: t.mcp for name, t in self._tools.items() if t.owner == owner}
+        after = {t.name: t.mcp for t in new}
+        merged = {name: t for name, t in self._tools.items() if t.owner != owner}
+        merged.update((t.name, t) for t in new)
+        self._tools = merged
+        self._pages.clear()
+        return before != after
+
+    def remove_owner(self, owner: Hashable) -> bool:
+        return self.replace(owner, [])
+
+    def page(self, cursor: str | None, version: str) -> bytes:
+        """The JSON-encoded tools/list result for one page."""
+        start = _decode_cursor(cursor, len(self._tools)) if cursor is not None else 0
+        key = (version, start)
+        cached = self._pages.get(key)
+        if cached is None:
+            fields = _FIELDS_BY_VERSION.get(version, _ALL_FIELDS)
+            chunk = list(self._tools.values())[start : start + self.page_size]
+            result: dict[str, Any] = {"tools": [{k: t.mcp[k] for k in fields if k in t.mcp} for t in chunk]}
+            if start + self.page_size < len(self._tools):
+                result["nextCursor"] = _encode_cursor(start + self.page_size)
+            cached = self._pages[key] = orjson.dumps(result)
+        return cached
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"offset:{offset}".encode()).decode()
+
+
+def _decode_cursor(cursor: Any, size: int) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+        prefix, _, number = text.partition(":")
+        offset = int(number)
+    except (AttributeError, ValueError, UnicodeError):
+        raise InvalidCursor(f"Invalid cursor: {cursor!r}") from None
+    if prefix != "offset" or not 0 <= offset <= size:
+        raise InvalidCursor(f"Invalid cursor: {cursor!r}")
+    return offset

@@ -1,0 +1,321 @@
+"""One MCP client session, sans-IO: lines in, events out.
+
+``Session.receive(line)`` applies the lifecycle and JSON-RPC rules of the negotiated
+revision and returns events: ``Send`` (bytes to write) and ``StartCall`` / ``CancelCall``
+(work for the router). The router reports back with ``call_done``; the session encodes
+the answer. Nothing here touches a pipe or a socket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.catalog import Catalog, InvalidCursor, Tool
+from protomcp_sdk import protomcp_pb2 as pb
+
+SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_VERSION = SUPPORTED_VERSIONS[-1]
+BATCH_VERSIONS = frozenset({"2025-03-26"})
+STRUCTURED_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+@dataclass(slots=True)
+class Batch:
+    """Collects the responses of one JSON-RPC batch; complete when all have arrived."""
+
+    expected: int
+    parts: list[bytes] = field(default_factory=list)
+
+    def add(self, part: bytes) -> bytes | None:
+        self.parts.append(part)
+        if len(self.parts) == self.expected:
+            return b"[" + b",".join(self.parts) + b"]"
+        return None
+
+
+@dataclass(slots=True)
+class Send:
+    data: bytes
+
+
+@dataclass(slots=True, eq=False)
+class StartCall:
+    id: bytes
+    tool: Tool
+    arguments: dict[str, Any]
+    progress_token: str | int | None
+    batch: Batch | None = None
+
+
+@dataclass(slots=True)
+class CancelCall:
+    call: StartCall
+
+
+Event = Send | StartCall | CancelCall
+
+
+class Session:
+    def __init__(
+        self, catalog: Catalog, server_info: dict[str, Any], instructions: str | None = None
+    ) -> None:
+        self.catalog = catalog
+        self.server_info = server_info
+        self.instructions = instructions
+        self.version: str | None = None  # negotiated protocol revision
+        self.client_info: dict[str, Any] = {}
+        self.client_capabilities: dict[str, Any] = {}
+        self.initialized = False  # notifications/initialized received
+        self.log_level: str | None = None
+        self.in_flight: dict[bytes, StartCall] = {}
+        self._methods: dict[str, Callable[[rpc.Request, Batch | None], Event | None]] = {
+            "initialize": self._initialize,
+            "ping": self._ping,
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+            "logging/setLevel": self._set_level,
+        }
+
+    # -- input ---------------------------------------------------------------------
+    def receive(self, line: bytes) -> list[Event]:
+        decoded = rpc.decode(line)
+        if not isinstance(decoded, list):
+            event = self._handle(decoded, None)
+            return [event] if event is not None else []
+        if self.version not in BATCH_VERSIONS:
+            revision = self.version or "an uninitialized session"
+            return [
+                Send(
+                    rpc.error(
+                        rpc.NULL_ID,
+                        rpc.INVALID_REQUEST,
+                        f"Invalid Request: batches are not supported in {revision}",
+                    )
+                )
+            ]
+        expecting = [m for m in decoded if isinstance(m, (rpc.Request, rpc.Invalid))]
+        batch = Batch(len(expecting)) if expecting else None
+        events: list[Event] = []
+        for message in decoded:
+            if isinstance(message, rpc.Request) and message.method == "initialize":
+                event: Event | None = Send(
+                    rpc.error(
+                        message.id,
+                        rpc.INVALID_REQUEST,
+                        "Invalid Request: initialize must not be part of a batch",
+                    )
+                )
+            else:
+                event = self._handle(message, batch)
+            if isinstance(event, Send) and batch is not None:
+                complete = batch.add(event.data)
+                if complete is not None:
+                    events.append(Send(complete))
+            elif event is not None:
+                events.append(event)
+        return events
+
+    def _handle(self, message: rpc.Message, batch: Batch | None) -> Event | None:
+        if isinstance(message, rpc.Invalid):
+            return Send(rpc.error(message.id, message.code, message.message))
+        if isinstance(message, rpc.Notification):
+            return self._notification(message)
+        if isinstance(message, rpc.Response):
+            return None  # answers to server requests; the host sends none yet
+        if message.id in self.in_flight:
+            return Send(
+                rpc.error(
+                    message.id,
+                    rpc.INVALID_REQUEST,
+                    "Invalid Request: this id is already in use by a request in progress",
+                )
+            )
+        handler = self._methods.get(message.method)
+        if handler is None:
+            return Send(rpc.error(message.id, rpc.METHOD_NOT_FOUND, f"Method not found: {message.method}"))
+        if self.version is None and message.method not in ("initialize", "ping"):
+            return Send(
+                rpc.error(
+                    message.id,
+                    rpc.INVALID_REQUEST,
+                    "Invalid Request: the session is not initialized; send initialize first",
+                )
+            )
+        return handler(message, batch)
+
+    def _notification(self, message: rpc.Notification) -> Event | None:
+        if message.method == "notifications/initialized" and self.version is not None:
+            self.initialized = True
+        elif message.method == "notifications/cancelled":
+            request_id = message.params.get("requestId")
+            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+                call = self.in_flight.pop(orjson.dumps(request_id), None)
+                if call is not None:  # no answer will be sent for it, as the spec asks
+                    return CancelCall(call)
+        return None
+
+    # -- requests ------------------------------------------------------------------
+    def _initialize(self, request: rpc.Request, _: Batch | None) -> Event:
+        params = request.params
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            return Send(
+                rpc.error(
+                    request.id, rpc.INVALID_PARAMS, 'Invalid params: "protocolVersion" must be a string'
+                )
+            )
+        for key in ("capabilities", "clientInfo"):
+            if not isinstance(params.get(key, {}), dict):
+                return Send(
+                    rpc.error(request.id, rpc.INVALID_PARAMS, f'Invalid params: "{key}" must be an object')
+                )
+        if self.version is not None:
+            return Send(
+                rpc.error(
+                    request.id, rpc.INVALID_REQUEST, "Invalid Request: the session is already initialized"
+                )
+            )
+        self.version = requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
+        self.client_info = params.get("clientInfo", {})
+        self.client_capabilities = params.get("capabilities", {})
+        result: dict[str, Any] = {
+            "protocolVersion": self.version,
+            "capabilities": {"logging": {}, "tools": {"listChanged": True}},
+            "serverInfo": self.server_info,
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return Send(rpc.result(request.id, result))
+
+    def _ping(self, request: rpc.Request, _: Batch | None) -> Event:
+        return Send(rpc.result(request.id, {}))
+
+    def _set_level(self, request: rpc.Request, _: Batch | None) -> Event:
+        level = request.params.get("level")
+        if level not in LOG_LEVELS:
+            return Send(
+                rpc.error(
+                    request.id,
+                    rpc.INVALID_PARAMS,
+                    f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}",
+                )
+            )
+        self.log_level = level
+        return Send(rpc.result(request.id, {}))
+
+    def _tools_list(self, request: rpc.Request, _: Batch | None) -> Event:
+        cursor = request.params.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            return Send(
+                rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "cursor" must be a string')
+            )
+        try:
+            page = self.catalog.page(cursor, self.version or LATEST_VERSION)
+        except InvalidCursor as exc:
+            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
+        return Send(rpc.raw_result(request.id, page))
+
+    def _tools_call(self, request: rpc.Request, batch: Batch | None) -> Event:
+        params = request.params
+        name = params.get("name")
+        if not isinstance(name, str):
+            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "name" must be a string'))
+        arguments = params.get("arguments", {})
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return Send(
+                rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "arguments" must be an object')
+            )
+        tool = self.catalog.get(name)
+        if tool is None:
+            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, f"Unknown tool: {name}"))
+        problem = tool.validate(arguments)
+        if problem is not None:
+            return Send(rpc.result(request.id, error_result(problem)))
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if isinstance(token, bool) or not isinstance(token, (str, int)):
+            token = None
+        call = StartCall(request.id, tool, arguments, token, batch)
+        self.in_flight[request.id] = call
+        return call
+
+    # -- results from the router -----------------------------------------------------
+    def call_done(self, call: StartCall, response: pb.CallToolResponse) -> bytes | None:
+        """Encode a tool's answer. None when nothing is to be written (cancelled, or
+        the batch it belongs to is still waiting for other answers)."""
+        if self.in_flight.pop(call.id, None) is None:
+            return None
+        return self._finish(call, self._encode_call_result(call, response))
+
+    def call_failed(self, call: StartCall, message: str) -> bytes | None:
+        """The call could not complete (tool process died, timed out, ...): an isError result."""
+        if self.in_flight.pop(call.id, None) is None:
+            return None
+        return self._finish(call, rpc.result(call.id, error_result(message)))
+
+    def _finish(self, call: StartCall, data: bytes) -> bytes | None:
+        return call.batch.add(data) if call.batch is not None else data
+
+    def _encode_call_result(self, call: StartCall, response: pb.CallToolResponse) -> bytes:
+        content = response.result_json.encode() if response.result_json else b"[]"
+        structured = response.structured_content_json.encode() if response.structured_content_json else b""
+        try:
+            if not isinstance(orjson.loads(content), list):
+                raise ValueError("content is not a list")
+            if structured:
+                orjson.loads(structured)
+        except ValueError:
+            return rpc.result(call.id, error_result(f"Tool '{call.tool.name}' returned malformed content"))
+        if b"\n" in content or b"\r" in content:  # keep one message per line
+            content = orjson.dumps(orjson.loads(content))
+        body = b'{"content":' + content
+        if structured and self.version in STRUCTURED_VERSIONS:
+            if b"\n" in structured or b"\r" in structured:
+                structured = orjson.dumps(orjson.loads(structured))
+            body += b',"structuredContent":' + structured
+        body += b',"isError":true}' if response.is_error else b',"isError":false}'
+        return rpc.raw_result(call.id, body)
+
+    # -- server-initiated messages ----------------------------------------------------
+    def tools_changed(self) -> bytes | None:
+        if not self.initialized:
+            return None
+        return rpc.notification("notifications/tools/list_changed")
+
+    def log(self, level: str, logger: str | None, data: Any) -> bytes | None:
+        if self.version is None:
+            return None
+        if level not in LOG_LEVELS:
+            level = "warning" if level == "warn" else "info"
+        if self.log_level is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
+            return None
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger:
+            params["logger"] = logger
+        return rpc.notification("notifications/message", params)
+
+    def progress(self, call: StartCall, progress: float, total: float | None, message: str) -> bytes | None:
+        if call.progress_token is None or call.id not in self.in_flight:
+            return None
+        params: dict[str, Any] = {"progressToken": call.progress_token, "progress": _number(progress)}
+        if total is not None:
+            params["total"] = _number(total)
+        if message and self.version != "2024-11-05":
+            params["message"] = message
+        return rpc.notification("notifications/progress", params)
+
+
+def error_result(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def _number(value: float) -> float | int:
+    return int(value) if value.is_integer() else value

@@ -1,0 +1,187 @@
+"""Keeps one tool file served: starts its Worker, replaces it after a crash (with
+bounded exponential backoff) or on reload (blue/green), and routes calls to it."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+from protomcp_host.worker import CallHooks, LoadError, LogSink, OutputSink, Worker, WorkerError
+from protomcp_sdk import protomcp_pb2 as pb
+
+ToolsSink = Callable[["Supervisor", list[pb.ToolDefinition]], None]
+"""Receives a new tool list before it goes live; raising rejects the new process."""
+
+
+class Backoff:
+    """Restart delays 0.1 s, 0.2 s, ... up to `cap`; reset once a process ran `stable` seconds."""
+
+    def __init__(self, base: float = 0.1, cap: float = 10.0, stable: float = 30.0) -> None:
+        self.base, self.cap, self.stable = base, cap, stable
+        self.failures = 0
+
+    def next_delay(self, uptime: float) -> float:
+        if uptime >= self.stable:
+            self.failures = 0
+        delay = min(self.cap, self.base * 2**self.failures)
+        self.failures += 1
+        return delay
+
+
+class Supervisor:
+    def __init__(
+        self,
+        file: Path,
+        *,
+        python: str = sys.executable,
+        on_tools: ToolsSink,
+        on_output: OutputSink,
+        on_log: LogSink,
+        on_problem: Callable[[str], None],
+        handshake_timeout: float = 30.0,
+        drain_timeout: float = 30.0,
+        restart_wait: float = 10.0,
+    ) -> None:
+        self.file = file
+        self.label = file.name
+        self.python = python
+        self.on_tools = on_tools
+        self.on_output = on_output
+        self.on_log = on_log
+        self.on_problem = on_problem
+        self.handshake_timeout = handshake_timeout
+        self.drain_timeout = drain_timeout
+        self.restart_wait = restart_wait
+        self.current: Worker | None = None
+        self.backoff = Backoff()
+        self.reloads = 0  # successful reloads, for diagnostics and tests
+        self._ready = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._reload_requested = False
+        self._stopping = False
+        self._started_at = 0.0
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Start the first tool process (errors propagate), then keep the file served."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await self._replace()
+            task_status.started()
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    break
+                if self.current is None or self.current.death is not None:
+                    await self._restart()
+                elif self._reload_requested:
+                    self._reload_requested = False
+                    await self._reload()
+            tg.cancel_scope.cancel()
+
+    def request_reload(self) -> None:
+        """Load the file again in a new process; coalesces requests made during a reload."""
+        self._reload_requested = True
+        self._wake.set()
+
+    async def stop(self, grace: float) -> None:
+        """Let in-flight calls finish (up to `grace` seconds), then stop the process."""
+        self._stopping = True
+        self._ready.clear()
+        current, self.current = self.current, None
+        if current is not None:
+            await current.stop(grace)
+        self._wake.set()
+
+    # -- replacing the process -----------------------------------------------------
+    async def _spawn(self) -> tuple[Worker, list[pb.ToolDefinition]]:
+        assert self._tg is not None
+        worker = Worker(self.file, python=self.python, on_output=self.on_output, on_log=self.on_log)
+        await self._tg.start(worker.run)
+        try:
+            tools = await worker.handshake(self.handshake_timeout)
+            self.on_tools(self, tools)  # may reject (e.g. a name clash with another file)
+        except BaseException:
+            worker.kill()
+            with anyio.CancelScope(shield=True):
+                await worker.exited.wait()
+            raise
+        return worker, tools
+
+    async def _replace(self) -> None:
+        worker, _ = await self._spawn()
+        old, self.current = self.current, worker
+        self._started_at = time.monotonic()
+        self._ready.set()
+        assert self._tg is not None
+        self._tg.start_soon(self._watch, worker)
+        if old is not None:
+            self._tg.start_soon(old.stop, self.drain_timeout)
+
+    async def _watch(self, worker: Worker) -> None:
+        await worker.exited.wait()
+        if worker is self.current and not self._stopping:
+            self._ready.clear()
+            self._wake.set()
+
+    async def _restart(self) -> None:
+        dead = self.current
+        reason = dead.death if dead is not None and dead.death else f"{self.label}: tool process is not running"
+        delay = 0.0 if self._reload_requested else self.backoff.next_delay(time.monotonic() - self._started_at)
+        self._reload_requested = False
+        self.on_problem(f"{reason}\nrestarting in {delay:.1f}s")
+        with anyio.move_on_after(delay):
+            await self._stop_requested()
+        if self._stopping:
+            return
+        try:
+            await self._replace()
+        except (WorkerError, ValueError) as exc:
+            self.on_problem(str(exc))
+            self._started_at = time.monotonic()
+            self._wake.set()  # try again after the next backoff delay
+
+    async def _reload(self) -> None:
+        try:
+            await self._replace()
+        except (WorkerError, ValueError) as exc:
+            self.on_problem(f"{exc}\nthe previous version of {self.label} keeps serving")
+            return
+        self.reloads += 1
+
+    async def _stop_requested(self) -> None:
+        while not self._stopping:
+            await self._wake.wait()
+            self._wake.clear()
+        self._wake.set()
+
+    # -- calls -----------------------------------------------------------------------
+    async def call(
+        self, name: str, arguments_json: str, progress_token: str, hooks: CallHooks, timeout: float | None
+    ) -> pb.CallToolResponse:
+        worker = await self._serving_worker()
+        request = pb.Envelope(
+            call_tool=pb.CallToolRequest(name=name, arguments_json=arguments_json, progress_token=progress_token)
+        )
+        reply = await worker.request(request, timeout=timeout, hooks=hooks)
+        return reply.call_result
+
+    async def _serving_worker(self) -> Worker:
+        if not self._ready.is_set():
+            with anyio.move_on_after(self.restart_wait):
+                await self._ready.wait()
+        worker = self.current
+        if worker is None or not self._ready.is_set():
+            raise WorkerError(f"{self.label}: tool process is not running (it is restarting; try again shortly)")
+        return worker
+
+
+__all__ = ["Backoff", "LoadError", "Supervisor", "WorkerError"]

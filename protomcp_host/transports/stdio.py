@@ -1,0 +1,104 @@
+"""MCP over stdio: newline-delimited JSON-RPC on stdin/stdout, one session.
+
+stdout carries only MCP messages: at start the real stdout is kept aside for the
+session and fd 1 is pointed at stderr, so a stray print anywhere in the host goes
+to stderr instead of corrupting the stream.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+import anyio
+
+from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.router import Router
+from protomcp_host.transports.fdio import FdReader, FdWriter
+
+if TYPE_CHECKING:
+    from protomcp_host.app import Host
+
+MAX_LINE = 256 * 1024 * 1024
+
+
+class LineSplitter:
+    """Sans-IO newline framing with a size limit."""
+
+    def __init__(self, max_line: int = MAX_LINE) -> None:
+        self.max_line = max_line
+        self._buffer = bytearray()
+        self._discarding = False
+
+    def feed(self, data: bytes) -> list[bytes | None]:
+        """Complete lines (without newline); None stands for a line that was too long."""
+        out: list[bytes | None] = []
+        start = 0
+        while (end := data.find(b"\n", start)) != -1:
+            if self._discarding:
+                self._discarding = False
+            else:
+                self._buffer += data[start:end]
+                line = bytes(self._buffer).strip()
+                if line:
+                    out.append(line)
+            self._buffer.clear()
+            start = end + 1
+        if not self._discarding:
+            self._buffer += data[start:]
+            if len(self._buffer) > self.max_line:
+                self._buffer.clear()
+                self._discarding = True
+                out.append(None)
+        return out
+
+    def tail(self) -> bytes:
+        """What is left at end of input (a last line without newline)."""
+        return b"" if self._discarding else bytes(self._buffer).strip()
+
+
+def take_stdout() -> int:
+    """Reserve the real stdout for MCP and send everything else written to fd 1 to stderr."""
+    mcp_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return mcp_fd
+
+
+async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -> None:
+    reader = FdReader(0)
+    writer = FdWriter(take_stdout())
+    await reader.open()
+    await writer.open()
+
+    def write(data: bytes) -> None:
+        writer.write(data + b"\n")
+
+    session = host.new_session(write)
+    too_long = rpc.error(rpc.NULL_ID, rpc.INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE} bytes")
+    async with anyio.create_task_group() as calls:
+        router = Router(host, session, write, calls)
+        splitter = LineSplitter()
+
+        async def read_lines() -> None:
+            while data := await reader.read():
+                for line in splitter.feed(data):
+                    router.feed(line) if line is not None else write(too_long)
+            if tail := splitter.tail():
+                router.feed(tail)
+
+        async with anyio.create_task_group() as reading:
+            async def stop_on_signal() -> None:
+                await shutdown.wait()
+                reading.cancel_scope.cancel()
+
+            reading.start_soon(stop_on_signal)
+            await read_lines()
+            reading.cancel_scope.cancel()
+        # Input is over: let in-flight calls finish (bounded), then stop.
+        with anyio.move_on_after(drain_timeout):
+            await router.wait_idle()
+        calls.cancel_scope.cancel()
+    host.close_session(session)
+    await writer.flush(drain_timeout)

@@ -1,0 +1,64 @@
+"""protomcp SDK: write MCP tools as plain Python functions.
+
+```python
+from protomcp_sdk import tool
+
+@tool
+def add(a: int, b: int) -> int:
+    \"\"\"Add two numbers.\"\"\"
+    return a + b
+```
+
+The public names are loaded on first use: the host imports ``protomcp_sdk.wire`` and must not
+pay for pydantic, which only the tool-authoring API needs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Audio",
+    "Context",
+    "EmbeddedResource",
+    "Image",
+    "ResourceLink",
+    "Text",
+    "ToolError",
+    "ToolResult",
+    "__version__",
+    "tool",
+]
+
+_EXPORTS = {
+    "tool": "protomcp_sdk.registry",
+    "Context": "protomcp_sdk.context",
+    "ToolResult": "protomcp_sdk.results",
+    "ToolError": "protomcp_sdk.results",
+    "Text": "protomcp_sdk.results",
+    "Image": "protomcp_sdk.results",
+    "Audio": "protomcp_sdk.results",
+    "ResourceLink": "protomcp_sdk.results",
+    "EmbeddedResource": "protomcp_sdk.results",
+}
+
+if TYPE_CHECKING:
+    from protomcp_sdk.context import Context
+    from protomcp_sdk.registry import tool
+    from protomcp_sdk.results import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolError, ToolResult
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'protomcp_sdk' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

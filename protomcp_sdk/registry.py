@@ -1,0 +1,220 @@
+"""The ``@tool`` decorator and the registry of tools a tool file defines."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.schema import analyze
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+_HINTS = (
+    ("readOnlyHint", "read_only_hint"),
+    ("destructiveHint", "destructive_hint"),
+    ("idempotentHint", "idempotent_hint"),
+    ("openWorldHint", "open_world_hint"),
+)
+_MAX_SHOWN_INPUT = 60  # characters of a rejected value quoted back in an error
+
+
+class ArgumentError(ValueError):
+    """Arguments that do not fit the tool's parameters; the message is meant for the model."""
+
+
+class DuplicateToolError(ValueError):
+    """Two tools were registered under one name."""
+
+
+@dataclass
+class ToolSpec:
+    """Everything known about one tool, computed once when it is decorated."""
+
+    name: str
+    title: str | None
+    description: str
+    fn: Callable[..., Any]
+    is_async: bool
+    annotations: dict[str, bool] | None
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    context_param: str | None
+    wraps_result: bool
+    arguments_model: type[BaseModel] | None = field(default=None, repr=False, compare=False)
+    argument_fields: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, bool] | None = None,
+    ) -> ToolSpec:
+        """Inspect ``fn`` (without registering it). Raises ValueError/TypeError on misuse."""
+        tool_name = name if name is not None else getattr(fn, "__name__", "")
+        check_name(tool_name)
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise TypeError(f"tool {tool_name!r} is a generator; tools must return their result")
+        signature = analyze(fn, tool_name)
+        if description is None:
+            description = inspect.cleandoc(fn.__doc__) if fn.__doc__ else ""
+        return cls(
+            name=tool_name,
+            title=title,
+            description=description,
+            fn=fn,
+            is_async=inspect.iscoroutinefunction(fn),
+            annotations=annotations or None,
+            input_schema=signature.input_schema,
+            output_schema=signature.output_schema,
+            context_param=signature.context_param,
+            wraps_result=signature.wraps_result,
+            arguments_model=signature.arguments_model,
+            argument_fields=signature.fields,
+        )
+
+    def convert(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """Validate JSON arguments and convert them to the keyword arguments ``fn`` expects.
+
+        Defaults are filled in; the Context parameter is not included. Unknown keys are ignored.
+        """
+        if self.arguments_model is None:
+            return dict(arguments or {})
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            raise ArgumentError(
+                f"Invalid arguments for tool '{self.name}': expected a JSON object, "
+                f"got {type(arguments).__name__}"
+            )
+        try:
+            values = self.arguments_model.model_validate(arguments).__dict__
+        except ValidationError as exc:
+            raise ArgumentError(f"Invalid arguments for tool '{self.name}': {describe(exc)}") from None
+        return {param: values[attr] for attr, param in self.argument_fields}
+
+    def definition(self) -> pb.ToolDefinition:
+        hints = self.annotations or {}
+        definition = pb.ToolDefinition(
+            name=self.name,
+            description=self.description,
+            title=self.title or "",
+            input_schema_json=orjson.dumps(self.input_schema).decode(),
+            output_schema_json=orjson.dumps(self.output_schema).decode() if self.output_schema else "",
+            annotations_json=orjson.dumps(self.annotations).decode() if self.annotations else "",
+        )
+        for key, attr in _HINTS:
+            setattr(definition, attr, bool(hints.get(key, False)))
+        return definition
+
+
+class Registry:
+    """The tools of one tool file, by name, in definition order."""
+
+    def __init__(self) -> None:
+        self.tools: dict[str, ToolSpec] = {}
+
+    def add(self, spec: ToolSpec) -> None:
+        if spec.name in self.tools:
+            raise DuplicateToolError(
+                f"tool name {spec.name!r} is registered twice; give one of them another name "
+                "with @tool(name=...)"
+            )
+        self.tools[spec.name] = spec
+
+    def clear(self) -> None:
+        self.tools.clear()
+
+
+REGISTRY = Registry()
+
+
+def check_name(name: str) -> None:
+    """MCP tool names: 1-128 characters of A-Z a-z 0-9 _ - ."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(
+            f"invalid tool name {name!r}: use 1-128 characters from A-Z, a-z, 0-9, '_', '-' and '.' "
+            "(set it with @tool(name=...))"
+        )
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+) -> Callable[[F], F]: ...
+
+
+def tool(
+    fn: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+) -> F | Callable[[F], F]:
+    """Register a function as an MCP tool; the function itself is returned unchanged.
+
+    Use bare (``@tool``) or with options. Hints left as None are not sent at all, so a
+    client applies the MCP defaults rather than reading them as false.
+    """
+    set_hints = zip(_HINTS, (read_only, destructive, idempotent, open_world), strict=True)
+    annotations = {key: bool(value) for (key, _), value in set_hints if value is not None}
+
+    def register(func: F) -> F:
+        spec = ToolSpec.from_function(
+            func, name=name, title=title, description=description, annotations=annotations
+        )
+        REGISTRY.add(spec)
+        return func
+
+    return register(fn) if fn is not None else register
+
+
+def describe(exc: ValidationError) -> str:
+    """Every bad field and what is wrong with it, e.g. ``b: Input should be a valid integer (got 'x')``."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = _location(error["loc"])
+        if error["type"] == "missing":
+            problems.append(f"{where}: required argument is missing")
+            continue
+        problems.append(f"{where}: {error['msg']} (got {_shown(error.get('input'))})")
+    return "; ".join(problems)
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "arguments"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN_INPUT else text[: _MAX_SHOWN_INPUT - 3] + "..."

@@ -1,0 +1,258 @@
+"""What a tool returns or raises, and how that becomes a ``CallToolResponse``.
+
+Content blocks serialise to the exact MCP JSON (schema 2025-06-18 / 2025-11-25). Values are
+encoded with orjson; anything orjson does not know natively goes through pydantic's JSON
+conversion, so returned values match the output schema pydantic generated for them.
+"""
+
+from __future__ import annotations
+
+import binascii
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Self
+
+import orjson
+from pydantic_core import to_jsonable_python
+
+from protomcp_sdk import protomcp_pb2 as pb
+
+if TYPE_CHECKING:
+    from protomcp_sdk.registry import ToolSpec
+
+_JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+_MAX_DETAIL = 1000  # characters of an exception message kept in an error text
+
+
+class ToolError(Exception):
+    """Raise to fail a call with a message (and a way forward) the model can act on."""
+
+    def __init__(
+        self, message: str, *, code: str = "", suggestion: str = "", retryable: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.suggestion = suggestion
+        self.retryable = retryable
+
+
+def _b64(data: bytes) -> str:
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
+
+
+def _guess_mime_type(path: str | os.PathLike[str]) -> str:
+    import mimetypes  # reads system tables on first use: only pay for it when needed
+
+    mime_type, _ = mimetypes.guess_type(os.fspath(path))
+    if mime_type is None:
+        raise ValueError(f"cannot guess the MIME type of {os.fspath(path)!r}; pass mime_type=")
+    return mime_type
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    text: str
+
+    def to_mcp(self) -> dict[str, Any]:
+        return {"type": "text", "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    data: bytes
+    mime_type: str
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], mime_type: str | None = None) -> Self:
+        with open(path, "rb") as f:
+            return cls(f.read(), mime_type or _guess_mime_type(path))
+
+    def to_mcp(self) -> dict[str, Any]:
+        return {"type": "image", "data": _b64(self.data), "mimeType": self.mime_type}
+
+
+@dataclass(frozen=True, slots=True)
+class Audio:
+    data: bytes
+    mime_type: str
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], mime_type: str | None = None) -> Self:
+        with open(path, "rb") as f:
+            return cls(f.read(), mime_type or _guess_mime_type(path))
+
+    def to_mcp(self) -> dict[str, Any]:
+        return {"type": "audio", "data": _b64(self.data), "mimeType": self.mime_type}
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceLink:
+    """A pointer to a resource the client can fetch; the content itself is not sent."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+
+    def to_mcp(self) -> dict[str, Any]:
+        block: dict[str, Any] = {"type": "resource_link", "uri": self.uri, "name": self.name}
+        if self.title is not None:
+            block["title"] = self.title
+        if self.description is not None:
+            block["description"] = self.description
+        if self.mime_type is not None:
+            block["mimeType"] = self.mime_type
+        if self.size is not None:
+            block["size"] = self.size
+        return block
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedResource:
+    """A resource's contents sent inline: exactly one of ``text`` or ``blob``."""
+
+    uri: str
+    text: str | None = None
+    blob: bytes | None = None
+    mime_type: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.blob is None):
+            raise ValueError("EmbeddedResource needs exactly one of text= or blob=")
+
+    def to_mcp(self) -> dict[str, Any]:
+        resource: dict[str, Any] = {"uri": self.uri}
+        if self.mime_type is not None:
+            resource["mimeType"] = self.mime_type
+        if self.blob is not None:
+            resource["blob"] = _b64(self.blob)
+        else:
+            resource["text"] = self.text
+        return {"type": "resource", "resource": resource}
+
+
+ContentBlock = Text | Image | Audio | ResourceLink | EmbeddedResource
+CONTENT_TYPES = (Text, Image, Audio, ResourceLink, EmbeddedResource)
+
+
+@dataclass
+class ToolResult:
+    """Full control over a result. ``structured`` is sent as-is (it must be a JSON object)."""
+
+    content: list[ContentBlock | str] = field(default_factory=list)
+    structured: Any = None
+    is_error: bool = False
+    enable_tools: list[str] = field(default_factory=list)
+    disable_tools: list[str] = field(default_factory=list)
+
+
+def dump_json(value: Any) -> bytes:
+    """Compact JSON for any value a tool may return; raises orjson.JSONEncodeError otherwise."""
+    return orjson.dumps(value, default=to_jsonable_python, option=_JSON_OPTIONS)
+
+
+def to_response(value: Any, spec: ToolSpec) -> pb.CallToolResponse:
+    """Map a tool's return value to the response (see the rules in the module docstring)."""
+    try:
+        if isinstance(value, str):
+            content: list[dict[str, Any]] = [{"type": "text", "text": value}]
+            text_json = None
+        elif value is None:
+            content, text_json = [], None
+        elif isinstance(value, ToolResult):
+            return _from_tool_result(value, spec.name)
+        elif isinstance(value, CONTENT_TYPES):
+            return _response([value.to_mcp()])
+        elif isinstance(value, list) and value and all(isinstance(v, CONTENT_TYPES) for v in value):
+            return _response([v.to_mcp() for v in value])
+        else:
+            text_json = dump_json(value)
+            content = [{"type": "text", "text": text_json.decode()}]
+        structured = None
+        if spec.output_schema is not None:
+            if spec.wraps_result:
+                inner = text_json if text_json is not None else dump_json(value)
+                structured = b'{"result":' + inner + b"}"
+            elif text_json is not None and text_json.startswith(b"{"):
+                structured = text_json  # structuredContent must be an object
+        return _response(content, structured=structured)
+    except orjson.JSONEncodeError as exc:
+        return _invalid_result(spec.name, f"its return value cannot be converted to JSON ({exc})")
+
+
+def error_response(exc: BaseException, spec_name: str) -> pb.CallToolResponse:
+    """An ``isError`` result whose text tells the model what went wrong (never a traceback)."""
+    from protomcp_sdk.registry import ArgumentError  # registry imports this module
+
+    if isinstance(exc, ToolError):
+        text = f"Error: {exc.message}"
+        if exc.retryable:
+            text += " (retryable)"
+        if exc.suggestion:
+            text += f"\nSuggestion: {exc.suggestion}"
+        error = pb.ToolError(
+            error_code=exc.code or "tool_error",
+            message=exc.message,
+            suggestion=exc.suggestion,
+            retryable=exc.retryable,
+        )
+        return _response([{"type": "text", "text": text}], is_error=True, error=error)
+    if isinstance(exc, ArgumentError):
+        message = str(exc)
+        error = pb.ToolError(error_code="invalid_arguments", message=message)
+        return _response([{"type": "text", "text": message}], is_error=True, error=error)
+    kind = type(exc).__name__
+    detail = str(exc)
+    if len(detail) > _MAX_DETAIL:
+        detail = detail[:_MAX_DETAIL] + "..."
+    summary = f"{kind}: {detail}" if detail else kind
+    error = pb.ToolError(error_code=kind, message=detail or kind)
+    return _response([{"type": "text", "text": f"Error in tool '{spec_name}': {summary}"}], True, error=error)
+
+
+def _from_tool_result(result: ToolResult, tool_name: str) -> pb.CallToolResponse:
+    content: list[dict[str, Any]] = []
+    for item in result.content:
+        if isinstance(item, str):
+            content.append({"type": "text", "text": item})
+        elif isinstance(item, CONTENT_TYPES):
+            content.append(item.to_mcp())
+        else:
+            return _invalid_result(
+                tool_name, f"ToolResult.content holds a {type(item).__name__}; use str or content blocks"
+            )
+    structured = None
+    if result.structured is not None:
+        structured = dump_json(result.structured)
+        if not structured.startswith(b"{"):
+            return _invalid_result(tool_name, "ToolResult.structured must be a JSON object (a dict or model)")
+        if not content:  # MCP: structured results should also be readable as text
+            content.append({"type": "text", "text": structured.decode()})
+    response = _response(content, is_error=result.is_error, structured=structured)
+    response.enable_tools.extend(result.enable_tools)
+    response.disable_tools.extend(result.disable_tools)
+    return response
+
+
+def _invalid_result(tool_name: str, problem: str) -> pb.CallToolResponse:
+    text = f"Error in tool '{tool_name}': {problem}"
+    error = pb.ToolError(error_code="invalid_result", message=problem)
+    return _response([{"type": "text", "text": text}], is_error=True, error=error)
+
+
+def _response(
+    content: list[dict[str, Any]],
+    is_error: bool = False,
+    *,
+    structured: bytes | None = None,
+    error: pb.ToolError | None = None,
+) -> pb.CallToolResponse:
+    response = pb.CallToolResponse(is_error=is_error, result_json=orjson.dumps(content).decode())
+    if structured is not None:
+        response.structured_content_json = structured.decode()
+    if error is not None:
+        response.error.CopyFrom(error)
+    return response
