@@ -143,11 +143,17 @@ def _print_stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-async def serve(files: list[Path], *, transport: str = "stdio", drain_timeout: float = 10.0, **options: Any) -> int:
+async def serve(
+    files: list[Path], *, transport: str = "stdio", drain_timeout: float = 10.0, **options: Any
+) -> int:
     """Run the host until the client goes away or a signal arrives. Returns the exit code."""
     from protomcp_host.transports.stdio import serve_stdio
 
-    host = Host(tool_files(files), **options)
+    try:
+        host = Host(tool_files(files), **options)
+    except StartupError as exc:
+        _print_stderr(f"protomcp: cannot start: {exc}")
+        return 1
     async with anyio.create_task_group() as tg:
         try:
             await host.start(tg)

@@ -104,7 +104,9 @@ def _signature(schema: dict[str, Any]) -> str:
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.argument("tool")
-@click.option("--args", "args", default="{}", show_default=True, help='Arguments as a JSON object, e.g. \'{"a": 1}\'.')
+@click.option(
+    "--args", "args", default="{}", show_default=True, help="Arguments as a JSON object, e.g. '{\"a\": 1}'."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the full MCP CallToolResult as JSON.")
 @PYTHON
 def call(file: Path, tool: str, args: str, as_json: bool, python: str) -> None:

@@ -64,7 +64,11 @@ async def direct_client(
         try:
             await request(
                 "initialize",
-                {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "protomcp-cli", "version": "1"}},
+                {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "protomcp-cli", "version": "1"},
+                },
             )
             router.feed(rpc.notification("notifications/initialized"))
             yield request

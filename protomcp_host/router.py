@@ -55,7 +55,9 @@ class Router:
         session = self.session
         supervisor = self.host.owner(call.tool.owner)
         hooks = CallHooks(
-            on_progress=lambda progress, total, message: self.emit(session.progress(call, progress, total, message)),
+            on_progress=lambda progress, total, message: self.emit(
+                session.progress(call, progress, total, message)
+            ),
             on_log=lambda level, logger, data: self.emit(session.log(level, logger, data)),
         )
         token = "" if call.progress_token is None else str(call.progress_token)

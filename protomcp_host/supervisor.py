@@ -71,11 +71,17 @@ class Supervisor:
     # -- lifecycle -----------------------------------------------------------------
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start the first tool process (errors propagate), then keep the file served."""
+        failure: Exception | None = None
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            await self._replace()
-            task_status.started()
-            while True:
+            try:
+                await self._replace()
+            except (WorkerError, ValueError) as exc:
+                failure = exc  # raised below, outside the task group, so it is not wrapped
+                tg.cancel_scope.cancel()
+            else:
+                task_status.started()
+            while failure is None:
                 await self._wake.wait()
                 self._wake.clear()
                 if self._stopping:
@@ -86,6 +92,8 @@ class Supervisor:
                     self._reload_requested = False
                     await self._reload()
             tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
     def request_reload(self) -> None:
         """Load the file again in a new process; coalesces requests made during a reload."""
@@ -134,8 +142,12 @@ class Supervisor:
 
     async def _restart(self) -> None:
         dead = self.current
-        reason = dead.death if dead is not None and dead.death else f"{self.label}: tool process is not running"
-        delay = 0.0 if self._reload_requested else self.backoff.next_delay(time.monotonic() - self._started_at)
+        reason = (
+            dead.death if dead is not None and dead.death else f"{self.label}: tool process is not running"
+        )
+        delay = (
+            0.0 if self._reload_requested else self.backoff.next_delay(time.monotonic() - self._started_at)
+        )
         self._reload_requested = False
         self.on_problem(f"{reason}\nrestarting in {delay:.1f}s")
         with anyio.move_on_after(delay):
@@ -169,7 +181,9 @@ class Supervisor:
     ) -> pb.CallToolResponse:
         worker = await self._serving_worker()
         request = pb.Envelope(
-            call_tool=pb.CallToolRequest(name=name, arguments_json=arguments_json, progress_token=progress_token)
+            call_tool=pb.CallToolRequest(
+                name=name, arguments_json=arguments_json, progress_token=progress_token
+            )
         )
         reply = await worker.request(request, timeout=timeout, hooks=hooks)
         return reply.call_result
@@ -180,7 +194,9 @@ class Supervisor:
                 await self._ready.wait()
         worker = self.current
         if worker is None or not self._ready.is_set():
-            raise WorkerError(f"{self.label}: tool process is not running (it is restarting; try again shortly)")
+            raise WorkerError(
+                f"{self.label}: tool process is not running (it is restarting; try again shortly)"
+            )
         return worker
 
 

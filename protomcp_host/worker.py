@@ -97,7 +97,9 @@ class Worker:
             with contextlib.suppress(OSError):
                 os.close(to_child_r)
                 os.close(from_child_w)
-        self._writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(to_child_w, "wb", buffering=0))
+        self._writer, _ = await loop.connect_write_pipe(
+            asyncio.Protocol, os.fdopen(to_child_w, "wb", buffering=0)
+        )
         reader = asyncio.StreamReader(limit=READ_CHUNK)
         await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(from_child_r, "rb", buffering=0)
@@ -128,7 +130,9 @@ class Worker:
                 hello = await self.hello
         except TimeoutError:
             self.kill()
-            raise WorkerError(f"{self.label}: tool process did not finish its handshake within {timeout:g}s") from None
+            raise WorkerError(
+                f"{self.label}: tool process did not finish its handshake within {timeout:g}s"
+            ) from None
         if hello is None:
             raise WorkerError(self.death or f"{self.label}: tool process exited during start-up")
         if hello.error:

@@ -51,7 +51,9 @@ class Context:
     def _cancel(self) -> None:
         self._cancelled.set()
 
-    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> _Sent:
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> _Sent:
         """Report progress; reaches the client only if it asked for progress on this call."""
         if self.progress_token:
             note = pb.ProgressNotification(
@@ -71,7 +73,9 @@ class Context:
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
         entry = pb.LogMessage(
-            level=level, logger=logger or self.tool_name, data_json=orjson.dumps(message, default=str).decode()
+            level=level,
+            logger=logger or self.tool_name,
+            data_json=orjson.dumps(message, default=str).decode(),
         )
         self._send(pb.Envelope(request_id=self.request_id, log=entry))
         return _SENT

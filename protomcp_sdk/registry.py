@@ -75,7 +75,7 @@ class ToolSpec:
             description=description,
             fn=fn,
             is_async=inspect.iscoroutinefunction(fn),
-            annotations=annotations or None,
+            annotations=dict(annotations) if annotations else None,
             input_schema=signature.input_schema,
             output_schema=signature.output_schema,
             context_param=signature.context_param,

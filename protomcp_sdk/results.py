@@ -149,13 +149,30 @@ class ToolResult:
     disable_tools: list[str] = field(default_factory=list)
 
 
+def _to_jsonable(value: Any) -> Any:
+    if isinstance(value, os.PathLike):  # pydantic knows Path but not PurePath
+        return os.fspath(value)
+    return to_jsonable_python(value)
+
+
 def dump_json(value: Any) -> bytes:
     """Compact JSON for any value a tool may return; raises orjson.JSONEncodeError otherwise."""
-    return orjson.dumps(value, default=to_jsonable_python, option=_JSON_OPTIONS)
+    return orjson.dumps(value, default=_to_jsonable, option=_JSON_OPTIONS)
 
 
 def to_response(value: Any, spec: ToolSpec) -> pb.CallToolResponse:
-    """Map a tool's return value to the response (see the rules in the module docstring)."""
+    """Map a tool's return value to a response.
+
+    - ``str``: one text block. ``None``: no content blocks at all.
+    - a content block, or a non-empty list made only of content blocks: those blocks.
+    - ``ToolResult``: its blocks, ``structured``, ``is_error`` and tool-list changes, as given.
+    - anything else (numbers, dicts, lists, dataclasses, models, datetimes...): one text block
+      with compact JSON (never a Python repr).
+
+    structuredContent is sent only when the tool declares an output schema: the value itself
+    for object schemas, ``{"result": value}`` when ``spec.wraps_result``. A value that cannot
+    be encoded as JSON becomes an error result.
+    """
     try:
         if isinstance(value, str):
             content: list[dict[str, Any]] = [{"type": "text", "text": value}]
@@ -210,7 +227,8 @@ def error_response(exc: BaseException, spec_name: str) -> pb.CallToolResponse:
         detail = detail[:_MAX_DETAIL] + "..."
     summary = f"{kind}: {detail}" if detail else kind
     error = pb.ToolError(error_code=kind, message=detail or kind)
-    return _response([{"type": "text", "text": f"Error in tool '{spec_name}': {summary}"}], True, error=error)
+    text = f"Error in tool '{spec_name}': {summary}"
+    return _response([{"type": "text", "text": text}], is_error=True, error=error)
 
 
 def _from_tool_result(result: ToolResult, tool_name: str) -> pb.CallToolResponse:

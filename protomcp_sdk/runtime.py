@@ -165,10 +165,19 @@ def load_tool_file(path: str) -> str:
     sys.path.insert(0, str(file.parent))
     try:
         runpy.run_path(str(file), run_name="__protomcp_tools__")
-    except BaseException:  # SyntaxError, ImportError, SystemExit in a tool file...
+    except BaseException as exc:  # SyntaxError, ImportError, SystemExit in a tool file...
         REGISTRY.clear()
-        return traceback.format_exc()
+        return _user_traceback(exc)
     return ""
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The traceback without the frames of runpy and this module."""
+    report = traceback.TracebackException.from_exception(exc)
+    report.stack = traceback.StackSummary.from_list(
+        [frame for frame in report.stack if frame.filename != __file__ and "runpy" not in frame.filename]
+    )
+    return "".join(report.format())
 
 
 def main(argv: list[str]) -> int:

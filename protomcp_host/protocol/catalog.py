@@ -122,7 +122,8 @@ class Catalog:
             other = self._tools.get(tool.name)
             if other is not None and other.owner != owner:
                 raise NameClash(
-                    f"tool name clash: '{tool.name}' is defined in both {other.owner} and {owner_label or owner}"
+                    f"tool name clash: '{tool.name}' is defined in both "
+                    f"{other.owner} and {owner_label or owner}"
                 )
         seen: set[str] = set()
         for tool in new:

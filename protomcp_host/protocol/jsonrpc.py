@@ -69,7 +69,7 @@ def decode(line: bytes) -> Message | list[Message]:
 
 
 def _valid_id(value: Any) -> bool:
-    return (isinstance(value, str) or isinstance(value, int)) and not isinstance(value, bool)
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
 def classify(data: Any) -> Message:

@@ -25,7 +25,8 @@ class FdReader:
         stream = asyncio.StreamReader(limit=CHUNK)
         try:
             await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(self.fd, "rb", buffering=0, closefd=False)
+                lambda: asyncio.StreamReaderProtocol(stream),
+                os.fdopen(self.fd, "rb", buffering=0, closefd=False),
             )
         except ValueError:  # a regular file
             return

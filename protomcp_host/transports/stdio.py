@@ -76,7 +76,9 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
         writer.write(data + b"\n")
 
     session = host.new_session(write)
-    too_long = rpc.error(rpc.NULL_ID, rpc.INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE} bytes")
+    too_long = rpc.error(
+        rpc.NULL_ID, rpc.INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE} bytes"
+    )
     async with anyio.create_task_group() as calls:
         router = Router(host, session, write, calls)
         splitter = LineSplitter()
@@ -89,6 +91,7 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
                 router.feed(tail)
 
         async with anyio.create_task_group() as reading:
+
             async def stop_on_signal() -> None:
                 await shutdown.wait()
                 reading.cancel_scope.cancel()

@@ -1,0 +1,126 @@
+"""Shared fixtures: start the real `protomcp` host and talk to it."""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = Path(__file__).resolve().parent / "tools"
+EXAMPLES = ROOT / "examples" / "tools"
+BEHAVIOURS = TOOLS / "behaviours.py"
+HOST = [sys.executable, "-m", "protomcp_host"]
+
+
+@asynccontextmanager
+async def mcp_session(*args: str, **session_kwargs: Any) -> AsyncIterator[Any]:
+    """An official-SDK ClientSession connected to `protomcp <args>` over stdio."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=HOST[0], args=[*HOST[1:], *args], env=dict(os.environ))
+    async with stdio_client(params) as (read, write), ClientSession(read, write, **session_kwargs) as session:
+        await session.initialize()
+        yield session
+
+
+class RawHost:
+    """`protomcp run` driven line by line, for wire-level tests."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [*HOST, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self.stderr: list[str] = []
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line.decode(errors="replace"))
+
+    def send_raw(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message: Any) -> None:
+        self.send_raw(orjson.dumps(message) + b"\n")
+
+    def recv(self, timeout: float = 10) -> Any:
+        line = self.lines.get(timeout=timeout)
+        if line is None:
+            raise EOFError("host closed stdout; stderr:\n" + "".join(self.stderr))
+        return orjson.loads(line)
+
+    def recv_response(self, request_id: Any, timeout: float = 10) -> Any:
+        """The response with this id, skipping notifications (which are returned in .skipped)."""
+        while True:
+            message = self.recv(timeout)
+            if isinstance(message, dict) and "method" in message:
+                continue
+            if isinstance(message, dict) and message.get("id") != request_id:
+                raise AssertionError(f"expected id {request_id!r}, got {message!r}")
+            return message
+
+    def request(self, request_id: Any, method: str, params: Any = None) -> Any:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return self.recv_response(request_id)
+
+    def initialize(self, version: str = "2025-06-18") -> Any:
+        result = self.request(
+            0,
+            "initialize",
+            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return result
+
+    def close(self, timeout: float = 15) -> int:
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                os.killpg(self.proc.pid, 9)
+                self.proc.wait()
+
+
+@pytest.fixture
+def raw_host() -> Iterator[Any]:
+    hosts: list[RawHost] = []
+
+    def start(*args: str) -> RawHost:
+        host = RawHost(*args)
+        hosts.append(host)
+        return host
+
+    yield start
+    for host in hosts:
+        host.close()
