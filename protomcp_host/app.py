@@ -3,6 +3,7 @@ sessions, and the transport. Also the home of what the host prints on stderr."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -11,8 +12,10 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import orjson
 
 from protomcp_host import __version__
+from protomcp_host.output import OutputForwarder
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, tool_from_definition
 from protomcp_host.protocol.session import Session
 from protomcp_host.supervisor import Supervisor
@@ -58,6 +61,7 @@ class Host:
         call_timeout: float | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         stderr: Callable[[str], None] | None = None,
+        standby: bool = False,
     ) -> None:
         self.files = files
         self.python = python
@@ -72,9 +76,10 @@ class Host:
                 file,
                 python=python,
                 on_tools=self._on_tools,
-                on_output=self._output_sink(file.name),
+                on_output=OutputForwarder(file.name, self.stderr, self.broadcast_log),
                 on_log=self.broadcast_log,
                 on_problem=self.report_problem,
+                standby=standby,
             )
 
     # -- lifecycle -----------------------------------------------------------------
@@ -121,22 +126,36 @@ class Host:
     # -- events from tool processes ------------------------------------------------
     def _on_tools(self, supervisor: Supervisor, definitions: list[pb.ToolDefinition]) -> None:
         tools = [tool_from_definition(d, supervisor.label) for d in definitions]
+        before = {t.name: t.mcp for t in self.catalog.tools_of(supervisor.label)}
         changed = self.catalog.replace(supervisor.label, tools)
-        if changed and self.started:
+        if not self.started:
+            return
+        after = {t.name: t.mcp for t in tools}
+        self.stderr(f"protomcp: loaded {supervisor.label}: {describe_change(before, after)}")
+        if changed:
             for session, write in self.sessions:
                 message = session.tools_changed()
                 if message is not None:
                     write(message)
 
-    def _output_sink(self, label: str) -> Callable[[str, str], None]:
-        def sink(stream: str, line: str) -> None:
-            self.stderr(f"[{label}] {line}")
-
-        return sink
-
     def report_problem(self, message: str) -> None:
         self.stderr(f"protomcp: {message}")
         self.broadcast_log("error", "protomcp", message)
+
+
+def describe_change(before: dict[str, Any], after: dict[str, Any]) -> str:
+    added = sorted(after.keys() - before.keys())
+    removed = sorted(before.keys() - after.keys())
+    changed = sorted(name for name in after.keys() & before.keys() if after[name] != before[name])
+    parts = [f"{label} {', '.join(names)}" for label, names in
+             (("added", added), ("changed", changed), ("removed", removed)) if names]  # fmt: skip
+    return plural(len(after), "tool") + (
+        f" ({'; '.join(parts)})" if parts else ", no change to the tool list"
+    )
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def _print_stderr(text: str) -> None:
@@ -144,13 +163,22 @@ def _print_stderr(text: str) -> None:
 
 
 async def serve(
-    files: list[Path], *, transport: str = "stdio", drain_timeout: float = 10.0, **options: Any
+    files: list[Path],
+    *,
+    transport: str = "stdio",
+    drain_timeout: float = 10.0,
+    reload: bool = False,
+    watch: tuple[str, ...] = (),
+    **options: Any,
 ) -> int:
-    """Run the host until the client goes away or a signal arrives. Returns the exit code."""
+    """Run the host until the client goes away or a signal arrives. Returns the exit code.
+
+    With `reload`, tool files are watched and reloaded (blue/green) when they change."""
+    from protomcp_host.reloader import watch_and_reload
     from protomcp_host.transports.stdio import serve_stdio
 
     try:
-        host = Host(tool_files(files), **options)
+        host = Host(tool_files(files), standby=reload, **options)
     except StartupError as exc:
         _print_stderr(f"protomcp: cannot start: {exc}")
         return 1
@@ -164,10 +192,36 @@ async def serve(
             return 1
         shutdown = anyio.Event()
         tg.start_soon(_on_signals, shutdown)
+        if reload:
+            tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
+        if sys.stdin.isatty():
+            host.stderr(banner(host, reload))
         await serve_stdio(host, shutdown, drain_timeout)
+        shutdown.set()
         await host.stop(drain_timeout)
         tg.cancel_scope.cancel()
     return 0
+
+
+def banner(host: Host, reload: bool) -> str:
+    """What a person who started protomcp in a terminal needs to know."""
+    command = shutil.which("protomcp") or sys.executable
+    prefix = [] if command.endswith("protomcp") else ["-m", "protomcp_host"]
+    name = host.files[0].stem if len(host.files) == 1 else "tools"
+    entry = {name: {"command": str(Path(command).resolve()), "args": [*prefix, "run", *map(str, host.files)]}}
+    files = ", ".join(f.name for f in host.files)
+    lines = [
+        f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files}",
+        f"  {', '.join(host.catalog.names())}",
+        'Add to Claude Desktop\'s claude_desktop_config.json under "mcpServers":',
+        "  " + orjson.dumps(entry).decode(),
+    ]
+    if reload:
+        lines.append("Watching for changes: save a tool file and the client sees the new tools, no restart.")
+    lines.append(
+        "This terminal is now the MCP stdio channel (clients start protomcp themselves). Ctrl+C quits."
+    )
+    return "\n".join(lines)
 
 
 async def _on_signals(shutdown: anyio.Event) -> None:

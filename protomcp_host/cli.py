@@ -61,6 +61,41 @@ def run(files: tuple[Path, ...], transport: str, python: str, call_timeout: floa
     _serve(files, python=python, call_timeout=call_timeout, page_size=page_size)
 
 
+@main.command()
+@FILES
+@_serve_options
+@click.option(
+    "--watch", "watch", multiple=True, metavar="GLOB",
+    help="Also reload when files matching GLOB change (repeatable), e.g. --watch 'data/*.json'.",
+)  # fmt: skip
+@click.option("--no-reload", is_flag=True, help="Do not watch files; behave like run, with dev diagnostics.")
+def dev(
+    files: tuple[Path, ...],
+    transport: str,
+    python: str,
+    call_timeout: float,
+    page_size: int,
+    watch: tuple[str, ...],
+    no_reload: bool,
+) -> None:
+    """Serve FILES like run, and reload a tool file the moment you save it.
+
+    The host and the client's session stay up: only the tool process is replaced, so
+    your AI client sees new and changed tools without a restart. Python files under
+    each tool file's folder are watched (virtualenvs, __pycache__, .git and
+    node_modules are skipped). A file that fails to load leaves the previous tools
+    serving and reports the error here and to the client.
+    """
+    _serve(
+        files,
+        python=python,
+        call_timeout=call_timeout,
+        page_size=page_size,
+        reload=not no_reload,
+        watch=watch,
+    )
+
+
 def _serve(files: tuple[Path, ...], **options: Any) -> None:
     from protomcp_host.app import serve
 

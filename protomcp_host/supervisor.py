@@ -47,6 +47,7 @@ class Supervisor:
         handshake_timeout: float = 30.0,
         drain_timeout: float = 30.0,
         restart_wait: float = 10.0,
+        standby: bool = False,
     ) -> None:
         self.file = file
         self.label = file.name
@@ -59,6 +60,8 @@ class Supervisor:
         self.drain_timeout = drain_timeout
         self.restart_wait = restart_wait
         self.current: Worker | None = None
+        self.use_standby = standby  # keep a warm process that has imported the SDK, for fast reloads
+        self._standby: Worker | None = None
         self.backoff = Backoff()
         self.reloads = 0  # successful reloads, for diagnostics and tests
         self._ready = asyncio.Event()
@@ -104,16 +107,42 @@ class Supervisor:
         """Let in-flight calls finish (up to `grace` seconds), then stop the process."""
         self._stopping = True
         self._ready.clear()
+        if self._standby is not None:
+            self._standby.kill()
         current, self.current = self.current, None
         if current is not None:
             await current.stop(grace)
         self._wake.set()
 
     # -- replacing the process -----------------------------------------------------
+    def _new_worker(self, standby: bool) -> Worker:
+        return Worker(
+            self.file, python=self.python, on_output=self.on_output, on_log=self.on_log, standby=standby
+        )
+
+    async def _prepare_standby(self) -> None:
+        assert self._tg is not None
+        worker = self._new_worker(standby=True)
+        try:
+            await self._tg.start(worker.run)
+        except WorkerError as exc:
+            self.on_problem(f"cannot start a standby tool process: {exc}")
+            return
+        if self._stopping:
+            worker.kill()
+        else:
+            self._standby = worker
+
     async def _spawn(self) -> tuple[Worker, list[pb.ToolDefinition]]:
         assert self._tg is not None
-        worker = Worker(self.file, python=self.python, on_output=self.on_output, on_log=self.on_log)
-        await self._tg.start(worker.run)
+        worker, self._standby = self._standby, None
+        if worker is not None and worker.death is None:
+            worker.activate()
+        else:
+            worker = self._new_worker(standby=False)
+            await self._tg.start(worker.run)
+        if self.use_standby and not self._stopping:
+            self._tg.start_soon(self._prepare_standby)
         try:
             tools = await worker.handshake(self.handshake_timeout)
             self.on_tools(self, tools)  # may reject (e.g. a name clash with another file)

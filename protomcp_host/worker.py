@@ -58,8 +58,10 @@ class Worker:
         python: str = sys.executable,
         on_output: OutputSink | None = None,
         on_log: LogSink | None = None,
+        standby: bool = False,
     ) -> None:
         self.file = file
+        self.standby = standby  # started ahead of need: loads the file on activate()
         self.label = file.name
         self.python = python
         self.on_output = on_output or (lambda stream, line: None)
@@ -84,7 +86,7 @@ class Worker:
         env["PYTHONUNBUFFERED"] = "1"
         try:
             self.process = await asyncio.create_subprocess_exec(
-                self.python, "-m", "protomcp_sdk", str(self.file),
+                self.python, "-m", "protomcp_sdk", *(["--standby"] if self.standby else []), str(self.file),
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 pass_fds=(to_child_r, from_child_w), env=env, start_new_session=True,
                 cwd=str(self.file.parent),
@@ -122,6 +124,10 @@ class Worker:
             with anyio.CancelScope(shield=True):
                 await self._reap()
 
+    def activate(self) -> None:
+        """Tell a standby process to import the tool file now (it then says Hello)."""
+        self.send(pb.Envelope(reload=pb.ReloadRequest()))
+
     async def handshake(self, timeout: float) -> list[pb.ToolDefinition]:
         """Wait for Hello and the first tool list. Raises LoadError or WorkerError."""
         assert self.hello is not None
@@ -134,6 +140,11 @@ class Worker:
                 f"{self.label}: tool process did not finish its handshake within {timeout:g}s"
             ) from None
         if hello is None:
+            if any("No module named protomcp_sdk" in line for line in self.stderr_tail):
+                raise WorkerError(
+                    f"{self.label}: protomcp_sdk is not importable by {self.python}; "
+                    "install protomcp in that environment (pip install protomcp) or choose another --python"
+                )
             raise WorkerError(self.death or f"{self.label}: tool process exited during start-up")
         if hello.error:
             raise LoadError(f"{self.label} failed to load:\n{hello.error.rstrip()}")

@@ -13,6 +13,7 @@ import runpy
 import sys
 import threading
 import traceback
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -56,35 +57,27 @@ class ToolProcess:
             self.transport.write(frame)
 
     # -- lifecycle -----------------------------------------------------------------
-    async def serve(self, load_error: str) -> int:
+    async def serve(self, standby: bool) -> int:
+        """Load the tool file (at once, or on the host's first frame when on standby), say
+        Hello, then serve frames until the host closes our input."""
         self.transport, _ = await self.loop.connect_write_pipe(
             asyncio.Protocol, os.fdopen(self.write_fd, "wb", buffering=0)
         )
-        self.send(
-            pb.Envelope(
-                hello=pb.Hello(
-                    protocol_version=wire.PROTOCOL_VERSION,
-                    sdk_name="protomcp_sdk",
-                    sdk_version=__version__,
-                    tool_file=self.tool_file,
-                    pid=os.getpid(),
-                    python_version=sys.version.split()[0],
-                    error=load_error,
-                )
-            )
-        )
-        if load_error:
-            await self._flush()
-            return 1
         reader = asyncio.StreamReader(limit=READ_CHUNK)
         await self.loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(self.read_fd, "rb", buffering=0)
         )
+        frames = self._frames(reader)
         try:
-            while chunk := await reader.read(READ_CHUNK):
-                for envelope in self.decoder.feed(chunk):
-                    self.dispatch(envelope)
-            self.decoder.close()
+            if standby and await anext(frames, None) is None:
+                return 0  # the host stopped us before we were needed
+            load_error = load_tool_file(self.tool_file)
+            self.send(pb.Envelope(hello=self._hello(load_error)))
+            if load_error:
+                await self._flush()
+                return 1
+            async for envelope in frames:
+                self.dispatch(envelope)
         except wire.FrameError as exc:
             print(f"protomcp tool process: bad frame from host: {exc}", file=sys.stderr)
             return 2
@@ -93,6 +86,23 @@ class ToolProcess:
             await asyncio.gather(*(task for task, _ in self.calls.values()), return_exceptions=True)
         await self._flush()
         return 0
+
+    async def _frames(self, reader: asyncio.StreamReader) -> AsyncIterator[pb.Envelope]:
+        while chunk := await reader.read(READ_CHUNK):
+            for envelope in self.decoder.feed(chunk):
+                yield envelope
+        self.decoder.close()
+
+    def _hello(self, load_error: str) -> pb.Hello:
+        return pb.Hello(
+            protocol_version=wire.PROTOCOL_VERSION,
+            sdk_name="protomcp_sdk",
+            sdk_version=__version__,
+            tool_file=self.tool_file,
+            pid=os.getpid(),
+            python_version=sys.version.split()[0],
+            error=load_error,
+        )
 
     async def _flush(self) -> None:
         transport = self.transport
@@ -180,9 +190,15 @@ def _user_traceback(exc: BaseException) -> str:
     return "".join(report.format())
 
 
+USAGE = "usage: python -m protomcp_sdk [--standby] TOOL_FILE  (started by the protomcp host)"
+
+
 def main(argv: list[str]) -> int:
+    standby = argv[:1] == ["--standby"]  # imported the SDK; load the file when the host says so
+    if standby:
+        argv = argv[1:]
     if len(argv) != 1:
-        print("usage: python -m protomcp_sdk TOOL_FILE  (started by the protomcp host)", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 2
     fds = os.environ.get(wire.FD_ENV, "")
     try:
@@ -197,12 +213,11 @@ def main(argv: list[str]) -> int:
     for fd in (read_fd, write_fd):  # keep them out of processes the tools start
         os.set_inheritable(fd, False)
     tool_file = str(Path(argv[0]).resolve())
-    load_error = load_tool_file(tool_file)
 
     async def run() -> int:
         asyncio.get_running_loop().set_default_executor(
             ThreadPoolExecutor(max_workers=SYNC_WORKERS, thread_name_prefix="protomcp-tool")
         )
-        return await ToolProcess(read_fd, write_fd, tool_file).serve(load_error)
+        return await ToolProcess(read_fd, write_fd, tool_file).serve(standby)
 
     return asyncio.run(run())

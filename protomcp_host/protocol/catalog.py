@@ -112,6 +112,9 @@ class Catalog:
     def names(self) -> list[str]:
         return list(self._tools)
 
+    def tools_of(self, owner: Hashable) -> list[Tool]:
+        return [t for t in self._tools.values() if t.owner == owner]
+
     def replace(self, owner: Hashable, tools: Iterable[Tool], owner_label: Any = None) -> bool:
         """Swap in `owner`'s tools. Returns True when the visible list changed.
 

@@ -1,0 +1,53 @@
+"""What a tool process prints: to the host's stderr (prefixed with the file name) and,
+rate-limited, to the client as log messages (stdout → info, stderr → warning)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+LEVELS = {"stdout": "info", "stderr": "warning"}
+
+
+class TokenBucket:
+    """Allows `burst` events at once and `rate` per second after that."""
+
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self.tokens = float(burst)
+        self.stamp = clock()
+
+    def take(self) -> bool:
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+
+class OutputForwarder:
+    def __init__(
+        self,
+        label: str,
+        stderr: Callable[[str], None],
+        log: Callable[[str, str, Any], None],
+        bucket: TokenBucket | None = None,
+    ) -> None:
+        self.label = label
+        self.stderr = stderr
+        self.log = log
+        self.bucket = bucket or TokenBucket(rate=20, burst=100)
+        self.dropped = 0
+
+    def __call__(self, stream: str, line: str) -> None:
+        self.stderr(f"[{self.label}] {line}")
+        if not self.bucket.take():
+            self.dropped += 1
+            return
+        if self.dropped:
+            self.log("warning", self.label, f"({self.dropped} lines of output not forwarded: too many lines)")
+            self.dropped = 0
+        self.log(LEVELS.get(stream, "info"), self.label, line)

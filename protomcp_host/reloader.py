@@ -1,0 +1,72 @@
+"""`protomcp dev`: watch the tool files' folders and ask supervisors to reload."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from pathlib import Path
+
+import anyio
+from watchfiles import Change, DefaultFilter, awatch
+
+from protomcp_host.supervisor import Supervisor
+
+SKIP_DIRS = (
+    ".venv",
+    "venv",
+    "env",
+    "__pycache__",
+    ".git",
+    "node_modules",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".tox",
+)
+
+
+class SourceFilter(DefaultFilter):
+    """Python sources, plus whatever --watch globs name; never virtualenvs or caches."""
+
+    def __init__(self, globs: Iterable[str] = ()) -> None:
+        super().__init__(ignore_dirs=SKIP_DIRS)
+        self.globs = tuple(globs)
+
+    def __call__(self, change: Change, path: str) -> bool:
+        if not super().__call__(change, path):
+            return False
+        return path.endswith(".py") or any(fnmatch.fnmatch(path, glob) for glob in self.globs)
+
+
+def targets(changed: Iterable[Path], supervisors: Iterable[Supervisor]) -> list[Supervisor]:
+    """A changed tool file reloads its own process; any other change reloads every process
+    whose folder tree holds it (it may be a module those tools import), or all of them
+    when it lies outside every tool folder (a --watch path)."""
+    supervisors = list(supervisors)
+    chosen: dict[int, Supervisor] = {}
+    for path in changed:
+        own = [s for s in supervisors if s.file == path]
+        if not own:
+            own = [s for s in supervisors if path.is_relative_to(s.file.parent)] or supervisors
+        chosen.update((id(s), s) for s in own)
+    return list(chosen.values())
+
+
+def watch_roots(files: Iterable[Path], extra: Iterable[str]) -> list[Path]:
+    roots = {f.parent for f in files}
+    for glob in extra:
+        base = Path(glob.split("*", 1)[0] or ".").resolve()
+        roots.add(base if base.is_dir() else base.parent)
+    # Drop roots inside other roots: watching the outer one covers them.
+    return sorted(r for r in roots if not any(r != o and r.is_relative_to(o) for o in roots))
+
+
+async def watch_and_reload(
+    supervisors: list[Supervisor], globs: list[str], stop: anyio.Event, debounce_ms: int = 30
+) -> None:
+    roots = watch_roots((s.file for s in supervisors), globs)
+    watch_filter = SourceFilter(str(Path(g).resolve()) if not Path(g).is_absolute() else g for g in globs)
+    async for changes in awatch(
+        *roots, watch_filter=watch_filter, debounce=debounce_ms, step=10, stop_event=stop, recursive=True
+    ):
+        for supervisor in targets((Path(path) for _, path in changes), supervisors):
+            supervisor.request_reload()
