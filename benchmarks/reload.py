@@ -1,0 +1,137 @@
+"""Reload latency of `protomcp dev`: file saved → notifications/tools/list_changed received.
+
+    python benchmarks/reload.py [--edits 30]
+
+Edits a temporary copy of examples/tools/hello.py (changing the tool's description, so
+every save changes the tool list), and reports p50/p95 beside `python -c pass` measured in
+the same run: the floor any design that starts a new interpreter per reload pays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import selectors
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+HELLO = ROOT / "examples" / "tools" / "hello.py"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+class Lines:
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        self.stdout = proc.stdout
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.stdout, selectors.EVENT_READ)
+        self.buffer = b""
+
+    def next(self, timeout: float = 10) -> dict:  # type: ignore[type-arg]
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.selector.select(left):
+                raise TimeoutError("no message from the host")
+            chunk = os.read(self.stdout.fileno(), 65536)
+            if not chunk:
+                raise EOFError("host exited")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return orjson.loads(line)
+
+
+def save(path: Path, source: str) -> None:
+    tmp = path.with_name(".hello.py.tmp")
+    tmp.write_text(source)
+    os.replace(tmp, path)
+
+
+def measure_reloads(edits: int) -> list[float]:
+    workdir = Path(tempfile.mkdtemp(prefix="protomcp-reload-"))
+    file = workdir / "hello.py"
+    original = HELLO.read_text()
+    shutil.copy(HELLO, file)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "protomcp_host", "dev", str(file)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stdin is not None
+    lines = Lines(proc)
+    try:
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        }
+        proc.stdin.write(
+            orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}) + b"\n"
+        )
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        proc.stdin.flush()
+        lines.next()
+        time.sleep(1.0)  # let the warm standby finish starting before the first edit
+        samples = []
+        for i in range(edits):
+            source = original.replace(
+                '"""Greet someone by name."""', f'"""Greet someone by name (edit {i})."""'
+            )
+            started = time.perf_counter()
+            save(file, source)
+            while lines.next().get("method") != "notifications/tools/list_changed":
+                pass
+            samples.append((time.perf_counter() - started) * 1000)
+            time.sleep(0.3)  # a person does not save 20 times a second; let the standby refill
+        return samples
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def measure_python_start(runs: int) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--edits", type=int, default=30)
+    args = parser.parse_args()
+    reloads = measure_reloads(args.edits)
+    python = measure_python_start(args.edits)
+    print("| metric | p50 (ms) | p95 (ms) |")
+    print("|---|---|---|")
+    print(
+        f"| save → list_changed, hello.py ({args.edits} edits) | {statistics.median(reloads):.1f} | {percentile(reloads, 0.95):.1f} |"
+    )
+    print(
+        f"| `python -c pass` ({args.edits} runs) | {statistics.median(python):.1f} | {percentile(python, 0.95):.1f} |"
+    )
+    print(f"\ntarget: reload p50 ≤ 150 ms → {'PASS' if statistics.median(reloads) <= 150 else 'FAIL'}")
+
+
+if __name__ == "__main__":
+    main()
