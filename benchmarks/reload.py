@@ -124,12 +124,9 @@ def main() -> None:
     python = measure_python_start(args.edits)
     print("| metric | p50 (ms) | p95 (ms) |")
     print("|---|---|---|")
-    print(
-        f"| save → list_changed, hello.py ({args.edits} edits) | {statistics.median(reloads):.1f} | {percentile(reloads, 0.95):.1f} |"
-    )
-    print(
-        f"| `python -c pass` ({args.edits} runs) | {statistics.median(python):.1f} | {percentile(python, 0.95):.1f} |"
-    )
+    rows = [(f"save → list_changed, hello.py ({args.edits} edits)", reloads), ("`python -c pass`", python)]
+    for label, values in rows:
+        print(f"| {label} | {statistics.median(values):.1f} | {percentile(values, 0.95):.1f} |")
     print(f"\ntarget: reload p50 ≤ 150 ms → {'PASS' if statistics.median(reloads) <= 150 else 'FAIL'}")
 
 
