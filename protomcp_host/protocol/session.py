@@ -38,6 +38,13 @@ class Batch:
             return b"[" + b",".join(self.parts) + b"]"
         return None
 
+    def drop(self) -> bytes | None:
+        """One expected answer will never come (its request was cancelled)."""
+        self.expected -= 1
+        if self.parts and len(self.parts) == self.expected:
+            return b"[" + b",".join(self.parts) + b"]"
+        return None
+
 
 @dataclass(slots=True)
 class Send:
@@ -87,7 +94,7 @@ class Session:
         decoded = rpc.decode(line)
         if not isinstance(decoded, list):
             event = self._handle(decoded, None)
-            return [event] if event is not None else []
+            return [event, *self._released(event)] if event is not None else []
         if self.version not in BATCH_VERSIONS:
             revision = self.version or "an uninitialized session"
             return [
@@ -119,7 +126,16 @@ class Session:
                     events.append(Send(complete))
             elif event is not None:
                 events.append(event)
+                events.extend(self._released(event))
         return events
+
+    def _released(self, event: Event) -> list[Event]:
+        """A cancelled call gets no answer: its batch may now be complete without it."""
+        if isinstance(event, CancelCall) and event.call.batch is not None:
+            complete = event.call.batch.drop()
+            if complete is not None:
+                return [Send(complete)]
+        return []
 
     def _handle(self, message: rpc.Message, batch: Batch | None) -> Event | None:
         if isinstance(message, rpc.Invalid):

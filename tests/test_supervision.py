@@ -1,0 +1,175 @@
+"""Supervisor, Worker, reloader and output forwarding with real tool processes, in-process."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import RawHost
+
+from protomcp_host.output import OutputForwarder, TokenBucket
+from protomcp_host.reloader import SourceFilter, targets, watch_roots
+from protomcp_host.supervisor import Backoff, Supervisor, WorkerError
+from protomcp_host.worker import CallHooks
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def make_supervisor(file: Path, problems: list[str], **options: Any) -> Supervisor:
+    return Supervisor(
+        file,
+        on_tools=lambda supervisor, tools: None,
+        on_output=lambda stream, line: None,
+        on_log=lambda level, logger, data: None,
+        on_problem=problems.append,
+        **options,
+    )
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def test_handshake_timeout_kills_and_reports(tmp_path: Path) -> None:
+    file = tmp_path / "stuck.py"
+    file.write_text("import time\ntime.sleep(60)\n")
+    supervisor = make_supervisor(file, [], handshake_timeout=1)
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            with pytest.raises(WorkerError, match="did not finish its handshake within 1s"):
+                await tg.start(supervisor.run)
+    worker_pids = [p.name for p in Path("/proc").iterdir() if p.name.isdigit() and _runs(p, str(file))]
+    assert worker_pids == []
+
+
+def _runs(proc: Path, needle: str) -> bool:
+    try:
+        return needle.encode() in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+async def test_reload_requests_during_a_reload_coalesce(tmp_path: Path) -> None:
+    file = tmp_path / "t.py"
+    file.write_text("from protomcp_sdk import tool\n@tool\ndef a() -> str:\n    return 'a'\n")
+    supervisor = make_supervisor(file, [], standby=True)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(supervisor.run)
+            for _ in range(5):
+                supervisor.request_reload()
+            # Poll until the supervisor is idle again: reloaded, nothing requested, nothing waking it.
+            while supervisor.reloads == 0 or supervisor._reload_requested or supervisor._wake.is_set():
+                await anyio.sleep(0.01)
+            assert 1 <= supervisor.reloads <= 2
+            hooks = CallHooks(lambda *a: None, lambda *a: None)
+            response = await supervisor.call("a", "{}", "", hooks, 10)
+            assert response.result_json == '[{"type":"text","text":"a"}]'
+            await supervisor.stop(5)
+
+
+GARBAGE = """
+    import os
+    from protomcp_sdk import tool
+
+    FRAME_FD = int(os.environ["PROTOMCP_FDS"].split(",")[1])
+
+    @tool
+    def oversized() -> str:
+        os.write(FRAME_FD, b"\\xff\\xff\\xff\\xff")
+        return "unreachable"
+
+    @tool
+    def undecodable() -> str:
+        os.write(FRAME_FD, b"\\x00\\x00\\x00\\x03\\xff\\xff\\xff")
+        return "unreachable"
+
+    @tool
+    def fine() -> str:
+        return "fine"
+"""
+
+
+@pytest.mark.parametrize(
+    ("tool", "expected"), [("oversized", "exceeds"), ("undecodable", "not a valid Envelope")]
+)
+def test_garbage_from_a_tool_process_is_one_readable_error(
+    raw_host: Any, tmp_path: Path, tool: str, expected: str
+) -> None:
+    file = tmp_path / "garbage.py"
+    file.write_text(textwrap.dedent(GARBAGE))
+    host: RawHost = raw_host("run", str(file))
+    host.initialize()
+    reply = host.request(1, "tools/call", {"name": tool, "arguments": {}})
+    assert reply["result"]["isError"] is True
+    text = reply["result"]["content"][0]["text"]
+    assert "protocol error from tool process" in text and expected in text
+    assert (
+        host.request(2, "tools/call", {"name": "fine", "arguments": {}})["result"]["content"][0]["text"]
+        == "fine"
+    )
+    host.close()
+    assert any("protocol error from tool process" in line for line in host.stderr)
+
+
+def test_backoff_grows_caps_and_resets() -> None:
+    backoff = Backoff(base=0.1, cap=1.0, stable=30)
+    delays = [backoff.next_delay(uptime=0.5) for _ in range(6)]
+    assert delays == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    assert backoff.next_delay(uptime=31) == 0.1
+
+
+def test_output_is_rate_limited_and_drops_are_reported() -> None:
+    now = [0.0]
+    stderr: list[str] = []
+    logs: list[tuple[str, str, Any]] = []
+    forward = OutputForwarder(
+        "t.py", stderr.append, lambda *entry: logs.append(entry), TokenBucket(2, 3, lambda: now[0])
+    )
+    for i in range(10):
+        forward("stdout", f"line {i}")
+    forward("stderr", "oops")
+    assert len(stderr) == 11  # the host's stderr gets every line
+    assert logs == [("info", "t.py", "line 0"), ("info", "t.py", "line 1"), ("info", "t.py", "line 2")]
+    now[0] = 1.0  # two more tokens
+    forward("stderr", "later")
+    assert logs[3:] == [
+        ("warning", "t.py", "(8 lines of output not forwarded: too many lines)"),
+        ("warning", "t.py", "later"),
+    ]
+
+
+def test_reload_targets(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a, b = tmp_path / "a" / "tools.py", tmp_path / "b" / "tools.py"
+    sa, sb = make_supervisor(a, []), make_supervisor(b, [])
+    assert targets([a], [sa, sb]) == [sa]
+    assert targets([tmp_path / "a" / "helper.py"], [sa, sb]) == [sa]
+    assert set(map(id, targets([tmp_path / "elsewhere.py"], [sa, sb]))) == {id(sa), id(sb)}
+
+
+def test_source_filter_and_roots(tmp_path: Path) -> None:
+    from watchfiles import Change
+
+    only_py = SourceFilter()
+    assert only_py(Change.modified, str(tmp_path / "x.py"))
+    assert not only_py(Change.modified, str(tmp_path / "x.txt"))
+    assert not only_py(Change.modified, str(tmp_path / ".venv" / "lib" / "x.py"))
+    assert not only_py(Change.modified, str(tmp_path / "node_modules" / "x.py"))
+    assert not only_py(Change.modified, str(tmp_path / "__pycache__" / "x.py"))
+    with_glob = SourceFilter([str(tmp_path / "data" / "*.json")])
+    assert with_glob(Change.modified, str(tmp_path / "data" / "a.json"))
+    (tmp_path / "sub").mkdir()
+    assert watch_roots([tmp_path / "t.py", tmp_path / "sub" / "u.py"], []) == [tmp_path]
