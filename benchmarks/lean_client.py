@@ -377,7 +377,7 @@ class LeanClient:
             reply = await asyncio.wait_for(fut, timeout)
         except TimeoutError:
             self.pending.pop(rid, None)
-            raise ServerError(f"{method}: no answer within {timeout:g} s{self.stderr_hint()}") from None
+            raise ServerError(f"{method}: no answer within {timeout:.1f} s{self.stderr_hint()}") from None
         if "error" in reply:
             raise ServerError(f"{method}: {reply['error']}{self.stderr_hint()}")
         return reply.get("result")
@@ -439,6 +439,6 @@ class LeanClient:
             await asyncio.wait_for(asyncio.shield(driver.future), timeout)
         except TimeoutError:
             raise ServerError(
-                f"{driver.done}/{driver.sent} calls answered within {timeout:g} s{self.stderr_hint()}"
+                f"{driver.done}/{driver.sent} calls answered within {timeout:.1f} s{self.stderr_hint()}"
             ) from None
         return driver

@@ -344,8 +344,10 @@ def table(res: Results, ours: Impl, theirs: Impl) -> tuple[str, list[str]]:
             else:
                 med.append(None)
                 cell = "ERROR" if errs else "-"
-            if errs:
-                notes.append(f"{impl.label} / {m.name}: {errs[0]}")
+            for err in errs:
+                note = f"{impl.label}: {err}"
+                if note not in notes:
+                    notes.append(note)
             cells.append(cell)
         a, b = med
         if a is not None and b is not None and b > 0:

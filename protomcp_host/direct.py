@@ -44,37 +44,48 @@ async def direct_client(
         elif on_message is not None:
             on_message(message)
 
-    async with anyio.create_task_group() as tg:
-        try:
-            await host.start(tg)
-        except StartupError:
-            await host.stop(0)
-            raise
-        router = Router(host, host.new_session(write), write, tg)
+    try:
+        async with anyio.create_task_group() as tg:
+            try:
+                await host.start(tg)
+            except StartupError:
+                await host.stop(0)
+                raise
+            router = Router(host, host.new_session(write), write, tg)
 
-        async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
-            request_id = next(ids)
-            waiting[request_id] = future = asyncio.get_running_loop().create_future()
-            router.feed(rpc.request(request_id, method, params))
-            reply = await future
-            if "error" in reply:
-                raise RequestFailed(reply["error"]["message"])
-            return reply["result"]
+            async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+                request_id = next(ids)
+                waiting[request_id] = future = asyncio.get_running_loop().create_future()
+                router.feed(rpc.request(request_id, method, params))
+                reply = await future
+                if "error" in reply:
+                    raise RequestFailed(reply["error"]["message"])
+                return reply["result"]
 
-        try:
-            await request(
-                "initialize",
-                {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "protomcp-cli", "version": "1"},
-                },
-            )
-            router.feed(rpc.notification("notifications/initialized"))
-            yield request
-        finally:
-            await host.stop(5)
-            tg.cancel_scope.cancel()
+            try:
+                await request(
+                    "initialize",
+                    {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "protomcp-cli", "version": "1"},
+                    },
+                )
+                router.feed(rpc.notification("notifications/initialized"))
+                yield request
+            finally:
+                await host.stop(5)
+                tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:  # the task group wraps even a single error
+        raise _sole(group) from None
+
+
+def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one error inside nested single-error groups (StartupError, RequestFailed...), else the group."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return group if isinstance(error, BaseExceptionGroup) else error
 
 
 async def list_tools(request: Request) -> list[dict[str, Any]]:

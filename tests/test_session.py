@@ -255,8 +255,14 @@ def test_instructions_are_sent_when_set() -> None:
     [
         ({}, 'Invalid params: "protocolVersion" must be a string'),
         ({"protocolVersion": 20250618}, 'Invalid params: "protocolVersion" must be a string'),
-        ({"protocolVersion": "2025-06-18", "capabilities": []}, 'Invalid params: "capabilities" must be an object'),
-        ({"protocolVersion": "2025-06-18", "clientInfo": "me"}, 'Invalid params: "clientInfo" must be an object'),
+        (
+            {"protocolVersion": "2025-06-18", "capabilities": []},
+            'Invalid params: "capabilities" must be an object',
+        ),
+        (
+            {"protocolVersion": "2025-06-18", "clientInfo": "me"},
+            'Invalid params: "clientInfo" must be an object',
+        ),
     ],
 )
 def test_initialize_with_bad_params(params: dict[str, Any], message: str) -> None:
@@ -329,7 +335,12 @@ def test_batch_with_tool_calls_is_sent_when_the_last_call_is_done() -> None:
     events = session.receive(
         orjson.dumps(
             [
-                {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1}}},
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "add", "arguments": {"a": 1}},
+                },
                 {"jsonrpc": "2.0", "id": 2, "method": "ping"},
                 {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo"}},
             ]
@@ -345,8 +356,16 @@ def test_batch_with_tool_calls_is_sent_when_the_last_call_is_done() -> None:
     assert data is not None
     assert orjson.loads(data) == [
         {"jsonrpc": "2.0", "id": 2, "result": {}},
-        {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "three"}], "isError": False}},
-        {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "one"}], "isError": False}},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "result": {"content": [{"type": "text", "text": "three"}], "isError": False},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {"content": [{"type": "text", "text": "one"}], "isError": False},
+        },
     ]
 
 
@@ -421,7 +440,12 @@ def test_cancelled_call_in_a_batch_does_not_hold_back_the_rest() -> None:
     events = session.receive(
         orjson.dumps(
             [
-                {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1}}},
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "add", "arguments": {"a": 1}},
+                },
                 {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo"}},
             ]
         )
@@ -439,7 +463,12 @@ def test_cancelling_the_last_pending_call_of_a_batch_sends_the_rest() -> None:
     events = session.receive(
         orjson.dumps(
             [
-                {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1}}},
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "add", "arguments": {"a": 1}},
+                },
                 {"jsonrpc": "2.0", "id": 2, "method": "ping"},
             ]
         )
@@ -456,12 +485,28 @@ def test_cancelling_the_last_pending_call_of_a_batch_sends_the_rest() -> None:
 
 def test_cancelling_every_call_of_a_batch_sends_nothing() -> None:
     session = ready("2025-03-26")
-    (call,) = session.receive(
-        b'[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}]'
-    )
+    (call,) = session.receive(b'[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}]')
     assert isinstance(call, StartCall)
     assert notify(session, "notifications/cancelled", {"requestId": 1}) == [CancelCall(call)]
     assert session.call_done(call, pb.CallToolResponse()) is None
+
+
+def test_cancel_inside_the_same_batch_as_its_call() -> None:
+    session = ready("2025-03-26")
+    events = session.receive(
+        orjson.dumps(
+            [
+                {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo"}},
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+            ]
+        )
+    )
+    assert len(events) == 3
+    call, cancel, reply = events
+    assert isinstance(call, StartCall) and cancel == CancelCall(call)
+    assert reply == Send(b'[{"jsonrpc":"2.0","id":2,"result":{}}]')
+    assert session.in_flight == {}
 
 
 # -- tools/list --------------------------------------------------------------------------------
@@ -551,7 +596,9 @@ def test_non_string_cursor() -> None:
 
 
 def test_null_cursor_is_the_first_page() -> None:
-    assert [t["name"] for t in answer(request(ready(), 1, "tools/list", {"cursor": None}))["result"]["tools"]] == [
+    assert [
+        t["name"] for t in answer(request(ready(), 1, "tools/list", {"cursor": None}))["result"]["tools"]
+    ] == [
         "add",
         "echo",
     ]
@@ -602,6 +649,13 @@ def test_schema_violation_is_an_error_result_naming_the_field(arguments: dict[st
         "result": text_result(text),
     }
     assert session.in_flight == {}
+
+
+def test_call_to_a_tool_with_a_broken_schema_still_starts() -> None:
+    broken = make_tool("broken", schema={"type": "object", "properties": {"x": {"type": 12}}})
+    session = ready("2025-11-25", broken)
+    call = start_call(session, 1, name="broken", arguments={"x": 1})
+    assert call.arguments == {"x": 1}
 
 
 def test_valid_call_starts_a_call_with_the_progress_token() -> None:
@@ -669,7 +723,8 @@ def test_structured_content_only_from_2025_06_18(version: str) -> None:
     data = session.call_done(
         call,
         pb.CallToolResponse(
-            result_json='[{"type":"text","text":"{\\"result\\": 3}"}]', structured_content_json='{"result": 3}'
+            result_json='[{"type":"text","text":"{\\"result\\": 3}"}]',
+            structured_content_json='{"result": 3}',
         ),
     )
     assert data is not None
@@ -688,7 +743,9 @@ def test_structured_content_only_from_2025_06_18(version: str) -> None:
 def test_is_error_flag() -> None:
     session = ready()
     call = start_call(session, 1)
-    data = session.call_done(call, pb.CallToolResponse(is_error=True, result_json='[{"type":"text","text":"no"}]'))
+    data = session.call_done(
+        call, pb.CallToolResponse(is_error=True, result_json='[{"type":"text","text":"no"}]')
+    )
     assert data is not None
     assert orjson.loads(data)["result"] == {"content": [{"type": "text", "text": "no"}], "isError": True}
 
@@ -822,7 +879,9 @@ def test_log_level_filtering() -> None:
     assert session.log("debug", None, "d") is None
     assert session.log("info", None, "i") is None
     assert session.log("notice", None, "n") is None
-    sent = [session.log(level, None, level) for level in ("warning", "error", "critical", "alert", "emergency")]
+    sent = [
+        session.log(level, None, level) for level in ("warning", "error", "critical", "alert", "emergency")
+    ]
     assert [orjson.loads(s or b"null")["params"] for s in sent] == [
         {"level": "warning", "data": "warning"},
         {"level": "error", "data": "error"},
@@ -849,7 +908,8 @@ def test_set_level_with_an_invalid_level(level: Any) -> None:
     assert error_of(request(session, 1, "logging/setLevel", {"level": level})) == (
         1,
         -32602,
-        "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency",
+        "Invalid params: level must be one of "
+        "debug, info, notice, warning, error, critical, alert, emergency",
     )
     assert session.log_level is None
 
@@ -882,7 +942,11 @@ def test_progress_message_is_dropped_for_2024_11_05() -> None:
     session = ready("2024-11-05")
     call = start_call(session, 1, meta={"progressToken": "p"})
     data = session.progress(call, 1.0, 2.0, "hidden")
-    assert data is not None and orjson.loads(data)["params"] == {"progressToken": "p", "progress": 1, "total": 2}
+    assert data is not None and orjson.loads(data)["params"] == {
+        "progressToken": "p",
+        "progress": 1,
+        "total": 2,
+    }
 
 
 def test_no_progress_after_the_call_is_done() -> None:
@@ -892,19 +956,19 @@ def test_no_progress_after_the_call_is_done() -> None:
     assert session.progress(call, 1.0, None, "late") is None
 
 
-def test_cancel_inside_the_same_batch_as_its_call() -> None:
-    session = ready("2025-03-26")
-    events = session.receive(
-        orjson.dumps(
-            [
-                {"jsonrpc": "2.0", "id": 2, "method": "ping"},
-                {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo"}},
-                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
-            ]
-        )
+def test_structured_content_must_be_an_object() -> None:
+    from protomcp_host.protocol.catalog import Catalog, tool_from_definition
+    from protomcp_host.protocol.session import Session, StartCall
+    from protomcp_sdk import protomcp_pb2 as pb
+
+    catalog = Catalog()
+    catalog.replace("a.py", [tool_from_definition(pb.ToolDefinition(name="t"), "a.py")])
+    session = Session(catalog, {"name": "x", "version": "1"})
+    session.receive(
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}'
     )
-    assert len(events) == 3
-    call, cancel, reply = events
-    assert isinstance(call, StartCall) and cancel == CancelCall(call)
-    assert reply == Send(b'[{"jsonrpc":"2.0","id":2,"result":{}}]')
-    assert session.in_flight == {}
+    (call,) = session.receive(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t"}}')
+    assert isinstance(call, StartCall)
+    response = pb.CallToolResponse(result_json="[]", structured_content_json="[1, 2]")
+    reply = orjson.loads(session.call_done(call, response) or b"")
+    assert reply["result"]["isError"] is True and "malformed" in reply["result"]["content"][0]["text"]

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing.exceptions import Unresolvable
 
 from protomcp_sdk import protomcp_pb2 as pb
 
@@ -48,12 +49,17 @@ class Tool:
         if self._validator is None:  # compiled on first use, once per tool list
             schema = self.mcp.get("inputSchema") or {"type": "object"}
             try:
+                Draft202012Validator.check_schema(schema)  # the constructor does not check
                 self._validator = Draft202012Validator(
                     schema, format_checker=Draft202012Validator.FORMAT_CHECKER
                 )
             except SchemaError:
                 self._validator = Draft202012Validator({"type": "object"})
-        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        try:
+            errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        except Unresolvable:  # a $ref that points nowhere: treat like a broken schema
+            self._validator = Draft202012Validator({"type": "object"})
+            errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
         if not errors:
             return None
         lines = []
@@ -135,8 +141,15 @@ class Catalog:
             seen.add(tool.name)
         before = {name: t.mcp for name, t in self._tools.items() if t.owner == owner}
         after = {t.name: t.mcp for t in new}
-        merged = {name: t for name, t in self._tools.items() if t.owner != owner}
-        merged.update((t.name, t) for t in new)
+        # Keep every surviving tool where it was, so paging clients see a stable order.
+        incoming = {t.name: t for t in new}
+        merged = {
+            name: incoming.get(name, t)
+            for name, t in self._tools.items()
+            if t.owner != owner or name in incoming
+        }
+        for tool in new:
+            merged.setdefault(tool.name, tool)
         self._tools = merged
         self._pages.clear()
         return before != after

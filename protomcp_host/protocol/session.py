@@ -286,8 +286,8 @@ class Session:
         try:
             if not isinstance(orjson.loads(content), list):
                 raise ValueError("content is not a list")
-            if structured:
-                orjson.loads(structured)
+            if structured and not isinstance(orjson.loads(structured), dict):
+                raise ValueError("structuredContent is not an object")
         except ValueError:
             return rpc.result(call.id, error_result(f"Tool '{call.tool.name}' returned malformed content"))
         if b"\n" in content or b"\r" in content:  # keep one message per line

@@ -40,8 +40,9 @@ class LineSplitter:
                 self._discarding = False
             else:
                 self._buffer += data[start:end]
-                line = bytes(self._buffer).strip()
-                if line:
+                if len(self._buffer) > self.max_line:  # a long line completed within one chunk
+                    out.append(None)
+                elif line := bytes(self._buffer).strip():
                     out.append(line)
             self._buffer.clear()
             start = end + 1
