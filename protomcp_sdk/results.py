@@ -10,7 +10,7 @@ from __future__ import annotations
 import binascii
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import orjson
 from pydantic_core import to_jsonable_python
@@ -59,7 +59,10 @@ class Text:
 
 
 @dataclass(frozen=True, slots=True)
-class Image:
+class _Media:
+    """Binary content sent inline, base64-encoded."""
+
+    kind: ClassVar[str]
     data: bytes
     mime_type: str
 
@@ -69,21 +72,17 @@ class Image:
             return cls(f.read(), mime_type or _guess_mime_type(path))
 
     def to_mcp(self) -> dict[str, Any]:
-        return {"type": "image", "data": _b64(self.data), "mimeType": self.mime_type}
+        return {"type": self.kind, "data": _b64(self.data), "mimeType": self.mime_type}
 
 
 @dataclass(frozen=True, slots=True)
-class Audio:
-    data: bytes
-    mime_type: str
+class Image(_Media):
+    kind: ClassVar[str] = "image"
 
-    @classmethod
-    def from_file(cls, path: str | os.PathLike[str], mime_type: str | None = None) -> Self:
-        with open(path, "rb") as f:
-            return cls(f.read(), mime_type or _guess_mime_type(path))
 
-    def to_mcp(self) -> dict[str, Any]:
-        return {"type": "audio", "data": _b64(self.data), "mimeType": self.mime_type}
+@dataclass(frozen=True, slots=True)
+class Audio(_Media):
+    kind: ClassVar[str] = "audio"
 
 
 @dataclass(frozen=True, slots=True)
