@@ -51,7 +51,7 @@ async def direct_client(
             except StartupError:
                 await host.stop(0)
                 raise
-            router = Router(host, host.new_session(write), write, tg)
+            router = Router(host, host.new_session(write), write)
 
             async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
                 request_id = next(ids)

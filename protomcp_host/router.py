@@ -7,11 +7,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import anyio
-import anyio.abc
 import orjson
 
 from protomcp_host.protocol.session import CancelCall, Send, Session, StartCall
-from protomcp_host.worker import CallHooks, WorkerError
+from protomcp_host.worker import Call
 
 if TYPE_CHECKING:
     from protomcp_host.app import Host
@@ -20,12 +19,11 @@ Writer = Callable[[bytes], None]
 
 
 class Router:
-    def __init__(self, host: Host, session: Session, write: Writer, calls: anyio.abc.TaskGroup) -> None:
+    def __init__(self, host: Host, session: Session, write: Writer) -> None:
         self.host = host
         self.session = session
         self.write = write
-        self.calls = calls
-        self.running: dict[bytes, anyio.CancelScope] = {}
+        self.running: dict[bytes, Call] = {}
         self._idle = anyio.Event()
         self._idle.set()
 
@@ -35,46 +33,58 @@ class Router:
             if isinstance(event, Send):
                 self.write(event.data)
             elif isinstance(event, StartCall):
-                self._idle = anyio.Event() if self._idle.is_set() else self._idle
-                self.running[event.id] = scope = anyio.CancelScope()
-                self.calls.start_soon(self._call, event, scope)
+                self._start(event)
             elif isinstance(event, CancelCall):
-                scope = self.running.get(event.call.id)
-                if scope is not None:
-                    scope.cancel()
+                call = self.running.pop(event.call.id, None)
+                if call is not None:
+                    call.cancel()
+                    self._check_idle()
 
-    def emit(self, data: bytes | None) -> None:
+    def _start(self, event: StartCall) -> None:
+        session = self.session
+        name = event.tool.name
+
+        def on_result(response: object) -> None:
+            self._finish(event, session.call_done(event, response))  # type: ignore[arg-type]
+
+        def on_failure(message: str) -> None:
+            self._finish(event, session.call_failed(event, f"Tool '{name}' failed: {message}"))
+
+        call = Call(
+            name=name,
+            arguments_json=orjson.dumps(event.arguments).decode(),
+            progress_token="" if event.progress_token is None else str(event.progress_token),
+            on_result=on_result,
+            on_failure=on_failure,
+            on_progress=lambda progress, total, message: self._emit(
+                session.progress(event, progress, total, message)
+            ),
+            on_log=lambda level, logger, data: self._emit(session.log(level, logger, data)),
+        )
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+        self.running[event.id] = call
+        self.host.owner(event.tool.owner).dispatch(call, self.host.call_timeout)
+
+    def _finish(self, event: StartCall, data: bytes | None) -> None:
+        self.running.pop(event.id, None)
+        self._emit(data)
+        self._check_idle()
+
+    def _emit(self, data: bytes | None) -> None:
         if data is not None:
             self.write(data)
+
+    def _check_idle(self) -> None:
+        if not self.running:
+            self._idle.set()
 
     async def wait_idle(self) -> None:
         """Return once no call is running."""
         await self._idle.wait()
 
-    async def _call(self, call: StartCall, scope: anyio.CancelScope) -> None:
-        session = self.session
-        supervisor = self.host.owner(call.tool.owner)
-        hooks = CallHooks(
-            on_progress=lambda progress, total, message: self.emit(
-                session.progress(call, progress, total, message)
-            ),
-            on_log=lambda level, logger, data: self.emit(session.log(level, logger, data)),
-        )
-        token = "" if call.progress_token is None else str(call.progress_token)
-        timeout = self.host.call_timeout
-        try:
-            with scope:
-                try:
-                    response = await supervisor.call(
-                        call.tool.name, orjson.dumps(call.arguments).decode(), token, hooks, timeout
-                    )
-                    self.emit(session.call_done(call, response))
-                except WorkerError as exc:
-                    self.emit(session.call_failed(call, f"Tool '{call.tool.name}' failed: {exc}"))
-                except TimeoutError:
-                    message = f"Tool '{call.tool.name}' did not finish within {timeout:g}s and was cancelled"
-                    self.emit(session.call_failed(call, message))
-        finally:
-            del self.running[call.id]
-            if not self.running:
-                self._idle.set()
+    def cancel_all(self) -> None:
+        for call in self.running.values():
+            call.cancel()
+        self.running.clear()
+        self._idle.set()

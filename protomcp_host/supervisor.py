@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from protomcp_host.worker import CallHooks, LoadError, LogSink, OutputSink, Worker, WorkerError
+from protomcp_host.worker import Call, LoadError, LogSink, OutputSink, Worker, WorkerError
 from protomcp_sdk import protomcp_pb2 as pb
 
 ToolsSink = Callable[["Supervisor", list[pb.ToolDefinition]], None]
@@ -205,28 +205,28 @@ class Supervisor:
         self._wake.set()
 
     # -- calls -----------------------------------------------------------------------
-    async def call(
-        self, name: str, arguments_json: str, progress_token: str, hooks: CallHooks, timeout: float | None
-    ) -> pb.CallToolResponse:
-        worker = await self._serving_worker()
-        request = pb.Envelope(
-            call_tool=pb.CallToolRequest(
-                name=name, arguments_json=arguments_json, progress_token=progress_token
-            )
-        )
-        reply = await worker.request(request, timeout=timeout, hooks=hooks)
-        return reply.call_result
+    def dispatch(self, call: Call, timeout: float | None) -> None:
+        """Send the call to the serving tool process, waiting (bounded) for a restart first."""
+        worker = self.current
+        if worker is not None and worker.death is None and self._ready.is_set():
+            worker.start(call, timeout)
+        elif self._tg is None or self._stopping:
+            call.fail(f"{self.label}: tool process is not running")
+        else:
+            self._tg.start_soon(self._dispatch_when_ready, call, timeout)
 
-    async def _serving_worker(self) -> Worker:
-        if not self._ready.is_set():
+    async def _dispatch_when_ready(self, call: Call, timeout: float | None) -> None:
+        try:
             with anyio.move_on_after(self.restart_wait):
                 await self._ready.wait()
-        worker = self.current
-        if worker is None or not self._ready.is_set():
-            raise WorkerError(
-                f"{self.label}: tool process is not running (it is restarting; try again shortly)"
-            )
-        return worker
+        finally:
+            worker = self.current
+            if call.done:
+                pass
+            elif worker is None or worker.death is not None or not self._ready.is_set():
+                call.fail(f"{self.label}: tool process is not running (it is restarting; try again shortly)")
+            else:
+                worker.start(call, timeout)
 
 
 __all__ = ["Backoff", "LoadError", "Supervisor", "WorkerError"]

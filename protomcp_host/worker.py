@@ -1,7 +1,8 @@
-"""One tool process: spawn, handshake, pending calls, captured output, death, stop.
+"""One tool process: spawn, handshake, pending requests, captured output, death, stop.
 
-A Worker is a single child-process lifetime. It never restarts itself; the
-Supervisor replaces a dead or outdated Worker with a new one.
+A Worker is a single child-process lifetime. It never restarts itself; the Supervisor
+replaces a dead or outdated Worker with a new one. Calls are callbacks, not tasks: a
+call costs a dict entry and a timer until its answer frame arrives.
 """
 
 from __future__ import annotations
@@ -15,17 +16,18 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import orjson
 
+from protomcp_host.pipes import BatchedWriter, read_into
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
 
-READ_CHUNK = 1 << 20
 STDERR_TAIL = 20
 _request_ids = itertools.count(1)
 
@@ -38,16 +40,38 @@ class LoadError(WorkerError):
     """The tool file failed to import; the message carries the traceback."""
 
 
-@dataclass(slots=True)
-class CallHooks:
-    """Where a running call's progress and log messages go."""
-
-    on_progress: Callable[[float, float | None, str], None]
-    on_log: Callable[[str, str, Any], None]
-
-
 OutputSink = Callable[[str, str], None]  # (stream name "stdout"/"stderr", line)
-LogSink = Callable[[str, str, Any], None]  # (level, logger, data) for messages outside calls
+LogSink = Callable[[str, str, Any], None]  # (level, logger, data)
+
+
+@dataclass(slots=True, eq=False)
+class Call:
+    """One tools/call on its way through a tool process; exactly one of on_result /
+    on_failure is called, unless the call is cancelled first."""
+
+    name: str
+    arguments_json: str
+    progress_token: str
+    on_result: Callable[[pb.CallToolResponse], None]
+    on_failure: Callable[[str], None]
+    on_progress: Callable[[float, float | None, str], None]
+    on_log: LogSink
+    request_id: str = ""
+    worker: Worker | None = None
+    timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+    done: bool = False
+
+    def cancel(self) -> None:
+        """Drop the call; its tool process is told to cancel it if it is running."""
+        if not self.done:
+            self.done = True
+            if self.worker is not None:
+                self.worker.forget(self, notify=True)
+
+    def fail(self, message: str) -> None:
+        if not self.done:
+            self.done = True
+            self.on_failure(message)
 
 
 class Worker:
@@ -61,19 +85,21 @@ class Worker:
         standby: bool = False,
     ) -> None:
         self.file = file
-        self.standby = standby  # started ahead of need: loads the file on activate()
         self.label = file.name
         self.python = python
+        self.standby = standby  # started ahead of need: loads the file on activate()
         self.on_output = on_output or (lambda stream, line: None)
         self.on_log = on_log or (lambda level, logger, data: None)
         self.process: asyncio.subprocess.Process | None = None
-        self.pending: dict[str, tuple[asyncio.Future[pb.Envelope], CallHooks | None]] = {}
+        self.calls: dict[str, Call] = {}
+        self.requests: dict[str, asyncio.Future[pb.Envelope]] = {}
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self.hello: asyncio.Future[pb.Hello | None] | None = None
         self.exited = anyio.Event()
         self.death: str | None = None  # why it stopped serving, once it has
         self.stopping = False
-        self._writer: asyncio.WriteTransport | None = None
+        self._writer: BatchedWriter | None = None
+        self._decoder = wire.FrameDecoder()
 
     # -- start ---------------------------------------------------------------------
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -84,28 +110,22 @@ class Worker:
         env = dict(os.environ)
         env[wire.FD_ENV] = f"{to_child_r},{from_child_w}"
         env["PYTHONUNBUFFERED"] = "1"
+        standby = ["--standby"] if self.standby else []
         try:
             self.process = await asyncio.create_subprocess_exec(
-                self.python, "-m", "protomcp_sdk", *(["--standby"] if self.standby else []), str(self.file),
+                self.python, "-m", "protomcp_sdk", *standby, str(self.file),
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 pass_fds=(to_child_r, from_child_w), env=env, start_new_session=True,
                 cwd=str(self.file.parent),
             )  # fmt: skip
         except OSError as exc:
-            for fd in (to_child_r, to_child_w, from_child_r, from_child_w):
+            for fd in (to_child_w, from_child_r):
                 os.close(fd)
             raise WorkerError(f"{self.label}: cannot start {self.python}: {exc}") from None
         finally:
-            with contextlib.suppress(OSError):
-                os.close(to_child_r)
-                os.close(from_child_w)
-        self._writer, _ = await loop.connect_write_pipe(
-            asyncio.Protocol, os.fdopen(to_child_w, "wb", buffering=0)
-        )
-        reader = asyncio.StreamReader(limit=READ_CHUNK)
-        await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(from_child_r, "rb", buffering=0)
-        )
+            os.close(to_child_r)
+            os.close(from_child_w)
+        self._writer = await BatchedWriter.open(to_child_w)
         self.hello = loop.create_future()
         task_status.started()
         try:
@@ -113,7 +133,8 @@ class Worker:
                 drained = [anyio.Event(), anyio.Event()]
                 tg.start_soon(self._pump, self.process.stdout, "stdout", drained[0])
                 tg.start_soon(self._pump, self.process.stderr, "stderr", drained[1])
-                await self._read_frames(reader)
+                await read_into(from_child_r, self._on_frame_bytes)
+                self._end_of_frames()
                 await self._wait_exit()
                 # Output pipes may be held open by processes the tool started: drain briefly.
                 with anyio.move_on_after(0.5):
@@ -158,69 +179,104 @@ class Worker:
         return list(reply.tool_list.tools)
 
     # -- requests ------------------------------------------------------------------
-    async def request(
-        self, envelope: pb.Envelope, *, timeout: float | None, hooks: CallHooks | None = None
-    ) -> pb.Envelope:
-        """Send a request and wait for the frame answering it."""
+    def start(self, call: Call, timeout: float | None) -> None:
+        """Send a call to the tool process; its answer arrives through the call's callbacks."""
+        if self.death is not None:
+            call.fail(self.death)
+            return
+        call.request_id = request_id = str(next(_request_ids))
+        call.worker = self
+        self.calls[request_id] = call
+        request = pb.CallToolRequest(name=call.name, arguments_json=call.arguments_json)
+        request.progress_token = call.progress_token
+        self.send(pb.Envelope(request_id=request_id, call_tool=request))
+        if timeout is not None:
+            call.timer = asyncio.get_running_loop().call_later(timeout, self._timed_out, call, timeout)
+
+    def _timed_out(self, call: Call, timeout: float) -> None:
+        self.forget(call, notify=True)
+        call.fail(f"did not finish within {timeout:g}s and was cancelled")
+
+    def forget(self, call: Call, *, notify: bool) -> None:
+        if self.calls.pop(call.request_id, None) is not None and notify:
+            self.send(pb.Envelope(cancel=pb.CancelRequest(request_id=call.request_id)))
+        if call.timer is not None:
+            call.timer.cancel()
+
+    async def request(self, envelope: pb.Envelope, *, timeout: float | None) -> pb.Envelope:
+        """Send a non-call request and wait for the frame answering it."""
         if self.death is not None:
             raise WorkerError(self.death)
-        request_id = str(next(_request_ids))
-        envelope.request_id = request_id
-        future: asyncio.Future[pb.Envelope] = asyncio.get_running_loop().create_future()
-        self.pending[request_id] = (future, hooks)
+        envelope.request_id = request_id = str(next(_request_ids))
+        self.requests[request_id] = future = asyncio.get_running_loop().create_future()
         self.send(envelope)
         try:
             with anyio.fail_after(timeout):
                 return await future
-        except BaseException:
-            if self.pending.pop(request_id, None) is not None and envelope.HasField("call_tool"):
-                self.send(pb.Envelope(cancel=pb.CancelRequest(request_id=request_id)))
-            raise
+        finally:
+            self.requests.pop(request_id, None)
 
     def send(self, envelope: pb.Envelope) -> None:
-        if self._writer is not None and not self._writer.is_closing():
+        if self._writer is not None and not self._writer.closed:
             self._writer.write(wire.encode(envelope))
 
     @property
     def in_flight(self) -> int:
-        return len(self.pending)
+        return len(self.calls)
 
     # -- input ---------------------------------------------------------------------
-    async def _read_frames(self, reader: asyncio.StreamReader) -> None:
-        decoder = wire.FrameDecoder()
+    def _on_frame_bytes(self, data: bytes) -> None:
+        if self.death is not None:
+            return  # after a protocol error nothing from this process is trusted
         try:
-            while chunk := await reader.read(READ_CHUNK):
-                for envelope in decoder.feed(chunk):
-                    self._dispatch(envelope)
-            decoder.close()
+            for envelope in self._decoder.feed(data):
+                self._dispatch(envelope)
         except wire.FrameError as exc:
-            self.death = f"{self.label}: protocol error from tool process: {exc}"
-            self.kill()
+            self._protocol_error(exc)
+
+    def _end_of_frames(self) -> None:
+        if self.death is None:
+            try:
+                self._decoder.close()
+            except wire.FrameError as exc:
+                self._protocol_error(exc)
+
+    def _protocol_error(self, exc: wire.FrameError) -> None:
+        self.death = f"{self.label}: protocol error from tool process: {exc}"
+        self.on_output("stderr", self.death)
+        self.kill()
 
     def _dispatch(self, envelope: pb.Envelope) -> None:
         kind = envelope.WhichOneof("msg")
-        if kind == "hello":
-            if self.hello is not None and not self.hello.done():
-                self.hello.set_result(envelope.hello)
-            return
-        entry = self.pending.get(envelope.request_id)
-        if kind in ("call_result", "tool_list", "active_tools", "reload_response"):
-            if entry is not None:
-                del self.pending[envelope.request_id]
-                if not entry[0].done():
-                    entry[0].set_result(envelope)
-            return
-        hooks = entry[1] if entry is not None else None
-        if kind == "progress":
-            if hooks is not None:
+        request_id = envelope.request_id
+        if kind == "call_result":
+            call = self.calls.pop(request_id, None)
+            if call is not None:
+                if call.timer is not None:
+                    call.timer.cancel()
+                if not call.done:
+                    call.done = True
+                    call.on_result(envelope.call_result)
+        elif kind == "progress":
+            call = self.calls.get(request_id)
+            if call is not None:
                 note = envelope.progress
                 progress = note.progress_value or float(note.progress)
                 total = note.total_value or (float(note.total) if note.total else None)
-                hooks.on_progress(progress, total, note.message)
+                call.on_progress(progress, total, note.message)
         elif kind == "log":
-            entry_log = envelope.log
-            data = _json_or_text(entry_log.data_json)
-            (hooks.on_log if hooks is not None else self.on_log)(entry_log.level, entry_log.logger, data)
+            entry = envelope.log
+            call = self.calls.get(request_id)
+            (call.on_log if call is not None else self.on_log)(
+                entry.level, entry.logger, _json_or_text(entry.data_json)
+            )
+        elif kind == "hello":
+            if self.hello is not None and not self.hello.done():
+                self.hello.set_result(envelope.hello)
+        elif kind in ("tool_list", "active_tools", "reload_response"):
+            future = self.requests.get(request_id)
+            if future is not None and not future.done():
+                future.set_result(envelope)
         else:
             self.on_output("stderr", f"ignoring unsupported frame {kind!r} from the tool process")
 
@@ -266,10 +322,14 @@ class Worker:
         self._kill_group(signal.SIGKILL)  # anything the tool started in its process group
         if self.death is None:
             self.death = self._describe_exit(process.returncode)
-        for future, _hooks in self.pending.values():
+        calls, self.calls = self.calls, {}
+        for call in calls.values():
+            if call.timer is not None:
+                call.timer.cancel()
+            call.fail(self.death)
+        for future in self.requests.values():
             if not future.done():
                 future.set_exception(WorkerError(self.death))
-        self.pending.clear()
         if self.hello is not None and not self.hello.done():
             self.hello.set_result(None)
         self.exited.set()

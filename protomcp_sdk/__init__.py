@@ -9,8 +9,9 @@ def add(a: int, b: int) -> int:
     return a + b
 ```
 
-The public names are loaded on first use: the host imports ``protomcp_sdk.wire`` and must not
-pay for pydantic, which only the tool-authoring API needs.
+The public names are loaded on first use: the host imports only ``protomcp_sdk.wire`` and pays
+for none of the tool-authoring API. pydantic is imported only for tools whose signatures need
+it (see ``protomcp_sdk.schema``).
 """
 
 from __future__ import annotations

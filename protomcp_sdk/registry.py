@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
 import orjson
-from pydantic import BaseModel, ValidationError
 
 from protomcp_sdk import protomcp_pb2 as pb
-from protomcp_sdk.schema import analyze
+from protomcp_sdk.schema import ArgumentError, Converter, analyze  # ArgumentError is used from here
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,11 +22,6 @@ _HINTS = (
     ("idempotentHint", "idempotent_hint"),
     ("openWorldHint", "open_world_hint"),
 )
-_MAX_SHOWN_INPUT = 60  # characters of a rejected value quoted back in an error
-
-
-class ArgumentError(ValueError):
-    """Arguments that do not fit the tool's parameters; the message is meant for the model."""
 
 
 class DuplicateToolError(ValueError):
@@ -48,8 +42,7 @@ class ToolSpec:
     output_schema: dict[str, Any] | None
     context_param: str | None
     wraps_result: bool
-    arguments_model: type[BaseModel] | None = field(default=None, repr=False, compare=False)
-    argument_fields: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+    converter: Converter | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_function(
@@ -80,8 +73,7 @@ class ToolSpec:
             output_schema=signature.output_schema,
             context_param=signature.context_param,
             wraps_result=signature.wraps_result,
-            arguments_model=signature.arguments_model,
-            argument_fields=signature.fields,
+            converter=signature.convert,
         )
 
     def convert(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
@@ -89,8 +81,6 @@ class ToolSpec:
 
         Defaults are filled in; the Context parameter is not included. Unknown keys are ignored.
         """
-        if self.arguments_model is None:
-            return dict(arguments or {})
         if arguments is None:
             arguments = {}
         elif not isinstance(arguments, dict):
@@ -98,11 +88,7 @@ class ToolSpec:
                 f"Invalid arguments for tool '{self.name}': expected a JSON object, "
                 f"got {type(arguments).__name__}"
             )
-        try:
-            values = self.arguments_model.model_validate(arguments).__dict__
-        except ValidationError as exc:
-            raise ArgumentError(f"Invalid arguments for tool '{self.name}': {describe(exc)}") from None
-        return {param: values[attr] for attr, param in self.argument_fields}
+        return self.converter(arguments) if self.converter is not None else dict(arguments)
 
     def definition(self) -> pb.ToolDefinition:
         hints = self.annotations or {}
@@ -194,27 +180,3 @@ def tool(
         return func
 
     return register(fn) if fn is not None else register
-
-
-def describe(exc: ValidationError) -> str:
-    """Every bad field and what is wrong with it, e.g. ``b: Input should be a valid integer (got 'x')``."""
-    problems = []
-    for error in exc.errors(include_url=False):
-        where = _location(error["loc"])
-        if error["type"] == "missing":
-            problems.append(f"{where}: required argument is missing")
-            continue
-        problems.append(f"{where}: {error['msg']} (got {_shown(error.get('input'))})")
-    return "; ".join(problems)
-
-
-def _location(loc: tuple[int | str, ...]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "arguments"
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN_INPUT else text[: _MAX_SHOWN_INPUT - 3] + "..."

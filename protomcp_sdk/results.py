@@ -2,7 +2,8 @@
 
 Content blocks serialise to the exact MCP JSON (schema 2025-06-18 / 2025-11-25). Values are
 encoded with orjson; anything orjson does not know natively goes through pydantic's JSON
-conversion, so returned values match the output schema pydantic generated for them.
+conversion, so returned values match the output schema pydantic generated for them. pydantic
+is imported only then: plain JSON values (str, numbers, bool, None, dicts, lists) never need it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import orjson
-from pydantic_core import to_jsonable_python
 
 from protomcp_sdk import protomcp_pb2 as pb
 
@@ -149,8 +149,11 @@ class ToolResult:
 
 
 def _to_jsonable(value: Any) -> Any:
+    """orjson's fallback for values it cannot encode itself (models, sets, Decimal, bytes...)."""
     if isinstance(value, os.PathLike):  # pydantic knows Path but not PurePath
         return os.fspath(value)
+    from pydantic_core import to_jsonable_python  # only values orjson lacks pay for the import
+
     return to_jsonable_python(value)
 
 

@@ -1,8 +1,9 @@
 """The tool process: imports a tool file and serves Envelope frames on dedicated pipes.
 
-One asyncio loop: a reader feeds frames to handlers, each call runs as its own task
-(sync functions in worker threads), and every outgoing frame goes through the single
-pipe transport, which keeps frames whole and in order.
+One asyncio loop reads frames and dispatches them. Async tools run as tasks; sync
+tools run start to finish (argument conversion, the function, the result frame) in a
+worker thread, so a slow one never blocks another and a fast one costs one thread
+hand-off. Frames are written whole under a lock, from whichever thread has one ready.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import runpy
 import sys
 import threading
 import traceback
-from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -26,72 +26,65 @@ from protomcp_sdk.context import Context
 from protomcp_sdk.registry import REGISTRY, ArgumentError, ToolSpec
 from protomcp_sdk.results import error_response, to_response
 
-READ_CHUNK = 1 << 20
-SYNC_WORKERS = 64
+SYNC_WORKERS = 32
 
 
 class ToolProcess:
     """Serves the tools in REGISTRY over a pair of pipe file descriptors."""
 
-    def __init__(self, read_fd: int, write_fd: int, tool_file: str) -> None:
+    def __init__(self, read_fd: int, write_fd: int, tool_file: str, *, standby: bool) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
         self.tool_file = tool_file
+        self.loaded = not standby  # a standby process loads the file on the host's first frame
         self.loop = asyncio.get_running_loop()
         self.decoder = wire.FrameDecoder()
-        self.calls: dict[str, tuple[asyncio.Task[None], Context]] = {}
-        self.transport: asyncio.WriteTransport | None = None
-        self.loop_thread = threading.get_ident()
+        self.tasks: dict[str, tuple[asyncio.Task[None], Context]] = {}
+        self.threads: dict[str, Context] = {}
+        self.executor = ThreadPoolExecutor(max_workers=SYNC_WORKERS, thread_name_prefix="protomcp-tool")
+        self.write_lock = threading.Lock()
+        self.broken = False
+        self.exit_code: asyncio.Future[int] = self.loop.create_future()
 
     # -- output --------------------------------------------------------------------
     def send(self, envelope: pb.Envelope) -> None:
-        """Queue one frame; callable from the loop or from worker threads."""
-        frame = wire.encode(envelope)
-        if threading.get_ident() == self.loop_thread:
-            self._write(frame)
-        else:
-            self.loop.call_soon_threadsafe(self._write, frame)
-
-    def _write(self, frame: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(frame)
+        """Write one frame, whole; callable from the loop and from worker threads."""
+        frame = memoryview(wire.encode(envelope))
+        with self.write_lock:
+            try:
+                while frame and not self.broken:
+                    frame = frame[os.write(self.write_fd, frame) :]
+            except OSError:  # the host is gone; the read side will see EOF and end us
+                self.broken = True
 
     # -- lifecycle -----------------------------------------------------------------
-    async def serve(self, standby: bool) -> int:
-        """Load the tool file (at once, or on the host's first frame when on standby), say
-        Hello, then serve frames until the host closes our input."""
-        self.transport, _ = await self.loop.connect_write_pipe(
-            asyncio.Protocol, os.fdopen(self.write_fd, "wb", buffering=0)
+    async def serve(self) -> int:
+        """Serve frames until the host closes our input; return the exit status."""
+        transport, _ = await self.loop.connect_read_pipe(
+            lambda: _Frames(self), os.fdopen(self.read_fd, "rb", buffering=0)
         )
-        reader = asyncio.StreamReader(limit=READ_CHUNK)
-        await self.loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(self.read_fd, "rb", buffering=0)
-        )
-        frames = self._frames(reader)
+        if self.loaded:
+            self.load()
         try:
-            if standby and await anext(frames, None) is None:
-                return 0  # the host stopped us before we were needed
-            load_error = load_tool_file(self.tool_file)
-            self.send(pb.Envelope(hello=self._hello(load_error)))
-            if load_error:
-                await self._flush()
-                return 1
-            async for envelope in frames:
-                self.dispatch(envelope)
-        except wire.FrameError as exc:
-            print(f"protomcp tool process: bad frame from host: {exc}", file=sys.stderr)
-            return 2
-        # The host closed our input: it is stopping us. Let running calls finish.
-        if self.calls:
-            await asyncio.gather(*(task for task, _ in self.calls.values()), return_exceptions=True)
-        await self._flush()
-        return 0
+            code = await self.exit_code
+        finally:
+            transport.close()
+        # Let running calls finish before exiting.
+        if self.tasks:
+            await asyncio.gather(*(task for task, _ in self.tasks.values()), return_exceptions=True)
+        await self.loop.run_in_executor(None, self.executor.shutdown)
+        return code
 
-    async def _frames(self, reader: asyncio.StreamReader) -> AsyncIterator[pb.Envelope]:
-        while chunk := await reader.read(READ_CHUNK):
-            for envelope in self.decoder.feed(chunk):
-                yield envelope
-        self.decoder.close()
+    def load(self) -> None:
+        self.loaded = True
+        load_error = load_tool_file(self.tool_file)
+        self.send(pb.Envelope(hello=self._hello(load_error)))
+        if load_error:
+            self.finish(1)
+
+    def finish(self, code: int) -> None:
+        if not self.exit_code.done():
+            self.exit_code.set_result(code)
 
     def _hello(self, load_error: str) -> pb.Hello:
         return pb.Hello(
@@ -104,16 +97,21 @@ class ToolProcess:
             error=load_error,
         )
 
-    async def _flush(self) -> None:
-        transport = self.transport
-        if transport is None:
-            return
-        while transport.get_write_buffer_size() and not transport.is_closing():
-            await asyncio.sleep(0.005)
-        transport.close()
-
     # -- input ---------------------------------------------------------------------
+    def received(self, data: bytes) -> None:
+        try:
+            for envelope in self.decoder.feed(data):
+                self.dispatch(envelope)
+        except wire.FrameError as exc:
+            print(f"protomcp tool process: bad frame from host: {exc}", file=sys.stderr)
+            self.finish(2)
+
     def dispatch(self, envelope: pb.Envelope) -> None:
+        if self.exit_code.done():
+            return
+        if not self.loaded:
+            self.load()  # the first frame to a standby process means "load now"
+            return
         kind = envelope.WhichOneof("msg")
         if kind == "call_tool":
             self.start_call(envelope.request_id, envelope.call_tool)
@@ -132,40 +130,68 @@ class ToolProcess:
             self.send(pb.Envelope(request_id=request_id, call_result=error_response(error, request.name)))
             return
         ctx = Context(request_id, request.progress_token, self.send, spec.name)
-        task = self.loop.create_task(self.run_call(request_id, spec, request.arguments_json, ctx))
-        self.calls[request_id] = (task, ctx)
+        if spec.is_async:
+            task = self.loop.create_task(self.run_async(request_id, spec, request.arguments_json, ctx))
+            self.tasks[request_id] = (task, ctx)
+        else:
+            self.threads[request_id] = ctx
+            self.executor.submit(self.run_sync, request_id, spec, request.arguments_json, ctx)
 
     def cancel_call(self, request_id: str) -> None:
-        entry = self.calls.get(request_id)
+        ctx = self.threads.get(request_id)
+        if ctx is not None:
+            ctx._cancel()  # a thread cannot be interrupted: the tool may check ctx.cancelled
+        entry = self.tasks.get(request_id)
         if entry is not None:
-            task, ctx = entry
-            ctx._cancel()
-            task.cancel()
+            entry[1]._cancel()
+            entry[0].cancel()
 
-    async def run_call(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
+    async def run_async(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
         try:
-            arguments = orjson.loads(arguments_json) if arguments_json else {}
-            if not isinstance(arguments, dict):
-                raise ArgumentError(f"Arguments for tool '{spec.name}' must be a JSON object")
-            kwargs = spec.convert(arguments)
-            if spec.context_param:
-                kwargs[spec.context_param] = ctx
-            if spec.is_async:
-                value: Any = await spec.fn(**kwargs)
-            else:
-                value = await self.loop.run_in_executor(None, _call_sync, spec.fn, kwargs)
+            value = await spec.fn(**_arguments(spec, arguments_json, ctx))
             response = to_response(value, spec)
         except asyncio.CancelledError:
             return  # the host has already answered the client; nothing to send
         except Exception as exc:
             response = error_response(exc, spec.name)
         finally:
-            self.calls.pop(request_id, None)
+            self.tasks.pop(request_id, None)
         self.send(pb.Envelope(request_id=request_id, call_result=response))
 
+    def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
+        try:
+            response = to_response(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
+        except Exception as exc:
+            response = error_response(exc, spec.name)
+        finally:
+            self.threads.pop(request_id, None)
+        if not ctx.cancelled:
+            self.send(pb.Envelope(request_id=request_id, call_result=response))
 
-def _call_sync(fn: Any, kwargs: dict[str, Any]) -> Any:
-    return fn(**kwargs)
+
+class _Frames(asyncio.Protocol):
+    def __init__(self, process: ToolProcess) -> None:
+        self.process = process
+
+    def data_received(self, data: bytes) -> None:
+        self.process.received(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        try:
+            self.process.decoder.close()
+        except wire.FrameError as error:
+            print(f"protomcp tool process: {error}", file=sys.stderr)
+        self.process.finish(0)  # the host closed our input: it is stopping us
+
+
+def _arguments(spec: ToolSpec, arguments_json: str, ctx: Context) -> dict[str, Any]:
+    arguments = orjson.loads(arguments_json) if arguments_json else {}
+    if not isinstance(arguments, dict):
+        raise ArgumentError(f"Arguments for tool '{spec.name}' must be a JSON object")
+    kwargs = spec.convert(arguments)
+    if spec.context_param:
+        kwargs[spec.context_param] = ctx
+    return kwargs
 
 
 def load_tool_file(path: str) -> str:
@@ -215,9 +241,6 @@ def main(argv: list[str]) -> int:
     tool_file = str(Path(argv[0]).resolve())
 
     async def run() -> int:
-        asyncio.get_running_loop().set_default_executor(
-            ThreadPoolExecutor(max_workers=SYNC_WORKERS, thread_name_prefix="protomcp-tool")
-        )
-        return await ToolProcess(read_fd, write_fd, tool_file).serve(standby)
+        return await ToolProcess(read_fd, write_fd, tool_file, standby=standby).serve()
 
     return asyncio.run(run())

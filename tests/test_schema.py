@@ -267,7 +267,7 @@ def test_context_parameter_is_injected_not_in_schema() -> None:
     assert signature.context_param == "ctx"
     assert signature.input_schema["properties"] == {"a": {"type": "integer"}}
     assert signature.input_schema["required"] == ["a"]
-    assert [name for _, name in signature.fields] == ["a"]
+    assert signature.params == ("a",)
 
 
 def test_optional_context_parameter() -> None:

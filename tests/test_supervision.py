@@ -13,7 +13,7 @@ from conftest import RawHost
 from protomcp_host.output import OutputForwarder, TokenBucket
 from protomcp_host.reloader import SourceFilter, targets, watch_roots
 from protomcp_host.supervisor import Backoff, Supervisor, WorkerError
-from protomcp_host.worker import CallHooks
+from protomcp_host.worker import Call
 
 pytestmark = pytest.mark.anyio
 
@@ -32,6 +32,20 @@ def make_supervisor(file: Path, problems: list[str], **options: Any) -> Supervis
         on_problem=problems.append,
         **options,
     )
+
+
+async def call(supervisor: Supervisor, name: str) -> Any:
+    """Dispatch one call and wait for its answer."""
+    done = anyio.Event()
+    outcome: list[Any] = []
+
+    def finish(value: Any) -> None:
+        outcome.append(value)
+        done.set()
+
+    supervisor.dispatch(Call(name, "{}", "", finish, finish, lambda *a: None, lambda *a: None), timeout=10)
+    await done.wait()
+    return outcome[0]
 
 
 def alive(pid: int) -> bool:
@@ -73,9 +87,7 @@ async def test_reload_requests_during_a_reload_coalesce(tmp_path: Path) -> None:
             while supervisor.reloads == 0 or supervisor._reload_requested or supervisor._wake.is_set():
                 await anyio.sleep(0.01)
             assert 1 <= supervisor.reloads <= 2
-            hooks = CallHooks(lambda *a: None, lambda *a: None)
-            response = await supervisor.call("a", "{}", "", hooks, 10)
-            assert response.result_json == '[{"type":"text","text":"a"}]'
+            assert (await call(supervisor, "a")).result_json == '[{"type":"text","text":"a"}]'
             await supervisor.stop(5)
 
 

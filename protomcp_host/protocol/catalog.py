@@ -12,9 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from referencing.exceptions import Unresolvable
 
 from protomcp_sdk import protomcp_pb2 as pb
 
@@ -42,31 +39,38 @@ class Tool:
     owner: Hashable
     mcp: dict[str, Any]  # the full MCP Tool object
     has_output_schema: bool
-    _validator: Draft202012Validator | None = field(default=None, repr=False)
+    _validator: Any = field(default=None, repr=False)
 
     def validate(self, arguments: dict[str, Any]) -> str | None:
         """Return a readable description of what is wrong with the arguments, or None."""
+        from referencing.exceptions import Unresolvable
+
         if self._validator is None:  # compiled on first use, once per tool list
-            schema = self.mcp.get("inputSchema") or {"type": "object"}
-            try:
-                Draft202012Validator.check_schema(schema)  # the constructor does not check
-                self._validator = Draft202012Validator(
-                    schema, format_checker=Draft202012Validator.FORMAT_CHECKER
-                )
-            except SchemaError:
-                self._validator = Draft202012Validator({"type": "object"})
+            self._validator = _compile(self.mcp.get("inputSchema") or {"type": "object"})
         try:
+            if self._validator.is_valid(arguments):
+                return None
             errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
         except Unresolvable:  # a $ref that points nowhere: treat like a broken schema
-            self._validator = Draft202012Validator({"type": "object"})
-            errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-        if not errors:
+            self._validator = _compile({"type": "object"})
             return None
         lines = []
         for error in errors[:10]:
             where = ".".join(str(part) for part in error.absolute_path)
             lines.append(f"{where}: {error.message}" if where else error.message)
         return f"Invalid arguments for tool '{self.name}': " + "; ".join(lines)
+
+
+def _compile(schema: dict[str, Any]) -> Any:
+    """A jsonschema validator; imported here because most runs validate late or never."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)  # the constructor does not check
+        return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    except SchemaError:  # a tool process with a broken schema: accept any object
+        return Draft202012Validator({"type": "object"})
 
 
 def tool_from_definition(definition: pb.ToolDefinition, owner: Hashable) -> Tool:

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from protomcp_host.pipes import BatchedWriter, read_into
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.router import Router
-from protomcp_host.transports.fdio import FdReader, FdWriter
 
 if TYPE_CHECKING:
     from protomcp_host.app import Host
@@ -68,41 +68,37 @@ def take_stdout() -> int:
 
 
 async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -> None:
-    reader = FdReader(0)
-    writer = FdWriter(take_stdout())
-    await reader.open()
-    await writer.open()
+    """Serve one session on stdin/stdout until end of input or `shutdown`."""
+    writer = await BatchedWriter.open(take_stdout())
 
     def write(data: bytes) -> None:
         writer.write(data + b"\n")
 
     session = host.new_session(write)
+    router = Router(host, session, write)
+    splitter = LineSplitter()
     too_long = rpc.error(
         rpc.NULL_ID, rpc.INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE} bytes"
     )
-    async with anyio.create_task_group() as calls:
-        router = Router(host, session, write, calls)
-        splitter = LineSplitter()
 
-        async def read_lines() -> None:
-            while data := await reader.read():
-                for line in splitter.feed(data):
-                    router.feed(line) if line is not None else write(too_long)
-            if tail := splitter.tail():
-                router.feed(tail)
+    def on_data(data: bytes) -> None:
+        for line in splitter.feed(data):
+            router.feed(line) if line is not None else write(too_long)
 
-        async with anyio.create_task_group() as reading:
+    async with anyio.create_task_group() as reading:
 
-            async def stop_on_signal() -> None:
-                await shutdown.wait()
-                reading.cancel_scope.cancel()
-
-            reading.start_soon(stop_on_signal)
-            await read_lines()
+        async def stop_on_signal() -> None:
+            await shutdown.wait()
             reading.cancel_scope.cancel()
-        # Input is over: let in-flight calls finish (bounded), then stop.
-        with anyio.move_on_after(drain_timeout):
-            await router.wait_idle()
-        calls.cancel_scope.cancel()
+
+        reading.start_soon(stop_on_signal)
+        await read_into(0, on_data, closefd=False)
+        if tail := splitter.tail():
+            router.feed(tail)
+        reading.cancel_scope.cancel()
+    # Input is over: let in-flight calls finish (bounded), then stop.
+    with anyio.move_on_after(drain_timeout):
+        await router.wait_idle()
+    router.cancel_all()
     host.close_session(session)
-    await writer.flush(drain_timeout)
+    await writer.drain(drain_timeout)

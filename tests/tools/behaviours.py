@@ -54,8 +54,8 @@ def wait_sync(key: str) -> str:
 
 
 @tool
-def release(key: str) -> str:
-    """Open the gates named key."""
+async def release(key: str) -> str:
+    """Open the gates named key (async: asyncio events are only safe to set on the loop)."""
     _sync_gate(key).set()
     _async_gate(key).set()
     return "ok"
