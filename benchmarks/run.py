@@ -33,6 +33,10 @@ from typing import Any
 from gen_tools import write_many_tool_files
 from lean_client import LeanClient, ServerError, kill_all_live_groups, tree_memory_kb
 
+# Servers run as on a user's machine: bytecode caching on (some sandboxes turn it off,
+# which would charge the editable protomcp install a recompile the pip-installed SDK skips).
+SERVER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -195,7 +199,7 @@ def echo_ok(msg: dict[str, Any]) -> bool:
 async def start(impl: Impl, file: Path, cfg: Config, expect_tools: int) -> tuple[LeanClient, float]:
     """Spawn, initialize, list tools; return the client and the seconds from spawn to the full list."""
     t0 = time.perf_counter()
-    client = await LeanClient.spawn(impl.argv(file), cwd=str(ROOT))
+    client = await LeanClient.spawn(impl.argv(file), cwd=str(ROOT), env=SERVER_ENV)
     try:
         deadline = t0 + cfg.start_timeout_s
         await client.initialize(timeout=max(0.1, deadline - time.perf_counter()))

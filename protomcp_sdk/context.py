@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -41,15 +40,15 @@ class Context:
         self.progress_token = progress_token
         self.tool_name = tool_name
         self._send = send
-        self._cancelled = threading.Event()
+        self._cancelled = False  # a plain flag: set once by the loop, read by the tool's thread
 
     @property
     def cancelled(self) -> bool:
         """True once the client cancelled this call. Long sync loops should check it."""
-        return self._cancelled.is_set()
+        return self._cancelled
 
     def _cancel(self) -> None:
-        self._cancelled.set()
+        self._cancelled = True
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import queue
 import runpy
 import sys
 import threading
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,46 @@ from protomcp_sdk.results import error_response, to_response
 SYNC_WORKERS = 32
 
 
+class SyncWorkers:
+    """Threads for sync tools: started on demand, reused, at most `limit` at once.
+
+    Leaner than concurrent.futures (no Future per call): sync calls report their own
+    result, so all a call needs is a queue slot and an idle thread."""
+
+    def __init__(self, limit: int = SYNC_WORKERS) -> None:
+        self.limit = limit
+        self.queue: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]] | None] = (
+            queue.SimpleQueue()
+        )
+        self.threads: list[threading.Thread] = []
+        self.idle = 0
+        self.lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+        with self.lock:
+            if self.idle:
+                self.idle -= 1
+            elif len(self.threads) < self.limit:
+                thread = threading.Thread(target=self._work, name="protomcp-tool", daemon=True)
+                self.threads.append(thread)
+                thread.start()
+        self.queue.put((fn, args))
+
+    def _work(self) -> None:
+        while (item := self.queue.get()) is not None:
+            fn, args = item
+            fn(*args)
+            with self.lock:
+                self.idle += 1
+
+    def shutdown(self) -> None:
+        """Wait for queued and running calls, then end the threads."""
+        for _ in self.threads:
+            self.queue.put(None)
+        for thread in self.threads:
+            thread.join()
+
+
 class ToolProcess:
     """Serves the tools in REGISTRY over a pair of pipe file descriptors."""
 
@@ -41,21 +83,36 @@ class ToolProcess:
         self.decoder = wire.FrameDecoder()
         self.tasks: dict[str, tuple[asyncio.Task[None], Context]] = {}
         self.threads: dict[str, Context] = {}
-        self.executor = ThreadPoolExecutor(max_workers=SYNC_WORKERS, thread_name_prefix="protomcp-tool")
+        self.workers = SyncWorkers()
         self.write_lock = threading.Lock()
+        self.outbox: deque[bytes] = deque()
         self.broken = False
         self.exit_code: asyncio.Future[int] = self.loop.create_future()
 
     # -- output --------------------------------------------------------------------
     def send(self, envelope: pb.Envelope) -> None:
-        """Write one frame, whole; callable from the loop and from worker threads."""
-        frame = memoryview(wire.encode(envelope))
-        with self.write_lock:
+        """Write one frame, whole; callable from the loop and from worker threads.
+
+        Whoever holds the write lock also writes the frames others queued meanwhile, so
+        no thread ever waits for the lock and busy periods need fewer system calls."""
+        self.outbox.append(wire.encode(envelope))
+        while self.outbox and self.write_lock.acquire(blocking=False):
             try:
-                while frame and not self.broken:
-                    frame = frame[os.write(self.write_fd, frame) :]
-            except OSError:  # the host is gone; the read side will see EOF and end us
-                self.broken = True
+                parts = []
+                while self.outbox:
+                    parts.append(self.outbox.popleft())
+                self._write(parts[0] if len(parts) == 1 else b"".join(parts))
+            finally:
+                self.write_lock.release()
+            # A frame queued after our last look is ours to write unless someone took the lock.
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view and not self.broken:
+                view = view[os.write(self.write_fd, view) :]
+        except OSError:  # the host is gone; the read side will see EOF and end us
+            self.broken = True
 
     # -- lifecycle -----------------------------------------------------------------
     async def serve(self) -> int:
@@ -72,7 +129,7 @@ class ToolProcess:
         # Let running calls finish before exiting.
         if self.tasks:
             await asyncio.gather(*(task for task, _ in self.tasks.values()), return_exceptions=True)
-        await self.loop.run_in_executor(None, self.executor.shutdown)
+        await self.loop.run_in_executor(None, self.workers.shutdown)
         return code
 
     def load(self) -> None:
@@ -135,7 +192,7 @@ class ToolProcess:
             self.tasks[request_id] = (task, ctx)
         else:
             self.threads[request_id] = ctx
-            self.executor.submit(self.run_sync, request_id, spec, request.arguments_json, ctx)
+            self.workers.submit(self.run_sync, request_id, spec, request.arguments_json, ctx)
 
     def cancel_call(self, request_id: str) -> None:
         ctx = self.threads.get(request_id)

@@ -7,7 +7,7 @@ sessions read pages and validate arguments from here.
 from __future__ import annotations
 
 import base64
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,9 +40,14 @@ class Tool:
     mcp: dict[str, Any]  # the full MCP Tool object
     has_output_schema: bool
     _validator: Any = field(default=None, repr=False)
+    _quick: Callable[[dict[str, Any]], bool] | None = field(default=None, repr=False)
 
     def validate(self, arguments: dict[str, Any]) -> str | None:
         """Return a readable description of what is wrong with the arguments, or None."""
+        if self._quick is None:
+            self._quick = quick_check(self.mcp.get("inputSchema"))
+        if self._quick(arguments):
+            return None
         from referencing.exceptions import Unresolvable
 
         if self._validator is None:  # compiled on first use, once per tool list
@@ -59,6 +64,66 @@ class Tool:
             where = ".".join(str(part) for part in error.absolute_path)
             lines.append(f"{where}: {error.message}" if where else error.message)
         return f"Invalid arguments for tool '{self.name}': " + "; ".join(lines)
+
+
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
+    ),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples"})
+
+
+def quick_check(schema: Any) -> Callable[[dict[str, Any]], bool]:
+    """A fast yes-check for the flat schemas most tools have (an object of primitive,
+    possibly nullable, properties). It only ever says "valid" when jsonschema would too;
+    False means "ask jsonschema", which also writes the error message."""
+    never: Callable[[dict[str, Any]], bool] = lambda arguments: False  # noqa: E731
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return never
+    if not set(schema) <= {"type", "properties", "required", *_ANNOTATIONS}:
+        return never
+    checks: dict[str, tuple[Callable[[Any], bool], ...]] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        types = _primitive_types(prop)
+        if types is None:
+            return never
+        checks[name] = tuple(_JSON_TYPES[t] for t in types)
+    required = tuple(schema.get("required") or ())
+
+    def check(arguments: dict[str, Any]) -> bool:
+        for name in required:
+            if name not in arguments:
+                return False
+        for name, value in arguments.items():
+            tests = checks.get(name)
+            if tests is not None and not any(test(value) for test in tests):
+                return False
+        return True
+
+    return check
+
+
+def _primitive_types(prop: Any) -> list[str] | None:
+    """The JSON types a property allows, if it is a plain primitive (or anyOf of them)."""
+    if not isinstance(prop, dict):
+        return None
+    if "anyOf" in prop and set(prop) <= {"anyOf", *_ANNOTATIONS}:
+        out: list[str] = []
+        for option in prop["anyOf"]:
+            types = _primitive_types(option)
+            if types is None:
+                return None
+            out.extend(types)
+        return out
+    kind = prop.get("type")
+    if set(prop) <= {"type", *_ANNOTATIONS} and isinstance(kind, str) and kind in _JSON_TYPES:
+        return [kind]
+    return None
 
 
 def _compile(schema: dict[str, Any]) -> Any:
