@@ -15,6 +15,7 @@ import anyio.abc
 import orjson
 
 from protomcp_host import __version__
+from protomcp_host.launch import Launched, StartupError, tool_files
 from protomcp_host.output import OutputForwarder
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, tool_from_definition
 from protomcp_host.protocol.session import Session
@@ -23,31 +24,6 @@ from protomcp_host.worker import WorkerError
 from protomcp_sdk import protomcp_pb2 as pb
 
 SERVER_INFO = {"name": "protomcp", "version": __version__}
-
-
-class StartupError(Exception):
-    """The host cannot start: a tool file failed to load, a name clash, a bad path..."""
-
-
-def tool_files(paths: list[Path]) -> list[Path]:
-    """Expand folders to the tool files in them; check that every file exists."""
-    files: list[Path] = []
-    for path in paths:
-        path = path.resolve()
-        if path.is_dir():
-            found = sorted(p for p in path.glob("*.py") if not p.name.startswith(("_", ".")))
-            if not found:
-                raise StartupError(f"{path}: no tool files (*.py) in this folder")
-            files.extend(found)
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise StartupError(f"{path}: no such file or folder")
-    labels = [f.name for f in files]
-    if len(set(labels)) != len(labels):
-        # Labels name tool processes in messages; keep them unambiguous.
-        raise StartupError("two tool files share a file name: " + ", ".join(sorted(labels)))
-    return files
 
 
 class Host:
@@ -62,6 +38,7 @@ class Host:
         page_size: int = DEFAULT_PAGE_SIZE,
         stderr: Callable[[str], None] | None = None,
         standby: bool = False,
+        launched: dict[Path, Launched] | None = None,
     ) -> None:
         self.files = files
         self.python = python
@@ -80,6 +57,7 @@ class Host:
                 on_log=self.broadcast_log,
                 on_problem=self.report_problem,
                 standby=standby,
+                launched=(launched or {}).get(file),
             )
 
     # -- lifecycle -----------------------------------------------------------------
@@ -169,6 +147,7 @@ async def serve(
     drain_timeout: float = 10.0,
     reload: bool = False,
     watch: tuple[str, ...] = (),
+    launched: dict[Path, Launched] | None = None,
     **options: Any,
 ) -> int:
     """Run the host until the client goes away or a signal arrives. Returns the exit code.
@@ -178,7 +157,7 @@ async def serve(
     from protomcp_host.transports.stdio import serve_stdio
 
     try:
-        host = Host(tool_files(files), standby=reload, **options)
+        host = Host(tool_files(files), standby=reload, launched=launched, **options)
     except StartupError as exc:
         _print_stderr(f"protomcp: cannot start: {exc}")
         return 1

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import click
 import orjson
 
@@ -97,11 +96,21 @@ def dev(
 
 
 def _serve(files: tuple[Path, ...], **options: Any) -> None:
+    from protomcp_host.launch import StartupError, launch, tool_files
+
+    # Start the tool processes first, so they boot while this process imports the host.
+    try:
+        launched = {file: launch(file, options["python"]) for file in tool_files(list(files))}
+    except (StartupError, OSError) as exc:
+        click.echo(f"protomcp: cannot start: {exc}", err=True)
+        sys.exit(1)
+    import anyio
+
     from protomcp_host.app import serve
 
     timeout = options.pop("call_timeout")
     code = anyio.run(
-        lambda: serve(list(files), call_timeout=timeout or None, **options),
+        lambda: serve(list(files), call_timeout=timeout or None, launched=launched, **options),
         backend="asyncio",
     )
     sys.exit(code)
@@ -180,6 +189,8 @@ def _describe_block(block: dict[str, Any]) -> str:
 
 
 def _with_client(files: list[Path], python: str, action: Any) -> Any:
+    import anyio
+
     from protomcp_host.app import StartupError
     from protomcp_host.direct import RequestFailed, direct_client
 

@@ -16,7 +16,8 @@ from typing import Any
 import anyio
 import orjson
 
-from protomcp_host.app import Host, StartupError, tool_files
+from protomcp_host.app import Host
+from protomcp_host.launch import StartupError, tool_files
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.router import Router
 

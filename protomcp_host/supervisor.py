@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
+from protomcp_host.launch import Launched
 from protomcp_host.worker import Call, LoadError, LogSink, OutputSink, Worker, WorkerError
 from protomcp_sdk import protomcp_pb2 as pb
 
@@ -48,6 +49,7 @@ class Supervisor:
         drain_timeout: float = 30.0,
         restart_wait: float = 10.0,
         standby: bool = False,
+        launched: Launched | None = None,
     ) -> None:
         self.file = file
         self.label = file.name
@@ -62,6 +64,7 @@ class Supervisor:
         self.current: Worker | None = None
         self.use_standby = standby  # keep a warm process that has imported the SDK, for fast reloads
         self._standby: Worker | None = None
+        self._launched = launched  # a first process the CLI started early, to adopt
         self.backoff = Backoff()
         self.reloads = 0  # successful reloads, for diagnostics and tests
         self._ready = asyncio.Event()
@@ -140,7 +143,8 @@ class Supervisor:
             worker.activate()
         else:
             worker = self._new_worker(standby=False)
-            await self._tg.start(worker.run)
+            launched, self._launched = self._launched, None
+            await self._tg.start(worker.run, launched)
         if self.use_standby and not self._stopping:
             self._tg.start_soon(self._prepare_standby)
         try:

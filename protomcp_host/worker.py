@@ -18,12 +18,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import anyio.abc
 import orjson
 
+from protomcp_host.launch import Launched, launch
 from protomcp_host.pipes import BatchedWriter, read_into
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
@@ -90,7 +91,7 @@ class Worker:
         self.standby = standby  # started ahead of need: loads the file on activate()
         self.on_output = on_output or (lambda stream, line: None)
         self.on_log = on_log or (lambda level, logger, data: None)
-        self.process: asyncio.subprocess.Process | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.calls: dict[str, Call] = {}
         self.requests: dict[str, asyncio.Future[pb.Envelope]] = {}
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
@@ -102,38 +103,29 @@ class Worker:
         self._decoder = wire.FrameDecoder()
 
     # -- start ---------------------------------------------------------------------
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Spawn the process and serve it until it exits. Signals started once spawned."""
-        loop = asyncio.get_running_loop()
-        to_child_r, to_child_w = os.pipe()
-        from_child_r, from_child_w = os.pipe()
-        env = dict(os.environ)
-        env[wire.FD_ENV] = f"{to_child_r},{from_child_w}"
-        env["PYTHONUNBUFFERED"] = "1"
-        standby = ["--standby"] if self.standby else []
-        try:
-            self.process = await asyncio.create_subprocess_exec(
-                self.python, "-m", "protomcp_sdk", *standby, str(self.file),
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(to_child_r, from_child_w), env=env, start_new_session=True,
-                cwd=str(self.file.parent),
-            )  # fmt: skip
-        except OSError as exc:
-            for fd in (to_child_w, from_child_r):
-                os.close(fd)
-            raise WorkerError(f"{self.label}: cannot start {self.python}: {exc}") from None
-        finally:
-            os.close(to_child_r)
-            os.close(from_child_w)
-        self._writer = await BatchedWriter.open(to_child_w)
-        self.hello = loop.create_future()
+    async def run(
+        self,
+        launched: Launched | None = None,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Start the process (or adopt one already launched) and serve it until it exits.
+        Signals started once the process exists."""
+        if launched is None:
+            try:
+                launched = launch(self.file, self.python, standby=self.standby)
+            except OSError as exc:
+                raise WorkerError(f"{self.label}: cannot start {self.python}: {exc}") from None
+        self.process = process = launched.process
+        self._writer = await BatchedWriter.open(launched.to_child)
+        self.hello = asyncio.get_running_loop().create_future()
         task_status.started()
         try:
             async with anyio.create_task_group() as tg:
                 drained = [anyio.Event(), anyio.Event()]
-                tg.start_soon(self._pump, self.process.stdout, "stdout", drained[0])
-                tg.start_soon(self._pump, self.process.stderr, "stderr", drained[1])
-                await read_into(from_child_r, self._on_frame_bytes)
+                tg.start_soon(self._pump, process.stdout, "stdout", drained[0])
+                tg.start_soon(self._pump, process.stderr, "stderr", drained[1])
+                await read_into(launched.from_child, self._on_frame_bytes)
                 self._end_of_frames()
                 await self._wait_exit()
                 # Output pipes may be held open by processes the tool started: drain briefly.
@@ -280,18 +272,24 @@ class Worker:
         else:
             self.on_output("stderr", f"ignoring unsupported frame {kind!r} from the tool process")
 
-    async def _pump(self, stream: asyncio.StreamReader | None, name: str, drained: anyio.Event) -> None:
-        buffer = b""
-        while stream is not None and (chunk := await stream.read(65536)):
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
+    async def _pump(self, stream: IO[bytes] | None, name: str, drained: anyio.Event) -> None:
+        pending = bytearray()
+
+        def on_data(data: bytes) -> None:
+            pending.extend(data)
+            *lines, rest = pending.split(b"\n")
             for raw in lines:
                 self._line(name, raw)
-            if len(buffer) > 65536:  # a very long line without newline: pass it on in pieces
-                self._line(name, buffer)
-                buffer = b""
-        if buffer:
-            self._line(name, buffer)
+            pending[:] = rest
+            if len(pending) > 65536:  # a very long line without newline: pass it on in pieces
+                self._line(name, bytes(pending))
+                pending.clear()
+
+        if stream is not None:
+            await read_into(stream.fileno(), on_data, closefd=False)
+            stream.close()
+        if pending:
+            self._line(name, bytes(pending))
         drained.set()
 
     def _line(self, name: str, raw: bytes) -> None:
@@ -307,18 +305,18 @@ class Worker:
         if self._writer is not None:
             self._writer.close()
         with anyio.move_on_after(2):
-            await self.process.wait()
+            await wait_process(self.process)
         if self.process.returncode is None:
             self.kill()
-            await self.process.wait()
+            await wait_process(self.process)
 
     async def _reap(self) -> None:
         """The process is gone: fail what is pending and tell whoever waits."""
         process = self.process
         assert process is not None
-        if process.returncode is None:  # cancelled from outside before it exited
+        if process.poll() is None:  # cancelled from outside before it exited
             self.kill()
-            await process.wait()
+            await wait_process(process)
         self._kill_group(signal.SIGKILL)  # anything the tool started in its process group
         if self.death is None:
             self.death = self._describe_exit(process.returncode)
@@ -371,6 +369,25 @@ class Worker:
         if self.process is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, sig)
+
+
+async def wait_process(process: subprocess.Popen[bytes]) -> int:
+    """Wait for a process to exit without a thread where the OS allows (Linux pidfd)."""
+    if process.poll() is not None:
+        return process.returncode
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:  # e.g. macOS
+        return await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+    loop = asyncio.get_running_loop()
+    pidfd = pidfd_open(process.pid)
+    exited = loop.create_future()
+    loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
+    try:
+        await exited
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+    return process.wait()
 
 
 def _json_or_text(text: str) -> Any:

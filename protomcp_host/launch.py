@@ -1,0 +1,69 @@
+"""Finding tool files and starting tool processes. Deliberately light on imports: the CLI
+starts tool processes before it imports the rest of the host, so both boot in parallel."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+FD_ENV = "PROTOMCP_FDS"  # the same name as protomcp_sdk.wire.FD_ENV, without importing protobuf
+
+
+class StartupError(Exception):
+    """The host cannot start: a tool file failed to load, a name clash, a bad path..."""
+
+
+def tool_files(paths: list[Path]) -> list[Path]:
+    """Expand folders to the tool files in them; check that every file exists."""
+    files: list[Path] = []
+    for path in paths:
+        path = path.resolve()
+        if path.is_dir():
+            found = sorted(p for p in path.glob("*.py") if not p.name.startswith(("_", ".")))
+            if not found:
+                raise StartupError(f"{path}: no tool files (*.py) in this folder")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise StartupError(f"{path}: no such file or folder")
+    labels = [f.name for f in files]
+    if len(set(labels)) != len(labels):
+        # Labels name tool processes in messages; keep them unambiguous.
+        raise StartupError("two tool files share a file name: " + ", ".join(sorted(labels)))
+    return files
+
+
+@dataclass(slots=True)
+class Launched:
+    """A started tool process and the host's ends of its two frame pipes."""
+
+    process: subprocess.Popen[bytes]
+    to_child: int
+    from_child: int
+
+
+def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -> Launched:
+    """Start `python -m protomcp_sdk FILE` with its frame pipes; raises OSError."""
+    to_child_r, to_child_w = os.pipe()
+    from_child_r, from_child_w = os.pipe()
+    env = dict(os.environ)
+    env[FD_ENV] = f"{to_child_r},{from_child_w}"
+    env["PYTHONUNBUFFERED"] = "1"
+    argv = [python, "-m", "protomcp_sdk", *(["--standby"] if standby else []), str(file)]
+    try:
+        process = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=(to_child_r, from_child_w), env=env, start_new_session=True, cwd=str(file.parent),
+        )  # fmt: skip
+    except OSError:
+        os.close(to_child_w)
+        os.close(from_child_r)
+        raise
+    finally:
+        os.close(to_child_r)
+        os.close(from_child_w)
+    return Launched(process, to_child_w, from_child_r)
