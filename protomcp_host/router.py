@@ -11,6 +11,7 @@ import orjson
 
 from protomcp_host.protocol.session import CancelCall, Send, Session, StartCall
 from protomcp_host.worker import Call
+from protomcp_sdk import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
     from protomcp_host.app import Host
@@ -44,8 +45,8 @@ class Router:
         session = self.session
         name = event.tool.name
 
-        def on_result(response: object) -> None:
-            self._finish(event, session.call_done(event, response))  # type: ignore[arg-type]
+        def on_result(response: pb.CallToolResponse, content: bytes | None, trusted: bool) -> None:
+            self._finish(event, session.call_done(event, response, content, trusted=trusted))
 
         def on_failure(message: str) -> None:
             self._finish(event, session.call_failed(event, f"Tool '{name}' failed: {message}"))

@@ -53,7 +53,7 @@ class Call:
     name: str
     arguments_json: str
     progress_token: str
-    on_result: Callable[[pb.CallToolResponse], None]
+    on_result: Callable[[pb.CallToolResponse, bytes | None, bool], None]  # response, raw content, trusted
     on_failure: Callable[[str], None]
     on_progress: Callable[[float, float | None, str], None]
     on_log: LogSink
@@ -101,6 +101,8 @@ class Worker:
         self.stopping = False
         self._writer: BatchedWriter | None = None
         self._decoder = wire.FrameDecoder()
+        self._raw: dict[str, bytes] = {}  # raw result content that arrived ahead of its call_result
+        self.trusted = False  # our own SDK: its result JSON comes from orjson and needs no re-check
 
     # -- start ---------------------------------------------------------------------
     async def run(
@@ -161,6 +163,7 @@ class Worker:
             raise WorkerError(self.death or f"{self.label}: tool process exited during start-up")
         if hello.error:
             raise LoadError(f"{self.label} failed to load:\n{hello.error.rstrip()}")
+        self.trusted = hello.sdk_name == "protomcp_sdk"
         if hello.protocol_version != wire.PROTOCOL_VERSION:
             self.kill()
             raise WorkerError(
@@ -221,8 +224,11 @@ class Worker:
         if self.death is not None:
             return  # after a protocol error nothing from this process is trusted
         try:
-            for envelope in self._decoder.feed(data):
-                self._dispatch(envelope)
+            for item in self._decoder.feed(data):
+                if isinstance(item, wire.Raw):
+                    self._on_raw(item)
+                else:
+                    self._dispatch(item)
         except wire.FrameError as exc:
             self._protocol_error(exc)
 
@@ -238,6 +244,12 @@ class Worker:
         self.on_output("stderr", self.death)
         self.kill()
 
+    def _on_raw(self, raw: wire.Raw) -> None:
+        if raw.header.content_type == wire.RAW_RESULT_JSON and raw.header.transfer_id in self.calls:
+            self._raw[raw.header.transfer_id] = raw.data
+        else:
+            self.on_output("stderr", f"ignoring a raw payload of type {raw.header.content_type!r}")
+
     def _dispatch(self, envelope: pb.Envelope) -> None:
         kind = envelope.WhichOneof("msg")
         request_id = envelope.request_id
@@ -246,9 +258,10 @@ class Worker:
             if call is not None:
                 if call.timer is not None:
                     call.timer.cancel()
+                content = self._raw.pop(request_id, None)
                 if not call.done:
                     call.done = True
-                    call.on_result(envelope.call_result)
+                    call.on_result(envelope.call_result, content, self.trusted)
         elif kind == "progress":
             call = self.calls.get(request_id)
             if call is not None:

@@ -163,7 +163,16 @@ def dump_json(value: Any) -> bytes:
 
 
 def to_response(value: Any, spec: ToolSpec) -> pb.CallToolResponse:
-    """Map a tool's return value to a response.
+    """Map a tool's return value to a response (see encode_result for the rules)."""
+    response, content = encode_result(value, spec)
+    if content:
+        response.result_json = content.decode()
+    return response
+
+
+def encode_result(value: Any, spec: ToolSpec) -> tuple[pb.CallToolResponse, bytes]:
+    """Map a tool's return value to a response and its content JSON, kept apart so a large
+    result can be sent as raw bytes (``result_json`` is left empty when content is given).
 
     - ``str``: one text block. ``None``: no content blocks at all.
     - a content block, or a non-empty list made only of content blocks: those blocks.
@@ -182,11 +191,11 @@ def to_response(value: Any, spec: ToolSpec) -> pb.CallToolResponse:
         elif value is None:
             content, text_json = [], None
         elif isinstance(value, ToolResult):
-            return _from_tool_result(value, spec.name)
+            return _split(_from_tool_result(value, spec.name))
         elif isinstance(value, CONTENT_TYPES):
-            return _response([value.to_mcp()])
+            return _parts([value.to_mcp()])
         elif isinstance(value, list) and value and all(isinstance(v, CONTENT_TYPES) for v in value):
-            return _response([v.to_mcp() for v in value])
+            return _parts([v.to_mcp() for v in value])
         else:
             text_json = dump_json(value)
             content = [{"type": "text", "text": text_json.decode()}]
@@ -197,9 +206,9 @@ def to_response(value: Any, spec: ToolSpec) -> pb.CallToolResponse:
                 structured = b'{"result":' + inner + b"}"
             elif text_json is not None and text_json.startswith(b"{"):
                 structured = text_json  # structuredContent must be an object
-        return _response(content, structured=structured)
+        return _parts(content, structured=structured)
     except orjson.JSONEncodeError as exc:
-        return _invalid_result(spec.name, f"its return value cannot be converted to JSON ({exc})")
+        return _split(_invalid_result(spec.name, f"its return value cannot be converted to JSON ({exc})"))
 
 
 def error_response(exc: BaseException, spec_name: str) -> pb.CallToolResponse:
@@ -270,9 +279,27 @@ def _response(
     structured: bytes | None = None,
     error: pb.ToolError | None = None,
 ) -> pb.CallToolResponse:
-    response = pb.CallToolResponse(is_error=is_error, result_json=orjson.dumps(content).decode())
+    response, content_json = _parts(content, is_error, structured=structured, error=error)
+    response.result_json = content_json.decode()
+    return response
+
+
+def _split(response: pb.CallToolResponse) -> tuple[pb.CallToolResponse, bytes]:
+    content = response.result_json.encode()
+    response.result_json = ""
+    return response, content
+
+
+def _parts(
+    content: list[dict[str, Any]],
+    is_error: bool = False,
+    *,
+    structured: bytes | None = None,
+    error: pb.ToolError | None = None,
+) -> tuple[pb.CallToolResponse, bytes]:
+    response = pb.CallToolResponse(is_error=is_error)
     if structured is not None:
         response.structured_content_json = structured.decode()
     if error is not None:
         response.error.CopyFrom(error)
-    return response
+    return response, orjson.dumps(content)

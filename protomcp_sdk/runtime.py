@@ -26,7 +26,7 @@ from protomcp_sdk import __version__, wire
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk.context import Context
 from protomcp_sdk.registry import REGISTRY, ArgumentError, ToolSpec
-from protomcp_sdk.results import error_response, to_response
+from protomcp_sdk.results import encode_result, error_response
 
 SYNC_WORKERS = 32
 
@@ -85,26 +85,45 @@ class ToolProcess:
         self.threads: dict[str, Context] = {}
         self.workers = SyncWorkers()
         self.write_lock = threading.Lock()
-        self.outbox: deque[bytes] = deque()
+        self.outbox: deque[list[bytes]] = deque()
         self.broken = False
         self.exit_code: asyncio.Future[int] = self.loop.create_future()
 
     # -- output --------------------------------------------------------------------
     def send(self, envelope: pb.Envelope) -> None:
-        """Write one frame, whole; callable from the loop and from worker threads.
+        """Write one frame, whole; callable from the loop and from worker threads."""
+        self._send([wire.encode(envelope)])
 
-        Whoever holds the write lock also writes the frames others queued meanwhile, so
-        no thread ever waits for the lock and busy periods need fewer system calls."""
-        self.outbox.append(wire.encode(envelope))
+    def send_result(self, request_id: str, response: pb.CallToolResponse, content: bytes) -> None:
+        """A call's answer; large content goes raw (no protobuf copy) just before it."""
+        if len(content) > wire.RAW_THRESHOLD:
+            result = wire.encode(pb.Envelope(request_id=request_id, call_result=response))
+            self._send([*wire.encode_raw(request_id, content, wire.RAW_RESULT_JSON), result])
+        else:
+            response.result_json = content.decode()  # before the Envelope copies the response
+            self._send([wire.encode(pb.Envelope(request_id=request_id, call_result=response))])
+
+    def _send(self, pieces: list[bytes]) -> None:
+        """Queue pieces that must stay together and write what is queued.
+
+        Whoever holds the write lock also writes what others queued meanwhile, so no
+        thread ever waits for the lock and busy periods need fewer system calls."""
+        self.outbox.append(pieces)
         while self.outbox and self.write_lock.acquire(blocking=False):
             try:
-                parts = []
+                small: list[bytes] = []
                 while self.outbox:
-                    parts.append(self.outbox.popleft())
-                self._write(parts[0] if len(parts) == 1 else b"".join(parts))
+                    for piece in self.outbox.popleft():
+                        if len(piece) > wire.RAW_THRESHOLD:  # write big pieces as they are
+                            self._write(b"".join(small))
+                            small.clear()
+                            self._write(piece)
+                        else:
+                            small.append(piece)
+                self._write(small[0] if len(small) == 1 else b"".join(small))
             finally:
                 self.write_lock.release()
-            # A frame queued after our last look is ours to write unless someone took the lock.
+            # Pieces queued after our last look are ours to write unless someone took the lock.
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -206,24 +225,24 @@ class ToolProcess:
     async def run_async(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
         try:
             value = await spec.fn(**_arguments(spec, arguments_json, ctx))
-            response = to_response(value, spec)
+            response, content = encode_result(value, spec)
         except asyncio.CancelledError:
             return  # the host has already answered the client; nothing to send
         except Exception as exc:
-            response = error_response(exc, spec.name)
+            response, content = _error(exc, spec)
         finally:
             self.tasks.pop(request_id, None)
-        self.send(pb.Envelope(request_id=request_id, call_result=response))
+        self.send_result(request_id, response, content)
 
     def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
         try:
-            response = to_response(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
+            response, content = encode_result(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
         except Exception as exc:
-            response = error_response(exc, spec.name)
+            response, content = _error(exc, spec)
         finally:
             self.threads.pop(request_id, None)
         if not ctx.cancelled:
-            self.send(pb.Envelope(request_id=request_id, call_result=response))
+            self.send_result(request_id, response, content)
 
 
 class _Frames(asyncio.Protocol):
@@ -239,6 +258,13 @@ class _Frames(asyncio.Protocol):
         except wire.FrameError as error:
             print(f"protomcp tool process: {error}", file=sys.stderr)
         self.process.finish(0)  # the host closed our input: it is stopping us
+
+
+def _error(exc: Exception, spec: ToolSpec) -> tuple[pb.CallToolResponse, bytes]:
+    response = error_response(exc, spec.name)
+    content = response.result_json.encode()
+    response.result_json = ""
+    return response, content
 
 
 def _arguments(spec: ToolSpec, arguments_json: str, ctx: Context) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from google.protobuf.message import DecodeError
 
@@ -25,6 +26,14 @@ DEFAULT_MAX_FRAME = 256 * 1024 * 1024
 
 FD_ENV = "PROTOMCP_FDS"
 """Environment variable naming the tool process's pipe fds: "<read_fd>,<write_fd>"."""
+
+RAW_THRESHOLD = 256 * 1024
+"""Payloads larger than this travel as raw bytes after a RawHeader frame, not inside an
+Envelope: no protobuf copy, no UTF-8 round trip."""
+
+RAW_RESULT_JSON = "application/json; protomcp=call_result.result_json"
+"""RawHeader.content_type of a raw payload that is the result_json of the call_result
+with the same request_id, which follows it."""
 
 _HEADER = struct.Struct(">I")
 
@@ -43,18 +52,45 @@ def encode(envelope: pb.Envelope) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
+@dataclass(slots=True)
+class Raw:
+    """A payload sent inline after a RawHeader frame (RawHeader.path empty)."""
+
+    header: pb.RawHeader
+    data: bytes
+
+
+def encode_raw(request_id: str, payload: bytes, content_type: str) -> list[bytes]:
+    """The pieces to write, in order, to send `payload` raw: header frame, then the bytes."""
+    header = pb.RawHeader(transfer_id=request_id, size=len(payload), content_type=content_type)
+    return [encode(pb.Envelope(request_id=request_id, raw_header=header)), payload]
+
+
 class FrameDecoder:
-    """Incremental frame parser. ``feed`` bytes, iterate the Envelopes completed so far."""
+    """Incremental frame parser. ``feed`` bytes, iterate the Envelopes (and Raw payloads)
+    completed so far."""
 
     def __init__(self, max_frame: int | None = None) -> None:
         self.max_frame = max_frame if max_frame is not None else max_frame_size()
         self._buffer = bytearray()
         self._needed: int | None = None
+        self._raw: pb.RawHeader | None = None  # collecting this payload
+        self._raw_parts: list[bytes] = []
+        self._raw_left = 0
 
-    def feed(self, data: bytes) -> Iterator[pb.Envelope]:
-        """Add bytes and yield every complete Envelope. Raises FrameError on bad input."""
+    def feed(self, data: bytes) -> Iterator[pb.Envelope | Raw]:
+        """Add bytes and yield every complete item. Raises FrameError on bad input."""
+        if self._raw is not None:
+            data = yield from self._collect_raw(data)
         self._buffer += data
         while True:
+            if self._raw is not None:  # a raw header ended the last frame: the rest is payload
+                rest = bytes(self._buffer)
+                self._buffer.clear()
+                self._buffer += yield from self._collect_raw(rest)
+                if self._raw is not None:
+                    return  # the payload needs more bytes
+                continue
             if self._needed is None:
                 if len(self._buffer) < 4:
                     return
@@ -68,10 +104,35 @@ class FrameDecoder:
             body = bytes(self._buffer[: self._needed])
             del self._buffer[: self._needed]
             self._needed = None
-            yield parse(body)
+            envelope = parse(body)
+            if envelope.WhichOneof("msg") == "raw_header" and not envelope.raw_header.path:
+                self._start_raw(envelope.raw_header)
+            else:
+                yield envelope
+
+    def _start_raw(self, header: pb.RawHeader) -> None:
+        if not 0 <= header.size <= self.max_frame:
+            raise FrameError(f"raw payload of {header.size} bytes exceeds the {self.max_frame}-byte limit")
+        self._raw, self._raw_left, self._raw_parts = header, header.size, []
+
+    def _collect_raw(self, data: bytes) -> Iterator[Raw]:
+        """Take this payload's bytes from `data`; yield it when complete; return the rest.
+        Written as a generator used with ``yield from``, so its return value is the rest."""
+        assert self._raw is not None
+        take = min(self._raw_left, len(data))
+        if take:
+            self._raw_parts.append(data if take == len(data) else data[:take])
+            self._raw_left -= take
+        if self._raw_left == 0:
+            header, parts = self._raw, self._raw_parts
+            self._raw, self._raw_parts = None, []
+            yield Raw(header, parts[0] if len(parts) == 1 else b"".join(parts))
+        return data[take:]
 
     def close(self) -> None:
         """Call at end of stream: raises FrameError when a frame was cut off."""
+        if self._raw is not None:
+            raise FrameError(f"truncated raw payload: stream ended {self._raw_left} bytes short")
         if self._needed is not None:
             raise FrameError(
                 f"truncated frame: stream ended after {len(self._buffer)} of {self._needed} bytes"

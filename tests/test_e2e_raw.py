@@ -265,3 +265,12 @@ def test_fuzz_lines(
             seen.extend(m["id"] for m in message if m.get("id") in expected)
     assert sorted(seen) == sorted(expected)
     assert fuzz_host.proc.poll() is None
+
+
+def test_large_result_travels_raw_and_arrives_intact(host: RawHost) -> None:
+    data = "é" + "x" * (3 * 1024 * 1024) + "\n end"
+    reply = host.request(30, "tools/call", {"name": "echo", "arguments": {"text": data}})
+    assert reply["result"]["content"] == [{"type": "text", "text": data}]
+    assert host.request(31, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})["result"][
+        "structuredContent"
+    ] == {"result": 3}

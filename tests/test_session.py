@@ -972,3 +972,29 @@ def test_structured_content_must_be_an_object() -> None:
     response = pb.CallToolResponse(result_json="[]", structured_content_json="[1, 2]")
     reply = orjson.loads(session.call_done(call, response) or b"")
     assert reply["result"]["isError"] is True and "malformed" in reply["result"]["content"][0]["text"]
+
+
+def test_raw_content_is_spliced_and_untrusted_content_is_checked() -> None:
+    from protomcp_host.protocol.catalog import Catalog, tool_from_definition
+    from protomcp_host.protocol.session import Session, StartCall
+    from protomcp_sdk import protomcp_pb2 as pb
+
+    catalog = Catalog()
+    catalog.replace("a.py", [tool_from_definition(pb.ToolDefinition(name="t"), "a.py")])
+    session = Session(catalog, {"name": "x", "version": "1"})
+    session.receive(
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}'
+    )
+
+    def call(request_id: int) -> StartCall:
+        (event,) = session.receive(
+            b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"t"}}' % request_id
+        )
+        assert isinstance(event, StartCall)
+        return event
+
+    raw = b'[{"type":"text","text":"big"}]'
+    out = session.call_done(call(2), pb.CallToolResponse(), raw, trusted=True)
+    assert out == b'{"jsonrpc":"2.0","id":2,"result":{"content":' + raw + b',"isError":false}}'
+    out = session.call_done(call(3), pb.CallToolResponse(), b"[not json", trusted=False)
+    assert b"malformed" in (out or b"")

@@ -43,7 +43,10 @@ async def call(supervisor: Supervisor, name: str) -> Any:
         outcome.append(value)
         done.set()
 
-    supervisor.dispatch(Call(name, "{}", "", finish, finish, lambda *a: None, lambda *a: None), timeout=10)
+    call = Call(
+        name, "{}", "", lambda response, raw, trusted: finish(response), finish, lambda *a: None, print
+    )
+    supervisor.dispatch(call, timeout=10)
     await done.wait()
     return outcome[0]
 

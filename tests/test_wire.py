@@ -248,3 +248,55 @@ def test_any_chunking_decodes_to_the_same_list(items: list[pb.Envelope], data: s
     decoder.close()
     assert decoded == items
     assert [e.WhichOneof("msg") for e in decoded] == [e.WhichOneof("msg") for e in items]
+
+
+def _raw_stream(payload: bytes) -> bytes:
+    from protomcp_sdk import protomcp_pb2 as pb
+    from protomcp_sdk import wire
+
+    result = wire.encode(pb.Envelope(request_id="7", call_result=pb.CallToolResponse()))
+    return (
+        wire.encode(pb.Envelope(request_id="1"))
+        + b"".join(wire.encode_raw("7", payload, wire.RAW_RESULT_JSON))
+        + result
+        + wire.encode(pb.Envelope(request_id="9"))
+    )
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 4096, 1 << 20])
+def test_raw_payload_round_trip_at_any_chunking(chunk: int) -> None:
+    from protomcp_sdk import wire
+
+    payload = b'[{"type":"text","text":"' + b"x" * 30000 + b'"}]'
+    stream = _raw_stream(payload)
+    decoder = wire.FrameDecoder()
+    items = [item for i in range(0, len(stream), chunk) for item in decoder.feed(stream[i : i + chunk])]
+    decoder.close()
+    assert [type(item).__name__ for item in items] == ["Envelope", "Raw", "Envelope", "Envelope"]
+    raw = items[1]
+    assert isinstance(raw, wire.Raw)
+    assert (
+        raw.data == payload
+        and raw.header.transfer_id == "7"
+        and raw.header.content_type == wire.RAW_RESULT_JSON
+    )
+    assert [items[0].request_id, items[2].request_id, items[3].request_id] == ["1", "7", "9"]
+
+
+def test_truncated_raw_payload_is_reported_at_close() -> None:
+    from protomcp_sdk import wire
+
+    stream = _raw_stream(b"y" * 1000)
+    decoder = wire.FrameDecoder()
+    cut = stream.index(b"y" * 1000) + 10
+    list(decoder.feed(stream[:cut]))
+    with pytest.raises(wire.FrameError, match="truncated raw payload: stream ended 990 bytes short"):
+        decoder.close()
+
+
+def test_raw_payload_over_the_limit_is_refused() -> None:
+    from protomcp_sdk import wire
+
+    decoder = wire.FrameDecoder(max_frame=100)
+    with pytest.raises(wire.FrameError, match="raw payload of 1000 bytes exceeds the 100-byte limit"):
+        list(decoder.feed(b"".join(wire.encode_raw("7", b"z" * 1000, wire.RAW_RESULT_JSON))))

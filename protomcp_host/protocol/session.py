@@ -264,12 +264,20 @@ class Session:
         return call
 
     # -- results from the router -----------------------------------------------------
-    def call_done(self, call: StartCall, response: pb.CallToolResponse) -> bytes | None:
-        """Encode a tool's answer. None when nothing is to be written (cancelled, or
-        the batch it belongs to is still waiting for other answers)."""
+    def call_done(
+        self,
+        call: StartCall,
+        response: pb.CallToolResponse,
+        content: bytes | None = None,
+        *,
+        trusted: bool = False,
+    ) -> bytes | None:
+        """Encode a tool's answer. `content` is the content JSON when it came separately
+        (raw); `trusted` skips re-checking JSON that our own SDK generated. None when
+        nothing is to be written (cancelled, or its batch still waits for other answers)."""
         if self.in_flight.pop(call.id, None) is None:
             return None
-        return self._finish(call, self._encode_call_result(call, response))
+        return self._finish(call, self._encode_call_result(call, response, content, trusted))
 
     def call_failed(self, call: StartCall, message: str) -> bytes | None:
         """The call could not complete (tool process died, timed out, ...): an isError result."""
@@ -280,25 +288,31 @@ class Session:
     def _finish(self, call: StartCall, data: bytes) -> bytes | None:
         return call.batch.add(data) if call.batch is not None else data
 
-    def _encode_call_result(self, call: StartCall, response: pb.CallToolResponse) -> bytes:
-        content = response.result_json.encode() if response.result_json else b"[]"
+    def _encode_call_result(
+        self, call: StartCall, response: pb.CallToolResponse, content: bytes | None, trusted: bool
+    ) -> bytes:
+        if content is None:
+            content = response.result_json.encode() if response.result_json else b"[]"
         structured = response.structured_content_json.encode() if response.structured_content_json else b""
-        try:
-            if not isinstance(orjson.loads(content), list):
-                raise ValueError("content is not a list")
-            if structured and not isinstance(orjson.loads(structured), dict):
-                raise ValueError("structuredContent is not an object")
-        except ValueError:
-            return rpc.result(call.id, error_result(f"Tool '{call.tool.name}' returned malformed content"))
-        if b"\n" in content or b"\r" in content:  # keep one message per line
-            content = orjson.dumps(orjson.loads(content))
-        body = b'{"content":' + content
-        if structured and self.version in STRUCTURED_VERSIONS:
+        if not trusted:
+            try:
+                if not isinstance(orjson.loads(content), list):
+                    raise ValueError("content is not a list")
+                if structured and not isinstance(orjson.loads(structured), dict):
+                    raise ValueError("structuredContent is not an object")
+            except ValueError:
+                return rpc.result(
+                    call.id, error_result(f"Tool '{call.tool.name}' returned malformed content")
+                )
+            if b"\n" in content or b"\r" in content:  # keep one message per line
+                content = orjson.dumps(orjson.loads(content))
             if b"\n" in structured or b"\r" in structured:
                 structured = orjson.dumps(orjson.loads(structured))
-            body += b',"structuredContent":' + structured
-        body += b',"isError":true}' if response.is_error else b',"isError":false}'
-        return rpc.raw_result(call.id, body)
+        parts = [b'{"jsonrpc":"2.0","id":', call.id, b',"result":{"content":', content]
+        if structured and self.version in STRUCTURED_VERSIONS:
+            parts += [b',"structuredContent":', structured]
+        parts.append(b',"isError":true}}' if response.is_error else b',"isError":false}}')
+        return b"".join(parts)
 
     # -- server-initiated messages ----------------------------------------------------
     def tools_changed(self) -> bytes | None:
