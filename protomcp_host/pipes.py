@@ -20,6 +20,7 @@ from collections.abc import Callable
 import anyio
 
 CHUNK = 1 << 20
+BIG = 256 * 1024  # parts at least this large are written as they are, never joined
 F_SETPIPE_SZ = 1031  # Linux; larger pipes mean fewer wake-ups for big messages
 
 
@@ -85,14 +86,16 @@ class BatchedWriter:
         self._parts.append(data)
 
     def _flush(self) -> None:
-        data = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
-        self._parts.clear()
-        if self._transport is None:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self.fd, view) :]
-        elif not self._transport.is_closing():
-            self._transport.write(data)
+        parts, self._parts = self._parts, []
+        if len(parts) > 1 and max(map(len, parts)) < BIG:
+            parts = [b"".join(parts)]  # many small messages: one system call
+        for data in parts:  # a big one is not copied into a joined buffer
+            if self._transport is None:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self.fd, view) :]
+            elif not self._transport.is_closing():
+                self._transport.write(data)
 
     @property
     def closed(self) -> bool:

@@ -72,7 +72,8 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
     writer = await BatchedWriter.open(take_stdout())
 
     def write(data: bytes) -> None:
-        writer.write(data + b"\n")
+        writer.write(data)
+        writer.write(b"\n")
 
     session = host.new_session(write)
     router = Router(host, session, write)
