@@ -275,6 +275,34 @@ async def main_session(impl: Impl, cfg: Config, res: Results) -> None:
         await client.close()
 
 
+async def floor_session(cfg: Config, res: Results) -> None:
+    """Sequential echo p50 through floor_relay.py → floor_echo.py: two do-nothing processes."""
+    client = await LeanClient.spawn(
+        [sys.executable, str(HERE / "floor_relay.py")], cwd=str(ROOT), env=SERVER_ENV
+    )
+    try:
+        await client.initialize(timeout=cfg.start_timeout_s)
+        await client.drive(echo_line, cfg.warmup_calls, 1, 60.0, cfg.call_timeout_s, echo_ok)
+        drv = await client.drive(echo_line, cfg.seq_calls, 1, 60.0, cfg.call_timeout_s * 2, echo_ok)
+        res.add("floor", "seq_p50", percentile(sorted(drv.latencies), 0.50) * 1e6)
+    except ServerError as exc:
+        res.error("floor", "seq_p50", str(exc))
+    finally:
+        await client.close()
+
+
+def floor_row(res: Results, theirs: Impl) -> str:
+    floor = res.values.get("floor", {}).get("seq_p50", [])
+    sdk = res.values.get(theirs.key, {}).get("seq_p50", [])
+    if not floor or not sdk:
+        return ""
+    f, b = statistics.median(floor), statistics.median(sdk)
+    return (
+        f"| sequential echo latency p50 floor: two do-nothing relaying processes (µs) | {fmt(f, 1)} "
+        f"(floor) | {fmt(b, 1)} | {f / b:.2f}x | - | info |\n"
+    )
+
+
 async def many_session(impl: Impl, cfg: Config, res: Results) -> None:
     try:
         client, elapsed = await start(impl, impl.many_file, cfg, expect_tools=cfg.many_count)
@@ -317,6 +345,8 @@ async def run_all(impls: list[Impl], cfg: Config) -> Results:
         for impl in order:
             log(f"rep {rep + 1}/{cfg.reps}: {impl.label} {cfg.many_count}-tool start")
             await bounded(many_session(impl, cfg, res), impl, ["many_start"], cfg, res)
+        log(f"rep {rep + 1}/{cfg.reps}: two-process floor")
+        await asyncio.wait_for(floor_session(cfg, res), cfg.session_timeout_s)
     return res
 
 
@@ -537,6 +567,7 @@ def main() -> int:
     load_end = os.getloadavg()
 
     table_md, notes = table(res, ours, sdk)
+    table_md += floor_row(res, sdk)
     machine = machine_note()
     machine[-1] = machine[-1].format(
         " ".join(f"{x:.2f}" for x in load_start), " ".join(f"{x:.2f}" for x in load_end)

@@ -55,6 +55,7 @@ async def read_into(fd: int, on_data: Callable[[bytes], None], *, closefd: bool 
         while data := await anyio.to_thread.run_sync(os.read, fd, CHUNK, abandon_on_cancel=True):
             on_data(data)
         return
+    transport.max_size = CHUNK  # type: ignore[attr-defined]  # asyncio reads 256 KiB per wake-up by default
     try:
         await feed.closed
     finally:
