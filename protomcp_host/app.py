@@ -41,7 +41,6 @@ class Host:
         launched: dict[Path, Launched] | None = None,
     ) -> None:
         self.files = files
-        self.python = python
         self.call_timeout = call_timeout
         self.catalog = Catalog(page_size)
         self.stderr = stderr or _print_stderr

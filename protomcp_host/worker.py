@@ -215,10 +215,6 @@ class Worker:
         if self._writer is not None and not self._writer.closed:
             self._writer.write(wire.encode(envelope))
 
-    @property
-    def in_flight(self) -> int:
-        return len(self.calls)
-
     # -- input ---------------------------------------------------------------------
     def _on_frame_bytes(self, data: bytes) -> None:
         if self.death is not None:

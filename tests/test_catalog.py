@@ -41,7 +41,6 @@ def test_minimal_definition() -> None:
     assert tool.name == "t"
     assert tool.owner == "a.py"
     assert tool.mcp == {"name": "t", "description": "", "inputSchema": {"type": "object"}}
-    assert tool.has_output_schema is False
 
 
 def test_full_definition() -> None:
@@ -61,7 +60,6 @@ def test_full_definition() -> None:
         "outputSchema": {"type": "object"},
         "annotations": {"readOnlyHint": True, "destructiveHint": False},
     }
-    assert tool.has_output_schema is True
 
 
 def test_bool_hints_without_annotations_json_report_only_true_ones() -> None:

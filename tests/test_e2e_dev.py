@@ -329,3 +329,34 @@ def test_banner_only_on_a_terminal(tmp_path: Path) -> None:
         os.close(leader)
     assert b'"mcpServers"' in stderr and str(file).encode() in stderr and b"Watching" in stderr
     assert out == b""
+
+
+async def test_watch_glob_reloads_on_data_changes(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "motd.json").write_text('"first"')
+    file = tmp_path / "tools.py"
+    write_atomic(
+        file,
+        """
+        import json
+        from pathlib import Path
+        from protomcp_sdk import tool
+
+        MOTD = json.loads((Path(__file__).parent / "data" / "motd.json").read_text())
+
+        @tool(description=f"Message of the day: {MOTD}")
+        def motd() -> str:
+            return MOTD
+        """,
+    )
+    watcher = Watcher()
+    glob = str(data / "*.json")
+    async with mcp_session("dev", "--watch", glob, str(file), message_handler=watcher.on_message) as session:
+        (tool,) = (await session.list_tools()).tools
+        assert tool.description == "Message of the day: first"
+        write_atomic(data / "motd.json", '"second"')
+        await watcher.tools_after_change(
+            session, lambda t: t["motd"].description == "Message of the day: second"
+        )
+        assert text_of(await session.call_tool("motd", {})) == "second"

@@ -54,10 +54,10 @@ ADD = make_tool(
 ECHO = make_tool("echo", schema={"type": "object", "properties": {"text": {"type": "string"}}})
 
 
-def new_session(*tools: Tool, page_size: int = 1000, instructions: str | None = None) -> Session:
+def new_session(*tools: Tool, page_size: int = 1000) -> Session:
     catalog = Catalog(page_size=page_size)
     catalog.replace("a.py", list(tools) or [ADD, ECHO])
-    return Session(catalog, SERVER_INFO, instructions)
+    return Session(catalog, SERVER_INFO)
 
 
 def send(session: Session, message: Any) -> list[Event]:
@@ -243,11 +243,6 @@ def test_initialize_records_client_info_and_capabilities() -> None:
     assert reply["result"]["protocolVersion"] == "2025-06-18"
     assert session.client_info == {"name": "c", "version": "2"}
     assert session.client_capabilities == {"roots": {"listChanged": True}}
-
-
-def test_instructions_are_sent_when_set() -> None:
-    session = Session(Catalog(), SERVER_INFO, "Use add for sums.")
-    assert initialize(session)["result"]["instructions"] == "Use add for sums."
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,6 @@ class Tool:
     name: str
     owner: Hashable
     mcp: dict[str, Any]  # the full MCP Tool object
-    has_output_schema: bool
     _validator: Any = field(default=None, repr=False)
     _quick: Callable[[dict[str, Any]], bool] | None = field(default=None, repr=False)
 
@@ -150,7 +149,7 @@ def tool_from_definition(definition: pb.ToolDefinition, owner: Hashable) -> Tool
     annotations = _annotations(definition)
     if annotations:
         mcp["annotations"] = annotations
-    return Tool(definition.name, owner, mcp, bool(definition.output_schema_json))
+    return Tool(definition.name, owner, mcp)
 
 
 def _annotations(definition: pb.ToolDefinition) -> dict[str, Any]:

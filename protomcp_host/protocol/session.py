@@ -69,12 +69,9 @@ Event = Send | StartCall | CancelCall
 
 
 class Session:
-    def __init__(
-        self, catalog: Catalog, server_info: dict[str, Any], instructions: str | None = None
-    ) -> None:
+    def __init__(self, catalog: Catalog, server_info: dict[str, Any]) -> None:
         self.catalog = catalog
         self.server_info = server_info
-        self.instructions = instructions
         self.version: str | None = None  # negotiated protocol revision
         self.client_info: dict[str, Any] = {}
         self.client_capabilities: dict[str, Any] = {}
@@ -205,8 +202,6 @@ class Session:
             "capabilities": {"logging": {}, "tools": {"listChanged": True}},
             "serverInfo": self.server_info,
         }
-        if self.instructions:
-            result["instructions"] = self.instructions
         return Send(rpc.result(request.id, result))
 
     def _ping(self, request: rpc.Request, _: Batch | None) -> Event:
