@@ -193,6 +193,8 @@ class Supervisor:
             self.on_problem(str(exc))
             self._started_at = time.monotonic()
             self._wake.set()  # try again after the next backoff delay
+        else:
+            self._reload_requested = False  # the new process loaded the file as it is now
 
     async def _reload(self) -> None:
         try:
