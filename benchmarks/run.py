@@ -506,6 +506,16 @@ Metrics:
   and all its descendants (protomcp runs a host and a tool process; the SDK one process). RSS
   counts shared pages once per process; the PSS row (`/proc/<pid>/smaps_rollup`) splits them,
   and is shown for information.
+- **sequential p50 floor** — the same sequential measurement through `floor_relay.py` →
+  `floor_echo.py`: two Python processes that relay and answer without any work (no
+  validation, no protobuf, no supervision). It is the shape of protomcp (client → host →
+  tool process) at zero cost, so it shows the lowest sequential latency any two-process
+  design reaches on the machine of the run; protomcp's own overhead is the gap above it.
+- Servers run with bytecode caching on (`PYTHONDONTWRITEBYTECODE` removed from their
+  environment), as on a user's machine.
+
+Reload latency of `protomcp dev` (save → `list_changed`) is measured separately:
+`python benchmarks/reload.py` (see the end of this page).
 """
 
 

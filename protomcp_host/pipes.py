@@ -15,6 +15,8 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import stat
+from collections import deque
 from collections.abc import Callable
 
 import anyio
@@ -63,25 +65,34 @@ async def read_into(fd: int, on_data: Callable[[bytes], None], *, closefd: bool 
 
 
 class BatchedWriter:
-    def __init__(self, fd: int, transport: asyncio.WriteTransport | None) -> None:
+    """A non-blocking writer for a pipe or inherited fd.
+
+    Writes made in one loop iteration leave together; big ones are never copied: what the
+    pipe does not take at once waits as a memoryview until the loop says it is writable.
+    """
+
+    def __init__(self, fd: int) -> None:
         self.fd = fd
-        self._transport = transport
-        self._parts: list[bytes] = []
         self._loop = asyncio.get_running_loop()
+        self._parts: list[bytes] = []  # written this iteration, not yet flushed
+        self._queue: deque[memoryview] = deque()  # flushed, waiting for the pipe
+        self._waiting = False  # registered with the loop for writability
+        self._closing = False
+        self.closed = False
+        self._empty = asyncio.Event()
+        self._empty.set()
+        self._pollable = not stat.S_ISREG(os.fstat(fd).st_mode)  # regular files: blocking writes
+        if self._pollable:
+            os.set_blocking(fd, False)
 
     @classmethod
-    async def open(cls, fd: int, *, closefd: bool = True) -> BatchedWriter:
+    async def open(cls, fd: int) -> BatchedWriter:
         enlarge_pipe(fd)
-        loop = asyncio.get_running_loop()
-        try:
-            transport, _ = await loop.connect_write_pipe(
-                asyncio.Protocol, os.fdopen(fd, "wb", buffering=0, closefd=closefd)
-            )
-        except ValueError:  # a regular file: plain blocking writes
-            return cls(fd, None)
-        return cls(fd, transport)
+        return cls(fd)
 
     def write(self, data: bytes) -> None:
+        if self.closed or self._closing:
+            return
         if not self._parts:
             self._loop.call_soon(self._flush)
         self._parts.append(data)
@@ -90,32 +101,60 @@ class BatchedWriter:
         parts, self._parts = self._parts, []
         if len(parts) > 1 and max(map(len, parts)) < BIG:
             parts = [b"".join(parts)]  # many small messages: one system call
-        for data in parts:  # a big one is not copied into a joined buffer
-            if self._transport is None:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self.fd, view) :]
-            elif not self._transport.is_closing():
-                self._transport.write(data)
+        for data in parts:
+            self._queue.append(memoryview(data))
+        self._empty.clear()
+        self._send()
 
-    @property
-    def closed(self) -> bool:
-        return self._transport is not None and self._transport.is_closing()
+    def _send(self) -> None:
+        try:
+            while self._queue:
+                head = self._queue[0]
+                if self._pollable:
+                    try:
+                        written = os.write(self.fd, head)
+                    except BlockingIOError:
+                        written = 0
+                else:
+                    written = os.write(self.fd, head)
+                if written < len(head):
+                    self._queue[0] = head[written:]
+                    if not self._waiting:
+                        self._loop.add_writer(self.fd, self._send)
+                        self._waiting = True
+                    return
+                self._queue.popleft()
+        except OSError:  # the reader is gone (EPIPE...): nothing more can be delivered
+            self._queue.clear()
+            self._closing = True
+        if self._waiting:
+            self._loop.remove_writer(self.fd)
+            self._waiting = False
+        self._empty.set()
+        if self._closing:
+            self._close_now()
 
     def close(self) -> None:
-        """Close after what was written so far has been handed to the pipe."""
+        """Close once everything written so far has been handed to the pipe."""
+        if self.closed or self._closing:
+            return
+        self._closing = True
         if self._parts:
             self._flush()
-        if self._transport is not None:
-            self._transport.close()
+        elif not self._queue:
+            self._close_now()
+
+    def _close_now(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self._waiting:
+                self._loop.remove_writer(self.fd)
+                self._waiting = False
+            os.close(self.fd)
 
     async def drain(self, timeout: float) -> None:
-        """Wait (bounded) until everything written has left the process."""
+        """Wait (bounded) until everything written has been handed to the pipe."""
         if self._parts:
             self._flush()
-        transport = self._transport
-        if transport is None:
-            return
         with anyio.move_on_after(timeout):
-            while transport.get_write_buffer_size() and not transport.is_closing():
-                await anyio.sleep(0.005)  # asyncio offers no event for "buffer empty"
+            await self._empty.wait()

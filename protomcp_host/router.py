@@ -45,7 +45,7 @@ class Router:
         session = self.session
         name = event.tool.name
 
-        def on_result(response: pb.CallToolResponse, content: bytes | None, trusted: bool) -> None:
+        def on_result(response: pb.CallToolResponse, content: list[bytes] | None, trusted: bool) -> None:
             self._finish(event, session.call_done(event, response, content, trusted=trusted))
 
         def on_failure(message: str) -> None:

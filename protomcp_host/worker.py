@@ -53,7 +53,9 @@ class Call:
     name: str
     arguments_json: str
     progress_token: str
-    on_result: Callable[[pb.CallToolResponse, bytes | None, bool], None]  # response, raw content, trusted
+    on_result: Callable[
+        [pb.CallToolResponse, list[bytes] | None, bool], None
+    ]  # response, raw content, trusted
     on_failure: Callable[[str], None]
     on_progress: Callable[[float, float | None, str], None]
     on_log: LogSink
@@ -101,7 +103,7 @@ class Worker:
         self.stopping = False
         self._writer: BatchedWriter | None = None
         self._decoder = wire.FrameDecoder()
-        self._raw: dict[str, bytes] = {}  # raw result content that arrived ahead of its call_result
+        self._raw: dict[str, list[bytes]] = {}  # raw result content, ahead of its call_result
         self.trusted = False  # our own SDK: its result JSON comes from orjson and needs no re-check
 
     # -- start ---------------------------------------------------------------------
@@ -242,7 +244,7 @@ class Worker:
 
     def _on_raw(self, raw: wire.Raw) -> None:
         if raw.header.content_type == wire.RAW_RESULT_JSON and raw.header.transfer_id in self.calls:
-            self._raw[raw.header.transfer_id] = raw.data
+            self._raw[raw.header.transfer_id] = raw.parts
         else:
             self.on_output("stderr", f"ignoring a raw payload of type {raw.header.content_type!r}")
 

@@ -54,10 +54,15 @@ def encode(envelope: pb.Envelope) -> bytes:
 
 @dataclass(slots=True)
 class Raw:
-    """A payload sent inline after a RawHeader frame (RawHeader.path empty)."""
+    """A payload sent inline after a RawHeader frame (RawHeader.path empty), in the pieces
+    it arrived in (joining them is left to whoever needs one buffer)."""
 
     header: pb.RawHeader
-    data: bytes
+    parts: list[bytes]
+
+    @property
+    def data(self) -> bytes:
+        return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
 
 
 def encode_raw(request_id: str, payload: bytes, content_type: str) -> list[bytes]:
@@ -126,7 +131,7 @@ class FrameDecoder:
         if self._raw_left == 0:
             header, parts = self._raw, self._raw_parts
             self._raw, self._raw_parts = None, []
-            yield Raw(header, parts[0] if len(parts) == 1 else b"".join(parts))
+            yield Raw(header, parts)
         return data[take:]
 
     def close(self) -> None:

@@ -263,12 +263,12 @@ class Session:
         self,
         call: StartCall,
         response: pb.CallToolResponse,
-        content: bytes | None = None,
+        content: bytes | list[bytes] | None = None,
         *,
         trusted: bool = False,
     ) -> bytes | None:
-        """Encode a tool's answer. `content` is the content JSON when it came separately
-        (raw); `trusted` skips re-checking JSON that our own SDK generated. None when
+        """Encode a tool's answer. `content` is the content JSON (or its pieces) when it came
+        separately (raw); `trusted` skips re-checking JSON that our own SDK generated. None when
         nothing is to be written (cancelled, or its batch still waits for other answers)."""
         if self.in_flight.pop(call.id, None) is None:
             return None
@@ -284,12 +284,15 @@ class Session:
         return call.batch.add(data) if call.batch is not None else data
 
     def _encode_call_result(
-        self, call: StartCall, response: pb.CallToolResponse, content: bytes | None, trusted: bool
+        self, call: StartCall, response: pb.CallToolResponse, raw: bytes | list[bytes] | None, trusted: bool
     ) -> bytes:
-        if content is None:
-            content = response.result_json.encode() if response.result_json else b"[]"
+        if raw is None:
+            chunks = [response.result_json.encode() if response.result_json else b"[]"]
+        else:
+            chunks = [raw] if isinstance(raw, bytes) else raw
         structured = response.structured_content_json.encode() if response.structured_content_json else b""
         if not trusted:
+            content = b"".join(chunks)
             try:
                 if not isinstance(orjson.loads(content), list):
                     raise ValueError("content is not a list")
@@ -303,7 +306,8 @@ class Session:
                 content = orjson.dumps(orjson.loads(content))
             if b"\n" in structured or b"\r" in structured:
                 structured = orjson.dumps(orjson.loads(structured))
-        parts = [b'{"jsonrpc":"2.0","id":', call.id, b',"result":{"content":', content]
+            chunks = [content]
+        parts = [b'{"jsonrpc":"2.0","id":', call.id, b',"result":{"content":', *chunks]
         if structured and self.version in STRUCTURED_VERSIONS:
             parts += [b',"structuredContent":', structured]
         parts.append(b',"isError":true}}' if response.is_error else b',"isError":false}}')
