@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import mmap
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -105,6 +107,8 @@ class Worker:
         self._decoder = wire.FrameDecoder()
         self._raw: dict[str, list[bytes]] = {}  # raw result content, ahead of its call_result
         self.trusted = False  # our own SDK: its result JSON comes from orjson and needs no re-check
+        self._unreadable: set[str] = set()  # calls whose spooled result could not be read
+        self.spool_dir = ""  # where it spools large results; removed when it is gone
 
     # -- start ---------------------------------------------------------------------
     async def run(
@@ -257,7 +261,10 @@ class Worker:
                 if call.timer is not None:
                     call.timer.cancel()
                 content = self._raw.pop(request_id, None)
-                if not call.done:
+                if request_id in self._unreadable:
+                    self._unreadable.discard(request_id)
+                    call.fail("its result could not be read from the tool process's spool file")
+                elif not call.done:
                     call.done = True
                     call.on_result(envelope.call_result, content, self.trusted)
         elif kind == "progress":
@@ -273,6 +280,14 @@ class Worker:
             (call.on_log if call is not None else self.on_log)(
                 entry.level, entry.logger, _json_or_text(entry.data_json)
             )
+        elif kind == "raw_header":  # a payload handed over as a spool file
+            path = envelope.raw_header.path
+            self.spool_dir = os.path.dirname(path)
+            parts = read_spooled(path)
+            if parts is None:
+                self._unreadable.add(request_id)
+            else:
+                self._on_raw(wire.Raw(envelope.raw_header, parts))
         elif kind == "hello":
             if self.hello is not None and not self.hello.done():
                 self.hello.set_result(envelope.hello)
@@ -329,6 +344,8 @@ class Worker:
             self.kill()
             await wait_process(process)
         self._kill_group(signal.SIGKILL)  # anything the tool started in its process group
+        if self.spool_dir and wire.SPOOL_PREFIX in os.path.basename(self.spool_dir):
+            shutil.rmtree(self.spool_dir, ignore_errors=True)  # left behind if it crashed
         if self.death is None:
             self.death = self._describe_exit(process.returncode)
         calls, self.calls = self.calls, {}
@@ -399,6 +416,22 @@ async def wait_process(process: subprocess.Popen[bytes]) -> int:
         loop.remove_reader(pidfd)
         os.close(pidfd)
     return process.wait()
+
+
+def read_spooled(path: str) -> list[bytes] | None:
+    """Map a spool file and delete it (the mapping stays readable); None if impossible."""
+    if not wire.spool_path_ok(path):
+        return None
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            data = mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ) if size else b""
+    except OSError:
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    return [data]  # type: ignore[list-item]  # a read-only mmap is a bytes-like buffer
 
 
 def _json_or_text(text: str) -> Any:

@@ -12,7 +12,9 @@ import asyncio
 import os
 import queue
 import runpy
+import shutil
 import sys
+import tempfile
 import threading
 import traceback
 from collections import deque
@@ -71,6 +73,36 @@ class SyncWorkers:
             thread.join()
 
 
+class Spool:
+    """Hands large payloads to the host as files on a memory file system (/dev/shm), in a
+    private directory made on first use. The host deletes each file once it has mapped it;
+    the directory goes when the process ends."""
+
+    def __init__(self) -> None:
+        self.root = os.environ.get("PROTOMCP_SPOOL_DIR", "/dev/shm")  # "" = always inline
+        self.directory: str | None = None
+        self.usable = bool(self.root) and os.path.isdir(self.root) and os.access(self.root, os.W_OK)
+
+    def put(self, name: str, payload: bytes) -> str:
+        """The path of a new file holding payload, or "" when spooling is not possible."""
+        if not self.usable:
+            return ""
+        try:
+            if self.directory is None:
+                self.directory = tempfile.mkdtemp(prefix=wire.SPOOL_PREFIX, dir=self.root)
+            path = os.path.join(self.directory, f"{name}.json")
+            with open(path, "wb") as file:
+                file.write(payload)
+        except OSError:
+            self.usable = False  # full or read-only: send inline from now on
+            return ""
+        return path
+
+    def remove(self) -> None:
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
 class ToolProcess:
     """Serves the tools in REGISTRY over a pair of pipe file descriptors."""
 
@@ -86,6 +118,7 @@ class ToolProcess:
         self.workers = SyncWorkers()
         self.write_lock = threading.Lock()
         self.outbox: deque[list[bytes]] = deque()
+        self.spool = Spool()
         self.broken = False
         self.exit_code: asyncio.Future[int] = self.loop.create_future()
 
@@ -95,10 +128,18 @@ class ToolProcess:
         self._send([wire.encode(envelope)])
 
     def send_result(self, request_id: str, response: pb.CallToolResponse, content: bytes) -> None:
-        """A call's answer; large content goes raw (no protobuf copy) just before it."""
+        """A call's answer. Large content goes ahead of it outside the Envelope: as a spool
+        file the host maps (no pipe crossing), or as raw bytes on the pipe."""
         if len(content) > wire.RAW_THRESHOLD:
             result = wire.encode(pb.Envelope(request_id=request_id, call_result=response))
-            self._send([*wire.encode_raw(request_id, content, wire.RAW_RESULT_JSON), result])
+            path = self.spool.put(request_id, content)
+            if path:
+                header = pb.RawHeader(
+                    transfer_id=request_id, size=len(content), content_type=wire.RAW_RESULT_JSON, path=path
+                )
+                self._send([wire.encode(pb.Envelope(request_id=request_id, raw_header=header)), result])
+            else:
+                self._send([*wire.encode_raw(request_id, content, wire.RAW_RESULT_JSON), result])
         else:
             response.result_json = content.decode()  # before the Envelope copies the response
             self._send([wire.encode(pb.Envelope(request_id=request_id, call_result=response))])
@@ -149,6 +190,7 @@ class ToolProcess:
         if self.tasks:
             await asyncio.gather(*(task for task, _ in self.tasks.values()), return_exceptions=True)
         await self.loop.run_in_executor(None, self.workers.shutdown)
+        self.spool.remove()
         return code
 
     def load(self) -> None:

@@ -35,6 +35,10 @@ RAW_RESULT_JSON = "application/json; protomcp=call_result.result_json"
 """RawHeader.content_type of a raw payload that is the result_json of the call_result
 with the same request_id, which follows it."""
 
+SPOOL_PREFIX = "protomcp-spool-"
+"""Large payloads may be handed over as a file in a private directory with this name prefix
+(on a memory file system): RawHeader.path names the file, and the receiver deletes it."""
+
 _HEADER = struct.Struct(">I")
 
 
@@ -63,6 +67,12 @@ class Raw:
     @property
     def data(self) -> bytes:
         return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+
+
+def spool_path_ok(path: str) -> bool:
+    """Only files in a protomcp spool directory are read (and then deleted) by a receiver."""
+    parent = os.path.basename(os.path.dirname(path))
+    return os.path.isabs(path) and parent.startswith(SPOOL_PREFIX) and os.path.isfile(path)
 
 
 def encode_raw(request_id: str, payload: bytes, content_type: str) -> list[bytes]:

@@ -193,6 +193,10 @@ CRASHY = """
     def talk(text: str) -> str:
         print(text)
         return "said"
+
+    @tool
+    def big() -> str:
+        return "x" * 1_000_000
 """
 
 
@@ -273,7 +277,7 @@ async def test_plugins_merge_and_a_crash_stays_contained(tmp_path: Path) -> None
     write_atomic(tmp_path / "b.py", tool_source("b_tool"))
     async with mcp_session("run", str(tmp_path)) as session:
         names = {t.name for t in (await session.list_tools()).tools}
-        assert names == {"ok", "crash", "spawn_sleeper", "talk", "b_tool"}
+        assert names == {"ok", "crash", "spawn_sleeper", "talk", "big", "b_tool"}
         async with anyio.create_task_group() as tg:
             tg.start_soon(session.call_tool, "crash", {})
             for i in range(20):
@@ -360,3 +364,18 @@ async def test_watch_glob_reloads_on_data_changes(tmp_path: Path) -> None:
             session, lambda t: t["motd"].description == "Message of the day: second"
         )
         assert text_of(await session.call_tool("motd", {})) == "second"
+
+
+async def test_spool_of_a_crashed_tool_process_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    monkeypatch.setenv("PROTOMCP_SPOOL_DIR", str(spool))
+    file = tmp_path / "crashy.py"
+    write_atomic(file, CRASHY)
+    async with mcp_session("run", str(file)) as session:
+        assert len(text_of(await session.call_tool("big", {}))) == 1_000_000
+        assert len(list(spool.iterdir())) == 1  # the tool process's spool directory
+        assert (await session.call_tool("crash", {})).is_error
+        assert list(spool.iterdir()) == []  # removed by the host when the process died

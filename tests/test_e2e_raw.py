@@ -274,3 +274,25 @@ def test_large_result_travels_raw_and_arrives_intact(host: RawHost) -> None:
     assert host.request(31, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})["result"][
         "structuredContent"
     ] == {"result": 3}
+
+
+@pytest.mark.parametrize("spool", ["memory file", "inline"])
+def test_large_results_by_spool_file_and_inline(raw_host, tmp_path, monkeypatch, spool: str) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    spool_root = tmp_path / "spool"
+    spool_root.mkdir()
+    monkeypatch.setenv("PROTOMCP_SPOOL_DIR", str(spool_root) if spool == "memory file" else "")
+    host = raw_host("run", str(BEHAVIOURS))
+    host.initialize()
+    for i in range(3):
+        data = f"{i}é" + "x" * (1024 * 1024)
+        reply = host.request(40 + i, "tools/call", {"name": "echo", "arguments": {"text": data}})
+        assert reply["result"]["content"] == [{"type": "text", "text": data}]
+    spooled = [d for d in spool_root.iterdir()]
+    if spool == "memory file":
+        assert len(spooled) == 1 and list(spooled[0].iterdir()) == []  # each file deleted once read
+    else:
+        assert spooled == []
+    assert host.close() == 0
+    assert list(spool_root.iterdir()) == [] and os.path.isdir(spool_root)
