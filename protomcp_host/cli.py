@@ -101,8 +101,13 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     # Start the tool processes first, so they boot while this process imports the host.
     try:
         launched = {file: launch(file, options["python"]) for file in tool_files(list(files))}
-    except (StartupError, OSError) as exc:
+    except StartupError as exc:
         click.echo(f"protomcp: cannot start: {exc}", err=True)
+        sys.exit(1)
+    except OSError as exc:
+        click.echo(
+            f"protomcp: cannot start the tool process with {options['python']}: {exc.strerror}", err=True
+        )
         sys.exit(1)
     import anyio
 
