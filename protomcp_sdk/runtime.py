@@ -333,10 +333,11 @@ def load_tool_file(path: str) -> str:
 
 
 def _user_traceback(exc: BaseException) -> str:
-    """The traceback without the frames of runpy and this module."""
+    """The traceback without the frames of runpy and of the SDK itself: the user's code only."""
+    sdk = os.path.dirname(__file__) + os.sep
     report = traceback.TracebackException.from_exception(exc)
     report.stack = traceback.StackSummary.from_list(
-        [frame for frame in report.stack if frame.filename != __file__ and "runpy" not in frame.filename]
+        [f for f in report.stack if not f.filename.startswith(sdk) and "runpy" not in f.filename]
     )
     return "".join(report.format())
 

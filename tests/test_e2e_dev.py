@@ -146,7 +146,17 @@ async def test_calls_survive_many_reloads(tmp_path: Path) -> None:
     assert done > 22
 
 
-async def test_syntax_error_keeps_old_tools_then_fix_reloads(tmp_path: Path) -> None:
+BROKEN = {
+    "syntax error": ("\ndef broken(:\n", "SyntaxError"),
+    "import error": ("\nimport no_such_module_here\n", "ModuleNotFoundError"),
+    "exception at import": ("\nraise RuntimeError('config missing')\n", "config missing"),
+    "duplicate tool names": ("\n@tool\ndef alpha() -> int:\n    return 1\n", "'alpha' is registered twice"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BROKEN))
+async def test_failed_load_keeps_old_tools_then_fix_reloads(tmp_path: Path, kind: str) -> None:
+    breakage, expected = BROKEN[kind]
     file = tmp_path / "tools.py"
     write_atomic(file, tool_source("alpha"))
     watcher = Watcher()
@@ -160,11 +170,11 @@ async def test_syntax_error_keeps_old_tools_then_fix_reloads(tmp_path: Path) -> 
     async with mcp_session(
         "dev", str(file), message_handler=watcher.on_message, logging_callback=on_log
     ) as session:
-        write_atomic(file, tool_source("alpha") + "\ndef broken(:\n")
+        write_atomic(file, tool_source("alpha") + breakage)
         with anyio.fail_after(15):
             await got_error.wait()
         error = next(p for p in watcher.logs if p.level == "error")
-        assert "SyntaxError" in str(error.data) and "tools.py" in str(error.data)
+        assert expected in str(error.data) and "tools.py" in str(error.data)
         assert text_of(await session.call_tool("alpha", {"x": 3})) == "3"  # old tools still serve
         write_atomic(file, tool_source("alpha", "fixed"))
         await watcher.tools_after_change(session, lambda t: "fixed" in t)
