@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import queue
 import runpy
-import shutil
 import sys
-import tempfile
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,78 +25,8 @@ from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk.context import Context
 from protomcp_sdk.registry import REGISTRY, ArgumentError, ToolSpec
 from protomcp_sdk.results import encode_result, error_response
-
-SYNC_WORKERS = 32
-
-
-class SyncWorkers:
-    """Threads for sync tools: started on demand, reused, at most `limit` at once.
-
-    Leaner than concurrent.futures (no Future per call): sync calls report their own
-    result, so all a call needs is a queue slot and an idle thread."""
-
-    def __init__(self, limit: int = SYNC_WORKERS) -> None:
-        self.limit = limit
-        self.queue: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]] | None] = (
-            queue.SimpleQueue()
-        )
-        self.threads: list[threading.Thread] = []
-        self.idle = 0
-        self.lock = threading.Lock()
-
-    def submit(self, fn: Callable[..., None], *args: Any) -> None:
-        with self.lock:
-            if self.idle:
-                self.idle -= 1
-            elif len(self.threads) < self.limit:
-                thread = threading.Thread(target=self._work, name="protomcp-tool", daemon=True)
-                self.threads.append(thread)
-                thread.start()
-        self.queue.put((fn, args))
-
-    def _work(self) -> None:
-        while (item := self.queue.get()) is not None:
-            fn, args = item
-            fn(*args)
-            with self.lock:
-                self.idle += 1
-
-    def shutdown(self) -> None:
-        """Wait for queued and running calls, then end the threads."""
-        for _ in self.threads:
-            self.queue.put(None)
-        for thread in self.threads:
-            thread.join()
-
-
-class Spool:
-    """Hands large payloads to the host as files on a memory file system (/dev/shm), in a
-    private directory made on first use. The host deletes each file once it has mapped it;
-    the directory goes when the process ends."""
-
-    def __init__(self) -> None:
-        self.root = os.environ.get("PROTOMCP_SPOOL_DIR", "/dev/shm")  # "" = always inline
-        self.directory: str | None = None
-        self.usable = bool(self.root) and os.path.isdir(self.root) and os.access(self.root, os.W_OK)
-
-    def put(self, name: str, payload: bytes) -> str:
-        """The path of a new file holding payload, or "" when spooling is not possible."""
-        if not self.usable:
-            return ""
-        try:
-            if self.directory is None:
-                self.directory = tempfile.mkdtemp(prefix=wire.SPOOL_PREFIX, dir=self.root)
-            path = os.path.join(self.directory, f"{name}.json")
-            with open(path, "wb") as file:
-                file.write(payload)
-        except OSError:
-            self.usable = False  # full or read-only: send inline from now on
-            return ""
-        return path
-
-    def remove(self) -> None:
-        if self.directory is not None:
-            shutil.rmtree(self.directory, ignore_errors=True)
+from protomcp_sdk.spool import Spool
+from protomcp_sdk.threads import SyncWorkers
 
 
 class ToolProcess:
