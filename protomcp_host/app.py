@@ -15,7 +15,7 @@ import anyio.abc
 import orjson
 
 from protomcp_host import __version__
-from protomcp_host.launch import Launched, StartupError, tool_files
+from protomcp_host.launch import Launched, StartupError
 from protomcp_host.output import OutputForwarder
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, tool_from_definition
 from protomcp_host.protocol.session import Session
@@ -140,26 +140,21 @@ def _print_stderr(text: str) -> None:
 
 
 async def serve(
-    files: list[Path],
+    launched: dict[Path, Launched],
     *,
-    transport: str = "stdio",
     drain_timeout: float = 10.0,
     reload: bool = False,
     watch: tuple[str, ...] = (),
-    launched: dict[Path, Launched] | None = None,
     **options: Any,
 ) -> int:
-    """Run the host until the client goes away or a signal arrives. Returns the exit code.
+    """Serve the tool processes the CLI launched (one per tool file) over stdio until the
+    client goes away or a signal arrives. Returns the exit code.
 
     With `reload`, tool files are watched and reloaded (blue/green) when they change."""
     from protomcp_host.reloader import watch_and_reload
     from protomcp_host.transports.stdio import serve_stdio
 
-    try:
-        host = Host(tool_files(files), standby=reload, launched=launched, **options)
-    except StartupError as exc:
-        _print_stderr(f"protomcp: cannot start: {exc}")
-        return 1
+    host = Host(list(launched), standby=reload, launched=launched, **options)
     async with anyio.create_task_group() as tg:
         try:
             await host.start(tg)

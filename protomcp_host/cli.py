@@ -115,7 +115,7 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
 
     timeout = options.pop("call_timeout")
     code = anyio.run(
-        lambda: serve(list(files), call_timeout=timeout or None, launched=launched, **options),
+        lambda: serve(launched, call_timeout=timeout or None, **options),
         backend="asyncio",
     )
     sys.exit(code)
@@ -196,8 +196,8 @@ def _describe_block(block: dict[str, Any]) -> str:
 def _with_client(files: list[Path], python: str, action: Any) -> Any:
     import anyio
 
-    from protomcp_host.app import StartupError
     from protomcp_host.direct import RequestFailed, direct_client
+    from protomcp_host.launch import StartupError
 
     async def go() -> Any:
         async with direct_client(files, python=python, stderr=_err) as request:

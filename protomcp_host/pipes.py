@@ -72,6 +72,7 @@ class BatchedWriter:
     """
 
     def __init__(self, fd: int) -> None:
+        enlarge_pipe(fd)
         self.fd = fd
         self._loop = asyncio.get_running_loop()
         self._parts: list[bytes] = []  # written this iteration, not yet flushed
@@ -84,11 +85,6 @@ class BatchedWriter:
         self._pollable = not stat.S_ISREG(os.fstat(fd).st_mode)  # regular files: blocking writes
         if self._pollable:
             os.set_blocking(fd, False)
-
-    @classmethod
-    async def open(cls, fd: int) -> BatchedWriter:
-        enlarge_pipe(fd)
-        return cls(fd)
 
     def write(self, data: bytes) -> None:
         if self.closed or self._closing:

@@ -225,14 +225,12 @@ class Supervisor:
         try:
             with anyio.move_on_after(self.restart_wait):
                 await self._ready.wait()
-        finally:
+        finally:  # also when the host stops meanwhile: the call must still get an answer
             worker = self.current
-            if call.done:
-                pass
-            elif worker is None or worker.death is not None or not self._ready.is_set():
-                call.fail(f"{self.label}: tool process is not running (it is restarting; try again shortly)")
+            if worker is not None and worker.death is None and self._ready.is_set():
+                worker.start(call, timeout)  # a call cancelled meanwhile is simply not sent
             else:
-                worker.start(call, timeout)
+                call.fail(f"{self.label}: tool process is not running (it is restarting; try again shortly)")
 
 
 __all__ = ["Backoff", "LoadError", "Supervisor", "WorkerError"]

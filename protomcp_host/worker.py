@@ -105,9 +105,9 @@ class Worker:
         self.stopping = False
         self._writer: BatchedWriter | None = None
         self._decoder = wire.FrameDecoder()
-        self._raw: dict[str, list[bytes]] = {}  # raw result content, ahead of its call_result
+        # Raw result content that came ahead of its call_result; None: its spool file was unreadable.
+        self._raw: dict[str, list[bytes] | None] = {}
         self.trusted = False  # our own SDK: its result JSON comes from orjson and needs no re-check
-        self._unreadable: set[str] = set()  # calls whose spooled result could not be read
         self.spool_dir = ""  # where it spools large results; removed when it is gone
 
     # -- start ---------------------------------------------------------------------
@@ -125,7 +125,7 @@ class Worker:
             except OSError as exc:
                 raise WorkerError(f"{self.label}: cannot start {self.python}: {exc}") from None
         self.process = process = launched.process
-        self._writer = await BatchedWriter.open(launched.to_child)
+        self._writer = BatchedWriter(launched.to_child)
         self.hello = asyncio.get_running_loop().create_future()
         task_status.started()
         try:
@@ -182,6 +182,8 @@ class Worker:
     # -- requests ------------------------------------------------------------------
     def start(self, call: Call, timeout: float | None) -> None:
         """Send a call to the tool process; its answer arrives through the call's callbacks."""
+        if call.done:  # cancelled while it waited for this process
+            return
         if self.death is not None:
             call.fail(self.death)
             return
@@ -256,13 +258,12 @@ class Worker:
         kind = envelope.WhichOneof("msg")
         request_id = envelope.request_id
         if kind == "call_result":
-            call = self.calls.pop(request_id, None)
+            call = self.calls.get(request_id)
             if call is not None:
-                if call.timer is not None:
-                    call.timer.cancel()
+                self.forget(call, notify=False)
+                unreadable = request_id in self._raw and self._raw[request_id] is None
                 content = self._raw.pop(request_id, None)
-                if request_id in self._unreadable:
-                    self._unreadable.discard(request_id)
+                if unreadable:
                     call.fail("its result could not be read from the tool process's spool file")
                 elif not call.done:
                     call.done = True
@@ -284,9 +285,9 @@ class Worker:
             path = envelope.raw_header.path
             self.spool_dir = os.path.dirname(path)
             parts = read_spooled(path)
-            if parts is None:
-                self._unreadable.add(request_id)
-            else:
+            if parts is None and request_id in self.calls:
+                self._raw[request_id] = None
+            elif parts is not None:
                 self._on_raw(wire.Raw(envelope.raw_header, parts))
         elif kind == "hello":
             if self.hello is not None and not self.hello.done():
@@ -348,10 +349,8 @@ class Worker:
             shutil.rmtree(self.spool_dir, ignore_errors=True)  # left behind if it crashed
         if self.death is None:
             self.death = self._describe_exit(process.returncode)
-        calls, self.calls = self.calls, {}
-        for call in calls.values():
-            if call.timer is not None:
-                call.timer.cancel()
+        for call in list(self.calls.values()):
+            self.forget(call, notify=False)
             call.fail(self.death)
         for future in self.requests.values():
             if not future.done():

@@ -162,17 +162,23 @@ def dump_json(value: Any) -> bytes:
     return orjson.dumps(value, default=_to_jsonable, option=_JSON_OPTIONS)
 
 
+Encoded = tuple[pb.CallToolResponse, bytes]
+"""A response and its content JSON, kept apart so large content can travel raw; the
+response's ``result_json`` stays empty until ``_joined`` puts the content in."""
+
+
 def to_response(value: Any, spec: ToolSpec) -> pb.CallToolResponse:
     """Map a tool's return value to a response (see encode_result for the rules)."""
-    response, content = encode_result(value, spec)
-    if content:
-        response.result_json = content.decode()
-    return response
+    return _joined(encode_result(value, spec))
 
 
-def encode_result(value: Any, spec: ToolSpec) -> tuple[pb.CallToolResponse, bytes]:
-    """Map a tool's return value to a response and its content JSON, kept apart so a large
-    result can be sent as raw bytes (``result_json`` is left empty when content is given).
+def error_response(exc: BaseException, spec_name: str) -> pb.CallToolResponse:
+    """An ``isError`` result whose text tells the model what went wrong (never a traceback)."""
+    return _joined(encode_error(exc, spec_name))
+
+
+def encode_result(value: Any, spec: ToolSpec) -> Encoded:
+    """Map a tool's return value to a response and its content JSON.
 
     - ``str``: one text block. ``None``: no content blocks at all.
     - a content block, or a non-empty list made only of content blocks: those blocks.
@@ -191,11 +197,11 @@ def encode_result(value: Any, spec: ToolSpec) -> tuple[pb.CallToolResponse, byte
         elif value is None:
             content, text_json = [], None
         elif isinstance(value, ToolResult):
-            return _split(_from_tool_result(value, spec.name))
+            return _from_tool_result(value, spec.name)
         elif isinstance(value, CONTENT_TYPES):
-            return _parts([value.to_mcp()])
+            return _encoded([value.to_mcp()])
         elif isinstance(value, list) and value and all(isinstance(v, CONTENT_TYPES) for v in value):
-            return _parts([v.to_mcp() for v in value])
+            return _encoded([v.to_mcp() for v in value])
         else:
             text_json = dump_json(value)
             content = [{"type": "text", "text": text_json.decode()}]
@@ -206,13 +212,13 @@ def encode_result(value: Any, spec: ToolSpec) -> tuple[pb.CallToolResponse, byte
                 structured = b'{"result":' + inner + b"}"
             elif text_json is not None and text_json.startswith(b"{"):
                 structured = text_json  # structuredContent must be an object
-        return _parts(content, structured=structured)
+        return _encoded(content, structured=structured)
     except orjson.JSONEncodeError as exc:
-        return _split(_invalid_result(spec.name, f"its return value cannot be converted to JSON ({exc})"))
+        return _invalid_result(spec.name, f"its return value cannot be converted to JSON ({exc})")
 
 
-def error_response(exc: BaseException, spec_name: str) -> pb.CallToolResponse:
-    """An ``isError`` result whose text tells the model what went wrong (never a traceback)."""
+def encode_error(exc: BaseException, spec_name: str) -> Encoded:
+    """The response for a tool that raised, with its content JSON (see error_response)."""
     from protomcp_sdk.registry import ArgumentError  # registry imports this module
 
     if isinstance(exc, ToolError):
@@ -227,11 +233,11 @@ def error_response(exc: BaseException, spec_name: str) -> pb.CallToolResponse:
             suggestion=exc.suggestion,
             retryable=exc.retryable,
         )
-        return _response([{"type": "text", "text": text}], is_error=True, error=error)
+        return _encoded([{"type": "text", "text": text}], is_error=True, error=error)
     if isinstance(exc, ArgumentError):
         message = str(exc)
         error = pb.ToolError(error_code="invalid_arguments", message=message)
-        return _response([{"type": "text", "text": message}], is_error=True, error=error)
+        return _encoded([{"type": "text", "text": message}], is_error=True, error=error)
     kind = type(exc).__name__
     detail = str(exc)
     if len(detail) > _MAX_DETAIL:
@@ -239,10 +245,10 @@ def error_response(exc: BaseException, spec_name: str) -> pb.CallToolResponse:
     summary = f"{kind}: {detail}" if detail else kind
     error = pb.ToolError(error_code=kind, message=detail or kind)
     text = f"Error in tool '{spec_name}': {summary}"
-    return _response([{"type": "text", "text": text}], is_error=True, error=error)
+    return _encoded([{"type": "text", "text": text}], is_error=True, error=error)
 
 
-def _from_tool_result(result: ToolResult, tool_name: str) -> pb.CallToolResponse:
+def _from_tool_result(result: ToolResult, tool_name: str) -> Encoded:
     content: list[dict[str, Any]] = []
     for item in result.content:
         if isinstance(item, str):
@@ -260,46 +266,34 @@ def _from_tool_result(result: ToolResult, tool_name: str) -> pb.CallToolResponse
             return _invalid_result(tool_name, "ToolResult.structured must be a JSON object (a dict or model)")
         if not content:  # MCP: structured results should also be readable as text
             content.append({"type": "text", "text": structured.decode()})
-    response = _response(content, is_error=result.is_error, structured=structured)
+    response, content_json = _encoded(content, is_error=result.is_error, structured=structured)
     response.enable_tools.extend(result.enable_tools)
     response.disable_tools.extend(result.disable_tools)
-    return response
+    return response, content_json
 
 
-def _invalid_result(tool_name: str, problem: str) -> pb.CallToolResponse:
+def _invalid_result(tool_name: str, problem: str) -> Encoded:
     text = f"Error in tool '{tool_name}': {problem}"
     error = pb.ToolError(error_code="invalid_result", message=problem)
-    return _response([{"type": "text", "text": text}], is_error=True, error=error)
+    return _encoded([{"type": "text", "text": text}], is_error=True, error=error)
 
 
-def _response(
+def _encoded(
     content: list[dict[str, Any]],
     is_error: bool = False,
     *,
     structured: bytes | None = None,
     error: pb.ToolError | None = None,
-) -> pb.CallToolResponse:
-    response, content_json = _parts(content, is_error, structured=structured, error=error)
-    response.result_json = content_json.decode()
-    return response
-
-
-def _split(response: pb.CallToolResponse) -> tuple[pb.CallToolResponse, bytes]:
-    content = response.result_json.encode()
-    response.result_json = ""
-    return response, content
-
-
-def _parts(
-    content: list[dict[str, Any]],
-    is_error: bool = False,
-    *,
-    structured: bytes | None = None,
-    error: pb.ToolError | None = None,
-) -> tuple[pb.CallToolResponse, bytes]:
+) -> Encoded:
     response = pb.CallToolResponse(is_error=is_error)
     if structured is not None:
         response.structured_content_json = structured.decode()
     if error is not None:
         response.error.CopyFrom(error)
     return response, orjson.dumps(content)
+
+
+def _joined(encoded: Encoded) -> pb.CallToolResponse:
+    response, content = encoded
+    response.result_json = content.decode()
+    return response

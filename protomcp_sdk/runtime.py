@@ -24,7 +24,7 @@ from protomcp_sdk import __version__, wire
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk.context import Context
 from protomcp_sdk.registry import REGISTRY, ArgumentError, ToolSpec
-from protomcp_sdk.results import encode_result, error_response
+from protomcp_sdk.results import encode_error, encode_result
 from protomcp_sdk.spool import Spool
 from protomcp_sdk.threads import SyncWorkers
 
@@ -60,10 +60,7 @@ class ToolProcess:
             result = wire.encode(pb.Envelope(request_id=request_id, call_result=response))
             path = self.spool.put(request_id, content)
             if path:
-                header = pb.RawHeader(
-                    transfer_id=request_id, size=len(content), content_type=wire.RAW_RESULT_JSON, path=path
-                )
-                self._send([wire.encode(pb.Envelope(request_id=request_id, raw_header=header)), result])
+                self._send([wire.raw_header(request_id, len(content), wire.RAW_RESULT_JSON, path), result])
             else:
                 self._send([*wire.encode_raw(request_id, content, wire.RAW_RESULT_JSON), result])
         else:
@@ -171,7 +168,7 @@ class ToolProcess:
         spec = REGISTRY.tools.get(request.name)
         if spec is None:
             error = ArgumentError(f"Unknown tool: {request.name}")
-            self.send(pb.Envelope(request_id=request_id, call_result=error_response(error, request.name)))
+            self.send_result(request_id, *encode_error(error, request.name))
             return
         ctx = Context(request_id, request.progress_token, self.send, spec.name)
         if spec.is_async:
@@ -197,7 +194,7 @@ class ToolProcess:
         except asyncio.CancelledError:
             return  # the host has already answered the client; nothing to send
         except Exception as exc:
-            response, content = _error(exc, spec)
+            response, content = encode_error(exc, spec.name)
         finally:
             self.tasks.pop(request_id, None)
         self.send_result(request_id, response, content)
@@ -206,7 +203,7 @@ class ToolProcess:
         try:
             response, content = encode_result(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
         except Exception as exc:
-            response, content = _error(exc, spec)
+            response, content = encode_error(exc, spec.name)
         finally:
             self.threads.pop(request_id, None)
         if not ctx.cancelled:
@@ -226,13 +223,6 @@ class _Frames(asyncio.Protocol):
         except wire.FrameError as error:
             print(f"protomcp tool process: {error}", file=sys.stderr)
         self.process.finish(0)  # the host closed our input: it is stopping us
-
-
-def _error(exc: Exception, spec: ToolSpec) -> tuple[pb.CallToolResponse, bytes]:
-    response = error_response(exc, spec.name)
-    content = response.result_json.encode()
-    response.result_json = ""
-    return response, content
 
 
 def _arguments(spec: ToolSpec, arguments_json: str, ctx: Context) -> dict[str, Any]:

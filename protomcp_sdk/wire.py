@@ -75,10 +75,15 @@ def spool_path_ok(path: str) -> bool:
     return os.path.isabs(path) and parent.startswith(SPOOL_PREFIX) and os.path.isfile(path)
 
 
+def raw_header(request_id: str, size: int, content_type: str, path: str = "") -> bytes:
+    """The frame announcing a raw payload: inline bytes follow it unless `path` names a file."""
+    header = pb.RawHeader(transfer_id=request_id, size=size, content_type=content_type, path=path)
+    return encode(pb.Envelope(request_id=request_id, raw_header=header))
+
+
 def encode_raw(request_id: str, payload: bytes, content_type: str) -> list[bytes]:
-    """The pieces to write, in order, to send `payload` raw: header frame, then the bytes."""
-    header = pb.RawHeader(transfer_id=request_id, size=len(payload), content_type=content_type)
-    return [encode(pb.Envelope(request_id=request_id, raw_header=header)), payload]
+    """The pieces to write, in order, to send `payload` raw inline: header frame, then the bytes."""
+    return [raw_header(request_id, len(payload), content_type), payload]
 
 
 class FrameDecoder:

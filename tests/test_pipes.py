@@ -34,7 +34,7 @@ async def test_big_and_small_writes_arrive_whole_and_in_order() -> None:
     r, w = os.pipe()
     got = bytearray()
     reader = drain_in_thread(r, got)
-    writer = await BatchedWriter.open(w)
+    writer = BatchedWriter(w)
     expected = b""
     for i in range(50):
         piece = (b"%d," % i) * (1 + (i % 7) * 40000)  # mixes small and > 256 KiB pieces
@@ -52,7 +52,7 @@ async def test_big_and_small_writes_arrive_whole_and_in_order() -> None:
 
 async def test_close_waits_for_pending_data() -> None:
     r, w = os.pipe()
-    writer = await BatchedWriter.open(w)
+    writer = BatchedWriter(w)
     writer.write(b"x" * (3 * 1024 * 1024))
     writer.close()  # before anything has been read
     got = bytearray()
@@ -63,7 +63,7 @@ async def test_close_waits_for_pending_data() -> None:
 
 async def test_a_vanished_reader_is_not_an_error() -> None:
     r, w = os.pipe()
-    writer = await BatchedWriter.open(w)
+    writer = BatchedWriter(w)
     os.close(r)
     writer.write(b"nobody listens")
     with anyio.fail_after(5):
@@ -75,7 +75,7 @@ async def test_a_vanished_reader_is_not_an_error() -> None:
 async def test_regular_files_use_blocking_writes_and_reads(tmp_path: Path) -> None:
     path = tmp_path / "out.txt"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT)
-    writer = await BatchedWriter.open(fd)
+    writer = BatchedWriter(fd)
     writer.write(b"hello ")
     writer.write(b"file")
     await writer.drain(5)

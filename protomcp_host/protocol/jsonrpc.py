@@ -103,9 +103,9 @@ def result(id_: bytes, value: Any) -> bytes:
     return b'{"jsonrpc":"2.0","id":' + id_ + b',"result":' + orjson.dumps(value) + b"}"
 
 
-def raw_result(id_: bytes, encoded: bytes) -> bytes:
-    """A response whose result is already JSON-encoded."""
-    return b'{"jsonrpc":"2.0","id":' + id_ + b',"result":' + encoded + b"}"
+def raw_result(id_: bytes, *encoded: bytes) -> bytes:
+    """A response whose result is already JSON-encoded (given whole or in pieces)."""
+    return b"".join([b'{"jsonrpc":"2.0","id":', id_, b',"result":', *encoded, b"}"])
 
 
 def error(id_: bytes, code: int, message: str, data: Any = None) -> bytes:

@@ -307,11 +307,11 @@ class Session:
             if b"\n" in structured or b"\r" in structured:
                 structured = orjson.dumps(orjson.loads(structured))
             chunks = [content]
-        parts = [b'{"jsonrpc":"2.0","id":', call.id, b',"result":{"content":', *chunks]
+        parts = [b'{"content":', *chunks]
         if structured and self.version in STRUCTURED_VERSIONS:
             parts += [b',"structuredContent":', structured]
-        parts.append(b',"isError":true}}' if response.is_error else b',"isError":false}}')
-        return b"".join(parts)
+        parts.append(b',"isError":true}' if response.is_error else b',"isError":false}')
+        return rpc.raw_result(call.id, *parts)
 
     # -- server-initiated messages ----------------------------------------------------
     def tools_changed(self) -> bytes | None:

@@ -69,7 +69,7 @@ def take_stdout() -> int:
 
 async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -> None:
     """Serve one session on stdin/stdout until end of input or `shutdown`."""
-    writer = await BatchedWriter.open(take_stdout())
+    writer = BatchedWriter(take_stdout())
 
     def write(data: bytes) -> None:
         writer.write(data)
