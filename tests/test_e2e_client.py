@@ -119,13 +119,36 @@ async def test_print_in_a_tool_does_not_corrupt_the_session() -> None:
 
 
 async def test_example_notes_file() -> None:
+    """The realistic example works as documented: typed arguments, structured output, an
+    async tool with progress and a log message, annotations, and a ToolError with a suggestion."""
     from conftest import EXAMPLES
 
-    async with mcp_session("run", str(EXAMPLES / "notes.py")) as session:
+    progress: list[float] = []
+    logs: list[str] = []
+
+    async def on_log(params: object) -> None:
+        logs.append(params.data)  # type: ignore[attr-defined]
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async with mcp_session("run", str(EXAMPLES / "notes.py"), logging_callback=on_log) as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
-        assert tools
-        for t in tools.values():
-            assert t.input_schema["type"] == "object"
+        assert tools["delete_note"].annotations.destructive_hint is True
+        assert tools["get_note"].annotations.read_only_hint is True
+        assert tools["add_note"].input_schema["required"] == ["title"]
+        added = await session.call_tool("add_note", {"title": "Milk", "priority": "high", "tags": ["shop"]})
+        note = added.structured_content
+        assert note["title"] == "Milk" and note["priority"] == "high" and note["tags"] == ["shop"]
+        await session.call_tool("add_note", {"title": "Call Bob", "body": "about milk"})
+        found = await session.call_tool("search_notes", {"query": "MILK"}, progress_callback=on_progress)
+        assert [n["title"] for n in found.structured_content["result"]] == ["Milk", "Call Bob"]
+        assert progress == [1, 2] and logs == ["2 of 2 notes match 'MILK'"]
+        bad = await session.call_tool("add_note", {"title": "x", "priority": "urgent"})
+        assert bad.is_error and "priority" in text_of(bad)
+        missing = await session.call_tool("get_note", {"note_id": 99})
+        assert missing.is_error and "no note with id 99" in text_of(missing)
+        assert "list_notes" in text_of(missing)  # the suggestion
 
 
 async def test_example_hello_file() -> None:

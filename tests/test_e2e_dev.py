@@ -44,6 +44,7 @@ class Watcher:
         self.changed = anyio.Event()
         self.count = 0
         self.logs: list[Any] = []
+        self.logged = anyio.Event()
 
     async def on_message(self, message: Any) -> None:
         root = getattr(message, "root", message)
@@ -53,6 +54,17 @@ class Watcher:
 
     async def on_log(self, params: Any) -> None:
         self.logs.append(params)
+        self.logged.set()
+
+    async def wait_log(self, want: Callable[[Any], bool], timeout: float = 15) -> Any:
+        """The first log message (received so far or later) that satisfies `want`."""
+        with anyio.fail_after(timeout):
+            while True:
+                self.logged = anyio.Event()
+                found = next((params for params in self.logs if want(params)), None)
+                if found is not None:
+                    return found
+                await self.logged.wait()
 
     async def tools_after_change(
         self, session: Any, want: Callable[[dict[str, Any]], bool], timeout: float = 15
@@ -160,20 +172,11 @@ async def test_failed_load_keeps_old_tools_then_fix_reloads(tmp_path: Path, kind
     file = tmp_path / "tools.py"
     write_atomic(file, tool_source("alpha"))
     watcher = Watcher()
-    got_error = anyio.Event()
-
-    async def on_log(params: Any) -> None:
-        await watcher.on_log(params)
-        if params.level == "error":
-            got_error.set()
-
     async with mcp_session(
-        "dev", str(file), message_handler=watcher.on_message, logging_callback=on_log
+        "dev", str(file), message_handler=watcher.on_message, logging_callback=watcher.on_log
     ) as session:
         write_atomic(file, tool_source("alpha") + breakage)
-        with anyio.fail_after(15):
-            await got_error.wait()
-        error = next(p for p in watcher.logs if p.level == "error")
+        error = await watcher.wait_log(lambda p: p.level == "error")
         assert expected in str(error.data) and "tools.py" in str(error.data)
         assert text_of(await session.call_tool("alpha", {"x": 3})) == "3"  # old tools still serve
         write_atomic(file, tool_source("alpha", "fixed"))
@@ -266,18 +269,9 @@ async def test_print_arrives_as_log_message(tmp_path: Path) -> None:
     file = tmp_path / "crashy.py"
     write_atomic(file, CRASHY)
     watcher = Watcher()
-    got = anyio.Event()
-
-    async def on_log(params: Any) -> None:
-        await watcher.on_log(params)
-        if params.data == "hello from print":
-            got.set()
-
-    async with mcp_session("run", str(file), logging_callback=on_log) as session:
+    async with mcp_session("run", str(file), logging_callback=watcher.on_log) as session:
         assert text_of(await session.call_tool("talk", {"text": "hello from print"})) == "said"
-        with anyio.fail_after(10):
-            await got.wait()
-        message = next(p for p in watcher.logs if p.data == "hello from print")
+        message = await watcher.wait_log(lambda p: p.data == "hello from print")
         assert message.level == "info" and message.logger == "crashy.py"
         assert text_of(await session.call_tool("ok", {"x": 1})) == "1"
 
@@ -389,3 +383,23 @@ async def test_spool_of_a_crashed_tool_process_is_removed(
         assert len(list(spool.iterdir())) == 1  # the tool process's spool directory
         assert (await session.call_tool("crash", {})).is_error
         assert list(spool.iterdir()) == []  # removed by the host when the process died
+
+
+def test_no_reload_runs_without_a_standby_process(tmp_path: Path) -> None:
+    file = tmp_path / "tools.py"
+    write_atomic(file, tool_source("alpha"))
+
+    def children(host: RawHost) -> list[str]:
+        return subprocess.run(
+            ["pgrep", "-P", str(host.proc.pid)], capture_output=True, text=True
+        ).stdout.split()
+
+    for args, expected in ((["--no-reload"], 1), ([], 2)):
+        host = RawHost("dev", *args, str(file))
+        host.initialize()  # the standby is started before the first handshake completes
+        assert (
+            host.request(1, "tools/call", {"name": "alpha", "arguments": {"x": 4}})["result"]["isError"]
+            is False
+        )
+        assert len(children(host)) == expected, args
+        assert host.close() == 0

@@ -296,3 +296,32 @@ def test_large_results_by_spool_file_and_inline(raw_host, tmp_path, monkeypatch,
         assert spooled == []
     assert host.close() == 0
     assert list(spool_root.iterdir()) == [] and os.path.isdir(spool_root)
+
+
+def test_page_size_option_paginates_tools_list(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", "--page-size", "4", str(BEHAVIOURS))
+    host.initialize()
+    names: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        result = host.request(100 + pages, "tools/list", {"cursor": cursor} if cursor else {})["result"]
+        assert len(result["tools"]) <= 4
+        names += [t["name"] for t in result["tools"]]
+        pages += 1
+        cursor = result.get("nextCursor")
+        if cursor is None:
+            break
+    assert pages >= 3 and len(names) == len(set(names)) and {"add", "echo", "progress"} <= set(names)
+
+
+def test_call_timeout_option_cancels_a_slow_call(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", "--call-timeout", "0.5", str(BEHAVIOURS))
+    host.initialize()
+    reply = host.request(1, "tools/call", {"name": "wait_async", "arguments": {"key": "never"}})
+    assert reply["result"]["isError"] is True
+    assert "did not finish within 0.5s" in reply["result"]["content"][0]["text"]
+    assert (
+        host.request(2, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})["result"]["isError"]
+        is False
+    )
