@@ -15,10 +15,12 @@ import anyio.abc
 import orjson
 
 from protomcp_host import __version__
+from protomcp_host.envelope import control_change, tool_from_definition
 from protomcp_host.launch import Launched, StartupError
 from protomcp_host.output import OutputForwarder
-from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, tool_from_definition
-from protomcp_host.protocol.session import Session
+from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog
+from protomcp_host.protocol.session import Call, Session
+from protomcp_host.router import Router, Writer
 from protomcp_host.supervisor import Supervisor
 from protomcp_host.worker import WorkerError
 from protomcp_sdk import protomcp_pb2 as pb
@@ -39,13 +41,17 @@ class Host:
         stderr: Callable[[str], None] | None = None,
         standby: bool = False,
         launched: dict[Path, Launched] | None = None,
+        include_tags: tuple[str, ...] = (),
+        exclude_tags: tuple[str, ...] = (),
     ) -> None:
         self.files = files
         self.call_timeout = call_timeout
         self.catalog = Catalog(page_size)
         self.stderr = stderr or _print_stderr
+        self.include_tags = set(include_tags)
+        self.exclude_tags = set(exclude_tags)
         self.supervisors: dict[str, Supervisor] = {}
-        self.sessions: list[tuple[Session, Callable[[bytes], None]]] = []
+        self.routers: list[Router] = []  # one per client session
         self.started = False
         for file in files:
             self.supervisors[file.name] = Supervisor(
@@ -55,6 +61,7 @@ class Host:
                 on_output=OutputForwarder(file.name, self.stderr, self.broadcast_log),
                 on_log=self.broadcast_log,
                 on_problem=self.report_problem,
+                on_control=self.on_control,
                 standby=standby,
                 launched=(launched or {}).get(file),
             )
@@ -82,38 +89,57 @@ class Host:
             for supervisor in self.supervisors.values():
                 tg.start_soon(supervisor.stop, grace)
 
-    def owner(self, label: Any) -> Supervisor:
-        return self.supervisors[label]
+    def dispatch(self, call: Call) -> None:
+        """Run a call in the tool process that owns its tool."""
+        timeout = call.tool.timeout or self.call_timeout
+        self.supervisors[call.tool.owner].dispatch(call, timeout)  # type: ignore[index]
 
     # -- sessions ------------------------------------------------------------------
-    def new_session(self, write: Callable[[bytes], None]) -> Session:
-        session = Session(self.catalog, SERVER_INFO)
-        self.sessions.append((session, write))
-        return session
+    def connect(self, write: Writer) -> Router:
+        """A new client session whose messages go to `write`."""
+        router = Router(self, Session(self.catalog, SERVER_INFO), write)
+        self.routers.append(router)
+        return router
 
-    def close_session(self, session: Session) -> None:
-        self.sessions = [(s, w) for s, w in self.sessions if s is not session]
+    def disconnect(self, router: Router) -> None:
+        self.routers = [r for r in self.routers if r is not router]
 
     def broadcast_log(self, level: str, logger: str, data: Any) -> None:
-        for session, write in self.sessions:
-            message = session.log(level, logger, data)
+        for router in self.routers:
+            message = router.session.log(level, logger, data)
             if message is not None:
-                write(message)
+                router.write(message, None)
+
+    # -- tool-list control -------------------------------------------------------------
+    def on_control(self, call: Call | None, envelope: pb.Envelope) -> list[str]:
+        """A tool process changes the tool list of the session whose call it serves (or of
+        every session, outside a call). Returns the tools now active there."""
+        change = control_change(envelope)
+        routers = [call.sink] if call is not None else self.routers
+        for router in routers:
+            router.update_tools(**change)
+        return routers[0].session.active_tools() if routers else [t.name for t in self.catalog.visible()]
 
     # -- events from tool processes ------------------------------------------------
     def _on_tools(self, supervisor: Supervisor, definitions: list[pb.ToolDefinition]) -> None:
-        tools = [tool_from_definition(d, supervisor.label) for d in definitions]
+        tools = [tool_from_definition(d, supervisor.label) for d in definitions if self._exposed(d)]
         before = {t.name: t.mcp for t in self.catalog.tools_of(supervisor.label)}
+        seen = [(router, router.session.visible_tools()) for router in self.routers]
         changed = self.catalog.replace(supervisor.label, tools)
         if not self.started:
             return
         after = {t.name: t.mcp for t in tools}
         self.stderr(f"protomcp: loaded {supervisor.label}: {describe_change(before, after)}")
         if changed:
-            for session, write in self.sessions:
-                message = session.tools_changed()
-                if message is not None:
-                    write(message)
+            for router, visible in seen:
+                router.carry_out(router.session.catalog_changed(visible))
+
+    def _exposed(self, definition: pb.ToolDefinition) -> bool:
+        """--include-tag / --exclude-tag: which tools this host exposes at all."""
+        tags = set(definition.tags)
+        if self.include_tags and not tags & self.include_tags:
+            return False
+        return not tags & self.exclude_tags
 
     def report_problem(self, message: str) -> None:
         self.stderr(f"protomcp: {message}")

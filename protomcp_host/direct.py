@@ -19,7 +19,6 @@ import orjson
 from protomcp_host.app import Host
 from protomcp_host.launch import StartupError, tool_files
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.router import Router
 
 Request = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -37,7 +36,7 @@ async def direct_client(
     waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
     ids = itertools.count(1)
 
-    def write(data: bytes) -> None:
+    def write(data: bytes, related: bytes | None = None) -> None:
         message = orjson.loads(data)
         future = waiting.pop(message.get("id"), None) if isinstance(message, dict) else None
         if future is not None:
@@ -52,7 +51,7 @@ async def direct_client(
             except StartupError:
                 await host.stop(0)
                 raise
-            router = Router(host, host.new_session(write), write)
+            router = host.connect(write)
 
             async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
                 request_id = next(ids)

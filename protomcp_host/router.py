@@ -1,22 +1,27 @@
 """Carries out one session's events: answers go to its writer, tool calls go to the
-supervisor that owns the tool, cancellations reach the running call."""
+tool process that owns the tool, cancellations reach the running call. It is also the
+sink of its calls: their answers, progress and log messages come back here.
+
+Every write names the client request it belongs to (`related`), so a transport with
+several streams (HTTP) can put it on the right one.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import orjson
 
-from protomcp_host.protocol.session import CancelCall, Send, Session, StartCall
-from protomcp_host.worker import Call
+from protomcp_host.channel import cancel_call
+from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session, ToolAnswer
 from protomcp_sdk import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
     from protomcp_host.app import Host
 
-Writer = Callable[[bytes], None]
+Writer = Callable[[bytes, bytes | None], None]
+"""Writes one message; the second argument is the id of the client request it relates to."""
 
 
 class Router:
@@ -24,60 +29,65 @@ class Router:
         self.host = host
         self.session = session
         self.write = write
-        self.running: dict[bytes, Call] = {}
         self._idle = anyio.Event()
         self._idle.set()
+        self._events: dict[type, Callable[[Any], None]] = {
+            Send: self._send,
+            Call: self._start,
+            CancelCall: self._cancel,
+        }
 
     def feed(self, line: bytes) -> None:
         """Handle one line from the client."""
         for event in self.session.receive(line):
-            if isinstance(event, Send):
-                self.write(event.data)
-            elif isinstance(event, StartCall):
-                self._start(event)
-            elif isinstance(event, CancelCall):
-                call = self.running.pop(event.call.id, None)
-                if call is not None:
-                    call.cancel()
-                    self._check_idle()
+            self._events[type(event)](event)
 
-    def _start(self, event: StartCall) -> None:
-        session = self.session
-        name = event.tool.name
+    def carry_out(self, events: list[Event]) -> None:
+        """Events the host produced for this session (e.g. after a tool-list change)."""
+        for event in events:
+            self._events[type(event)](event)
 
-        def on_result(response: pb.CallToolResponse, content: list[bytes] | None, trusted: bool) -> None:
-            self._finish(event, session.call_done(event, response, content, trusted=trusted))
+    def update_tools(self, **change: Any) -> None:
+        """Apply a tool-list change to this session (see Session.update_tools)."""
+        self.carry_out(self.session.update_tools(**change))
 
-        def on_failure(message: str) -> None:
-            self._finish(event, session.call_failed(event, f"Tool '{name}' failed: {message}"))
+    def _send(self, event: Send) -> None:
+        self.write(event.data, event.related)
 
-        call = Call(
-            name=name,
-            arguments_json=orjson.dumps(event.arguments).decode(),
-            progress_token="" if event.progress_token is None else str(event.progress_token),
-            on_result=on_result,
-            on_failure=on_failure,
-            on_progress=lambda progress, total, message: self._emit(
-                session.progress(event, progress, total, message)
-            ),
-            on_log=lambda level, logger, data: self._emit(session.log(level, logger, data)),
-        )
+    def _start(self, call: Call) -> None:
+        call.sink = self
         if self._idle.is_set():
             self._idle = anyio.Event()
-        self.running[event.id] = call
-        self.host.owner(event.tool.owner).dispatch(call, self.host.call_timeout)
+        self.host.dispatch(call)
 
-    def _finish(self, event: StartCall, data: bytes | None) -> None:
-        self.running.pop(event.id, None)
-        self._emit(data)
+    def _cancel(self, event: CancelCall) -> None:
+        cancel_call(event.call)
         self._check_idle()
 
-    def _emit(self, data: bytes | None) -> None:
-        if data is not None:
-            self.write(data)
+    # -- the calls' sink ---------------------------------------------------------------
+    def call_answered(self, call: Call, answer: ToolAnswer, effects: pb.CallToolResponse) -> None:
+        if effects.enable_tools or effects.disable_tools:  # ToolResult(enable_tools=..., ...)
+            self.update_tools(enable=effects.enable_tools, disable=effects.disable_tools)
+        self._emit(self.session.call_done(call, answer), call.id)
+        self._check_idle()
 
+    def call_failed(self, call: Call, message: str) -> None:
+        self._emit(self.session.call_failed(call, f"Tool '{call.tool.name}' failed: {message}"), call.id)
+        self._check_idle()
+
+    def call_progress(self, call: Call, progress: float, total: float | None, message: str) -> None:
+        self._emit(self.session.progress(call, progress, total, message), call.id)
+
+    def call_log(self, call: Call, level: str, logger: str, data: Any) -> None:
+        self._emit(self.session.log(level, logger, data), call.id)
+
+    def _emit(self, data: bytes | None, related: bytes | None = None) -> None:
+        if data is not None:
+            self.write(data, related)
+
+    # -- draining ----------------------------------------------------------------------
     def _check_idle(self) -> None:
-        if not self.running:
+        if not self.session.in_flight:
             self._idle.set()
 
     async def wait_idle(self) -> None:
@@ -85,7 +95,7 @@ class Router:
         await self._idle.wait()
 
     def cancel_all(self) -> None:
-        for call in self.running.values():
-            call.cancel()
-        self.running.clear()
+        for call in list(self.session.in_flight.values()):
+            cancel_call(call)
+        self.session.in_flight.clear()
         self._idle.set()

@@ -12,8 +12,10 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
+from protomcp_host.channel import ControlHandler, fail_call
 from protomcp_host.launch import Launched
-from protomcp_host.worker import Call, LoadError, LogSink, OutputSink, Worker, WorkerError
+from protomcp_host.protocol.session import Call
+from protomcp_host.worker import LoadError, LogSink, OutputSink, Worker, WorkerError
 from protomcp_sdk import protomcp_pb2 as pb
 
 ToolsSink = Callable[["Supervisor", list[pb.ToolDefinition]], None]
@@ -45,6 +47,7 @@ class Supervisor:
         on_output: OutputSink,
         on_log: LogSink,
         on_problem: Callable[[str], None],
+        on_control: ControlHandler | None = None,
         handshake_timeout: float = 30.0,
         drain_timeout: float = 30.0,
         restart_wait: float = 10.0,
@@ -58,6 +61,7 @@ class Supervisor:
         self.on_output = on_output
         self.on_log = on_log
         self.on_problem = on_problem
+        self.on_control = on_control
         self.handshake_timeout = handshake_timeout
         self.drain_timeout = drain_timeout
         self.restart_wait = restart_wait
@@ -120,7 +124,12 @@ class Supervisor:
     # -- replacing the process -----------------------------------------------------
     def _new_worker(self, standby: bool) -> Worker:
         return Worker(
-            self.file, python=self.python, on_output=self.on_output, on_log=self.on_log, standby=standby
+            self.file,
+            python=self.python,
+            on_output=self.on_output,
+            on_log=self.on_log,
+            on_control=self.on_control,
+            standby=standby,
         )
 
     async def _prepare_standby(self) -> None:
@@ -217,7 +226,7 @@ class Supervisor:
         if worker is not None and worker.death is None and self._ready.is_set():
             worker.start(call, timeout)
         elif self._tg is None or self._stopping:
-            call.fail(f"{self.label}: tool process is not running")
+            fail_call(call, f"{self.label}: tool process is not running")
         else:
             self._tg.start_soon(self._dispatch_when_ready, call, timeout)
 
@@ -230,7 +239,9 @@ class Supervisor:
             if worker is not None and worker.death is None and self._ready.is_set():
                 worker.start(call, timeout)  # a call cancelled meanwhile is simply not sent
             else:
-                call.fail(f"{self.label}: tool process is not running (it is restarting; try again shortly)")
+                fail_call(
+                    call, f"{self.label}: tool process is not running (it is restarting; try again shortly)"
+                )
 
 
 __all__ = ["Backoff", "LoadError", "Supervisor", "WorkerError"]

@@ -320,7 +320,7 @@ def test_call_timeout_option_cancels_a_slow_call(raw_host) -> None:  # type: ign
     host.initialize()
     reply = host.request(1, "tools/call", {"name": "wait_async", "arguments": {"key": "never"}})
     assert reply["result"]["isError"] is True
-    assert "did not finish within 0.5s" in reply["result"]["content"][0]["text"]
+    assert "timed out after 0.5s" in reply["result"]["content"][0]["text"]
     assert (
         host.request(2, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})["result"]["isError"]
         is False

@@ -7,8 +7,9 @@ from typing import Any
 import orjson
 import pytest
 
-from protomcp_host.protocol.catalog import Catalog, Tool, tool_from_definition
-from protomcp_host.protocol.session import CancelCall, Event, Send, Session, StartCall
+from protomcp_host.envelope import tool_answer, tool_from_definition
+from protomcp_host.protocol.catalog import Catalog, Tool
+from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session
 from protomcp_sdk import protomcp_pb2 as pb
 
 SERVER_INFO = {"name": "protomcp-test", "version": "9.9"}
@@ -52,6 +53,16 @@ ADD = make_tool(
     annotations={"readOnlyHint": True},
 )
 ECHO = make_tool("echo", schema={"type": "object", "properties": {"text": {"type": "string"}}})
+
+
+def done(
+    session: Session,
+    call: Call,
+    response: pb.CallToolResponse,
+    raw: list[bytes] | None = None,
+    trusted: bool = False,
+) -> bytes | None:
+    return session.call_done(call, tool_answer(response, raw, trusted))
 
 
 def new_session(*tools: Tool, page_size: int = 1000) -> Session:
@@ -118,12 +129,12 @@ def ready(version: str = "2025-11-25", *tools: Tool, page_size: int = 1000) -> S
 
 def start_call(
     session: Session, id_: Any, name: str = "add", arguments: Any = None, meta: Any = None
-) -> StartCall:
+) -> Call:
     params: dict[str, Any] = {"name": name, "arguments": {"a": 1} if arguments is None else arguments}
     if meta is not None:
         params["_meta"] = meta
     events = request(session, id_, "tools/call", params)
-    assert len(events) == 1 and isinstance(events[0], StartCall), events
+    assert len(events) == 1 and isinstance(events[0], Call), events
     return events[0]
 
 
@@ -341,13 +352,13 @@ def test_batch_with_tool_calls_is_sent_when_the_last_call_is_done() -> None:
             ]
         )
     )
-    assert [type(e) for e in events] == [StartCall, StartCall]
+    assert [type(e) for e in events] == [Call, Call]
     first, third = events
-    assert isinstance(first, StartCall) and isinstance(third, StartCall)
+    assert isinstance(first, Call) and isinstance(third, Call)
     assert first.batch is third.batch is not None
-    done = pb.CallToolResponse(result_json='[{"type":"text","text":"three"}]')
-    assert session.call_done(third, done) is None  # the batch still waits for call 1
-    data = session.call_done(first, pb.CallToolResponse(result_json='[{"type":"text","text":"one"}]'))
+    three = pb.CallToolResponse(result_json='[{"type":"text","text":"three"}]')
+    assert done(session, third, three) is None  # the batch still waits for call 1
+    data = done(session, first, pb.CallToolResponse(result_json='[{"type":"text","text":"one"}]'))
     assert data is not None
     assert orjson.loads(data) == [
         {"jsonrpc": "2.0", "id": 2, "result": {}},
@@ -446,9 +457,9 @@ def test_cancelled_call_in_a_batch_does_not_hold_back_the_rest() -> None:
         )
     )
     first, second = events
-    assert isinstance(first, StartCall) and isinstance(second, StartCall)
+    assert isinstance(first, Call) and isinstance(second, Call)
     assert notify(session, "notifications/cancelled", {"requestId": 1}) == [CancelCall(first)]
-    data = session.call_done(second, pb.CallToolResponse(result_json="[]"))
+    data = done(session, second, pb.CallToolResponse(result_json="[]"))
     assert data is not None
     assert orjson.loads(data) == [{"jsonrpc": "2.0", "id": 2, "result": {"content": [], "isError": False}}]
 
@@ -469,7 +480,7 @@ def test_cancelling_the_last_pending_call_of_a_batch_sends_the_rest() -> None:
         )
     )
     (call,) = events
-    assert isinstance(call, StartCall)
+    assert isinstance(call, Call)
     events = notify(session, "notifications/cancelled", {"requestId": 1})
     assert events[0] == CancelCall(call)
     assert [orjson.loads(e.data) for e in events[1:] if isinstance(e, Send)] == [
@@ -481,9 +492,9 @@ def test_cancelling_the_last_pending_call_of_a_batch_sends_the_rest() -> None:
 def test_cancelling_every_call_of_a_batch_sends_nothing() -> None:
     session = ready("2025-03-26")
     (call,) = session.receive(b'[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}]')
-    assert isinstance(call, StartCall)
+    assert isinstance(call, Call)
     assert notify(session, "notifications/cancelled", {"requestId": 1}) == [CancelCall(call)]
-    assert session.call_done(call, pb.CallToolResponse()) is None
+    assert done(session, call, pb.CallToolResponse()) is None
 
 
 def test_cancel_inside_the_same_batch_as_its_call() -> None:
@@ -499,7 +510,7 @@ def test_cancel_inside_the_same_batch_as_its_call() -> None:
     )
     assert len(events) == 3
     call, cancel, reply = events
-    assert isinstance(call, StartCall) and cancel == CancelCall(call)
+    assert isinstance(call, Call) and cancel == CancelCall(call)
     assert reply == Send(b'[{"jsonrpc":"2.0","id":2,"result":{}}]')
     assert session.in_flight == {}
 
@@ -674,7 +685,7 @@ def test_progress_token_kinds(meta: Any, token: Any) -> None:
 @pytest.mark.parametrize("params", [{"name": "echo", "arguments": None}, {"name": "echo"}])
 def test_null_or_missing_arguments_are_an_empty_object(params: dict[str, Any]) -> None:
     events = request(ready(), 2, "tools/call", params)
-    assert len(events) == 1 and isinstance(events[0], StartCall)
+    assert len(events) == 1 and isinstance(events[0], Call)
     assert events[0].arguments == {}
 
 
@@ -687,14 +698,14 @@ def test_duplicate_in_flight_id_is_refused_until_the_call_is_done() -> None:
         "Invalid Request: this id is already in use by a request in progress",
     )
     assert session.in_flight == {b"1": call}
-    assert session.call_done(call, pb.CallToolResponse(result_json="[]")) is not None
+    assert done(session, call, pb.CallToolResponse(result_json="[]")) is not None
     assert start_call(session, 1).id == b"1"
 
 
 def test_string_and_integer_ids_are_different_calls() -> None:
     session = ready()
     start_call(session, 1)
-    assert isinstance(start_call(session, "1"), StartCall)
+    assert isinstance(start_call(session, "1"), Call)
     assert set(session.in_flight) == {b"1", b'"1"'}
 
 
@@ -705,7 +716,7 @@ def test_call_done_splices_content_verbatim() -> None:
     session = ready()
     call = start_call(session, 1)
     content = '[ {"type": "text", "text": "3"} ]'
-    assert session.call_done(call, pb.CallToolResponse(result_json=content)) == (
+    assert done(session, call, pb.CallToolResponse(result_json=content)) == (
         b'{"jsonrpc":"2.0","id":1,"result":{"content":' + content.encode() + b',"isError":false}}'
     )
     assert session.in_flight == {}
@@ -715,7 +726,8 @@ def test_call_done_splices_content_verbatim() -> None:
 def test_structured_content_only_from_2025_06_18(version: str) -> None:
     session = ready(version)
     call = start_call(session, "s")
-    data = session.call_done(
+    data = done(
+        session,
         call,
         pb.CallToolResponse(
             result_json='[{"type":"text","text":"{\\"result\\": 3}"}]',
@@ -738,8 +750,8 @@ def test_structured_content_only_from_2025_06_18(version: str) -> None:
 def test_is_error_flag() -> None:
     session = ready()
     call = start_call(session, 1)
-    data = session.call_done(
-        call, pb.CallToolResponse(is_error=True, result_json='[{"type":"text","text":"no"}]')
+    data = done(
+        session, call, pb.CallToolResponse(is_error=True, result_json='[{"type":"text","text":"no"}]')
     )
     assert data is not None
     assert orjson.loads(data)["result"] == {"content": [{"type": "text", "text": "no"}], "isError": True}
@@ -748,7 +760,7 @@ def test_is_error_flag() -> None:
 def test_empty_result_json_is_empty_content() -> None:
     session = ready()
     call = start_call(session, 1)
-    assert session.call_done(call, pb.CallToolResponse()) == (
+    assert done(session, call, pb.CallToolResponse()) == (
         b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}'
     )
 
@@ -760,8 +772,8 @@ def test_empty_result_json_is_empty_content() -> None:
 def test_malformed_result_from_the_child_is_an_error_result(result_json: str, structured: str) -> None:
     session = ready()
     call = start_call(session, 1)
-    data = session.call_done(
-        call, pb.CallToolResponse(result_json=result_json, structured_content_json=structured)
+    data = done(
+        session, call, pb.CallToolResponse(result_json=result_json, structured_content_json=structured)
     )
     assert data is not None
     assert orjson.loads(data) == {
@@ -774,7 +786,8 @@ def test_malformed_result_from_the_child_is_an_error_result(result_json: str, st
 def test_result_json_with_raw_newlines_is_re_encoded_to_one_line() -> None:
     session = ready()
     call = start_call(session, 1)
-    data = session.call_done(
+    data = done(
+        session,
         call,
         pb.CallToolResponse(
             result_json='[\n  {"type": "text",\r\n   "text": "a\\nb"}\n]',
@@ -798,14 +811,14 @@ def test_call_failed_is_an_error_result() -> None:
         "result": text_result("Tool 'add' failed: the tool process exited with status 1"),
     }
     assert session.call_failed(call, "again") is None
-    assert session.call_done(call, pb.CallToolResponse()) is None
+    assert done(session, call, pb.CallToolResponse()) is None
 
 
 def test_call_is_answered_once() -> None:
     session = ready()
     call = start_call(session, 1)
-    assert session.call_done(call, pb.CallToolResponse()) is not None
-    assert session.call_done(call, pb.CallToolResponse()) is None
+    assert done(session, call, pb.CallToolResponse()) is not None
+    assert done(session, call, pb.CallToolResponse()) is None
     assert session.call_failed(call, "late") is None
 
 
@@ -819,7 +832,7 @@ def test_cancelled_notification_cancels_the_call_and_suppresses_the_answer() -> 
     assert events == [CancelCall(call)]
     assert isinstance(events[0], CancelCall) and events[0].call is call
     assert session.in_flight == {}
-    assert session.call_done(call, pb.CallToolResponse(result_json="[]")) is None
+    assert done(session, call, pb.CallToolResponse(result_json="[]")) is None
     assert session.progress(call, 1.0, None, "") is None
 
 
@@ -841,13 +854,70 @@ def test_cancel_without_params_does_nothing() -> None:
 # -- server-initiated messages ---------------------------------------------------------------------
 
 
+LATEST = "2025-11-25"
+LIST_CHANGED = Send(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}')
+
+
 def test_tools_changed_only_after_initialized() -> None:
-    session = new_session()
-    assert session.tools_changed() is None
+    session = new_session(ADD)
+    assert session.catalog_changed({}) == []
     initialize(session, initialized=False)
-    assert session.tools_changed() is None
+    assert session.catalog_changed({}) == []
     notify(session, "notifications/initialized")
-    assert session.tools_changed() == b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}'
+    assert session.catalog_changed({}) == [LIST_CHANGED]
+    assert session.catalog_changed(session.visible_tools()) == []
+
+
+# -- tool-list control -------------------------------------------------------------------------------
+
+HIDDEN = tool_from_definition(pb.ToolDefinition(name="secret", hidden=True), owner="a.py")
+
+
+def listed(session: Session) -> list[str]:
+    return [t["name"] for t in answer(request(session, 9, "tools/list"))["result"]["tools"]]
+
+
+def test_hidden_tool_is_absent_and_refused_until_enabled() -> None:
+    session = ready(LATEST, ADD, ECHO, HIDDEN)
+    assert listed(session) == ["add", "echo"]
+    refused = answer(request(session, 5, "tools/call", {"name": "secret"}))
+    assert refused["error"]["code"] == -32602 and "disabled" in refused["error"]["message"]
+    assert session.update_tools(enable=["secret"]) == [LIST_CHANGED]
+    assert listed(session) == ["add", "echo", "secret"]
+    assert isinstance(request(session, 6, "tools/call", {"name": "secret"})[0], Call)
+
+
+def test_no_list_changed_for_a_no_op() -> None:
+    session = ready(LATEST, ADD, ECHO, HIDDEN)
+    assert session.update_tools(enable=["add"]) == []  # already visible
+    assert session.update_tools(disable=["secret"]) == []  # already hidden
+    assert session.update_tools() == []
+
+
+def test_allowlist_blocklist_and_batch() -> None:
+    session = ready(LATEST, ADD, ECHO, HIDDEN)
+    assert session.update_tools(allow=["echo", "secret"]) == [LIST_CHANGED]
+    assert listed(session) == ["echo", "secret"]
+    session.update_tools(enable=["add"], disable=["secret"])
+    assert listed(session) == ["add", "echo"]
+    session.update_tools(block=["add"])
+    assert listed(session) == ["echo"]  # hidden tools stay hidden in blocklist mode
+    session.update_tools(enable=["add", "secret"], disable=["echo"])
+    assert session.active_tools() == ["add", "secret"]
+    # One batch, one notification: allowlist then enable then disable.
+    assert session.update_tools(allow=["add"], enable=["echo"], disable=["add"]) == [LIST_CHANGED]
+    assert listed(session) == ["echo"]
+
+
+def test_visibility_survives_a_reload_and_forgets_vanished_tools() -> None:
+    session = ready(LATEST, ADD, ECHO, HIDDEN)
+    session.update_tools(disable=["echo"], enable=["secret"])
+    before = session.visible_tools()
+    new_hidden = tool_from_definition(pb.ToolDefinition(name="later", hidden=True), owner="a.py")
+    session.catalog.replace("a.py", [ADD, HIDDEN, new_hidden])  # echo vanished, later is new and hidden
+    assert session.catalog_changed(before) == []  # add and secret: what this session saw before
+    assert session.visibility.disabled == set()
+    assert listed(session) == ["add", "secret"]
 
 
 def test_log_before_initialize_is_dropped() -> None:
@@ -947,13 +1017,14 @@ def test_progress_message_is_dropped_for_2024_11_05() -> None:
 def test_no_progress_after_the_call_is_done() -> None:
     session = ready()
     call = start_call(session, 1, meta={"progressToken": "p"})
-    session.call_done(call, pb.CallToolResponse())
+    done(session, call, pb.CallToolResponse())
     assert session.progress(call, 1.0, None, "late") is None
 
 
 def test_structured_content_must_be_an_object() -> None:
-    from protomcp_host.protocol.catalog import Catalog, tool_from_definition
-    from protomcp_host.protocol.session import Session, StartCall
+    from protomcp_host.envelope import tool_from_definition
+    from protomcp_host.protocol.catalog import Catalog
+    from protomcp_host.protocol.session import Session
     from protomcp_sdk import protomcp_pb2 as pb
 
     catalog = Catalog()
@@ -963,15 +1034,16 @@ def test_structured_content_must_be_an_object() -> None:
         b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}'
     )
     (call,) = session.receive(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t"}}')
-    assert isinstance(call, StartCall)
+    assert isinstance(call, Call)
     response = pb.CallToolResponse(result_json="[]", structured_content_json="[1, 2]")
-    reply = orjson.loads(session.call_done(call, response) or b"")
+    reply = orjson.loads(done(session, call, response) or b"")
     assert reply["result"]["isError"] is True and "malformed" in reply["result"]["content"][0]["text"]
 
 
 def test_raw_content_is_spliced_and_untrusted_content_is_checked() -> None:
-    from protomcp_host.protocol.catalog import Catalog, tool_from_definition
-    from protomcp_host.protocol.session import Session, StartCall
+    from protomcp_host.envelope import tool_from_definition
+    from protomcp_host.protocol.catalog import Catalog
+    from protomcp_host.protocol.session import Session
     from protomcp_sdk import protomcp_pb2 as pb
 
     catalog = Catalog()
@@ -981,15 +1053,15 @@ def test_raw_content_is_spliced_and_untrusted_content_is_checked() -> None:
         b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}'
     )
 
-    def call(request_id: int) -> StartCall:
+    def call(request_id: int) -> Call:
         (event,) = session.receive(
             b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"t"}}' % request_id
         )
-        assert isinstance(event, StartCall)
+        assert isinstance(event, Call)
         return event
 
     raw = b'[{"type":"text","text":"big"}]'
-    out = session.call_done(call(2), pb.CallToolResponse(), raw, trusted=True)
+    out = done(session, call(2), pb.CallToolResponse(), [raw], True)
     assert out == b'{"jsonrpc":"2.0","id":2,"result":{"content":' + raw + b',"isError":false}}'
-    out = session.call_done(call(3), pb.CallToolResponse(), b"[not json", trusted=False)
+    out = done(session, call(3), pb.CallToolResponse(), [b"[not json"], False)
     assert b"malformed" in (out or b"")

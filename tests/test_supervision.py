@@ -11,9 +11,10 @@ import pytest
 from conftest import RawHost
 
 from protomcp_host.output import OutputForwarder, TokenBucket
+from protomcp_host.protocol.catalog import Tool
+from protomcp_host.protocol.session import Call
 from protomcp_host.reloader import SourceFilter, targets, watch_roots
 from protomcp_host.supervisor import Backoff, Supervisor, WorkerError
-from protomcp_host.worker import Call
 
 pytestmark = pytest.mark.anyio
 
@@ -43,9 +44,21 @@ async def call(supervisor: Supervisor, name: str) -> Any:
         outcome.append(value)
         done.set()
 
-    call = Call(
-        name, "{}", "", lambda response, raw, trusted: finish(response), finish, lambda *a: None, print
-    )
+    class Sink:
+        def call_answered(self, call: Call, answer: Any, response: Any) -> None:
+            finish(response)
+
+        def call_failed(self, call: Call, message: str) -> None:
+            finish(message)
+
+        def call_progress(self, *args: Any) -> None:
+            pass
+
+        def call_log(self, *args: Any) -> None:
+            pass
+
+    call = Call(b"1", Tool(name, supervisor.label, {"name": name}), {}, None)
+    call.sink = Sink()
     supervisor.dispatch(call, timeout=10)
     await done.wait()
     return outcome[0]

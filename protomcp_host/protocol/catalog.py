@@ -13,16 +13,15 @@ from typing import Any
 
 import orjson
 
-from protomcp_sdk import protomcp_pb2 as pb
-
 DEFAULT_PAGE_SIZE = 1000
 
 # Tool fields each protocol revision knows; older clients get only these.
 _FIELDS_BY_VERSION = {
     "2024-11-05": ("name", "description", "inputSchema"),
     "2025-03-26": ("name", "description", "inputSchema", "annotations"),
+    "2025-06-18": ("name", "title", "description", "inputSchema", "outputSchema", "annotations"),
 }
-_ALL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+_ALL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "execution")
 
 
 class NameClash(ValueError):
@@ -38,6 +37,8 @@ class Tool:
     name: str
     owner: Hashable
     mcp: dict[str, Any]  # the full MCP Tool object
+    hidden: bool = False  # starts disabled in every session until a tool enables it
+    timeout: float | None = None  # seconds; None = the host's --call-timeout
     _validator: Any = field(default=None, repr=False)
     _quick: Callable[[dict[str, Any]], bool] | None = field(default=None, repr=False)
 
@@ -137,38 +138,6 @@ def _compile(schema: dict[str, Any]) -> Any:
         return Draft202012Validator({"type": "object"})
 
 
-def tool_from_definition(definition: pb.ToolDefinition, owner: Hashable) -> Tool:
-    """Map an Envelope ToolDefinition to the MCP Tool object."""
-    mcp: dict[str, Any] = {"name": definition.name}
-    if definition.title:
-        mcp["title"] = definition.title
-    mcp["description"] = definition.description
-    mcp["inputSchema"] = _json_or(definition.input_schema_json, {"type": "object"})
-    if definition.output_schema_json:
-        mcp["outputSchema"] = orjson.loads(definition.output_schema_json)
-    annotations = _annotations(definition)
-    if annotations:
-        mcp["annotations"] = annotations
-    return Tool(definition.name, owner, mcp)
-
-
-def _annotations(definition: pb.ToolDefinition) -> dict[str, Any]:
-    if definition.annotations_json:
-        return orjson.loads(definition.annotations_json)
-    # A tool process that only sets the bool hints: report the ones set to true.
-    hints = {
-        "readOnlyHint": definition.read_only_hint,
-        "destructiveHint": definition.destructive_hint,
-        "idempotentHint": definition.idempotent_hint,
-        "openWorldHint": definition.open_world_hint,
-    }
-    return {key: True for key, value in hints.items() if value}
-
-
-def _json_or(text: str, default: Any) -> Any:
-    return orjson.loads(text) if text else default
-
-
 class Catalog:
     def __init__(self, page_size: int = DEFAULT_PAGE_SIZE) -> None:
         if page_size < 1:
@@ -176,6 +145,7 @@ class Catalog:
         self.page_size = page_size
         self._tools: dict[str, Tool] = {}
         self._pages: dict[tuple[str, int], bytes] = {}
+        self._default: list[Tool] | None = None  # the tools not hidden, in order
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -220,23 +190,36 @@ class Catalog:
             merged.setdefault(tool.name, tool)
         self._tools = merged
         self._pages.clear()
+        self._default = None
         return before != after
 
     def remove_owner(self, owner: Hashable) -> bool:
         return self.replace(owner, [])
 
-    def page(self, cursor: str | None, version: str) -> bytes:
-        """The JSON-encoded tools/list result for one page."""
-        start = _decode_cursor(cursor, len(self._tools)) if cursor is not None else 0
+    def visible(self, shown: Callable[[Tool], bool] | None = None) -> list[Tool]:
+        """The tools a session sees: `shown` decides, or by default every tool not hidden."""
+        if shown is not None:
+            return [t for t in self._tools.values() if shown(t)]
+        if self._default is None:
+            self._default = [t for t in self._tools.values() if not t.hidden]
+        return self._default
+
+    def page(self, cursor: str | None, version: str, shown: Callable[[Tool], bool] | None = None) -> bytes:
+        """The JSON-encoded tools/list result for one page of the tools `shown` selects
+        (default: all but hidden ones; those pages are cached)."""
+        tools = self.visible(shown)
+        start = _decode_cursor(cursor, len(tools)) if cursor is not None else 0
         key = (version, start)
-        cached = self._pages.get(key)
+        cached = self._pages.get(key) if shown is None else None
         if cached is None:
             fields = _FIELDS_BY_VERSION.get(version, _ALL_FIELDS)
-            chunk = list(self._tools.values())[start : start + self.page_size]
+            chunk = tools[start : start + self.page_size]
             result: dict[str, Any] = {"tools": [{k: t.mcp[k] for k in fields if k in t.mcp} for t in chunk]}
-            if start + self.page_size < len(self._tools):
+            if start + self.page_size < len(tools):
                 result["nextCursor"] = _encode_cursor(start + self.page_size)
-            cached = self._pages[key] = orjson.dumps(result)
+            cached = orjson.dumps(result)
+            if shown is None:
+                self._pages[key] = cached
         return cached
 
 

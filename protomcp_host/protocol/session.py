@@ -1,14 +1,14 @@
 """One MCP client session, sans-IO: lines in, events out.
 
 ``Session.receive(line)`` applies the lifecycle and JSON-RPC rules of the negotiated
-revision and returns events: ``Send`` (bytes to write) and ``StartCall`` / ``CancelCall``
-(work for the router). The router reports back with ``call_done``; the session encodes
+revision and returns events: ``Send`` (bytes to write), ``Call`` (a tool call to start)
+and ``CancelCall`` (work for the router). The router reports back with ``call_done``; the session encodes
 the answer. Nothing here touches a pipe or a socket.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +16,7 @@ import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog, InvalidCursor, Tool
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_host.protocol.visibility import ToolVisibility
 
 SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_VERSION = SUPPORTED_VERSIONS[-1]
@@ -48,24 +48,49 @@ class Batch:
 
 @dataclass(slots=True)
 class Send:
+    """Bytes to write. `related` is the id of the client request they belong to (a response,
+    or a notification during that request), so a transport can pick the right stream."""
+
     data: bytes
+    related: bytes | None = None
 
 
 @dataclass(slots=True, eq=False)
-class StartCall:
+class Call:
+    """One tools/call from request to answer: the only record of it. The session owns it
+    (``in_flight``) and returns it as the event that starts it; the host notes on it where
+    and how it runs (the fields after ``batch``), which the protocol core never reads."""
+
     id: bytes
     tool: Tool
     arguments: dict[str, Any]
     progress_token: str | int | None
     batch: Batch | None = None
+    request_id: str = ""  # the Envelope correlation id while it runs in a tool process
+    runner: Any = None  # what runs it (a tool process channel); cancel() goes there
+    timer: Any = None  # its timeout
+    sink: Any = None  # who receives its answer, progress and log messages (the router)
+    done: bool = False  # answered, failed or cancelled: nothing more happens to it
 
 
 @dataclass(slots=True)
 class CancelCall:
-    call: StartCall
+    call: Call
 
 
-Event = Send | StartCall | CancelCall
+@dataclass(slots=True)
+class ToolAnswer:
+    """A tool's result, already JSON: the content array (whole or in pieces, spliced as they
+    are), the structuredContent object, and whether it is an error. `trusted` content comes
+    from our own SDK (orjson output) and is not checked again."""
+
+    content: list[bytes]
+    structured: bytes = b""
+    is_error: bool = False
+    trusted: bool = False
+
+
+Event = Send | Call | CancelCall
 
 
 class Session:
@@ -77,7 +102,8 @@ class Session:
         self.client_capabilities: dict[str, Any] = {}
         self.initialized = False  # notifications/initialized received
         self.log_level: str | None = None
-        self.in_flight: dict[bytes, StartCall] = {}
+        self.in_flight: dict[bytes, Call] = {}
+        self.visibility = ToolVisibility()
         self._methods: dict[str, Callable[[rpc.Request, Batch | None], Event | None]] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -120,7 +146,7 @@ class Session:
             if isinstance(event, Send) and batch is not None:
                 complete = batch.add(event.data)
                 if complete is not None:
-                    events.append(Send(complete))
+                    events.append(Send(complete, event.related))
             elif event is not None:
                 events.append(event)
                 events.extend(self._released(event))
@@ -135,6 +161,12 @@ class Session:
         return []
 
     def _handle(self, message: rpc.Message, batch: Batch | None) -> Event | None:
+        event = self._dispatch(message, batch)
+        if isinstance(event, Send) and isinstance(message, (rpc.Request, rpc.Invalid)):
+            event.related = message.id
+        return event
+
+    def _dispatch(self, message: rpc.Message, batch: Batch | None) -> Event | None:
         if isinstance(message, rpc.Invalid):
             return Send(rpc.error(message.id, message.code, message.message))
         if isinstance(message, rpc.Notification):
@@ -227,7 +259,7 @@ class Session:
                 rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "cursor" must be a string')
             )
         try:
-            page = self.catalog.page(cursor, self.version or LATEST_VERSION)
+            page = self.catalog.page(cursor, self.version or LATEST_VERSION, self._shown())
         except InvalidCursor as exc:
             return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
         return Send(rpc.raw_result(request.id, page))
@@ -247,6 +279,15 @@ class Session:
         tool = self.catalog.get(name)
         if tool is None:
             return Send(rpc.error(request.id, rpc.INVALID_PARAMS, f"Unknown tool: {name}"))
+        if not self.visibility.visible(tool):
+            return Send(
+                rpc.error(
+                    request.id,
+                    rpc.INVALID_PARAMS,
+                    f"Tool '{name}' is disabled in this session (it is not in tools/list); "
+                    "a tool must enable it first",
+                )
+            )
         problem = tool.validate(arguments)
         if problem is not None:
             return Send(rpc.result(request.id, error_result(problem)))
@@ -254,44 +295,31 @@ class Session:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         if isinstance(token, bool) or not isinstance(token, (str, int)):
             token = None
-        call = StartCall(request.id, tool, arguments, token, batch)
+        call = Call(request.id, tool, arguments, token, batch)
         self.in_flight[request.id] = call
         return call
 
     # -- results from the router -----------------------------------------------------
-    def call_done(
-        self,
-        call: StartCall,
-        response: pb.CallToolResponse,
-        content: bytes | list[bytes] | None = None,
-        *,
-        trusted: bool = False,
-    ) -> bytes | None:
-        """Encode a tool's answer. `content` is the content JSON (or its pieces) when it came
-        separately (raw); `trusted` skips re-checking JSON that our own SDK generated. None when
-        nothing is to be written (cancelled, or its batch still waits for other answers)."""
+    def call_done(self, call: Call, answer: ToolAnswer) -> bytes | None:
+        """Encode a tool's answer. None when nothing is to be written (cancelled, or its
+        batch still waits for other answers)."""
         if self.in_flight.pop(call.id, None) is None:
             return None
-        return self._finish(call, self._encode_call_result(call, response, content, trusted))
+        return self._finish(call, self._encode_call_result(call, answer))
 
-    def call_failed(self, call: StartCall, message: str) -> bytes | None:
+    def call_failed(self, call: Call, message: str) -> bytes | None:
         """The call could not complete (tool process died, timed out, ...): an isError result."""
         if self.in_flight.pop(call.id, None) is None:
             return None
         return self._finish(call, rpc.result(call.id, error_result(message)))
 
-    def _finish(self, call: StartCall, data: bytes) -> bytes | None:
+    def _finish(self, call: Call, data: bytes) -> bytes | None:
         return call.batch.add(data) if call.batch is not None else data
 
-    def _encode_call_result(
-        self, call: StartCall, response: pb.CallToolResponse, raw: bytes | list[bytes] | None, trusted: bool
-    ) -> bytes:
-        if raw is None:
-            chunks = [response.result_json.encode() if response.result_json else b"[]"]
-        else:
-            chunks = [raw] if isinstance(raw, bytes) else raw
-        structured = response.structured_content_json.encode() if response.structured_content_json else b""
-        if not trusted:
+    def _encode_call_result(self, call: Call, answer: ToolAnswer) -> bytes:
+        chunks = answer.content or [b"[]"]
+        structured = answer.structured
+        if not answer.trusted:
             content = b"".join(chunks)
             try:
                 if not isinstance(orjson.loads(content), list):
@@ -310,15 +338,45 @@ class Session:
         parts = [b'{"content":', *chunks]
         if structured and self.version in STRUCTURED_VERSIONS:
             parts += [b',"structuredContent":', structured]
-        parts.append(b',"isError":true}' if response.is_error else b',"isError":false}')
+        parts.append(b',"isError":true}' if answer.is_error else b',"isError":false}')
         return rpc.raw_result(call.id, *parts)
 
-    # -- server-initiated messages ----------------------------------------------------
-    def tools_changed(self) -> bytes | None:
-        if not self.initialized:
-            return None
-        return rpc.notification("notifications/tools/list_changed")
+    # -- the tools this session sees ----------------------------------------------------
+    def _shown(self) -> Callable[[Tool], bool] | None:
+        return None if self.visibility.is_default else self.visibility.visible
 
+    def active_tools(self) -> list[str]:
+        return [tool.name for tool in self.catalog.visible(self._shown())]
+
+    def visible_tools(self) -> dict[str, dict[str, Any]]:
+        """What this session's tools/list shows (compare before and after a change)."""
+        return {tool.name: tool.mcp for tool in self.catalog.visible(self._shown())}
+
+    def update_tools(
+        self,
+        *,
+        enable: Iterable[str] = (),
+        disable: Iterable[str] = (),
+        allow: Iterable[str] | None = None,
+        block: Iterable[str] | None = None,
+    ) -> list[Event]:
+        """Apply a tool-list control batch; a list_changed notification if the list changed."""
+        before = self.active_tools()
+        self.visibility.update(enable=enable, disable=disable, allow=allow, block=block)
+        return self.tools_changed(before)
+
+    def catalog_changed(self, before: dict[str, dict[str, Any]]) -> list[Event]:
+        """The catalog changed (a reload): forget vanished names; notify if this session's list changed."""
+        self.visibility.prune(set(self.catalog.names()))
+        return self.tools_changed(before)
+
+    def tools_changed(self, before: list[str] | dict[str, dict[str, Any]]) -> list[Event]:
+        after = self.visible_tools() if isinstance(before, dict) else self.active_tools()
+        if after == before or not self.initialized:
+            return []
+        return [Send(rpc.notification("notifications/tools/list_changed"))]
+
+    # -- server-initiated messages ----------------------------------------------------
     def log(self, level: str, logger: str | None, data: Any) -> bytes | None:
         if self.version is None:
             return None
@@ -331,7 +389,7 @@ class Session:
             params["logger"] = logger
         return rpc.notification("notifications/message", params)
 
-    def progress(self, call: StartCall, progress: float, total: float | None, message: str) -> bytes | None:
+    def progress(self, call: Call, progress: float, total: float | None, message: str) -> bytes | None:
         if call.progress_token is None or call.id not in self.in_flight:
             return None
         params: dict[str, Any] = {"progressToken": call.progress_token, "progress": _number(progress)}

@@ -15,7 +15,6 @@ import anyio
 
 from protomcp_host.pipes import BatchedWriter, read_into
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.router import Router
 
 if TYPE_CHECKING:
     from protomcp_host.app import Host
@@ -71,12 +70,11 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
     """Serve one session on stdin/stdout until end of input or `shutdown`."""
     writer = BatchedWriter(take_stdout())
 
-    def write(data: bytes) -> None:
+    def write(data: bytes, related: bytes | None = None) -> None:
         writer.write(data)
         writer.write(b"\n")
 
-    session = host.new_session(write)
-    router = Router(host, session, write)
+    router = host.connect(write)
     splitter = LineSplitter()
     too_long = rpc.error(
         rpc.NULL_ID, rpc.INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE} bytes"
@@ -101,5 +99,5 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
     with anyio.move_on_after(drain_timeout):
         await router.wait_idle()
     router.cancel_all()
-    host.close_session(session)
+    host.disconnect(router)
     await writer.drain(drain_timeout)

@@ -1,0 +1,147 @@
+"""One tool process's lifetime: start (or adopt), captured output, exit, kill.
+
+Knows nothing of frames: the Channel speaks the Envelope over the pipes this process got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+import anyio
+
+from protomcp_host.launch import Launched, launch
+from protomcp_host.pipes import read_into
+
+STDERR_TAIL = 20
+
+OutputSink = Callable[[str, str], None]  # (stream name "stdout"/"stderr", line)
+
+
+class ToolProcess:
+    def __init__(self, file: Path, python: str, on_output: OutputSink, *, standby: bool = False) -> None:
+        self.file = file
+        self.label = file.name
+        self.python = python
+        self.standby = standby
+        self.on_output = on_output
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self.stopping = False  # the host asked it to stop: its exit is not a crash
+
+    def start(self, launched: Launched | None) -> Launched:
+        """Start the process (or adopt one the CLI launched early). Raises OSError."""
+        if launched is None:
+            launched = launch(self.file, self.python, standby=self.standby)
+        self.popen = launched.process
+        return launched
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None
+        return self.popen.pid
+
+    async def pump_output(self, tg: anyio.abc.TaskGroup) -> list[anyio.Event]:
+        """Forward stdout/stderr line by line; the events are set once each stream ends."""
+        assert self.popen is not None
+        drained = [anyio.Event(), anyio.Event()]
+        tg.start_soon(self._pump, self.popen.stdout, "stdout", drained[0])
+        tg.start_soon(self._pump, self.popen.stderr, "stderr", drained[1])
+        return drained
+
+    async def _pump(self, stream: IO[bytes] | None, name: str, drained: anyio.Event) -> None:
+        pending = bytearray()
+
+        def on_data(data: bytes) -> None:
+            pending.extend(data)
+            *lines, rest = pending.split(b"\n")
+            for raw in lines:
+                self._line(name, raw)
+            pending[:] = rest
+            if len(pending) > 65536:  # a very long line without newline: pass it on in pieces
+                self._line(name, bytes(pending))
+                pending.clear()
+
+        if stream is not None:
+            await read_into(stream.fileno(), on_data, closefd=False)
+            stream.close()
+        if pending:
+            self._line(name, bytes(pending))
+        drained.set()
+
+    def _line(self, name: str, raw: bytes) -> None:
+        line = raw.decode(errors="replace").rstrip("\r")
+        if name == "stderr":
+            self.stderr_tail.append(line)
+        self.on_output(name, line)
+
+    async def wait(self) -> int:
+        assert self.popen is not None
+        return await wait_process(self.popen)
+
+    async def ensure_exit(self, grace: float = 2.0) -> None:
+        """Its frame pipe closed, so it is exiting: make sure it does."""
+        with anyio.move_on_after(grace):
+            await self.wait()
+        if self.popen is not None and self.popen.returncode is None:
+            self.kill()
+            await self.wait()
+
+    async def reap(self) -> None:
+        """Called once it is gone (or when cancelled from outside): nothing it started survives."""
+        if self.popen is None:
+            return
+        if self.popen.poll() is None:
+            self.kill()
+            await wait_process(self.popen)
+        self.signal_group(signal.SIGKILL)  # anything the tool started in its process group
+
+    def describe_exit(self) -> str:
+        code = self.popen.returncode if self.popen is not None else None
+        if self.stopping:
+            return f"{self.label}: tool process was stopped"
+        if code is not None and code < 0:
+            try:
+                how = f"was killed by signal {-code} ({signal.Signals(-code).name})"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with status {code}"
+        message = f"{self.label}: tool process {how}"
+        if self.stderr_tail:
+            message += "; last stderr lines:\n" + "\n".join(self.stderr_tail)
+        return message
+
+    def kill(self) -> None:
+        self.signal_group(signal.SIGKILL)
+
+    def signal_group(self, sig: signal.Signals) -> None:
+        if self.popen is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.popen.pid, sig)
+
+
+async def wait_process(process: subprocess.Popen[bytes]) -> int:
+    """Wait for a process to exit without a thread where the OS allows (Linux pidfd)."""
+    if process.poll() is not None:
+        return process.returncode
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:  # e.g. macOS
+        return await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+    loop = asyncio.get_running_loop()
+    pidfd = pidfd_open(process.pid)
+    exited = loop.create_future()
+    loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
+    try:
+        await exited
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+    return process.wait()
