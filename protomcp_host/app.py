@@ -17,6 +17,7 @@ import orjson
 from protomcp_host import __version__
 from protomcp_host.envelope import control_change, tool_from_definition
 from protomcp_host.launch import Launched, StartupError
+from protomcp_host.middleware import ChainRun, Middleware
 from protomcp_host.output import OutputForwarder
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog
 from protomcp_host.protocol.session import Call, Session
@@ -52,6 +53,9 @@ class Host:
         self.exclude_tags = set(exclude_tags)
         self.supervisors: dict[str, Supervisor] = {}
         self.routers: list[Router] = []  # one per client session
+        self.middleware: list[Middleware] = []  # every file's, in chain order
+        self._middleware_of: dict[str, list[Middleware]] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
         self.started = False
         for file in files:
             self.supervisors[file.name] = Supervisor(
@@ -69,6 +73,7 @@ class Host:
     # -- lifecycle -----------------------------------------------------------------
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Start every tool process, concurrently. Raises StartupError on any failure."""
+        self._tg = tg
         errors: list[str] = []
 
         async def start_one(supervisor: Supervisor) -> None:
@@ -90,9 +95,12 @@ class Host:
                 tg.start_soon(supervisor.stop, grace)
 
     def dispatch(self, call: Call) -> None:
-        """Run a call in the tool process that owns its tool."""
+        """Run a call in the tool process that owns its tool (through the middleware, if any)."""
         timeout = call.tool.timeout or self.call_timeout
-        self.supervisors[call.tool.owner].dispatch(call, timeout)  # type: ignore[index]
+        if self.middleware and self._tg is not None:
+            self._tg.start_soon(ChainRun(self, call, self.middleware, timeout).run)
+        else:
+            self.supervisors[call.tool.owner].dispatch(call, timeout)  # type: ignore[index]
 
     # -- sessions ------------------------------------------------------------------
     def connect(self, write: Writer) -> Router:
@@ -121,11 +129,22 @@ class Host:
         return routers[0].session.active_tools() if routers else [t.name for t in self.catalog.visible()]
 
     # -- events from tool processes ------------------------------------------------
-    def _on_tools(self, supervisor: Supervisor, definitions: list[pb.ToolDefinition]) -> None:
+    def _on_tools(
+        self,
+        supervisor: Supervisor,
+        definitions: list[pb.ToolDefinition],
+        middleware: list[pb.RegisterMiddlewareRequest],
+    ) -> None:
         tools = [tool_from_definition(d, supervisor.label) for d in definitions if self._exposed(d)]
         before = {t.name: t.mcp for t in self.catalog.tools_of(supervisor.label)}
         seen = [(router, router.session.visible_tools()) for router in self.routers]
         changed = self.catalog.replace(supervisor.label, tools)
+        self._middleware_of[supervisor.label] = [
+            Middleware(m.name, m.priority, supervisor.label) for m in middleware
+        ]
+        self.middleware = sorted(
+            (m for chain in self._middleware_of.values() for m in chain), key=lambda m: m.order
+        )
         if not self.started:
             return
         after = {t.name: t.mcp for t in tools}

@@ -118,7 +118,8 @@ class Channel:
         if call.done:  # cancelled while it waited for this process
             return
         if self.broken is not None:
-            self.fail(call, self.broken)
+            call.done = True
+            call.sink.call_failed(call, self.broken)
             return
         call.request_id = request_id = str(next(_request_ids))
         call.runner = self
@@ -275,8 +276,8 @@ class Channel:
 
 
 def fail_call(call: Call, message: str) -> None:
-    """Answer a call with an error, once, wherever it is (waiting, or in a tool process)."""
-    if isinstance(call.runner, Channel):
+    """Answer a call with an error, once, wherever it is (waiting, in middleware, in a tool process)."""
+    if call.runner is not None:
         call.runner.fail(call, message)
     elif not call.done:
         call.done = True
@@ -285,7 +286,7 @@ def fail_call(call: Call, message: str) -> None:
 
 def cancel_call(call: Call) -> None:
     """The client dropped the call: no answer; a running call is told to stop."""
-    if isinstance(call.runner, Channel):
+    if call.runner is not None:
         call.runner.cancel(call)
     call.done = True
 

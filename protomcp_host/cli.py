@@ -32,6 +32,14 @@ def _serve_options(fn: Any) -> Any:
     )(fn)  # fmt: skip
     fn = PYTHON(fn)
     fn = click.option(
+        "--include-tag", "include_tags", multiple=True, metavar="TAG",
+        help="Expose only tools with this tag (@tool(tags={...})); repeatable: any of them.",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--exclude-tag", "exclude_tags", multiple=True, metavar="TAG",
+        help="Do not expose tools with this tag; repeatable.",
+    )(fn)  # fmt: skip
+    fn = click.option(
         "--transport", type=click.Choice(["stdio"]), default="stdio", show_default=True,
         help="How the AI client connects: stdio (the client starts protomcp as a subprocess).",
     )(fn)  # fmt: skip
@@ -51,13 +59,28 @@ def main() -> None:
 @main.command()
 @FILES
 @_serve_options
-def run(files: tuple[Path, ...], transport: str, python: str, call_timeout: float, page_size: int) -> None:
+def run(
+    files: tuple[Path, ...],
+    transport: str,
+    python: str,
+    call_timeout: float,
+    page_size: int,
+    include_tags: tuple[str, ...],
+    exclude_tags: tuple[str, ...],
+) -> None:
     """Serve the tools in FILES (files or folders of tool files) over MCP.
 
     This is the command to put in your AI client's config. Each file runs in its own
     supervised tool process; a tool process that crashes is restarted.
     """
-    _serve(files, python=python, call_timeout=call_timeout, page_size=page_size)
+    _serve(
+        files,
+        python=python,
+        call_timeout=call_timeout,
+        page_size=page_size,
+        include_tags=include_tags,
+        exclude_tags=exclude_tags,
+    )
 
 
 @main.command()
@@ -74,6 +97,8 @@ def dev(
     python: str,
     call_timeout: float,
     page_size: int,
+    include_tags: tuple[str, ...],
+    exclude_tags: tuple[str, ...],
     watch: tuple[str, ...],
     no_reload: bool,
 ) -> None:
@@ -90,6 +115,8 @@ def dev(
         python=python,
         call_timeout=call_timeout,
         page_size=page_size,
+        include_tags=include_tags,
+        exclude_tags=exclude_tags,
         reload=not no_reload,
         watch=watch,
     )
@@ -157,8 +184,12 @@ def _signature(schema: dict[str, Any]) -> str:
     "--args", "args", default="{}", show_default=True, help="Arguments as a JSON object, e.g. '{\"a\": 1}'."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the full MCP CallToolResult as JSON.")
+@click.option(
+    "--call-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0),
+    help="Seconds the call may run before it is cancelled and reported as an error (0 = no limit).",
+)  # fmt: skip
 @PYTHON
-def call(file: Path, tool: str, args: str, as_json: bool, python: str) -> None:
+def call(file: Path, tool: str, args: str, as_json: bool, call_timeout: float, python: str) -> None:
     """Call TOOL from FILE once and print its result (exit status 1 if it is an error)."""
     try:
         arguments = orjson.loads(args)
@@ -170,7 +201,7 @@ def call(file: Path, tool: str, args: str, as_json: bool, python: str) -> None:
     async def one_call(request: Any) -> dict[str, Any]:
         return await request("tools/call", {"name": tool, "arguments": arguments})
 
-    result = _with_client([file], python, one_call)
+    result = _with_client([file], python, one_call, call_timeout=call_timeout or None)
     if as_json:
         click.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     else:
@@ -193,14 +224,14 @@ def _describe_block(block: dict[str, Any]) -> str:
     return orjson.dumps(block).decode()
 
 
-def _with_client(files: list[Path], python: str, action: Any) -> Any:
+def _with_client(files: list[Path], python: str, action: Any, **options: Any) -> Any:
     import anyio
 
     from protomcp_host.direct import RequestFailed, direct_client
     from protomcp_host.launch import StartupError
 
     async def go() -> Any:
-        async with direct_client(files, python=python, stderr=_err) as request:
+        async with direct_client(files, python=python, stderr=_err, **options) as request:
             return await action(request)
 
     try:

@@ -65,8 +65,10 @@ class Router:
         self._check_idle()
 
     # -- the calls' sink ---------------------------------------------------------------
-    def call_answered(self, call: Call, answer: ToolAnswer, effects: pb.CallToolResponse) -> None:
-        if effects.enable_tools or effects.disable_tools:  # ToolResult(enable_tools=..., ...)
+    def call_answered(self, call: Call, answer: ToolAnswer, effects: pb.CallToolResponse | None) -> None:
+        if effects is not None and (
+            effects.enable_tools or effects.disable_tools
+        ):  # ToolResult(enable_tools=..., ...)
             self.update_tools(enable=effects.enable_tools, disable=effects.disable_tools)
         self._emit(self.session.call_done(call, answer), call.id)
         self._check_idle()

@@ -12,14 +12,14 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from protomcp_host.channel import ControlHandler, fail_call
+from protomcp_host.channel import Channel, ControlHandler, fail_call
 from protomcp_host.launch import Launched
 from protomcp_host.protocol.session import Call
 from protomcp_host.worker import LoadError, LogSink, OutputSink, Worker, WorkerError
 from protomcp_sdk import protomcp_pb2 as pb
 
-ToolsSink = Callable[["Supervisor", list[pb.ToolDefinition]], None]
-"""Receives a new tool list before it goes live; raising rejects the new process."""
+ToolsSink = Callable[["Supervisor", list[pb.ToolDefinition], list[pb.RegisterMiddlewareRequest]], None]
+"""Receives a new process's tools and middleware before they go live; raising rejects it."""
 
 
 class Backoff:
@@ -158,7 +158,8 @@ class Supervisor:
             self._tg.start_soon(self._prepare_standby)
         try:
             tools = await worker.handshake(self.handshake_timeout)
-            self.on_tools(self, tools)  # may reject (e.g. a name clash with another file)
+            assert worker.channel is not None
+            self.on_tools(self, tools, worker.channel.middleware)  # may reject (e.g. a name clash)
         except BaseException:
             worker.kill()
             with anyio.CancelScope(shield=True):
@@ -218,6 +219,16 @@ class Supervisor:
             await self._wake.wait()
             self._wake.clear()
         self._wake.set()
+
+    async def channel(self) -> Channel | None:
+        """The serving process's frame channel, waiting (bounded) for a restart first."""
+        if not self._stopping:
+            with anyio.move_on_after(self.restart_wait):
+                await self._ready.wait()
+        worker = self.current
+        if worker is None or worker.death is not None or not self._ready.is_set():
+            return None
+        return worker.channel
 
     # -- calls -----------------------------------------------------------------------
     def dispatch(self, call: Call, timeout: float | None) -> None:

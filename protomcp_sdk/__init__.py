@@ -28,14 +28,18 @@ __all__ = [
     "Image",
     "ResourceLink",
     "Text",
+    "ToolCall",
     "ToolError",
     "ToolResult",
     "__version__",
+    "middleware",
     "tool",
 ]
 
 _EXPORTS = {
     "tool": "protomcp_sdk.registry",
+    "middleware": "protomcp_sdk.chain",
+    "ToolCall": "protomcp_sdk.chain",
     "Context": "protomcp_sdk.context",
     "ToolResult": "protomcp_sdk.results",
     "ToolError": "protomcp_sdk.results",
@@ -47,6 +51,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from protomcp_sdk.chain import ToolCall, middleware
     from protomcp_sdk.context import Context
     from protomcp_sdk.registry import tool
     from protomcp_sdk.results import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolError, ToolResult

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 import orjson
@@ -25,6 +27,31 @@ class _Sent:
 
 _SENT = _Sent()
 
+ASK_TIMEOUT = 30.0  # seconds a sync tool waits for the host to answer a request
+
+Ask = Callable[[pb.Envelope], "asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]"]
+"""Sends a request to the host: an asyncio future on the event loop (async tools), a
+concurrent future in a worker thread (sync tools)."""
+
+
+def _names(reply: pb.Envelope) -> list[str]:
+    return list(reply.active_tools.tool_names)
+
+
+def answer_of(future: Any, convert: Callable[[pb.Envelope], Any]) -> Any:
+    """What a Context request returns: an awaitable in async tools, the value in sync tools."""
+    if isinstance(future, asyncio.Future):
+        return asyncio.ensure_future(_converted(future, convert))
+    try:
+        return convert(future.result(timeout=ASK_TIMEOUT))
+    except concurrent.futures.TimeoutError:
+        raise TimeoutError(f"the host did not answer within {ASK_TIMEOUT:g}s") from None
+
+
+async def _converted(future: asyncio.Future[pb.Envelope], convert: Callable[[pb.Envelope], Any]) -> Any:
+    async with asyncio.timeout(ASK_TIMEOUT):
+        return convert(await future)
+
 
 class Context:
     """Talks back to the client while a tool runs: progress, log messages, cancellation.
@@ -34,12 +61,18 @@ class Context:
     """
 
     def __init__(
-        self, request_id: str, progress_token: str, send: Callable[[pb.Envelope], None], tool_name: str = ""
+        self,
+        request_id: str,
+        progress_token: str,
+        send: Callable[[pb.Envelope], None],
+        tool_name: str = "",
+        ask: Ask | None = None,
     ) -> None:
         self.request_id = request_id
         self.progress_token = progress_token
         self.tool_name = tool_name
         self._send = send
+        self._ask = ask
         self._cancelled = False  # a plain flag: set once by the loop, read by the tool's thread
 
     @property
@@ -90,3 +123,49 @@ class Context:
 
     def error(self, message: Any) -> _Sent:
         return self.log("error", message)
+
+    # -- the session's tool list ---------------------------------------------------------
+    # Each changes the tool list of the client session that made this call and returns the
+    # names of the tools now active there (awaitable in async tools, a plain list in sync ones).
+    # The client gets one notifications/tools/list_changed when its list really changed.
+
+    def enable_tools(self, names: Iterable[str]) -> Any:
+        """Show these tools (also tools declared ``@tool(hidden=True)``)."""
+        return self._control(pb.Envelope(enable_tools=pb.EnableToolsRequest(tool_names=list(names))))
+
+    def disable_tools(self, names: Iterable[str]) -> Any:
+        """Hide these tools; calling them is refused until they are enabled again."""
+        return self._control(pb.Envelope(disable_tools=pb.DisableToolsRequest(tool_names=list(names))))
+
+    def set_allowed(self, names: Iterable[str]) -> Any:
+        """Allowlist mode: exactly these tools are active."""
+        return self._control(pb.Envelope(set_allowed=pb.SetAllowedRequest(tool_names=list(names))))
+
+    def set_blocked(self, names: Iterable[str]) -> Any:
+        """Blocklist mode: every tool except these (and hidden ones) is active."""
+        return self._control(pb.Envelope(set_blocked=pb.SetBlockedRequest(tool_names=list(names))))
+
+    def update_tools(
+        self,
+        *,
+        enable: Iterable[str] = (),
+        disable: Iterable[str] = (),
+        allow: Iterable[str] | None = None,
+        block: Iterable[str] | None = None,
+    ) -> Any:
+        """One atomic change: a new allowlist or blocklist (None or empty: keep the mode),
+        then enables, then disables — one list_changed at most."""
+        batch = pb.BatchUpdateRequest(
+            enable=list(enable), disable=list(disable), allow=list(allow or ()), block=list(block or ())
+        )
+        return self._control(pb.Envelope(batch=batch))
+
+    def active_tools(self) -> Any:
+        """The names of the tools active in this call's session."""
+        return self._control(pb.Envelope(get_active_tools=pb.GetActiveToolsRequest()))
+
+    def _control(self, envelope: pb.Envelope) -> Any:
+        if self._ask is None:
+            raise RuntimeError("this Context is not connected to a protomcp host")
+        envelope.call_id = self.request_id
+        return answer_of(self._ask(envelope), _names)

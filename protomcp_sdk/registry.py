@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import orjson
 
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk.schema import ArgumentError, Converter, analyze  # ArgumentError is used from here
+
+if TYPE_CHECKING:
+    from protomcp_sdk.chain import MiddlewareSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,6 +46,9 @@ class ToolSpec:
     context_param: str | None
     wraps_result: bool
     converter: Converter | None = field(default=None, repr=False, compare=False)
+    hidden: bool = False
+    tags: frozenset[str] = frozenset()
+    timeout: float | None = None
 
     @classmethod
     def from_function(
@@ -53,12 +59,19 @@ class ToolSpec:
         title: str | None = None,
         description: str | None = None,
         annotations: dict[str, bool] | None = None,
+        hidden: bool = False,
+        tags: Iterable[str] = (),
+        timeout: float | None = None,
     ) -> ToolSpec:
         """Inspect ``fn`` (without registering it). Raises ValueError/TypeError on misuse."""
         tool_name = name if name is not None else getattr(fn, "__name__", "")
         check_name(tool_name)
         if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
             raise TypeError(f"tool {tool_name!r} is a generator; tools must return their result")
+        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise ValueError(f"tool {tool_name!r}: timeout must be a positive number of seconds")
+        if isinstance(tags, str):
+            raise TypeError(f"tool {tool_name!r}: tags must be a set of strings, e.g. tags={{{tags!r}}}")
         signature = analyze(fn, tool_name)
         if description is None:
             description = inspect.cleandoc(fn.__doc__) if fn.__doc__ else ""
@@ -74,6 +87,9 @@ class ToolSpec:
             context_param=signature.context_param,
             wraps_result=signature.wraps_result,
             converter=signature.convert,
+            hidden=bool(hidden),
+            tags=frozenset(tags),
+            timeout=float(timeout) if timeout is not None else None,
         )
 
     def convert(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
@@ -99,6 +115,9 @@ class ToolSpec:
             input_schema_json=orjson.dumps(self.input_schema).decode(),
             output_schema_json=orjson.dumps(self.output_schema).decode() if self.output_schema else "",
             annotations_json=orjson.dumps(self.annotations).decode() if self.annotations else "",
+            hidden=self.hidden,
+            tags=sorted(self.tags),
+            timeout=self.timeout or 0.0,
         )
         for key, attr in _HINTS:
             setattr(definition, attr, bool(hints.get(key, False)))
@@ -106,10 +125,11 @@ class ToolSpec:
 
 
 class Registry:
-    """The tools of one tool file, by name, in definition order."""
+    """The tools (and middleware) of one tool file, by name, in definition order."""
 
     def __init__(self) -> None:
         self.tools: dict[str, ToolSpec] = {}
+        self.middleware: dict[str, MiddlewareSpec] = {}
 
     def add(self, spec: ToolSpec) -> None:
         if spec.name in self.tools:
@@ -119,8 +139,14 @@ class Registry:
             )
         self.tools[spec.name] = spec
 
+    def add_middleware(self, spec: MiddlewareSpec) -> None:
+        if spec.name in self.middleware:
+            raise DuplicateToolError(f"middleware {spec.name!r} is registered twice")
+        self.middleware[spec.name] = spec
+
     def clear(self) -> None:
         self.tools.clear()
+        self.middleware.clear()
 
 
 REGISTRY = Registry()
@@ -149,6 +175,9 @@ def tool(
     destructive: bool | None = None,
     idempotent: bool | None = None,
     open_world: bool | None = None,
+    hidden: bool = False,
+    tags: Iterable[str] = (),
+    timeout: float | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -163,18 +192,31 @@ def tool(
     destructive: bool | None = None,
     idempotent: bool | None = None,
     open_world: bool | None = None,
+    hidden: bool = False,
+    tags: Iterable[str] = (),
+    timeout: float | None = None,
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP tool; the function itself is returned unchanged.
 
     Use bare (``@tool``) or with options. Hints left as None are not sent at all, so a
-    client applies the MCP defaults rather than reading them as false.
+    client applies the MCP defaults rather than reading them as false. ``hidden`` tools
+    start disabled in every session until a tool enables them (``ctx.enable_tools``);
+    ``tags`` let a host expose a subset (``--include-tag`` / ``--exclude-tag``);
+    ``timeout`` (seconds) overrides the host's ``--call-timeout`` for this tool.
     """
     set_hints = zip(_HINTS, (read_only, destructive, idempotent, open_world), strict=True)
     annotations = {key: bool(value) for (key, _), value in set_hints if value is not None}
 
     def register(func: F) -> F:
         spec = ToolSpec.from_function(
-            func, name=name, title=title, description=description, annotations=annotations
+            func,
+            name=name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            hidden=hidden,
+            tags=tags,
+            timeout=timeout,
         )
         REGISTRY.add(spec)
         return func

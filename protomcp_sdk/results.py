@@ -272,6 +272,49 @@ def _from_tool_result(result: ToolResult, tool_name: str) -> Encoded:
     return response, content_json
 
 
+def mcp_result_json(result: ToolResult, tool_name: str = "middleware") -> str:
+    """A ToolResult as the JSON of an MCP CallToolResult (used by middleware)."""
+    response, content = _from_tool_result(result, tool_name)
+    parts = [b'{"content":', content]
+    if response.structured_content_json:
+        parts += [b',"structuredContent":', response.structured_content_json.encode()]
+    parts.append(b',"isError":true}' if response.is_error else b',"isError":false}')
+    return b"".join(parts).decode()
+
+
+def tool_result_from_mcp(data: dict[str, Any]) -> ToolResult:
+    """An MCP CallToolResult as a ToolResult with the SDK's content blocks."""
+    return ToolResult(
+        content=[_block_from_mcp(block) for block in data.get("content") or []],
+        structured=data.get("structuredContent"),
+        is_error=bool(data.get("isError")),
+    )
+
+
+def _block_from_mcp(block: dict[str, Any]) -> ContentBlock:
+    kind = block.get("type")
+    if kind == "text":
+        return Text(str(block.get("text", "")))
+    if kind in ("image", "audio"):
+        media = Image if kind == "image" else Audio
+        return media(binascii.a2b_base64(block.get("data", "")), str(block.get("mimeType", "")))
+    if kind == "resource_link":
+        return ResourceLink(
+            block["uri"], block.get("name", ""), block.get("title"), block.get("description"),
+            block.get("mimeType"), block.get("size"),
+        )  # fmt: skip
+    if kind == "resource":
+        resource = block.get("resource") or {}
+        blob = resource.get("blob")
+        return EmbeddedResource(
+            resource.get("uri", ""),
+            text=None if blob is not None else str(resource.get("text", "")),
+            blob=binascii.a2b_base64(blob) if blob is not None else None,
+            mime_type=resource.get("mimeType"),
+        )
+    return Text(orjson.dumps(block).decode())  # a block type this SDK does not know
+
+
 def _invalid_result(tool_name: str, problem: str) -> Encoded:
     text = f"Error in tool '{tool_name}': {problem}"
     error = pb.ToolError(error_code="invalid_result", message=problem)

@@ -9,6 +9,9 @@ hand-off. Frames are written whole under a lock, from whichever thread has one r
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
+import itertools
 import os
 import runpy
 import sys
@@ -20,8 +23,9 @@ from typing import Any
 
 import orjson
 
-from protomcp_sdk import __version__, wire
+from protomcp_sdk import __version__, logs, wire
 from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.chain import MiddlewareRunner
 from protomcp_sdk.context import Context
 from protomcp_sdk.registry import REGISTRY, ArgumentError, ToolSpec
 from protomcp_sdk.results import encode_error, encode_result
@@ -38,6 +42,7 @@ class ToolProcess:
         self.tool_file = tool_file
         self.loaded = not standby  # a standby process loads the file on the host's first frame
         self.loop = asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()
         self.decoder = wire.FrameDecoder()
         self.tasks: dict[str, tuple[asyncio.Task[None], Context]] = {}
         self.threads: dict[str, Context] = {}
@@ -45,6 +50,9 @@ class ToolProcess:
         self.write_lock = threading.Lock()
         self.outbox: deque[list[bytes]] = deque()
         self.spool = Spool()
+        self.asks: dict[str, asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]] = {}
+        self._ask_ids = itertools.count(1)
+        self.middleware = MiddlewareRunner(self)
         self.broken = False
         self.exit_code: asyncio.Future[int] = self.loop.create_future()
 
@@ -97,6 +105,26 @@ class ToolProcess:
         except OSError:  # the host is gone; the read side will see EOF and end us
             self.broken = True
 
+    def ask(
+        self, envelope: pb.Envelope
+    ) -> asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]:
+        """Send a request to the host; the future completes with its answer frame. An asyncio
+        future on the loop (async tools), a concurrent one from worker threads (sync tools)."""
+        envelope.request_id = request_id = f"p{next(self._ask_ids)}"  # p: asked by the process
+        future: asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]
+        if threading.get_ident() == self.loop_thread:
+            future = self.loop.create_future()
+        else:
+            future = concurrent.futures.Future()
+        self.asks[request_id] = future
+        self.send(envelope)
+        return future
+
+    def _answered(self, envelope: pb.Envelope) -> None:
+        future = self.asks.pop(envelope.request_id, None)
+        if future is not None and not future.done():
+            future.set_result(envelope)
+
     # -- lifecycle -----------------------------------------------------------------
     async def serve(self) -> int:
         """Serve frames until the host closes our input; return the exit status."""
@@ -118,10 +146,14 @@ class ToolProcess:
 
     def load(self) -> None:
         self.loaded = True
+        logs.install(self.send)
         load_error = load_tool_file(self.tool_file)
         self.send(pb.Envelope(hello=self._hello(load_error)))
         if load_error:
             self.finish(1)
+            return
+        for registration in self.middleware.registrations():
+            self.ask(pb.Envelope(register_middleware=registration))
 
     def finish(self, code: int) -> None:
         if not self.exit_code.done():
@@ -161,6 +193,10 @@ class ToolProcess:
         elif kind == "list_tools":
             tools = [spec.definition() for spec in REGISTRY.tools.values()]
             self.send(pb.Envelope(request_id=envelope.request_id, tool_list=pb.ToolListResponse(tools=tools)))
+        elif kind in ("active_tools", "register_middleware_response"):
+            self._answered(envelope)
+        elif kind == "middleware_intercept":
+            self.middleware.intercept(envelope)
         else:
             print(f"protomcp tool process: ignoring unsupported frame {kind!r}", file=sys.stderr)
 
@@ -170,13 +206,16 @@ class ToolProcess:
             error = ArgumentError(f"Unknown tool: {request.name}")
             self.send_result(request_id, *encode_error(error, request.name))
             return
-        ctx = Context(request_id, request.progress_token, self.send, spec.name)
+        ctx = Context(request_id, request.progress_token, self.send, spec.name, self.ask)
+        context = contextvars.copy_context()  # logging records made by the call carry its id
+        context.run(logs.CURRENT_CALL.set, request_id)
         if spec.is_async:
-            task = self.loop.create_task(self.run_async(request_id, spec, request.arguments_json, ctx))
+            coro = self.run_async(request_id, spec, request.arguments_json, ctx)
+            task = self.loop.create_task(coro, context=context)
             self.tasks[request_id] = (task, ctx)
         else:
             self.threads[request_id] = ctx
-            self.workers.submit(self.run_sync, request_id, spec, request.arguments_json, ctx)
+            self.workers.submit(context.run, self.run_sync, request_id, spec, request.arguments_json, ctx)
 
     def cancel_call(self, request_id: str) -> None:
         ctx = self.threads.get(request_id)

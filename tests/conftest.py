@@ -48,7 +48,8 @@ class RawHost:
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_reader.start()
 
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
@@ -60,6 +61,12 @@ class RawHost:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
             self.stderr.append(line.decode(errors="replace"))
+
+    def stderr_text(self, timeout: float = 10) -> str:
+        """Everything the host wrote on stderr (after it exited: all of it)."""
+        if self.proc.poll() is not None:
+            self._stderr_reader.join(timeout)
+        return "".join(self.stderr)
 
     def send_raw(self, data: bytes) -> None:
         assert self.proc.stdin is not None

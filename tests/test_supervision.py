@@ -27,7 +27,7 @@ def anyio_backend() -> str:
 def make_supervisor(file: Path, problems: list[str], **options: Any) -> Supervisor:
     return Supervisor(
         file,
-        on_tools=lambda supervisor, tools: None,
+        on_tools=lambda supervisor, tools, middleware: None,
         on_output=lambda stream, line: None,
         on_log=lambda level, logger, data: None,
         on_problem=problems.append,
