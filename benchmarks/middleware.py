@@ -1,0 +1,107 @@
+"""The cost of middleware in another tool process: pipelined calls/s and sequential p50
+of `echo`, with and without one pass-through middleware, in one interleaved run.
+
+    python benchmarks/middleware.py [--reps 5] [--out benchmarks/README.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from lean_client import LeanClient
+
+HERE = Path(__file__).resolve().parent
+SERVER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+HEADING = "## Middleware cost"
+EXPLAIN = (
+    "Measured by `python benchmarks/middleware.py --out benchmarks/README.md`: `protomcp run "
+    "tools_protomcp.py` beside `protomcp run tools_protomcp.py mw_passthrough.py` (one middleware "
+    "that only calls `call_next`, in its own tool process), interleaved, median of the repetitions. "
+    "Each call through a middleware adds two host ↔ middleware-process round trips (phases "
+    '"before" and "after").'
+)
+SETUPS = {"no middleware": ["tools_protomcp.py"], "one middleware": ["tools_protomcp.py", "mw_passthrough.py"]}
+
+
+def echo_line(request_id: int) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}\n' % (
+        request_id
+    )
+
+
+def echo_ok(message: dict) -> bool:  # type: ignore[type-arg]
+    return message.get("result", {}).get("content", [{}])[0].get("text") == "hi"
+
+
+async def measure(files: list[str], calls: int) -> tuple[float, float]:
+    argv = [sys.executable, "-m", "protomcp_host", "run", *files]
+    client = await LeanClient.spawn(argv, cwd=str(HERE), env=SERVER_ENV)
+    try:
+        await client.initialize(timeout=60)
+        await client.drive(echo_line, 300, 64, 60.0, 120, echo_ok)  # warm-up
+        drv = await client.drive(echo_line, calls, 64, 5.0, 120, echo_ok)
+        if drv.bad:
+            raise RuntimeError(f"{drv.bad} wrong answers")
+        pipelined = drv.done / (drv.last_recv - drv.first_send)
+        drv = await client.drive(echo_line, 500, 1, 60.0, 120, echo_ok)
+        sequential = statistics.median(drv.latencies) * 1e6
+        return pipelined, sequential
+    finally:
+        await client.close()
+
+
+async def run(reps: int, calls: int) -> dict[str, list[tuple[float, float]]]:
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name in SETUPS}
+    for rep in range(reps):
+        order = list(SETUPS) if rep % 2 == 0 else list(reversed(SETUPS))
+        for name in order:
+            results[name].append(await measure(SETUPS[name], calls))
+    return results
+
+
+def report(results: dict[str, list[tuple[float, float]]], reps: int) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    lines = [
+        f"Run: {when}, {reps} repetitions.",
+        "",
+        "| setup | pipelined calls/s | sequential p50 (µs) |",
+        "|---|---:|---:|",
+    ]
+    medians = {}
+    for name, samples in results.items():
+        cps = statistics.median(s[0] for s in samples)
+        p50 = statistics.median(s[1] for s in samples)
+        medians[name] = (cps, p50)
+        lines.append(f"| {name} | {cps:,.0f} | {p50:,.0f} |")
+    ratio = medians["one middleware"][0] / medians["no middleware"][0]
+    lines += ["", f"Throughput with one middleware: {ratio:.2f}× of none."]
+    return "\n".join(lines)
+
+
+def replace_section(text: str, heading: str, body: str) -> str:
+    """Replace the section under `heading` (up to the next `## `) or append it."""
+    before, found, after = text.partition(heading + "\n")
+    rest = after[after.find("\n## ") + 1 :] if found and "\n## " in after else ""
+    return before.rstrip() + f"\n\n{heading}\n\n{body}\n" + (f"\n{rest}" if rest else "")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--out", type=Path, help="replace the middleware section of this markdown file")
+    args = parser.parse_args()
+    text = report(asyncio.run(run(args.reps, args.calls)), args.reps)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(replace_section(args.out.read_text(), HEADING, f"{EXPLAIN}\n\n{text}"))
+
+
+if __name__ == "__main__":
+    main()
