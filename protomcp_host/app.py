@@ -3,7 +3,6 @@ sessions, and the transport. Also the home of what the host prints on stderr."""
 
 from __future__ import annotations
 
-import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -149,6 +148,8 @@ class Host:
             return
         after = {t.name: t.mcp for t in tools}
         self.stderr(f"protomcp: loaded {supervisor.label}: {describe_change(before, after)}")
+        if before.keys() != after.keys():
+            self.stderr(RESTART_HINT)
         if changed:
             for router, visible in seen:
                 router.carry_out(router.session.catalog_changed(visible))
@@ -163,6 +164,12 @@ class Host:
     def report_problem(self, message: str) -> None:
         self.stderr(f"protomcp: {message}")
         self.broadcast_log("error", "protomcp", message)
+
+
+RESTART_HINT = (
+    "protomcp: the tool names changed: Claude Desktop and Cursor do not follow tools/list_changed, "
+    "restart them (Cursor: refresh the server) to see added or removed tools"
+)
 
 
 def describe_change(before: dict[str, Any], after: dict[str, Any]) -> str:
@@ -223,19 +230,24 @@ async def serve(
 
 def banner(host: Host, reload: bool) -> str:
     """What a person who started protomcp in a terminal needs to know."""
-    command = shutil.which("protomcp") or sys.executable
-    prefix = [] if command.endswith("protomcp") else ["-m", "protomcp_host"]
-    name = host.files[0].stem if len(host.files) == 1 else "tools"
-    entry = {name: {"command": str(Path(command).resolve()), "args": [*prefix, "run", *map(str, host.files)]}}
+    from protomcp_host.install import default_name, server_entry
+
+    entry = {"mcpServers": {default_name(host.files): server_entry(host.files, dev=reload)}}
     files = ", ".join(f.name for f in host.files)
     lines = [
         f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files}",
         f"  {', '.join(host.catalog.names())}",
-        'Add to Claude Desktop\'s claude_desktop_config.json under "mcpServers":',
+        f"Install it in a client with `protomcp install claude-desktop {' '.join(map(str, host.files))}`"
+        f"{' --dev' if reload else ''} (or claude-code, cursor, vscode, gemini-cli). The entry it writes:",
         "  " + orjson.dumps(entry).decode(),
     ]
     if reload:
-        lines.append("Watching for changes: save a tool file and the client sees the new tools, no restart.")
+        lines.append(
+            "Watching for changes: save a tool file and its process reloads; edited tool bodies work at "
+            "once in every client. Added or removed tools reach Claude Code, VS Code and Gemini CLI "
+            "(they follow tools/list_changed); Claude Desktop and Cursor need a restart (Cursor: refresh "
+            "the server in its MCP settings)."
+        )
     lines.append(
         "This terminal is now the MCP stdio channel (clients start protomcp themselves). Ctrl+C quits."
     )

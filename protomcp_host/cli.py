@@ -246,5 +246,54 @@ def _err(text: str) -> None:
     click.echo(text, err=True)
 
 
+CLIENT = click.argument("client", type=click.Choice(
+    ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "mcp-json"]))  # fmt: skip
+
+
+@main.command()
+@CLIENT
+@FILES
+@click.option("--name", help="Server name in the client's config (default: the tool file's name).")
+@click.option(
+    "--env", "env", multiple=True, metavar="KEY=VALUE", help="Environment for the server (repeatable)."
+)
+@click.option(
+    "--env-file", type=click.Path(path_type=Path, dir_okay=False), help="Read KEY=VALUE lines from a file."
+)
+@click.option("--dev", is_flag=True, help="Install `protomcp dev` (hot reload) instead of `protomcp run`.")
+@click.option("--force", is_flag=True, help="Replace an existing server of the same name.")
+def install(
+    client: str, files: tuple[Path, ...], name: str | None, env: tuple[str, ...], env_file: Path | None,
+    dev: bool, force: bool,
+) -> None:  # fmt: skip
+    """Add the tools in FILES to an AI client's MCP configuration.
+
+    CLIENT is claude-desktop, claude-code, cursor, vscode, gemini-cli, or mcp-json (print a
+    portable "mcpServers" entry). Paths are made absolute; other servers in the config are
+    kept and the previous file is saved next to it as .bak.
+    """
+    from protomcp_host import install as installer
+
+    try:
+        variables = installer.parse_env(env, env_file)
+        click.echo(installer.install(client, list(files), name=name, env=variables, dev=dev, force=force))
+    except installer.InstallError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@main.command()
+@CLIENT
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Remove the entry even if protomcp did not write it.")
+def uninstall(client: str, name: str, force: bool) -> None:
+    """Remove the server NAME from an AI client's MCP configuration (other servers are kept)."""
+    from protomcp_host import install as installer
+
+    try:
+        click.echo(installer.uninstall(client, name, force=force))
+    except installer.InstallError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 if __name__ == "__main__":
     main()
