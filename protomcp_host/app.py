@@ -15,7 +15,7 @@ import orjson
 
 from protomcp_host import __version__
 from protomcp_host.envelope import control_change, tool_from_definition
-from protomcp_host.launch import Launched, StartupError
+from protomcp_host.launch import Launched, StartupError, label_of
 from protomcp_host.middleware import ChainRun, Middleware
 from protomcp_host.output import OutputForwarder
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog
@@ -57,11 +57,11 @@ class Host:
         self._tg: anyio.abc.TaskGroup | None = None
         self.started = False
         for file in files:
-            self.supervisors[file.name] = Supervisor(
+            self.supervisors[label_of(file)] = Supervisor(
                 file,
                 python=python,
                 on_tools=self._on_tools,
-                on_output=OutputForwarder(file.name, self.stderr, self.broadcast_log),
+                on_output=OutputForwarder(label_of(file), self.stderr, self.broadcast_log),
                 on_log=self.broadcast_log,
                 on_problem=self.report_problem,
                 on_control=self.on_control,
@@ -233,7 +233,7 @@ def banner(host: Host, reload: bool) -> str:
     from protomcp_host.install import default_name, server_entry
 
     entry = {"mcpServers": {default_name(host.files): server_entry(host.files, dev=reload)}}
-    files = ", ".join(f.name for f in host.files)
+    files = ", ".join(map(label_of, host.files))
     lines = [
         f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files}",
         f"  {', '.join(host.catalog.names())}",

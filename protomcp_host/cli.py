@@ -12,6 +12,7 @@ import orjson
 from protomcp_host import __version__
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+SOURCES = click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 PYTHON = click.option(
     "--python",
     "python",
@@ -46,6 +47,18 @@ def _serve_options(fn: Any) -> Any:
     return fn
 
 
+def _source_options(fn: Any) -> Any:
+    fn = click.option(
+        "--plugin", "plugins", multiple=True, metavar="NAME",
+        help="Also serve an installed tool plugin (see `protomcp plugins`); repeatable.",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "-m", "--module", "modules", multiple=True, metavar="MODULE",
+        help="Also serve a tool module by import path, e.g. -m mypackage.tools; repeatable.",
+    )(fn)  # fmt: skip
+    return fn
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="protomcp")
 def main() -> None:
@@ -57,10 +70,13 @@ def main() -> None:
 
 
 @main.command()
-@FILES
+@SOURCES
+@_source_options
 @_serve_options
 def run(
     files: tuple[Path, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
     transport: str,
     python: str,
     call_timeout: float,
@@ -70,11 +86,13 @@ def run(
 ) -> None:
     """Serve the tools in FILES (files or folders of tool files) over MCP.
 
-    This is the command to put in your AI client's config. Each file runs in its own
-    supervised tool process; a tool process that crashes is restarted.
+    This is the command to put in your AI client's config. Each file, module and plugin
+    runs in its own supervised tool process; a tool process that crashes is restarted.
     """
     _serve(
         files,
+        modules=modules,
+        plugins=plugins,
         python=python,
         call_timeout=call_timeout,
         page_size=page_size,
@@ -84,7 +102,8 @@ def run(
 
 
 @main.command()
-@FILES
+@SOURCES
+@_source_options
 @_serve_options
 @click.option(
     "--watch", "watch", multiple=True, metavar="GLOB",
@@ -93,6 +112,8 @@ def run(
 @click.option("--no-reload", is_flag=True, help="Do not watch files; behave like run, with dev diagnostics.")
 def dev(
     files: tuple[Path, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
     transport: str,
     python: str,
     call_timeout: float,
@@ -112,6 +133,8 @@ def dev(
     """
     _serve(
         files,
+        modules=modules,
+        plugins=plugins,
         python=python,
         call_timeout=call_timeout,
         page_size=page_size,
@@ -125,9 +148,17 @@ def dev(
 def _serve(files: tuple[Path, ...], **options: Any) -> None:
     from protomcp_host.launch import StartupError, launch, tool_files
 
+    modules, plugins = options.pop("modules"), options.pop("plugins")
+    if not (files or modules or plugins):
+        raise click.UsageError("nothing to serve: give tool FILES, -m MODULE or --plugin NAME")
     # Start the tool processes first, so they boot while this process imports the host.
     try:
-        launched = {file: launch(file, options["python"]) for file in tool_files(list(files))}
+        sources = list(files)
+        if modules or plugins:
+            from protomcp_host.plugins import resolve
+
+            sources += resolve(list(modules), list(plugins), options["python"])
+        launched = {file: launch(file, options["python"]) for file in tool_files(sources)}
     except StartupError as exc:
         click.echo(f"protomcp: cannot start: {exc}", err=True)
         sys.exit(1)
@@ -244,6 +275,26 @@ def _with_client(files: list[Path], python: str, action: Any, **options: Any) ->
 
 def _err(text: str) -> None:
     click.echo(text, err=True)
+
+
+@main.command()
+@PYTHON
+def plugins(python: str) -> None:
+    """List the tool plugins installed distributions offer (entry-point group protomcp.plugins)."""
+    from protomcp_host import plugins as found
+    from protomcp_host.launch import StartupError
+
+    try:
+        installed = found.installed(python)
+    except StartupError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not installed:
+        click.echo(f"No tool plugins installed for {python} (entry-point group {found.GROUP}).")
+        return
+    for plugin in installed:
+        where = str(plugin.file) if plugin.file else f"problem: {plugin.error}"
+        click.echo(f"{plugin.name}  {plugin.module}  ({plugin.distribution} {plugin.version})  {where}")
+    click.echo(f"Serve one with: protomcp run --plugin {installed[0].name}")
 
 
 CLIENT = click.argument("client", type=click.Choice(

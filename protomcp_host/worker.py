@@ -19,7 +19,7 @@ import anyio.abc
 
 from protomcp_host.channel import Channel, ChannelError, ControlHandler, LogSink, fail_call
 from protomcp_host.distribution import DIST_NAME, install_command
-from protomcp_host.launch import Launched
+from protomcp_host.launch import Launched, label_of
 from protomcp_host.pipes import read_into
 from protomcp_host.process import OutputSink, ToolProcess
 from protomcp_host.protocol.session import Call
@@ -47,7 +47,7 @@ class Worker:
         standby: bool = False,
     ) -> None:
         self.file = file
-        self.label = file.name
+        self.label = label_of(file)
         self.python = python
         self.on_output: OutputSink = on_output or (lambda stream, line: None)
         self.on_log: LogSink = on_log or (lambda level, logger, data: None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import importlib
 import itertools
 import os
 import runpy
@@ -278,13 +279,29 @@ def load_tool_file(path: str) -> str:
     """Import the user's tool file; return "" or the traceback text of the failure."""
     REGISTRY.clear()
     file = Path(path).resolve()
-    sys.path.insert(0, str(file.parent))
+    package = package_of(file)
+    sys.path.insert(0, str(package[0] if package else file.parent))
     try:
-        runpy.run_path(str(file), run_name="__protomcp_tools__")
+        if package:  # a module of its package, so relative imports work
+            importlib.import_module(package[1])
+        else:
+            runpy.run_path(str(file), run_name="__protomcp_tools__")
     except BaseException as exc:  # SyntaxError, ImportError, SystemExit in a tool file...
         REGISTRY.clear()
         return _user_traceback(exc)
     return ""
+
+
+def package_of(file: Path) -> tuple[Path, str] | None:
+    """(import root, dotted module name) when the file's folder is a package (has __init__.py)."""
+    if not (file.parent / "__init__.py").is_file():
+        return None
+    parts = [] if file.name == "__init__.py" else [file.stem]
+    folder = file.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return folder, ".".join(parts)
 
 
 def _user_traceback(exc: BaseException) -> str:
@@ -292,7 +309,11 @@ def _user_traceback(exc: BaseException) -> str:
     sdk = os.path.dirname(__file__) + os.sep
     report = traceback.TracebackException.from_exception(exc)
     report.stack = traceback.StackSummary.from_list(
-        [f for f in report.stack if not f.filename.startswith(sdk) and "runpy" not in f.filename]
+        [
+            f
+            for f in report.stack
+            if not f.filename.startswith((sdk, "<frozen importlib")) and "runpy" not in f.filename
+        ]
     )
     return "".join(report.format())
 
