@@ -297,6 +297,33 @@ def plugins(python: str) -> None:
     click.echo(f"Serve one with: protomcp run --plugin {installed[0].name}")
 
 
+@main.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@PYTHON
+def doctor(files: tuple[Path, ...], python: str) -> None:
+    """Check the interpreter, tool FILES and AI client configs; say how to fix each problem.
+
+    Exits with status 1 when a problem was found.
+    """
+    import anyio
+
+    from protomcp_host.doctor import Finding, diagnose, interpreter_line
+    from protomcp_host.install import Place
+
+    def show(finding: Finding) -> None:
+        mark = click.style("ok ", fg="green") if finding.ok else click.style("!! ", fg="red", bold=True)
+        click.echo(mark + finding.text)
+        if finding.detail:
+            click.echo("\n".join("     " + line for line in finding.detail.splitlines()))
+        if finding.fix:
+            click.echo("   -> " + finding.fix)
+
+    click.echo(interpreter_line())
+    problems = anyio.run(diagnose, list(files), python, Place.current(), show, backend="asyncio")
+    click.echo(f"{problems} problem{'s' * (problems != 1)} found." if problems else "No problems found.")
+    sys.exit(1 if problems else 0)
+
+
 CLIENT = click.argument("client", type=click.Choice(
     ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "mcp-json"]))  # fmt: skip
 
