@@ -149,6 +149,8 @@ class ToolProcess:
         self.loaded = True
         logs.install(self.send)
         load_error = load_tool_file(self.tool_file)
+        for warning in [] if load_error else REGISTRY.warnings(Path(self.tool_file).name):
+            print(f"warning: {warning}", file=sys.stderr)
         self.send(pb.Envelope(hello=self._hello(load_error)))
         if load_error:
             self.finish(1)

@@ -88,6 +88,7 @@ class ToolAnswer:
     structured: bytes = b""
     is_error: bool = False
     trusted: bool = False
+    meta: bytes = b""  # the result's _meta object, JSON (e.g. a ToolError's code)
 
 
 Event = Send | Call | CancelCall
@@ -338,6 +339,8 @@ class Session:
         parts = [b'{"content":', *chunks]
         if structured and self.version in STRUCTURED_VERSIONS:
             parts += [b',"structuredContent":', structured]
+        if answer.meta:
+            parts += [b',"_meta":', answer.meta]
         parts.append(b',"isError":true}' if answer.is_error else b',"isError":false}')
         return rpc.raw_result(call.id, *parts)
 
