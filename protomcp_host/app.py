@@ -43,8 +43,12 @@ class Host:
         launched: dict[Path, Launched] | None = None,
         include_tags: tuple[str, ...] = (),
         exclude_tags: tuple[str, ...] = (),
+        server_name: str | None = None,
+        instructions: str | None = None,
     ) -> None:
         self.files = files
+        self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
+        self.instructions = instructions
         self.call_timeout = call_timeout
         self.catalog = Catalog(page_size)
         self.stderr = stderr or _print_stderr
@@ -104,7 +108,7 @@ class Host:
     # -- sessions ------------------------------------------------------------------
     def connect(self, write: Writer) -> Router:
         """A new client session whose messages go to `write`."""
-        router = Router(self, Session(self.catalog, SERVER_INFO), write)
+        router = Router(self, Session(self.catalog, self.server_info, self.instructions), write)
         self.routers.append(router)
         return router
 

@@ -59,6 +59,17 @@ def _source_options(fn: Any) -> Any:
     return fn
 
 
+def _identity_options(fn: Any) -> Any:
+    fn = click.option(
+        "--instructions", metavar="TEXT",
+        help="How to use these tools, sent to the client (default: the tool files' docstrings).",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--name", "server_name", metavar="NAME", help="Server name initialize reports (default: protomcp)."
+    )(fn)
+    return fn
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="protomcp")
 def main() -> None:
@@ -72,11 +83,14 @@ def main() -> None:
 @main.command()
 @SOURCES
 @_source_options
+@_identity_options
 @_serve_options
 def run(
     files: tuple[Path, ...],
     modules: tuple[str, ...],
     plugins: tuple[str, ...],
+    server_name: str | None,
+    instructions: str | None,
     transport: str,
     python: str,
     call_timeout: float,
@@ -93,6 +107,8 @@ def run(
         files,
         modules=modules,
         plugins=plugins,
+        server_name=server_name,
+        instructions=instructions,
         python=python,
         call_timeout=call_timeout,
         page_size=page_size,
@@ -104,6 +120,7 @@ def run(
 @main.command()
 @SOURCES
 @_source_options
+@_identity_options
 @_serve_options
 @click.option(
     "--watch", "watch", multiple=True, metavar="GLOB",
@@ -114,6 +131,8 @@ def dev(
     files: tuple[Path, ...],
     modules: tuple[str, ...],
     plugins: tuple[str, ...],
+    server_name: str | None,
+    instructions: str | None,
     transport: str,
     python: str,
     call_timeout: float,
@@ -135,6 +154,8 @@ def dev(
         files,
         modules=modules,
         plugins=plugins,
+        server_name=server_name,
+        instructions=instructions,
         python=python,
         call_timeout=call_timeout,
         page_size=page_size,
@@ -159,6 +180,11 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
 
             sources += resolve(list(modules), list(plugins), options["python"])
         launched = {file: launch(file, options["python"]) for file in tool_files(sources)}
+        if options["instructions"] is None:
+            from protomcp_host.launch import module_docstring
+
+            docs = [module_docstring(file) for file in launched]
+            options["instructions"] = "\n\n".join(doc for doc in docs if doc) or None
     except StartupError as exc:
         click.echo(f"protomcp: cannot start: {exc}", err=True)
         sys.exit(1)
@@ -191,26 +217,19 @@ def list_command(file: Path, as_json: bool, python: str) -> None:
     if as_json:
         click.echo(orjson.dumps({"tools": tools}, option=orjson.OPT_INDENT_2).decode())
         return
+    from protomcp_host.show import signature
+
     for entry in tools:
-        click.echo(f"{entry['name']}{_signature(entry.get('inputSchema', {}))}")
+        click.echo(f"{entry['name']}{signature(entry.get('inputSchema', {}))}")
         description = (entry.get("description") or "").strip()
         if description:
             click.echo(f"    {description.splitlines()[0]}")
 
 
-def _signature(schema: dict[str, Any]) -> str:
-    required = set(schema.get("required", []))
-    parts = []
-    for name, prop in schema.get("properties", {}).items():
-        kind = prop.get("type", "any") if isinstance(prop, dict) else "any"
-        kind = "|".join(kind) if isinstance(kind, list) else kind
-        parts.append(f"{name}: {kind}" + ("" if name in required else " = ..."))
-    return f"({', '.join(parts)})"
-
-
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.argument("tool")
+@click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
 @click.option(
     "--args", "args", default="{}", show_default=True, help="Arguments as a JSON object, e.g. '{\"a\": 1}'."
 )
@@ -220,19 +239,39 @@ def _signature(schema: dict[str, Any]) -> str:
     help="Seconds the call may run before it is cancelled and reported as an error (0 = no limit).",
 )  # fmt: skip
 @PYTHON
-def call(file: Path, tool: str, args: str, as_json: bool, call_timeout: float, python: str) -> None:
-    """Call TOOL from FILE once and print its result (exit status 1 if it is an error)."""
+def call(
+    file: Path, tool: str, pairs: tuple[str, ...], args: str, as_json: bool, call_timeout: float, python: str
+) -> None:
+    """Call TOOL from FILE once and print its result (exit status 1 if it is an error).
+
+    Arguments are KEY=VALUE pairs (VALUE is read as JSON, e.g. n=3 or tags='["a"]', except
+    for text parameters) and/or --args JSON. Progress and log messages go to stderr.
+    """
+    from protomcp_host.direct import list_tools
+    from protomcp_host.show import CallDisplay, parse_pairs
+
     try:
         arguments = orjson.loads(args)
     except orjson.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--args") from None
     if not isinstance(arguments, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--args")
+    display = CallDisplay(tool)
 
     async def one_call(request: Any) -> dict[str, Any]:
-        return await request("tools/call", {"name": tool, "arguments": arguments})
+        if pairs:
+            schemas = {entry["name"]: entry.get("inputSchema", {}) for entry in await list_tools(request)}
+            try:
+                arguments.update(parse_pairs(pairs, schemas.get(tool, {})))
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="KEY=VALUE") from None
+        params = {"name": tool, "arguments": arguments, "_meta": {"progressToken": 1}}
+        try:
+            return await request("tools/call", params)
+        finally:
+            display.close()
 
-    result = _with_client([file], python, one_call, call_timeout=call_timeout or None)
+    result = _with_client([file], python, one_call, call_timeout=call_timeout or None, on_message=display)
     if as_json:
         click.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     else:

@@ -87,3 +87,13 @@ def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -
         os.close(to_child_r)
         os.close(from_child_w)
     return Launched(process, to_child_w, from_child_r)
+
+
+def module_docstring(file: Path) -> str:
+    """A tool file's module docstring, read without running the file ("" if none or unreadable)."""
+    import ast
+
+    try:
+        return ast.get_docstring(ast.parse(file.read_bytes(), str(file))) or ""
+    except (OSError, SyntaxError, ValueError):
+        return ""  # the tool process reports a file that does not load

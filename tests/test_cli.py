@@ -75,7 +75,7 @@ def test_help(command: tuple[str, ...], expected: list[str]) -> None:
 def test_list(tmp_path: Path) -> None:
     proc = protomcp("list", str(HELLO))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "hello(name: string)\n    Greet someone by name.\n"
+    assert proc.stdout == "hello(name: str)\n    Greet someone by name.\n"
 
 
 def test_list_json() -> None:
