@@ -80,8 +80,8 @@ async def check_file(file: Path, python: str) -> list[Finding]:
     findings = [Finding(True, f"{file}: {len(tools)} {noun} loaded in {elapsed:.0f} ms")]
     for line in lines:
         text = line.split("] ", 1)[-1] if line.startswith("[") else line
-        if "warning" in text.lower():
-            findings.append(Finding(False, text, "see the suggestion in the warning"))
+        if text.startswith("warning: "):  # what the SDK says about likely mistakes at load time
+            findings.append(Finding(False, f"{file.name}: {text}", "see the suggestion in the warning"))
     return findings
 
 

@@ -29,6 +29,7 @@ _NUMPY_PARAMS = {"parameters", "other parameters", "keyword arguments"}
 _NUMPY_ITEM = re.compile(r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*(?::.*)?$")
 # Sphinx: ":param name:" or ":param type name:", and the other field names that end a description.
 _SPHINX_FIELD = re.compile(r"^:(\w+)([^:]*):\s*(.*)$")
+_SPHINX_PARAMS = {"param", "parameter", "arg", "argument", "key", "keyword"}
 
 
 def parse(doc: str) -> tuple[str, dict[str, str]]:
@@ -103,19 +104,15 @@ def _numpy(lines: list[str], params: dict[str, str]) -> int | None:
 
 def _sphinx(lines: list[str], params: dict[str, str]) -> int | None:
     first: int | None = None
-    current: list[str] | None = None
+    name = ""  # the parameter whose description continues on indented lines
     for i, line in enumerate(lines):
-        match = _SPHINX_FIELD.match(line.strip()) if _indent(line) == 0 else None
+        match = _SPHINX_FIELD.match(line) if _indent(line) == 0 else None
         if match:
             first = i if first is None else first
             kind, words, text = match.group(1), match.group(2).split(), match.group(3).strip()
-            current = None
-            if kind in ("param", "parameter", "arg", "argument", "key", "keyword") and words:
-                current = [text] if text else []
-                params[words[-1]] = ""
-                name = words[-1]
-        elif current is not None and line.strip() and first is not None:
-            current.append(line.strip())
-        if current is not None:
-            params[name] = " ".join(current)
+            name = words[-1] if kind in _SPHINX_PARAMS and words else ""
+            if name:
+                params[name] = text
+        elif name and line.strip():
+            params[name] = f"{params[name]} {line.strip()}".strip()
     return first

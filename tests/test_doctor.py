@@ -67,3 +67,16 @@ def test_doctor_finds_stale_client_entries(tmp_path: Path) -> None:
     assert any(not f.ok and "'relative'" in f.text and "not an absolute path" in f.text for f in findings)
     assert any(not f.ok and "'old-venv'" in f.text and "no longer exists" in f.text for f in findings)
     assert not any("someone-else" in f.text for f in findings)  # not ours: not judged
+
+
+def test_doctor_reports_load_warnings(tmp_path: Path) -> None:
+    file = tmp_path / "loose.py"
+    file.write_text("from protomcp_sdk import tool\n\n@tool\ndef f(x) -> str:\n    return str(x)\n")
+    env = {**os.environ, "HOME": str(tmp_path)}
+    done = subprocess.run(
+        [*HOST, "doctor", str(file)], capture_output=True, text=True, timeout=120, env=env,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "loose.py: 1 tool loaded" in done.stdout
+    assert "loose.py: warning: tool 'f': parameter 'x' has no type annotation" in done.stdout

@@ -158,3 +158,17 @@ async def test_installed_claude_desktop_entry_answers_tools_list(tmp_path: Path)
         await session.initialize()
         tools = await session.list_tools()
     assert [t.name for t in tools.tools] == ["hello"]
+
+
+def test_banner_prints_the_entry_install_writes(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from protomcp_host.app import banner
+
+    catalog = type("Catalog", (), {"__len__": lambda self: 1, "names": lambda self: ["hello"]})()
+    host = SimpleNamespace(files=[HELLO.resolve()], catalog=catalog)
+    for dev in (False, True):
+        printed = banner(host, dev)  # type: ignore[arg-type]
+        line = next(line for line in printed.splitlines() if '"mcpServers"' in line)
+        written = orjson.loads(installer.install("mcp-json", [HELLO], dev=dev))
+        assert orjson.loads(line) == written
