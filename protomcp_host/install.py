@@ -326,9 +326,9 @@ def install(
     which: Callable[[str], str | None] = shutil.which,
 ) -> str:
     """Install `files` into `client`; returns what to tell the user. Raises InstallError."""
-    missing = [str(f) for f in files if not f.is_file()]
+    missing = [str(f) for f in files if not f.exists()]  # files, or folders of tool files
     if missing:
-        raise InstallError("no such tool file: " + ", ".join(missing))
+        raise InstallError("no such tool file or folder: " + ", ".join(missing))
     name = name or default_name(files)
     entry = server_entry(files, dev=dev, env=env)
     if client == "mcp-json":

@@ -132,9 +132,12 @@ def test_mcp_json_prints_a_portable_entry() -> None:
     assert entry["args"][-2:] == ["dev", str(HELLO.resolve())]
 
 
-def test_missing_tool_file_is_refused(tmp_path: Path) -> None:
+def test_missing_tool_file_is_refused_and_folders_are_fine(tmp_path: Path) -> None:
     with pytest.raises(InstallError, match="no such tool file"):
         installer.install("cursor", [tmp_path / "nope.py"], place=place_for("linux", tmp_path))
+    installer.install("cursor", [EXAMPLES], name="examples", place=place_for("linux", tmp_path))  # a folder
+    entry = orjson.loads((tmp_path / ".cursor" / "mcp.json").read_bytes())["mcpServers"]["examples"]
+    assert entry["args"][-1] == str(EXAMPLES.resolve())
 
 
 async def test_installed_claude_desktop_entry_answers_tools_list(tmp_path: Path) -> None:
