@@ -26,13 +26,15 @@ EXPLAIN = (
     "Each call through a middleware adds two host ↔ middleware-process round trips (phases "
     '"before" and "after").'
 )
-SETUPS = {"no middleware": ["tools_protomcp.py"], "one middleware": ["tools_protomcp.py", "mw_passthrough.py"]}
+SETUPS = {
+    "no middleware": ["tools_protomcp.py"],
+    "one middleware": ["tools_protomcp.py", "mw_passthrough.py"],
+}
+ECHO = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}\n'
 
 
 def echo_line(request_id: int) -> bytes:
-    return b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}\n' % (
-        request_id
-    )
+    return ECHO % request_id
 
 
 def echo_ok(message: dict) -> bool:  # type: ignore[type-arg]
@@ -80,7 +82,7 @@ def report(results: dict[str, list[tuple[float, float]]], reps: int) -> str:
         medians[name] = (cps, p50)
         lines.append(f"| {name} | {cps:,.0f} | {p50:,.0f} |")
     ratio = medians["one middleware"][0] / medians["no middleware"][0]
-    lines += ["", f"Throughput with one middleware: {ratio:.2f}× of none."]
+    lines += ["", f"Throughput with one middleware: {ratio:.2f}x of none."]
     return "\n".join(lines)
 
 
@@ -92,7 +94,9 @@ def replace_section(text: str, heading: str, body: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--calls", type=int, default=20_000)
     parser.add_argument("--out", type=Path, help="replace the middleware section of this markdown file")

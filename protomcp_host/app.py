@@ -3,7 +3,6 @@ sessions, and the transport. Also the home of what the host prints on stderr."""
 
 from __future__ import annotations
 
-import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -16,7 +15,7 @@ import orjson
 
 from protomcp_host import __version__
 from protomcp_host.envelope import control_change, tool_from_definition
-from protomcp_host.launch import Launched, StartupError
+from protomcp_host.launch import Launched, StartupError, label_of
 from protomcp_host.middleware import ChainRun, Middleware
 from protomcp_host.output import OutputForwarder
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog
@@ -44,8 +43,12 @@ class Host:
         launched: dict[Path, Launched] | None = None,
         include_tags: tuple[str, ...] = (),
         exclude_tags: tuple[str, ...] = (),
+        server_name: str | None = None,
+        instructions: str | None = None,
     ) -> None:
         self.files = files
+        self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
+        self.instructions = instructions
         self.call_timeout = call_timeout
         self.catalog = Catalog(page_size)
         self.stderr = stderr or _print_stderr
@@ -58,11 +61,11 @@ class Host:
         self._tg: anyio.abc.TaskGroup | None = None
         self.started = False
         for file in files:
-            self.supervisors[file.name] = Supervisor(
+            self.supervisors[label_of(file)] = Supervisor(
                 file,
                 python=python,
                 on_tools=self._on_tools,
-                on_output=OutputForwarder(file.name, self.stderr, self.broadcast_log),
+                on_output=OutputForwarder(label_of(file), self.stderr, self.broadcast_log),
                 on_log=self.broadcast_log,
                 on_problem=self.report_problem,
                 on_control=self.on_control,
@@ -105,7 +108,7 @@ class Host:
     # -- sessions ------------------------------------------------------------------
     def connect(self, write: Writer) -> Router:
         """A new client session whose messages go to `write`."""
-        router = Router(self, Session(self.catalog, SERVER_INFO), write)
+        router = Router(self, Session(self.catalog, self.server_info, self.instructions), write)
         self.routers.append(router)
         return router
 
@@ -149,6 +152,8 @@ class Host:
             return
         after = {t.name: t.mcp for t in tools}
         self.stderr(f"protomcp: loaded {supervisor.label}: {describe_change(before, after)}")
+        if before.keys() != after.keys():
+            self.stderr(RESTART_HINT)
         if changed:
             for router, visible in seen:
                 router.carry_out(router.session.catalog_changed(visible))
@@ -163,6 +168,12 @@ class Host:
     def report_problem(self, message: str) -> None:
         self.stderr(f"protomcp: {message}")
         self.broadcast_log("error", "protomcp", message)
+
+
+RESTART_HINT = (
+    "protomcp: the tool names changed: Claude Desktop and Cursor do not follow tools/list_changed, "
+    "restart them (Cursor: refresh the server) to see added or removed tools"
+)
 
 
 def describe_change(before: dict[str, Any], after: dict[str, Any]) -> str:
@@ -223,19 +234,24 @@ async def serve(
 
 def banner(host: Host, reload: bool) -> str:
     """What a person who started protomcp in a terminal needs to know."""
-    command = shutil.which("protomcp") or sys.executable
-    prefix = [] if command.endswith("protomcp") else ["-m", "protomcp_host"]
-    name = host.files[0].stem if len(host.files) == 1 else "tools"
-    entry = {name: {"command": str(Path(command).resolve()), "args": [*prefix, "run", *map(str, host.files)]}}
-    files = ", ".join(f.name for f in host.files)
+    from protomcp_host.install import default_name, server_entry
+
+    entry = {"mcpServers": {default_name(host.files): server_entry(host.files, dev=reload)}}
+    files = ", ".join(map(label_of, host.files))
     lines = [
         f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files}",
         f"  {', '.join(host.catalog.names())}",
-        'Add to Claude Desktop\'s claude_desktop_config.json under "mcpServers":',
+        f"Install it in a client with `protomcp install claude-desktop {' '.join(map(str, host.files))}`"
+        f"{' --dev' if reload else ''} (or claude-code, cursor, vscode, gemini-cli). The entry it writes:",
         "  " + orjson.dumps(entry).decode(),
     ]
     if reload:
-        lines.append("Watching for changes: save a tool file and the client sees the new tools, no restart.")
+        lines.append(
+            "Watching for changes: save a tool file and its process reloads; edited tool bodies work at "
+            "once in every client. Added or removed tools reach Claude Code, VS Code and Gemini CLI "
+            "(they follow tools/list_changed); Claude Desktop and Cursor need a restart (Cursor: refresh "
+            "the server in its MCP settings)."
+        )
     lines.append(
         "This terminal is now the MCP stdio channel (clients start protomcp themselves). Ctrl+C quits."
     )

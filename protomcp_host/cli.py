@@ -12,6 +12,7 @@ import orjson
 from protomcp_host import __version__
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+SOURCES = click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 PYTHON = click.option(
     "--python",
     "python",
@@ -46,6 +47,29 @@ def _serve_options(fn: Any) -> Any:
     return fn
 
 
+def _source_options(fn: Any) -> Any:
+    fn = click.option(
+        "--plugin", "plugins", multiple=True, metavar="NAME",
+        help="Also serve an installed tool plugin (see `protomcp plugins`); repeatable.",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "-m", "--module", "modules", multiple=True, metavar="MODULE",
+        help="Also serve a tool module by import path, e.g. -m mypackage.tools; repeatable.",
+    )(fn)  # fmt: skip
+    return fn
+
+
+def _identity_options(fn: Any) -> Any:
+    fn = click.option(
+        "--instructions", metavar="TEXT",
+        help="How to use these tools, sent to the client (default: the tool files' docstrings).",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--name", "server_name", metavar="NAME", help="Server name initialize reports (default: protomcp)."
+    )(fn)
+    return fn
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="protomcp")
 def main() -> None:
@@ -57,10 +81,16 @@ def main() -> None:
 
 
 @main.command()
-@FILES
+@SOURCES
+@_source_options
+@_identity_options
 @_serve_options
 def run(
     files: tuple[Path, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
+    server_name: str | None,
+    instructions: str | None,
     transport: str,
     python: str,
     call_timeout: float,
@@ -70,11 +100,15 @@ def run(
 ) -> None:
     """Serve the tools in FILES (files or folders of tool files) over MCP.
 
-    This is the command to put in your AI client's config. Each file runs in its own
-    supervised tool process; a tool process that crashes is restarted.
+    This is the command to put in your AI client's config. Each file, module and plugin
+    runs in its own supervised tool process; a tool process that crashes is restarted.
     """
     _serve(
         files,
+        modules=modules,
+        plugins=plugins,
+        server_name=server_name,
+        instructions=instructions,
         python=python,
         call_timeout=call_timeout,
         page_size=page_size,
@@ -84,7 +118,9 @@ def run(
 
 
 @main.command()
-@FILES
+@SOURCES
+@_source_options
+@_identity_options
 @_serve_options
 @click.option(
     "--watch", "watch", multiple=True, metavar="GLOB",
@@ -93,6 +129,10 @@ def run(
 @click.option("--no-reload", is_flag=True, help="Do not watch files; behave like run, with dev diagnostics.")
 def dev(
     files: tuple[Path, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
+    server_name: str | None,
+    instructions: str | None,
     transport: str,
     python: str,
     call_timeout: float,
@@ -112,6 +152,10 @@ def dev(
     """
     _serve(
         files,
+        modules=modules,
+        plugins=plugins,
+        server_name=server_name,
+        instructions=instructions,
         python=python,
         call_timeout=call_timeout,
         page_size=page_size,
@@ -125,9 +169,22 @@ def dev(
 def _serve(files: tuple[Path, ...], **options: Any) -> None:
     from protomcp_host.launch import StartupError, launch, tool_files
 
+    modules, plugins = options.pop("modules"), options.pop("plugins")
+    if not (files or modules or plugins):
+        raise click.UsageError("nothing to serve: give tool FILES, -m MODULE or --plugin NAME")
     # Start the tool processes first, so they boot while this process imports the host.
     try:
-        launched = {file: launch(file, options["python"]) for file in tool_files(list(files))}
+        sources = list(files)
+        if modules or plugins:
+            from protomcp_host.plugins import resolve
+
+            sources += resolve(list(modules), list(plugins), options["python"])
+        launched = {file: launch(file, options["python"]) for file in tool_files(sources)}
+        if options["instructions"] is None:
+            from protomcp_host.launch import module_docstring
+
+            docs = [module_docstring(file) for file in launched]
+            options["instructions"] = "\n\n".join(doc for doc in docs if doc) or None
     except StartupError as exc:
         click.echo(f"protomcp: cannot start: {exc}", err=True)
         sys.exit(1)
@@ -160,26 +217,19 @@ def list_command(file: Path, as_json: bool, python: str) -> None:
     if as_json:
         click.echo(orjson.dumps({"tools": tools}, option=orjson.OPT_INDENT_2).decode())
         return
+    from protomcp_host.show import signature
+
     for entry in tools:
-        click.echo(f"{entry['name']}{_signature(entry.get('inputSchema', {}))}")
+        click.echo(f"{entry['name']}{signature(entry.get('inputSchema', {}))}")
         description = (entry.get("description") or "").strip()
         if description:
             click.echo(f"    {description.splitlines()[0]}")
 
 
-def _signature(schema: dict[str, Any]) -> str:
-    required = set(schema.get("required", []))
-    parts = []
-    for name, prop in schema.get("properties", {}).items():
-        kind = prop.get("type", "any") if isinstance(prop, dict) else "any"
-        kind = "|".join(kind) if isinstance(kind, list) else kind
-        parts.append(f"{name}: {kind}" + ("" if name in required else " = ..."))
-    return f"({', '.join(parts)})"
-
-
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.argument("tool")
+@click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
 @click.option(
     "--args", "args", default="{}", show_default=True, help="Arguments as a JSON object, e.g. '{\"a\": 1}'."
 )
@@ -189,19 +239,39 @@ def _signature(schema: dict[str, Any]) -> str:
     help="Seconds the call may run before it is cancelled and reported as an error (0 = no limit).",
 )  # fmt: skip
 @PYTHON
-def call(file: Path, tool: str, args: str, as_json: bool, call_timeout: float, python: str) -> None:
-    """Call TOOL from FILE once and print its result (exit status 1 if it is an error)."""
+def call(
+    file: Path, tool: str, pairs: tuple[str, ...], args: str, as_json: bool, call_timeout: float, python: str
+) -> None:
+    """Call TOOL from FILE once and print its result (exit status 1 if it is an error).
+
+    Arguments are KEY=VALUE pairs (VALUE is read as JSON, e.g. n=3 or tags='["a"]', except
+    for text parameters) and/or --args JSON. Progress and log messages go to stderr.
+    """
+    from protomcp_host.direct import list_tools
+    from protomcp_host.show import CallDisplay, parse_pairs
+
     try:
         arguments = orjson.loads(args)
     except orjson.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--args") from None
     if not isinstance(arguments, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--args")
+    display = CallDisplay(tool)
 
     async def one_call(request: Any) -> dict[str, Any]:
-        return await request("tools/call", {"name": tool, "arguments": arguments})
+        if pairs:
+            schemas = {entry["name"]: entry.get("inputSchema", {}) for entry in await list_tools(request)}
+            try:
+                arguments.update(parse_pairs(pairs, schemas.get(tool, {})))
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="KEY=VALUE") from None
+        params = {"name": tool, "arguments": arguments, "_meta": {"progressToken": 1}}
+        try:
+            return await request("tools/call", params)
+        finally:
+            display.close()
 
-    result = _with_client([file], python, one_call, call_timeout=call_timeout or None)
+    result = _with_client([file], python, one_call, call_timeout=call_timeout or None, on_message=display)
     if as_json:
         click.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     else:
@@ -244,6 +314,102 @@ def _with_client(files: list[Path], python: str, action: Any, **options: Any) ->
 
 def _err(text: str) -> None:
     click.echo(text, err=True)
+
+
+@main.command()
+@PYTHON
+def plugins(python: str) -> None:
+    """List the tool plugins installed distributions offer (entry-point group protomcp.plugins)."""
+    from protomcp_host import plugins as found
+    from protomcp_host.launch import StartupError
+
+    try:
+        installed = found.installed(python)
+    except StartupError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not installed:
+        click.echo(f"No tool plugins installed for {python} (entry-point group {found.GROUP}).")
+        return
+    for plugin in installed:
+        where = str(plugin.file) if plugin.file else f"problem: {plugin.error}"
+        click.echo(f"{plugin.name}  {plugin.module}  ({plugin.distribution} {plugin.version})  {where}")
+    click.echo(f"Serve one with: protomcp run --plugin {installed[0].name}")
+
+
+@main.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@PYTHON
+def doctor(files: tuple[Path, ...], python: str) -> None:
+    """Check the interpreter, tool FILES and AI client configs; say how to fix each problem.
+
+    Exits with status 1 when a problem was found.
+    """
+    import anyio
+
+    from protomcp_host.doctor import Finding, diagnose, interpreter_line
+    from protomcp_host.install import Place
+
+    def show(finding: Finding) -> None:
+        mark = click.style("ok ", fg="green") if finding.ok else click.style("!! ", fg="red", bold=True)
+        click.echo(mark + finding.text)
+        if finding.detail:
+            click.echo("\n".join("     " + line for line in finding.detail.splitlines()))
+        if finding.fix:
+            click.echo("   -> " + finding.fix)
+
+    click.echo(interpreter_line())
+    problems = anyio.run(diagnose, list(files), python, Place.current(), show, backend="asyncio")
+    click.echo(f"{problems} problem{'s' * (problems != 1)} found." if problems else "No problems found.")
+    sys.exit(1 if problems else 0)
+
+
+CLIENT = click.argument("client", type=click.Choice(
+    ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "mcp-json"]))  # fmt: skip
+
+
+@main.command()
+@CLIENT
+@FILES
+@click.option("--name", help="Server name in the client's config (default: the tool file's name).")
+@click.option(
+    "--env", "env", multiple=True, metavar="KEY=VALUE", help="Environment for the server (repeatable)."
+)
+@click.option(
+    "--env-file", type=click.Path(path_type=Path, dir_okay=False), help="Read KEY=VALUE lines from a file."
+)
+@click.option("--dev", is_flag=True, help="Install `protomcp dev` (hot reload) instead of `protomcp run`.")
+@click.option("--force", is_flag=True, help="Replace an existing server of the same name.")
+def install(
+    client: str, files: tuple[Path, ...], name: str | None, env: tuple[str, ...], env_file: Path | None,
+    dev: bool, force: bool,
+) -> None:  # fmt: skip
+    """Add the tools in FILES to an AI client's MCP configuration.
+
+    CLIENT is claude-desktop, claude-code, cursor, vscode, gemini-cli, or mcp-json (print a
+    portable "mcpServers" entry). Paths are made absolute; other servers in the config are
+    kept and the previous file is saved next to it as .bak.
+    """
+    from protomcp_host import install as installer
+
+    try:
+        variables = installer.parse_env(env, env_file)
+        click.echo(installer.install(client, list(files), name=name, env=variables, dev=dev, force=force))
+    except installer.InstallError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@main.command()
+@CLIENT
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Remove the entry even if protomcp did not write it.")
+def uninstall(client: str, name: str, force: bool) -> None:
+    """Remove the server NAME from an AI client's MCP configuration (other servers are kept)."""
+    from protomcp_host import install as installer
+
+    try:
+        click.echo(installer.uninstall(client, name, force=force))
+    except installer.InstallError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 if __name__ == "__main__":

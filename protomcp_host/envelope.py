@@ -68,7 +68,11 @@ def tool_answer(response: pb.CallToolResponse, raw: list[bytes] | None, trusted:
     it travelled outside the Envelope (raw payload or spool file)."""
     content = raw if raw is not None else [response.result_json.encode() or b"[]"]
     structured = response.structured_content_json.encode() if response.structured_content_json else b""
-    return ToolAnswer(content, structured, response.is_error, trusted)
+    meta = b""
+    if response.is_error and response.error.error_code:  # a ToolError's code, for programs to act on
+        error = {"code": response.error.error_code, "retryable": response.error.retryable}
+        meta = orjson.dumps({"protomcp/error": error})
+    return ToolAnswer(content, structured, response.is_error, trusted, meta)
 
 
 def control_change(envelope: pb.Envelope) -> dict[str, Any]:

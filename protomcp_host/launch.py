@@ -30,11 +30,31 @@ def tool_files(paths: list[Path]) -> list[Path]:
             files.append(path)
         else:
             raise StartupError(f"{path}: no such file or folder")
-    labels = [f.name for f in files]
+    labels = [label_of(f) for f in files]
     if len(set(labels)) != len(labels):
         # Labels name tool processes in messages; keep them unambiguous.
         raise StartupError("two tool files share a file name: " + ", ".join(sorted(labels)))
     return files
+
+
+def label_of(file: Path) -> str:
+    """How messages name a tool file: its file name, or its module name inside a package
+    (two plugins may both have a tools.py)."""
+    package = package_of(file)
+    return package[1] if package else file.name
+
+
+def package_of(file: Path) -> tuple[Path, str] | None:
+    """(import root, dotted module name) for a file inside a package (a folder with
+    __init__.py); None for a stand-alone file. Mirrors protomcp_sdk.runtime.package_of."""
+    if not (file.parent / "__init__.py").is_file():
+        return None
+    parts = [] if file.name == "__init__.py" else [file.stem]
+    folder = file.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return folder, ".".join(parts)
 
 
 @dataclass(slots=True)
@@ -67,3 +87,13 @@ def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -
         os.close(to_child_r)
         os.close(from_child_w)
     return Launched(process, to_child_w, from_child_r)
+
+
+def module_docstring(file: Path) -> str:
+    """A tool file's module docstring, read without running the file ("" if none or unreadable)."""
+    import ast
+
+    try:
+        return ast.get_docstring(ast.parse(file.read_bytes(), str(file))) or ""
+    except (OSError, SyntaxError, ValueError):
+        return ""  # the tool process reports a file that does not load

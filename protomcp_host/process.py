@@ -17,7 +17,7 @@ from typing import IO
 
 import anyio
 
-from protomcp_host.launch import Launched, launch
+from protomcp_host.launch import Launched, label_of, launch
 from protomcp_host.pipes import read_into
 
 STDERR_TAIL = 20
@@ -28,7 +28,7 @@ OutputSink = Callable[[str, str], None]  # (stream name "stdout"/"stderr", line)
 class ToolProcess:
     def __init__(self, file: Path, python: str, on_output: OutputSink, *, standby: bool = False) -> None:
         self.file = file
-        self.label = file.name
+        self.label = label_of(file)
         self.python = python
         self.standby = standby
         self.on_output = on_output

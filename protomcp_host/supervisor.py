@@ -13,7 +13,7 @@ import anyio
 import anyio.abc
 
 from protomcp_host.channel import Channel, ControlHandler, fail_call
-from protomcp_host.launch import Launched
+from protomcp_host.launch import Launched, label_of
 from protomcp_host.protocol.session import Call
 from protomcp_host.worker import LoadError, LogSink, OutputSink, Worker, WorkerError
 from protomcp_sdk import protomcp_pb2 as pb
@@ -55,7 +55,7 @@ class Supervisor:
         launched: Launched | None = None,
     ) -> None:
         self.file = file
-        self.label = file.name
+        self.label = label_of(file)
         self.python = python
         self.on_tools = on_tools
         self.on_output = on_output

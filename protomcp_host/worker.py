@@ -11,13 +11,15 @@ import os
 import shutil
 import signal
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
 import anyio.abc
 
 from protomcp_host.channel import Channel, ChannelError, ControlHandler, LogSink, fail_call
-from protomcp_host.launch import Launched
+from protomcp_host.distribution import DIST_NAME, install_command
+from protomcp_host.launch import Launched, label_of
 from protomcp_host.pipes import read_into
 from protomcp_host.process import OutputSink, ToolProcess
 from protomcp_host.protocol.session import Call
@@ -45,7 +47,7 @@ class Worker:
         standby: bool = False,
     ) -> None:
         self.file = file
-        self.label = file.name
+        self.label = label_of(file)
         self.python = python
         self.on_output: OutputSink = on_output or (lambda stream, line: None)
         self.on_log: LogSink = on_log or (lambda level, logger, data: None)
@@ -115,10 +117,11 @@ class Worker:
                 f"{self.label}: tool process did not finish its handshake within {timeout:g}s"
             ) from None
         if hello is None:
-            if any("No module named protomcp_sdk" in line for line in self.process.stderr_tail):
+            missing = _missing_sdk_module(self.process.stderr_tail)
+            if missing:
                 raise WorkerError(
-                    f"{self.label}: protomcp_sdk is not importable by {self.python}; "
-                    "install protomcp in that environment (pip install protomcp) or choose another --python"
+                    f"{self.label}: protomcp_sdk is not importable by {self.python} ({missing}); install "
+                    f"{DIST_NAME} there ({install_command(self.python)}) or choose another --python"
                 )
             raise WorkerError(self.death or f"{self.label}: tool process exited during start-up")
         if hello.error:
@@ -187,6 +190,19 @@ class Worker:
 
     def kill(self) -> None:
         self.process.kill()
+
+
+_SDK_MODULES = ("protomcp_sdk", "orjson", "google", "pydantic", "anyio")
+
+
+def _missing_sdk_module(lines: Iterable[str]) -> str:
+    """ "No module named ..." for the SDK or one of its dependencies, from a failed start-up."""
+    for line in lines:
+        text = line.split("] ", 1)[-1].strip()
+        _, found, module = text.partition("No module named ")
+        if found and module.strip("'").split(".")[0] in _SDK_MODULES:
+            return f"No module named {module}"
+    return ""
 
 
 __all__ = ["LoadError", "LogSink", "OutputSink", "Worker", "WorkerError"]

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import orjson
 
+from protomcp_sdk import docstrings
 from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.outputs import OutputCheck
 from protomcp_sdk.schema import ArgumentError, Converter, analyze  # ArgumentError is used from here
 
 if TYPE_CHECKING:
@@ -49,6 +51,8 @@ class ToolSpec:
     hidden: bool = False
     tags: frozenset[str] = frozenset()
     timeout: float | None = None
+    warnings: tuple[str, ...] = ()  # likely mistakes, printed when the tool file loads
+    output_checker: OutputCheck | None = field(default=None, repr=False, compare=False)  # built on first use
 
     @classmethod
     def from_function(
@@ -73,8 +77,13 @@ class ToolSpec:
         if isinstance(tags, str):
             raise TypeError(f"tool {tool_name!r}: tags must be a set of strings, e.g. tags={{{tags!r}}}")
         signature = analyze(fn, tool_name)
+        summary, documented = docstrings.parse(inspect.cleandoc(fn.__doc__)) if fn.__doc__ else ("", {})
         if description is None:
-            description = inspect.cleandoc(fn.__doc__) if fn.__doc__ else ""
+            description = summary  # the parameter sections go into the schema instead
+        for param, text in documented.items():
+            prop = signature.input_schema.get("properties", {}).get(param)
+            if isinstance(prop, dict) and "description" not in prop:
+                prop["description"] = text
         return cls(
             name=tool_name,
             title=title,
@@ -90,6 +99,7 @@ class ToolSpec:
             hidden=bool(hidden),
             tags=frozenset(tags),
             timeout=float(timeout) if timeout is not None else None,
+            warnings=signature.warnings,
         )
 
     def convert(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
@@ -147,6 +157,14 @@ class Registry:
     def clear(self) -> None:
         self.tools.clear()
         self.middleware.clear()
+
+    def warnings(self, file_name: str) -> list[str]:
+        """What the author of a just-loaded tool file should hear about."""
+        if not self.tools:
+            return [
+                f"{file_name} defines no tools: decorate functions with @tool (from protomcp_sdk import tool)"
+            ]
+        return [warning for spec in self.tools.values() for warning in spec.warnings]
 
 
 REGISTRY = Registry()

@@ -212,6 +212,9 @@ def encode_result(value: Any, spec: ToolSpec) -> Encoded:
                 structured = b'{"result":' + inner + b"}"
             elif text_json is not None and text_json.startswith(b"{"):
                 structured = text_json  # structuredContent must be an object
+            problem = _output_problem(spec, value, structured)
+            if problem:
+                return _invalid_result(spec.name, problem)
         return _encoded(content, structured=structured)
     except orjson.JSONEncodeError as exc:
         return _invalid_result(spec.name, f"its return value cannot be converted to JSON ({exc})")
@@ -313,6 +316,22 @@ def _block_from_mcp(block: dict[str, Any]) -> ContentBlock:
             mime_type=resource.get("mimeType"),
         )
     return Text(orjson.dumps(block).decode())  # a block type this SDK does not know
+
+
+def _output_problem(spec: ToolSpec, value: Any, structured: bytes | None) -> str:
+    """Why a result does not fit the tool's outputSchema ("" when it does)."""
+    if structured is None:
+        kind = "None" if value is None else type(value).__name__
+        return f"it declares an output schema but returned {kind}, which is not a JSON object"
+    if spec.output_checker is None:
+        from protomcp_sdk.outputs import output_check
+
+        spec.output_checker = output_check(spec.output_schema or {}, spec.wraps_result)
+    problem = spec.output_checker(value, structured)
+    if problem is None:
+        return ""
+    fix = "fix the return annotation or the value"
+    return f"its return value does not match its output schema ({problem}); {fix}"
 
 
 def _invalid_result(tool_name: str, problem: str) -> Encoded:

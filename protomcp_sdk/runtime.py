@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import importlib
 import itertools
 import os
 import runpy
@@ -148,6 +149,8 @@ class ToolProcess:
         self.loaded = True
         logs.install(self.send)
         load_error = load_tool_file(self.tool_file)
+        for warning in [] if load_error else REGISTRY.warnings(Path(self.tool_file).name):
+            print(f"warning: {warning}", file=sys.stderr)
         self.send(pb.Envelope(hello=self._hello(load_error)))
         if load_error:
             self.finish(1)
@@ -278,13 +281,29 @@ def load_tool_file(path: str) -> str:
     """Import the user's tool file; return "" or the traceback text of the failure."""
     REGISTRY.clear()
     file = Path(path).resolve()
-    sys.path.insert(0, str(file.parent))
+    package = package_of(file)
+    sys.path.insert(0, str(package[0] if package else file.parent))
     try:
-        runpy.run_path(str(file), run_name="__protomcp_tools__")
+        if package:  # a module of its package, so relative imports work
+            importlib.import_module(package[1])
+        else:
+            runpy.run_path(str(file), run_name="__protomcp_tools__")
     except BaseException as exc:  # SyntaxError, ImportError, SystemExit in a tool file...
         REGISTRY.clear()
         return _user_traceback(exc)
     return ""
+
+
+def package_of(file: Path) -> tuple[Path, str] | None:
+    """(import root, dotted module name) when the file's folder is a package (has __init__.py)."""
+    if not (file.parent / "__init__.py").is_file():
+        return None
+    parts = [] if file.name == "__init__.py" else [file.stem]
+    folder = file.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return folder, ".".join(parts)
 
 
 def _user_traceback(exc: BaseException) -> str:
@@ -292,7 +311,11 @@ def _user_traceback(exc: BaseException) -> str:
     sdk = os.path.dirname(__file__) + os.sep
     report = traceback.TracebackException.from_exception(exc)
     report.stack = traceback.StackSummary.from_list(
-        [f for f in report.stack if not f.filename.startswith(sdk) and "runpy" not in f.filename]
+        [
+            f
+            for f in report.stack
+            if not f.filename.startswith((sdk, "<frozen importlib")) and "runpy" not in f.filename
+        ]
     )
     return "".join(report.format())
 

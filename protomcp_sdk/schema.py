@@ -40,6 +40,7 @@ _REQUIRED: Any = inspect.Parameter.empty
 _MISSING: Any = object()
 _UNION_TYPES = (Union, types.UnionType)
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_EXTRA = "Extra inputs are not permitted"
 _MAX_SHOWN_INPUT = 60  # characters of a rejected value quoted back in an error
 
 
@@ -52,13 +53,14 @@ class Signature:
     """What a tool function's signature means to MCP."""
 
     params: tuple[str, ...]  # the arguments in the input schema, in order (no Context)
-    # dict of JSON arguments -> keyword arguments for the function; defaults filled in,
-    # unknown keys ignored. Raises ArgumentError naming every bad argument.
+    # dict of JSON arguments -> keyword arguments for the function; defaults filled in.
+    # Raises ArgumentError naming every bad (or unknown) argument.
     convert: Converter
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None
     wraps_result: bool
     context_param: str | None
+    warnings: tuple[str, ...] = ()  # likely mistakes worth telling the author at load time
 
 
 def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True) -> Signature:
@@ -70,6 +72,7 @@ def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True) -> Sig
     hints = resolve_hints(fn, tool_name)
     context_param: str | None = None
     params: list[_Param] = []
+    notes: list[str] = []
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             star = "*" if param.kind is param.VAR_POSITIONAL else "**"
@@ -85,15 +88,30 @@ def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True) -> Sig
         annotation = hints.get(param.name, Any)
         if is_context_type(annotation):
             context_param = param.name
-        else:
-            params.append((param.name, annotation, param.default))
+            continue
+        params.append((param.name, annotation, param.default))
+        if param.name in ("ctx", "context"):
+            notes.append(
+                f"tool {tool_name!r}: parameter {param.name!r} is not annotated Context, so it is an "
+                f"argument the model must fill in; write `{param.name}: Context` to get the call context"
+            )
+        elif param.name not in hints:
+            notes.append(
+                f"tool {tool_name!r}: parameter {param.name!r} has no type annotation, so the model may "
+                "pass any JSON value; annotate it (e.g. `: str`) to get validation and a clear schema"
+            )
 
     built = (fast and _simple_arguments(params, tool_name)) or _pydantic_arguments(params, tool_name)
     input_schema, convert = built
     return_annotation = hints.get("return", inspect.Signature.empty)
     output_schema, wraps = output_schema_for(return_annotation, tool_name, fast=fast)
+    if _strip_annotated(return_annotation) in (bytes, bytearray):
+        notes.append(
+            f"tool {tool_name!r} returns bytes, which the model receives as JSON text; return "
+            "Image(data, mime_type), Audio(...) or EmbeddedResource(uri, blob=...) to send binary content"
+        )
     names = tuple(name for name, _, _ in params)
-    return Signature(names, convert, input_schema, output_schema, wraps, context_param)
+    return Signature(names, convert, input_schema, output_schema, wraps, context_param, tuple(notes))
 
 
 def resolve_hints(fn: Callable[..., Any], tool_name: str) -> dict[str, Any]:
@@ -156,6 +174,9 @@ def describe(errors: list[dict[str, Any]]) -> str:
         if error["type"] == "missing":
             problems.append(f"{where}: required argument is missing")
             continue
+        if error["type"] == "extra_forbidden":
+            problems.append(f"{where}: unknown argument (not a parameter of this tool)")
+            continue
         problems.append(f"{where}: {error['msg']} (got {_shown(error.get('input'))})")
     return "; ".join(problems)
 
@@ -216,7 +237,8 @@ def _simple_arguments(params: list[_Param], tool_name: str) -> tuple[dict[str, A
         properties[name] = dict(sorted(prop.items()))  # pydantic sorts schema keys
         coerce = _COERCE[base]
         fields.append((name, base, _or_none(coerce) if nullable else coerce, default))
-    schema: dict[str, Any] = {"properties": properties}
+    # Unknown arguments are rejected (pydantic's key order: additionalProperties first).
+    schema: dict[str, Any] = {"additionalProperties": False, "properties": properties}
     if required:
         schema["required"] = required
     schema["type"] = "object"
@@ -229,8 +251,11 @@ def _converter(
     def convert(arguments: dict[str, Any]) -> dict[str, Any]:
         kwargs = {}
         errors = []
+        given = 0
         for name, exact, coerce, default in fields:
             value = arguments.get(name, _MISSING)
+            if value is not _MISSING:
+                given += 1
             if type(value) is exact:
                 kwargs[name] = value
             elif value is _MISSING:
@@ -245,6 +270,18 @@ def _converter(
                     kwargs[name] = coerce(value)
                 except _Invalid as problem:
                     errors.append({"loc": (name,), "type": problem.type, "msg": problem.msg, "input": value})
+        if given < len(arguments):  # keys that are no parameter, reported after the fields as pydantic does
+            known = {field[0] for field in fields}
+            errors.extend(
+                {
+                    "loc": (key,),
+                    "type": "extra_forbidden",
+                    "msg": "Extra inputs are not permitted",
+                    "input": value,
+                }
+                for key, value in arguments.items()
+                if key not in known
+            )
         if errors:
             raise _argument_error(tool_name, errors)
         return kwargs
@@ -403,13 +440,15 @@ def _arguments_model(
 ) -> type[BaseModel]:
     from pydantic import ConfigDict, create_model
 
-    config = ConfigDict(extra="ignore")
+    config = ConfigDict(extra="forbid")
     try:
         return create_model(f"{tool_name}_arguments", __config__=config, **definitions)
     except Exception as exc:
         culprit = _failing_parameter(annotations)
         where = f"parameter {culprit!r}" if culprit else "its parameters"
-        raise TypeError(f"tool {tool_name!r}: cannot build an input schema from {where}: {exc}") from exc
+        raise TypeError(
+            f"tool {tool_name!r}: cannot build an input schema from {where}: {_pydantic_message(exc)}"
+        ) from None  # pydantic's own frames say nothing to the tool's author
 
 
 def _failing_parameter(annotations: dict[str, Any]) -> str | None:
@@ -433,9 +472,9 @@ def _pydantic_output_schema(annotation: Any, tool_name: str) -> dict[str, Any]:
     except Exception as exc:
         raise TypeError(
             f"tool {tool_name!r}: cannot build an output schema from the return annotation "
-            f"{_type_name(annotation)} ({exc}). Return str, a dict, a list, a dataclass or a "
-            "pydantic model, or remove the return annotation"
-        ) from exc
+            f"{_type_name(annotation)} ({_pydantic_message(exc)}). Return str, a dict, a list, a "
+            "dataclass or a pydantic model, or remove the return annotation"
+        ) from None  # pydantic's own frames say nothing to the tool's author
     return _inline_root_ref(schema)
 
 
@@ -510,6 +549,12 @@ def _location(loc: tuple[int | str, ...]) -> str:
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= _MAX_SHOWN_INPUT else text[: _MAX_SHOWN_INPUT - 3] + "..."
+
+
+def _pydantic_message(exc: Exception) -> str:
+    """pydantic's error text without its documentation links."""
+    lines = [line for line in str(exc).splitlines() if not line.strip().startswith("For further information")]
+    return " ".join(line.strip() for line in lines if line.strip()) or type(exc).__name__
 
 
 def _type_name(annotation: Any) -> str:

@@ -55,10 +55,10 @@ def test_version_matches_pyproject() -> None:
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
-        ((), ["Commands:", "run", "list", "call", "dev", "--version"]),
+        ((), ["Commands:", "run", "list", "call", "dev", "install", "doctor", "plugins", "--version"]),
         (
             ("run",),
-            ["FILES...", "Serve the tools in FILES", "--transport", "stdio", "--python", "--call-timeout"],
+            ["[FILES]...", "Serve the tools in FILES", "--python", "--call-timeout", "--module", "--plugin"],
         ),
         (("list",), ["FILE", "name, description and parameters", "--json", "--python"]),
         (("call",), ["FILE TOOL", "Call TOOL from FILE", "--args", "JSON object", "--json", "exit status 1"]),
@@ -75,7 +75,7 @@ def test_help(command: tuple[str, ...], expected: list[str]) -> None:
 def test_list(tmp_path: Path) -> None:
     proc = protomcp("list", str(HELLO))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "hello(name: string)\n    Greet someone by name.\n"
+    assert proc.stdout == "hello(name: str)\n    Greet someone by name.\n"
 
 
 def test_list_json() -> None:
@@ -88,6 +88,7 @@ def test_list_json() -> None:
                 "description": "Greet someone by name.",
                 "inputSchema": {
                     "type": "object",
+                    "additionalProperties": False,
                     "properties": {"name": {"type": "string"}},
                     "required": ["name"],
                 },

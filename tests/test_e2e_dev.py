@@ -312,6 +312,7 @@ def test_python_without_sdk_is_a_clear_error(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 1
     assert "protomcp_sdk is not importable" in proc.stderr and "--python" in proc.stderr
+    assert "install protomcp-tools there (" in proc.stderr and "-m pip install" in proc.stderr
 
 
 def test_banner_only_on_a_terminal(tmp_path: Path) -> None:

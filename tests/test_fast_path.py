@@ -114,7 +114,7 @@ def test_no_parameters() -> None:
 
     fast, slow = both(f)
     same_schemas(fast, slow)
-    assert fast.input_schema == {"properties": {}, "type": "object"}
+    assert fast.input_schema == {"additionalProperties": False, "properties": {}, "type": "object"}
 
 
 @pytest.mark.parametrize("annotation", NOT_SIMPLE, ids=repr)

@@ -20,7 +20,10 @@ _prop = st.one_of(
 _schemas = st.dictionaries(st.sampled_from("abcd"), _prop, max_size=4).flatmap(
     lambda props: st.fixed_dictionaries(
         {"type": st.just("object"), "properties": st.just(props)},
-        optional={"required": st.lists(st.sampled_from(sorted(props) or ["a"]), unique=True)},
+        optional={
+            "required": st.lists(st.sampled_from(sorted(props) or ["a"]), unique=True),
+            "additionalProperties": st.booleans(),
+        },
     )
 )
 _values = st.one_of(
@@ -46,9 +49,15 @@ def test_quick_check_declines_what_it_does_not_understand() -> None:
     assert quick_check(nested)({"a": [1]}) is False
     bounded = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}}}
     assert quick_check(bounded)({"a": 5}) is False
-    closed = {"type": "object", "properties": {}, "additionalProperties": False}
-    assert quick_check(closed)({}) is False
+    other_properties = {"type": "object", "properties": {}, "additionalProperties": {"type": "integer"}}
+    assert quick_check(other_properties)({"x": 1}) is False
     assert quick_check(None)({}) is False
+
+
+def test_quick_check_rejects_unknown_arguments_of_closed_schemas() -> None:
+    closed = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False}
+    assert quick_check(closed)({}) and quick_check(closed)({"a": 1})
+    assert quick_check(closed)({"a": 1, "b": 2}) is False
 
 
 def test_quick_check_integer_rules_match_json_schema() -> None:

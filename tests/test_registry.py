@@ -138,6 +138,7 @@ def test_async_tool_with_context() -> None:
     assert spec.is_async is True
     assert spec.context_param == "ctx"
     assert spec.input_schema == {
+        "additionalProperties": False,
         "type": "object",
         "properties": {"n": {"type": "integer"}},
         "required": ["n"],
@@ -255,10 +256,17 @@ def test_convert_result_calls_the_function() -> None:
     assert spec.convert({"a": "5", "b": 2.0}) == {"a": 5, "b": 2}
 
 
-def test_convert_leaves_out_context_and_ignores_unknown_keys() -> None:
+def test_convert_leaves_out_context_and_rejects_unknown_keys() -> None:
     def f(a: int, ctx: Context) -> None: ...
 
-    assert ToolSpec.from_function(f).convert({"a": 1, "ctx": "nope", "extra": True}) == {"a": 1}
+    spec = ToolSpec.from_function(f)
+    assert spec.convert({"a": 1}) == {"a": 1}
+    with pytest.raises(ArgumentError) as info:
+        spec.convert({"a": 1, "ctx": "nope", "extra": True})
+    assert str(info.value) == (
+        "Invalid arguments for tool 'f': ctx: unknown argument (not a parameter of this tool); "
+        "extra: unknown argument (not a parameter of this tool)"
+    )
 
 
 def test_convert_none_arguments_means_empty() -> None:
@@ -347,6 +355,7 @@ def test_definition_fields() -> None:
     assert definition.title == "Lookup"
     assert definition.description == "Look a key up."
     assert orjson.loads(definition.input_schema_json) == {
+        "additionalProperties": False,
         "type": "object",
         "properties": {"key": {"type": "string", "description": "The key"}},
         "required": ["key"],
@@ -402,5 +411,9 @@ def test_spec_keeps_schema_as_dict() -> None:
         f, name="renamed", title="T", description="D", annotations={"readOnlyHint": True}
     )
     assert (spec.name, spec.title, spec.description) == ("renamed", "T", "D")
-    assert spec.input_schema == {"type": "object", "properties": {"a": {"default": None}}}
+    assert spec.input_schema == {
+        "additionalProperties": False,
+        "type": "object",
+        "properties": {"a": {"default": None}},
+    }
     assert spec.output_schema == {"type": "object", "additionalProperties": {"type": "integer"}}

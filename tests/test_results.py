@@ -233,10 +233,39 @@ def test_list_of_models_is_wrapped() -> None:
     assert structured(response) == {"result": [{"x": 1, "y": 2}]}
 
 
-def test_object_schema_but_non_object_value_gives_no_structured_content() -> None:
+def test_object_schema_but_non_object_value_is_an_error_naming_it() -> None:
     response = to_response([1], spec_returning(dict))
-    assert content(response) == [{"type": "text", "text": "[1]"}]
-    assert response.structured_content_json == ""
+    assert response.is_error and response.structured_content_json == ""
+    assert "declares an output schema but returned list" in content(response)[0]["text"]
+    assert response.error.error_code == "invalid_result"
+
+
+@dataclass
+class Named:
+    name: str
+    size: int
+
+
+def test_value_that_does_not_match_the_output_schema_is_an_error_naming_the_field() -> None:
+    spec = spec_returning(Named)
+    assert structured(to_response(Named("a", 1), spec)) == {"name": "a", "size": 1}
+    response = to_response({"name": "a", "size": "big"}, spec)  # a dict that is not a Named
+    assert response.is_error and response.structured_content_json == ""
+    text = content(response)[0]["text"]
+    assert "does not match its output schema" in text and "size: 'big' is not of type 'integer'" in text
+    missing = content(to_response({"name": "a"}, spec))[0]["text"]
+    assert "'size' is a required property" in missing
+
+
+@pytest.mark.parametrize(("annotation", "value"), [(int, "7"), (int | None, 1.5), (bool, 1)])
+def test_plain_value_of_the_wrong_type_is_an_error(annotation: Any, value: Any) -> None:
+    response = to_response(value, spec_returning(annotation))
+    assert response.is_error and "result: " in content(response)[0]["text"]
+
+
+@pytest.mark.parametrize(("annotation", "value"), [(int, 7), (int, 7.0), (float, 2), (int | None, None)])
+def test_plain_value_of_the_right_type_passes(annotation: Any, value: Any) -> None:
+    assert not to_response(value, spec_returning(annotation)).is_error
 
 
 @pytest.mark.parametrize(

@@ -71,6 +71,7 @@ def test_scalars_required_and_defaults() -> None:
 
     schema = schema_of(f)
     assert schema == {
+        "additionalProperties": False,
         "type": "object",
         "properties": {
             "a": {"type": "integer"},
@@ -87,7 +88,7 @@ def test_no_parameters_gives_empty_object() -> None:
     def f() -> None: ...
 
     schema = schema_of(f)
-    assert schema == {"type": "object", "properties": {}}
+    assert schema == {"additionalProperties": False, "type": "object", "properties": {}}
     check(schema, {})
 
 
@@ -161,6 +162,7 @@ def test_typeddict_parameter() -> None:
 
     schema = schema_of(f)
     assert schema["$defs"]["Address"] == {
+        "additionalProperties": False,
         "type": "object",
         "title": "Address",
         "properties": {"street": {"type": "string"}, "zip": {"type": "integer"}},
@@ -275,7 +277,7 @@ def test_optional_context_parameter() -> None:
 
     signature = analyze(f, "f")
     assert signature.context_param == "context"
-    assert signature.input_schema == {"type": "object", "properties": {}}
+    assert signature.input_schema == {"additionalProperties": False, "type": "object", "properties": {}}
 
 
 def test_no_context_parameter() -> None:

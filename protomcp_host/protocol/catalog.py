@@ -80,13 +80,18 @@ _ANNOTATIONS = frozenset({"title", "description", "default", "examples"})
 
 def quick_check(schema: Any) -> Callable[[dict[str, Any]], bool]:
     """A fast yes-check for the flat schemas most tools have (an object of primitive,
-    possibly nullable, properties). It only ever says "valid" when jsonschema would too;
-    False means "ask jsonschema", which also writes the error message."""
+    possibly nullable, properties; open or closed to other properties). It only ever says
+    "valid" when jsonschema would too; False means "ask jsonschema", which also writes the
+    error message."""
     never: Callable[[dict[str, Any]], bool] = lambda arguments: False  # noqa: E731
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return never
-    if not set(schema) <= {"type", "properties", "required", *_ANNOTATIONS}:
+    if not set(schema) <= {"type", "properties", "required", "additionalProperties", *_ANNOTATIONS}:
         return never
+    closed = schema.get("additionalProperties", True)
+    if not isinstance(closed, bool):  # a schema for the other properties: ask jsonschema
+        return never
+    closed = not closed
     checks: dict[str, tuple[Callable[[Any], bool], ...]] = {}
     for name, prop in (schema.get("properties") or {}).items():
         types = _primitive_types(prop)
@@ -101,7 +106,10 @@ def quick_check(schema: Any) -> Callable[[dict[str, Any]], bool]:
                 return False
         for name, value in arguments.items():
             tests = checks.get(name)
-            if tests is not None and not any(test(value) for test in tests):
+            if tests is None:
+                if closed:  # an unknown argument: jsonschema names it
+                    return False
+            elif not any(test(value) for test in tests):
                 return False
         return True
 

@@ -88,15 +88,19 @@ class ToolAnswer:
     structured: bytes = b""
     is_error: bool = False
     trusted: bool = False
+    meta: bytes = b""  # the result's _meta object, JSON (e.g. a ToolError's code)
 
 
 Event = Send | Call | CancelCall
 
 
 class Session:
-    def __init__(self, catalog: Catalog, server_info: dict[str, Any]) -> None:
+    def __init__(
+        self, catalog: Catalog, server_info: dict[str, Any], instructions: str | None = None
+    ) -> None:
         self.catalog = catalog
         self.server_info = server_info
+        self.instructions = instructions  # how to use this server, for the client's model
         self.version: str | None = None  # negotiated protocol revision
         self.client_info: dict[str, Any] = {}
         self.client_capabilities: dict[str, Any] = {}
@@ -234,6 +238,8 @@ class Session:
             "capabilities": {"logging": {}, "tools": {"listChanged": True}},
             "serverInfo": self.server_info,
         }
+        if self.instructions and self.version != "2024-11-05":  # instructions came in 2025-03-26
+            result["instructions"] = self.instructions
         return Send(rpc.result(request.id, result))
 
     def _ping(self, request: rpc.Request, _: Batch | None) -> Event:
@@ -338,6 +344,8 @@ class Session:
         parts = [b'{"content":', *chunks]
         if structured and self.version in STRUCTURED_VERSIONS:
             parts += [b',"structuredContent":', structured]
+        if answer.meta:
+            parts += [b',"_meta":', answer.meta]
         parts.append(b',"isError":true}' if answer.is_error else b',"isError":false}')
         return rpc.raw_result(call.id, *parts)
 

@@ -1,0 +1,1 @@
+"""An example protomcp tool plugin (see tools.py and ../pyproject.toml)."""

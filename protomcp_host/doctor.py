@@ -1,0 +1,163 @@
+"""`protomcp doctor`: check the interpreter, tool files and client configs, and say what to do
+about every problem found."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from protomcp_host import __version__
+from protomcp_host.distribution import DIST_NAME, install_command
+from protomcp_host.install import (
+    CONFIG_FILES,
+    ConfigFile,
+    InstallError,
+    Place,
+    is_protomcp_entry,
+    read_config,
+)
+
+# Claude Code keeps user-scope servers in ~/.claude.json ("mcpServers"); doctor only reads it.
+CLAUDE_CODE = ConfigFile("claude-code", "Claude Code", "mcpServers", lambda p: p.home / ".claude.json")
+
+
+@dataclass
+class Finding:
+    ok: bool
+    text: str
+    fix: str = ""
+    detail: str = ""
+
+
+def check_python(python: str) -> list[Finding]:
+    """The interpreter that runs the tools: its version, and whether protomcp_sdk imports there."""
+    probe = "import sys, protomcp_sdk; print(sys.version.split()[0], protomcp_sdk.__version__)"
+    try:
+        done = subprocess.run(
+            [python, "-c", probe], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [Finding(False, f"cannot run {python}: {exc}", "pass --python the path of a Python 3.11+")]
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        return [
+            Finding(
+                False, f"protomcp_sdk is not importable by {python} ({last})",
+                f"install {DIST_NAME} there: {install_command(python)}",
+            )
+        ]  # fmt: skip
+    version, sdk = done.stdout.split()
+    findings = [Finding(True, f"{python}: Python {version}, protomcp_sdk {sdk} (host {__version__})")]
+    if tuple(int(part) for part in version.split(".")[:2]) < (3, 11):
+        findings.append(Finding(False, f"Python {version} is too old", "use Python 3.11 or newer"))
+    return findings
+
+
+async def check_file(file: Path, python: str) -> list[Finding]:
+    """Load a tool file in the real host and tool process; time it, count tools, keep warnings."""
+    from protomcp_host.direct import RequestFailed, direct_client, list_tools
+    from protomcp_host.launch import StartupError
+
+    lines: list[str] = []
+    start = time.perf_counter()
+    try:
+        async with direct_client([file], python=python, stderr=lines.append) as request:
+            tools = await list_tools(request)
+    except (StartupError, RequestFailed) as exc:
+        return [
+            Finding(
+                False, f"{file} does not load", "fix the error above, then run `protomcp doctor` again",
+                detail=str(exc),
+            )
+        ]  # fmt: skip
+    elapsed = (time.perf_counter() - start) * 1000
+    noun = "tool" if len(tools) == 1 else "tools"
+    findings = [Finding(True, f"{file}: {len(tools)} {noun} loaded in {elapsed:.0f} ms")]
+    for line in lines:
+        text = line.split("] ", 1)[-1] if line.startswith("[") else line
+        if text.startswith("warning: "):  # what the SDK says about likely mistakes at load time
+            findings.append(Finding(False, f"{file.name}: {text}", "see the suggestion in the warning"))
+    return findings
+
+
+def check_clients(place: Place, clients: list[ConfigFile] | None = None) -> list[Finding]:
+    """Every protomcp entry in every known client config: command, interpreter, tool files."""
+    findings: list[Finding] = []
+    for client in clients or [*CONFIG_FILES.values(), CLAUDE_CODE]:
+        path = client.path(place)
+        if not path.exists():
+            continue
+        try:
+            servers = read_config(path).get(client.key) or {}
+        except InstallError as exc:
+            findings.append(Finding(False, str(exc), "fix the file by hand"))
+            continue
+        for name, entry in servers.items() if isinstance(servers, dict) else ():
+            if is_protomcp_entry(entry):
+                findings.extend(_check_entry(client, path, name, entry))
+    return findings
+
+
+def _check_entry(client: ConfigFile, path: Path, name: str, entry: dict[str, Any]) -> list[Finding]:
+    where = f"{client.title} '{name}' ({path})"
+    reinstall = f"reinstall it: protomcp install {client.name} FILE... --name {name} --force"
+    problems: list[Finding] = []
+    command = Path(entry["command"])
+    if not command.is_absolute():
+        problems.append(Finding(False, f"{where}: command {command} is not an absolute path", reinstall))
+    elif not command.exists():
+        problems.append(Finding(False, f"{where}: command {command} does not exist", reinstall))
+    else:
+        interpreter = _script_interpreter(command)
+        if interpreter is not None and not Path(interpreter).exists():
+            problems.append(
+                Finding(False, f"{where}: {command} runs {interpreter}, which no longer exists", reinstall)
+            )
+    args = [str(a) for a in entry.get("args", [])]
+    verb = next((i for i, a in enumerate(args) if a in ("run", "dev")), None)
+    files = [a for a in args[verb + 1 :] if not a.startswith("-")] if verb is not None else []
+    for file in files:
+        if not Path(file).is_absolute():
+            problems.append(Finding(False, f"{where}: tool file {file} is not an absolute path", reinstall))
+        elif not Path(file).exists():
+            problems.append(Finding(False, f"{where}: tool file {file} does not exist", reinstall))
+    return problems or [Finding(True, f"{where}: {' '.join([str(command), *args])}")]
+
+
+def _script_interpreter(command: Path) -> str | None:
+    """The interpreter on a console script's #! line (None for binaries and other files)."""
+    try:
+        with command.open("rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    parts = first[2:].decode(errors="replace").split()
+    if not parts or parts[0].endswith("/env"):
+        return None
+    return parts[0]
+
+
+async def diagnose(files: list[Path], python: str, place: Place, out: Callable[[Finding], None]) -> int:
+    """Run every check, report each finding as it is made; return the number of problems."""
+    checks: list[Finding] = [*check_python(python)]
+    for finding in checks:
+        out(finding)
+    for file in files:
+        for finding in await check_file(file.resolve(), python):
+            out(finding)
+            checks.append(finding)
+    for finding in check_clients(place):
+        out(finding)
+        checks.append(finding)
+    return sum(not f.ok for f in checks)
+
+
+def interpreter_line() -> str:
+    return f"protomcp {__version__} on Python {sys.version.split()[0]} ({sys.executable})"

@@ -1,0 +1,367 @@
+"""Putting a tool file into an AI client's configuration: where each client keeps its MCP
+servers (per platform), the entry protomcp writes, and a merge that keeps everything else.
+
+Locations, from the clients' documentation:
+- Claude Desktop: `claude_desktop_config.json`, key "mcpServers", in ~/Library/Application
+  Support/Claude (macOS), %APPDATA%\\Claude (Windows), ~/.config/Claude (Linux builds).
+- Cursor: ~/.cursor/mcp.json (global), key "mcpServers".
+- VS Code: the user profile's mcp.json (~/Library/Application Support/Code/User, %APPDATA%\\Code\\User,
+  ~/.config/Code/User), key "servers", entries with "type": "stdio".
+- Gemini CLI: ~/.gemini/settings.json, key "mcpServers".
+- Claude Code: configured through its own CLI (`claude mcp add --scope user`).
+
+The platform, home folder and environment are parameters (`Place`), so tests lay out a
+temporary home for each platform.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+CLIENT_NAMES = ("claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "mcp-json")
+
+
+class InstallError(Exception):
+    """The config cannot be changed as asked; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where we are: the platform ("linux", "darwin", "win32"), the home folder, the environment."""
+
+    platform: str
+    home: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def current(cls) -> Place:
+        return cls(sys.platform, Path.home(), dict(os.environ))
+
+    @property
+    def kind(self) -> str:
+        if self.platform.startswith("win"):
+            return "windows"
+        return "macos" if self.platform == "darwin" else "linux"
+
+    def appdata(self) -> Path:
+        return Path(self.env.get("APPDATA") or self.home / "AppData" / "Roaming")
+
+    def xdg_config(self) -> Path:
+        value = self.env.get("XDG_CONFIG_HOME", "")
+        return Path(value) if value and Path(value).is_absolute() else self.home / ".config"
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """A client that keeps its MCP servers in a JSON file."""
+
+    name: str
+    title: str
+    key: str  # the object that maps server names to entries
+    locate: Callable[[Place], Path]
+    stdio_type: bool = False  # VS Code wants "type": "stdio" in each entry
+
+    def path(self, place: Place) -> Path:
+        return self.locate(place)
+
+    def shape(self, entry: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "stdio", **entry} if self.stdio_type else dict(entry)
+
+
+def _claude_desktop(place: Place) -> Path:
+    folder = {
+        "macos": place.home / "Library" / "Application Support" / "Claude",
+        "windows": place.appdata() / "Claude",
+        "linux": place.xdg_config() / "Claude",
+    }[place.kind]
+    return folder / "claude_desktop_config.json"
+
+
+def _vscode(place: Place) -> Path:
+    folder = {
+        "macos": place.home / "Library" / "Application Support" / "Code" / "User",
+        "windows": place.appdata() / "Code" / "User",
+        "linux": place.xdg_config() / "Code" / "User",
+    }[place.kind]
+    return folder / "mcp.json"
+
+
+CONFIG_FILES: dict[str, ConfigFile] = {
+    "claude-desktop": ConfigFile("claude-desktop", "Claude Desktop", "mcpServers", _claude_desktop),
+    "cursor": ConfigFile("cursor", "Cursor", "mcpServers", lambda p: p.home / ".cursor" / "mcp.json"),
+    "vscode": ConfigFile("vscode", "VS Code", "servers", _vscode, stdio_type=True),
+    "gemini-cli": ConfigFile(
+        "gemini-cli", "Gemini CLI", "mcpServers", lambda p: p.home / ".gemini" / "settings.json"
+    ),
+}
+
+
+# ---- the entry ---------------------------------------------------------------------
+
+
+def protomcp_command(python: str = sys.executable) -> list[str]:
+    """How a client starts this installation of protomcp: the `protomcp` script next to this
+    interpreter (absolute, symlinks kept so a virtualenv stays a virtualenv), or
+    `python -m protomcp_host` when there is no script (running from a checkout)."""
+    interpreter = Path(python).absolute()
+    names = ("protomcp.exe", "protomcp") if sys.platform.startswith("win") else ("protomcp",)
+    folders = [interpreter.parent]
+    if Path(python) == Path(sys.executable):
+        folders.append(Path(sysconfig.get_path("scripts")))
+    for folder in folders:
+        for name in names:
+            script = folder / name
+            if script.is_file():
+                return [str(script)]
+    return [str(interpreter), "-m", "protomcp_host"]
+
+
+def server_entry(
+    files: list[Path],
+    *,
+    dev: bool = False,
+    env: Mapping[str, str] | None = None,
+    command: list[str] | None = None,
+) -> dict[str, Any]:
+    """The portable `mcpServers` entry: absolute command and absolute tool files."""
+    argv = command or protomcp_command()
+    entry: dict[str, Any] = {
+        "command": argv[0],
+        "args": [*argv[1:], "dev" if dev else "run", *(str(f.resolve()) for f in files)],
+    }
+    if env:
+        entry["env"] = dict(env)
+    return entry
+
+
+def default_name(files: list[Path]) -> str:
+    return files[0].stem if len(files) == 1 else "tools"
+
+
+def parse_env(pairs: tuple[str, ...] | list[str], env_file: Path | None = None) -> dict[str, str]:
+    """`--env K=V` options and an optional dotenv-style file (the options win)."""
+    env: dict[str, str] = {}
+    if env_file is not None:
+        try:
+            lines = env_file.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise InstallError(f"cannot read {env_file}: {exc.strerror}") from None
+        for number, line in enumerate(lines, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, value = _pair(line.removeprefix("export "), f"{env_file}:{number}")
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            env[key] = value
+    for pair in pairs:
+        key, value = _pair(pair, "--env")
+        env[key] = value
+    return env
+
+
+def _pair(text: str, where: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(c.isspace() for c in key):
+        raise InstallError(f"{where}: expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+# ---- merging into a config file ----------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    path: Path
+    backup: Path | None
+    message: str
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The config as a dict ({} when the file does not exist); InstallError if it is not JSON."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise InstallError(f"cannot read {path}: {exc.strerror}") from None
+    if not data.strip():
+        return {}
+    try:
+        config = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InstallError(
+            f"{path} is not valid JSON ({exc}); fix it by hand (protomcp will not overwrite it)"
+        ) from None
+    if not isinstance(config, dict):
+        raise InstallError(f"{path} does not hold a JSON object; fix it by hand")
+    return config
+
+
+def add_server(client: ConfigFile, place: Place, name: str, entry: dict[str, Any], *, force: bool) -> Outcome:
+    """Write `name` into the client's config, keeping every other setting and server."""
+    path = client.path(place)
+    config = read_config(path)
+    servers = config.setdefault(client.key, {})
+    if not isinstance(servers, dict):
+        raise InstallError(f'{path}: "{client.key}" is not an object; fix it by hand')
+    shaped = client.shape(entry)
+    existing = servers.get(name)
+    if existing == shaped:
+        return Outcome(path, None, f"{client.title}: '{name}' is already installed in {path}")
+    if existing is not None and not force:
+        raise InstallError(
+            f"{path} already has a server named '{name}'; pass --force to replace it, "
+            "or --name to install under another name"
+        )
+    servers[name] = shaped
+    backup = _write(path, config)
+    verb = "replaced" if existing is not None else "added"
+    return Outcome(path, backup, f"{client.title}: {verb} '{name}' in {path}")
+
+
+def remove_server(client: ConfigFile, place: Place, name: str, *, force: bool) -> Outcome:
+    path = client.path(place)
+    config = read_config(path)
+    servers = config.get(client.key)
+    if not isinstance(servers, dict) or name not in servers:
+        raise InstallError(f"{path}: no server named '{name}'")
+    if not force and not is_protomcp_entry(servers[name]):
+        raise InstallError(
+            f"{path}: the server '{name}' was not installed by protomcp; pass --force to remove it anyway"
+        )
+    del servers[name]
+    backup = _write(path, config)
+    return Outcome(path, backup, f"{client.title}: removed '{name}' from {path}")
+
+
+def is_protomcp_entry(entry: Any) -> bool:
+    """True for entries that start protomcp (the script, or `python -m protomcp_host`)."""
+    if not isinstance(entry, dict):
+        return False
+    command = entry.get("command")
+    args = entry.get("args") or []
+    if not isinstance(command, str) or not isinstance(args, list):
+        return False
+    return Path(command).stem == "protomcp" or args[:2] == ["-m", "protomcp_host"]
+
+
+def _write(path: Path, config: dict[str, Any]) -> Path | None:
+    """Write atomically; keep the previous file as `<name>.bak`. Returns the backup path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    if path.exists():
+        backup = path.with_name(path.name + ".bak")
+        shutil.copy2(path, backup)
+    temporary = path.with_name(f".{path.name}.protomcp-tmp")
+    temporary.write_bytes(orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n")
+    os.replace(temporary, path)
+    return backup
+
+
+# ---- Claude Code: configured through its own CLI -----------------------------------
+
+
+def claude_code_add(name: str, entry: dict[str, Any]) -> list[str]:
+    argv = ["claude", "mcp", "add", "--scope", "user"]
+    for key, value in (entry.get("env") or {}).items():
+        argv += ["--env", f"{key}={value}"]
+    return [*argv, name, "--", entry["command"], *entry["args"]]
+
+
+def claude_code_remove(name: str) -> list[str]:
+    return ["claude", "mcp", "remove", "--scope", "user", name]
+
+
+def run_client_cli(argv: list[str], which: Callable[[str], str | None] = shutil.which) -> tuple[bool, str]:
+    """Run the client's own CLI if it is installed. Returns (ran, output or the command to run)."""
+    executable = which(argv[0])
+    if executable is None:
+        return False, subprocess.list2cmdline(argv) if sys.platform.startswith("win") else _shell(argv)
+    try:
+        done = subprocess.run(
+            [executable, *argv[1:]], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InstallError(f"`{_shell(argv)}` failed: {exc}") from None
+    if done.returncode != 0:
+        raise InstallError(f"`{_shell(argv)}` failed:\n{(done.stderr or done.stdout).strip()}")
+    return True, (done.stdout or done.stderr).strip()
+
+
+def _shell(argv: list[str]) -> str:
+    import shlex
+
+    return shlex.join(argv)
+
+
+def portable_json(name: str, entry: dict[str, Any]) -> str:
+    return orjson.dumps({"mcpServers": {name: entry}}, option=orjson.OPT_INDENT_2).decode()
+
+
+# ---- the commands ------------------------------------------------------------------
+
+
+def install(
+    client: str,
+    files: list[Path],
+    *,
+    name: str | None = None,
+    env: Mapping[str, str] | None = None,
+    dev: bool = False,
+    force: bool = False,
+    place: Place | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+) -> str:
+    """Install `files` into `client`; returns what to tell the user. Raises InstallError."""
+    missing = [str(f) for f in files if not f.exists()]  # files, or folders of tool files
+    if missing:
+        raise InstallError("no such tool file or folder: " + ", ".join(missing))
+    name = name or default_name(files)
+    entry = server_entry(files, dev=dev, env=env)
+    if client == "mcp-json":
+        return portable_json(name, entry)
+    if client == "claude-code":
+        ran, output = run_client_cli(claude_code_add(name, entry), which)
+        if ran:
+            added = f"Claude Code: added '{name}' (claude mcp add --scope user)"
+            return added + (f"\n{output}" if output else "")
+        return f"The claude command is not on PATH; run this to add '{name}' to Claude Code:\n  {output}"
+    outcome = add_server(CONFIG_FILES[client], place or Place.current(), name, entry, force=force)
+    lines = [outcome.message]
+    if outcome.backup is not None:
+        lines.append(f"  previous config kept as {outcome.backup}")
+    lines.append(f"  restart {CONFIG_FILES[client].title} to load it")
+    return "\n".join(lines)
+
+
+def uninstall(
+    client: str,
+    name: str,
+    *,
+    force: bool = False,
+    place: Place | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+) -> str:
+    if client == "mcp-json":
+        raise InstallError("mcp-json only prints an entry; there is nothing to uninstall")
+    if client == "claude-code":
+        ran, output = run_client_cli(claude_code_remove(name), which)
+        if ran:
+            return f"Claude Code: removed '{name}'" + (f"\n{output}" if output else "")
+        return f"The claude command is not on PATH; run this to remove '{name}' from Claude Code:\n  {output}"
+    outcome = remove_server(CONFIG_FILES[client], place or Place.current(), name, force=force)
+    backup = f"\n  previous config kept as {outcome.backup}" if outcome.backup else ""
+    return outcome.message + backup

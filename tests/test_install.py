@@ -1,0 +1,177 @@
+"""`protomcp install` / `uninstall`: every client, every platform layout, in a temporary home."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import EXAMPLES, HOST
+
+from protomcp_host import install as installer
+from protomcp_host.install import CONFIG_FILES, InstallError, Place
+
+HELLO = EXAMPLES / "hello.py"
+
+# Where each client's config lives, relative to the temporary home (APPDATA is home/AppData/Roaming).
+EXPECTED = {
+    ("claude-desktop", "linux"): ".config/Claude/claude_desktop_config.json",
+    ("claude-desktop", "darwin"): "Library/Application Support/Claude/claude_desktop_config.json",
+    ("claude-desktop", "win32"): "AppData/Roaming/Claude/claude_desktop_config.json",
+    ("cursor", "linux"): ".cursor/mcp.json",
+    ("cursor", "darwin"): ".cursor/mcp.json",
+    ("cursor", "win32"): ".cursor/mcp.json",
+    ("vscode", "linux"): ".config/Code/User/mcp.json",
+    ("vscode", "darwin"): "Library/Application Support/Code/User/mcp.json",
+    ("vscode", "win32"): "AppData/Roaming/Code/User/mcp.json",
+    ("gemini-cli", "linux"): ".gemini/settings.json",
+    ("gemini-cli", "darwin"): ".gemini/settings.json",
+    ("gemini-cli", "win32"): ".gemini/settings.json",
+}
+
+
+def place_for(platform: str, home: Path) -> Place:
+    env = {"APPDATA": str(home / "AppData" / "Roaming")} if platform == "win32" else {}
+    return Place(platform, home, env)
+
+
+@pytest.mark.parametrize(("client", "platform"), sorted(EXPECTED))
+def test_install_merges_backs_up_and_uninstalls(tmp_path: Path, client: str, platform: str) -> None:
+    home = tmp_path / "home"
+    place = place_for(platform, home)
+    path = home / EXPECTED[client, platform]
+    assert CONFIG_FILES[client].path(place) == path
+    key = CONFIG_FILES[client].key
+    other = {"command": "/usr/bin/other-server", "args": ["--flag"]}
+    original = {"theme": "dark", key: {"other": other}}
+    path.parent.mkdir(parents=True)
+    path.write_bytes(orjson.dumps(original))
+
+    message = installer.install(client, [HELLO], env={"TOKEN": "x"}, place=place)
+    assert str(path) in message
+    config = orjson.loads(path.read_bytes())
+    assert config["theme"] == "dark" and config[key]["other"] == other
+    entry = config[key]["hello"]
+    assert Path(entry["command"]).is_absolute() and Path(entry["command"]).exists()
+    assert entry["args"][-2:] == ["run", str(HELLO.resolve())]
+    assert entry["env"] == {"TOKEN": "x"}
+    assert ("type" in entry) == (client == "vscode")
+    assert orjson.loads(path.with_name(path.name + ".bak").read_bytes()) == original
+
+    # The same entry again is a no-op; a different one needs --force.
+    assert "already installed" in installer.install(client, [HELLO], env={"TOKEN": "x"}, place=place)
+    with pytest.raises(InstallError, match="--force"):
+        installer.install(client, [HELLO], dev=True, place=place)
+    assert orjson.loads(path.read_bytes())[key]["hello"] == entry
+    installer.install(client, [HELLO], dev=True, force=True, place=place)
+    assert orjson.loads(path.read_bytes())[key]["hello"]["args"][-2] == "dev"
+
+    # uninstall removes ours only, and refuses someone else's entry without --force.
+    with pytest.raises(InstallError, match="not installed by protomcp"):
+        installer.uninstall(client, "other", place=place)
+    installer.uninstall(client, "hello", place=place)
+    assert orjson.loads(path.read_bytes()) == original
+
+
+def test_install_creates_a_missing_config_and_refuses_broken_json(tmp_path: Path) -> None:
+    place = place_for("linux", tmp_path)
+    installer.install("cursor", [HELLO], name="greeter", place=place)
+    path = tmp_path / ".cursor" / "mcp.json"
+    assert list(orjson.loads(path.read_bytes())["mcpServers"]) == ["greeter"]
+    assert not path.with_name("mcp.json.bak").exists()  # nothing to back up
+    path.write_text("{not json")
+    with pytest.raises(InstallError, match="not valid JSON"):
+        installer.install("cursor", [HELLO], name="other", place=place)
+    assert path.read_text() == "{not json"
+
+
+def test_xdg_config_home_is_respected_on_linux(tmp_path: Path) -> None:
+    place = Place("linux", tmp_path / "home", {"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    assert CONFIG_FILES["vscode"].path(place) == tmp_path / "xdg" / "Code" / "User" / "mcp.json"
+
+
+def test_env_file_and_env_options(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("# comment\nexport A=1\nB = 'two words'\n\nC=\"3\"\n")
+    assert installer.parse_env(["C=override", "D=x=y"], env_file) == {
+        "A": "1", "B": "two words", "C": "override", "D": "x=y",
+    }  # fmt: skip
+    with pytest.raises(InstallError, match="KEY=VALUE"):
+        installer.parse_env(["novalue"])
+
+
+def test_claude_code_prints_the_command_without_the_cli(tmp_path: Path) -> None:
+    message = installer.install("claude-code", [HELLO], env={"K": "v"}, which=lambda name: None)
+    assert "claude mcp add --scope user --env K=v hello -- " in message
+    assert f"run {HELLO.resolve()}" in message
+    removal = installer.uninstall("claude-code", "hello", which=lambda name: None)
+    assert "claude mcp remove --scope user hello" in removal
+
+
+def test_claude_code_runs_its_cli_when_present(tmp_path: Path) -> None:
+    record = tmp_path / "argv.json"
+    fake = tmp_path / "claude"
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, sys\nopen({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    message = installer.install("claude-code", [HELLO], which=lambda name: str(fake))
+    assert "added 'hello'" in message
+    argv = orjson.loads(record.read_bytes())
+    assert argv[:6] == ["mcp", "add", "--scope", "user", "hello", "--"]
+    assert argv[-2:] == ["run", str(HELLO.resolve())]
+
+
+def test_mcp_json_prints_a_portable_entry() -> None:
+    printed = orjson.loads(installer.install("mcp-json", [HELLO], dev=True))
+    entry = printed["mcpServers"]["hello"]
+    assert entry["args"][-2:] == ["dev", str(HELLO.resolve())]
+
+
+def test_missing_tool_file_is_refused_and_folders_are_fine(tmp_path: Path) -> None:
+    with pytest.raises(InstallError, match="no such tool file"):
+        installer.install("cursor", [tmp_path / "nope.py"], place=place_for("linux", tmp_path))
+    installer.install("cursor", [EXAMPLES], name="examples", place=place_for("linux", tmp_path))  # a folder
+    entry = orjson.loads((tmp_path / ".cursor" / "mcp.json").read_bytes())["mcpServers"]["examples"]
+    assert entry["args"][-1] == str(EXAMPLES.resolve())
+
+
+async def test_installed_claude_desktop_entry_answers_tools_list(tmp_path: Path) -> None:
+    """The CLI writes the entry; started exactly as Claude Desktop would, it serves the tools."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CONFIG_HOME"} | {"HOME": str(tmp_path)}
+    done = subprocess.run(
+        [*HOST, "install", "claude-desktop", str(HELLO), "--env", "GREETING=hi"],
+        capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    relative = EXPECTED["claude-desktop", "darwin" if sys.platform == "darwin" else "linux"]
+    entry = orjson.loads((tmp_path / relative).read_bytes())["mcpServers"]["hello"]
+    # The client starts the command in its own folder, with the entry's env over its own.
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env={**os.environ, **entry["env"]}, cwd="/"
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = await session.list_tools()
+    assert [t.name for t in tools.tools] == ["hello"]
+
+
+def test_banner_prints_the_entry_install_writes(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from protomcp_host.app import banner
+
+    catalog = type("Catalog", (), {"__len__": lambda self: 1, "names": lambda self: ["hello"]})()
+    host = SimpleNamespace(files=[HELLO.resolve()], catalog=catalog)
+    for dev in (False, True):
+        printed = banner(host, dev)  # type: ignore[arg-type]
+        line = next(line for line in printed.splitlines() if '"mcpServers"' in line)
+        written = orjson.loads(installer.install("mcp-json", [HELLO], dev=dev))
+        assert orjson.loads(line) == written

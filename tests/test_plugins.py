@@ -1,0 +1,105 @@
+"""Tool modules inside packages, `-m MODULE`, and plugins installed as distributions."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import HOST, ROOT
+
+from protomcp_sdk.testing import Client, ClientError
+
+PLUGIN = ROOT / "examples" / "plugin"
+
+
+def make_package(root: Path, name: str, value: str) -> Path:
+    """root/name/{__init__,helpers,tools}.py, where tools.py imports helpers relatively."""
+    package = root / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text(f"VALUE = {value!r}\n")
+    (package / "tools.py").write_text(
+        "from protomcp_sdk import tool\n"
+        "from .helpers import VALUE\n\n"
+        f"@tool\ndef {name}_value() -> str:\n    return VALUE\n"
+    )
+    return package / "tools.py"
+
+
+def env_with_path(*folders: Path) -> dict[str, str]:
+    paths = [*map(str, folders), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+async def test_package_files_and_modules_use_relative_imports(tmp_path: Path) -> None:
+    first = make_package(tmp_path, "alpha", "from alpha")
+    make_package(tmp_path / "more", "beta", "from beta")
+    # Two tools.py files: one by path, one by module name; each in its own tool process.
+    async with Client(first, options=("-m", "beta.tools"), env=env_with_path(tmp_path / "more")) as c:
+        assert sorted(t["name"] for t in await c.list_tools()) == ["alpha_value", "beta_value"]
+        assert (await c.call("alpha_value")).text == "from alpha"
+        assert (await c.call("beta_value")).text == "from beta"
+
+
+def test_unknown_module_and_plugin_are_clear_errors(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*HOST, "run", "-m", "no_such_module_here.tools", "--plugin", "no-such-plugin"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "-m no_such_module_here.tools: ModuleNotFoundError: No module named" in done.stderr
+    assert "--plugin no-such-plugin: no such plugin" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def plugin_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtualenv (seeing this interpreter's packages, so no network) with the example plugin."""
+    root = tmp_path_factory.mktemp("plugin")
+    source = root / "src"
+    shutil.copytree(PLUGIN, source)  # building writes into the source tree: not into the repo
+    venv = root / "venv"
+    # --without-pip: the venv uses this interpreter's pip and setuptools (no downloads).
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        check=True,
+        timeout=120,
+    )
+    python = venv / "bin" / "python"
+    offline = ["--no-deps", "--no-build-isolation", "--no-index", "-q"]
+    subprocess.run(
+        [str(python), "-m", "pip", "install", *offline, str(source)],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
+    return python
+
+
+def test_plugins_lists_the_installed_plugin(plugin_venv: Path) -> None:
+    done = subprocess.run(
+        [*HOST, "plugins", "--python", str(plugin_venv)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("unit-converter"))
+    assert "protomcp_example_plugin.tools" in line and "protomcp-example-plugin 0.1.0" in line
+    assert line.endswith(str(Path("protomcp_example_plugin") / "tools.py"))
+
+
+async def test_installed_plugin_is_served_beside_a_file(plugin_venv: Path, tmp_path: Path) -> None:
+    file = tmp_path / "extra.py"
+    file.write_text("from protomcp_sdk import tool\n\n@tool\ndef ping() -> str:\n    return 'pong'\n")
+    options = ("--python", str(plugin_venv), "--plugin", "unit-converter")
+    async with Client(file, options=options) as c:
+        assert sorted(t["name"] for t in await c.list_tools()) == ["convert_length", "ping"]
+        result = await c.call("convert_length", value=1, from_unit="km", to_unit="m")
+        assert result.structured == {"result": 1000.0}
+        assert (await c.call("ping")).text == "pong"
+    # Not installed in this interpreter: the same name is an error.
+    with pytest.raises(ClientError, match="no such plugin"):
+        async with Client(file, options=("--plugin", "unit-converter")):
+            pass

@@ -1,0 +1,96 @@
+"""protomcp_sdk.testing: the Client over the real host, and the RecordingContext stand-in."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from protomcp_sdk.testing import Client, ClientError, RecordingContext, load_tool_module
+
+SOURCE = '''
+from protomcp_sdk import Context, ToolError, tool
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+@tool
+def slow(n: int, ctx: Context) -> str:
+    for i in range(n):
+        ctx.report_progress(i + 1, n, f"step {i + 1}")
+        ctx.warning(f"did {i + 1}")
+        if ctx.cancelled:
+            return "cancelled"
+    return "done"
+
+@tool
+def fail() -> str:
+    raise ToolError("nope", code="bad_thing")
+'''
+
+
+def write(path: Path, source: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(textwrap.dedent(source))
+    os.replace(tmp, path)
+
+
+async def test_call_progress_logs_and_errors(tmp_path: Path) -> None:
+    file = tmp_path / "tools.py"
+    write(file, SOURCE)
+    async with Client(file) as c:
+        assert c.server_info["name"]
+        assert [t["name"] for t in await c.list_tools()] == ["add", "slow", "fail"]
+        result = await c.call("add", a=1, b=2)
+        assert (result.text, result.structured, result.is_error) == ("3", {"result": 3}, False)
+        assert (await c.call("slow", n=3)).text == "done"
+        assert [(p.progress, p.total, p.message) for p in c.progress] == [
+            (1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3"),
+        ]  # fmt: skip
+        assert [log["data"] for log in c.logs] == ["did 1", "did 2", "did 3"]
+        failed = await c.call("fail")
+        assert failed.is_error and "nope" in failed.text
+        bad = await c.call_tool("add", {"a": "x", "b": 1})
+        assert bad.is_error and "a" in bad.text
+        with pytest.raises(ClientError, match="Unknown tool"):
+            await c.call("missing")
+        process = c._process
+    assert process is not None and process.returncode is not None  # the host is gone
+
+
+async def test_list_changed_is_captured_in_dev(tmp_path: Path) -> None:
+    file = tmp_path / "tools.py"
+    write(file, SOURCE)
+    async with Client(file, dev=True) as c:
+        write(file, SOURCE + "\n@tool\ndef extra() -> str:\n    return 'x'\n")
+        await c.wait_for_list_changed()
+        assert "extra" in [t["name"] for t in await c.list_tools()]
+        assert (await c.call("extra")).text == "x"
+    assert any("Claude Desktop and Cursor" in line for line in c.stderr)  # the restart hint
+
+
+async def test_a_file_that_does_not_load_is_a_clear_error(tmp_path: Path) -> None:
+    file = tmp_path / "broken.py"
+    write(file, "raise RuntimeError('boom')\n")
+    with pytest.raises(ClientError, match="boom"):
+        async with Client(file, timeout=20):
+            pass
+
+
+async def test_recording_context_for_direct_calls(tmp_path: Path) -> None:
+    file = tmp_path / "tools.py"
+    write(file, SOURCE)
+    tools = load_tool_module(file)
+    again = load_tool_module(file)  # loading twice is fine: nothing is registered in this process
+    assert tools is not again and tools.add(2, 3) == 5
+    ctx = RecordingContext("slow")
+    assert tools.slow(2, ctx) == "done"
+    assert ctx.progress == [(1, 2, "step 1"), (2, 2, "step 2")]
+    assert ctx.logs == [("warning", "did 1"), ("warning", "did 2")]
+    cancelled = RecordingContext()
+    cancelled.cancel()
+    assert tools.slow(5, cancelled) == "cancelled" and len(cancelled.progress) == 1
