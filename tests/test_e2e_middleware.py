@@ -74,3 +74,14 @@ async def test_a_middleware_process_that_dies_fails_the_call_naming_it() -> None
         assert "exited with status 3" in text(result)
         # The middleware's process is restarted; the next call waits for it.
         assert text(await session.call_tool("shout", {"text": "back"})) == "BACK[inner][outer]"
+
+
+def test_a_call_cancelled_inside_middleware_gets_no_answer(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", str(MIDDLEWARE))
+    host.initialize()
+    host.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hang_mw"}})
+    host.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    # The next answer is the ping's: the cancelled call is never answered, and the host serves on.
+    assert host.request(2, "ping") == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    reply = host.request(3, "tools/call", {"name": "shout", "arguments": {"text": "on"}})
+    assert reply["result"]["content"] == [{"type": "text", "text": "ON[inner][outer]"}]
