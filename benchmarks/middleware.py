@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from lean_client import LeanClient
+from sections import replace_section
 
 HERE = Path(__file__).resolve().parent
 SERVER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -84,13 +85,6 @@ def report(results: dict[str, list[tuple[float, float]]], reps: int) -> str:
     ratio = medians["one middleware"][0] / medians["no middleware"][0]
     lines += ["", f"Throughput with one middleware: {ratio:.2f}x of none."]
     return "\n".join(lines)
-
-
-def replace_section(text: str, heading: str, body: str) -> str:
-    """Replace the section under `heading` (up to the next `## `) or append it."""
-    before, found, after = text.partition(heading + "\n")
-    rest = after[after.find("\n## ") + 1 :] if found and "\n## " in after else ""
-    return before.rstrip() + f"\n\n{heading}\n\n{body}\n" + (f"\n{rest}" if rest else "")
 
 
 def main() -> None:

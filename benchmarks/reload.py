@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import orjson
+from sections import replace_section
 
 ROOT = Path(__file__).resolve().parent.parent
 HELLO = ROOT / "examples" / "tools" / "hello.py"
@@ -145,8 +146,7 @@ def main() -> None:
     print(report)
     if args.out is not None:
         text = args.out.read_text() if args.out.exists() else ""
-        text = text.split(SECTION)[0].rstrip() + f"\n\n{SECTION}\n\n{EXPLAIN}\n\n{report}\n"
-        args.out.write_text(text)
+        args.out.write_text(replace_section(text, SECTION, f"{EXPLAIN}\n\n{report}"))
 
 
 if __name__ == "__main__":

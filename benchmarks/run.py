@@ -32,6 +32,7 @@ from typing import Any
 
 from gen_tools import write_many_tool_files
 from lean_client import LeanClient, ServerError, kill_all_live_groups, tree_memory_kb
+from sections import keep_other_sections
 
 # Servers run as on a user's machine: bytecode caching on (some sandboxes turn it off,
 # which would charge the editable protomcp install a recompile the pip-installed SDK skips).
@@ -589,10 +590,9 @@ def main() -> int:
         print(f"error: {n}")
     print("\nRatio per repetition:\n" + paired_ratio_ranges(res, ours, sdk))
     if args.out is not None:
-        args.out.write_text(
-            render_readme(table_md, notes, paired_ratio_ranges(res, ours, sdk), machine, when, cfg),
-            encoding="utf-8",
-        )
+        readme = render_readme(table_md, notes, paired_ratio_ranges(res, ours, sdk), machine, when, cfg)
+        old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+        args.out.write_text(keep_other_sections(readme, old), encoding="utf-8")
         log(f"wrote {args.out}")
     return 0
 
