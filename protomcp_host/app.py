@@ -115,6 +115,13 @@ class Host:
     def disconnect(self, router: Router) -> None:
         self.routers = [r for r in self.routers if r is not router]
 
+    async def expire_tasks(self, period: float = 1.0) -> None:
+        """Task ttl expiry in idle sessions (a session also expires its tasks on each message)."""
+        while True:
+            await anyio.sleep(period)
+            for router in self.routers:
+                router.tick()
+
     def broadcast_log(self, level: str, logger: str, data: Any) -> None:
         for router in self.routers:
             message = router.session.log(level, logger, data)
@@ -221,6 +228,7 @@ async def serve(
             return 1
         shutdown = anyio.Event()
         tg.start_soon(_on_signals, shutdown)
+        tg.start_soon(host.expire_tasks)
         if reload:
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
         if sys.stdin.isatty():

@@ -41,6 +41,7 @@ class CallSink(Protocol):
     def call_failed(self, call: Call, message: str) -> None: ...
     def call_progress(self, call: Call, progress: float, total: float | None, message: str) -> None: ...
     def call_log(self, call: Call, level: str, logger: str, data: Any) -> None: ...
+    def call_task_status(self, call: Call, status: str, message: str) -> None: ...
 
 
 ControlHandler = Callable[[Call | None, pb.Envelope], list[str]]
@@ -78,6 +79,7 @@ class Channel:
             "progress": self._progress,
             "log": self._log,
             "raw_header": self._raw_header,
+            "task_status_response": self._task_status,
             "hello": self._hello,
             "tool_list": self._answer,
             "active_tools": self._answer,
@@ -129,6 +131,8 @@ class Channel:
         )
         if call.progress_token is not None:
             request.progress_token = str(call.progress_token)
+        if call.task is not None:
+            request.task_id = call.task.id
         self.send(pb.Envelope(request_id=request_id, call_tool=request))
         if timeout is not None:
             call.timer = asyncio.get_running_loop().call_later(timeout, self._timed_out, call, timeout)
@@ -223,6 +227,14 @@ class Channel:
             progress = note.progress_value or float(note.progress)
             total = note.total_value or (float(note.total) if note.total else None)
             call.sink.call_progress(call, progress, total, note.message)
+
+    def _task_status(self, envelope: pb.Envelope) -> None:
+        """A tool running as a task reports its status (working / input_required) or message."""
+        call = self.calls.get(envelope.request_id)
+        if call is not None and call.task is not None:
+            note = envelope.task_status_response
+            message = note.message or (f"{note.progress}/{note.total}" if note.total else "")
+            call.sink.call_task_status(call, note.state, message)
 
     def _log(self, envelope: pb.Envelope) -> None:
         entry = envelope.log

@@ -8,6 +8,7 @@ several streams (HTTP) can put it on the right one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ class Router:
 
     def feed(self, line: bytes) -> None:
         """Handle one line from the client."""
+        self.tick()
         for event in self.session.receive(line):
             self._events[type(event)](event)
 
@@ -46,6 +48,10 @@ class Router:
         """Events the host produced for this session (e.g. after a tool-list change)."""
         for event in events:
             self._events[type(event)](event)
+
+    def tick(self) -> None:
+        """Tell the session the time: tasks past their ttl expire."""
+        self.carry_out(self.session.advance(time.time()))
 
     def update_tools(self, **change: Any) -> None:
         """Apply a tool-list change to this session (see Session.update_tools)."""
@@ -56,7 +62,7 @@ class Router:
 
     def _start(self, call: Call) -> None:
         call.sink = self
-        if self._idle.is_set():
+        if call.task is None and self._idle.is_set():  # a task's call does not hold a drain up
             self._idle = anyio.Event()
         self.host.dispatch(call)
 
@@ -70,18 +76,28 @@ class Router:
             effects.enable_tools or effects.disable_tools
         ):  # ToolResult(enable_tools=..., ...)
             self.update_tools(enable=effects.enable_tools, disable=effects.disable_tools)
-        self._emit(self.session.call_done(call, answer), call.id)
+        if call.task is not None:
+            self.carry_out(self.session.task_done(call, answer, time.time()))
+        else:
+            self._emit(self.session.call_done(call, answer), call.id)
         self._check_idle()
 
     def call_failed(self, call: Call, message: str) -> None:
-        self._emit(self.session.call_failed(call, f"Tool '{call.tool.name}' failed: {message}"), call.id)
+        message = f"Tool '{call.tool.name}' failed: {message}"
+        if call.task is not None:
+            self.carry_out(self.session.task_failed(call, message, time.time()))
+        else:
+            self._emit(self.session.call_failed(call, message), call.id)
         self._check_idle()
+
+    def call_task_status(self, call: Call, status: str, message: str) -> None:
+        self.carry_out(self.session.task_status(call, status, message, time.time()))
 
     def call_progress(self, call: Call, progress: float, total: float | None, message: str) -> None:
         self._emit(self.session.progress(call, progress, total, message), call.id)
 
     def call_log(self, call: Call, level: str, logger: str, data: Any) -> None:
-        self._emit(self.session.log(level, logger, data), call.id)
+        self._emit(self.session.log(level, logger, data, call.task), call.id)
 
     def _emit(self, data: bytes | None, related: bytes | None = None) -> None:
         if data is not None:
@@ -99,5 +115,8 @@ class Router:
     def cancel_all(self) -> None:
         for call in list(self.session.in_flight.values()):
             cancel_call(call)
+        for task in self.session.tasks.running():  # nobody is left to fetch their results
+            if task.call is not None:
+                cancel_call(task.call)
         self.session.in_flight.clear()
         self._idle.set()

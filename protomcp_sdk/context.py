@@ -67,10 +67,12 @@ class Context:
         send: Callable[[pb.Envelope], None],
         tool_name: str = "",
         ask: Ask | None = None,
+        task_id: str = "",
     ) -> None:
         self.request_id = request_id
         self.progress_token = progress_token
         self.tool_name = tool_name
+        self.task_id = task_id  # set when the client runs this call as an MCP task
         self._send = send
         self._ask = ask
         self._cancelled = False  # a plain flag: set once by the loop, read by the tool's thread
@@ -86,7 +88,10 @@ class Context:
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> _Sent:
-        """Report progress; reaches the client only if it asked for progress on this call."""
+        """Report progress; reaches the client only if it asked for progress on this call.
+        In a task, it also becomes the task's status message (the message, or "progress/total")."""
+        if self.task_id and (message or total is not None):
+            self._task_status("", message or "", int(progress), int(total or 0))
         if self.progress_token:
             note = pb.ProgressNotification(
                 progress_token=self.progress_token,
@@ -99,6 +104,21 @@ class Context:
                 note.total_value = float(total)
             self._send(pb.Envelope(request_id=self.request_id, progress=note))
         return _SENT
+
+    def set_task_status(self, message: str, *, input_required: bool = False) -> _Sent:
+        """Set the status message of the task this call runs as (the client sees it in
+        tasks/get and notifications/tasks/status); ``input_required=True`` moves the task to
+        ``input_required`` until the next call with it False. Raises RuntimeError outside a task."""
+        if not self.task_id:
+            raise RuntimeError("set_task_status: this call is not running as a task (ctx.task_id is empty)")
+        self._task_status("input_required" if input_required else "working", message, 0, 0)
+        return _SENT
+
+    def _task_status(self, state: str, message: str, progress: int, total: int) -> None:
+        note = pb.TaskStatusResponse(
+            task_id=self.task_id, state=state, message=message, progress=progress, total=total
+        )
+        self._send(pb.Envelope(request_id=self.request_id, task_status_response=note))
 
     def log(self, level: str, message: Any, *, logger: str | None = None) -> _Sent:
         """Send a log message to the client (MCP ``notifications/message``)."""

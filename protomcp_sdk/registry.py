@@ -6,7 +6,7 @@ import inspect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import orjson
 
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+TaskSupport = Literal["forbidden", "optional", "required"]
+TASK_MODES = ("forbidden", "optional", "required")
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _HINTS = (
     ("readOnlyHint", "read_only_hint"),
@@ -53,6 +55,7 @@ class ToolSpec:
     timeout: float | None = None
     warnings: tuple[str, ...] = ()  # likely mistakes, printed when the tool file loads
     output_checker: OutputCheck | None = field(default=None, repr=False, compare=False)  # built on first use
+    task: TaskSupport = "forbidden"  # MCP execution.taskSupport
 
     @classmethod
     def from_function(
@@ -66,6 +69,7 @@ class ToolSpec:
         hidden: bool = False,
         tags: Iterable[str] = (),
         timeout: float | None = None,
+        task: TaskSupport = "forbidden",
     ) -> ToolSpec:
         """Inspect ``fn`` (without registering it). Raises ValueError/TypeError on misuse."""
         tool_name = name if name is not None else getattr(fn, "__name__", "")
@@ -76,6 +80,8 @@ class ToolSpec:
             raise ValueError(f"tool {tool_name!r}: timeout must be a positive number of seconds")
         if isinstance(tags, str):
             raise TypeError(f"tool {tool_name!r}: tags must be a set of strings, e.g. tags={{{tags!r}}}")
+        if task not in TASK_MODES:
+            raise ValueError(f"tool {tool_name!r}: task must be one of {', '.join(map(repr, TASK_MODES))}")
         signature = analyze(fn, tool_name)
         summary, documented = docstrings.parse(inspect.cleandoc(fn.__doc__)) if fn.__doc__ else ("", {})
         if description is None:
@@ -100,6 +106,7 @@ class ToolSpec:
             tags=frozenset(tags),
             timeout=float(timeout) if timeout is not None else None,
             warnings=signature.warnings,
+            task=task,
         )
 
     def convert(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
@@ -128,6 +135,8 @@ class ToolSpec:
             hidden=self.hidden,
             tags=sorted(self.tags),
             timeout=self.timeout or 0.0,
+            task_support=self.task != "forbidden",
+            task_support_mode=self.task,
         )
         for key, attr in _HINTS:
             setattr(definition, attr, bool(hints.get(key, False)))
@@ -196,6 +205,7 @@ def tool(
     hidden: bool = False,
     tags: Iterable[str] = (),
     timeout: float | None = None,
+    task: TaskSupport = "forbidden",
 ) -> Callable[[F], F]: ...
 
 
@@ -213,6 +223,7 @@ def tool(
     hidden: bool = False,
     tags: Iterable[str] = (),
     timeout: float | None = None,
+    task: TaskSupport = "forbidden",
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP tool; the function itself is returned unchanged.
 
@@ -221,6 +232,8 @@ def tool(
     start disabled in every session until a tool enables them (``ctx.enable_tools``);
     ``tags`` let a host expose a subset (``--include-tag`` / ``--exclude-tag``);
     ``timeout`` (seconds) overrides the host's ``--call-timeout`` for this tool.
+    ``task`` sets MCP ``execution.taskSupport``: "optional" or "required" let (or make)
+    clients run the tool as a task; the default "forbidden" does not.
     """
     set_hints = zip(_HINTS, (read_only, destructive, idempotent, open_world), strict=True)
     annotations = {key: bool(value) for (key, _), value in set_hints if value is not None}
@@ -235,6 +248,7 @@ def tool(
             hidden=hidden,
             tags=tags,
             timeout=timeout,
+            task=task,
         )
         REGISTRY.add(spec)
         return func

@@ -16,12 +16,22 @@ import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog, InvalidCursor, Tool
+from protomcp_host.protocol.tasks import (
+    RELATED_TASK,
+    InvalidTaskCursor,
+    Task,
+    TaskNotFound,
+    TaskStore,
+    TooManyTasks,
+)
 from protomcp_host.protocol.visibility import ToolVisibility
 
 SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_VERSION = SUPPORTED_VERSIONS[-1]
 BATCH_VERSIONS = frozenset({"2025-03-26"})
 STRUCTURED_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})
+TASK_VERSIONS = frozenset({"2025-11-25"})
+TASKS_CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
@@ -66,6 +76,7 @@ class Call:
     arguments: dict[str, Any]
     progress_token: str | int | None
     batch: Batch | None = None
+    task: Task | None = None  # a task-augmented call: its answer goes to this task, not a response
     request_id: str = ""  # the Envelope correlation id while it runs in a tool process
     runner: Any = None  # what runs it (a tool process channel); cancel() goes there
     timer: Any = None  # its timeout
@@ -92,6 +103,7 @@ class ToolAnswer:
 
 
 Event = Send | Call | CancelCall
+Handler = Callable[[rpc.Request, Batch | None], Event | list[Event] | None]
 
 
 class Session:
@@ -108,12 +120,18 @@ class Session:
         self.log_level: str | None = None
         self.in_flight: dict[bytes, Call] = {}
         self.visibility = ToolVisibility()
-        self._methods: dict[str, Callable[[rpc.Request, Batch | None], Event | None]] = {
+        self.tasks = TaskStore()
+        self.now = 0.0  # seconds since the epoch, as last told by advance()
+        self._methods: dict[str, Handler] = {
             "initialize": self._initialize,
             "ping": self._ping,
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
             "logging/setLevel": self._set_level,
+            "tasks/get": self._tasks_get,
+            "tasks/result": self._tasks_result,
+            "tasks/list": self._tasks_list,
+            "tasks/cancel": self._tasks_cancel,
         }
 
     # -- input ---------------------------------------------------------------------
@@ -121,6 +139,8 @@ class Session:
         decoded = rpc.decode(line)
         if not isinstance(decoded, list):
             event = self._handle(decoded, None)
+            if isinstance(event, list):  # a task request: its answer and what follows from it
+                return event
             return [event, *self._released(event)] if event is not None else []
         if self.version not in BATCH_VERSIONS:
             revision = self.version or "an uninitialized session"
@@ -147,7 +167,9 @@ class Session:
                 )
             else:
                 event = self._handle(message, batch)
-            if isinstance(event, Send) and batch is not None:
+            if isinstance(event, list):  # task requests need 2025-11-25, which has no batches
+                events.extend(event)
+            elif isinstance(event, Send) and batch is not None:
                 complete = batch.add(event.data)
                 if complete is not None:
                     events.append(Send(complete, event.related))
@@ -164,13 +186,15 @@ class Session:
                 return [Send(complete)]
         return []
 
-    def _handle(self, message: rpc.Message, batch: Batch | None) -> Event | None:
+    def _handle(self, message: rpc.Message, batch: Batch | None) -> Event | list[Event] | None:
         event = self._dispatch(message, batch)
-        if isinstance(event, Send) and isinstance(message, (rpc.Request, rpc.Invalid)):
-            event.related = message.id
+        if isinstance(message, (rpc.Request, rpc.Invalid)):
+            for sent in event if isinstance(event, list) else [event]:
+                if isinstance(sent, Send) and sent.related is None:
+                    sent.related = message.id
         return event
 
-    def _dispatch(self, message: rpc.Message, batch: Batch | None) -> Event | None:
+    def _dispatch(self, message: rpc.Message, batch: Batch | None) -> Event | list[Event] | None:
         if isinstance(message, rpc.Invalid):
             return Send(rpc.error(message.id, message.code, message.message))
         if isinstance(message, rpc.Notification):
@@ -207,6 +231,7 @@ class Session:
                 call = self.in_flight.pop(orjson.dumps(request_id), None)
                 if call is not None:  # no answer will be sent for it, as the spec asks
                     return CancelCall(call)
+                self._stop_waiting(orjson.dumps(request_id))
         return None
 
     # -- requests ------------------------------------------------------------------
@@ -233,9 +258,12 @@ class Session:
         self.version = requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
         self.client_info = params.get("clientInfo", {})
         self.client_capabilities = params.get("capabilities", {})
+        capabilities: dict[str, Any] = {"logging": {}, "tools": {"listChanged": True}}
+        if self.version in TASK_VERSIONS:
+            capabilities["tasks"] = TASKS_CAPABILITY
         result: dict[str, Any] = {
             "protocolVersion": self.version,
-            "capabilities": {"logging": {}, "tools": {"listChanged": True}},
+            "capabilities": capabilities,
             "serverInfo": self.server_info,
         }
         if self.instructions and self.version != "2024-11-05":  # instructions came in 2025-03-26
@@ -270,7 +298,7 @@ class Session:
             return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
         return Send(rpc.raw_result(request.id, page))
 
-    def _tools_call(self, request: rpc.Request, batch: Batch | None) -> Event:
+    def _tools_call(self, request: rpc.Request, batch: Batch | None) -> Event | list[Event]:
         params = request.params
         name = params.get("name")
         if not isinstance(name, str):
@@ -294,13 +322,19 @@ class Session:
                     "a tool must enable it first",
                 )
             )
+        task = params.get("task") if self.version in TASK_VERSIONS else None
+        refused = self._task_support(request, tool, task)
+        if refused is not None:
+            return refused
         problem = tool.validate(arguments)
-        if problem is not None:
+        if problem is not None and task is None:
             return Send(rpc.result(request.id, error_result(problem)))
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         if isinstance(token, bool) or not isinstance(token, (str, int)):
             token = None
+        if task is not None:
+            return self._start_task(request, Call(request.id, tool, arguments, token), task, problem)
         call = Call(request.id, tool, arguments, token, batch)
         self.in_flight[request.id] = call
         return call
@@ -323,6 +357,10 @@ class Session:
         return call.batch.add(data) if call.batch is not None else data
 
     def _encode_call_result(self, call: Call, answer: ToolAnswer) -> bytes:
+        return rpc.raw_result(call.id, *self._call_result(call, answer))
+
+    def _call_result(self, call: Call, answer: ToolAnswer) -> list[bytes]:
+        """The CallToolResult JSON object, in pieces."""
         chunks = answer.content or [b"[]"]
         structured = answer.structured
         if not answer.trusted:
@@ -333,9 +371,7 @@ class Session:
                 if structured and not isinstance(orjson.loads(structured), dict):
                     raise ValueError("structuredContent is not an object")
             except ValueError:
-                return rpc.result(
-                    call.id, error_result(f"Tool '{call.tool.name}' returned malformed content")
-                )
+                return [orjson.dumps(error_result(f"Tool '{call.tool.name}' returned malformed content"))]
             if b"\n" in content or b"\r" in content:  # keep one message per line
                 content = orjson.dumps(orjson.loads(content))
             if b"\n" in structured or b"\r" in structured:
@@ -347,7 +383,161 @@ class Session:
         if answer.meta:
             parts += [b',"_meta":', answer.meta]
         parts.append(b',"isError":true}' if answer.is_error else b',"isError":false}')
-        return rpc.raw_result(call.id, *parts)
+        return parts
+
+    # -- tasks (2025-11-25) ----------------------------------------------------------------
+    def _task_support(self, request: rpc.Request, tool: Tool, task: Any) -> Event | None:
+        """Enforce the tool's execution.taskSupport (-32601, as the spec prescribes)."""
+        if self.version not in TASK_VERSIONS:
+            return None  # older revisions know no tasks: every tool is called directly
+        mode = tool.mcp.get("execution", {}).get("taskSupport", "forbidden")
+        if task is not None and mode == "forbidden":
+            message = (
+                f"Tool '{tool.name}' cannot run as a task (its execution.taskSupport is forbidden); "
+                "call it without params.task"
+            )
+        elif task is None and mode == "required":
+            message = (
+                f"Tool '{tool.name}' must run as a task (its execution.taskSupport is required); "
+                "add params.task to the call"
+            )
+        elif task is not None and not isinstance(task, dict):
+            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "task" must be an object'))
+        else:
+            return None
+        return Send(rpc.error(request.id, rpc.METHOD_NOT_FOUND, message))
+
+    def _start_task(
+        self, request: rpc.Request, call: Call, task: dict[str, Any], problem: str | None
+    ) -> Event | list[Event]:
+        """Answer a task-augmented call with its CreateTaskResult at once; the call runs on."""
+        try:
+            record = self.tasks.create(task.get("ttl"), self.now)
+        except TooManyTasks as exc:
+            return Send(rpc.error(request.id, rpc.INVALID_REQUEST, str(exc)))
+        created = Send(rpc.result(request.id, {"task": record.describe()}))
+        if problem is not None:  # arguments the tool would refuse: the task fails at once
+            return [
+                created,
+                *self._finish_task(record, "failed", orjson.dumps(error_result(problem)), problem),
+            ]
+        call.task = record
+        record.call = call
+        return [created, call]
+
+    def _task_or_error(self, request: rpc.Request) -> Task | Send:
+        if self.version not in TASK_VERSIONS:
+            return Send(
+                rpc.error(
+                    request.id,
+                    rpc.METHOD_NOT_FOUND,
+                    f"Method not found: {request.method} (tasks need protocol revision 2025-11-25)",
+                )
+            )
+        try:
+            return self.tasks.find(request.params.get("taskId"))
+        except TaskNotFound as exc:
+            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
+
+    def _tasks_get(self, request: rpc.Request, _: Batch | None) -> Event:
+        task = self._task_or_error(request)
+        return task if isinstance(task, Send) else Send(rpc.result(request.id, task.describe()))
+
+    def _tasks_result(self, request: rpc.Request, _: Batch | None) -> Event | None:
+        """The call's result, exactly; blocks (no answer yet) until the task is terminal."""
+        task = self._task_or_error(request)
+        if isinstance(task, Send):
+            return task
+        if task.terminal:
+            return Send(rpc.raw_result(request.id, task.result_body()))
+        task.waiting.append(request.id)
+        return None
+
+    def _tasks_list(self, request: rpc.Request, _: Batch | None) -> Event:
+        if self.version not in TASK_VERSIONS:
+            return Send(rpc.error(request.id, rpc.METHOD_NOT_FOUND, f"Method not found: {request.method}"))
+        try:
+            page, cursor = self.tasks.page(request.params.get("cursor"))
+        except InvalidTaskCursor as exc:
+            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
+        result: dict[str, Any] = {"tasks": [task.describe() for task in page]}
+        if cursor is not None:
+            result["nextCursor"] = cursor
+        return Send(rpc.result(request.id, result))
+
+    def _tasks_cancel(self, request: rpc.Request, _: Batch | None) -> Event | list[Event]:
+        task = self._task_or_error(request)
+        if isinstance(task, Send):
+            return task
+        if task.terminal:
+            return Send(
+                rpc.error(
+                    request.id,
+                    rpc.INVALID_PARAMS,
+                    f"Cannot cancel task: already in terminal status '{task.status}'",
+                )
+            )
+        call = task.call
+        name = call.tool.name if call is not None else "the tool"
+        outcome = orjson.dumps(
+            error_result(f"Tool '{name}' was cancelled: its task was cancelled by request")
+        )
+        finished = self._finish_task(task, "cancelled", outcome, "The task was cancelled by request.")
+        events: list[Event] = [Send(rpc.result(request.id, task.describe())), *finished]
+        if call is not None:
+            events.append(CancelCall(call))
+        return events
+
+    def _stop_waiting(self, request_id: bytes) -> None:
+        """A tasks/result request the client cancelled gets no answer."""
+        for task in self.tasks.tasks.values():
+            if request_id in task.waiting:
+                task.waiting.remove(request_id)
+
+    def advance(self, now: float) -> list[Event]:
+        """The time is `now`: forget expired tasks, cancel their calls, answer who waits on them."""
+        self.now = now
+        events: list[Event] = []
+        for task in self.tasks.expire(now):
+            if task.call is not None:
+                events.append(CancelCall(task.call))
+            expired = "Failed to retrieve task: Task has expired"
+            events += [Send(rpc.error(w, rpc.INVALID_PARAMS, expired), w) for w in task.waiting]
+        return events
+
+    def task_done(self, call: Call, answer: ToolAnswer, now: float) -> list[Event]:
+        """A task's call answered: the task completes (or fails, for an isError result)."""
+        assert call.task is not None
+        self.now = now
+        outcome = b"".join(self._call_result(call, answer))
+        if not outcome.endswith(b'"isError":true}'):
+            return self._finish_task(call.task, "completed", outcome, None)
+        return self._finish_task(call.task, "failed", outcome, _first_text(outcome))
+
+    def task_failed(self, call: Call, message: str, now: float) -> list[Event]:
+        """A task's call could not complete (its process died, it timed out, ...)."""
+        assert call.task is not None
+        self.now = now
+        return self._finish_task(call.task, "failed", orjson.dumps(error_result(message)), message)
+
+    def task_status(self, call: Call, status: str, message: str, now: float) -> list[Event]:
+        """The tool reported its task's status (working / input_required) or message."""
+        if call.task is None or call.task.id not in self.tasks.tasks:
+            return []
+        if not self.tasks.update(call.task, now, status=status or None, message=message or None):
+            return []
+        return [self._status_notice(call.task)]
+
+    def _finish_task(self, task: Task, status: str, outcome: bytes, message: str | None) -> list[Event]:
+        if not self.tasks.finish(task, status, outcome, message, self.now):
+            return []  # already terminal: a cancelled task stays cancelled
+        body = task.result_body()
+        answers = [Send(rpc.raw_result(w, body), w) for w in task.waiting]
+        task.waiting.clear()
+        return [self._status_notice(task), *answers]
+
+    def _status_notice(self, task: Task) -> Send:
+        return Send(rpc.notification("notifications/tasks/status", task.describe()))
 
     # -- the tools this session sees ----------------------------------------------------
     def _shown(self) -> Callable[[Tool], bool] | None:
@@ -385,7 +575,7 @@ class Session:
         return [Send(rpc.notification("notifications/tools/list_changed"))]
 
     # -- server-initiated messages ----------------------------------------------------
-    def log(self, level: str, logger: str | None, data: Any) -> bytes | None:
+    def log(self, level: str, logger: str | None, data: Any, task: Task | None = None) -> bytes | None:
         if self.version is None:
             return None
         if level not in LOG_LEVELS:
@@ -395,21 +585,32 @@ class Session:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger:
             params["logger"] = logger
+        if task is not None:
+            params["_meta"] = {RELATED_TASK: {"taskId": task.id}}
         return rpc.notification("notifications/message", params)
 
     def progress(self, call: Call, progress: float, total: float | None, message: str) -> bytes | None:
-        if call.progress_token is None or call.id not in self.in_flight:
+        running = call.id in self.in_flight if call.task is None else not call.task.terminal
+        if call.progress_token is None or not running:
             return None
         params: dict[str, Any] = {"progressToken": call.progress_token, "progress": _number(progress)}
         if total is not None:
             params["total"] = _number(total)
         if message and self.version != "2024-11-05":
             params["message"] = message
+        if call.task is not None:
+            params["_meta"] = {RELATED_TASK: {"taskId": call.task.id}}
         return rpc.notification("notifications/progress", params)
 
 
 def error_result(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def _first_text(result: bytes) -> str | None:
+    """The first text block of a CallToolResult (a failed task's statusMessage)."""
+    blocks = orjson.loads(result).get("content") or []
+    return next((b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)), None)
 
 
 def _number(value: float) -> float | int:

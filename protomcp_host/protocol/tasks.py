@@ -1,0 +1,202 @@
+"""MCP tasks (revision 2025-11-25), sans-IO: the task records of one client session.
+
+A task-augmented ``tools/call`` is answered at once with a ``CreateTaskResult``; the call
+runs on and its answer is kept here until the client fetches it with ``tasks/result``.
+The store never reads the clock: every method that needs the time is given it (seconds
+since the epoch), so expiry is tested without waiting.
+
+Limits (documented in the README): a task lives ``ttl`` milliseconds from its creation —
+the client's request, at most MAX_TTL_MS, DEFAULT_TTL_MS when it asks for none — and is
+then forgotten (a running call is cancelled). A session keeps at most ``max_tasks`` tasks:
+when full, the oldest finished task is forgotten early; when every one is still running,
+a new task is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+DEFAULT_TTL_MS = 60 * 60 * 1000  # one hour
+MAX_TTL_MS = 24 * 60 * 60 * 1000  # one day
+MAX_TASKS = 100  # per session
+POLL_INTERVAL_MS = 1000
+PAGE_SIZE = 100
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+
+
+class TaskNotFound(ValueError):
+    """Answered with -32602: the id is unknown, expired, or belongs to another session."""
+
+
+class TooManyTasks(Exception):
+    """Every task slot of the session holds a running task."""
+
+
+def new_task_id() -> str:
+    return secrets.token_urlsafe(24)  # 192 random bits
+
+
+@dataclass(slots=True, eq=False)
+class Task:
+    id: str
+    seq: int  # creation order, for cursors that survive deletions
+    ttl_ms: int
+    created: float
+    updated: float
+    status: str = "working"
+    message: str | None = None
+    call: Any = None  # the running call, until the task is terminal
+    outcome: bytes = b""  # the CallToolResult JSON object, once terminal
+    waiting: list[bytes] = field(default_factory=list)  # ids of tasks/result requests
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def deadline(self) -> float:
+        return self.created + self.ttl_ms / 1000
+
+    def describe(self) -> dict[str, Any]:
+        """The MCP Task object."""
+        task: dict[str, Any] = {"taskId": self.id, "status": self.status}
+        if self.message is not None:
+            task["statusMessage"] = self.message
+        task["createdAt"] = iso(self.created)
+        task["lastUpdatedAt"] = iso(self.updated)
+        task["ttl"] = self.ttl_ms
+        if not self.terminal:
+            task["pollInterval"] = POLL_INTERVAL_MS
+        return task
+
+    def result_body(self) -> bytes:
+        """What tasks/result answers: the call's result, tagged with this task."""
+        meta = orjson.dumps({RELATED_TASK: {"taskId": self.id}})
+        return self.outcome[:-1] + b',"_meta":' + meta + b"}"
+
+
+class TaskStore:
+    def __init__(
+        self,
+        *,
+        max_tasks: int = MAX_TASKS,
+        page_size: int = PAGE_SIZE,
+        new_id: Callable[[], str] = new_task_id,
+    ) -> None:
+        self.max_tasks = max_tasks
+        self.page_size = page_size
+        self.new_id = new_id
+        self.tasks: dict[str, Task] = {}  # in creation order
+        self.earliest = float("inf")  # the nearest deadline, so expire() is cheap when idle
+        self._seq = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def create(self, requested_ttl: Any, now: float) -> Task:
+        """A new working task. Raises TooManyTasks when every slot holds a running task."""
+        if len(self.tasks) >= self.max_tasks:
+            oldest_finished = next((t for t in self.tasks.values() if t.terminal), None)
+            if oldest_finished is None:
+                raise TooManyTasks(
+                    f"Too many tasks: this session already has {self.max_tasks} running tasks (the limit); "
+                    "wait for one to finish or cancel one with tasks/cancel"
+                )
+            del self.tasks[oldest_finished.id]
+        ttl = DEFAULT_TTL_MS
+        if isinstance(requested_ttl, (int, float)) and not isinstance(requested_ttl, bool):
+            ttl = max(0, min(int(requested_ttl), MAX_TTL_MS))
+        task = Task(self.new_id(), next(self._seq), ttl, now, now)
+        self.tasks[task.id] = task
+        self.earliest = min(self.earliest, task.deadline)
+        return task
+
+    def find(self, task_id: Any) -> Task:
+        task = self.tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is None:
+            raise TaskNotFound("Failed to retrieve task: Task not found")
+        return task
+
+    def update(
+        self, task: Task, now: float, *, status: str | None = None, message: str | None = None
+    ) -> bool:
+        """Change a running task's status (working <-> input_required) or message; True if it changed."""
+        if task.terminal or (status is not None and status not in ("working", "input_required")):
+            return False
+        new_status = status or task.status
+        new_message = message if message is not None else task.message
+        if (new_status, new_message) == (task.status, task.message):
+            return False
+        task.status, task.message, task.updated = new_status, new_message, now
+        return True
+
+    def finish(self, task: Task, status: str, outcome: bytes, message: str | None, now: float) -> bool:
+        """Move a task to a terminal status with its result; False if it already was terminal
+        (a cancelled task stays cancelled even when its call completes later)."""
+        if task.terminal or status not in TERMINAL:
+            return False
+        task.status, task.outcome, task.updated = status, outcome, now
+        if message is not None:
+            task.message = message
+        task.call = None
+        return True
+
+    def expire(self, now: float) -> list[Task]:
+        """Forget the tasks whose ttl has elapsed; returns them (their calls may need cancelling)."""
+        if now < self.earliest:
+            return []
+        gone = [task for task in self.tasks.values() if task.deadline <= now]
+        for task in gone:
+            del self.tasks[task.id]
+        self.earliest = min((t.deadline for t in self.tasks.values()), default=float("inf"))
+        return gone
+
+    def running(self) -> list[Task]:
+        return [task for task in self.tasks.values() if not task.terminal]
+
+    def page(self, cursor: Any) -> tuple[list[Task], str | None]:
+        """One page of tasks in creation order, and the cursor of the next (None at the end).
+        Raises TaskNotFound-like ValueError for a cursor this store did not make."""
+        start = 0
+        if cursor is not None:
+            start = decode_cursor(cursor)
+        tasks = [task for task in self.tasks.values() if task.seq >= start]
+        page = tasks[: self.page_size]
+        if len(tasks) > self.page_size:
+            return page, encode_cursor(tasks[self.page_size].seq)
+        return page, None
+
+
+class InvalidTaskCursor(ValueError):
+    pass
+
+
+def encode_cursor(seq: int) -> str:
+    return base64.urlsafe_b64encode(f"task:{seq}".encode()).decode()
+
+
+def decode_cursor(cursor: Any) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+        kind, _, number = text.partition(":")
+        if kind != "task":
+            raise ValueError(kind)
+        return int(number)
+    except (AttributeError, ValueError, binascii.Error, UnicodeError):
+        raise InvalidTaskCursor(f"Invalid params: invalid cursor {cursor!r}") from None
+
+
+def iso(timestamp: float) -> str:
+    """ISO 8601 in UTC with milliseconds, as MCP's createdAt/lastUpdatedAt."""
+    text = datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds")
+    return text.replace("+00:00", "Z")
