@@ -145,9 +145,7 @@ class TaskStore:
         (a cancelled task stays cancelled even when its call completes later)."""
         if task.terminal or status not in TERMINAL:
             return False
-        task.status, task.outcome, task.updated = status, outcome, now
-        if message is not None:
-            task.message = message
+        task.status, task.outcome, task.message, task.updated = status, outcome, message, now
         task.call = None
         return True
 
@@ -166,7 +164,7 @@ class TaskStore:
 
     def page(self, cursor: Any) -> tuple[list[Task], str | None]:
         """One page of tasks in creation order, and the cursor of the next (None at the end).
-        Raises TaskNotFound-like ValueError for a cursor this store did not make."""
+        Raises InvalidTaskCursor for a cursor this store did not make."""
         start = 0
         if cursor is not None:
             start = decode_cursor(cursor)
