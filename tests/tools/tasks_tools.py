@@ -18,7 +18,11 @@ async def job(key: str, ctx: Context) -> str:
     """Wait until release(key) is called; report the task's status on the way."""
     if ctx.task_id:
         await ctx.set_task_status(f"waiting for {key}")
-    await asyncio.wait_for(_gate(key).wait(), 30)
+    try:
+        await asyncio.wait_for(_gate(key).wait(), 30)
+    except asyncio.CancelledError:
+        await ctx.info(f"job {key} was cancelled")  # reaches the client as a log message
+        raise
     return f"job {key} done (task {'yes' if ctx.task_id else 'no'})"
 
 
@@ -63,6 +67,12 @@ async def counts(steps: int, ctx: Context) -> str:
 def crash(code: int) -> str:
     """The tool process exits at once."""
     os._exit(code)
+
+
+@tool
+def pid() -> int:
+    """The tool process's pid."""
+    return os.getpid()
 
 
 @tool(task="optional")
