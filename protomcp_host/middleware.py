@@ -148,7 +148,9 @@ class ChainRun:
         self.stage = f"tool '{self.call.tool.name}'"
         leg = _Leg(self)
         call = self.call
-        self.inner = inner = Call(call.id, call.tool, arguments, call.progress_token, sink=leg)
+        self.inner = inner = Call(
+            call.id, call.tool, arguments, call.progress_token, task=call.task, sink=leg
+        )
         self.host.supervisors[call.tool.owner].dispatch(inner, None)  # type: ignore[index]
         await leg.done.wait()
         if leg.failure is not None:
@@ -197,6 +199,9 @@ class _Leg:
 
     def call_log(self, call: Call, level: str, logger: str, data: Any) -> None:
         self.run.router.call_log(self.run.call, level, logger, data)
+
+    def call_task_status(self, call: Call, status: str, message: str) -> None:
+        self.run.router.call_task_status(self.run.call, status, message)
 
 
 def _error(message: str) -> ToolAnswer:

@@ -263,3 +263,12 @@ async def test_official_client_sees_tasks() -> None:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_task_through_middleware(raw_host: Callable[..., RawHost]) -> None:
+    """A middleware in another tool process wraps the call; the tool still runs as the task."""
+    tasks = TaskClient(raw_host("run", str(TOOLS / "middleware" / "mw.py"), str(TASK_TOOLS)))
+    task_id = tasks.start("job", {"key": "wrapped"})
+    assert tasks.status(task_id, "working")["statusMessage"] == "waiting for wrapped"
+    tasks.call("release", {"key": "wrapped"})
+    assert text(tasks.request("tasks/result", {"taskId": task_id})["result"]) == "job wrapped done (task yes)"
