@@ -286,3 +286,35 @@ def test_session_limit_is_a_clear_error() -> None:
     start_task(session, 2)
     [refused] = sent(request(session, 3, "tools/call", {"name": "opt", "arguments": {}, "task": {}}))
     assert refused["error"]["code"] == -32600 and "2 running tasks (the limit)" in refused["error"]["message"]
+
+
+# -- the SDK side -------------------------------------------------------------------------
+
+
+def test_tool_task_option_sets_the_definition() -> None:
+    from protomcp_sdk.registry import ToolSpec
+
+    def work() -> str:
+        return "ok"
+
+    assert ToolSpec.from_function(work).definition().task_support_mode == "forbidden"
+    optional = ToolSpec.from_function(work, task="optional").definition()
+    assert (optional.task_support_mode, optional.task_support) == ("optional", True)
+    assert tool_from_definition(optional, "f.py").mcp["execution"] == {"taskSupport": "optional"}
+    with pytest.raises(ValueError, match="task must be one of 'forbidden', 'optional', 'required'"):
+        ToolSpec.from_function(work, task="sometimes")  # type: ignore[arg-type]
+
+
+def test_context_task_status_frames() -> None:
+    from protomcp_sdk.context import Context
+
+    frames: list[pb.Envelope] = []
+    ctx = Context("7", "", frames.append, "job", task_id="T")
+    ctx.set_task_status("halfway", input_required=True)
+    ctx.report_progress(1, 4)
+    ctx.report_progress(2)  # no message, no total: nothing to say about the task
+    states = [(f.request_id, f.task_status_response.state, f.task_status_response.message) for f in frames]
+    assert states == [("7", "input_required", "halfway"), ("7", "", "")]
+    assert (frames[1].task_status_response.progress, frames[1].task_status_response.total) == (1, 4)
+    with pytest.raises(RuntimeError, match="not running as a task"):
+        Context("8", "", frames.append, "plain").set_task_status("nope")
