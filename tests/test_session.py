@@ -224,12 +224,15 @@ def test_response_messages_from_the_client_are_ignored() -> None:
 def test_version_negotiation(asked: str, answered: str) -> None:
     session = new_session()
     reply = initialize(session, asked, initialized=False)
+    capabilities: dict[str, Any] = {"logging": {}, "tools": {"listChanged": True}}
+    if answered == "2025-11-25":  # tasks arrived in that revision
+        capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
     assert reply == {
         "jsonrpc": "2.0",
         "id": 0,
         "result": {
             "protocolVersion": answered,
-            "capabilities": {"logging": {}, "tools": {"listChanged": True}},
+            "capabilities": capabilities,
             "serverInfo": SERVER_INFO,
         },
     }
