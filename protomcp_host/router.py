@@ -115,7 +115,7 @@ class Router:
     def cancel_all(self) -> None:
         for call in list(self.session.in_flight.values()):
             cancel_call(call)
-        for task in self.session.tasks.running():  # nobody is left to fetch their results
+        for task in self.session.tasks.store.running():  # nobody is left to fetch their results
             if task.call is not None:
                 cancel_call(task.call)
         self.session.in_flight.clear()

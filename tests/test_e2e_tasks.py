@@ -156,7 +156,10 @@ def test_failures_and_status_reports(tasks: TaskClient) -> None:
     failed = tasks.start("broken", {"reason": "out of paper"})
     note = tasks.status(failed, "failed")
     assert "out of paper" in note["statusMessage"]
-    assert tasks.request("tasks/result", {"taskId": failed})["result"]["isError"] is True
+    result = tasks.request("tasks/result", {"taskId": failed})["result"]
+    assert result["isError"] is True and "out of paper" in text(result)
+    assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": failed}
+    assert len(result["_meta"]) == 2  # the ToolError's own _meta is kept beside it
     asks = tasks.start("asks", {})
     assert tasks.status(asks, "input_required")["statusMessage"] == "need an answer"
     assert tasks.status(asks, "working")["statusMessage"] == "got it"

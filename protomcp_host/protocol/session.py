@@ -16,14 +16,7 @@ import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog, InvalidCursor, Tool
-from protomcp_host.protocol.tasks import (
-    RELATED_TASK,
-    InvalidTaskCursor,
-    Task,
-    TaskNotFound,
-    TaskStore,
-    TooManyTasks,
-)
+from protomcp_host.protocol.tasks import RELATED_TASK, Effects, Task, TaskMethods
 from protomcp_host.protocol.visibility import ToolVisibility
 
 SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -120,18 +113,14 @@ class Session:
         self.log_level: str | None = None
         self.in_flight: dict[bytes, Call] = {}
         self.visibility = ToolVisibility()
-        self.tasks = TaskStore()
-        self.now = 0.0  # seconds since the epoch, as last told by advance()
+        self.tasks = TaskMethods()
         self._methods: dict[str, Handler] = {
             "initialize": self._initialize,
             "ping": self._ping,
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
             "logging/setLevel": self._set_level,
-            "tasks/get": self._tasks_get,
-            "tasks/result": self._tasks_result,
-            "tasks/list": self._tasks_list,
-            "tasks/cancel": self._tasks_cancel,
+            **dict.fromkeys(("tasks/get", "tasks/result", "tasks/list", "tasks/cancel"), self._task_request),
         }
 
     # -- input ---------------------------------------------------------------------
@@ -231,7 +220,7 @@ class Session:
                 call = self.in_flight.pop(orjson.dumps(request_id), None)
                 if call is not None:  # no answer will be sent for it, as the spec asks
                     return CancelCall(call)
-                self._stop_waiting(orjson.dumps(request_id))
+                self.tasks.stop_waiting(orjson.dumps(request_id))
         return None
 
     # -- requests ------------------------------------------------------------------
@@ -333,8 +322,10 @@ class Session:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         if isinstance(token, bool) or not isinstance(token, (str, int)):
             token = None
-        if task is not None:
-            return self._start_task(request, Call(request.id, tool, arguments, token), task, problem)
+        if task is not None:  # answered at once; the call (if the arguments are valid) runs on
+            call = Call(request.id, tool, arguments, token)
+            events = self._carry(self.tasks.create(request.id, task, call, problem))
+            return [*events, call] if call.task is not None else events
         call = Call(request.id, tool, arguments, token, batch)
         self.in_flight[request.id] = call
         return call
@@ -385,7 +376,7 @@ class Session:
         parts.append(b',"isError":true}' if answer.is_error else b',"isError":false}')
         return parts
 
-    # -- tasks (2025-11-25) ----------------------------------------------------------------
+    # -- tasks (2025-11-25): the requests and records are in tasks.py -----------------------
     def _task_support(self, request: rpc.Request, tool: Tool, task: Any) -> Event | None:
         """Enforce the tool's execution.taskSupport (-32601, as the spec prescribes)."""
         if self.version not in TASK_VERSIONS:
@@ -407,25 +398,7 @@ class Session:
             return None
         return Send(rpc.error(request.id, rpc.METHOD_NOT_FOUND, message))
 
-    def _start_task(
-        self, request: rpc.Request, call: Call, task: dict[str, Any], problem: str | None
-    ) -> Event | list[Event]:
-        """Answer a task-augmented call with its CreateTaskResult at once; the call runs on."""
-        try:
-            record = self.tasks.create(task.get("ttl"), self.now)
-        except TooManyTasks as exc:
-            return Send(rpc.error(request.id, rpc.INVALID_REQUEST, str(exc)))
-        created = Send(rpc.result(request.id, {"task": record.describe()}))
-        if problem is not None:  # arguments the tool would refuse: the task fails at once
-            return [
-                created,
-                *self._finish_task(record, "failed", orjson.dumps(error_result(problem)), problem),
-            ]
-        call.task = record
-        record.call = call
-        return [created, call]
-
-    def _task_or_error(self, request: rpc.Request) -> Task | Send:
+    def _task_request(self, request: rpc.Request, _: Batch | None) -> Event | list[Event]:
         if self.version not in TASK_VERSIONS:
             return Send(
                 rpc.error(
@@ -434,110 +407,35 @@ class Session:
                     f"Method not found: {request.method} (tasks need protocol revision 2025-11-25)",
                 )
             )
-        try:
-            return self.tasks.find(request.params.get("taskId"))
-        except TaskNotFound as exc:
-            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
+        return self._carry(self.tasks.handle(request))
 
-    def _tasks_get(self, request: rpc.Request, _: Batch | None) -> Event:
-        task = self._task_or_error(request)
-        return task if isinstance(task, Send) else Send(rpc.result(request.id, task.describe()))
-
-    def _tasks_result(self, request: rpc.Request, _: Batch | None) -> Event | None:
-        """The call's result, exactly; blocks (no answer yet) until the task is terminal."""
-        task = self._task_or_error(request)
-        if isinstance(task, Send):
-            return task
-        if task.terminal:
-            return Send(rpc.raw_result(request.id, task.result_body()))
-        task.waiting.append(request.id)
-        return None
-
-    def _tasks_list(self, request: rpc.Request, _: Batch | None) -> Event:
-        if self.version not in TASK_VERSIONS:
-            return Send(rpc.error(request.id, rpc.METHOD_NOT_FOUND, f"Method not found: {request.method}"))
-        try:
-            page, cursor = self.tasks.page(request.params.get("cursor"))
-        except InvalidTaskCursor as exc:
-            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
-        result: dict[str, Any] = {"tasks": [task.describe() for task in page]}
-        if cursor is not None:
-            result["nextCursor"] = cursor
-        return Send(rpc.result(request.id, result))
-
-    def _tasks_cancel(self, request: rpc.Request, _: Batch | None) -> Event | list[Event]:
-        task = self._task_or_error(request)
-        if isinstance(task, Send):
-            return task
-        if task.terminal:
-            return Send(
-                rpc.error(
-                    request.id,
-                    rpc.INVALID_PARAMS,
-                    f"Cannot cancel task: already in terminal status '{task.status}'",
-                )
-            )
-        call = task.call
-        name = call.tool.name if call is not None else "the tool"
-        outcome = orjson.dumps(
-            error_result(f"Tool '{name}' was cancelled: its task was cancelled by request")
-        )
-        finished = self._finish_task(task, "cancelled", outcome, "The task was cancelled by request.")
-        events: list[Event] = [Send(rpc.result(request.id, task.describe())), *finished]
-        if call is not None:
-            events.append(CancelCall(call))
-        return events
-
-    def _stop_waiting(self, request_id: bytes) -> None:
-        """A tasks/result request the client cancelled gets no answer."""
-        for task in self.tasks.tasks.values():
-            if request_id in task.waiting:
-                task.waiting.remove(request_id)
+    def _carry(self, effects: Effects) -> list[Event]:
+        events: list[Event] = [Send(data, related) for data, related in effects.writes]
+        return events + [CancelCall(call) for call in effects.cancel]
 
     def advance(self, now: float) -> list[Event]:
-        """The time is `now`: forget expired tasks, cancel their calls, answer who waits on them."""
-        self.now = now
-        events: list[Event] = []
-        for task in self.tasks.expire(now):
-            if task.call is not None:
-                events.append(CancelCall(task.call))
-            expired = "Failed to retrieve task: Task has expired"
-            events += [Send(rpc.error(w, rpc.INVALID_PARAMS, expired), w) for w in task.waiting]
-        return events
+        """The time is `now`: tasks past their ttl expire."""
+        return self._carry(self.tasks.advance(now))
 
     def task_done(self, call: Call, answer: ToolAnswer, now: float) -> list[Event]:
         """A task's call answered: the task completes (or fails, for an isError result)."""
         assert call.task is not None
-        self.now = now
+        self.tasks.now = now
         outcome = b"".join(self._call_result(call, answer))
         if not outcome.endswith(b'"isError":true}'):
-            return self._finish_task(call.task, "completed", outcome, None)
-        return self._finish_task(call.task, "failed", outcome, _first_text(outcome))
+            return self._carry(self.tasks.finish(call.task, "completed", outcome, None))
+        return self._carry(self.tasks.finish(call.task, "failed", outcome, _first_text(outcome)))
 
     def task_failed(self, call: Call, message: str, now: float) -> list[Event]:
         """A task's call could not complete (its process died, it timed out, ...)."""
         assert call.task is not None
-        self.now = now
-        return self._finish_task(call.task, "failed", orjson.dumps(error_result(message)), message)
+        self.tasks.now = now
+        outcome = orjson.dumps(error_result(message))
+        return self._carry(self.tasks.finish(call.task, "failed", outcome, message))
 
     def task_status(self, call: Call, status: str, message: str, now: float) -> list[Event]:
         """The tool reported its task's status (working / input_required) or message."""
-        if call.task is None or call.task.id not in self.tasks.tasks:
-            return []
-        if not self.tasks.update(call.task, now, status=status or None, message=message or None):
-            return []
-        return [self._status_notice(call.task)]
-
-    def _finish_task(self, task: Task, status: str, outcome: bytes, message: str | None) -> list[Event]:
-        if not self.tasks.finish(task, status, outcome, message, self.now):
-            return []  # already terminal: a cancelled task stays cancelled
-        body = task.result_body()
-        answers = [Send(rpc.raw_result(w, body), w) for w in task.waiting]
-        task.waiting.clear()
-        return [self._status_notice(task), *answers]
-
-    def _status_notice(self, task: Task) -> Send:
-        return Send(rpc.notification("notifications/tasks/status", task.describe()))
+        return self._carry(self.tasks.report(call.task, status, message, now)) if call.task else []
 
     # -- the tools this session sees ----------------------------------------------------
     def _shown(self) -> Callable[[Tool], bool] | None:

@@ -25,6 +25,8 @@ from typing import Any
 
 import orjson
 
+from protomcp_host.protocol import jsonrpc as rpc
+
 DEFAULT_TTL_MS = 60 * 60 * 1000  # one hour
 MAX_TTL_MS = 24 * 60 * 60 * 1000  # one day
 MAX_TASKS = 100  # per session
@@ -81,8 +83,13 @@ class Task:
 
     def result_body(self) -> bytes:
         """What tasks/result answers: the call's result, tagged with this task."""
-        meta = orjson.dumps({RELATED_TASK: {"taskId": self.id}})
-        return self.outcome[:-1] + b',"_meta":' + meta + b"}"
+        related = {RELATED_TASK: {"taskId": self.id}}
+        if b'"_meta":' in self.outcome:  # the result has a _meta of its own (a ToolError's code)
+            result = orjson.loads(self.outcome)
+            if isinstance(result.get("_meta"), dict):
+                result["_meta"] = {**result["_meta"], **related}
+                return orjson.dumps(result)
+        return self.outcome[:-1] + b',"_meta":' + orjson.dumps(related) + b"}"
 
 
 class TaskStore:
@@ -198,3 +205,144 @@ def iso(timestamp: float) -> str:
     """ISO 8601 in UTC with milliseconds, as MCP's createdAt/lastUpdatedAt."""
     text = datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds")
     return text.replace("+00:00", "Z")
+
+
+Write = tuple[bytes, bytes | None]
+"""A message to send and the id of the client request it relates to."""
+
+
+@dataclass(slots=True)
+class Effects:
+    """What a task operation asks of the session: messages to send, calls to cancel."""
+
+    writes: list[Write] = field(default_factory=list)
+    cancel: list[Any] = field(default_factory=list)
+
+
+class TaskMethods:
+    """The task requests of one session (tasks/get, tasks/result, tasks/list, tasks/cancel)
+    and what happens to a task as its call runs, as JSON-RPC messages."""
+
+    def __init__(self, store: TaskStore | None = None) -> None:
+        self.store = store or TaskStore()
+        self._methods: dict[str, Callable[[rpc.Request], Effects]] = {
+            "tasks/get": self._get,
+            "tasks/result": self._result,
+            "tasks/list": self._list,
+            "tasks/cancel": self._cancel,
+        }
+        self.now = 0.0  # seconds since the epoch, as last told
+
+    def handle(self, request: rpc.Request) -> Effects:
+        return self._methods[request.method](request)
+
+    # -- requests ----------------------------------------------------------------------
+    def _find(self, request: rpc.Request) -> Task | Effects:
+        try:
+            return self.store.find(request.params.get("taskId"))
+        except TaskNotFound as exc:
+            return _reply(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)), request.id)
+
+    def _get(self, request: rpc.Request) -> Effects:
+        task = self._find(request)
+        return (
+            task if isinstance(task, Effects) else _reply(rpc.result(request.id, task.describe()), request.id)
+        )
+
+    def _result(self, request: rpc.Request) -> Effects:
+        """The call's result, exactly; no answer yet (it blocks) until the task is terminal."""
+        task = self._find(request)
+        if isinstance(task, Effects):
+            return task
+        if task.terminal:
+            return _reply(rpc.raw_result(request.id, task.result_body()), request.id)
+        task.waiting.append(request.id)
+        return Effects()
+
+    def _list(self, request: rpc.Request) -> Effects:
+        try:
+            page, cursor = self.store.page(request.params.get("cursor"))
+        except InvalidTaskCursor as exc:
+            return _reply(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)), request.id)
+        result: dict[str, Any] = {"tasks": [task.describe() for task in page]}
+        if cursor is not None:
+            result["nextCursor"] = cursor
+        return _reply(rpc.result(request.id, result), request.id)
+
+    def _cancel(self, request: rpc.Request) -> Effects:
+        task = self._find(request)
+        if isinstance(task, Effects):
+            return task
+        if task.terminal:
+            message = f"Cannot cancel task: already in terminal status '{task.status}'"
+            return _reply(rpc.error(request.id, rpc.INVALID_PARAMS, message), request.id)
+        call = task.call
+        name = call.tool.name if call is not None else "the tool"
+        outcome = _error_result(f"Tool '{name}' was cancelled: its task was cancelled by request")
+        ended = self.finish(task, "cancelled", outcome, "The task was cancelled by request.")
+        effects = Effects([(rpc.result(request.id, task.describe()), request.id)])
+        effects.writes += [(data, related or request.id) for data, related in ended.writes]
+        effects.cancel = [call] if call is not None else []
+        return effects
+
+    def stop_waiting(self, request_id: bytes) -> None:
+        """A tasks/result request the client cancelled gets no answer."""
+        for task in self.store.tasks.values():
+            if request_id in task.waiting:
+                task.waiting.remove(request_id)
+
+    # -- a task's life -----------------------------------------------------------------
+    def create(self, request_id: bytes, params: dict[str, Any], call: Any, problem: str | None) -> Effects:
+        """Answer a task-augmented tools/call with its CreateTaskResult. The call becomes the
+        task's (`call.task`); with a `problem` (arguments the tool would refuse) there is no
+        call and the task fails at once."""
+        try:
+            task = self.store.create(params.get("ttl"), self.now)
+        except TooManyTasks as exc:
+            return _reply(rpc.error(request_id, rpc.INVALID_REQUEST, str(exc)), request_id)
+        effects = _reply(rpc.result(request_id, {"task": task.describe()}), request_id)
+        if problem is not None:
+            effects.writes += self.finish(task, "failed", _error_result(problem), problem).writes
+        else:
+            call.task, task.call = task, call
+        return effects
+
+    def report(self, task: Task, status: str, message: str, now: float) -> Effects:
+        """The tool reported its task's status (working / input_required) or message."""
+        self.now = now
+        if task.id not in self.store.tasks:
+            return Effects()
+        if not self.store.update(task, now, status=status or None, message=message or None):
+            return Effects()
+        return Effects([self._notice(task)])
+
+    def finish(self, task: Task, status: str, outcome: bytes, message: str | None) -> Effects:
+        """The task ends with its call's result: tell the client, answer who waits."""
+        if not self.store.finish(task, status, outcome, message, self.now):
+            return Effects()  # already terminal: a cancelled task stays cancelled
+        body = task.result_body()
+        writes = [self._notice(task), *((rpc.raw_result(w, body), w) for w in task.waiting)]
+        task.waiting.clear()
+        return Effects(writes)
+
+    def advance(self, now: float) -> Effects:
+        """The time is `now`: forget expired tasks, cancel their calls, answer who waits on them."""
+        self.now = now
+        effects = Effects()
+        for task in self.store.expire(now):
+            if task.call is not None:
+                effects.cancel.append(task.call)
+            expired = "Failed to retrieve task: Task has expired"
+            effects.writes += [(rpc.error(w, rpc.INVALID_PARAMS, expired), w) for w in task.waiting]
+        return effects
+
+    def _notice(self, task: Task) -> Write:
+        return rpc.notification("notifications/tasks/status", task.describe()), None
+
+
+def _reply(data: bytes, request_id: bytes) -> Effects:
+    return Effects([(data, request_id)])
+
+
+def _error_result(message: str) -> bytes:
+    return orjson.dumps({"content": [{"type": "text", "text": message}], "isError": True})

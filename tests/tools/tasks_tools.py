@@ -4,7 +4,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from protomcp_sdk import Context, tool
+from protomcp_sdk import Context, ToolError, tool
 
 _gates: dict[str, asyncio.Event] = {}
 
@@ -41,8 +41,8 @@ def report(n: int) -> int:
 
 @tool(task="optional")
 def broken(reason: str) -> str:
-    """Fails with an isError result."""
-    raise ValueError(reason)
+    """Fails with an isError result (with a code, so the result has a _meta of its own)."""
+    raise ToolError(reason, code="no_paper")
 
 
 @tool(task="optional")
