@@ -415,6 +415,9 @@ class Session:
 
     def advance(self, now: float) -> list[Event]:
         """The time is `now`: tasks past their ttl expire."""
+        self.tasks.now = now
+        if now < self.tasks.store.earliest:  # the common case, on every message: nothing to do
+            return []
         return self._carry(self.tasks.advance(now))
 
     def task_done(self, call: Call, answer: ToolAnswer, now: float) -> list[Event]:
