@@ -193,3 +193,16 @@ def anyio_backend() -> str:
 
 
 del anyio
+
+
+def test_control_covers_the_tools_of_every_plugin_file(raw_host, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    other = tmp_path / "other.py"
+    other.write_text(
+        "from protomcp_sdk import tool\n\n@tool(hidden=True)\ndef elsewhere() -> str:\n    return 'there'\n"
+    )
+    host = raw_host("run", str(CONTROL), str(other))
+    host.initialize()
+    assert "elsewhere" not in listed(host)
+    reply, notes = call(host, 1, "batch", enable=["elsewhere"])
+    assert notes == [LIST_CHANGED] and "elsewhere" in structured(reply)
+    assert call(host, 2, "elsewhere")[0]["result"]["content"][0]["text"] == "there"
