@@ -7,7 +7,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -24,6 +24,9 @@ from protomcp_host.router import Router, Writer
 from protomcp_host.supervisor import Supervisor
 from protomcp_host.worker import WorkerError
 from protomcp_sdk import protomcp_pb2 as pb
+
+if TYPE_CHECKING:
+    from protomcp_host.transports.http_server import HttpSettings
 
 SERVER_INFO = {"name": "protomcp", "version": __version__}
 
@@ -208,10 +211,12 @@ async def serve(
     drain_timeout: float = 10.0,
     reload: bool = False,
     watch: tuple[str, ...] = (),
+    http: HttpSettings | None = None,
     **options: Any,
 ) -> int:
     """Serve the tool processes the CLI launched (one per tool file) over stdio until the
-    client goes away or a signal arrives. Returns the exit code.
+    client goes away or a signal arrives, or over HTTP (`http`) until a signal arrives.
+    Returns the exit code.
 
     With `reload`, tool files are watched and reloaded (blue/green) when they change."""
     from protomcp_host.reloader import watch_and_reload
@@ -227,17 +232,33 @@ async def serve(
             tg.cancel_scope.cancel()
             return 1
         shutdown = anyio.Event()
+        code = 0
         tg.start_soon(_on_signals, shutdown)
         tg.start_soon(host.expire_tasks)
         if reload:
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
-        if sys.stdin.isatty():
-            host.stderr(banner(host, reload))
-        await serve_stdio(host, shutdown, drain_timeout)
+        if http is not None:
+            from protomcp_host.transports.http_server import serve_http
+
+            try:
+                await serve_http(
+                    host,
+                    http,
+                    shutdown,
+                    drain_timeout,
+                    lambda url: host.stderr(http_banner(host, url, reload)),
+                )
+            except StartupError as exc:
+                host.stderr(f"protomcp: cannot start: {exc}")
+                code = 1
+        else:
+            if sys.stdin.isatty():
+                host.stderr(banner(host, reload))
+            await serve_stdio(host, shutdown, drain_timeout)
         shutdown.set()
         await host.stop(drain_timeout)
         tg.cancel_scope.cancel()
-    return 0
+    return code
 
 
 def banner(host: Host, reload: bool) -> str:
@@ -263,6 +284,24 @@ def banner(host: Host, reload: bool) -> str:
     lines.append(
         "This terminal is now the MCP stdio channel (clients start protomcp themselves). Ctrl+C quits."
     )
+    return "\n".join(lines)
+
+
+def http_banner(host: Host, url: str, reload: bool) -> str:
+    """The URL, and ready entries for clients configured by URL."""
+    name = host.files[0].stem if len(host.files) == 1 else "tools"
+    files = ", ".join(f.name for f in host.files)
+    kind = "sse" if url.endswith("/sse") else "http"
+    lines = [
+        f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files} at {url}",
+        f"  {', '.join(host.catalog.names())}",
+        'Add to a client config under "mcpServers" (Cursor, VS Code, Claude Code\'s .mcp.json):',
+        "  " + orjson.dumps({name: {"type": kind, "url": url}}).decode(),
+        f"Claude Code: claude mcp add --transport {kind} {name} {url}",
+    ]
+    if reload:
+        lines.append("Watching for changes: save a tool file and every session sees the new tools.")
+    lines.append("SIGTERM or Ctrl+C stops the server (in-flight calls finish first).")
     return "\n".join(lines)
 
 

@@ -32,6 +32,8 @@ def _serve_options(fn: Any) -> Any:
         help="Seconds a tool call may run before it is cancelled and reported as an error (0 = no limit).",
     )(fn)  # fmt: skip
     fn = PYTHON(fn)
+    for option in reversed(HTTP_OPTIONS):
+        fn = option(fn)
     fn = click.option(
         "--include-tag", "include_tags", multiple=True, metavar="TAG",
         help="Expose only tools with this tag (@tool(tags={...})); repeatable: any of them.",
@@ -41,8 +43,10 @@ def _serve_options(fn: Any) -> Any:
         help="Do not expose tools with this tag; repeatable.",
     )(fn)  # fmt: skip
     fn = click.option(
-        "--transport", type=click.Choice(["stdio"]), default="stdio", show_default=True,
-        help="How the AI client connects: stdio (the client starts protomcp as a subprocess).",
+        "--transport", type=click.Choice(["stdio", "http", "sse"]), default="stdio", show_default=True,
+        help="How the AI client connects: stdio (the client starts protomcp as a subprocess), "
+        "http (Streamable HTTP at --host/--port/--path) or sse (the deprecated HTTP+SSE transport "
+        "of MCP 2024-11-05, at /sse, for old clients).",
     )(fn)  # fmt: skip
     return fn
 
@@ -68,6 +72,93 @@ def _identity_options(fn: Any) -> Any:
         "--name", "server_name", metavar="NAME", help="Server name initialize reports (default: protomcp)."
     )(fn)
     return fn
+
+
+HTTP_OPTIONS = [
+    click.option("--host", default=None, help="[http/sse] Address to listen on.  [default: 127.0.0.1]"),
+    click.option(
+        "--port",
+        default=None,
+        type=click.IntRange(0, 65535),
+        help="[http/sse] Port to listen on (0 = any free port).  [default: 8000]",
+    ),
+    click.option("--path", default=None, help="[http] Path of the MCP endpoint.  [default: /mcp]"),
+    click.option(
+        "--allow-host",
+        "allow_hosts",
+        multiple=True,
+        metavar="HOST",
+        help="[http/sse] Also accept requests whose Host header names HOST (repeatable; '*' = any), "
+        "e.g. the public name a reverse proxy forwards. Loopback names are always accepted.",
+    ),
+    click.option(
+        "--allow-origin",
+        "allow_origins",
+        multiple=True,
+        metavar="ORIGIN",
+        help="[http/sse] Also accept browser requests from ORIGIN, e.g. https://app.example.com "
+        "(repeatable; '*' = any). Loopback origins are always accepted.",
+    ),
+    click.option(
+        "--auth-token-env",
+        default=None,
+        metavar="NAME",
+        help="[http/sse] Require 'Authorization: Bearer <token>' where the token is the value of "
+        "the environment variable NAME.",
+    ),
+    click.option(
+        "--oauth-jwks",
+        default=None,
+        metavar="URL|FILE",
+        help="[http/sse] OAuth resource-server mode: accept only JWT access tokens signed by a key "
+        "of this JWKS (needs --oauth-issuer). Clients discover the authorization server at "
+        "/.well-known/oauth-protected-resource.",
+    ),
+    click.option(
+        "--oauth-issuer", default=None, metavar="URL", help="[http/sse] Required 'iss' of access tokens."
+    ),
+    click.option(
+        "--oauth-audience",
+        default=None,
+        metavar="URL",
+        help="[http/sse] Required 'aud' of access tokens.  [default: this server's URL, e.g. "
+        "http://127.0.0.1:8000/mcp; set it to the public URL behind a proxy]",
+    ),
+    click.option(
+        "--oauth-scope",
+        "oauth_scopes",
+        multiple=True,
+        metavar="SCOPE",
+        help="[http/sse] A scope every access token must grant (repeatable); else 403 insufficient_scope.",
+    ),
+    click.option(
+        "--max-body",
+        default=None,
+        type=click.IntRange(min=1),
+        help="[http/sse] Largest request body in bytes (413 above).  [default: 4194304]",
+    ),
+    click.option(
+        "--session-timeout",
+        default=None,
+        type=click.FloatRange(min=0),
+        help="[http] Seconds an idle session lives before it expires; its client then gets 404 and "
+        "initializes again (0 = never).  [default: 1800]",
+    ),
+]
+HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags do not apply
+    "host": "--host",
+    "port": "--port",
+    "path": "--path",
+    "allow_hosts": "--allow-host",
+    "allow_origins": "--allow-origin",
+    "auth_token_env": "--auth-token-env",
+    "oauth_jwks": "--oauth-jwks",
+    "oauth_issuer": "--oauth-issuer",
+    "oauth_audience": "--oauth-audience",
+    "oauth_scopes": "--oauth-scope",
+    "max_body": "--max-body",
+    "session_timeout": "--session-timeout",
+}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -97,6 +188,7 @@ def run(
     page_size: int,
     include_tags: tuple[str, ...],
     exclude_tags: tuple[str, ...],
+    **http: Any,
 ) -> None:
     """Serve the tools in FILES (files or folders of tool files) over MCP.
 
@@ -114,6 +206,7 @@ def run(
         page_size=page_size,
         include_tags=include_tags,
         exclude_tags=exclude_tags,
+        http=_http_settings(transport, http),
     )
 
 
@@ -141,6 +234,7 @@ def dev(
     exclude_tags: tuple[str, ...],
     watch: tuple[str, ...],
     no_reload: bool,
+    **http: Any,
 ) -> None:
     """Serve FILES like run, and reload a tool file the moment you save it.
 
@@ -163,7 +257,66 @@ def dev(
         exclude_tags=exclude_tags,
         reload=not no_reload,
         watch=watch,
+        http=_http_settings(transport, http),
     )
+
+
+def _http_settings(transport: str, given: dict[str, Any]) -> Any:
+    """HttpSettings for --transport http/sse (None for stdio, where HTTP flags are an error)."""
+    if transport == "stdio":
+        used = [flag for name, flag in HTTP_FLAGS.items() if given.get(name) not in (None, ())]
+        if used:
+            raise click.UsageError(f"{', '.join(used)}: only with --transport http or sse")
+        return None
+    from protomcp_host.transports.guard import BearerToken
+    from protomcp_host.transports.http import HttpOptions
+    from protomcp_host.transports.http_server import HttpSettings
+
+    options = HttpOptions()
+    if given.get("max_body") is not None:
+        options.max_body = given["max_body"]
+    if given.get("session_timeout") is not None:
+        options.session_timeout = given["session_timeout"]
+    settings = HttpSettings(
+        transport=transport,
+        host=given.get("host") or "127.0.0.1",
+        port=8000 if given.get("port") is None else given["port"],
+        path="/" + (given.get("path") or "/mcp").lstrip("/"),
+        allow_hosts=tuple(given.get("allow_hosts") or ()),
+        allow_origins=tuple(given.get("allow_origins") or ()),
+        options=options,
+    )
+    name = given.get("auth_token_env")
+    if name:
+        import os
+
+        token = os.environ.get(name, "")
+        if not token:
+            raise click.UsageError(f"--auth-token-env {name}: the environment variable {name} is not set")
+        settings.auth = BearerToken(token)
+    oauth = {
+        name: given.get(name) for name in ("oauth_jwks", "oauth_issuer", "oauth_audience", "oauth_scopes")
+    }
+    if any(value not in (None, ()) for value in oauth.values()):
+        settings.auth = _oauth(settings.auth, **oauth)
+    return settings
+
+
+def _oauth(other: Any, oauth_jwks: str | None, oauth_issuer: str | None, **rest: Any) -> Any:
+    from protomcp_host.transports.oauth import JwksError, OAuthResource
+
+    if other is not None:
+        raise click.UsageError("use either --auth-token-env or --oauth-jwks, not both")
+    if not oauth_jwks or not oauth_issuer:
+        raise click.UsageError("OAuth mode needs both --oauth-jwks and --oauth-issuer")
+    resource = OAuthResource(
+        oauth_jwks, oauth_issuer, audience=rest["oauth_audience"], scopes=tuple(rest["oauth_scopes"] or ())
+    )
+    try:
+        resource.load_keys()
+    except JwksError as exc:
+        raise click.UsageError(f"--oauth-jwks: {exc}") from None
+    return resource
 
 
 def _serve(files: tuple[Path, ...], **options: Any) -> None:

@@ -1,0 +1,352 @@
+"""Streamable HTTP: protomcp vs the official SDK's server (its Streamable HTTP app under uvicorn).
+
+    python benchmarks/http_bench.py [--reps 5] [--quick] [--out benchmarks/README.md]
+
+Both serve the same tools (tools_protomcp.py / tools_sdk.py) on a free loopback port and are
+driven by the same minimal HTTP/1.1 client (keep-alive connections, one per session; JSON and
+SSE answers both parsed). Repetitions alternate the order of the two sides; each figure is the
+median over repetitions and the ratio is protomcp / SDK. Every wait is bounded.
+
+Metrics: sequential `tools/call echo` latency p50 (one session, one call at a time); calls/s
+with 50 concurrent sessions (each calling in a loop on its own connection); memory per idle
+session (RSS of the server's process tree before and after opening 200 sessions that only
+initialize, divided by 200).
+
+With --out, the "Streamable HTTP" section of that markdown file is replaced (or appended).
+Run it after run.py and reload.py, which rewrite the file up to their own sections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SECTION = "## Streamable HTTP"
+URL = re.compile(r"at (http://127\.0\.0\.1:(\d+)(/\S*))")
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+# --------------------------------------------------------------------------- a lean client
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection speaking MCP: POST a message, read its answer."""
+
+    def __init__(self, port: int, path: str) -> None:
+        self.port, self.path = port, path
+        self.session_id: str | None = None
+        self.next_id = 0
+
+    async def open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+
+    def close(self) -> None:
+        self.writer.close()
+
+    async def post(self, message: dict[str, Any]) -> Any:
+        body = orjson.dumps(message)
+        head = [
+            f"POST {self.path} HTTP/1.1",
+            f"host: 127.0.0.1:{self.port}",
+            "accept: application/json, text/event-stream",
+            "content-type: application/json",
+            f"content-length: {len(body)}",
+        ]
+        if self.session_id:
+            head += [f"mcp-session-id: {self.session_id}", "mcp-protocol-version: 2025-11-25"]
+        self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        status, headers, data = await self._response()
+        if status >= 300:
+            raise RuntimeError(f"HTTP {status}: {data[:200]!r}")
+        if "mcp-session-id" in headers:
+            self.session_id = headers["mcp-session-id"]
+        if "id" not in message:
+            return None
+        if headers.get("content-type", "").startswith("text/event-stream"):
+            for line in data.split(b"\n"):
+                if line.startswith(b"data:") and line[5:].strip():
+                    answer = orjson.loads(line[5:])
+                    if answer.get("id") == message["id"]:
+                        return answer
+            raise RuntimeError(f"no answer in the stream: {data[:200]!r}")
+        return orjson.loads(data)
+
+    async def _response(self) -> tuple[int, dict[str, str], bytes]:
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        headers = {}
+        for line in lines[1:]:
+            if line:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+        if "content-length" in headers:
+            return status, headers, await self.reader.readexactly(int(headers["content-length"]))
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            parts = []
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                chunk = await self.reader.readexactly(size + 2)
+                if size == 0:
+                    return status, headers, b"".join(parts)
+                parts.append(chunk[:-2])
+        return status, headers, await self.reader.read()
+
+    async def initialize(self) -> None:
+        await self.post(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "1"},
+                },
+            }
+        )
+        await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    async def echo(self, text: str = "hello world") -> None:
+        self.next_id += 1
+        answer = await self.post(
+            {
+                "jsonrpc": "2.0",
+                "id": self.next_id,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": text}},
+            }
+        )
+        if answer["result"]["content"][0]["text"] != text:
+            raise RuntimeError(f"wrong answer: {answer}")
+
+
+# --------------------------------------------------------------------------- servers
+
+
+@dataclass
+class Side:
+    name: str
+    command: list[str]
+
+
+SIDES = [
+    Side(
+        "protomcp",
+        [
+            sys.executable,
+            "-m",
+            "protomcp_host",
+            "run",
+            str(HERE / "tools_protomcp.py"),
+            "--transport",
+            "http",
+            "--port",
+            "0",
+            "--session-timeout",
+            "0",
+        ],
+    ),
+    Side("MCP SDK", [sys.executable, str(HERE / "tools_sdk_http.py")]),
+]
+
+
+class Server:
+    def __init__(self, side: Side) -> None:
+        self.proc = subprocess.Popen(
+            side.command, cwd=HERE, env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+        found = threading.Event()
+        self.port, self.path = 0, ""
+
+        def read() -> None:
+            assert self.proc.stderr is not None
+            for raw in self.proc.stderr:
+                match = URL.search(raw.decode(errors="replace"))
+                if match and not found.is_set():
+                    self.port, self.path = int(match.group(2)), match.group(3)
+                    found.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not found.wait(60):
+            self.stop()
+            raise RuntimeError(f"{side.name} did not start")
+
+    def memory_kb(self) -> int:
+        total = 0
+        pids = [self.proc.pid]
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        if children.exists():
+            pids += [int(p) for p in children.read_text().split()]
+        for pid in pids:
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            except OSError:
+                pass
+        return total
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+async def sequential_p50(server: Server, calls: int) -> float:
+    conn = Connection(server.port, server.path)
+    await conn.open()
+    await conn.initialize()
+    for _ in range(calls // 5):  # warm-up
+        await conn.echo()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        await conn.echo()
+        times.append(time.perf_counter() - start)
+    conn.close()
+    return statistics.median(times) * 1e6
+
+
+async def concurrent_rate(server: Server, sessions: int, budget: float) -> float:
+    conns = [Connection(server.port, server.path) for _ in range(sessions)]
+    for conn in conns:
+        await conn.open()
+        await conn.initialize()
+    done = 0
+    deadline = 0.0
+
+    async def loop(conn: Connection) -> None:
+        nonlocal done
+        while time.perf_counter() < deadline:
+            await conn.echo()
+            done += 1
+
+    deadline = time.perf_counter() + budget
+    start = time.perf_counter()
+    await asyncio.gather(*(loop(c) for c in conns))
+    elapsed = time.perf_counter() - start
+    for conn in conns:
+        conn.close()
+    return done / elapsed
+
+
+async def memory_per_session(server: Server, sessions: int) -> float:
+    await asyncio.sleep(0.5)
+    before = server.memory_kb()
+    conns = [Connection(server.port, server.path) for _ in range(sessions)]
+    for conn in conns:
+        await conn.open()
+        await conn.initialize()
+    await asyncio.sleep(0.5)
+    after = server.memory_kb()
+    for conn in conns:
+        conn.close()
+    return (after - before) / sessions
+
+
+async def measure(side: Side, quick: bool) -> dict[str, float]:
+    server = Server(side)
+    try:
+        return {
+            "seq": await asyncio.wait_for(sequential_p50(server, 300 if quick else 1000), 120),
+            "rate": await asyncio.wait_for(concurrent_rate(server, 50, 2.0 if quick else 4.0), 120),
+            "mem": await asyncio.wait_for(memory_per_session(server, 200), 120),
+        }
+    finally:
+        server.stop()
+
+
+# --------------------------------------------------------------------------- report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", type=Path, help="replace the Streamable HTTP section of this markdown file")
+    args = parser.parse_args()
+    results: dict[str, list[dict[str, float]]] = {side.name: [] for side in SIDES}
+    for rep in range(args.reps):
+        for side in SIDES if rep % 2 == 0 else reversed(SIDES):
+            results[side.name].append(asyncio.run(measure(side, args.quick)))
+            print(f"rep {rep + 1} {side.name}: {results[side.name][-1]}", file=sys.stderr)
+
+    def median(name: str, key: str) -> float:
+        return statistics.median(r[key] for r in results[name])
+
+    rows = [
+        ("sequential `tools/call` latency p50 (µs)", "seq", "≤ 0.5x", lambda r: r <= 0.5),
+        ("calls/s, 50 concurrent sessions", "rate", "≥ 5x", lambda r: r >= 5),
+        ("memory per idle session (KB of RSS)", "mem", "-", None),
+    ]
+    when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        f"Run: {when}, {args.reps} repetition(s), interleaved; {os.cpu_count()} CPUs; load average at end "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}.",
+        "",
+        "| metric | protomcp | MCP SDK | ratio | target | result |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for label, key, target, ok in rows:
+        ours, theirs = median("protomcp", key), median("MCP SDK", key)
+        ratio = ours / theirs if theirs else float("nan")
+        verdict = "info" if ok is None else ("PASS" if ok(ratio) else "FAIL")
+        lines.append(f"| {label} | {ours:,.1f} | {theirs:,.1f} | {ratio:.2f}x | {target} | {verdict} |")
+    lines += [
+        "",
+        "Ratio per repetition (each pair measured back to back):",
+        "",
+        "| metric | min | median | max |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, key, _, _ in rows:
+        ratios = [
+            a[key] / b[key] for a, b in zip(results["protomcp"], results["MCP SDK"], strict=True) if b[key]
+        ]
+        lines.append(
+            f"| {label} | {min(ratios):.2f}x | {statistics.median(ratios):.2f}x | {max(ratios):.2f}x |"
+        )
+    report = "\n".join(lines)
+    print(report)
+    if args.out is not None:
+        explain = (
+            "Measured by `python benchmarks/http_bench.py --out benchmarks/README.md`: protomcp "
+            "(`protomcp run tools_protomcp.py --transport http`) against the official SDK's Streamable "
+            "HTTP app under uvicorn (`tools_sdk_http.py`), both on loopback, driven by the same minimal "
+            "keep-alive HTTP/1.1 client; see the script's docstring for the method."
+        )
+        text = args.out.read_text() if args.out.exists() else ""
+        before, _, rest = text.partition(SECTION)
+        after = rest[rest.find("\n## ") :] if "\n## " in rest else ""
+        args.out.write_text(f"{before.rstrip()}\n\n{SECTION}\n\n{explain}\n\n{report}\n{after}")
+
+
+if __name__ == "__main__":
+    main()

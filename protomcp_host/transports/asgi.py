@@ -1,0 +1,82 @@
+"""Small ASGI helpers shared by the HTTP transports: headers, bodies, plain answers."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+
+import anyio
+import orjson
+
+from protomcp_host.protocol import jsonrpc as rpc
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Headers = Iterable[tuple[bytes, bytes]]
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class ClientGone(Exception):
+    pass
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """The value of one request header (`name` in lower case), or None."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def read_body(receive: Receive, limit: int, timeout: float) -> bytes:
+    """The whole request body. Raises BodyTooLarge past `limit` bytes, TimeoutError when the
+    client sends too slowly, ClientGone when it disconnects."""
+    parts: list[bytes] = []
+    size = 0
+    with anyio.fail_after(timeout):
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ClientGone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(parts)
+
+
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    *,
+    content_type: bytes | None = None,
+    headers: Headers = (),
+) -> None:
+    raw = [*headers]
+    if content_type is not None:
+        raw.append((b"content-type", content_type))
+    raw.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def respond_json(send: Send, status: int, data: bytes, headers: Headers = ()) -> None:
+    await respond(send, status, data, content_type=b"application/json", headers=headers)
+
+
+async def refuse(send: Send, status: int, message: str, headers: Headers = (), code: int = -32600) -> None:
+    """An HTTP error whose body is a JSON-RPC error that says why, for clients that show it."""
+    await respond_json(send, status, rpc.error(rpc.NULL_ID, code, message), headers)
+
+
+def json_body(value: Any) -> bytes:
+    return orjson.dumps(value)

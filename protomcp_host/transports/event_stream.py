@@ -1,0 +1,97 @@
+"""One SSE stream of a Streamable HTTP session, kept apart from the connection that carries it.
+
+Messages are numbered and kept (bounded) until the stream is over, so a client whose connection
+dropped can reconnect with ``Last-Event-ID`` and get every message it missed. Sans-IO apart
+from an anyio Event that wakes the connection writing the stream.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import anyio
+
+KEEP = 10_000  # messages kept for resumption per stream; the oldest go first
+
+
+class EventStream:
+    def __init__(self, key: str, *, keep: int = KEEP) -> None:
+        self.key = key  # unique within its session; event ids are "<key>-<seq>"
+        self.keep = keep
+        self.events: deque[tuple[int, bytes]] = deque()
+        self.seq = 0  # number of the last message pushed
+        self.sent = 0  # highest number written to some connection
+        self.done = False  # the answer that ends the stream is in
+        self.closed = False  # the session ended: nothing more will come
+        self.attached = 0  # generation of the connection writing it (0 = none)
+        self._generation = 0
+        self._changed = anyio.Event()
+
+    def push(self, data: bytes, *, last: bool = False) -> None:
+        self.seq += 1
+        self.events.append((self.seq, data))
+        if len(self.events) > self.keep:
+            self.events.popleft()
+        if last:
+            self.done = True
+        self._wake()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def after(self, seq: int) -> list[tuple[int, bytes]]:
+        """Messages numbered above `seq`, oldest first."""
+        if seq >= self.seq:
+            return []
+        return [event for event in self.events if event[0] > seq]
+
+    def finished(self, cursor: int) -> bool:
+        """Nothing more will be written after `cursor`."""
+        return self.closed or (self.done and cursor >= self.seq)
+
+    def attach(self) -> int:
+        """A connection takes the stream over (a resumed connection replaces an old one)."""
+        self._generation += 1
+        self.attached = self._generation
+        self._wake()
+        return self._generation
+
+    def detach(self, generation: int) -> None:
+        if self.attached == generation:
+            self.attached = 0
+
+    def event_id(self, seq: int) -> str:
+        return f"{self.key}-{seq}"
+
+    async def wait(self, timeout: float) -> bool:
+        """Until something changes (a message, the end, a takeover) or `timeout` passes;
+        False when nothing changed."""
+        changed = self._changed
+        with anyio.move_on_after(timeout):
+            await changed.wait()
+        return changed.is_set()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+
+def parse_event_id(value: str) -> tuple[str, int] | None:
+    key, _, seq = value.rpartition("-")
+    if not key or not seq.isdigit():
+        return None
+    return key, int(seq)
+
+
+def sse_event(event_id: str, data: bytes) -> bytes:
+    """One SSE event; our messages are one line of JSON each, so one data field is enough."""
+    return b"event: message\nid: " + event_id.encode() + b"\ndata: " + data + b"\n\n"
+
+
+def sse_priming(event_id: str, retry_ms: int) -> bytes:
+    """An event with an id and no data: the client has an id to resume from at once."""
+    return b"id: " + event_id.encode() + b"\nretry: " + str(retry_ms).encode() + b"\ndata: \n\n"
+
+
+KEEP_ALIVE = b": keep-alive\n\n"

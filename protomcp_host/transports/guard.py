@@ -1,0 +1,151 @@
+"""What every HTTP request passes before it reaches MCP: DNS-rebinding protection (Host and
+Origin checks), authentication, and the body-size limit announced by Content-Length.
+
+A refusal explains itself and names the flag that would allow the request, because the
+person reading it is usually setting up a reverse proxy or a browser client."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterable
+from dataclasses import dataclass
+from ipaddress import ip_address
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from protomcp_host.transports.asgi import ASGIApp, Receive, Scope, Send, header, refuse
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _hostname(host_header: str) -> str:
+    """`example.com:8000` -> `example.com`; `[::1]:8000` -> `[::1]`."""
+    if host_header.startswith("["):
+        return host_header[: host_header.find("]") + 1]
+    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int
+    message: str
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+
+class Authenticator(Protocol):
+    async def check(self, authorization: str | None) -> Refusal | None:
+        """None when the request may go on; otherwise the answer that refuses it."""
+        ...
+
+
+class BearerToken:
+    """A shared secret in `Authorization: Bearer <token>`, compared in constant time."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+
+    async def check(self, authorization: str | None) -> Refusal | None:
+        scheme, _, presented = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not presented.strip():
+            return Refusal(
+                401,
+                "Unauthorized: send the token as 'Authorization: Bearer <token>'",
+                ((b"www-authenticate", b'Bearer realm="protomcp"'),),
+            )
+        if not hmac.compare_digest(presented.strip().encode(), self._token):
+            return Refusal(
+                401,
+                "Unauthorized: the bearer token is not valid",
+                ((b"www-authenticate", b'Bearer realm="protomcp", error="invalid_token"'),),
+            )
+        return None
+
+
+class Guard:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        bind: str,
+        allow_hosts: Iterable[str] = (),
+        allow_origins: Iterable[str] = (),
+        auth: Authenticator | None = None,
+        max_body: int,
+        public_paths: Iterable[str] = (),
+    ) -> None:
+        self.app = app
+        self.allow_hosts = {h.lower() for h in allow_hosts}
+        # A wildcard bind cannot know its public names: Host is then checked only against
+        # --allow-host when given (Origin is always checked).
+        self.check_host = bind not in WILDCARD_BINDS or bool(self.allow_hosts)
+        self.bind = bind.lower()
+        self.allow_origins = {o.rstrip("/").lower() for o in allow_origins}
+        self.auth = auth
+        self.max_body = max_body
+        self.public_paths = frozenset(public_paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self.inspect(scope)
+        if refusal is None and self.auth is not None and scope["path"] not in self.public_paths:
+            refusal = await self.auth.check(header(scope, b"authorization"))
+        if refusal is not None:
+            await refuse(send, refusal.status, refusal.message, refusal.headers)
+            return
+        await self.app(scope, receive, send)
+
+    def inspect(self, scope: Scope) -> Refusal | None:
+        """The checks that need no I/O: Host, Origin, declared body size."""
+        refusal = self._check_host(header(scope, b"host")) or self._check_origin(header(scope, b"origin"))
+        if refusal is not None:
+            return refusal
+        length = header(scope, b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            return Refusal(413, f"Payload Too Large: the limit is {self.max_body} bytes (--max-body)")
+        return None
+
+    def _check_host(self, value: str | None) -> Refusal | None:
+        if not self.check_host:
+            return None
+        if value is None:
+            return Refusal(400, "Bad Request: missing Host header")
+        value = value.lower()
+        name = _hostname(value)
+        if "*" in self.allow_hosts or value in self.allow_hosts or name in self.allow_hosts:
+            return None
+        if is_loopback(name) or name == self.bind or name.strip("[]") == self.bind:
+            return None
+        return Refusal(
+            403,
+            f"Forbidden: Host {value!r} is not allowed (protection against DNS rebinding). "
+            f"If clients reach this server by that name, e.g. through a reverse proxy, "
+            f"start protomcp with --allow-host {name}",
+        )
+
+    def _check_origin(self, value: str | None) -> Refusal | None:
+        if value is None:  # not a browser: DNS rebinding needs one
+            return None
+        origin = value.rstrip("/").lower()
+        if "*" in self.allow_origins or origin in self.allow_origins:
+            return None
+        parts = urlsplit(origin)
+        if parts.scheme in ("http", "https") and parts.hostname and is_loopback(parts.hostname):
+            return None
+        return Refusal(
+            403,
+            f"Forbidden: Origin {value!r} is not allowed (protection against DNS rebinding). "
+            f"To let web pages from it call this server, start protomcp with --allow-origin {origin}",
+        )

@@ -1,0 +1,364 @@
+"""MCP Streamable HTTP (revisions 2025-03-26 to 2025-11-25) as an ASGI app: one endpoint where
+POST carries client messages, GET opens the session's standalone SSE stream and DELETE ends
+the session. Many sessions at once share the host's tool processes.
+
+A request's answer comes back as JSON when it is ready quickly and is the only message; as an
+SSE stream (priming event, numbered events, keep-alive comments) when the call streams
+progress or logs first or takes longer. Streams survive dropped connections: a GET with
+``Last-Event-ID`` replays what was missed.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import orjson
+
+from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.session import BATCH_VERSIONS, SUPPORTED_VERSIONS
+from protomcp_host.transports.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    Receive,
+    Scope,
+    Send,
+    header,
+    read_body,
+    refuse,
+    respond,
+    respond_json,
+)
+from protomcp_host.transports.event_stream import (
+    KEEP_ALIVE,
+    EventStream,
+    parse_event_id,
+    sse_event,
+    sse_priming,
+)
+from protomcp_host.transports.http_session import RESPONSE_PREFIX, HttpSession
+
+if TYPE_CHECKING:
+    from protomcp_host.app import Host
+
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),  # nginx: do not buffer the stream
+]
+
+
+@dataclass
+class HttpOptions:
+    max_body: int = 4 * 1024 * 1024  # bytes per POST body (413 above)
+    session_timeout: float = 1800.0  # seconds a session may sit idle before it expires (0 = never)
+    keepalive: float = 15.0  # seconds between keep-alive comments on a quiet SSE stream
+    retry_ms: int = 1000  # reconnection delay SSE clients are told to use
+    sse_after: float = 0.05  # an answer not ready this fast (or preceded by a message) streams as SSE
+    read_timeout: float = 30.0  # seconds a client may take to send a request body
+    send_timeout: float = 30.0  # seconds a client may take to accept a chunk of a stream
+
+
+class StreamableHTTP:
+    """The MCP endpoint (mounted at --path by the server)."""
+
+    def __init__(self, host: Host, options: HttpOptions) -> None:
+        self.host = host
+        self.options = options
+        self.sessions: dict[str, HttpSession] = {}
+        self.draining = False
+        self.expired = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope["method"]
+        if method == "POST":
+            await self._post(scope, receive, send)
+        elif method == "GET":
+            await self._get(scope, receive, send)
+        elif method == "DELETE":
+            await self._delete(scope, send)
+        else:
+            await respond(send, 405, b"", headers=[(b"allow", b"GET, POST, DELETE")])
+
+    # -- session lookup ----------------------------------------------------------------
+    async def _find(self, scope: Scope, send: Send) -> HttpSession | None:
+        """The session a request names, or None after answering 400/404 for it."""
+        session_id = header(scope, b"mcp-session-id")
+        if session_id is None:
+            await refuse(send, 400, "Bad Request: missing Mcp-Session-Id header; send initialize first")
+            return None
+        hs = self.sessions.get(session_id)
+        if hs is None:
+            await refuse(send, 404, "Session not found: it expired or was ended; initialize a new one")
+            return None
+        version = header(scope, b"mcp-protocol-version")
+        if version is not None and version not in SUPPORTED_VERSIONS:
+            await refuse(
+                send,
+                400,
+                f"Bad Request: unsupported MCP-Protocol-Version {version!r}; "
+                f"supported: {', '.join(SUPPORTED_VERSIONS)}",
+            )
+            return None
+        hs.touch()
+        return hs
+
+    def _new_session(self) -> HttpSession:
+        session_id = secrets.token_urlsafe(24)  # 192 random bits, visible ASCII
+        hs = HttpSession(session_id, self.host)
+        self.sessions[session_id] = hs
+        return hs
+
+    def _end(self, hs: HttpSession) -> None:
+        self.sessions.pop(hs.id, None)
+        hs.close()
+
+    # -- POST: client messages ---------------------------------------------------------------
+    async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.draining:
+            await refuse(send, 503, "Service Unavailable: the server is shutting down")
+            return
+        accept = header(scope, b"accept") or ""
+        if not _accepts(accept, "application/json") or not _accepts(accept, "text/event-stream"):
+            await refuse(send, 406, "Not Acceptable: Accept must list application/json and text/event-stream")
+            return
+        content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            await refuse(send, 415, "Unsupported Media Type: POST a JSON-RPC message as application/json")
+            return
+        try:
+            body = await read_body(receive, self.options.max_body, self.options.read_timeout)
+        except BodyTooLarge:
+            await refuse(send, 413, f"Payload Too Large: the limit is {self.options.max_body} bytes")
+            return
+        except TimeoutError:
+            await refuse(send, 408, "Request Timeout: the request body arrived too slowly")
+            return
+        except ClientGone:
+            return
+        try:
+            parsed = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            await refuse(send, 400, f"Parse error: {exc}", code=rpc.PARSE_ERROR)
+            return
+        if isinstance(parsed, dict) and parsed.get("method") == "initialize":
+            await self._initialize(body, parsed, send)
+            return
+        hs = await self._find(scope, send)
+        if hs is None:
+            return
+        hs.connections += 1
+        try:
+            if isinstance(parsed, list):
+                await self._batch(hs, body, parsed, send)
+                return
+            message = rpc.classify(parsed)
+            if isinstance(message, rpc.Invalid):
+                await respond_json(send, 400, rpc.error(message.id, message.code, message.message))
+            elif isinstance(message, rpc.Request):
+                await self._request(hs, message, body, scope, receive, send)
+            else:  # a notification or a response: nothing to answer
+                hs.router.feed(body)
+                await respond(send, 202)
+        finally:
+            hs.connections -= 1
+            hs.touch()
+
+    async def _initialize(self, body: bytes, parsed: dict[str, Any], send: Send) -> None:
+        message = rpc.classify(parsed)
+        if not isinstance(message, rpc.Request):
+            await respond_json(send, 400, rpc.error(rpc.NULL_ID, rpc.INVALID_REQUEST, "Invalid Request"))
+            return
+        hs = self._new_session()
+        stream = hs.open_stream(message.id)
+        hs.router.feed(body)
+        answer = stream.after(0)
+        failed = RESPONSE_PREFIX + message.id + b',"error":'
+        if not stream.done or len(answer) != 1 or answer[0][1].startswith(failed):
+            self._end(hs)  # a failed initialize leaves no session behind
+            data = answer[-1][1] if answer else rpc.error(message.id, rpc.INTERNAL_ERROR, "Internal error")
+            await respond_json(send, 200, data)
+            return
+        hs.forget(stream)
+        await respond_json(send, 200, answer[0][1], [(b"mcp-session-id", hs.id.encode())])
+
+    async def _request(
+        self, hs: HttpSession, message: rpc.Request, body: bytes, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        if message.id in hs.pending:
+            await respond_json(
+                send,
+                200,
+                rpc.error(message.id, rpc.INVALID_REQUEST, "Invalid Request: this id is already in use"),
+            )
+            return
+        stream = hs.open_stream(message.id)
+        hs.router.feed(body)
+        if stream.seq == 0 and not stream.closed:
+            await stream.wait(self.options.sse_after)
+        if stream.done and stream.seq == 1:
+            hs.forget(stream)
+            await respond_json(send, 200, stream.events[0][1])
+            return
+        if stream.closed and stream.seq == 0:
+            await refuse(send, 404, "Session not found: it ended while the request was in progress")
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        await send(
+            {
+                "type": "http.response.body",
+                "body": sse_priming(stream.event_id(0), self.options.retry_ms),
+                "more_body": True,
+            }
+        )
+        await self._pump(hs, stream, 0, receive, send)
+
+    async def _batch(self, hs: HttpSession, body: bytes, parsed: list[Any], send: Send) -> None:
+        if hs.session.version not in BATCH_VERSIONS:
+            await respond_json(
+                send,
+                400,
+                rpc.error(
+                    rpc.NULL_ID,
+                    rpc.INVALID_REQUEST,
+                    f"Invalid Request: batches are not supported in {hs.session.version}",
+                ),
+            )
+            return
+        messages = [rpc.classify(item) for item in parsed] if parsed else []
+        ids = frozenset(m.id for m in messages if isinstance(m, (rpc.Request, rpc.Invalid)))
+        if not messages or not ids:
+            hs.router.feed(body)
+            await respond(send, 202)
+            return
+        stream = hs.open_batch(ids)
+        hs.router.feed(body)
+        while not stream.done and not stream.closed:
+            await stream.wait(self.options.keepalive)
+        if stream.done:
+            await respond_json(send, 200, stream.events[-1][1])
+        else:
+            await refuse(send, 404, "Session not found: it ended while the batch was in progress")
+
+    # -- GET: the standalone stream, or a resumed one -------------------------------------
+    async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not _accepts(header(scope, b"accept") or "", "text/event-stream"):
+            await refuse(send, 406, "Not Acceptable: a GET opens an SSE stream; accept text/event-stream")
+            return
+        if self.draining:
+            await refuse(send, 503, "Service Unavailable: the server is shutting down")
+            return
+        hs = await self._find(scope, send)
+        if hs is None:
+            return
+        hs.connections += 1
+        try:
+            last = header(scope, b"last-event-id")
+            resume = parse_event_id(last) if last else None
+            if resume is not None:
+                stream = hs.streams.get(resume[0])
+                cursor = resume[1]
+            else:
+                stream, cursor = hs.get_stream, hs.get_stream.sent
+                if stream.attached:
+                    await refuse(send, 409, "Conflict: this session already has a GET stream open")
+                    return
+            await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+            if stream is None:  # nothing left to resume there: an empty stream that ends at once
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            priming = sse_priming(stream.event_id(cursor), self.options.retry_ms)
+            await send({"type": "http.response.body", "body": priming, "more_body": True})
+            await self._pump(hs, stream, cursor, receive, send)
+        finally:
+            hs.connections -= 1
+            hs.touch()
+
+    async def _pump(
+        self, hs: HttpSession, stream: EventStream, cursor: int, receive: Receive, send: Send
+    ) -> None:
+        """Write the stream's messages after `cursor` to this connection until the stream ends,
+        the client goes away, another connection takes the stream over, or shutdown."""
+        generation = stream.attach()
+        completed = False
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
+                while stream.attached == generation:
+                    events = stream.after(cursor)
+                    if events:
+                        chunk = b"".join(sse_event(stream.event_id(seq), data) for seq, data in events)
+                        with anyio.fail_after(self.options.send_timeout):
+                            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                        cursor = events[-1][0]
+                        stream.sent = max(stream.sent, cursor)
+                        continue
+                    if stream.finished(cursor) or (self.draining and stream is hs.get_stream):
+                        completed = stream.done
+                        break
+                    if not await stream.wait(self.options.keepalive):
+                        with anyio.fail_after(self.options.send_timeout):
+                            await send({"type": "http.response.body", "body": KEEP_ALIVE, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                tg.cancel_scope.cancel()
+        except (OSError, TimeoutError):
+            pass  # the client is gone or too slow: the stream waits for a resumption
+        finally:
+            stream.detach(generation)
+            if completed:
+                hs.forget(stream)
+            else:
+                hs.left_unfinished(stream)
+
+    # -- DELETE: the client ends its session ---------------------------------------------
+    async def _delete(self, scope: Scope, send: Send) -> None:
+        hs = await self._find(scope, send)
+        if hs is None:
+            return
+        self._end(hs)
+        await respond(send, 200)
+
+    # -- lifetime ------------------------------------------------------------------------
+    async def expire_idle(self) -> None:
+        """Forever: end sessions idle longer than the session timeout (their ids then get 404)."""
+        timeout = self.options.session_timeout
+        if timeout <= 0:
+            await anyio.sleep_forever()
+        while True:
+            await anyio.sleep(min(timeout / 2, 30.0))
+            now = time.monotonic()
+            for hs in list(self.sessions.values()):
+                if hs.idle_for(now) > timeout:
+                    self._end(hs)
+                    self.expired += 1
+                    self.host.stderr(f"protomcp: session {hs.id[:8]}… expired after {timeout:g}s idle")
+
+    def drain(self) -> None:
+        """Shutdown begins: refuse new work and end the standalone streams."""
+        self.draining = True
+        for hs in self.sessions.values():
+            hs.get_stream.close()
+
+    async def wait_idle(self) -> None:
+        for hs in list(self.sessions.values()):
+            await hs.router.wait_idle()
+
+    def close_all(self) -> None:
+        for hs in list(self.sessions.values()):
+            self._end(hs)
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return
+
+
+def _accepts(accept: str, media_type: str) -> bool:
+    kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return media_type in kinds or "*/*" in kinds or f"{media_type.split('/')[0]}/*" in kinds

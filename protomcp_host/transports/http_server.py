@@ -1,0 +1,177 @@
+"""Runs the HTTP transports under uvicorn inside the host's task group, and shuts them down
+gracefully: stop accepting, end standalone streams, let in-flight calls finish (bounded),
+then cancel what is left."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import uvicorn
+from starlette.routing import Route, Router
+
+from protomcp_host.launch import StartupError
+from protomcp_host.transports.asgi import ASGIApp, Receive, Scope, Send
+from protomcp_host.transports.guard import Authenticator, Guard, is_loopback
+from protomcp_host.transports.http import HttpOptions, StreamableHTTP
+from protomcp_host.transports.oauth import OAuthResource
+
+if TYPE_CHECKING:
+    from protomcp_host.app import Host
+
+
+@dataclass
+class HttpSettings:
+    transport: str = "http"  # "http" (Streamable HTTP) or "sse" (the 2024-11-05 HTTP+SSE transport)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    path: str = "/mcp"
+    allow_hosts: tuple[str, ...] = ()
+    allow_origins: tuple[str, ...] = ()
+    auth: Authenticator | None = None
+    options: HttpOptions = field(default_factory=HttpOptions)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: the host decides when to stop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class _Endpoint:
+    """An ASGI callable starlette mounts as is (it would wrap a bare method as a request handler)."""
+
+    def __init__(self, handler: ASGIApp) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.handler(scope, receive, send)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket. Its protocol is named (IPPROTO_TCP) so that asyncio turns Nagle off on
+    accepted connections (it only does for sockets that say they are TCP): otherwise a response
+    written in two pieces waits for the client's delayed ACK, ~40 ms per request."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def url_of(settings: HttpSettings, port: int) -> str:
+    host = settings.host
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    path = settings.path if settings.transport == "http" else "/sse"
+    return f"http://{host}:{port}{path}"
+
+
+def build_app(host: Host, settings: HttpSettings) -> tuple[Any, Any]:
+    """The ASGI app and the object that owns its sessions (drain / wait_idle / close_all)."""
+    if settings.transport == "sse":
+        from protomcp_host.transports.sse_legacy import LegacySSE
+
+        legacy = LegacySSE(host, settings.options, messages_path="/messages")
+        routes = [
+            Route("/sse", endpoint=_Endpoint(legacy.stream), methods=["GET"]),
+            Route("/messages", endpoint=_Endpoint(legacy.message), methods=["POST"]),
+        ]
+        owner: Any = legacy
+    else:
+        mcp = StreamableHTTP(host, settings.options)
+        routes = [Route(settings.path, endpoint=mcp, methods=["GET", "POST", "DELETE"])]
+        owner = mcp
+    public: list[str] = []
+    if isinstance(settings.auth, OAuthResource):
+        public = settings.auth.metadata_paths(settings.path)
+        routes += [
+            Route(path, endpoint=_Endpoint(settings.auth.metadata), methods=["GET"]) for path in public
+        ]
+    app = Guard(
+        Router(routes),
+        bind=settings.host,
+        allow_hosts=settings.allow_hosts,
+        allow_origins=settings.allow_origins,
+        auth=settings.auth,
+        max_body=settings.options.max_body,
+        public_paths=public,
+    )
+    return app, owner
+
+
+async def serve_http(
+    host: Host,
+    settings: HttpSettings,
+    shutdown: anyio.Event,
+    drain_timeout: float,
+    announce: Callable[[str], None],
+) -> None:
+    """Serve until `shutdown` is set, then shut down gracefully within `drain_timeout`."""
+    app, owner = build_app(host, settings)
+    try:
+        sock = bind(settings.host, settings.port)
+    except OSError as exc:
+        raise StartupError(
+            f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}"
+        ) from None
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=max(1, int(drain_timeout) + 1),
+    )
+    server = _Server(config)
+    url = url_of(settings, sock.getsockname()[1])
+    if isinstance(settings.auth, OAuthResource):
+        settings.auth.start(url)
+    announce(url)
+    if not is_loopback(settings.host) and settings.auth is None:
+        host.stderr(
+            f"protomcp: warning: listening on {settings.host} without authentication; anyone who can "
+            "reach this port can call your tools (use --auth-token-env or --oauth-jwks)"
+        )
+    stopped = anyio.Event()
+
+    async def run_server() -> None:
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            stopped.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_server)
+        tg.start_soon(owner.expire_idle)
+        with anyio.CancelScope() as waiting:
+
+            async def stop_when_server_stops() -> None:
+                await stopped.wait()
+                waiting.cancel()
+
+            tg.start_soon(stop_when_server_stops)
+            await shutdown.wait()
+        owner.drain()
+        server.should_exit = True
+        with anyio.move_on_after(drain_timeout):
+            await owner.wait_idle()
+        owner.close_all()
+        with anyio.move_on_after(drain_timeout + 2):
+            await stopped.wait()
+        tg.cancel_scope.cancel()
+    sock.close()

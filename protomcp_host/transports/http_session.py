@@ -1,0 +1,119 @@
+"""One Streamable HTTP session: a protocol Session and its Router, plus the SSE streams its
+messages travel on. A message related to a client request goes to that request's stream; any
+other goes to the session's standalone (GET) stream."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import orjson
+
+from protomcp_host.transports.event_stream import EventStream
+
+if TYPE_CHECKING:
+    from protomcp_host.app import Host
+
+GET_STREAM = "0"
+GET_KEEP = 1_000  # unrelated messages kept for a GET stream that is not connected
+RESPONSE_PREFIX = b'{"jsonrpc":"2.0","id":'
+DONE_STREAMS_KEPT = 32  # finished streams whose connection dropped, kept for a late resumption
+
+
+def is_response(data: bytes, request_id: bytes) -> bool:
+    """Whether `data` is the answer (result or error) to the request with this id."""
+    head = RESPONSE_PREFIX + request_id
+    return data.startswith(head) and data.startswith((b',"result":', b',"error":'), len(head))
+
+
+class HttpSession:
+    def __init__(self, session_id: str, host: Host) -> None:
+        self.id = session_id
+        self.host = host
+        self.router = host.connect(self.write)
+        self.session = self.router.session
+        self.pending: dict[bytes, EventStream] = {}  # request id -> the stream that carries its answer
+        self.get_stream = EventStream(GET_STREAM, keep=GET_KEEP)
+        self.streams: dict[str, EventStream] = {GET_STREAM: self.get_stream}
+        self.batches: list[tuple[frozenset[bytes], EventStream]] = []
+        self.connections = 0
+        self.last_active = time.monotonic()
+        self.closed = False
+        self._next_key = 0
+        self._done_detached: list[str] = []
+
+    # -- streams ---------------------------------------------------------------------
+    def open_stream(self, request_id: bytes) -> EventStream:
+        self._next_key += 1
+        stream = EventStream(str(self._next_key))
+        self.streams[stream.key] = stream
+        self.pending[request_id] = stream
+        return stream
+
+    def open_batch(self, request_ids: frozenset[bytes]) -> EventStream:
+        self._next_key += 1
+        stream = EventStream(str(self._next_key))
+        self.batches.append((request_ids, stream))
+        return stream
+
+    def forget(self, stream: EventStream) -> None:
+        """The stream's last message reached a connection: nothing is left to resume."""
+        if stream is not self.get_stream:
+            self.streams.pop(stream.key, None)
+
+    def left_unfinished(self, stream: EventStream) -> None:
+        """A connection dropped; if the stream has meanwhile ended, keep it (bounded) for a resume."""
+        if stream is self.get_stream or not stream.done:
+            return
+        self._done_detached.append(stream.key)
+        while len(self._done_detached) > DONE_STREAMS_KEPT:
+            self.streams.pop(self._done_detached.pop(0), None)
+
+    # -- messages from the router ----------------------------------------------------
+    def write(self, data: bytes, related: bytes | None = None) -> None:
+        if related is not None:
+            stream = self.pending.get(related)
+            if stream is not None:
+                last = is_response(data, related)
+                if last:
+                    del self.pending[related]
+                stream.push(data, last=last)
+                return
+            if is_response(data, related):
+                return  # its request's stream is gone (session closing); never on the GET stream
+        if data[:1] == b"[" and self._to_batch(data):
+            return
+        self.get_stream.push(data)
+
+    def _to_batch(self, data: bytes) -> bool:
+        try:
+            answers = orjson.loads(data)
+            ids = frozenset(orjson.dumps(a.get("id")) for a in answers if isinstance(a, dict))
+        except (orjson.JSONDecodeError, TypeError):
+            return False
+        for index, (expected, stream) in enumerate(self.batches):
+            if ids <= expected:
+                del self.batches[index]
+                stream.push(data, last=True)
+                return True
+        return False
+
+    # -- lifetime --------------------------------------------------------------------
+    def touch(self) -> None:
+        self.last_active = time.monotonic()
+
+    def idle_for(self, now: float) -> float:
+        if self.connections or self.session.in_flight:
+            return 0.0
+        return now - self.last_active
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.router.cancel_all()
+        self.host.disconnect(self.router)
+        for stream in self.streams.values():
+            stream.close()
+        for _, stream in self.batches:
+            stream.close()

@@ -1,0 +1,149 @@
+"""The deprecated HTTP+SSE transport of MCP 2024-11-05, for clients that predate Streamable HTTP.
+
+The client opens ``GET /sse``; the first event (``endpoint``) tells it where to POST its
+messages (``/messages?session_id=...``); every answer and notification comes back on the SSE
+stream. The session lives exactly as long as that stream.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+import anyio
+import orjson
+
+from protomcp_host.transports.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    Receive,
+    Scope,
+    Send,
+    read_body,
+    refuse,
+    respond,
+)
+from protomcp_host.transports.event_stream import KEEP_ALIVE, EventStream
+
+if TYPE_CHECKING:
+    from protomcp_host.app import Host
+    from protomcp_host.transports.http import HttpOptions
+
+SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
+
+
+class LegacySession:
+    def __init__(self, session_id: str, host: Host) -> None:
+        self.id = session_id
+        self.host = host
+        self.stream = EventStream("0")
+        self.router = host.connect(self.write)
+
+    def write(self, data: bytes, related: bytes | None = None) -> None:
+        self.stream.push(data)
+
+    def close(self) -> None:
+        self.router.cancel_all()
+        self.host.disconnect(self.router)
+        self.stream.close()
+
+
+class LegacySSE:
+    def __init__(self, host: Host, options: HttpOptions, messages_path: str) -> None:
+        self.host = host
+        self.options = options
+        self.messages_path = messages_path
+        self.sessions: dict[str, LegacySession] = {}
+        self.draining = False
+
+    async def stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """GET /sse: one session, for as long as this response lasts."""
+        if self.draining:
+            await refuse(send, 503, "Service Unavailable: the server is shutting down")
+            return
+        session = LegacySession(secrets.token_urlsafe(24), self.host)
+        self.sessions[session.id] = session
+        endpoint = f"{self.messages_path}?session_id={session.id}".encode()
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": b"event: endpoint\ndata: " + endpoint + b"\n\n",
+                    "more_body": True,
+                }
+            )
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
+                cursor = 0
+                while True:
+                    events = session.stream.after(cursor)
+                    if events:
+                        chunk = b"".join(b"event: message\ndata: " + data + b"\n\n" for _, data in events)
+                        with anyio.fail_after(self.options.send_timeout):
+                            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                        cursor = events[-1][0]
+                        continue
+                    if session.stream.closed:
+                        break
+                    if not await session.stream.wait(self.options.keepalive):
+                        with anyio.fail_after(self.options.send_timeout):
+                            await send({"type": "http.response.body", "body": KEEP_ALIVE, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                tg.cancel_scope.cancel()
+        except (OSError, TimeoutError):
+            pass  # the client is gone or too slow
+        finally:
+            self.sessions.pop(session.id, None)
+            session.close()
+
+    async def message(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """POST /messages?session_id=...: one JSON-RPC message (or batch); answers go on the stream."""
+        if self.draining:
+            await refuse(send, 503, "Service Unavailable: the server is shutting down")
+            return
+        session_id = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("session_id", [""])[0]
+        session = self.sessions.get(session_id)
+        if session is None:
+            await refuse(send, 404, "Session not found: open GET /sse first and use the endpoint it names")
+            return
+        try:
+            body = await read_body(receive, self.options.max_body, self.options.read_timeout)
+        except BodyTooLarge:
+            await refuse(send, 413, f"Payload Too Large: the limit is {self.options.max_body} bytes")
+            return
+        except TimeoutError:
+            await refuse(send, 408, "Request Timeout: the request body arrived too slowly")
+            return
+        except ClientGone:
+            return
+        try:
+            orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            await refuse(send, 400, f"Parse error: {exc}", code=-32700)
+            return
+        session.router.feed(body)
+        await respond(send, 202, b"Accepted", content_type=b"text/plain")
+
+    # -- lifetime (same interface as StreamableHTTP) -------------------------------------
+    async def expire_idle(self) -> None:
+        await anyio.sleep_forever()  # a session ends with its stream
+
+    def drain(self) -> None:
+        self.draining = True
+
+    async def wait_idle(self) -> None:
+        for session in list(self.sessions.values()):
+            await session.router.wait_idle()
+
+    def close_all(self) -> None:
+        for session in list(self.sessions.values()):
+            session.close()
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: Any) -> None:
+    while True:
+        if (await receive())["type"] == "http.disconnect":
+            scope.cancel()
+            return
