@@ -167,3 +167,15 @@ async def test_oauth_jwt_resource_server(http_host: Any, tmp_path: Any) -> None:
         assert 'scope="tools:call"' in narrow.headers["www-authenticate"]
     async with http_session(host.url, headers={"authorization": f"Bearer {token()}"}) as session:
         assert (await session.call_tool("add", {"a": 1, "b": 1})).content[0].text == "2"
+    # A session belongs to the caller that created it: another valid caller cannot use its id.
+    async with httpx2.AsyncClient(timeout=30) as client:
+        alice, bob = token(sub="alice"), token(sub="bob")
+        created = await client.post(host.url, content=INITIALIZE, headers=auth(alice))
+        session = {"mcp-session-id": created.headers["mcp-session-id"]}
+        ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+        assert (
+            await client.post(host.url, content=ping, headers={**auth(bob), **session})
+        ).status_code == 404
+        assert (
+            await client.post(host.url, content=ping, headers={**auth(alice), **session})
+        ).status_code == 200

@@ -85,8 +85,8 @@ def test_guard_wildcard_bind_checks_host_only_when_told() -> None:
 
 async def test_bearer_token() -> None:
     auth = BearerToken("t0k")
-    assert await auth.check("Bearer t0k") is None
-    assert await auth.check("bearer t0k") is None
+    assert await auth.check("Bearer t0k") == "token holder"
+    assert await auth.check("bearer t0k") == "token holder"
     for bad in (None, "Bearer t0", "Basic t0k", "Bearer "):
         refusal = await auth.check(bad)
         assert refusal is not None and refusal.status == 401

@@ -17,6 +17,7 @@ from protomcp_host.transports.asgi import ASGIApp, Receive, Scope, Send, header,
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
+PRINCIPAL = "protomcp.principal"  # scope["state"] key: who the authenticated caller is
 
 
 def is_loopback(host: str) -> bool:
@@ -44,8 +45,9 @@ class Refusal:
 
 
 class Authenticator(Protocol):
-    async def check(self, authorization: str | None) -> Refusal | None:
-        """None when the request may go on; otherwise the answer that refuses it."""
+    async def check(self, authorization: str | None) -> Refusal | str:
+        """Who is calling (a name sessions are bound to) when the request may go on; otherwise
+        the answer that refuses it."""
         ...
 
 
@@ -55,7 +57,7 @@ class BearerToken:
     def __init__(self, token: str) -> None:
         self._token = token.encode()
 
-    async def check(self, authorization: str | None) -> Refusal | None:
+    async def check(self, authorization: str | None) -> Refusal | str:
         scheme, _, presented = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not presented.strip():
             return Refusal(
@@ -69,7 +71,7 @@ class BearerToken:
                 "Unauthorized: the bearer token is not valid",
                 ((b"www-authenticate", b'Bearer realm="protomcp", error="invalid_token"'),),
             )
-        return None
+        return "token holder"
 
 
 class Guard:
@@ -101,7 +103,11 @@ class Guard:
             return
         refusal = self.inspect(scope)
         if refusal is None and self.auth is not None and scope["path"] not in self.public_paths:
-            refusal = await self.auth.check(header(scope, b"authorization"))
+            checked = await self.auth.check(header(scope, b"authorization"))
+            if isinstance(checked, Refusal):
+                refusal = checked
+            else:
+                scope.setdefault("state", {})[PRINCIPAL] = checked
         if refusal is not None:
             await refuse(send, refusal.status, refusal.message, refusal.headers)
             return

@@ -39,6 +39,7 @@ from protomcp_host.transports.event_stream import (
     sse_event,
     sse_priming,
 )
+from protomcp_host.transports.guard import PRINCIPAL
 from protomcp_host.transports.http_session import RESPONSE_PREFIX, HttpSession
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ class StreamableHTTP:
             await refuse(send, 400, "Bad Request: missing Mcp-Session-Id header; send initialize first")
             return None
         hs = self.sessions.get(session_id)
-        if hs is None:
+        if hs is None or hs.principal != _principal(scope):  # another caller's id is unknown here
             await refuse(send, 404, "Session not found: it expired or was ended; initialize a new one")
             return None
         version = header(scope, b"mcp-protocol-version")
@@ -106,9 +107,9 @@ class StreamableHTTP:
         hs.touch()
         return hs
 
-    def _new_session(self) -> HttpSession:
+    def _new_session(self, scope: Scope) -> HttpSession:
         session_id = secrets.token_urlsafe(24)  # 192 random bits, visible ASCII
-        hs = HttpSession(session_id, self.host)
+        hs = HttpSession(session_id, self.host, _principal(scope))
         self.sessions[session_id] = hs
         return hs
 
@@ -145,7 +146,7 @@ class StreamableHTTP:
             await refuse(send, 400, f"Parse error: {exc}", code=rpc.PARSE_ERROR)
             return
         if isinstance(parsed, dict) and parsed.get("method") == "initialize":
-            await self._initialize(body, parsed, send)
+            await self._initialize(body, parsed, scope, send)
             return
         hs = await self._find(scope, send)
         if hs is None:
@@ -167,12 +168,12 @@ class StreamableHTTP:
             hs.connections -= 1
             hs.touch()
 
-    async def _initialize(self, body: bytes, parsed: dict[str, Any], send: Send) -> None:
+    async def _initialize(self, body: bytes, parsed: dict[str, Any], scope: Scope, send: Send) -> None:
         message = rpc.classify(parsed)
         if not isinstance(message, rpc.Request):
             await respond_json(send, 400, rpc.error(rpc.NULL_ID, rpc.INVALID_REQUEST, "Invalid Request"))
             return
-        hs = self._new_session()
+        hs = self._new_session(scope)
         stream = hs.open_stream(message.id)
         hs.router.feed(body)
         answer = stream.after(0)
@@ -362,3 +363,8 @@ async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> N
 def _accepts(accept: str, media_type: str) -> bool:
     kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
     return media_type in kinds or "*/*" in kinds or f"{media_type.split('/')[0]}/*" in kinds
+
+
+def _principal(scope: Scope) -> str | None:
+    """Who authenticated this request (sessions are bound to it), None without authentication."""
+    return scope.get("state", {}).get(PRINCIPAL)

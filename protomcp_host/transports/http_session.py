@@ -27,9 +27,10 @@ def is_response(data: bytes, request_id: bytes) -> bool:
 
 
 class HttpSession:
-    def __init__(self, session_id: str, host: Host) -> None:
+    def __init__(self, session_id: str, host: Host, principal: str | None = None) -> None:
         self.id = session_id
         self.host = host
+        self.principal = principal  # the authenticated caller that created it: only it may use it
         self.router = host.connect(self.write)
         self.session = self.router.session
         self.pending: dict[bytes, EventStream] = {}  # request id -> the stream that carries its answer

@@ -116,7 +116,7 @@ class OAuthResource:
             parts.append(f'error_description="{description.replace(chr(34), chr(39))}"')
         return (b"www-authenticate", ("Bearer " + ", ".join(parts)).encode())
 
-    async def check(self, authorization: str | None) -> Refusal | None:
+    async def check(self, authorization: str | None) -> Refusal | str:
         scheme, _, token = (authorization or "").partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
@@ -132,7 +132,7 @@ class OAuthResource:
         if missing:
             message = f"Forbidden: the access token lacks the scope {' '.join(missing)}"
             return Refusal(403, message, (self._challenge("insufficient_scope", message),))
-        return None
+        return f"{claims.get('iss')} {claims.get('sub', '')}"
 
     async def _verify(self, token: str) -> dict[str, Any]:
         import jwt
