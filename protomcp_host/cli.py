@@ -138,6 +138,12 @@ HTTP_OPTIONS = [
         help="[http/sse] Largest request body in bytes (413 above).  [default: 4194304]",
     ),
     click.option(
+        "--max-sessions",
+        default=None,
+        type=click.IntRange(min=1),
+        help="[http] Most sessions at once; initialize gets 503 beyond it.  [default: 10000]",
+    ),
+    click.option(
         "--session-timeout",
         default=None,
         type=click.FloatRange(min=0),
@@ -158,7 +164,9 @@ HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags d
     "oauth_scopes": "--oauth-scope",
     "max_body": "--max-body",
     "session_timeout": "--session-timeout",
+    "max_sessions": "--max-sessions",
 }
+STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions")  # not used by the legacy SSE transport
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -268,6 +276,10 @@ def _http_settings(transport: str, given: dict[str, Any]) -> Any:
         if used:
             raise click.UsageError(f"{', '.join(used)}: only with --transport http or sse")
         return None
+    if transport == "sse":
+        used = [HTTP_FLAGS[name] for name in STREAMABLE_ONLY if given.get(name) is not None]
+        if used:
+            raise click.UsageError(f"{', '.join(used)}: only with --transport http")
     from protomcp_host.transports.guard import BearerToken
     from protomcp_host.transports.http import HttpOptions
     from protomcp_host.transports.http_server import HttpSettings
@@ -277,6 +289,8 @@ def _http_settings(transport: str, given: dict[str, Any]) -> Any:
         options.max_body = given["max_body"]
     if given.get("session_timeout") is not None:
         options.session_timeout = given["session_timeout"]
+    if given.get("max_sessions") is not None:
+        options.max_sessions = given["max_sessions"]
     settings = HttpSettings(
         transport=transport,
         host=given.get("host") or "127.0.0.1",

@@ -14,6 +14,7 @@ import pytest
 from conftest import BEHAVIOURS, TOOLS
 from http_support import (
     ACCEPT,
+    INITIALIZE,
     HttpHost,
     answer_of,
     headers_for,
@@ -321,6 +322,18 @@ async def test_batch_in_a_2025_03_26_session(http_host: Any) -> None:
         assert (await client.post(host.url, content=only_notifications, headers=headers)).status_code == 202
 
 
+async def test_max_sessions(http_host: Any) -> None:
+    host = http_host("run", str(STREAMS), "--max-sessions", "2")
+    async with httpx2.AsyncClient(timeout=30) as client:
+        first = await open_raw_session(client, host.url)
+        await open_raw_session(client, host.url)
+        headers = {"accept": ACCEPT, "content-type": "application/json"}
+        third = await client.post(host.url, content=INITIALIZE, headers=headers)
+        assert third.status_code == 503 and "2 sessions" in third.text
+        assert (await client.delete(host.url, headers=headers_for(first))).status_code == 200
+        assert (await client.post(host.url, content=INITIALIZE, headers=headers)).status_code == 200
+
+
 def test_http_flags_are_refused_with_stdio() -> None:
     import subprocess
     import sys
@@ -331,6 +344,11 @@ def test_http_flags_are_refused_with_stdio() -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert "--port, --allow-host: only with --transport http or sse" in done.stderr
+    legacy = subprocess.run(
+        [sys.executable, "-m", "protomcp_host", "run", str(STREAMS), "--transport", "sse", "--path", "/x"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert legacy.returncode == 2 and "--path: only with --transport http" in legacy.stderr
 
 
 def test_a_port_in_use_is_a_clear_startup_error(http_host: Any) -> None:

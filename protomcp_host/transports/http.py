@@ -56,6 +56,7 @@ SSE_HEADERS = [
 class HttpOptions:
     max_body: int = 4 * 1024 * 1024  # bytes per POST body (413 above)
     session_timeout: float = 1800.0  # seconds a session may sit idle before it expires (0 = never)
+    max_sessions: int = 10_000  # sessions at once; a new initialize beyond it gets 503
     keepalive: float = 15.0  # seconds between keep-alive comments on a quiet SSE stream
     retry_ms: int = 1000  # reconnection delay SSE clients are told to use
     sse_after: float = 0.05  # an answer not ready this fast (or preceded by a message) streams as SSE
@@ -172,6 +173,11 @@ class StreamableHTTP:
         message = rpc.classify(parsed)
         if not isinstance(message, rpc.Request):
             await respond_json(send, 400, rpc.error(rpc.NULL_ID, rpc.INVALID_REQUEST, "Invalid Request"))
+            return
+        if len(self.sessions) >= self.options.max_sessions:
+            await refuse(
+                send, 503, f"Service Unavailable: {len(self.sessions)} sessions are open, the most allowed"
+            )
             return
         hs = self._new_session(scope)
         stream = hs.open_stream(message.id)
