@@ -259,12 +259,23 @@ async def test_sigterm_under_load_finishes_answered_calls(http_host: Any) -> Non
             messages = [orjson.loads(e["data"]) for e in sse_events(buffer) if e.get("data")]
             answers.extend(m for m in messages if "result" in m)
 
+        get_ended = anyio.Event()
+
+        async def standalone_stream() -> None:
+            headers = {**headers_for(session_id), "accept": "text/event-stream"}
+            async with client.stream("GET", host.url, headers=headers) as stream:
+                async for _ in stream.aiter_bytes():
+                    pass
+            get_ended.set()  # shutdown ends the GET stream instead of waiting on it
+
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg:
+                tg.start_soon(standalone_stream)
                 for n in range(count):
                     tg.start_soon(one_call, n)
                 await all_started.wait()
                 host.proc.send_signal(15)
+    assert get_ended.is_set()
     assert sorted(a["id"] for a in answers) == list(range(count))
     assert all(a["result"]["content"][0]["text"] == "ticked" for a in answers)
     assert host.proc.wait(30) == 0
