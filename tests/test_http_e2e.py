@@ -149,6 +149,33 @@ async def test_resuming_a_dropped_stream_loses_no_message(http_host: Any) -> Non
         assert not first_ids & {e["id"] for e in sse_events(resumed.text) if e.get("data")}
 
 
+async def test_cancelling_a_request_ends_its_stream_without_an_answer(http_host: Any) -> None:
+    host = http_host("run", str(STREAMS))
+    async with httpx2.AsyncClient(timeout=30) as client:
+        session_id = await open_raw_session(client, host.url)
+        headers = headers_for(session_id)
+        call = rpc(
+            7, "tools/call", {"name": "staged", "arguments": {"key": "c"}, "_meta": {"progressToken": 1}}
+        )
+        cancel = orjson.dumps(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+        )
+        buffer = ""
+        sent = False
+        with anyio.fail_after(20):
+            async with client.stream("POST", host.url, content=call, headers=headers) as stream:
+                async for chunk in stream.aiter_text():
+                    buffer += chunk
+                    if not sent and "progressToken" in buffer:
+                        sent = True
+                        cancelled = await client.post(host.url, content=cancel, headers=headers)
+                        assert cancelled.status_code == 202
+        messages = [orjson.loads(e["data"]) for e in sse_events(buffer) if e.get("data")]
+        assert [m.get("method") for m in messages] == ["notifications/progress"]  # and no answer
+        ping = await client.post(host.url, content=rpc(8, "ping"), headers=headers)
+        assert ping.json()["result"] == {}
+
+
 async def test_standalone_get_stream_carries_unrelated_messages(http_host: Any, tmp_path: Path) -> None:
     file = tmp_path / "tools.py"
     write_atomic(file, tool_source("alpha"))

@@ -164,6 +164,10 @@ class StreamableHTTP:
                 await self._request(hs, message, body, scope, receive, send)
             else:  # a notification or a response: nothing to answer
                 hs.router.feed(body)
+                if isinstance(message, rpc.Notification) and message.method == "notifications/cancelled":
+                    request_id = message.params.get("requestId")
+                    if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+                        hs.cancelled(orjson.dumps(request_id))
                 await respond(send, 202)
         finally:
             hs.connections -= 1
@@ -210,7 +214,7 @@ class StreamableHTTP:
             hs.forget(stream)
             await respond_json(send, 200, stream.events[0][1])
             return
-        if stream.closed and stream.seq == 0:
+        if hs.closed and stream.seq == 0:
             await refuse(send, 404, "Session not found: it ended while the request was in progress")
             return
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})

@@ -57,6 +57,14 @@ class HttpSession:
         self.batches.append((request_ids, stream))
         return stream
 
+    def cancelled(self, request_id: bytes) -> None:
+        """The client cancelled this request: no answer will come, so its stream ends empty."""
+        stream = self.pending.pop(request_id, None)
+        if stream is not None:
+            stream.done = True
+            stream.close()
+            self.streams.pop(stream.key, None)
+
     def forget(self, stream: EventStream) -> None:
         """The stream's last message reached a connection: nothing is left to resume."""
         if stream is not self.get_stream:
@@ -79,6 +87,8 @@ class HttpSession:
                 if last:
                     del self.pending[related]
                 stream.push(data, last=last)
+                if last and not stream.attached:
+                    self.left_unfinished(stream)  # finished while nobody listened: keep it, bounded
                 return
             if is_response(data, related):
                 return  # its request's stream is gone (session closing); never on the GET stream
