@@ -1,0 +1,49 @@
+"""uvicorn's HTTP/1.1 protocol (h11) with writes batched per loop iteration.
+
+uvicorn writes a response's head and its body separately, so each JSON answer cost two
+send() calls, and on loopback a send is the most expensive step of a request (it runs the
+receiver's TCP processing). As with the tool-process pipes (pipes.BatchedWriter), writes
+made in one loop iteration are joined and leave in one send at the end of the iteration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+
+class BatchingTransport:
+    """Stands in for an asyncio transport; everything but write/close goes to the real one."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not self._pending:
+            self._loop.call_soon(self.flush)
+        self._pending.append(bytes(data))
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
+        self._pending = []
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class BatchingH11Protocol(H11Protocol):
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        batching = BatchingTransport(transport, asyncio.get_running_loop())
+        super().connection_made(batching)  # type: ignore[arg-type]
