@@ -27,11 +27,13 @@ class ClientGone(Exception):
 
 
 def header(scope: Scope, name: bytes) -> str | None:
-    """The value of one request header (`name` in lower case), or None."""
-    for key, value in scope["headers"]:
-        if key == name:
-            return value.decode("latin-1")
-    return None
+    """The value of one request header (`name` in lower case), or None. The headers are put in
+    a dict on first use: a request is asked for about ten of them."""
+    headers = scope.get("protomcp.headers")
+    if headers is None:
+        headers = scope["protomcp.headers"] = dict(scope["headers"])
+    value = headers.get(name)
+    return None if value is None else value.decode("latin-1")
 
 
 async def read_body(receive: Receive, limit: int, timeout: float) -> bytes:

@@ -10,6 +10,7 @@ progress or logs first or takes longer. Streams survive dropped connections: a G
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
 from dataclasses import dataclass
@@ -371,8 +372,13 @@ async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> N
 
 
 def _accepts(accept: str, media_type: str) -> bool:
-    kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    kinds = _media_types(accept)
     return media_type in kinds or "*/*" in kinds or f"{media_type.split('/')[0]}/*" in kinds
+
+
+@functools.lru_cache(maxsize=64)  # clients send the same Accept header every time
+def _media_types(accept: str) -> frozenset[str]:
+    return frozenset(part.split(";")[0].strip().lower() for part in accept.split(","))
 
 
 def _principal(scope: Scope) -> str | None:
