@@ -289,8 +289,10 @@ def banner(host: Host, reload: bool) -> str:
 
 def http_banner(host: Host, url: str, reload: bool) -> str:
     """The URL, and ready entries for clients configured by URL."""
-    name = host.files[0].stem if len(host.files) == 1 else "tools"
-    files = ", ".join(f.name for f in host.files)
+    from protomcp_host.install import default_name
+
+    name = default_name(host.files)
+    files = ", ".join(map(label_of, host.files))
     kind = "sse" if url.endswith("/sse") else "http"
     lines = [
         f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files} at {url}",
