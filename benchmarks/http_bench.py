@@ -3,8 +3,9 @@
     python benchmarks/http_bench.py [--reps 5] [--quick] [--out benchmarks/README.md]
 
 Both serve the same tools (tools_protomcp.py / tools_sdk.py) on a free loopback port and are
-driven by the same minimal HTTP/1.1 client (keep-alive connections, one per session; JSON and
-SSE answers both parsed). Repetitions alternate the order of the two sides; each figure is the
+driven by the same minimal HTTP/1.1 clients (keep-alive connections, one per session; JSON and
+SSE answers both parsed): a blocking socket for sequential latency, asyncio streams for the
+concurrent sessions. Repetitions alternate the order of the two sides; each figure is the
 median over repetitions and the ratio is protomcp / SDK. Every wait is bounded.
 
 Metrics: sequential `tools/call echo` latency p50 (one session, one call at a time); calls/s
@@ -137,6 +138,92 @@ class Connection:
             raise RuntimeError(f"wrong answer: {answer}")
 
 
+class BlockingConnection:
+    """The same exchange over a plain blocking socket: the leanest client for sequential latency
+    (no event loop on the client side to add to every round trip)."""
+
+    def __init__(self, port: int, path: str) -> None:
+        import socket
+
+        self.port, self.path = port, path
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = b""
+        self.session_id = ""
+        self.next_id = 0
+
+    def post(self, body: bytes) -> tuple[dict[str, str], bytes]:
+        head = (
+            f"POST {self.path} HTTP/1.1\r\nhost: 127.0.0.1:{self.port}\r\n"
+            "accept: application/json, text/event-stream\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n"
+        )
+        if self.session_id:
+            head += f"mcp-session-id: {self.session_id}\r\nmcp-protocol-version: 2025-11-25\r\n"
+        self.sock.sendall(head.encode() + b"\r\n" + body)
+        while b"\r\n\r\n" not in self.buffer:
+            self._fill()
+        raw, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        headers = {}
+        for line in raw.decode("latin-1").split("\r\n")[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if "mcp-session-id" in headers:
+            self.session_id = headers["mcp-session-id"]
+        if "content-length" in headers:
+            return headers, self._take(int(headers["content-length"]))
+        parts = []  # chunked
+        while True:
+            while b"\r\n" not in self.buffer:
+                self._fill()
+            size_line, self.buffer = self.buffer.split(b"\r\n", 1)
+            size = int(size_line.split(b";")[0], 16)
+            chunk = self._take(size + 2)
+            if size == 0:
+                return headers, b"".join(parts)
+            parts.append(chunk[:-2])
+
+    def _fill(self) -> None:
+        data = self.sock.recv(65536)
+        if not data:
+            raise EOFError("server closed the connection")
+        self.buffer += data
+
+    def _take(self, n: int) -> bytes:
+        while len(self.buffer) < n:
+            self._fill()
+        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        return data
+
+    def initialize(self) -> None:
+        self.post(INITIALIZE)
+        self.post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+    def echo(self, text: str = "hello world") -> None:
+        self.next_id += 1
+        body = orjson.dumps(
+            {"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+             "params": {"name": "echo", "arguments": {"text": text}}}
+        )  # fmt: skip
+        headers, data = self.post(body)
+        if headers.get("content-type", "").startswith("text/event-stream"):
+            data = next(
+                line[5:] for line in data.split(b"\n") if line.startswith(b"data:") and line[5:].strip()
+            )
+        if orjson.loads(data)["result"]["content"][0]["text"] != text:
+            raise RuntimeError(f"wrong answer: {data[:200]!r}")
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+CLIENT_INFO = {"name": "bench", "version": "1"}
+INITIALIZE = orjson.dumps(
+    {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO}}
+)  # fmt: skip
+
+
 # --------------------------------------------------------------------------- servers
 
 
@@ -217,16 +304,16 @@ class Server:
 # --------------------------------------------------------------------------- measurements
 
 
-async def sequential_p50(server: Server, calls: int) -> float:
-    conn = Connection(server.port, server.path)
-    await conn.open()
-    await conn.initialize()
+def sequential_p50(server: Server, calls: int) -> float:
+    conn = BlockingConnection(server.port, server.path)
+    conn.sock.settimeout(30)
+    conn.initialize()
     for _ in range(calls // 5):  # warm-up
-        await conn.echo()
+        conn.echo()
     times = []
     for _ in range(calls):
         start = time.perf_counter()
-        await conn.echo()
+        conn.echo()
         times.append(time.perf_counter() - start)
     conn.close()
     return statistics.median(times) * 1e6
@@ -273,7 +360,7 @@ async def measure(side: Side, quick: bool) -> dict[str, float]:
     server = Server(side)
     try:
         return {
-            "seq": await asyncio.wait_for(sequential_p50(server, 300 if quick else 1000), 120),
+            "seq": sequential_p50(server, 300 if quick else 1000),  # socket timeouts bound it
             "rate": await asyncio.wait_for(concurrent_rate(server, 50, 2.0 if quick else 4.0), 120),
             "mem": await asyncio.wait_for(memory_per_session(server, 200), 120),
         }

@@ -1,4 +1,4 @@
-"""uvicorn's HTTP/1.1 protocol (h11) with writes batched per loop iteration.
+"""uvicorn's HTTP/1.1 protocols with writes batched per loop iteration.
 
 uvicorn writes a response's head and its body separately, so each JSON answer cost two
 send() calls, and on loopback a send is the most expensive step of a request (it runs the
@@ -43,7 +43,21 @@ class BatchingTransport:
         return getattr(self._transport, name)
 
 
-class BatchingH11Protocol(H11Protocol):
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        batching = BatchingTransport(transport, asyncio.get_running_loop())
-        super().connection_made(batching)  # type: ignore[arg-type]
+def batching(protocol_class: type[Any]) -> type[Any]:
+    """`protocol_class` (one of uvicorn's HTTP/1.1 protocols) writing through a BatchingTransport."""
+
+    class Batching(protocol_class):  # type: ignore[misc, valid-type]
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            super().connection_made(BatchingTransport(transport, asyncio.get_running_loop()))
+
+    Batching.__name__ = f"Batching{protocol_class.__name__}"
+    return Batching
+
+
+def http_protocol() -> type[Any]:
+    """uvicorn's fastest HTTP/1.1 protocol available (httptools' C parser, else h11), batching."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return batching(H11Protocol)
+    return batching(HttpToolsProtocol)

@@ -16,7 +16,7 @@ from starlette.routing import Route, Router
 
 from protomcp_host.launch import StartupError
 from protomcp_host.transports.asgi import ASGIApp, Receive, Scope, Send
-from protomcp_host.transports.batching import BatchingH11Protocol
+from protomcp_host.transports.batching import http_protocol
 from protomcp_host.transports.guard import Authenticator, Guard, is_loopback
 from protomcp_host.transports.http import HttpOptions, StreamableHTTP
 from protomcp_host.transports.oauth import OAuthResource
@@ -137,7 +137,7 @@ async def serve_http(
         access_log=False,
         server_header=False,
         timeout_graceful_shutdown=max(1, int(drain_timeout) + 1),
-        http=BatchingH11Protocol,
+        http=http_protocol(),
     )
     server = _Server(config)
     url = url_of(settings, sock.getsockname()[1])
