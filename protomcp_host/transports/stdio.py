@@ -82,7 +82,14 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
 
     def on_data(data: bytes) -> None:
         for line in splitter.feed(data):
-            router.feed(line) if line is not None else write(too_long)
+            if line is None:
+                write(too_long)
+                continue
+            try:
+                router.feed(line)
+            except Exception as exc:  # a bug must not cost the other messages of this chunk
+                host.stderr(f"protomcp: internal error handling a message: {exc!r}")
+                write(rpc.error(rpc.NULL_ID, rpc.INTERNAL_ERROR, f"Internal error: {exc!r}"))
 
     async with anyio.create_task_group() as reading:
 

@@ -1,0 +1,93 @@
+"""Hardening (issue 7): nothing a tool file or a client does can hang, starve or orphan the
+host. Each test drives the real host over stdio and checks the answer and that the host
+keeps serving afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import TOOLS, RawHost
+
+HOSTILE = TOOLS / "hostile.py"
+
+
+@pytest.fixture
+def host(raw_host) -> RawHost:  # type: ignore[no-untyped-def]
+    h = raw_host("run", str(HOSTILE))
+    h.initialize()
+    return h
+
+
+def call_line(request_id: int, name: str, arguments_json: bytes) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}\n' % (
+        request_id,
+        name.encode(),
+        arguments_json,
+    )
+
+
+def nested(levels: int) -> bytes:
+    return b'{"value":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
+
+
+def assert_serving(host: RawHost, request_id: int = 999) -> None:
+    assert host.request(request_id, "ping") == {"jsonrpc": "2.0", "id": request_id, "result": {}}
+    reply = host.request(request_id + 1, "tools/call", {"name": "quick", "arguments": {}})
+    assert reply["result"]["content"] == [{"type": "text", "text": "quick"}]
+
+
+# -- 1. deep arguments ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("levels", [255, 600, 1023])
+def test_deep_arguments_get_an_error_and_other_requests_in_the_chunk_are_answered(
+    host: RawHost, levels: int
+) -> None:
+    chunk = (
+        call_line(1, "depth", nested(levels))
+        + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+        + call_line(3, "depth", nested(254))
+    )
+    host.send_raw(chunk)
+    replies = {reply["id"]: reply for reply in (host.recv(), host.recv(), host.recv())}
+    assert replies[1]["error"]["code"] == -32600
+    assert "nests deeper than 256 levels" in replies[1]["error"]["message"]
+    assert replies[2]["result"] == {}
+    assert replies[3]["result"]["structuredContent"] == {"result": 252}
+    # The refused id is not left "in use".
+    host.send_raw(call_line(1, "depth", nested(3)))
+    assert host.recv_response(1)["result"]["structuredContent"] == {"result": 1}
+    assert_serving(host)
+
+
+# -- 2. valid JSON orjson cannot hold ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "refused"),
+    [
+        (b'"\\ud800"', "lone UTF-16 surrogate"),
+        (b'"a\\udfffb"', "lone UTF-16 surrogate"),
+        (b"1e400", "the number 1e400 is too large for a double"),
+        (b"-1e400", "the number -1e400 is too large for a double"),
+        (b"18446744073709551616", "the integer 18446744073709551616 exceeds 64 bits"),
+        (b"-9223372036854775809", "the integer -9223372036854775809 exceeds 64 bits"),
+    ],
+)
+def test_valid_json_that_cannot_be_held_is_refused_with_the_request_id(
+    host: RawHost, value: bytes, refused: str
+) -> None:
+    host.send_raw(call_line(7, "depth", b'{"value":' + value + b"}"))
+    reply = host.recv()
+    assert reply["id"] == 7 and reply["error"]["code"] == -32602
+    assert refused in reply["error"]["message"]
+    assert_serving(host)
+
+
+def test_numbers_at_the_limits_still_pass(host: RawHost) -> None:
+    host.send_raw(call_line(8, "depth", b'{"value":[18446744073709551615,-9223372036854775808,1.5e308]}'))
+    assert host.recv_response(8)["result"]["structuredContent"] == {"result": 1}
+    host.send_raw(call_line(9, "depth", b'{"value":"\\ud83d\\ude00 12345678901234567890123"}'))
+    assert host.recv_response(9)["result"]["isError"] is False

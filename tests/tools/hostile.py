@@ -1,0 +1,44 @@
+"""Tool file for the hardening tests: tools that misbehave the ways real code does."""
+
+import threading
+from typing import Any
+
+from protomcp_sdk import Context, tool
+
+_gates: dict[str, threading.Event] = {}
+_lock = threading.Lock()
+
+
+def _gate(key: str) -> threading.Event:
+    with _lock:
+        return _gates.setdefault(key, threading.Event())
+
+
+@tool
+def depth(value: Any) -> int:
+    """How deeply the argument nests."""
+    level = 0
+    while isinstance(value, (list, dict)) and value:
+        value = value[0] if isinstance(value, list) else next(iter(value.values()))
+        level += 1
+    return level
+
+
+@tool
+def quick() -> str:
+    """Answer at once (a sync tool, to show the pool is not starved)."""
+    return "quick"
+
+
+@tool
+def open_gate(key: str) -> str:
+    """Release the sync tools waiting on key."""
+    _gate(key).set()
+    return "open"
+
+
+@tool
+def blocked(key: str, ctx: Context) -> str:
+    """Block a worker thread, ignoring ctx.cancelled, until open_gate(key)."""
+    _gate(key).wait(120)
+    return f"unblocked {key}"
