@@ -4,9 +4,6 @@ keeps serving afterwards."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import orjson
 import pytest
 from conftest import TOOLS, RawHost
 

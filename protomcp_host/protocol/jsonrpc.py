@@ -8,6 +8,7 @@ original JSON bytes so an id is echoed exactly as the client sent it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass
@@ -169,10 +170,8 @@ def _refused(line: bytes) -> Invalid | None:
     message = data[0] if isinstance(data, list) and data else data
     id_bytes = NULL_ID
     if isinstance(message, dict) and _valid_id(message.get("id")):
-        try:
+        with contextlib.suppress(orjson.JSONEncodeError):  # the id itself may be what was refused
             id_bytes = orjson.dumps(message["id"])
-        except orjson.JSONEncodeError:  # the id itself is what was refused
-            pass
     return Invalid(id_bytes, INVALID_PARAMS, f"Invalid params: {reason}")
 
 
