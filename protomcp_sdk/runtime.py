@@ -33,6 +33,12 @@ from protomcp_sdk.results import encode_error, encode_result
 from protomcp_sdk.spool import Spool
 from protomcp_sdk.threads import SyncWorkers
 
+CANCEL_GRACE = float(os.environ.get("PROTOMCP_CANCEL_GRACE", "") or 10.0)
+"""Seconds a cancelled (or timed-out) sync call may keep its thread before a warning names it."""
+
+EXIT_GRACE = float(os.environ.get("PROTOMCP_EXIT_GRACE", "") or 30.0)
+"""Seconds running calls may take to finish once the host closed our input; then we exit anyway."""
+
 
 class ToolProcess:
     """Serves the tools in REGISTRY over a pair of pipe file descriptors."""
@@ -138,10 +144,28 @@ class ToolProcess:
             code = await self.exit_code
         finally:
             transport.close()
-        # Let running calls finish before exiting.
-        if self.tasks:
-            await asyncio.gather(*(task for task, _ in self.tasks.values()), return_exceptions=True)
-        await self.loop.run_in_executor(None, self.workers.shutdown)
+        # Let running calls finish before exiting, within a bound: a stuck one must not keep
+        # the process alive once its host has let go of it.
+        idle = asyncio.Event()
+        self.workers.on_idle = lambda: self.loop.call_soon_threadsafe(idle.set)
+        if not self.workers.busy():
+            idle.set()
+        tasks = [task for task, _ in self.tasks.values()]
+        try:
+            async with asyncio.timeout(EXIT_GRACE):
+                if tasks:
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                await idle.wait()
+        except TimeoutError:
+            running = sorted({ctx.tool_name for ctx in self.threads.values()} | {
+                ctx.tool_name for _, ctx in self.tasks.values()})  # fmt: skip
+            print(
+                f"protomcp tool process: exiting with calls still running after {EXIT_GRACE:g}s "
+                f"({', '.join(running)})",
+                file=sys.stderr,
+            )
+            code = code or 1
+        self.workers.close()
         self.spool.remove()
         return code
 
@@ -218,16 +242,28 @@ class ToolProcess:
             self.tasks[request_id] = (task, ctx)
         else:
             self.threads[request_id] = ctx
-            self.workers.submit(context.run, self.run_sync, request_id, spec, request.arguments_json, ctx)
+            self.workers.submit(
+                spec.name, context.run, self.run_sync, request_id, spec, request.arguments_json, ctx
+            )
 
     def cancel_call(self, request_id: str) -> None:
         ctx = self.threads.get(request_id)
         if ctx is not None:
             ctx._cancel()  # a thread cannot be interrupted: the tool may check ctx.cancelled
+            self.loop.call_later(CANCEL_GRACE, self._warn_if_running, request_id, ctx)
         entry = self.tasks.get(request_id)
         if entry is not None:
             entry[1]._cancel()
             entry[0].cancel()
+
+    def _warn_if_running(self, request_id: str, ctx: Context) -> None:
+        if self.threads.get(request_id) is ctx:
+            print(
+                f"protomcp: tool '{ctx.tool_name}' was cancelled {CANCEL_GRACE:g}s ago and its thread "
+                "has not returned (it does not check ctx.cancelled, or is stuck in C code); "
+                "the thread stays busy until it does",
+                file=sys.stderr,
+            )
 
     async def run_async(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
         try:
@@ -235,7 +271,7 @@ class ToolProcess:
             response, content = encode_result(value, spec)
         except asyncio.CancelledError:
             return  # the host has already answered the client; nothing to send
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
             response, content = encode_error(exc, spec.name)
         finally:
             self.tasks.pop(request_id, None)
@@ -244,7 +280,7 @@ class ToolProcess:
     def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
         try:
             response, content = encode_result(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
             response, content = encode_error(exc, spec.name)
         finally:
             self.threads.pop(request_id, None)

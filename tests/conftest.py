@@ -47,6 +47,7 @@ class RawHost:
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stderr: list[str] = []
+        self._stderr_grew = threading.Condition()
         threading.Thread(target=self._read_stdout, daemon=True).start()
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_reader.start()
@@ -60,7 +61,25 @@ class RawHost:
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
-            self.stderr.append(line.decode(errors="replace"))
+            with self._stderr_grew:
+                self.stderr.append(line.decode(errors="replace"))
+                self._stderr_grew.notify_all()
+        with self._stderr_grew:
+            self.stderr_closed = True
+            self._stderr_grew.notify_all()
+
+    stderr_closed = False
+
+    def wait_stderr(self, text: str, timeout: float = 15) -> str:
+        """Wait until the host's stderr holds `text`; returns all of it so far."""
+        with self._stderr_grew:
+            found = self._stderr_grew.wait_for(
+                lambda: text in "".join(self.stderr) or self.stderr_closed, timeout
+            )
+            joined = "".join(self.stderr)
+        if not found or text not in joined:
+            raise AssertionError(f"{text!r} not on stderr:\n{joined}")
+        return joined
 
     def stderr_text(self, timeout: float = 10) -> str:
         """Everything the host wrote on stderr (after it exited: all of it)."""

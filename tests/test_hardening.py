@@ -4,6 +4,8 @@ keeps serving afterwards."""
 
 from __future__ import annotations
 
+import queue
+
 import pytest
 from conftest import TOOLS, RawHost
 
@@ -88,3 +90,49 @@ def test_numbers_at_the_limits_still_pass(host: RawHost) -> None:
     assert host.recv_response(8)["result"]["structuredContent"] == {"result": 1}
     host.send_raw(call_line(9, "depth", b'{"value":"\\ud83d\\ude00 12345678901234567890123"}'))
     assert host.recv_response(9)["result"]["isError"] is False
+
+
+# -- 3. BaseException from a tool -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["SystemExit", "KeyboardInterrupt", "GeneratorExit", "Escape"])
+def test_base_exceptions_get_one_answer_each_and_threads_survive(host: RawHost, kind: str) -> None:
+    for tool in ("raise_base", "raise_base_async"):
+        for request_id in range(1, 81):  # more than the pool has threads
+            host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                       "params": {"name": tool, "arguments": {"kind": kind}}})  # fmt: skip
+        answers = [host.recv_response(i) for i in range(1, 81)]
+        assert all(a["result"]["isError"] for a in answers)
+        assert all(kind in a["result"]["content"][0]["text"] for a in answers)
+        assert_serving(host)
+    with pytest.raises(queue.Empty):  # exactly one answer each
+        host.lines.get(timeout=0.2)
+
+
+# -- 4. the thread pool: stuck tools do not starve the others -------------------------------------
+
+
+def test_stuck_sync_tool_does_not_starve_the_others(host: RawHost) -> None:
+    stuck = 70  # more than one tool's share of threads, more than the old 32-thread pool
+    for request_id in range(1, stuck + 1):
+        host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                   "params": {"name": "blocked", "arguments": {"key": "k"}}})  # fmt: skip
+    assert_serving(host)  # a fast sync call runs while every one of them is blocked
+    reply = host.request(500, "tools/call", {"name": "open_gate", "arguments": {"key": "k"}})
+    assert reply["result"]["content"][0]["text"] == "open"
+    answers = {host.recv()["id"]: None for _ in range(stuck)}
+    assert sorted(answers) == list(range(1, stuck + 1))
+
+
+def test_a_cancelled_sync_call_that_keeps_its_thread_is_named(raw_host, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("PROTOMCP_CANCEL_GRACE", "0.2")
+    host = raw_host("run", str(HOSTILE))
+    host.initialize()
+    host.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "spin", "arguments": {"key": "s"}}})  # fmt: skip
+    assert_serving(host)  # the call is running
+    host.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    host.wait_stderr("tool 'spin' was cancelled")
+    assert_serving(host, 700)
+    assert host.request(5, "tools/call", {"name": "open_gate", "arguments": {"key": "s"}})["result"]
+    assert_serving(host, 800)

@@ -42,3 +42,36 @@ def blocked(key: str, ctx: Context) -> str:
     """Block a worker thread, ignoring ctx.cancelled, until open_gate(key)."""
     _gate(key).wait(120)
     return f"unblocked {key}"
+
+
+class Escape(BaseException):
+    """Not an Exception: slips past `except Exception`."""
+
+
+_RAISE = {
+    "SystemExit": lambda: SystemExit(3),
+    "KeyboardInterrupt": KeyboardInterrupt,
+    "GeneratorExit": GeneratorExit,
+    "Escape": lambda: Escape("out"),
+}
+
+
+@tool
+def raise_base(kind: str) -> str:
+    """Raise a BaseException that is not an Exception, from a worker thread."""
+    raise _RAISE[kind]()
+
+
+@tool
+async def raise_base_async(kind: str) -> str:
+    """The same from an async tool."""
+    raise _RAISE[kind]()
+
+
+@tool
+def spin(key: str) -> str:
+    """Busy-loop (holding a thread, ignoring ctx.cancelled) until open_gate(key)."""
+    gate = _gate(key)
+    while not gate.is_set():
+        sum(range(1000))
+    return f"spun {key}"
