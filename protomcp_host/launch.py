@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FD_ENV = "PROTOMCP_FDS"  # the same name as protomcp_sdk.wire.FD_ENV, without importing protobuf
+HOST_PID_ENV = "PROTOMCP_HOST_PID"  # protomcp_sdk.lifeline: the tool process dies with this process
 
 
 class StartupError(Exception):
@@ -73,6 +74,7 @@ def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -
     env = dict(os.environ)
     env[FD_ENV] = f"{to_child_r},{from_child_w}"
     env["PYTHONUNBUFFERED"] = "1"
+    env[HOST_PID_ENV] = str(os.getpid())
     argv = [python, "-m", "protomcp_sdk", *(["--standby"] if standby else []), str(file)]
     try:
         process = subprocess.Popen(

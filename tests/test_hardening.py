@@ -4,10 +4,18 @@ keeps serving afterwards."""
 
 from __future__ import annotations
 
+import os
 import queue
+import re
+import select
+import subprocess
+import sys
 
 import pytest
-from conftest import TOOLS, RawHost
+from conftest import HOST, TOOLS, RawHost
+
+from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk import wire
 
 HOSTILE = TOOLS / "hostile.py"
 
@@ -136,3 +144,86 @@ def test_a_cancelled_sync_call_that_keeps_its_thread_is_named(raw_host, monkeypa
     assert_serving(host, 700)
     assert host.request(5, "tools/call", {"name": "open_gate", "arguments": {"key": "s"}})["result"]
     assert_serving(host, 800)
+
+
+# -- 6. a tool process never outlives its host --------------------------------------------------
+
+
+def wait_gone(pid: int, timeout: float = 15) -> bool:
+    """Wait (bounded, on a pidfd) for a process that is not our child to exit."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
+
+
+def spinning_pid(stderr: str) -> int:
+    return int(re.search(r"spinning in pid (\d+)", stderr).group(1))  # type: ignore[union-attr]
+
+
+def test_sigkill_of_the_host_ends_a_stuck_tool_process(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", str(HOSTILE))
+    host.initialize()
+    host.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "spin_loud", "arguments": {"key": "never"}}})  # fmt: skip
+    pid = spinning_pid(host.wait_stderr("spinning in pid"))
+    host.proc.kill()
+    host.proc.wait(10)
+    assert wait_gone(pid), "the tool process outlived its host"
+
+
+def test_killing_protomcp_call_mid_call_ends_its_tool_process() -> None:
+    proc = subprocess.Popen(
+        [*HOST, "call", str(HOSTILE), "spin_loud", "--args", '{"key": "never"}'],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        seen = b""
+        while b"spinning in pid" not in seen:
+            line = proc.stderr.readline()
+            assert line, seen
+            seen += line
+        pid = spinning_pid(seen.decode())
+        proc.kill()
+        proc.wait(10)
+        assert wait_gone(pid), "the tool process outlived `protomcp call`"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_tool_process_exits_within_its_bound_when_the_host_lets_go(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Without the parent-death signal (not Linux), a closed frame pipe still ends a process
+    whose calls never finish: within PROTOMCP_EXIT_GRACE."""
+    to_child_r, to_child_w = os.pipe()
+    from_child_r, from_child_w = os.pipe()
+    env = {**os.environ, "PROTOMCP_FDS": f"{to_child_r},{from_child_w}", "PROTOMCP_EXIT_GRACE": "0.5"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "protomcp_sdk", str(HOSTILE)], pass_fds=(to_child_r, from_child_w),
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    os.close(to_child_r)
+    os.close(from_child_w)
+    try:
+        decoder = wire.FrameDecoder()
+        hello = next(iter(decoder.feed(os.read(from_child_r, 65536))))
+        assert hello.WhichOneof("msg") == "hello"
+        call = pb.Envelope(
+            request_id="1", call_tool=pb.CallToolRequest(name="spin", arguments_json='{"key":"x"}')
+        )
+        os.write(to_child_w, wire.encode(call))
+        os.close(to_child_w)  # the host lets go
+        assert proc.wait(20) == 1
+        assert proc.stderr is not None
+        assert b"exiting with calls still running" in proc.stderr.read()
+    finally:
+        os.close(from_child_r)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

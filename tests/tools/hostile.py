@@ -75,3 +75,13 @@ def spin(key: str) -> str:
     while not gate.is_set():
         sum(range(1000))
     return f"spun {key}"
+
+
+@tool
+def spin_loud(key: str) -> str:
+    """Say this process's pid on stderr, then spin until open_gate(key)."""
+    import os
+    import sys
+
+    print(f"spinning in pid {os.getpid()}", file=sys.stderr, flush=True)
+    return spin(key)
