@@ -15,11 +15,12 @@ import orjson
 
 from protomcp_host import __version__
 from protomcp_host.envelope import control_change, tool_from_definition
+from protomcp_host.errout import ErrOut
 from protomcp_host.launch import Launched, StartupError, label_of
 from protomcp_host.middleware import ChainRun, Middleware
 from protomcp_host.output import OutputForwarder
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog
-from protomcp_host.protocol.session import Call, Session
+from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Call, Session
 from protomcp_host.router import Router, Writer
 from protomcp_host.supervisor import Supervisor
 from protomcp_host.worker import WorkerError
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from protomcp_host.transports.http_server import HttpSettings
 
 SERVER_INFO = {"name": "protomcp", "version": __version__}
+STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
 
 
 class Host:
@@ -41,6 +43,7 @@ class Host:
         python: str = sys.executable,
         call_timeout: float | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         stderr: Callable[[str], None] | None = None,
         standby: bool = False,
         launched: dict[Path, Launched] | None = None,
@@ -53,6 +56,7 @@ class Host:
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
         self.instructions = instructions
         self.call_timeout = call_timeout
+        self.max_in_flight = max_in_flight
         self.catalog = Catalog(page_size)
         self.stderr = stderr or _print_stderr
         self.include_tags = set(include_tags)
@@ -111,7 +115,11 @@ class Host:
     # -- sessions ------------------------------------------------------------------
     def connect(self, write: Writer) -> Router:
         """A new client session whose messages go to `write`."""
-        router = Router(self, Session(self.catalog, self.server_info, self.instructions), write)
+        router = Router(
+            self,
+            Session(self.catalog, self.server_info, self.instructions, max_in_flight=self.max_in_flight),
+            write,
+        )
         self.routers.append(router)
         return router
 
@@ -208,10 +216,11 @@ def _print_stderr(text: str) -> None:
 async def serve(
     launched: dict[Path, Launched],
     *,
-    drain_timeout: float = 10.0,
+    drain_timeout: float = 5.0,
     reload: bool = False,
     watch: tuple[str, ...] = (),
     http: HttpSettings | None = None,
+    signalled: list[int] | None = None,
     **options: Any,
 ) -> int:
     """Serve the tool processes the CLI launched (one per tool file) over stdio until the
@@ -219,21 +228,46 @@ async def serve(
     Returns the exit code.
 
     With `reload`, tool files are watched and reloaded (blue/green) when they change."""
+    errout = ErrOut()  # stderr writes never block the loop, even when nobody reads them
+    try:
+        return await _serve(launched, errout, drain_timeout, reload, watch, http, signalled, **options)
+    finally:
+        errout.close(timeout=1.0)
+
+
+async def _serve(
+    launched: dict[Path, Launched],
+    errout: ErrOut,
+    drain_timeout: float,
+    reload: bool,
+    watch: tuple[str, ...],
+    http: HttpSettings | None,
+    signalled: list[int] | None,
+    **options: Any,
+) -> int:
     from protomcp_host.reloader import watch_and_reload
     from protomcp_host.transports.stdio import serve_stdio
 
-    host = Host(list(launched), standby=reload, launched=launched, **options)
+    host = Host(list(launched), standby=reload, launched=launched, stderr=errout, **options)
+    shutdown = anyio.Event()
+    code = 0
     async with anyio.create_task_group() as tg:
+        await tg.start(_on_signals, shutdown)  # first: a signal during start-up stops cleanly
+        if signalled:  # one arrived before this loop existed (see cli._serve)
+            shutdown.set()
         try:
-            await host.start(tg)
+            with anyio.CancelScope() as starting:
+                tg.start_soon(_cancel_on, shutdown, starting)
+                await host.start(tg)
         except StartupError as exc:
             host.stderr(f"protomcp: cannot start:\n{exc}")
             await host.stop(0)
             tg.cancel_scope.cancel()
             return 1
-        shutdown = anyio.Event()
-        code = 0
-        tg.start_soon(_on_signals, shutdown)
+        if shutdown.is_set():  # a signal during start-up
+            await host.stop(0)
+            tg.cancel_scope.cancel()
+            return 0
         tg.start_soon(host.expire_tasks)
         if reload:
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
@@ -256,9 +290,14 @@ async def serve(
                 host.stderr(banner(host, reload))
             await serve_stdio(host, shutdown, drain_timeout)
         shutdown.set()
-        await host.stop(drain_timeout)
+        await host.stop(STOP_GRACE)  # every call is answered by now: the processes may go
         tg.cancel_scope.cancel()
     return code
+
+
+async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 def banner(host: Host, reload: bool) -> str:
@@ -307,8 +346,11 @@ def http_banner(host: Host, url: str, reload: bool) -> str:
     return "\n".join(lines)
 
 
-async def _on_signals(shutdown: anyio.Event) -> None:
+async def _on_signals(
+    shutdown: anyio.Event, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
         async for _ in signals:
             shutdown.set()
             return

@@ -15,11 +15,13 @@ import itertools
 import mmap
 import os
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
 import orjson
 
 from protomcp_host.envelope import tool_answer
+from protomcp_host.output import LogLimiter
 from protomcp_host.pipes import BatchedWriter
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_sdk import protomcp_pb2 as pb
@@ -73,6 +75,7 @@ class Channel:
         self.trusted = False  # our own SDK: its result JSON comes from orjson and needs no re-check
         self.spool_dir = ""  # where it spools large results; removed when it is gone
         self.broken: str | None = None  # why nothing more is read from it
+        self.log_limit = LogLimiter(label)  # ctx.log in a tight loop cannot flood the clients
         self.middleware: list[pb.RegisterMiddlewareRequest] = []  # registered right after Hello
         self._handlers: dict[str, Callable[[pb.Envelope], None]] = {
             "call_result": self._call_result,
@@ -238,12 +241,10 @@ class Channel:
 
     def _log(self, envelope: pb.Envelope) -> None:
         entry = envelope.log
-        data = _json_or_text(entry.data_json)
         call = self.calls.get(envelope.request_id)
-        if call is not None:
-            call.sink.call_log(call, entry.level, entry.logger, data)
-        else:
-            self.on_log(entry.level, entry.logger, data)
+        sink = self.on_log if call is None else partial(call.sink.call_log, call)
+        if self.log_limit.allow(sink):
+            sink(entry.level, entry.logger, _json_or_text(entry.data_json))
 
     def _raw_header(self, envelope: pb.Envelope) -> None:
         """A payload handed over as a spool file."""

@@ -112,6 +112,12 @@ class Router:
         """Return once no call is running."""
         await self._idle.wait()
 
+    def fail_all(self, message: str) -> None:
+        """Answer every running call with an error (and tell its tool process to cancel it)."""
+        for call in list(self.session.in_flight.values()):
+            cancel_call(call)  # tell its tool process to stop it...
+            self.call_failed(call, message)  # ...and answer it here
+
     def cancel_all(self) -> None:
         for call in list(self.session.in_flight.values()):
             cancel_call(call)

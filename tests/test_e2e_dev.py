@@ -333,11 +333,16 @@ def test_banner_only_on_a_terminal(tmp_path: Path) -> None:
             assert chunk, stderr
             stderr += chunk
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=15)
+        out, rest = proc.communicate(timeout=15)  # bounded: a slow shutdown fails here
     finally:
         os.close(leader)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert b'"mcpServers"' in stderr and str(file).encode() in stderr and b"Watching" in stderr
     assert out == b""
+    assert proc.returncode == 0, stderr + rest  # a clean shutdown, not "Aborted!"
+    assert b"Aborted" not in rest
 
 
 async def test_watch_glob_reloads_on_data_changes(tmp_path: Path) -> None:

@@ -8,8 +8,11 @@ import os
 import queue
 import re
 import select
+import signal
 import subprocess
 import sys
+import threading
+from pathlib import Path
 
 import pytest
 from conftest import HOST, TOOLS, RawHost
@@ -227,3 +230,119 @@ def test_tool_process_exits_within_its_bound_when_the_host_lets_go(tmp_path) -> 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# -- 7. shutdown is bounded and answers what is pending -------------------------------------------
+
+
+def test_end_of_input_answers_stuck_calls_and_exits_promptly(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", "--drain-timeout", "0.5", str(HOSTILE))
+    host.initialize()
+    for request_id in (1, 2):
+        host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                   "params": {"name": "spin_loud" if request_id == 1 else "blocked",
+                              "arguments": {"key": "never"}}})  # fmt: skip
+    pid = spinning_pid(host.wait_stderr("spinning in pid"))
+    assert_serving(host)
+    host.proc.stdin.close()
+    answers = sorted((host.recv() for _ in range(2)), key=lambda reply: reply["id"])
+    assert [a["id"] for a in answers] == [1, 2]
+    for answer in answers:
+        assert answer["result"]["isError"]
+        assert (
+            "shutting down and the call did not finish within 0.5s" in answer["result"]["content"][0]["text"]
+        )
+    assert host.proc.wait(20) == 0  # a bounded wait: a hang fails the test
+    assert wait_gone(pid)
+
+
+# -- 9. nobody reads stderr -------------------------------------------------------------------------
+
+
+def test_unread_stderr_never_blocks_the_host(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", str(HOSTILE), read_stderr=False)
+    host.initialize()
+    reply = host.request(1, "tools/call", {"name": "chatter", "arguments": {"lines": 20000, "width": 200}})
+    assert reply["result"]["content"][0]["text"] == "chattered"
+    assert_serving(host)  # 4 MB of tool output went to a stderr nobody reads
+    host.start_reading_stderr()
+    host.wait_stderr("messages to stderr were dropped")
+    assert_serving(host, 1100)
+
+
+# -- 10. backpressure: in-flight calls, unread answers, log floods ---------------------------------
+
+
+def test_calls_beyond_the_in_flight_bound_are_refused(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", "--max-in-flight", "3", str(HOSTILE))
+    host.initialize()
+    for request_id in range(1, 6):
+        host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                   "params": {"name": "blocked", "arguments": {"key": "b"}}})  # fmt: skip
+    for request_id in (4, 5):
+        reply = host.recv_response(request_id)
+        assert (
+            reply["error"]["code"] == -32000
+            and "3 tool calls are already running" in reply["error"]["message"]
+        )
+    assert host.request(6, "ping")["result"] == {}
+    busy = host.request(7, "tools/call", {"name": "open_gate", "arguments": {"key": "b"}})
+    assert busy["error"]["code"] == -32000
+    host.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+    assert host.request(8, "tools/call", {"name": "open_gate", "arguments": {"key": "b"}})["result"]
+    assert sorted(host.recv()["id"] for _ in range(2)) == [1, 2]
+    assert_serving(host)
+
+
+def test_unread_answers_pause_input_and_nothing_is_lost(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", str(HOSTILE), read_stdout=False)
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    host.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
+    count = 40_000  # ~3 KB answers each: far more than the host may queue for a client
+    lines = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"tools/list"}\n' % i for i in range(1, count + 1))
+    sender = threading.Thread(target=host.send_raw, args=(lines,), daemon=True)
+    sender.start()
+    host.wait_stderr("the client is not reading its answers")
+    status = Path(f"/proc/{host.proc.pid}/status").read_bytes()
+    rss_kib = int(re.search(rb"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
+    assert rss_kib < 150 * 1024
+    host.start_reading_stdout()
+    ids = [host.recv(timeout=30)["id"] for _ in range(count + 1)]
+    assert ids == list(range(count + 1))  # every answer, once, in order
+    sender.join(30)
+    assert_serving(host)
+
+
+def test_log_floods_are_rate_limited(host: RawHost) -> None:
+    host.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "shout", "arguments": {"times": 2000}}})  # fmt: skip
+    notes = []
+    while "id" not in (message := host.recv()):
+        notes.append(message["params"]["data"])
+    assert message["result"]["content"][0]["text"] == "shouted"
+    forwarded = [n for n in notes if str(n).startswith("message ")]
+    assert 0 < len(forwarded) < 2000
+    assert any("too many log messages" in str(n) for n in notes)
+    assert_serving(host)
+
+
+# -- 8. signals during start-up ---------------------------------------------------------------------
+
+STUCK_IMPORT = """
+import os, sys, threading
+print(f"importing in pid {os.getpid()}", file=sys.stderr, flush=True)
+threading.Event().wait()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_start_up_shuts_down_cleanly(raw_host, tmp_path: Path, sig: int) -> None:  # type: ignore[no-untyped-def]
+    file = tmp_path / "slow.py"
+    file.write_text(STUCK_IMPORT)
+    host = raw_host("run", str(file))
+    found = re.search(r"importing in pid (\d+)", host.wait_stderr("importing in pid"))
+    pid = int(found.group(1))  # type: ignore[union-attr]
+    host.proc.send_signal(sig)
+    assert host.proc.wait(15) == 0  # bounded: not the 30 s handshake
+    assert "Aborted" not in "".join(host.stderr)
+    assert wait_gone(pid)

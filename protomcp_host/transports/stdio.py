@@ -7,8 +7,10 @@ to stderr instead of corrupting the stream.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
+from collections import deque
 from typing import TYPE_CHECKING
 
 import anyio
@@ -68,7 +70,32 @@ def take_stdout() -> int:
 
 async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -> None:
     """Serve one session on stdin/stdout until end of input or `shutdown`."""
-    writer = BatchedWriter(take_stdout())
+    inputs: list[asyncio.ReadTransport] = []
+    waiting: deque[bytes | None] = deque()  # lines read but held back while the client does not read
+    told = False
+
+    def pressure(full: bool) -> None:
+        """Stop taking requests while the client leaves its answers unread."""
+        nonlocal told
+        if full:
+            for transport in inputs:
+                transport.pause_reading()
+            if not told:
+                told = True
+                host.stderr(
+                    f"protomcp: the client is not reading its answers; input paused while "
+                    f"{writer.high_water >> 20} MiB wait (reported once)"
+                )
+        else:
+            asyncio.get_running_loop().call_soon(take_waiting)
+
+    def take_waiting() -> None:
+        while waiting and not writer.pressed:
+            handle(waiting.popleft())
+        for transport in inputs:
+            transport.pause_reading() if waiting or writer.pressed else transport.resume_reading()
+
+    writer = BatchedWriter(take_stdout(), on_pressure=pressure)
 
     def write(data: bytes, related: bytes | None = None) -> None:
         writer.write(data)
@@ -80,16 +107,24 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
         rpc.NULL_ID, rpc.INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE} bytes"
     )
 
+    def handle(line: bytes | None) -> None:
+        if line is None:
+            write(too_long)
+            return
+        try:
+            router.feed(line)
+        except Exception as exc:  # a bug must not cost the other messages of this chunk
+            host.stderr(f"protomcp: internal error handling a message: {exc!r}")
+            write(rpc.error(rpc.NULL_ID, rpc.INTERNAL_ERROR, f"Internal error: {exc!r}"))
+
     def on_data(data: bytes) -> None:
-        for line in splitter.feed(data):
-            if line is None:
-                write(too_long)
-                continue
-            try:
-                router.feed(line)
-            except Exception as exc:  # a bug must not cost the other messages of this chunk
-                host.stderr(f"protomcp: internal error handling a message: {exc!r}")
-                write(rpc.error(rpc.NULL_ID, rpc.INTERNAL_ERROR, f"Internal error: {exc!r}"))
+        waiting.extend(splitter.feed(data))
+        take_waiting()
+
+    def on_transport(transport: asyncio.ReadTransport) -> None:
+        inputs.append(transport)
+        if waiting or writer.pressed:
+            transport.pause_reading()
 
     async with anyio.create_task_group() as reading:
 
@@ -98,13 +133,16 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
             reading.cancel_scope.cancel()
 
         reading.start_soon(stop_on_signal)
-        await read_into(0, on_data, closefd=False)
+        await read_into(0, on_data, closefd=False, on_transport=on_transport)
+        inputs.clear()
         if tail := splitter.tail():
-            router.feed(tail)
+            waiting.append(tail)
+        while waiting:  # at most one read's worth
+            handle(waiting.popleft())
         reading.cancel_scope.cancel()
-    # Input is over: let in-flight calls finish (bounded), then stop.
+    # Input is over: let in-flight calls finish (bounded); answer the rest, then stop.
     with anyio.move_on_after(drain_timeout):
         await router.wait_idle()
-    router.cancel_all()
+    router.fail_all(f"the host is shutting down and the call did not finish within {drain_timeout:g}s")
     host.disconnect(router)
     await writer.drain(drain_timeout)

@@ -85,3 +85,23 @@ def spin_loud(key: str) -> str:
 
     print(f"spinning in pid {os.getpid()}", file=sys.stderr, flush=True)
     return spin(key)
+
+
+@tool
+def shout(times: int, ctx: Context) -> str:
+    """Send `times` log messages as fast as possible."""
+    for i in range(times):
+        ctx.info(f"message {i}")
+    return "shouted"
+
+
+@tool
+def chatter(lines: int, width: int) -> str:
+    """Print `lines` lines of `width` characters on stderr."""
+    import sys
+
+    row = "x" * width
+    for _ in range(lines):
+        print(row, file=sys.stderr)
+    sys.stderr.flush()
+    return "chattered"
