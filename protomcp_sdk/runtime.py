@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import importlib
 import itertools
@@ -29,7 +30,7 @@ from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk.chain import MiddlewareRunner
 from protomcp_sdk.context import Context
 from protomcp_sdk.registry import REGISTRY, ArgumentError, ToolSpec
-from protomcp_sdk.results import encode_error, encode_result
+from protomcp_sdk.results import ToolError, encode_error, encode_result
 from protomcp_sdk.spool import Spool
 from protomcp_sdk.threads import SyncWorkers
 
@@ -273,6 +274,7 @@ class ToolProcess:
             return  # the host has already answered the client; nothing to send
         except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
             response, content = encode_error(exc, spec.name)
+            report_failure(exc, ctx)
         finally:
             self.tasks.pop(request_id, None)
         self.send_result(request_id, response, content)
@@ -282,6 +284,7 @@ class ToolProcess:
             response, content = encode_result(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
         except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
             response, content = encode_error(exc, spec.name)
+            report_failure(exc, ctx)
         finally:
             self.threads.pop(request_id, None)
         if not ctx.cancelled:
@@ -340,6 +343,17 @@ def package_of(file: Path) -> tuple[Path, str] | None:
         parts.insert(0, folder.name)
         folder = folder.parent
     return folder, ".".join(parts)
+
+
+def report_failure(exc: BaseException, ctx: Context) -> None:
+    """Where an unexpected exception came from, in the user's own frames: on stderr (the host
+    shows it) and as a debug log message. ToolError and bad arguments are answers, not bugs."""
+    if isinstance(exc, (ToolError, ArgumentError)):
+        return
+    trace = _user_traceback(exc)
+    print(f"tool '{ctx.tool_name}' raised:\n{trace}", end="", file=sys.stderr, flush=True)
+    with contextlib.suppress(Exception):  # nothing about reporting may change the answer
+        ctx.log("debug", f"tool '{ctx.tool_name}' raised:\n{trace}")
 
 
 def _user_traceback(exc: BaseException) -> str:

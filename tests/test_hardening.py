@@ -42,6 +42,13 @@ def nested(levels: int) -> bytes:
     return b'{"value":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
 
 
+def answer_to_call(host: RawHost) -> dict:  # type: ignore[type-arg]
+    """The next response, skipping notifications (log messages the tools send)."""
+    while "method" in (message := host.recv()):
+        pass
+    return message  # type: ignore[no-any-return]
+
+
 def assert_serving(host: RawHost, request_id: int = 999) -> None:
     assert host.request(request_id, "ping") == {"jsonrpc": "2.0", "id": request_id, "result": {}}
     reply = host.request(request_id + 1, "tools/call", {"name": "quick", "arguments": {}})
@@ -112,7 +119,8 @@ def test_base_exceptions_get_one_answer_each_and_threads_survive(host: RawHost, 
         for request_id in range(1, 81):  # more than the pool has threads
             host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
                        "params": {"name": tool, "arguments": {"kind": kind}}})  # fmt: skip
-        answers = [host.recv_response(i) for i in range(1, 81)]
+        answers = [answer_to_call(host) for _ in range(1, 81)]
+        assert sorted(a["id"] for a in answers) == list(range(1, 81))
         assert all(a["result"]["isError"] for a in answers)
         assert all(kind in a["result"]["content"][0]["text"] for a in answers)
         assert_serving(host)
@@ -346,3 +354,29 @@ def test_a_signal_during_start_up_shuts_down_cleanly(raw_host, tmp_path: Path, s
     assert host.proc.wait(15) == 0  # bounded: not the 30 s handshake
     assert "Aborted" not in "".join(host.stderr)
     assert wait_gone(pid)
+
+
+# -- 16. a tool's exception shows where it happened -------------------------------------------------
+
+
+def test_a_tool_exception_shows_the_users_frames(host: RawHost) -> None:
+    host.send(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "boom", "arguments": {}}}
+    )
+    notes = []
+    while "id" not in (message := host.recv()):
+        notes.append(message["params"])
+    assert message["result"]["content"][0]["text"] == "Error in tool 'boom': KeyError: 'missing'"
+    debug = [n for n in notes if n["level"] == "debug"]
+    assert len(debug) == 1 and "in _lookup" in debug[0]["data"] and "KeyError: 'missing'" in debug[0]["data"]
+    stderr = host.wait_stderr("KeyError: 'missing'")
+    assert "[hostile.py] tool 'boom' raised:" in stderr and "in boom" in stderr and "in _lookup" in stderr
+    assert "protomcp_sdk" not in stderr  # only the user's own frames
+    assert_serving(host)
+
+
+def test_protomcp_call_shows_the_traceback() -> None:
+    proc = subprocess.run([*HOST, "call", str(HOSTILE), "boom"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "KeyError: 'missing'" in proc.stdout
+    assert "in _lookup" in proc.stderr and "table[key]" in proc.stderr

@@ -105,3 +105,13 @@ def chatter(lines: int, width: int) -> str:
         print(row, file=sys.stderr)
     sys.stderr.flush()
     return "chattered"
+
+
+def _lookup(table: dict[str, int], key: str) -> int:
+    return table[key]
+
+
+@tool
+def boom() -> int:
+    """Fail deep in the user's own code."""
+    return _lookup({}, "missing")
