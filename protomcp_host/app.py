@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from protomcp_host.errout import ErrOut
 from protomcp_host.launch import Launched, StartupError, label_of
 from protomcp_host.middleware import ChainRun, Middleware
 from protomcp_host.output import OutputForwarder
-from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog
+from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Call, Session
 from protomcp_host.router import Router, Writer
 from protomcp_host.supervisor import Supervisor
@@ -166,6 +167,9 @@ class Host:
         self.middleware = sorted(
             (m for chain in self._middleware_of.values() for m in chain), key=lambda m: m.order
         )
+        large = [tool for tool in tools if tool.large]
+        if large and self._tg is not None:  # their validators take seconds to build: not on the loop
+            self._tg.start_soon(partial(anyio.to_thread.run_sync, _prepare, large, abandon_on_cancel=True))
         if not self.started:
             return
         after = {t.name: t.mcp for t in tools}
@@ -192,6 +196,11 @@ RESTART_HINT = (
     "protomcp: the tool names changed: Claude Desktop and Cursor do not follow tools/list_changed, "
     "restart them (Cursor: refresh the server) to see added or removed tools"
 )
+
+
+def _prepare(tools: list[Tool]) -> None:
+    for tool in tools:
+        tool.prepare()
 
 
 def describe_change(before: dict[str, Any], after: dict[str, Any]) -> str:

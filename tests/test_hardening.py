@@ -380,3 +380,36 @@ def test_protomcp_call_shows_the_traceback() -> None:
     assert proc.returncode == 1
     assert "KeyError: 'missing'" in proc.stdout
     assert "in _lookup" in proc.stderr and "table[key]" in proc.stderr
+
+
+# -- 14. huge schemas are checked off the loop -------------------------------------------------------
+
+
+def test_a_huge_schema_validates_without_checking_it_on_the_loop(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from jsonschema import Draft202012Validator
+
+    from protomcp_host.protocol.catalog import Tool
+
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(10_000)}}
+    tool = Tool("wide", "wide.py", {"name": "wide", "inputSchema": schema})
+    checked: list[object] = []
+    monkeypatch.setattr(Draft202012Validator, "check_schema", classmethod(lambda cls, s: checked.append(s)))
+    assert tool.large
+    assert "p5: 'x' is not of type 'integer'" in (tool.validate({"p5": "x"}) or "")
+    assert checked == []  # the metaschema check (seconds for this schema) is prepare()'s job
+    tool.prepare()
+    assert checked == [schema]
+
+
+def test_a_first_validation_error_on_a_huge_schema(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", str(TOOLS / "wide.py"))
+    host.initialize()
+    reply = host.request(1, "tools/call", {"name": "wide", "arguments": {"p5": "x", "p0": 7}})
+    assert (
+        reply["result"]["isError"]
+        and "p5: 'x' is not of type 'integer'" in reply["result"]["content"][0]["text"]
+    )
+    reply = host.request(2, "tools/call", {"name": "wide", "arguments": {"p0": 7}})
+    assert reply["result"]["structuredContent"] == {"result": 7}
+    assert host.request(3, "tools/call", {"name": "narrow", "arguments": {}})["result"]["isError"] is False
+    assert host.request(4, "ping")["result"] == {}
