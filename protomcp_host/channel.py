@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import mmap
 import os
+import stat
 from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol
@@ -60,6 +61,7 @@ class Channel:
         on_output: Callable[[str, str], None],
         on_log: LogSink,
         on_control: ControlHandler | None = None,
+        spool_dir: str = "",
     ) -> None:
         self.label = label
         self.on_output = on_output
@@ -73,7 +75,7 @@ class Channel:
         # Raw result content that came ahead of its call_result; None: its spool file was unreadable.
         self.raw: dict[str, list[bytes] | None] = {}
         self.trusted = False  # our own SDK: its result JSON comes from orjson and needs no re-check
-        self.spool_dir = ""  # where it spools large results; removed when it is gone
+        self.spool_dir = spool_dir  # the one directory it may hand files over in (the host named it)
         self.broken: str | None = None  # why nothing more is read from it
         self.log_limit = LogLimiter(label)  # ctx.log in a tight loop cannot flood the clients
         self.middleware: list[pb.RegisterMiddlewareRequest] = []  # registered right after Hello
@@ -250,8 +252,7 @@ class Channel:
         """A payload handed over as a spool file."""
         request_id = envelope.request_id
         path = envelope.raw_header.path
-        self.spool_dir = os.path.dirname(path)
-        parts = read_spooled(path)
+        parts = read_spooled(path, self.spool_dir)
         if parts is None and request_id in self.calls:
             self.raw[request_id] = None
         elif parts is not None:
@@ -304,20 +305,38 @@ def cancel_call(call: Call) -> None:
     call.done = True
 
 
-def read_spooled(path: str) -> list[bytes] | None:
-    """Map a spool file and delete it (the mapping stays readable); None if impossible."""
-    if not wire.spool_path_ok(path):
+def read_spooled(path: str, spool_dir: str) -> list[bytes] | None:
+    """Map a spool file and delete it (the mapping stays readable); None if impossible.
+
+    Only a regular file directly inside `spool_dir` (the directory the host named for this
+    process; a real directory, not a link) is touched: a path elsewhere is refused untouched."""
+    if not spool_dir or os.path.dirname(path) != spool_dir or not spool_path_safe(spool_dir):
         return None
     try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            data = mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ) if size else b""
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        data = mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ) if info.st_size else b""
     except OSError:
         return None
     finally:
+        os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(path)
     return [data]  # type: ignore[list-item]  # a read-only mmap is a bytes-like buffer
+
+
+def spool_path_safe(spool_dir: str) -> bool:
+    """The spool directory is a real directory of ours (not a symlink to somewhere else)."""
+    try:
+        info = os.lstat(spool_dir)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
 
 
 def _json_or_text(text: str) -> Any:

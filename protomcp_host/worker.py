@@ -7,7 +7,6 @@ replaces a dead or outdated Worker with a new one.
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from protomcp_host.channel import Channel, ChannelError, ControlHandler, LogSink, fail_call
+from protomcp_host.channel import Channel, ChannelError, ControlHandler, LogSink, fail_call, spool_path_safe
 from protomcp_host.distribution import DIST_NAME, install_command
 from protomcp_host.launch import Launched, label_of
 from protomcp_host.pipes import read_into
@@ -76,6 +75,7 @@ class Worker:
             on_output=self.on_output,
             on_log=self.on_log,
             on_control=self.on_control,
+            spool_dir=launched.spool_dir,
         )
         task_status.started()
         try:
@@ -161,11 +161,7 @@ class Worker:
         """The process is gone: fail what is pending and tell whoever waits."""
         await self.process.reap()
         channel = self.channel
-        if (
-            channel is not None
-            and channel.spool_dir
-            and wire.SPOOL_PREFIX in os.path.basename(channel.spool_dir)
-        ):
+        if channel is not None and channel.spool_dir and spool_path_safe(channel.spool_dir):
             shutil.rmtree(channel.spool_dir, ignore_errors=True)  # left behind if it crashed
         if self.death is None:
             self.death = self.process.describe_exit()

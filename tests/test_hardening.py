@@ -413,3 +413,44 @@ def test_a_first_validation_error_on_a_huge_schema(raw_host) -> None:  # type: i
     assert reply["result"]["structuredContent"] == {"result": 7}
     assert host.request(3, "tools/call", {"name": "narrow", "arguments": {}})["result"]["isError"] is False
     assert host.request(4, "ping")["result"] == {}
+
+
+# -- 11. spool paths: only the directory the host named ----------------------------------------------
+
+
+@pytest.mark.parametrize("through_symlink", [False, True])
+def test_spool_paths_outside_the_hosts_directory_are_not_touched(
+    raw_host, tmp_path: Path, monkeypatch, through_symlink: bool
+) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "shm"
+    root.mkdir()
+    monkeypatch.setenv("PROTOMCP_SPOOL_DIR", str(root))
+    notes = tmp_path / "protomcp-spool-notes"  # a user folder that happens to look like a spool
+    notes.mkdir()
+    (notes / "1.json").write_text("[]")
+    host = raw_host("run", str(HOSTILE))
+    host.initialize()
+    arguments = {"path": str(notes / "1.json")}
+    if through_symlink:
+        arguments["link_spool_dir_to"] = str(notes)
+    reply = host.request(1, "tools/call", {"name": "forge_spool", "arguments": arguments})
+    assert reply["result"]["content"][0]["text"] == "forged"
+    assert_serving(host)
+    assert host.close() == 0
+    assert (notes / "1.json").read_text() == "[]"  # neither read-and-deleted nor removed at exit
+
+
+def test_spool_files_are_read_only_from_the_named_directory(tmp_path: Path) -> None:
+    from protomcp_host.channel import read_spooled
+
+    spool = tmp_path / "protomcp-spool-abc"
+    spool.mkdir()
+    (spool / "1.json").write_text("[1]")
+    (tmp_path / "2.json").write_text("[2]")
+    os.symlink(tmp_path / "2.json", spool / "2.json")
+    assert read_spooled(str(tmp_path / "2.json"), str(spool)) is None  # outside
+    assert read_spooled(str(spool / "2.json"), str(spool)) is None  # a link out of it
+    assert read_spooled(str(spool / "1.json"), "") is None  # no directory named
+    assert (tmp_path / "2.json").read_text() == "[2]"
+    parts = read_spooled(str(spool / "1.json"), str(spool))
+    assert parts is not None and bytes(parts[0]) == b"[1]" and not (spool / "1.json").exists()

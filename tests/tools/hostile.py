@@ -115,3 +115,19 @@ def _lookup(table: dict[str, int], key: str) -> int:
 def boom() -> int:
     """Fail deep in the user's own code."""
     return _lookup({}, "missing")
+
+
+@tool
+def forge_spool(path: str, link_spool_dir_to: str = "") -> str:
+    """Name a file the host should not touch in a spool frame, as a broken tool process could
+    (optionally after making the process's spool directory a symlink to somewhere else)."""
+    import os
+
+    from protomcp_sdk import wire
+
+    if link_spool_dir_to:
+        os.symlink(link_spool_dir_to, os.environ["PROTOMCP_SPOOL"])
+        path = os.path.join(os.environ["PROTOMCP_SPOOL"], os.path.basename(path))
+    write_fd = int(os.environ[wire.FD_ENV].split(",")[1])
+    os.write(write_fd, wire.raw_header("424242", 2, wire.RAW_RESULT_JSON, path))  # one small, atomic write
+    return "forged"
