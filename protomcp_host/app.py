@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from protomcp_host.transports.http_server import HttpSettings
 
 SERVER_INFO = {"name": "protomcp", "version": __version__}
+DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds a tool file may take to import and list its tools
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
 
 
@@ -52,6 +53,8 @@ class Host:
         exclude_tags: tuple[str, ...] = (),
         server_name: str | None = None,
         instructions: str | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        wait_for_fix: bool = False,
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -66,6 +69,7 @@ class Host:
         self.routers: list[Router] = []  # one per client session
         self.middleware: list[Middleware] = []  # every file's, in chain order
         self._middleware_of: dict[str, list[Middleware]] = {}
+        self.ready = anyio.Event()  # set once every file has loaded (or, in dev, failed to)
         self._tg: anyio.abc.TaskGroup | None = None
         self.started = False
         for file in files:
@@ -79,6 +83,8 @@ class Host:
                 on_control=self.on_control,
                 standby=standby,
                 launched=(launched or {}).get(file),
+                handshake_timeout=startup_timeout,
+                wait_for_fix=wait_for_fix,
             )
 
     # -- lifecycle -----------------------------------------------------------------
@@ -99,6 +105,7 @@ class Host:
         if errors:
             raise StartupError("\n".join(errors))
         self.started = True
+        self.ready.set()
 
     async def stop(self, grace: float) -> None:
         async with anyio.create_task_group() as tg:
@@ -257,46 +264,56 @@ async def _serve(
     from protomcp_host.reloader import watch_and_reload
     from protomcp_host.transports.stdio import serve_stdio
 
-    host = Host(list(launched), standby=reload, launched=launched, stderr=errout, **options)
+    # In dev a file that fails to load at start-up is served as "no tools" until it is fixed.
+    host = Host(
+        list(launched), standby=reload, wait_for_fix=reload, launched=launched, stderr=errout, **options
+    )
     shutdown = anyio.Event()
     code = 0
     async with anyio.create_task_group() as tg:
         await tg.start(_on_signals, shutdown)  # first: a signal during start-up stops cleanly
         if signalled:  # one arrived before this loop existed (see cli._serve)
             shutdown.set()
-        try:
-            with anyio.CancelScope() as starting:
-                tg.start_soon(_cancel_on, shutdown, starting)
-                await host.start(tg)
-        except StartupError as exc:
-            host.stderr(f"protomcp: cannot start:\n{exc}")
-            await host.stop(0)
-            tg.cancel_scope.cancel()
-            return 1
-        if shutdown.is_set():  # a signal during start-up
-            await host.stop(0)
-            tg.cancel_scope.cancel()
-            return 0
+
+        async def start() -> bool:
+            """Load the files (a signal cancels it); False when the host is not serving."""
+            nonlocal code
+            try:
+                with anyio.CancelScope() as starting:
+                    tg.start_soon(_cancel_on, shutdown, starting)
+                    await host.start(tg)
+            except StartupError as exc:
+                host.stderr(f"protomcp: cannot start:\n{exc}")
+                code = 1
+                shutdown.set()
+            return host.started
+
         tg.start_soon(host.expire_tasks)
         if reload:
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
         if http is not None:
-            from protomcp_host.transports.http_server import serve_http
+            if await start():  # HTTP clients come and go: serve once the files have loaded
+                from protomcp_host.transports.http_server import serve_http
 
-            try:
-                await serve_http(
-                    host,
-                    http,
-                    shutdown,
-                    drain_timeout,
-                    lambda url: host.stderr(http_banner(host, url, reload)),
-                )
-            except StartupError as exc:
-                host.stderr(f"protomcp: cannot start: {exc}")
-                code = 1
+                try:
+                    await serve_http(
+                        host,
+                        http,
+                        shutdown,
+                        drain_timeout,
+                        lambda url: host.stderr(http_banner(host, url, reload)),
+                    )
+                except StartupError as exc:
+                    host.stderr(f"protomcp: cannot start: {exc}")
+                    code = 1
         else:
-            if sys.stdin.isatty():
-                host.stderr(banner(host, reload))
+            # stdio: the client is served while the files load; initialize is answered at once
+            # and tools/* requests wait in the transport until this is done.
+            async def start_and_greet() -> None:
+                if await start() and sys.stdin.isatty():
+                    host.stderr(banner(host, reload))
+
+            tg.start_soon(start_and_greet)
             await serve_stdio(host, shutdown, drain_timeout)
         shutdown.set()
         await host.stop(STOP_GRACE)  # every call is answered by now: the processes may go

@@ -32,6 +32,11 @@ def _serve_options(fn: Any) -> Any:
         help="Seconds a tool call may run before it is cancelled and reported as an error (0 = no limit).",
     )(fn)  # fmt: skip
     fn = click.option(
+        "--startup-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+        help="Seconds a tool file may take to import and list its tools (clients get their tools "
+        "when it is done; `initialize` is answered at once).",
+    )(fn)  # fmt: skip
+    fn = click.option(
         "--drain-timeout", default=5.0, show_default=True, type=click.FloatRange(min=0),
         help="Seconds running calls may take to finish when the client goes away or a signal "
         "arrives; calls still running then are answered with an error.",

@@ -53,6 +53,7 @@ class Supervisor:
         restart_wait: float = 10.0,
         standby: bool = False,
         launched: Launched | None = None,
+        wait_for_fix: bool = False,
     ) -> None:
         self.file = file
         self.label = label_of(file)
@@ -63,6 +64,7 @@ class Supervisor:
         self.on_problem = on_problem
         self.on_control = on_control
         self.handshake_timeout = handshake_timeout
+        self.wait_for_fix = wait_for_fix  # dev: a file that fails to load waits for the next save
         self.drain_timeout = drain_timeout
         self.restart_wait = restart_wait
         self.current: Worker | None = None
@@ -87,8 +89,12 @@ class Supervisor:
             try:
                 await self._replace()
             except (WorkerError, ValueError) as exc:
-                failure = exc  # raised below, outside the task group, so it is not wrapped
-                tg.cancel_scope.cancel()
+                if self.wait_for_fix:
+                    self.on_problem(f"{exc}\n{self.label} serves no tools until it loads: save it to retry")
+                    task_status.started()
+                else:
+                    failure = exc  # raised below, outside the task group, so it is not wrapped
+                    tg.cancel_scope.cancel()
             else:
                 task_status.started()
             while failure is None:
@@ -96,7 +102,11 @@ class Supervisor:
                 self._wake.clear()
                 if self._stopping:
                     break
-                if self.current is None or self.current.death is not None:
+                if self.current is None:  # never loaded: only a save can help
+                    if self._reload_requested:
+                        self._reload_requested = False
+                        await self._first_load()
+                elif self.current.death is not None:
                     await self._restart()
                 elif self._reload_requested:
                     self._reload_requested = False
@@ -205,6 +215,12 @@ class Supervisor:
             self._wake.set()  # try again after the next backoff delay
         else:
             self._reload_requested = False  # the new process loaded the file as it is now
+
+    async def _first_load(self) -> None:
+        try:
+            await self._replace()
+        except (WorkerError, ValueError) as exc:
+            self.on_problem(f"{exc}\n{self.label} still serves no tools: save it to retry")
 
     async def _reload(self) -> None:
         try:

@@ -454,3 +454,78 @@ def test_spool_files_are_read_only_from_the_named_directory(tmp_path: Path) -> N
     assert (tmp_path / "2.json").read_text() == "[2]"
     parts = read_spooled(str(spool / "1.json"), str(spool))
     assert parts is not None and bytes(parts[0]) == b"[1]" and not (spool / "1.json").exists()
+
+
+# -- 13. slow imports: initialize at once, tools/list when loaded ------------------------------------
+
+GATED_IMPORT = """
+from protomcp_sdk import tool
+
+with open({gate!r}) as gate:  # the import blocks until the test writes to this fifo
+    gate.read()
+
+
+@tool
+def late() -> str:
+    return "late"
+"""
+
+
+def test_initialize_is_answered_at_once_and_tools_list_waits_for_the_import(raw_host, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    file = tmp_path / "slow.py"
+    file.write_text(GATED_IMPORT.format(gate=str(gate)))
+    host = raw_host("run", "--startup-timeout", "60", str(file))
+    assert host.initialize()["result"]["capabilities"]["tools"] == {
+        "listChanged": True
+    }  # import still blocked
+    assert host.request(1, "ping")["result"] == {}
+    host.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    with open(gate, "w") as opened:  # lets the import finish
+        opened.write("go")
+    assert [t["name"] for t in host.recv_response(2)["result"]["tools"]] == ["late"]
+    assert host.request(3, "tools/call", {"name": "late", "arguments": {}})["result"]["isError"] is False
+
+
+def test_startup_timeout_is_an_option(raw_host, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    file = tmp_path / "slow.py"
+    file.write_text(GATED_IMPORT.format(gate=str(gate)))
+    host = raw_host("run", "--startup-timeout", "0.5", str(file))
+    assert host.initialize()["result"]["serverInfo"]["name"] == "protomcp"
+    assert host.proc.wait(20) == 1
+    assert "did not finish its handshake within 0.5s" in host.wait_stderr("within 0.5s")
+
+
+# -- 17. dev serves even when a file is broken at start-up ----------------------------------------
+
+
+def test_dev_serves_a_broken_file_and_loads_it_when_fixed(raw_host, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    good = tmp_path / "good.py"
+    good.write_text("from protomcp_sdk import tool\n\n@tool\ndef fine() -> str:\n    return 'fine'\n")
+    broken = tmp_path / "broken.py"
+    broken.write_text("import no_such_module_here\n")
+    host = raw_host("dev", str(good), str(broken))
+    host.initialize()
+    assert [t["name"] for t in host.request(1, "tools/list")["result"]["tools"]] == ["fine"]
+    stderr = host.wait_stderr("broken.py serves no tools until it loads")
+    assert "ModuleNotFoundError: No module named 'no_such_module_here'" in stderr
+    assert host.request(2, "tools/call", {"name": "fine", "arguments": {}})["result"]["isError"] is False
+    fixed = tmp_path / ".broken.py.tmp"
+    fixed.write_text("from protomcp_sdk import tool\n\n@tool\ndef mended() -> str:\n    return 'mended'\n")
+    os.replace(fixed, broken)
+    while host.recv(timeout=20).get("method") != "notifications/tools/list_changed":
+        pass
+    assert sorted(t["name"] for t in host.request(3, "tools/list")["result"]["tools"]) == ["fine", "mended"]
+    reply = host.request(4, "tools/call", {"name": "mended", "arguments": {}})
+    assert reply["result"]["content"][0]["text"] == "mended"
+
+
+def test_run_still_fails_fast_on_a_broken_file(raw_host, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    broken = tmp_path / "broken.py"
+    broken.write_text("import no_such_module_here\n")
+    host = raw_host("run", str(broken))
+    assert host.proc.wait(20) == 1
+    assert "ModuleNotFoundError" in host.wait_stderr("cannot start")

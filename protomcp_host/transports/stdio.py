@@ -14,6 +14,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 import anyio
+import orjson
 
 from protomcp_host.pipes import BatchedWriter, read_into
 from protomcp_host.protocol import jsonrpc as rpc
@@ -60,6 +61,24 @@ class LineSplitter:
         return b"" if self._discarding else bytes(self._buffer).strip()
 
 
+_LIFECYCLE = frozenset({"initialize", "ping", "logging/setLevel"})
+
+
+def needs_tools(line: bytes | None) -> bool:
+    """Whether a message must wait for the tool files to load: everything but the lifecycle
+    (initialize, ping, notifications...) and lines that are no valid message at all."""
+    if line is None:
+        return False
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    if isinstance(message, list):
+        return True
+    method = message.get("method") if isinstance(message, dict) else None
+    return isinstance(method, str) and method not in _LIFECYCLE and not method.startswith("notifications/")
+
+
 def take_stdout() -> int:
     """Reserve the real stdout for MCP and send everything else written to fd 1 to stderr."""
     mcp_fd = os.dup(1)
@@ -91,6 +110,8 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
 
     def take_waiting() -> None:
         while waiting and not writer.pressed:
+            if not host.ready.is_set() and needs_tools(waiting[0]):
+                break  # held (with everything after it) until the tool files have loaded
             handle(waiting.popleft())
         for transport in inputs:
             transport.pause_reading() if waiting or writer.pressed else transport.resume_reading()
@@ -132,11 +153,17 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
             await shutdown.wait()
             reading.cancel_scope.cancel()
 
+        async def release_when_ready() -> None:
+            await host.ready.wait()
+            take_waiting()
+
         reading.start_soon(stop_on_signal)
+        reading.start_soon(release_when_ready)
         await read_into(0, on_data, closefd=False, on_transport=on_transport)
         inputs.clear()
         if tail := splitter.tail():
             waiting.append(tail)
+        await host.ready.wait()  # held requests are answered once the files have loaded
         while waiting:  # at most one read's worth
             handle(waiting.popleft())
         reading.cancel_scope.cancel()
