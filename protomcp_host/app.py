@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 SERVER_INFO = {"name": "protomcp", "version": __version__}
 DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds a tool file may take to import and list its tools
+DEFAULT_HEARTBEAT_TIMEOUT = 15.0  # seconds a tool process may leave a heartbeat unanswered
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
 
 
@@ -54,6 +55,7 @@ class Host:
         server_name: str | None = None,
         instructions: str | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
         wait_for_fix: bool = False,
     ) -> None:
         self.files = files
@@ -84,6 +86,7 @@ class Host:
                 standby=standby,
                 launched=(launched or {}).get(file),
                 handshake_timeout=startup_timeout,
+                heartbeat_timeout=heartbeat_timeout,
                 wait_for_fix=wait_for_fix,
             )
 

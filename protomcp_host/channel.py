@@ -77,6 +77,7 @@ class Channel:
         self.trusted = False  # our own SDK: its result JSON comes from orjson and needs no re-check
         self.spool_dir = spool_dir  # the one directory it may hand files over in (the host named it)
         self.broken: str | None = None  # why nothing more is read from it
+        self.blocked_tool = ""  # the tool its watchdog last said blocks its event loop
         self.log_limit = LogLimiter(label)  # ctx.log in a tight loop cannot flood the clients
         self.middleware: list[pb.RegisterMiddlewareRequest] = []  # registered right after Hello
         self._handlers: dict[str, Callable[[pb.Envelope], None]] = {
@@ -87,6 +88,7 @@ class Channel:
             "task_status_response": self._task_status,
             "hello": self._hello,
             "tool_list": self._answer,
+            "heartbeat_reply": self._heartbeat_reply,
             "active_tools": self._answer,
             "reload_response": self._answer,
             "middleware_intercept_response": self._answer,
@@ -263,6 +265,15 @@ class Channel:
             self.raw[raw.header.transfer_id] = raw.parts
         else:
             self.on_output("stderr", f"ignoring a raw payload of type {raw.header.content_type!r}")
+
+    def _heartbeat_reply(self, envelope: pb.Envelope) -> None:
+        if envelope.request_id:
+            self._answer(envelope)
+        elif envelope.heartbeat_reply.blocked_tool:  # the process's watchdog, unasked
+            self.blocked_tool = envelope.heartbeat_reply.blocked_tool
+
+    def running_tools(self) -> list[str]:
+        return sorted({call.tool.name for call in self.calls.values()})
 
     def _hello(self, envelope: pb.Envelope) -> None:
         if not self.hello.done():

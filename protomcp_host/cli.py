@@ -37,6 +37,11 @@ def _serve_options(fn: Any) -> Any:
         "when it is done; `initialize` is answered at once).",
     )(fn)  # fmt: skip
     fn = click.option(
+        "--heartbeat-timeout", default=15.0, show_default=True, type=click.FloatRange(min=0),
+        help="Seconds a tool process may leave a heartbeat unanswered (an async tool blocking its "
+        "event loop) before its calls fail and it is replaced (0 = no heartbeat).",
+    )(fn)  # fmt: skip
+    fn = click.option(
         "--drain-timeout", default=5.0, show_default=True, type=click.FloatRange(min=0),
         help="Seconds running calls may take to finish when the client goes away or a signal "
         "arrives; calls still running then are answered with an error.",

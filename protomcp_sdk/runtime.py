@@ -20,12 +20,13 @@ import sys
 import threading
 import traceback
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from protomcp_sdk import __version__, logs, wire
+from protomcp_sdk import __version__, liveness, logs, wire
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk.chain import MiddlewareRunner
 from protomcp_sdk.context import Context
@@ -54,6 +55,8 @@ class ToolProcess:
         self.decoder = wire.FrameDecoder()
         self.tasks: dict[str, tuple[asyncio.Task[None], Context]] = {}
         self.threads: dict[str, Context] = {}
+        self.stuck: dict[str, str] = {}  # request id -> tool: cancelled, thread not back after a grace period
+        self.on_call_end: Callable[[], None] | None = None  # set while exiting: waits for running calls
         self.workers = SyncWorkers()
         self.write_lock = threading.Lock()
         self.outbox: deque[list[bytes]] = deque()
@@ -141,22 +144,27 @@ class ToolProcess:
         )
         if self.loaded:
             self.load()
+        watchdog = liveness.Watchdog(self.loop, self.loop_thread, self.send)
+        watchdog.start()
         try:
             code = await self.exit_code
         finally:
             transport.close()
+            watchdog.stop()
         # Let running calls finish before exiting, within a bound: a stuck one must not keep
-        # the process alive once its host has let go of it.
-        idle = asyncio.Event()
-        self.workers.on_idle = lambda: self.loop.call_soon_threadsafe(idle.set)
-        if not self.workers.busy():
-            idle.set()
-        tasks = [task for task, _ in self.tasks.values()]
+        # the process alive once its host has let go of it. Cancelled calls are not waited
+        # for (nobody wants their answers; a thread that ignores cancellation may never end).
+        settled = asyncio.Event()
+
+        def check() -> None:
+            if not self.tasks and all(ctx.cancelled for ctx in list(self.threads.values())):
+                settled.set()
+
+        self.on_call_end = lambda: self.loop.call_soon_threadsafe(check)
+        check()
         try:
             async with asyncio.timeout(EXIT_GRACE):
-                if tasks:
-                    await asyncio.gather(*tasks, return_exceptions=True)
-                await idle.wait()
+                await settled.wait()
         except TimeoutError:
             running = sorted({ctx.tool_name for ctx in self.threads.values()} | {
                 ctx.tool_name for _, ctx in self.tasks.values()})  # fmt: skip
@@ -221,6 +229,8 @@ class ToolProcess:
         elif kind == "list_tools":
             tools = [spec.definition() for spec in REGISTRY.tools.values()]
             self.send(pb.Envelope(request_id=envelope.request_id, tool_list=pb.ToolListResponse(tools=tools)))
+        elif kind == "heartbeat":
+            self.send(pb.Envelope(request_id=envelope.request_id, heartbeat_reply=liveness.reply(self)))
         elif kind in ("active_tools", "register_middleware_response"):
             self._answered(envelope)
         elif kind == "middleware_intercept":
@@ -259,6 +269,7 @@ class ToolProcess:
 
     def _warn_if_running(self, request_id: str, ctx: Context) -> None:
         if self.threads.get(request_id) is ctx:
+            self.stuck[request_id] = ctx.tool_name
             print(
                 f"protomcp: tool '{ctx.tool_name}' was cancelled {CANCEL_GRACE:g}s ago and its thread "
                 "has not returned (it does not check ctx.cancelled, or is stuck in C code); "
@@ -277,6 +288,8 @@ class ToolProcess:
             report_failure(exc, ctx)
         finally:
             self.tasks.pop(request_id, None)
+            if self.on_call_end is not None:
+                self.on_call_end()
         self.send_result(request_id, response, content)
 
     def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
@@ -287,6 +300,9 @@ class ToolProcess:
             report_failure(exc, ctx)
         finally:
             self.threads.pop(request_id, None)
+            self.stuck.pop(request_id, None)
+            if self.on_call_end is not None:
+                self.on_call_end()
         if not ctx.cancelled:
             self.send_result(request_id, response, content)
 

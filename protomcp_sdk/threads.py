@@ -36,7 +36,6 @@ class SyncWorkers:
         self.threads: list[threading.Thread] = []
         self.idle = 0
         self.closing = False
-        self.on_idle: Callable[[], None] | None = None  # called (from a thread) when nothing is left
 
     def submit(self, key: str, fn: Callable[..., None], *args: Any) -> None:
         """Run fn(*args) in a worker thread; `key` (the tool name) is the unit of fairness."""
@@ -49,9 +48,9 @@ class SyncWorkers:
                 self.threads.append(thread)
                 thread.start()
 
-    def busy(self) -> bool:
+    def running_count(self) -> int:
         with self.lock:
-            return bool(self.pending) or any(self.running.values())
+            return sum(self.running.values())
 
     def _take(self) -> tuple[str, Job] | None:
         """The next job, round-robin over the tools under their share (lock held)."""
@@ -87,8 +86,6 @@ class SyncWorkers:
                 self.running[key] -= 1
                 if not self.running[key]:
                     del self.running[key]
-                if not self.pending and not self.running and self.on_idle is not None:
-                    self.on_idle()
                 self._wake.notify()  # a job held back by its tool's share may run now
 
     def close(self) -> None:

@@ -529,3 +529,45 @@ def test_run_still_fails_fast_on_a_broken_file(raw_host, tmp_path: Path) -> None
     host = raw_host("run", str(broken))
     assert host.proc.wait(20) == 1
     assert "ModuleNotFoundError" in host.wait_stderr("cannot start")
+
+
+# -- 4. heartbeat: a blocked event loop, threads starved by stuck calls ----------------------------
+
+
+def test_a_tool_blocking_the_event_loop_is_named_and_its_process_replaced(raw_host, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("PROTOMCP_BLOCK_REPORT", "0.3")
+    host = raw_host("run", "--heartbeat-timeout", "1.5", str(HOSTILE))
+    host.initialize()
+    old_pid = host.request(1, "tools/call", {"name": "pid_async", "arguments": {}})["result"][
+        "structuredContent"
+    ]
+    host.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "hog_loop", "arguments": {"key": "never"}}})  # fmt: skip
+    reply = answer_to_call(host)
+    assert reply["id"] == 2 and reply["result"]["isError"]
+    text = reply["result"]["content"][0]["text"]
+    assert "stopped answering" in text and "tool 'hog_loop' blocked its event loop" in text
+    assert wait_gone(old_pid["result"])
+    new_pid = host.request(3, "tools/call", {"name": "pid_async", "arguments": {}})["result"]
+    assert new_pid.get("structuredContent", {}).get("result") not in (None, old_pid["result"]), new_pid
+    assert_serving(host)
+
+
+def test_stuck_threads_that_starve_a_tool_get_a_fresh_process(raw_host, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("PROTOMCP_CANCEL_GRACE", "0.1")
+    host = raw_host("run", "--heartbeat-timeout", "1.5", "--call-timeout", "0.2", str(HOSTILE))
+    host.initialize()
+    old_pid = host.request(1, "tools/call", {"name": "pid_async", "arguments": {}})["result"][
+        "structuredContent"
+    ]
+    for request_id in range(10, 10 + 48):  # one tool's whole share of threads, each ignoring its timeout
+        host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                   "params": {"name": "blocked", "arguments": {"key": "stuck"}}})  # fmt: skip
+    answers = [answer_to_call(host) for _ in range(48)]
+    assert all("timed out after 0.2s" in a["result"]["content"][0]["text"] for a in answers)
+    host.wait_stderr("calls to blocked ignored cancellation")
+    assert wait_gone(old_pid["result"])  # drained (bounded) and stopped
+    reply = host.request(2, "tools/call", {"name": "quick", "arguments": {}})
+    assert reply["result"]["content"][0]["text"] == "quick"
+    new_pid = host.request(3, "tools/call", {"name": "pid_async", "arguments": {}})["result"]
+    assert new_pid["structuredContent"]["result"] != old_pid["result"]

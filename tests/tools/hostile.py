@@ -131,3 +131,20 @@ def forge_spool(path: str, link_spool_dir_to: str = "") -> str:
     write_fd = int(os.environ[wire.FD_ENV].split(",")[1])
     os.write(write_fd, wire.raw_header("424242", 2, wire.RAW_RESULT_JSON, path))  # one small, atomic write
     return "forged"
+
+
+@tool
+async def hog_loop(key: str) -> str:
+    """An async tool that blocks the event loop (never awaits) until open_gate(key)."""
+    gate = _gate(key)
+    while not gate.is_set():
+        sum(range(1000))
+    return "hogged"
+
+
+@tool
+async def pid_async() -> int:
+    """This tool process's pid."""
+    import os
+
+    return os.getpid()
