@@ -25,6 +25,8 @@ from protomcp_host.protocol.session import Call
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
 
+EXIT_READ_GRACE = 0.2  # seconds to read what a dead process left in its frame pipe
+
 
 class WorkerError(Exception):
     """The tool process cannot serve: it failed to start, load, answer, or it died."""
@@ -81,8 +83,8 @@ class Worker:
         try:
             async with anyio.create_task_group() as tg:
                 drained = await self.process.pump_output(tg)
-                await read_into(launched.from_child, self._feed)
-                channel.end_of_input()
+                if await self._read_frames(launched.from_child):
+                    channel.end_of_input()
                 channel.close()
                 await self.process.ensure_exit()
                 # Output pipes may be held open by processes the tool started: drain briefly.
@@ -93,6 +95,28 @@ class Worker:
         finally:
             with anyio.CancelScope(shield=True):
                 await self._reap()
+
+    async def _read_frames(self, fd: int) -> bool:
+        """Feed frames to the channel until the pipe ends or the process is gone. A process
+        that forked may leave the pipe open in a child: its death is watched directly, and
+        what it wrote before dying is read briefly. True when the pipe ended normally."""
+        ended = False
+        async with anyio.create_task_group() as frames:
+
+            async def read() -> None:
+                nonlocal ended
+                await read_into(fd, self._feed)
+                ended = True
+                frames.cancel_scope.cancel()
+
+            async def watch_exit() -> None:
+                await self.process.wait()
+                await anyio.sleep(EXIT_READ_GRACE)  # the pipe still holds its last frames
+                frames.cancel_scope.cancel()
+
+            frames.start_soon(read)
+            frames.start_soon(watch_exit)
+        return ended  # (a cancelled read_into closes the fd itself)
 
     def _feed(self, data: bytes) -> None:
         assert self.channel is not None

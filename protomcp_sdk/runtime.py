@@ -332,6 +332,20 @@ def _arguments(spec: ToolSpec, arguments_json: str, ctx: Context) -> dict[str, A
     return kwargs
 
 
+def _let_go_of_frames(*fds: int) -> None:
+    """In a child the tool forked (os.fork, multiprocessing): point the frame fds at the null
+    device, so the child does not keep the host's pipe open after this process is gone (the
+    numbers stay valid for whatever Python objects still hold them)."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        return
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd, inheritable=False)
+    os.close(null)
+
+
 def load_tool_file(path: str) -> str:
     """Import the user's tool file; return "" or the traceback text of the failure."""
     REGISTRY.clear()
@@ -408,6 +422,7 @@ def main(argv: list[str]) -> int:
         return 2
     for fd in (read_fd, write_fd):  # keep them out of processes the tools start
         os.set_inheritable(fd, False)
+    os.register_at_fork(after_in_child=lambda: _let_go_of_frames(read_fd, write_fd))
     tool_file = str(Path(argv[0]).resolve())
 
     async def run() -> int:

@@ -571,3 +571,19 @@ def test_stuck_threads_that_starve_a_tool_get_a_fresh_process(raw_host, monkeypa
     assert reply["result"]["content"][0]["text"] == "quick"
     new_pid = host.request(3, "tools/call", {"name": "pid_async", "arguments": {}})["result"]
     assert new_pid["structuredContent"]["result"] != old_pid["result"]
+
+
+# -- 5. a crash is noticed even when a forked child holds the pipes ---------------------------------
+
+
+@pytest.mark.parametrize("leak", [False, True])
+def test_a_crash_after_fork_is_noticed_and_the_child_does_not_linger(raw_host, leak: bool) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", str(HOSTILE))
+    host.initialize()
+    reply = host.request(1, "tools/call", {"name": "fork_and_crash", "arguments": {"leak_frame_fd": leak}})
+    assert reply["result"]["isError"]
+    assert "tool process exited with status 3" in reply["result"]["content"][0]["text"]
+    child = int(re.search(r"forked child (\d+)", host.wait_stderr("forked child")).group(1))  # type: ignore[union-attr]
+    assert wait_gone(child)  # its process group went with it
+    host.wait_stderr("restarting")
+    assert_serving(host)

@@ -148,3 +148,23 @@ async def pid_async() -> int:
     import os
 
     return os.getpid()
+
+
+@tool
+def fork_and_crash(leak_frame_fd: bool = False) -> str:
+    """Fork a child that lingers, then crash this process (exit status 3). With leak_frame_fd
+    the child keeps a copy of the frame pipe, as a fork the SDK does not see would."""
+    import os
+    import sys
+    import time
+
+    from protomcp_sdk import wire
+
+    if leak_frame_fd:
+        os.dup(int(os.environ[wire.FD_ENV].split(",")[1]))  # survives the fork in the child
+    pid = os.fork()
+    if pid == 0:
+        print(f"forked child {os.getpid()}", file=sys.stderr, flush=True)
+        time.sleep(120)
+        os._exit(0)
+    os._exit(3)
