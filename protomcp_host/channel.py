@@ -261,8 +261,10 @@ class Channel:
             self._on_raw(wire.Raw(envelope.raw_header, parts))
 
     def _on_raw(self, raw: wire.Raw) -> None:
-        if raw.header.content_type == wire.RAW_RESULT_JSON and raw.header.transfer_id in self.calls:
-            self.raw[raw.header.transfer_id] = raw.parts
+        if raw.header.content_type == wire.RAW_RESULT_JSON:
+            if raw.header.transfer_id in self.calls:
+                self.raw[raw.header.transfer_id] = raw.parts
+            # else: the result of a call cancelled meanwhile; nobody wants it
         else:
             self.on_output("stderr", f"ignoring a raw payload of type {raw.header.content_type!r}")
 

@@ -587,3 +587,52 @@ def test_a_crash_after_fork_is_noticed_and_the_child_does_not_linger(raw_host, l
     assert wait_gone(child)  # its process group went with it
     host.wait_stderr("restarting")
     assert_serving(host)
+
+
+# -- 12. a payload that came ahead of a cancelled call is not kept -----------------------------------
+
+
+def rss_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_bytes()
+    return int(re.search(rb"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
+
+
+def test_raw_payloads_of_timed_out_calls_are_dropped(raw_host, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("PROTOMCP_SPOOL_DIR", "")  # inline raw payloads, held in the host's memory
+    host = raw_host("run", "--call-timeout", "0.5", str(HOSTILE))
+    host.initialize()
+    assert_serving(host)
+    before = rss_kib(host.proc.pid)
+    for i in range(20):  # 20 x 5 MB
+        reply = host.request(
+            i, "tools/call", {"name": "raw_then_wait", "arguments": {"size": 5 << 20, "key": f"r{i}"}}
+        )
+        assert "timed out after 0.5s" in reply["result"]["content"][0]["text"]
+        assert host.request(100 + i, "tools/call", {"name": "open_gate", "arguments": {"key": f"r{i}"}})[
+            "result"
+        ]
+    assert_serving(host)  # the late results were ignored
+    assert rss_kib(host.proc.pid) - before < 40 * 1024  # not the 100 MB the payloads add up to
+
+
+def test_channel_forgets_the_payload_of_a_cancelled_call() -> None:
+    import asyncio
+
+    from protomcp_host.channel import Channel, cancel_call
+    from protomcp_host.protocol.catalog import Tool
+    from protomcp_host.protocol.session import Call
+
+    async def scenario() -> dict:  # type: ignore[type-arg]
+        read_end, write_end = os.pipe()
+        channel = Channel("t.py", write_end, on_output=lambda *a: None, on_log=lambda *a: None)
+        call = Call(b"1", Tool("t", "t.py", {"name": "t"}), {}, None)
+        call.sink = object()
+        channel.start(call, None)
+        channel.feed(b"".join(wire.encode_raw(call.request_id, b"[]" * 1000, wire.RAW_RESULT_JSON)))
+        assert call.request_id in channel.raw
+        cancel_call(call)
+        channel.close()
+        os.close(read_end)
+        return channel.raw
+
+    assert asyncio.run(scenario()) == {}

@@ -168,3 +168,21 @@ def fork_and_crash(leak_frame_fd: bool = False) -> str:
         time.sleep(120)
         os._exit(0)
     os._exit(3)
+
+
+@tool
+def raw_then_wait(size: int, key: str, ctx: Context) -> str:
+    """Send a raw result payload for this call ahead of its result, then wait (ignoring
+    cancellation) until open_gate(key): the host holds the payload in between."""
+    import os
+
+    from protomcp_sdk import wire
+
+    write_fd = int(os.environ[wire.FD_ENV].split(",")[1])
+    payload = b'[{"type":"text","text":"' + b"x" * size + b'"}]'
+    for piece in wire.encode_raw(ctx.request_id, payload, wire.RAW_RESULT_JSON):
+        view = memoryview(piece)
+        while view:
+            view = view[os.write(write_fd, view) :]
+    _gate(key).wait(120)
+    return "late"
