@@ -7,6 +7,7 @@ replaces a dead or outdated Worker with a new one.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import signal
 import sys
@@ -26,6 +27,7 @@ from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
 
 EXIT_READ_GRACE = 0.2  # seconds to read what a dead process left in its frame pipe
+HELLO_WAIT = 2.0  # seconds to wait for Hello before trying the Envelope spec's own handshake
 
 
 class WorkerError(Exception):
@@ -130,16 +132,46 @@ class Worker:
         self.send(pb.Envelope(reload=pb.ReloadRequest()))
 
     async def handshake(self, timeout: float) -> list[pb.ToolDefinition]:
-        """Wait for Hello and the first tool list. Raises LoadError or WorkerError."""
+        """Wait for Hello and the first tool list. Raises LoadError or WorkerError.
+
+        A process that sends no Hello within HELLO_WAIT may be written to the Envelope
+        specification alone, whose handshake is the host's ListToolsRequest: that is sent
+        then, and its answer accepted (with its content checked, as from any other SDK)."""
         assert self.channel is not None
+        channel = self.channel
+        started = anyio.current_time()
         try:
-            with anyio.fail_after(timeout):
-                hello = await self.channel.hello
+            with anyio.fail_after(min(HELLO_WAIT, timeout)):
+                hello = await asyncio.shield(channel.hello)
+        except TimeoutError:
+            left = max(0.0, timeout - (anyio.current_time() - started))
+            try:
+                reply = await channel.request(pb.Envelope(list_tools=pb.ListToolsRequest()), timeout=left)
+            except TimeoutError:
+                self.kill()
+                raise WorkerError(
+                    f"{self.label}: tool process did not finish its handshake within {timeout:g}s"
+                ) from None
+            except ChannelError:
+                hello = channel.hello.result() if channel.hello.done() else None  # it died: why?
+            else:
+                if channel.hello.done() and channel.hello.result() is not None:
+                    self._check_hello(channel.hello.result())  # our SDK after all, just slow to load
+                return list(reply.tool_list.tools)
+        self._check_hello(hello)
+        try:
+            reply = await channel.request(pb.Envelope(list_tools=pb.ListToolsRequest()), timeout=timeout)
+        except ChannelError as exc:
+            raise WorkerError(str(exc)) from None
         except TimeoutError:
             self.kill()
             raise WorkerError(
-                f"{self.label}: tool process did not finish its handshake within {timeout:g}s"
+                f"{self.label}: tool process did not list its tools within {timeout:g}s"
             ) from None
+        return list(reply.tool_list.tools)
+
+    def _check_hello(self, hello: pb.Hello | None) -> None:
+        assert self.channel is not None
         if hello is None:
             missing = _missing_sdk_module(self.process.stderr_tail)
             if missing:
@@ -157,16 +189,6 @@ class Worker:
                 f"{self.label}: tool process speaks Envelope protocol v{hello.protocol_version}, "
                 f"this host speaks v{wire.PROTOCOL_VERSION} (mismatched protomcp_sdk in {self.python}?)"
             )
-        try:
-            reply = await self.channel.request(pb.Envelope(list_tools=pb.ListToolsRequest()), timeout=timeout)
-        except ChannelError as exc:
-            raise WorkerError(str(exc)) from None
-        except TimeoutError:
-            self.kill()
-            raise WorkerError(
-                f"{self.label}: tool process did not list its tools within {timeout:g}s"
-            ) from None
-        return list(reply.tool_list.tools)
 
     # -- calls -----------------------------------------------------------------------
     def start(self, call: Call, timeout: float | None) -> None:

@@ -636,3 +636,18 @@ def test_channel_forgets_the_payload_of_a_cancelled_call() -> None:
         return channel.raw
 
     assert asyncio.run(scenario()) == {}
+
+
+# -- 15. a tool process that speaks only the seed handshake --------------------------------------------
+
+
+def test_a_seed_only_tool_process_is_served(raw_host, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    launcher = tmp_path / "seed-python"
+    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} {TOOLS / 'seed_only.py'}\n")
+    launcher.chmod(0o755)
+    host = raw_host("run", "--python", str(launcher), str(HOSTILE))  # the file name only labels it
+    host.initialize()
+    assert [t["name"] for t in host.request(1, "tools/list")["result"]["tools"]] == ["seeded"]
+    reply = host.request(2, "tools/call", {"name": "seeded", "arguments": {}})
+    assert reply["result"]["content"] == [{"type": "text", "text": "seeded answer"}]
+    assert host.request(3, "ping")["result"] == {}
