@@ -149,7 +149,7 @@ def _refuse_constant(text: str) -> Any:
     raise _Refusal(f"{text} is not JSON")
 
 
-def _refused(line: bytes) -> Invalid | None:
+def _refused(line: bytes) -> Invalid | Notification | None:
     """Valid JSON that orjson cannot represent faithfully (lone surrogates, numbers beyond
     64-bit integers or doubles): refused with the request's id and the reason, instead of a
     parse error. None when the line is not valid JSON after all (or holds nothing refused)."""
@@ -168,6 +168,8 @@ def _refused(line: bytes) -> Invalid | None:
             return None
         reason = "a string holds a lone UTF-16 surrogate escape (such as \\ud800), which is not Unicode text"
     message = data[0] if isinstance(data, list) and data else data
+    if isinstance(message, dict) and "id" not in message and isinstance(message.get("method"), str):
+        return Notification("", {})  # a notification gets no answer, not even this one
     id_bytes = NULL_ID
     if isinstance(message, dict) and _valid_id(message.get("id")):
         with contextlib.suppress(orjson.JSONEncodeError):  # the id itself may be what was refused
