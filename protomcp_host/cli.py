@@ -48,7 +48,8 @@ def _serve_options(fn: Any) -> Any:
     )(fn)  # fmt: skip
     fn = click.option(
         "--max-in-flight", default=1000, show_default=True, type=click.IntRange(min=1),
-        help="Tool calls one session may have running at once; more are refused with an error.",
+        help="Tool calls one session may have running at once; further requests wait their turn "
+        "(calls in a batch beyond it are refused).",
     )(fn)  # fmt: skip
     fn = PYTHON(fn)
     for option in reversed(HTTP_OPTIONS):

@@ -281,24 +281,39 @@ def test_unread_stderr_never_blocks_the_host(raw_host) -> None:  # type: ignore[
 # -- 10. backpressure: in-flight calls, unread answers, log floods ---------------------------------
 
 
-def test_calls_beyond_the_in_flight_bound_are_refused(raw_host) -> None:  # type: ignore[no-untyped-def]
-    host = raw_host("run", "--max-in-flight", "3", str(HOSTILE))
+def test_calls_beyond_the_in_flight_bound_wait_their_turn(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", "--max-in-flight", "3", "--call-timeout", "1", str(HOSTILE))
     host.initialize()
     for request_id in range(1, 6):
         host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
                    "params": {"name": "blocked", "arguments": {"key": "b"}}})  # fmt: skip
+    host.send({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+               "params": {"name": "open_gate", "arguments": {"key": "b"}}})  # fmt: skip
+    host.send({"jsonrpc": "2.0", "id": 7, "method": "ping"})
+    answers = [answer_to_call(host) for _ in range(7)]
+    order = [a["id"] for a in answers]
+    # 1-3 ran (and timed out, the gate being shut); 4-7 were held, not refused, until they had.
+    assert sorted(order[:3]) == [1, 2, 3] and sorted(order[3:]) == [4, 5, 6, 7]
+    by_id = {a["id"]: a for a in answers}
+    for request_id in (1, 2, 3):
+        assert "timed out after 1s" in by_id[request_id]["result"]["content"][0]["text"]
     for request_id in (4, 5):
-        reply = host.recv_response(request_id)
-        assert (
-            reply["error"]["code"] == -32000
-            and "3 tool calls are already running" in reply["error"]["message"]
-        )
-    assert host.request(6, "ping")["result"] == {}
-    busy = host.request(7, "tools/call", {"name": "open_gate", "arguments": {"key": "b"}})
-    assert busy["error"]["code"] == -32000
-    host.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
-    assert host.request(8, "tools/call", {"name": "open_gate", "arguments": {"key": "b"}})["result"]
-    assert sorted(host.recv()["id"] for _ in range(2)) == [1, 2]
+        assert by_id[request_id]["result"]["content"][0]["text"] == "unblocked b"
+    assert by_id[7]["result"] == {}
+    assert_serving(host)
+
+
+def test_a_batch_beyond_the_in_flight_bound_is_refused_in_part(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", "--max-in-flight", "2", str(HOSTILE))
+    host.initialize("2025-03-26")  # the revision with batches
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "quick", "arguments": {}}}
+             for i in range(1, 5)]  # fmt: skip
+    host.send(batch)
+    replies = {r["id"]: r for r in host.recv()}
+    assert [replies[i]["result"]["content"][0]["text"] for i in (1, 2)] == ["quick", "quick"]
+    for request_id in (3, 4):
+        assert replies[request_id]["error"]["code"] == -32000
+        assert "2 tool calls are already running" in replies[request_id]["error"]["message"]
     assert_serving(host)
 
 

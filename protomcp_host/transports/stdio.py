@@ -64,19 +64,30 @@ class LineSplitter:
 _LIFECYCLE = frozenset({"initialize", "ping", "logging/setLevel"})
 
 
-def needs_tools(line: bytes | None) -> bool:
-    """Whether a message must wait for the tool files to load: everything but the lifecycle
-    (initialize, ping, notifications...) and lines that are no valid message at all."""
+def _method(line: bytes | None) -> str | None:
+    """The method of a request line; "" for a batch; None for anything else."""
     if line is None:
-        return False
+        return None
     try:
         message = orjson.loads(line)
     except orjson.JSONDecodeError:
-        return False
+        return None
     if isinstance(message, list):
-        return True
+        return ""
     method = message.get("method") if isinstance(message, dict) else None
-    return isinstance(method, str) and method not in _LIFECYCLE and not method.startswith("notifications/")
+    return method if isinstance(method, str) else None
+
+
+def needs_tools(line: bytes | None) -> bool:
+    """Whether a message must wait for the tool files to load: everything but the lifecycle
+    (initialize, ping, notifications...) and lines that are no valid message at all."""
+    method = _method(line)
+    return method is not None and method not in _LIFECYCLE and not method.startswith("notifications/")
+
+
+def starts_calls(line: bytes | None) -> bool:
+    """Whether a message may start tool calls (a tools/call, or a batch)."""
+    return _method(line) in ("tools/call", "")
 
 
 def take_stdout() -> int:
@@ -106,12 +117,14 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
                     f"{writer.high_water >> 20} MiB wait (reported once)"
                 )
         else:
-            asyncio.get_running_loop().call_soon(take_waiting)
+            unblock()
 
     def take_waiting() -> None:
         while waiting and not writer.pressed:
             if not host.ready.is_set() and needs_tools(waiting[0]):
                 break  # held (with everything after it) until the tool files have loaded
+            if len(session.in_flight) >= host.max_in_flight and starts_calls(waiting[0]):
+                break  # held (with everything after it) until a running call ends
             handle(waiting.popleft())
         for transport in inputs:
             transport.pause_reading() if waiting or writer.pressed else transport.resume_reading()
@@ -123,6 +136,15 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
         writer.write(b"\n")
 
     router = host.connect(write)
+    session = router.session
+    moved = [anyio.Event()]  # set when held lines may move on (a call ended, the client read)
+
+    def unblock() -> None:
+        if waiting:
+            asyncio.get_running_loop().call_soon(take_waiting)
+        moved[0].set()
+
+    router.on_call_end = unblock
     splitter = LineSplitter()
     too_long = rpc.error(
         rpc.NULL_ID, rpc.INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE} bytes"
@@ -164,7 +186,13 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
         if tail := splitter.tail():
             waiting.append(tail)
         await host.ready.wait()  # held requests are answered once the files have loaded
-        while waiting:  # at most one read's worth
+        with anyio.move_on_after(drain_timeout):  # the rest of the input, as the limits allow
+            while waiting:
+                moved[0] = anyio.Event()
+                take_waiting()
+                if waiting:
+                    await moved[0].wait()
+        while waiting:  # what is still held after that (at most one read's worth) is answered now
             handle(waiting.popleft())
         reading.cancel_scope.cancel()
     # Input is over: let in-flight calls finish (bounded); answer the rest, then stop.
