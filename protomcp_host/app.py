@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,11 +16,12 @@ import orjson
 
 from protomcp_host import __version__
 from protomcp_host.envelope import control_change, tool_from_definition
+from protomcp_host.errout import ErrOut
 from protomcp_host.launch import Launched, StartupError, label_of
 from protomcp_host.middleware import ChainRun, Middleware
 from protomcp_host.output import OutputForwarder
-from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog
-from protomcp_host.protocol.session import Call, Session
+from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
+from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Call, Session
 from protomcp_host.router import Router, Writer
 from protomcp_host.supervisor import Supervisor
 from protomcp_host.worker import WorkerError
@@ -29,6 +31,9 @@ if TYPE_CHECKING:
     from protomcp_host.transports.http_server import HttpSettings
 
 SERVER_INFO = {"name": "protomcp", "version": __version__}
+DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds a tool file may take to import and list its tools
+DEFAULT_HEARTBEAT_TIMEOUT = 15.0  # seconds a tool process may leave a heartbeat unanswered
+STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
 
 
 class Host:
@@ -41,6 +46,7 @@ class Host:
         python: str = sys.executable,
         call_timeout: float | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         stderr: Callable[[str], None] | None = None,
         standby: bool = False,
         launched: dict[Path, Launched] | None = None,
@@ -48,11 +54,15 @@ class Host:
         exclude_tags: tuple[str, ...] = (),
         server_name: str | None = None,
         instructions: str | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
+        wait_for_fix: bool = False,
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
         self.instructions = instructions
         self.call_timeout = call_timeout
+        self.max_in_flight = max_in_flight
         self.catalog = Catalog(page_size)
         self.stderr = stderr or _print_stderr
         self.include_tags = set(include_tags)
@@ -61,6 +71,7 @@ class Host:
         self.routers: list[Router] = []  # one per client session
         self.middleware: list[Middleware] = []  # every file's, in chain order
         self._middleware_of: dict[str, list[Middleware]] = {}
+        self.ready = anyio.Event()  # set once every file has loaded (or, in dev, failed to)
         self._tg: anyio.abc.TaskGroup | None = None
         self.started = False
         for file in files:
@@ -74,6 +85,9 @@ class Host:
                 on_control=self.on_control,
                 standby=standby,
                 launched=(launched or {}).get(file),
+                handshake_timeout=startup_timeout,
+                heartbeat_timeout=heartbeat_timeout,
+                wait_for_fix=wait_for_fix,
             )
 
     # -- lifecycle -----------------------------------------------------------------
@@ -94,6 +108,7 @@ class Host:
         if errors:
             raise StartupError("\n".join(errors))
         self.started = True
+        self.ready.set()
 
     async def stop(self, grace: float) -> None:
         async with anyio.create_task_group() as tg:
@@ -111,7 +126,11 @@ class Host:
     # -- sessions ------------------------------------------------------------------
     def connect(self, write: Writer) -> Router:
         """A new client session whose messages go to `write`."""
-        router = Router(self, Session(self.catalog, self.server_info, self.instructions), write)
+        router = Router(
+            self,
+            Session(self.catalog, self.server_info, self.instructions, max_in_flight=self.max_in_flight),
+            write,
+        )
         self.routers.append(router)
         return router
 
@@ -158,6 +177,9 @@ class Host:
         self.middleware = sorted(
             (m for chain in self._middleware_of.values() for m in chain), key=lambda m: m.order
         )
+        large = [tool for tool in tools if tool.large]
+        if large and self._tg is not None:  # their validators take seconds to build: not on the loop
+            self._tg.start_soon(partial(anyio.to_thread.run_sync, _prepare, large, abandon_on_cancel=True))
         if not self.started:
             return
         after = {t.name: t.mcp for t in tools}
@@ -186,6 +208,11 @@ RESTART_HINT = (
 )
 
 
+def _prepare(tools: list[Tool]) -> None:
+    for tool in tools:
+        tool.prepare()
+
+
 def describe_change(before: dict[str, Any], after: dict[str, Any]) -> str:
     added = sorted(after.keys() - before.keys())
     removed = sorted(before.keys() - after.keys())
@@ -208,10 +235,11 @@ def _print_stderr(text: str) -> None:
 async def serve(
     launched: dict[Path, Launched],
     *,
-    drain_timeout: float = 10.0,
+    drain_timeout: float = 5.0,
     reload: bool = False,
     watch: tuple[str, ...] = (),
     http: HttpSettings | None = None,
+    signalled: list[int] | None = None,
     **options: Any,
 ) -> int:
     """Serve the tool processes the CLI launched (one per tool file) over stdio until the
@@ -219,46 +247,86 @@ async def serve(
     Returns the exit code.
 
     With `reload`, tool files are watched and reloaded (blue/green) when they change."""
+    errout = ErrOut()  # stderr writes never block the loop, even when nobody reads them
+    try:
+        return await _serve(launched, errout, drain_timeout, reload, watch, http, signalled, **options)
+    finally:
+        errout.close(timeout=1.0)
+
+
+async def _serve(
+    launched: dict[Path, Launched],
+    errout: ErrOut,
+    drain_timeout: float,
+    reload: bool,
+    watch: tuple[str, ...],
+    http: HttpSettings | None,
+    signalled: list[int] | None,
+    **options: Any,
+) -> int:
     from protomcp_host.reloader import watch_and_reload
     from protomcp_host.transports.stdio import serve_stdio
 
-    host = Host(list(launched), standby=reload, launched=launched, **options)
+    # In dev a file that fails to load at start-up is served as "no tools" until it is fixed.
+    host = Host(
+        list(launched), standby=reload, wait_for_fix=reload, launched=launched, stderr=errout, **options
+    )
+    shutdown = anyio.Event()
+    code = 0
     async with anyio.create_task_group() as tg:
-        try:
-            await host.start(tg)
-        except StartupError as exc:
-            host.stderr(f"protomcp: cannot start:\n{exc}")
-            await host.stop(0)
-            tg.cancel_scope.cancel()
-            return 1
-        shutdown = anyio.Event()
-        code = 0
-        tg.start_soon(_on_signals, shutdown)
+        await tg.start(_on_signals, shutdown)  # first: a signal during start-up stops cleanly
+        if signalled:  # one arrived before this loop existed (see cli._serve)
+            shutdown.set()
+
+        async def start() -> bool:
+            """Load the files (a signal cancels it); False when the host is not serving."""
+            nonlocal code
+            try:
+                with anyio.CancelScope() as starting:
+                    tg.start_soon(_cancel_on, shutdown, starting)
+                    await host.start(tg)
+            except StartupError as exc:
+                host.stderr(f"protomcp: cannot start:\n{exc}")
+                code = 1
+                shutdown.set()
+            return host.started
+
         tg.start_soon(host.expire_tasks)
         if reload:
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
         if http is not None:
-            from protomcp_host.transports.http_server import serve_http
+            if await start():  # HTTP clients come and go: serve once the files have loaded
+                from protomcp_host.transports.http_server import serve_http
 
-            try:
-                await serve_http(
-                    host,
-                    http,
-                    shutdown,
-                    drain_timeout,
-                    lambda url: host.stderr(http_banner(host, url, reload)),
-                )
-            except StartupError as exc:
-                host.stderr(f"protomcp: cannot start: {exc}")
-                code = 1
+                try:
+                    await serve_http(
+                        host,
+                        http,
+                        shutdown,
+                        drain_timeout,
+                        lambda url: host.stderr(http_banner(host, url, reload)),
+                    )
+                except StartupError as exc:
+                    host.stderr(f"protomcp: cannot start: {exc}")
+                    code = 1
         else:
-            if sys.stdin.isatty():
-                host.stderr(banner(host, reload))
+            # stdio: the client is served while the files load; initialize is answered at once
+            # and tools/* requests wait in the transport until this is done.
+            async def start_and_greet() -> None:
+                if await start() and sys.stdin.isatty():
+                    host.stderr(banner(host, reload))
+
+            tg.start_soon(start_and_greet)
             await serve_stdio(host, shutdown, drain_timeout)
         shutdown.set()
-        await host.stop(drain_timeout)
+        await host.stop(STOP_GRACE)  # every call is answered by now: the processes may go
         tg.cancel_scope.cancel()
     return code
+
+
+async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 def banner(host: Host, reload: bool) -> str:
@@ -307,8 +375,11 @@ def http_banner(host: Host, url: str, reload: bool) -> str:
     return "\n".join(lines)
 
 
-async def _on_signals(shutdown: anyio.Event) -> None:
+async def _on_signals(
+    shutdown: anyio.Event, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
         async for _ in signals:
             shutdown.set()
             return

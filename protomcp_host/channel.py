@@ -14,12 +14,15 @@ import contextlib
 import itertools
 import mmap
 import os
+import stat
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
 import orjson
 
 from protomcp_host.envelope import tool_answer
+from protomcp_host.output import LogLimiter
 from protomcp_host.pipes import BatchedWriter
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_sdk import protomcp_pb2 as pb
@@ -58,6 +61,7 @@ class Channel:
         on_output: Callable[[str, str], None],
         on_log: LogSink,
         on_control: ControlHandler | None = None,
+        spool_dir: str = "",
     ) -> None:
         self.label = label
         self.on_output = on_output
@@ -71,8 +75,10 @@ class Channel:
         # Raw result content that came ahead of its call_result; None: its spool file was unreadable.
         self.raw: dict[str, list[bytes] | None] = {}
         self.trusted = False  # our own SDK: its result JSON comes from orjson and needs no re-check
-        self.spool_dir = ""  # where it spools large results; removed when it is gone
+        self.spool_dir = spool_dir  # the one directory it may hand files over in (the host named it)
         self.broken: str | None = None  # why nothing more is read from it
+        self.blocked_tool = ""  # the tool its watchdog last said blocks its event loop
+        self.log_limit = LogLimiter(label)  # ctx.log in a tight loop cannot flood the clients
         self.middleware: list[pb.RegisterMiddlewareRequest] = []  # registered right after Hello
         self._handlers: dict[str, Callable[[pb.Envelope], None]] = {
             "call_result": self._call_result,
@@ -82,6 +88,7 @@ class Channel:
             "task_status_response": self._task_status,
             "hello": self._hello,
             "tool_list": self._answer,
+            "heartbeat_reply": self._heartbeat_reply,
             "active_tools": self._answer,
             "reload_response": self._answer,
             "middleware_intercept_response": self._answer,
@@ -238,29 +245,37 @@ class Channel:
 
     def _log(self, envelope: pb.Envelope) -> None:
         entry = envelope.log
-        data = _json_or_text(entry.data_json)
         call = self.calls.get(envelope.request_id)
-        if call is not None:
-            call.sink.call_log(call, entry.level, entry.logger, data)
-        else:
-            self.on_log(entry.level, entry.logger, data)
+        sink = self.on_log if call is None else partial(call.sink.call_log, call)
+        if self.log_limit.allow(sink):
+            sink(entry.level, entry.logger, _json_or_text(entry.data_json))
 
     def _raw_header(self, envelope: pb.Envelope) -> None:
         """A payload handed over as a spool file."""
         request_id = envelope.request_id
         path = envelope.raw_header.path
-        self.spool_dir = os.path.dirname(path)
-        parts = read_spooled(path)
+        parts = read_spooled(path, self.spool_dir)
         if parts is None and request_id in self.calls:
             self.raw[request_id] = None
         elif parts is not None:
             self._on_raw(wire.Raw(envelope.raw_header, parts))
 
     def _on_raw(self, raw: wire.Raw) -> None:
-        if raw.header.content_type == wire.RAW_RESULT_JSON and raw.header.transfer_id in self.calls:
-            self.raw[raw.header.transfer_id] = raw.parts
+        if raw.header.content_type == wire.RAW_RESULT_JSON:
+            if raw.header.transfer_id in self.calls:
+                self.raw[raw.header.transfer_id] = raw.parts
+            # else: the result of a call cancelled meanwhile; nobody wants it
         else:
             self.on_output("stderr", f"ignoring a raw payload of type {raw.header.content_type!r}")
+
+    def _heartbeat_reply(self, envelope: pb.Envelope) -> None:
+        if envelope.request_id:
+            self._answer(envelope)
+        elif envelope.heartbeat_reply.blocked_tool:  # the process's watchdog, unasked
+            self.blocked_tool = envelope.heartbeat_reply.blocked_tool
+
+    def running_tools(self) -> list[str]:
+        return sorted({call.tool.name for call in self.calls.values()})
 
     def _hello(self, envelope: pb.Envelope) -> None:
         if not self.hello.done():
@@ -303,20 +318,38 @@ def cancel_call(call: Call) -> None:
     call.done = True
 
 
-def read_spooled(path: str) -> list[bytes] | None:
-    """Map a spool file and delete it (the mapping stays readable); None if impossible."""
-    if not wire.spool_path_ok(path):
+def read_spooled(path: str, spool_dir: str) -> list[bytes] | None:
+    """Map a spool file and delete it (the mapping stays readable); None if impossible.
+
+    Only a regular file directly inside `spool_dir` (the directory the host named for this
+    process; a real directory, not a link) is touched: a path elsewhere is refused untouched."""
+    if not spool_dir or os.path.dirname(path) != spool_dir or not spool_path_safe(spool_dir):
         return None
     try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            data = mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ) if size else b""
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        data = mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ) if info.st_size else b""
     except OSError:
         return None
     finally:
+        os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(path)
     return [data]  # type: ignore[list-item]  # a read-only mmap is a bytes-like buffer
+
+
+def spool_path_safe(spool_dir: str) -> bool:
+    """The spool directory is a real directory of ours (not a symlink to somewhere else)."""
+    try:
+        info = os.lstat(spool_dir)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
 
 
 def _json_or_text(text: str) -> Any:

@@ -31,6 +31,26 @@ def _serve_options(fn: Any) -> Any:
         "--call-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0),
         help="Seconds a tool call may run before it is cancelled and reported as an error (0 = no limit).",
     )(fn)  # fmt: skip
+    fn = click.option(
+        "--startup-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+        help="Seconds a tool file may take to import and list its tools (clients get their tools "
+        "when it is done; `initialize` is answered at once).",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--heartbeat-timeout", default=15.0, show_default=True, type=click.FloatRange(min=0),
+        help="Seconds a tool process may leave a heartbeat unanswered (an async tool blocking its "
+        "event loop) before its calls fail and it is replaced (0 = no heartbeat).",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--drain-timeout", default=5.0, show_default=True, type=click.FloatRange(min=0),
+        help="Seconds running calls may take to finish when the client goes away or a signal "
+        "arrives; calls still running then are answered with an error.",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--max-in-flight", default=1000, show_default=True, type=click.IntRange(min=1),
+        help="Tool calls one session may have running at once; further requests wait their turn "
+        "(calls in a batch beyond it are refused).",
+    )(fn)  # fmt: skip
     fn = PYTHON(fn)
     for option in reversed(HTTP_OPTIONS):
         fn = option(fn)
@@ -203,6 +223,7 @@ def run(
     This is the command to put in your AI client's config. Each file, module and plugin
     runs in its own supervised tool process; a tool process that crashes is restarted.
     """
+    limits = _pop_limits(http)  # the hardening bounds, not HTTP settings
     _serve(
         files,
         modules=modules,
@@ -215,6 +236,7 @@ def run(
         include_tags=include_tags,
         exclude_tags=exclude_tags,
         http=_http_settings(transport, http),
+        **limits,
     )
 
 
@@ -252,6 +274,7 @@ def dev(
     node_modules are skipped). A file that fails to load leaves the previous tools
     serving and reports the error here and to the client.
     """
+    limits = _pop_limits(http)  # the hardening bounds, not HTTP settings
     _serve(
         files,
         modules=modules,
@@ -266,7 +289,17 @@ def dev(
         reload=not no_reload,
         watch=watch,
         http=_http_settings(transport, http),
+        **limits,
     )
+
+
+LIMITS = ("drain_timeout", "max_in_flight", "startup_timeout", "heartbeat_timeout")
+
+
+def _pop_limits(given: dict[str, Any]) -> dict[str, Any]:
+    """Take the hardening bounds (--drain-timeout, --max-in-flight, ...) out of the keyword
+    arguments collected with the HTTP options."""
+    return {name: given.pop(name) for name in LIMITS if name in given}
 
 
 def _http_settings(transport: str, given: dict[str, Any]) -> Any:
@@ -334,6 +367,12 @@ def _oauth(other: Any, oauth_jwks: str | None, oauth_issuer: str | None, **rest:
 
 
 def _serve(files: tuple[Path, ...], **options: Any) -> None:
+    import signal
+
+    # Signals before the event loop's own handlers exist: remembered, then a clean shutdown.
+    signalled: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, _: signalled.append(signum))
     from protomcp_host.launch import StartupError, launch, tool_files
 
     modules, plugins = options.pop("modules"), options.pop("plugins")
@@ -366,7 +405,7 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
 
     timeout = options.pop("call_timeout")
     code = anyio.run(
-        lambda: serve(launched, call_timeout=timeout or None, **options),
+        lambda: serve(launched, call_timeout=timeout or None, signalled=signalled, **options),
         backend="asyncio",
     )
     sys.exit(code)

@@ -4,12 +4,16 @@ starts tool processes before it imports the rest of the host, so both boot in pa
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 FD_ENV = "PROTOMCP_FDS"  # the same name as protomcp_sdk.wire.FD_ENV, without importing protobuf
+SPOOL_ENV = "PROTOMCP_SPOOL"  # protomcp_sdk.spool: the one directory it may hand files over in
+SPOOL_PREFIX = "protomcp-spool-"  # protomcp_sdk.wire.SPOOL_PREFIX
+HOST_PID_ENV = "PROTOMCP_HOST_PID"  # protomcp_sdk.lifeline: the tool process dies with this process
 
 
 class StartupError(Exception):
@@ -64,6 +68,17 @@ class Launched:
     process: subprocess.Popen[bytes]
     to_child: int
     from_child: int
+    spool_dir: str = ""  # the only directory whose files the host accepts from it ("" = none)
+
+
+def spool_dir_for_child() -> str:
+    """A new, unguessable directory name on a memory file system (PROTOMCP_SPOOL_DIR, default
+    /dev/shm) for one tool process to hand large results over in; it creates it on first use.
+    "" when there is no such file system (results then travel inline)."""
+    root = os.environ.get("PROTOMCP_SPOOL_DIR", "/dev/shm")
+    if not root or not os.path.isdir(root) or not os.access(root, os.W_OK):
+        return ""
+    return os.path.join(os.path.abspath(root), SPOOL_PREFIX + secrets.token_hex(8))
 
 
 def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -> Launched:
@@ -73,6 +88,8 @@ def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -
     env = dict(os.environ)
     env[FD_ENV] = f"{to_child_r},{from_child_w}"
     env["PYTHONUNBUFFERED"] = "1"
+    env[HOST_PID_ENV] = str(os.getpid())
+    env[SPOOL_ENV] = spool_dir = spool_dir_for_child()
     argv = [python, "-m", "protomcp_sdk", *(["--standby"] if standby else []), str(file)]
     try:
         process = subprocess.Popen(
@@ -86,7 +103,7 @@ def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -
     finally:
         os.close(to_child_r)
         os.close(from_child_w)
-    return Launched(process, to_child_w, from_child_r)
+    return Launched(process, to_child_w, from_child_r, spool_dir)
 
 
 def module_docstring(file: Path) -> str:

@@ -51,3 +51,25 @@ class OutputForwarder:
             self.log("warning", self.label, f"({self.dropped} lines of output not forwarded: too many lines)")
             self.dropped = 0
         self.log(LEVELS.get(stream, "info"), self.label, line)
+
+
+class LogLimiter:
+    """Rate-limits the log messages a tool process sends (ctx.log), as printed output is:
+    a tool logging in a tight loop cannot flood the client."""
+
+    def __init__(self, label: str, bucket: TokenBucket | None = None) -> None:
+        self.label = label
+        self.bucket = bucket or TokenBucket(rate=50, burst=200)
+        self.dropped = 0
+
+    def allow(self, sink: Callable[[str, str, Any], None]) -> bool:
+        """True when this message may go to `sink`; reports drops through `sink` itself."""
+        if not self.bucket.take():
+            if not self.dropped:
+                sink("warning", self.label, "(too many log messages: dropping some for a while)")
+            self.dropped += 1
+            return False
+        if self.dropped:
+            sink("warning", self.label, f"({self.dropped} log messages not forwarded: too many)")
+            self.dropped = 0
+        return True

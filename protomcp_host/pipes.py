@@ -44,8 +44,15 @@ class _Feed(asyncio.Protocol):
             self.closed.set_result(None)
 
 
-async def read_into(fd: int, on_data: Callable[[bytes], None], *, closefd: bool = True) -> None:
-    """Call on_data with each chunk read from fd; return at end of input."""
+async def read_into(
+    fd: int,
+    on_data: Callable[[bytes], None],
+    *,
+    closefd: bool = True,
+    on_transport: Callable[[asyncio.ReadTransport], None] | None = None,
+) -> None:
+    """Call on_data with each chunk read from fd; return at end of input. `on_transport`
+    receives the read transport (to pause and resume reading); regular files have none."""
     loop = asyncio.get_running_loop()
     enlarge_pipe(fd)
     feed = _Feed(on_data)
@@ -58,6 +65,8 @@ async def read_into(fd: int, on_data: Callable[[bytes], None], *, closefd: bool 
             on_data(data)
         return
     transport.max_size = CHUNK  # type: ignore[attr-defined]  # asyncio reads 256 KiB per wake-up by default
+    if on_transport is not None:
+        on_transport(transport)  # type: ignore[arg-type]
     try:
         await feed.closed
     finally:
@@ -71,9 +80,22 @@ class BatchedWriter:
     pipe does not take at once waits as a memoryview until the loop says it is writable.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(
+        self,
+        fd: int,
+        *,
+        on_pressure: Callable[[bool], None] | None = None,
+        high_water: int = 16 << 20,
+        low_water: int = 4 << 20,
+    ) -> None:
         enlarge_pipe(fd)
         self.fd = fd
+        # Backpressure: on_pressure(True) once more than high_water bytes wait for the reader,
+        # on_pressure(False) once the backlog is under low_water again.
+        self.on_pressure = on_pressure
+        self.high_water, self.low_water = high_water, low_water
+        self.backlog = 0
+        self.pressed = False
         self._loop = asyncio.get_running_loop()
         self._parts: list[bytes] = []  # written this iteration, not yet flushed
         self._queue: deque[memoryview] = deque()  # flushed, waiting for the pipe
@@ -92,6 +114,10 @@ class BatchedWriter:
         if not self._parts:
             self._loop.call_soon(self._flush)
         self._parts.append(data)
+        self.backlog += len(data)
+        if self.backlog > self.high_water and not self.pressed and self.on_pressure is not None:
+            self.pressed = True
+            self.on_pressure(True)
 
     def _flush(self) -> None:
         parts, self._parts = self._parts, []
@@ -113,6 +139,7 @@ class BatchedWriter:
                         written = 0
                 else:
                     written = os.write(self.fd, head)
+                self._wrote(written)
                 if written < len(head):
                     self._queue[0] = head[written:]
                     if not self._waiting:
@@ -122,6 +149,7 @@ class BatchedWriter:
                 self._queue.popleft()
         except OSError:  # the reader is gone (EPIPE...): nothing more can be delivered
             self._queue.clear()
+            self._wrote(self.backlog)
             self._closing = True
         if self._waiting:
             self._loop.remove_writer(self.fd)
@@ -129,6 +157,13 @@ class BatchedWriter:
         self._empty.set()
         if self._closing:
             self._close_now()
+
+    def _wrote(self, count: int) -> None:
+        self.backlog -= count
+        if self.pressed and self.backlog < self.low_water:
+            self.pressed = False
+            if self.on_pressure is not None:
+                self.on_pressure(False)
 
     def close(self) -> None:
         """Close once everything written so far has been handed to the pipe."""

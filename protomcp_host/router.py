@@ -32,6 +32,7 @@ class Router:
         self.write = write
         self._idle = anyio.Event()
         self._idle.set()
+        self.on_call_end: Callable[[], None] | None = None  # the transport takes held requests then
         self._events: dict[type, Callable[[Any], None]] = {
             Send: self._send,
             Call: self._start,
@@ -107,10 +108,18 @@ class Router:
     def _check_idle(self) -> None:
         if not self.session.in_flight:
             self._idle.set()
+        if self.on_call_end is not None:
+            self.on_call_end()
 
     async def wait_idle(self) -> None:
         """Return once no call is running."""
         await self._idle.wait()
+
+    def fail_all(self, message: str) -> None:
+        """Answer every running call with an error (and tell its tool process to cancel it)."""
+        for call in list(self.session.in_flight.values()):
+            cancel_call(call)  # tell its tool process to stop it...
+            self.call_failed(call, message)  # ...and answer it here
 
     def cancel_all(self) -> None:
         for call in list(self.session.in_flight.values()):

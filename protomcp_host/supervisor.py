@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from protomcp_host.channel import Channel, ControlHandler, fail_call
+from protomcp_host.channel import Channel, ChannelError, ControlHandler, fail_call
 from protomcp_host.launch import Launched, label_of
 from protomcp_host.protocol.session import Call
 from protomcp_host.worker import LoadError, LogSink, OutputSink, Worker, WorkerError
@@ -53,6 +53,8 @@ class Supervisor:
         restart_wait: float = 10.0,
         standby: bool = False,
         launched: Launched | None = None,
+        wait_for_fix: bool = False,
+        heartbeat_timeout: float = 15.0,
     ) -> None:
         self.file = file
         self.label = label_of(file)
@@ -63,6 +65,8 @@ class Supervisor:
         self.on_problem = on_problem
         self.on_control = on_control
         self.handshake_timeout = handshake_timeout
+        self.heartbeat_timeout = heartbeat_timeout  # 0: no heartbeat
+        self.wait_for_fix = wait_for_fix  # dev: a file that fails to load waits for the next save
         self.drain_timeout = drain_timeout
         self.restart_wait = restart_wait
         self.current: Worker | None = None
@@ -87,8 +91,12 @@ class Supervisor:
             try:
                 await self._replace()
             except (WorkerError, ValueError) as exc:
-                failure = exc  # raised below, outside the task group, so it is not wrapped
-                tg.cancel_scope.cancel()
+                if self.wait_for_fix:
+                    self.on_problem(f"{exc}\n{self.label} serves no tools until it loads: save it to retry")
+                    task_status.started()
+                else:
+                    failure = exc  # raised below, outside the task group, so it is not wrapped
+                    tg.cancel_scope.cancel()
             else:
                 task_status.started()
             while failure is None:
@@ -96,7 +104,11 @@ class Supervisor:
                 self._wake.clear()
                 if self._stopping:
                     break
-                if self.current is None or self.current.death is not None:
+                if self.current is None:  # never loaded: only a save can help
+                    if self._reload_requested:
+                        self._reload_requested = False
+                        await self._first_load()
+                elif self.current.death is not None:
                     await self._restart()
                 elif self._reload_requested:
                     self._reload_requested = False
@@ -174,8 +186,52 @@ class Supervisor:
         self._ready.set()
         assert self._tg is not None
         self._tg.start_soon(self._watch, worker)
+        if self.heartbeat_timeout > 0:
+            self._tg.start_soon(self._heartbeat, worker)
         if old is not None:
             self._tg.start_soon(old.stop, self.drain_timeout)
+
+    async def _heartbeat(self, worker: Worker) -> None:
+        """Ask the serving process every so often whether it is alive and has threads to spare.
+
+        One that does not answer (an async tool blocking its event loop) has its calls failed,
+        naming the tool, and is replaced; one whose stuck threads starve a tool is replaced
+        blue/green (new calls go to a fresh process, the old one drains, bounded)."""
+        timeout = self.heartbeat_timeout
+        while worker is self.current and worker.death is None:
+            with anyio.move_on_after(timeout / 3):
+                await worker.exited.wait()
+            if worker.exited.is_set() or worker is not self.current or worker.channel is None:
+                return
+            try:
+                answer = await worker.channel.request(pb.Envelope(heartbeat=pb.Heartbeat()), timeout=timeout)
+            except TimeoutError:
+                channel = worker.channel
+                if channel.blocked_tool:
+                    culprit = f"tool '{channel.blocked_tool}' blocked its event loop"
+                else:
+                    culprit = "calls running: " + (", ".join(channel.running_tools()) or "none")
+                reason = (
+                    f"{self.label}: tool process stopped answering for {timeout:g}s ({culprit}); "
+                    "it was replaced"
+                )
+                self.on_problem(reason)
+                self._ready.clear()  # calls from now on wait for the replacement
+                worker.death = reason
+                channel.shut(reason)  # its calls fail now, with the reason
+                worker.kill()
+                return
+            except ChannelError:
+                return  # it died: _watch sees to that
+            state = answer.heartbeat_reply
+            if state.starving and worker is self.current and not self._stopping:
+                self.on_problem(
+                    f"{self.label}: calls to {', '.join(state.stuck_tools)} ignored cancellation and hold "
+                    f"{state.threads_busy} of {state.threads_limit} worker threads; starting a fresh tool "
+                    "process (the old one finishes its other calls, bounded)"
+                )
+                self.request_reload()
+                return
 
     async def _watch(self, worker: Worker) -> None:
         await worker.exited.wait()
@@ -205,6 +261,12 @@ class Supervisor:
             self._wake.set()  # try again after the next backoff delay
         else:
             self._reload_requested = False  # the new process loaded the file as it is now
+
+    async def _first_load(self) -> None:
+        try:
+            await self._replace()
+        except (WorkerError, ValueError) as exc:
+            self.on_problem(f"{exc}\n{self.label} still serves no tools: save it to retry")
 
     async def _reload(self) -> None:
         try:

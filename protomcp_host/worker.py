@@ -7,7 +7,7 @@ replaces a dead or outdated Worker with a new one.
 
 from __future__ import annotations
 
-import os
+import asyncio
 import shutil
 import signal
 import sys
@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from protomcp_host.channel import Channel, ChannelError, ControlHandler, LogSink, fail_call
+from protomcp_host.channel import Channel, ChannelError, ControlHandler, LogSink, fail_call, spool_path_safe
 from protomcp_host.distribution import DIST_NAME, install_command
 from protomcp_host.launch import Launched, label_of
 from protomcp_host.pipes import read_into
@@ -25,6 +25,9 @@ from protomcp_host.process import OutputSink, ToolProcess
 from protomcp_host.protocol.session import Call
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
+
+EXIT_READ_GRACE = 0.2  # seconds to read what a dead process left in its frame pipe
+HELLO_WAIT = 2.0  # seconds to wait for Hello before trying the Envelope spec's own handshake
 
 
 class WorkerError(Exception):
@@ -76,13 +79,14 @@ class Worker:
             on_output=self.on_output,
             on_log=self.on_log,
             on_control=self.on_control,
+            spool_dir=launched.spool_dir,
         )
         task_status.started()
         try:
             async with anyio.create_task_group() as tg:
                 drained = await self.process.pump_output(tg)
-                await read_into(launched.from_child, self._feed)
-                channel.end_of_input()
+                if await self._read_frames(launched.from_child):
+                    channel.end_of_input()
                 channel.close()
                 await self.process.ensure_exit()
                 # Output pipes may be held open by processes the tool started: drain briefly.
@@ -93,6 +97,28 @@ class Worker:
         finally:
             with anyio.CancelScope(shield=True):
                 await self._reap()
+
+    async def _read_frames(self, fd: int) -> bool:
+        """Feed frames to the channel until the pipe ends or the process is gone. A process
+        that forked may leave the pipe open in a child: its death is watched directly, and
+        what it wrote before dying is read briefly. True when the pipe ended normally."""
+        ended = False
+        async with anyio.create_task_group() as frames:
+
+            async def read() -> None:
+                nonlocal ended
+                await read_into(fd, self._feed)
+                ended = True
+                frames.cancel_scope.cancel()
+
+            async def watch_exit() -> None:
+                await self.process.wait()
+                await anyio.sleep(EXIT_READ_GRACE)  # the pipe still holds its last frames
+                frames.cancel_scope.cancel()
+
+            frames.start_soon(read)
+            frames.start_soon(watch_exit)
+        return ended  # (a cancelled read_into closes the fd itself)
 
     def _feed(self, data: bytes) -> None:
         assert self.channel is not None
@@ -106,16 +132,46 @@ class Worker:
         self.send(pb.Envelope(reload=pb.ReloadRequest()))
 
     async def handshake(self, timeout: float) -> list[pb.ToolDefinition]:
-        """Wait for Hello and the first tool list. Raises LoadError or WorkerError."""
+        """Wait for Hello and the first tool list. Raises LoadError or WorkerError.
+
+        A process that sends no Hello within HELLO_WAIT may be written to the Envelope
+        specification alone, whose handshake is the host's ListToolsRequest: that is sent
+        then, and its answer accepted (with its content checked, as from any other SDK)."""
         assert self.channel is not None
+        channel = self.channel
+        started = anyio.current_time()
         try:
-            with anyio.fail_after(timeout):
-                hello = await self.channel.hello
+            with anyio.fail_after(min(HELLO_WAIT, timeout)):
+                hello = await asyncio.shield(channel.hello)
+        except TimeoutError:
+            left = max(0.0, timeout - (anyio.current_time() - started))
+            try:
+                reply = await channel.request(pb.Envelope(list_tools=pb.ListToolsRequest()), timeout=left)
+            except TimeoutError:
+                self.kill()
+                raise WorkerError(
+                    f"{self.label}: tool process did not finish its handshake within {timeout:g}s"
+                ) from None
+            except ChannelError:
+                hello = channel.hello.result() if channel.hello.done() else None  # it died: why?
+            else:
+                if channel.hello.done() and channel.hello.result() is not None:
+                    self._check_hello(channel.hello.result())  # our SDK after all, just slow to load
+                return list(reply.tool_list.tools)
+        self._check_hello(hello)
+        try:
+            reply = await channel.request(pb.Envelope(list_tools=pb.ListToolsRequest()), timeout=timeout)
+        except ChannelError as exc:
+            raise WorkerError(str(exc)) from None
         except TimeoutError:
             self.kill()
             raise WorkerError(
-                f"{self.label}: tool process did not finish its handshake within {timeout:g}s"
+                f"{self.label}: tool process did not list its tools within {timeout:g}s"
             ) from None
+        return list(reply.tool_list.tools)
+
+    def _check_hello(self, hello: pb.Hello | None) -> None:
+        assert self.channel is not None
         if hello is None:
             missing = _missing_sdk_module(self.process.stderr_tail)
             if missing:
@@ -133,16 +189,6 @@ class Worker:
                 f"{self.label}: tool process speaks Envelope protocol v{hello.protocol_version}, "
                 f"this host speaks v{wire.PROTOCOL_VERSION} (mismatched protomcp_sdk in {self.python}?)"
             )
-        try:
-            reply = await self.channel.request(pb.Envelope(list_tools=pb.ListToolsRequest()), timeout=timeout)
-        except ChannelError as exc:
-            raise WorkerError(str(exc)) from None
-        except TimeoutError:
-            self.kill()
-            raise WorkerError(
-                f"{self.label}: tool process did not list its tools within {timeout:g}s"
-            ) from None
-        return list(reply.tool_list.tools)
 
     # -- calls -----------------------------------------------------------------------
     def start(self, call: Call, timeout: float | None) -> None:
@@ -161,11 +207,7 @@ class Worker:
         """The process is gone: fail what is pending and tell whoever waits."""
         await self.process.reap()
         channel = self.channel
-        if (
-            channel is not None
-            and channel.spool_dir
-            and wire.SPOOL_PREFIX in os.path.basename(channel.spool_dir)
-        ):
+        if channel is not None and channel.spool_dir and spool_path_safe(channel.spool_dir):
             shutil.rmtree(channel.spool_dir, ignore_errors=True)  # left behind if it crashed
         if self.death is None:
             self.death = self.process.describe_exit()

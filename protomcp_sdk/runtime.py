@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import importlib
 import itertools
@@ -19,19 +20,26 @@ import sys
 import threading
 import traceback
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from protomcp_sdk import __version__, logs, wire
+from protomcp_sdk import __version__, liveness, logs, wire
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk.chain import MiddlewareRunner
 from protomcp_sdk.context import Context
 from protomcp_sdk.registry import REGISTRY, ArgumentError, ToolSpec
-from protomcp_sdk.results import encode_error, encode_result
+from protomcp_sdk.results import ToolError, encode_error, encode_result
 from protomcp_sdk.spool import Spool
 from protomcp_sdk.threads import SyncWorkers
+
+CANCEL_GRACE = float(os.environ.get("PROTOMCP_CANCEL_GRACE", "") or 10.0)
+"""Seconds a cancelled (or timed-out) sync call may keep its thread before a warning names it."""
+
+EXIT_GRACE = float(os.environ.get("PROTOMCP_EXIT_GRACE", "") or 30.0)
+"""Seconds running calls may take to finish once the host closed our input; then we exit anyway."""
 
 
 class ToolProcess:
@@ -47,6 +55,8 @@ class ToolProcess:
         self.decoder = wire.FrameDecoder()
         self.tasks: dict[str, tuple[asyncio.Task[None], Context]] = {}
         self.threads: dict[str, Context] = {}
+        self.stuck: dict[str, str] = {}  # request id -> tool: cancelled, thread not back after a grace period
+        self.on_call_end: Callable[[], None] | None = None  # set while exiting: waits for running calls
         self.workers = SyncWorkers()
         self.write_lock = threading.Lock()
         self.outbox: deque[list[bytes]] = deque()
@@ -134,14 +144,37 @@ class ToolProcess:
         )
         if self.loaded:
             self.load()
+        watchdog = liveness.Watchdog(self.loop, self.loop_thread, self.send)
+        watchdog.start()
         try:
             code = await self.exit_code
         finally:
             transport.close()
-        # Let running calls finish before exiting.
-        if self.tasks:
-            await asyncio.gather(*(task for task, _ in self.tasks.values()), return_exceptions=True)
-        await self.loop.run_in_executor(None, self.workers.shutdown)
+            watchdog.stop()
+        # Let running calls finish before exiting, within a bound: a stuck one must not keep
+        # the process alive once its host has let go of it. Cancelled calls are not waited
+        # for (nobody wants their answers; a thread that ignores cancellation may never end).
+        settled = asyncio.Event()
+
+        def check() -> None:
+            if not self.tasks and all(ctx.cancelled for ctx in list(self.threads.values())):
+                settled.set()
+
+        self.on_call_end = lambda: self.loop.call_soon_threadsafe(check)
+        check()
+        try:
+            async with asyncio.timeout(EXIT_GRACE):
+                await settled.wait()
+        except TimeoutError:
+            running = sorted({ctx.tool_name for ctx in self.threads.values()} | {
+                ctx.tool_name for _, ctx in self.tasks.values()})  # fmt: skip
+            print(
+                f"protomcp tool process: exiting with calls still running after {EXIT_GRACE:g}s "
+                f"({', '.join(running)})",
+                file=sys.stderr,
+            )
+            code = code or 1
+        self.workers.close()
         self.spool.remove()
         return code
 
@@ -196,6 +229,8 @@ class ToolProcess:
         elif kind == "list_tools":
             tools = [spec.definition() for spec in REGISTRY.tools.values()]
             self.send(pb.Envelope(request_id=envelope.request_id, tool_list=pb.ToolListResponse(tools=tools)))
+        elif kind == "heartbeat":
+            self.send(pb.Envelope(request_id=envelope.request_id, heartbeat_reply=liveness.reply(self)))
         elif kind in ("active_tools", "register_middleware_response"):
             self._answered(envelope)
         elif kind == "middleware_intercept":
@@ -218,16 +253,29 @@ class ToolProcess:
             self.tasks[request_id] = (task, ctx)
         else:
             self.threads[request_id] = ctx
-            self.workers.submit(context.run, self.run_sync, request_id, spec, request.arguments_json, ctx)
+            self.workers.submit(
+                spec.name, context.run, self.run_sync, request_id, spec, request.arguments_json, ctx
+            )
 
     def cancel_call(self, request_id: str) -> None:
         ctx = self.threads.get(request_id)
         if ctx is not None:
             ctx._cancel()  # a thread cannot be interrupted: the tool may check ctx.cancelled
+            self.loop.call_later(CANCEL_GRACE, self._warn_if_running, request_id, ctx)
         entry = self.tasks.get(request_id)
         if entry is not None:
             entry[1]._cancel()
             entry[0].cancel()
+
+    def _warn_if_running(self, request_id: str, ctx: Context) -> None:
+        if self.threads.get(request_id) is ctx:
+            self.stuck[request_id] = ctx.tool_name
+            print(
+                f"protomcp: tool '{ctx.tool_name}' was cancelled {CANCEL_GRACE:g}s ago and its thread "
+                "has not returned (it does not check ctx.cancelled, or is stuck in C code); "
+                "the thread stays busy until it does",
+                file=sys.stderr,
+            )
 
     async def run_async(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
         try:
@@ -235,19 +283,26 @@ class ToolProcess:
             response, content = encode_result(value, spec)
         except asyncio.CancelledError:
             return  # the host has already answered the client; nothing to send
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
             response, content = encode_error(exc, spec.name)
+            report_failure(exc, ctx)
         finally:
             self.tasks.pop(request_id, None)
+            if self.on_call_end is not None:
+                self.on_call_end()
         self.send_result(request_id, response, content)
 
     def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
         try:
             response, content = encode_result(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
             response, content = encode_error(exc, spec.name)
+            report_failure(exc, ctx)
         finally:
             self.threads.pop(request_id, None)
+            self.stuck.pop(request_id, None)
+            if self.on_call_end is not None:
+                self.on_call_end()
         if not ctx.cancelled:
             self.send_result(request_id, response, content)
 
@@ -277,6 +332,20 @@ def _arguments(spec: ToolSpec, arguments_json: str, ctx: Context) -> dict[str, A
     return kwargs
 
 
+def _let_go_of_frames(*fds: int) -> None:
+    """In a child the tool forked (os.fork, multiprocessing): point the frame fds at the null
+    device, so the child does not keep the host's pipe open after this process is gone (the
+    numbers stay valid for whatever Python objects still hold them)."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        return
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd, inheritable=False)
+    os.close(null)
+
+
 def load_tool_file(path: str) -> str:
     """Import the user's tool file; return "" or the traceback text of the failure."""
     REGISTRY.clear()
@@ -304,6 +373,17 @@ def package_of(file: Path) -> tuple[Path, str] | None:
         parts.insert(0, folder.name)
         folder = folder.parent
     return folder, ".".join(parts)
+
+
+def report_failure(exc: BaseException, ctx: Context) -> None:
+    """Where an unexpected exception came from, in the user's own frames: on stderr (the host
+    shows it) and as a debug log message. ToolError and bad arguments are answers, not bugs."""
+    if isinstance(exc, (ToolError, ArgumentError)):
+        return
+    trace = _user_traceback(exc)
+    print(f"tool '{ctx.tool_name}' raised:\n{trace}", end="", file=sys.stderr, flush=True)
+    with contextlib.suppress(Exception):  # nothing about reporting may change the answer
+        ctx.log("debug", f"tool '{ctx.tool_name}' raised:\n{trace}")
 
 
 def _user_traceback(exc: BaseException) -> str:
@@ -342,6 +422,7 @@ def main(argv: list[str]) -> int:
         return 2
     for fd in (read_fd, write_fd):  # keep them out of processes the tools start
         os.set_inheritable(fd, False)
+    os.register_at_fork(after_in_child=lambda: _let_go_of_frames(read_fd, write_fd))
     tool_file = str(Path(argv[0]).resolve())
 
     async def run() -> int:

@@ -148,6 +148,7 @@ class Client:
             self.server_info = result.get("serverInfo", {})
             self.instructions = result.get("instructions")
             self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await self.request("tools/list")  # answered once the tool files have loaded (or failed to)
         except BaseException:
             await self.close()
             raise

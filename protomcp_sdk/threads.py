@@ -2,49 +2,95 @@
 
 from __future__ import annotations
 
-import queue
+import sys
 import threading
+import traceback
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-SYNC_WORKERS = 32
+SYNC_WORKERS = 64
+"""Threads for sync calls at most, across all tools of the process."""
+
+TOOL_SHARE = 48
+"""Threads one tool may occupy at most: the rest stay free for the other tools, so a slow
+(or stuck) tool never starves a fast one."""
+
+Job = tuple[Callable[..., None], tuple[Any, ...]]
 
 
 class SyncWorkers:
     """Threads for sync tools: started on demand, reused, at most `limit` at once.
 
-    Leaner than concurrent.futures (no Future per call): sync calls report their own
-    result, so all a call needs is a queue slot and an idle thread."""
+    Calls queue per tool and threads take them round-robin across tools, so a backlog of
+    slow calls to one tool does not delay a call to another. Leaner than concurrent.futures
+    (no Future per call): sync calls report their own result."""
 
-    def __init__(self, limit: int = SYNC_WORKERS) -> None:
+    def __init__(self, limit: int = SYNC_WORKERS, share: int = TOOL_SHARE) -> None:
         self.limit = limit
-        self.queue: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]] | None] = (
-            queue.SimpleQueue()
-        )
+        self.share = min(share, limit)
+        self.lock = threading.Lock()
+        self._wake = threading.Condition(self.lock)
+        self.pending: dict[str, deque[Job]] = {}  # per tool; dict order is the round-robin order
+        self.running: dict[str, int] = {}
         self.threads: list[threading.Thread] = []
         self.idle = 0
-        self.lock = threading.Lock()
+        self.closing = False
 
-    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+    def submit(self, key: str, fn: Callable[..., None], *args: Any) -> None:
+        """Run fn(*args) in a worker thread; `key` (the tool name) is the unit of fairness."""
         with self.lock:
+            self.pending.setdefault(key, deque()).append((fn, args))
             if self.idle:
-                self.idle -= 1
+                self._wake.notify()
             elif len(self.threads) < self.limit:
                 thread = threading.Thread(target=self._work, name="protomcp-tool", daemon=True)
                 self.threads.append(thread)
                 thread.start()
-        self.queue.put((fn, args))
+
+    def running_count(self) -> int:
+        with self.lock:
+            return sum(self.running.values())
+
+    def _take(self) -> tuple[str, Job] | None:
+        """The next job, round-robin over the tools under their share (lock held)."""
+        for key, queue in self.pending.items():
+            if self.running.get(key, 0) < self.share:
+                job = queue.popleft()
+                del self.pending[key]
+                if queue:
+                    self.pending[key] = queue  # to the back of the line
+                self.running[key] = self.running.get(key, 0) + 1
+                return key, job
+        return None
 
     def _work(self) -> None:
-        while (item := self.queue.get()) is not None:
-            fn, args = item
-            fn(*args)
-            with self.lock:
-                self.idle += 1
+        with self.lock:
+            while True:
+                taken = self._take()
+                if taken is None:
+                    if self.closing:
+                        return
+                    self.idle += 1
+                    self._wake.wait()
+                    self.idle -= 1
+                    continue
+                key, (fn, args) = taken
+                self.lock.release()
+                try:
+                    fn(*args)
+                except BaseException:  # fn answers its own errors; this is a bug, not the tool's
+                    traceback.print_exc(file=sys.stderr)
+                finally:
+                    self.lock.acquire()
+                self.running[key] -= 1
+                if not self.running[key]:
+                    del self.running[key]
+                self._wake.notify()  # a job held back by its tool's share may run now
 
-    def shutdown(self) -> None:
-        """Wait for queued and running calls, then end the threads."""
-        for _ in self.threads:
-            self.queue.put(None)
-        for thread in self.threads:
-            thread.join()
+    def close(self) -> None:
+        """Let the threads end once the queue is empty (they are daemons: stuck ones do not
+        keep the process alive)."""
+        with self.lock:
+            self.closing = True
+            self._wake.notify_all()

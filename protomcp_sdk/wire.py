@@ -37,7 +37,8 @@ with the same request_id, which follows it."""
 
 SPOOL_PREFIX = "protomcp-spool-"
 """Large payloads may be handed over as a file in a private directory with this name prefix
-(on a memory file system): RawHeader.path names the file, and the receiver deletes it."""
+(on a memory file system), which the host names for each tool process: RawHeader.path names
+the file, and the receiver deletes it."""
 
 _HEADER = struct.Struct(">I")
 
@@ -67,12 +68,6 @@ class Raw:
     @property
     def data(self) -> bytes:
         return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
-
-
-def spool_path_ok(path: str) -> bool:
-    """Only files in a protomcp spool directory are read (and then deleted) by a receiver."""
-    parent = os.path.basename(os.path.dirname(path))
-    return os.path.isabs(path) and parent.startswith(SPOOL_PREFIX) and os.path.isfile(path)
 
 
 def raw_header(request_id: str, size: int, content_type: str, path: str = "") -> bytes:

@@ -37,7 +37,7 @@ async def mcp_session(*args: str, **session_kwargs: Any) -> AsyncIterator[Any]:
 class RawHost:
     """`protomcp run` driven line by line, for wire-level tests."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, read_stdout: bool = True, read_stderr: bool = True) -> None:
         self.proc = subprocess.Popen(
             [*HOST, *args],
             stdin=subprocess.PIPE,
@@ -47,7 +47,17 @@ class RawHost:
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stderr: list[str] = []
+        self._stderr_grew = threading.Condition()
+        self._stderr_reader: threading.Thread | None = None
+        if read_stdout:
+            self.start_reading_stdout()
+        if read_stderr:
+            self.start_reading_stderr()
+
+    def start_reading_stdout(self) -> None:
         threading.Thread(target=self._read_stdout, daemon=True).start()
+
+    def start_reading_stderr(self) -> None:
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_reader.start()
 
@@ -60,11 +70,29 @@ class RawHost:
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
-            self.stderr.append(line.decode(errors="replace"))
+            with self._stderr_grew:
+                self.stderr.append(line.decode(errors="replace"))
+                self._stderr_grew.notify_all()
+        with self._stderr_grew:
+            self.stderr_closed = True
+            self._stderr_grew.notify_all()
+
+    stderr_closed = False
+
+    def wait_stderr(self, text: str, timeout: float = 15) -> str:
+        """Wait until the host's stderr holds `text`; returns all of it so far."""
+        with self._stderr_grew:
+            found = self._stderr_grew.wait_for(
+                lambda: text in "".join(self.stderr) or self.stderr_closed, timeout
+            )
+            joined = "".join(self.stderr)
+        if not found or text not in joined:
+            raise AssertionError(f"{text!r} not on stderr:\n{joined}")
+        return joined
 
     def stderr_text(self, timeout: float = 10) -> str:
         """Everything the host wrote on stderr (after it exited: all of it)."""
-        if self.proc.poll() is not None:
+        if self.proc.poll() is not None and self._stderr_reader is not None:
             self._stderr_reader.join(timeout)
         return "".join(self.stderr)
 
@@ -123,8 +151,8 @@ class RawHost:
 def raw_host() -> Iterator[Any]:
     hosts: list[RawHost] = []
 
-    def start(*args: str) -> RawHost:
-        host = RawHost(*args)
+    def start(*args: str, **kwargs: Any) -> RawHost:
+        host = RawHost(*args, **kwargs)
         hosts.append(host)
         return host
 

@@ -127,6 +127,7 @@ async def test_calls_survive_many_reloads(tmp_path: Path) -> None:
     failures: list[str] = []
     done = 0
     async with mcp_session("dev", str(file), message_handler=watcher.on_message) as session:
+        await session.list_tools()  # answered once the file has loaded: saves from now on are reloads
         stop = anyio.Event()
 
         async def caller(k: int) -> None:
@@ -175,6 +176,7 @@ async def test_failed_load_keeps_old_tools_then_fix_reloads(tmp_path: Path, kind
     async with mcp_session(
         "dev", str(file), message_handler=watcher.on_message, logging_callback=watcher.on_log
     ) as session:
+        assert [t.name for t in (await session.list_tools()).tools] == ["alpha"]  # loaded
         write_atomic(file, tool_source("alpha") + breakage)
         error = await watcher.wait_log(lambda p: p.level == "error")
         assert expected in str(error.data) and "tools.py" in str(error.data)
@@ -333,11 +335,16 @@ def test_banner_only_on_a_terminal(tmp_path: Path) -> None:
             assert chunk, stderr
             stderr += chunk
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=15)
+        out, rest = proc.communicate(timeout=15)  # bounded: a slow shutdown fails here
     finally:
         os.close(leader)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert b'"mcpServers"' in stderr and str(file).encode() in stderr and b"Watching" in stderr
     assert out == b""
+    assert proc.returncode == 0, stderr + rest  # a clean shutdown, not "Aborted!"
+    assert b"Aborted" not in rest
 
 
 async def test_watch_glob_reloads_on_data_changes(tmp_path: Path) -> None:

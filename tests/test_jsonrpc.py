@@ -181,3 +181,41 @@ def test_encoded_messages_are_single_lines() -> None:
         rpc.notification("m", {"t": "x\ny"}),
     ):
         assert b"\n" not in data and b"\r" not in data
+
+
+# -- hardening (issue 7): what orjson cannot hold is refused with the request's id --------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (b'"\\ud800"', "lone UTF-16 surrogate"),
+        (b"1e400", "the number 1e400 is too large for a double"),
+        (b"18446744073709551616", "the integer 18446744073709551616 exceeds 64 bits"),
+    ],
+)
+def test_refused_values_keep_the_request_id(value: bytes, reason: str) -> None:
+    line = b'{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"v":' + value + b"}}"
+    decoded = rpc.decode(line)
+    assert isinstance(decoded, Invalid) and decoded.id == b'"r"' and decoded.code == -32602
+    assert reason in decoded.message
+
+
+def test_a_refused_notification_gets_no_answer() -> None:
+    decoded = rpc.decode(b'{"jsonrpc":"2.0","method":"notifications/x","params":{"v":"\\ud800"}}')
+    assert isinstance(decoded, Notification)
+
+
+@pytest.mark.parametrize("levels", [257, 1000, 3000])
+def test_too_deep_messages_keep_their_id(levels: int) -> None:
+    deep = b"[" * levels + b"]" * levels
+    decoded = rpc.decode(b'{"jsonrpc":"2.0","method":"tools/call","params":{"v":' + deep + b'},"id":9}')
+    assert decoded == Invalid(b"9", -32600, "Invalid Request: the message nests deeper than 256 levels")
+
+
+def test_the_deepest_accepted_arguments_can_be_encoded_again() -> None:
+    arguments = b"[" * 253 + b"]" * 253
+    line = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"v":' + arguments + b"}}}"
+    decoded = rpc.decode(line)
+    assert isinstance(decoded, Request)
+    orjson.dumps(decoded.params["arguments"])  # what the host sends the tool process

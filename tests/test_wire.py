@@ -300,18 +300,3 @@ def test_raw_payload_over_the_limit_is_refused() -> None:
     decoder = wire.FrameDecoder(max_frame=100)
     with pytest.raises(wire.FrameError, match="raw payload of 1000 bytes exceeds the 100-byte limit"):
         list(decoder.feed(b"".join(wire.encode_raw("7", b"z" * 1000, wire.RAW_RESULT_JSON))))
-
-
-def test_only_spool_files_are_accepted(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from protomcp_sdk import wire
-
-    spool = tmp_path / f"{wire.SPOOL_PREFIX}abc"
-    spool.mkdir()
-    good = spool / "1.json"
-    good.write_text("[]")
-    elsewhere = tmp_path / "1.json"
-    elsewhere.write_text("[]")
-    assert wire.spool_path_ok(str(good))
-    assert not wire.spool_path_ok(str(elsewhere))
-    assert not wire.spool_path_ok("relative/protomcp-spool-x/1.json")
-    assert not wire.spool_path_ok(str(spool / "missing.json"))

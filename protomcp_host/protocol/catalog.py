@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 DEFAULT_PAGE_SIZE = 1000
+LARGE_SCHEMA = 64 * 1024  # bytes of JSON: above this a validator is built ahead, off the loop
 
 # Tool fields each protocol revision knows; older clients get only these.
 _FIELDS_BY_VERSION = {
@@ -41,6 +42,18 @@ class Tool:
     timeout: float | None = None  # seconds; None = the host's --call-timeout
     _validator: Any = field(default=None, repr=False)
     _quick: Callable[[dict[str, Any]], bool] | None = field(default=None, repr=False)
+    _size: int = field(default=-1, repr=False)
+
+    @property
+    def large(self) -> bool:
+        """A schema whose validator is worth building ahead, off the event loop."""
+        if self._size < 0:
+            self._size = len(orjson.dumps(self.mcp.get("inputSchema")))
+        return self._size > LARGE_SCHEMA
+
+    def prepare(self) -> None:
+        """Build the checked validator now (callable from a worker thread)."""
+        self._validator = _compile(self.mcp.get("inputSchema") or {"type": "object"})
 
     def validate(self, arguments: dict[str, Any]) -> str | None:
         """Return a readable description of what is wrong with the arguments, or None."""
@@ -48,15 +61,16 @@ class Tool:
             self._quick = quick_check(self.mcp.get("inputSchema"))
         if self._quick(arguments):
             return None
-        from referencing.exceptions import Unresolvable
-
         if self._validator is None:  # compiled on first use, once per tool list
-            self._validator = _compile(self.mcp.get("inputSchema") or {"type": "object"})
+            schema = self.mcp.get("inputSchema") or {"type": "object"}
+            # Checking a schema against the metaschema costs seconds for a huge one: those are
+            # checked ahead, off the loop (prepare); until then a mistake shows when used.
+            self._validator = _compile(schema, check=not self.large)
         try:
             if self._validator.is_valid(arguments):
                 return None
             errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-        except Unresolvable:  # a $ref that points nowhere: treat like a broken schema
+        except Exception:  # a $ref that points nowhere, a broken unchecked schema: accept any object
             self._validator = _compile({"type": "object"})
             return None
         lines = []
@@ -134,13 +148,14 @@ def _primitive_types(prop: Any) -> list[str] | None:
     return None
 
 
-def _compile(schema: dict[str, Any]) -> Any:
+def _compile(schema: dict[str, Any], *, check: bool = True) -> Any:
     """A jsonschema validator; imported here because most runs validate late or never."""
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
     try:
-        Draft202012Validator.check_schema(schema)  # the constructor does not check
+        if check:
+            Draft202012Validator.check_schema(schema)  # the constructor does not check
         return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
     except SchemaError:  # a tool process with a broken schema: accept any object
         return Draft202012Validator({"type": "object"})

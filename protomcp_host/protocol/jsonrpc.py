@@ -8,6 +8,9 @@ original JSON bytes so an id is echoed exactly as the client sent it.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +23,13 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 NULL_ID = b"null"
+
+MAX_DEPTH = 256
+"""Deepest nesting accepted in a message: tool arguments (two levels down) are re-encoded
+for the tool process, and orjson encodes at most 254 levels."""
+
+_LONG_NUMBER = re.compile(rb"\d{19,}")  # may exceed 64 bits: orjson would make it a float
+_INT_RANGE = (-(2**63), 2**64 - 1)
 
 
 @dataclass(slots=True)
@@ -60,12 +70,135 @@ def decode(line: bytes) -> Message | list[Message]:
     try:
         data = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        return Invalid(NULL_ID, PARSE_ERROR, f"Parse error: {exc}")
+        if "depth limit" in str(exc):  # valid JSON, perhaps, but far too deep for anyone
+            return Invalid(_top_level_id(line), INVALID_REQUEST, _TOO_DEEP)
+        return _refused(line) or Invalid(NULL_ID, PARSE_ERROR, f"Parse error: {exc}")
+    if _LONG_NUMBER.search(line) and (refused := _refused(line)) is not None:
+        return refused  # an integer beyond 64 bits, which orjson silently made a float
+    deep = line.count(b"[") + line.count(b"{") > MAX_DEPTH  # cheap test before the exact one
     if isinstance(data, list):
         if not data:
             return Invalid(NULL_ID, INVALID_REQUEST, "Invalid Request: empty batch")
-        return [classify(item) for item in data]
-    return classify(data)
+        return [_checked(item, deep) for item in data]
+    return _checked(data, deep)
+
+
+def _checked(data: Any, maybe_deep: bool) -> Message:
+    message = classify(data)
+    if maybe_deep and isinstance(message, (Request, Notification)) and _depth_exceeds(data, MAX_DEPTH):
+        if isinstance(message, Notification):
+            return Notification(message.method, {})
+        return Invalid(message.id, INVALID_REQUEST, _TOO_DEEP)
+    return message
+
+
+_TOO_DEEP = f"Invalid Request: the message nests deeper than {MAX_DEPTH} levels"
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"\s*:?|[\[\]{}]')
+_ID_VALUE = re.compile(rb'\s*("(?:[^"\\]|\\.)*"|-?\d+)')
+
+
+def _top_level_id(line: bytes) -> bytes:
+    """The id of an object too deep to parse, found by scanning its top level; else null."""
+    depth = 0
+    for token in _TOKEN.finditer(line):
+        text = token.group()
+        if text in (b"[", b"{"):
+            depth += 1
+        elif text in (b"]", b"}"):
+            depth -= 1
+        elif depth == 1 and text.endswith(b":") and text[:-1].rstrip() == b'"id"':
+            value = _ID_VALUE.match(line, token.end())
+            try:
+                found = orjson.loads(value.group(1)) if value else None
+            except orjson.JSONDecodeError:
+                found = None
+            return orjson.dumps(found) if _valid_id(found) else NULL_ID
+    return NULL_ID
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+class _Refusal(Exception):
+    pass
+
+
+def _refuse_int(text: str) -> int:
+    value = int(text)
+    if not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
+        raise _Refusal(f"the integer {text[:40]}{'...' if len(text) > 40 else ''} exceeds 64 bits")
+    return value
+
+
+def _refuse_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _Refusal(f"the number {text[:40]} is too large for a double")
+    return value
+
+
+def _refuse_constant(text: str) -> Any:
+    raise _Refusal(f"{text} is not JSON")
+
+
+def _refused(line: bytes) -> Invalid | Notification | None:
+    """Valid JSON that orjson cannot represent faithfully (lone surrogates, numbers beyond
+    64-bit integers or doubles): refused with the request's id and the reason, instead of a
+    parse error. None when the line is not valid JSON after all (or holds nothing refused)."""
+    reason = ""
+    try:
+        data = json.loads(
+            line, parse_int=_refuse_int, parse_float=_refuse_float, parse_constant=_refuse_constant
+        )
+    except _Refusal as refusal:
+        reason = str(refusal)
+        data = _parsed_leniently(line)
+    except (ValueError, RecursionError):
+        return None
+    if not reason:
+        if not _has_lone_surrogate(data):
+            return None
+        reason = "a string holds a lone UTF-16 surrogate escape (such as \\ud800), which is not Unicode text"
+    message = data[0] if isinstance(data, list) and data else data
+    if isinstance(message, dict) and "id" not in message and isinstance(message.get("method"), str):
+        return Notification("", {})  # a notification gets no answer, not even this one
+    id_bytes = NULL_ID
+    if isinstance(message, dict) and _valid_id(message.get("id")):
+        with contextlib.suppress(orjson.JSONEncodeError):  # the id itself may be what was refused
+            id_bytes = orjson.dumps(message["id"])
+    return Invalid(id_bytes, INVALID_PARAMS, f"Invalid params: {reason}")
+
+
+def _parsed_leniently(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode()
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def _valid_id(value: Any) -> bool:

@@ -25,6 +25,8 @@ BATCH_VERSIONS = frozenset({"2025-03-26"})
 STRUCTURED_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})
 TASK_VERSIONS = frozenset({"2025-11-25"})
 TASKS_CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+DEFAULT_MAX_IN_FLIGHT = 1000
+SERVER_BUSY = -32000  # JSON-RPC's range for implementation-defined server errors
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
@@ -101,9 +103,15 @@ Handler = Callable[[rpc.Request, Batch | None], Event | list[Event] | None]
 
 class Session:
     def __init__(
-        self, catalog: Catalog, server_info: dict[str, Any], instructions: str | None = None
+        self,
+        catalog: Catalog,
+        server_info: dict[str, Any],
+        instructions: str | None = None,
+        *,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     ) -> None:
         self.catalog = catalog
+        self.max_in_flight = max_in_flight
         self.server_info = server_info
         self.instructions = instructions  # how to use this server, for the client's model
         self.version: str | None = None  # negotiated protocol revision
@@ -318,6 +326,15 @@ class Session:
         problem = tool.validate(arguments)
         if problem is not None and task is None:
             return Send(rpc.result(request.id, error_result(problem)))
+        if len(self.in_flight) >= self.max_in_flight:
+            return Send(
+                rpc.error(
+                    request.id,
+                    SERVER_BUSY,
+                    f"Server busy: {self.max_in_flight} tool calls are already running in this session; "
+                    "retry when some have finished",
+                )
+            )
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         if isinstance(token, bool) or not isinstance(token, (str, int)):

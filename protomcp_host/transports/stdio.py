@@ -7,11 +7,14 @@ to stderr instead of corrupting the stream.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
+from collections import deque
 from typing import TYPE_CHECKING
 
 import anyio
+import orjson
 
 from protomcp_host.pipes import BatchedWriter, read_into
 from protomcp_host.protocol import jsonrpc as rpc
@@ -58,6 +61,35 @@ class LineSplitter:
         return b"" if self._discarding else bytes(self._buffer).strip()
 
 
+_LIFECYCLE = frozenset({"initialize", "ping", "logging/setLevel"})
+
+
+def _method(line: bytes | None) -> str | None:
+    """The method of a request line; "" for a batch; None for anything else."""
+    if line is None:
+        return None
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(message, list):
+        return ""
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else None
+
+
+def needs_tools(line: bytes | None) -> bool:
+    """Whether a message must wait for the tool files to load: everything but the lifecycle
+    (initialize, ping, notifications...) and lines that are no valid message at all."""
+    method = _method(line)
+    return method is not None and method not in _LIFECYCLE and not method.startswith("notifications/")
+
+
+def starts_calls(line: bytes | None) -> bool:
+    """Whether a message may start tool calls (a tools/call, or a batch)."""
+    return _method(line) in ("tools/call", "")
+
+
 def take_stdout() -> int:
     """Reserve the real stdout for MCP and send everything else written to fd 1 to stderr."""
     mcp_fd = os.dup(1)
@@ -68,21 +100,74 @@ def take_stdout() -> int:
 
 async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -> None:
     """Serve one session on stdin/stdout until end of input or `shutdown`."""
-    writer = BatchedWriter(take_stdout())
+    inputs: list[asyncio.ReadTransport] = []
+    waiting: deque[bytes | None] = deque()  # lines read but held back while the client does not read
+    told = False
+
+    def pressure(full: bool) -> None:
+        """Stop taking requests while the client leaves its answers unread."""
+        nonlocal told
+        if full:
+            for transport in inputs:
+                transport.pause_reading()
+            if not told:
+                told = True
+                host.stderr(
+                    f"protomcp: the client is not reading its answers; input paused while "
+                    f"{writer.high_water >> 20} MiB wait (reported once)"
+                )
+        else:
+            unblock()
+
+    def take_waiting() -> None:
+        while waiting and not writer.pressed:
+            if not host.ready.is_set() and needs_tools(waiting[0]):
+                break  # held (with everything after it) until the tool files have loaded
+            if len(session.in_flight) >= host.max_in_flight and starts_calls(waiting[0]):
+                break  # held (with everything after it) until a running call ends
+            handle(waiting.popleft())
+        for transport in inputs:
+            transport.pause_reading() if waiting or writer.pressed else transport.resume_reading()
+
+    writer = BatchedWriter(take_stdout(), on_pressure=pressure)
 
     def write(data: bytes, related: bytes | None = None) -> None:
         writer.write(data)
         writer.write(b"\n")
 
     router = host.connect(write)
+    session = router.session
+    moved = [anyio.Event()]  # set when held lines may move on (a call ended, the client read)
+
+    def unblock() -> None:
+        if waiting:
+            asyncio.get_running_loop().call_soon(take_waiting)
+        moved[0].set()
+
+    router.on_call_end = unblock
     splitter = LineSplitter()
     too_long = rpc.error(
         rpc.NULL_ID, rpc.INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE} bytes"
     )
 
+    def handle(line: bytes | None) -> None:
+        if line is None:
+            write(too_long)
+            return
+        try:
+            router.feed(line)
+        except Exception as exc:  # a bug must not cost the other messages of this chunk
+            host.stderr(f"protomcp: internal error handling a message: {exc!r}")
+            write(rpc.error(rpc.NULL_ID, rpc.INTERNAL_ERROR, f"Internal error: {exc!r}"))
+
     def on_data(data: bytes) -> None:
-        for line in splitter.feed(data):
-            router.feed(line) if line is not None else write(too_long)
+        waiting.extend(splitter.feed(data))
+        take_waiting()
+
+    def on_transport(transport: asyncio.ReadTransport) -> None:
+        inputs.append(transport)
+        if waiting or writer.pressed:
+            transport.pause_reading()
 
     async with anyio.create_task_group() as reading:
 
@@ -90,14 +175,29 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
             await shutdown.wait()
             reading.cancel_scope.cancel()
 
+        async def release_when_ready() -> None:
+            await host.ready.wait()
+            take_waiting()
+
         reading.start_soon(stop_on_signal)
-        await read_into(0, on_data, closefd=False)
+        reading.start_soon(release_when_ready)
+        await read_into(0, on_data, closefd=False, on_transport=on_transport)
+        inputs.clear()
         if tail := splitter.tail():
-            router.feed(tail)
+            waiting.append(tail)
+        await host.ready.wait()  # held requests are answered once the files have loaded
+        with anyio.move_on_after(drain_timeout):  # the rest of the input, as the limits allow
+            while waiting:
+                moved[0] = anyio.Event()
+                take_waiting()
+                if waiting:
+                    await moved[0].wait()
+        while waiting:  # what is still held after that (at most one read's worth) is answered now
+            handle(waiting.popleft())
         reading.cancel_scope.cancel()
-    # Input is over: let in-flight calls finish (bounded), then stop.
+    # Input is over: let in-flight calls finish (bounded); answer the rest, then stop.
     with anyio.move_on_after(drain_timeout):
         await router.wait_idle()
-    router.cancel_all()
+    router.fail_all(f"the host is shutting down and the call did not finish within {drain_timeout:g}s")
     host.disconnect(router)
     await writer.drain(drain_timeout)
