@@ -148,7 +148,9 @@ def test_dataclass_parameter() -> None:
 
     schema = schema_of(f)
     assert schema["properties"]["p"] == {"$ref": "#/$defs/Point"}
-    assert schema["$defs"]["Point"] == {
+    point = dict(schema["$defs"]["Point"])
+    assert point.pop("additionalProperties", False) is False  # pydantic >= 2.14 closes it too
+    assert point == {
         "type": "object",
         "title": "Point",
         "properties": {"x": {"type": "number"}, "y": {"type": "number", "default": 0.0}},
