@@ -17,10 +17,12 @@ import orjson
 from protomcp_host import __version__
 from protomcp_host.envelope import control_change, tool_from_definition
 from protomcp_host.errout import ErrOut
+from protomcp_host.forwarding import Forwarding
 from protomcp_host.launch import Launched, StartupError, label_of
 from protomcp_host.middleware import ChainRun, Middleware
 from protomcp_host.output import OutputForwarder
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
+from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Call, Session
 from protomcp_host.router import Router, Writer
 from protomcp_host.supervisor import Supervisor
@@ -73,6 +75,8 @@ class Host:
         self._middleware_of: dict[str, list[Middleware]] = {}
         self.ready = anyio.Event()  # set once every file has loaded (or, in dev, failed to)
         self._tg: anyio.abc.TaskGroup | None = None
+        self.features = Features(page_size)  # resources, templates, prompts of every file
+        self.forwarding = Forwarding(self.features, self.supervisors, lambda: self.routers, call_timeout)
         self.started = False
         for file in files:
             self.supervisors[label_of(file)] = Supervisor(
@@ -83,6 +87,8 @@ class Host:
                 on_log=self.broadcast_log,
                 on_problem=self.report_problem,
                 on_control=self.on_control,
+                on_notice=self.forwarding.on_notice,
+                on_features=self.forwarding.stage,
                 standby=standby,
                 launched=(launched or {}).get(file),
                 handshake_timeout=startup_timeout,
@@ -94,6 +100,7 @@ class Host:
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Start every tool process, concurrently. Raises StartupError on any failure."""
         self._tg = tg
+        self.forwarding.spawn = tg.start_soon
         errors: list[str] = []
 
         async def start_one(supervisor: Supervisor) -> None:
@@ -128,7 +135,13 @@ class Host:
         """A new client session whose messages go to `write`."""
         router = Router(
             self,
-            Session(self.catalog, self.server_info, self.instructions, max_in_flight=self.max_in_flight),
+            Session(
+                self.catalog,
+                self.server_info,
+                self.instructions,
+                self.features,
+                max_in_flight=self.max_in_flight,
+            ),
             write,
         )
         self.routers.append(router)
@@ -171,6 +184,7 @@ class Host:
         before = {t.name: t.mcp for t in self.catalog.tools_of(supervisor.label)}
         seen = [(router, router.session.visible_tools()) for router in self.routers]
         changed = self.catalog.replace(supervisor.label, tools)
+        self.forwarding.apply(supervisor.label, notify=self.started)
         self._middleware_of[supervisor.label] = [
             Middleware(m.name, m.priority, supervisor.label) for m in middleware
         ]

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from protomcp_host.envelope import tool_answer
+from protomcp_host.envelope import CLIENT_REQUESTS, client_reply, client_request, tool_answer
 from protomcp_host.output import LogLimiter
 from protomcp_host.pipes import BatchedWriter
 from protomcp_host.protocol.session import Call, ToolAnswer
@@ -45,11 +45,26 @@ class CallSink(Protocol):
     def call_progress(self, call: Call, progress: float, total: float | None, message: str) -> None: ...
     def call_log(self, call: Call, level: str, logger: str, data: Any) -> None: ...
     def call_task_status(self, call: Call, status: str, message: str) -> None: ...
+    def call_request(
+        self,
+        call: Call,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        reply: Callable[[dict[str, Any] | None, str | None], None],
+    ) -> None: ...
 
 
 ControlHandler = Callable[[Call | None, pb.Envelope], list[str]]
 """Applies a tool-list control request (for the session of `call`, or every session when
 None) and returns the names of the tools now active there."""
+
+
+NoticeSink = Callable[[pb.Envelope], None]
+"""Receives notifications a tool process sends outside any request (resource changes)."""
+
+Answered = Callable[[pb.Envelope | None, list[bytes] | None, str | None], None]
+"""(answer frame, raw payload that came ahead of it, or why there is no answer)."""
 
 
 class Channel:
@@ -62,8 +77,10 @@ class Channel:
         on_log: LogSink,
         on_control: ControlHandler | None = None,
         spool_dir: str = "",
+        on_notice: NoticeSink | None = None,
     ) -> None:
         self.label = label
+        self.on_notice = on_notice
         self.on_output = on_output
         self.on_log = on_log
         self.on_control = on_control
@@ -94,6 +111,19 @@ class Channel:
             "middleware_intercept_response": self._answer,
             "register_middleware": self._register_middleware,
             **dict.fromkeys(
+                (
+                    "resource_list_response",
+                    "resource_template_list_response",
+                    "prompt_list_response",
+                    "read_resource_response",
+                    "get_prompt_response",
+                    "completion_response",
+                ),
+                self._answer,
+            ),
+            "resource_changed": self._notice,
+            **dict.fromkeys(CLIENT_REQUESTS, self._client_request),
+            **dict.fromkeys(
                 ("enable_tools", "disable_tools", "set_allowed", "set_blocked", "get_active_tools", "batch"),
                 self._control,
             ),
@@ -120,6 +150,53 @@ class Channel:
                 return await future
         finally:
             self.requests.pop(request_id, None)
+
+    def ask(self, envelope: pb.Envelope, timeout: float | None, done: Answered) -> Callable[[], None]:
+        """Send a request without waiting: `done` is called exactly once, with the answer (and
+        a raw payload that came ahead of it) or with why there is none (process gone, timeout).
+        Returns a function that drops the request (then `done` is not called, and the process
+        is told to stop working on it)."""
+        if self.broken is not None:
+            done(None, None, self.broken)
+            return lambda: None
+        loop = asyncio.get_running_loop()
+        envelope.request_id = request_id = str(next(_request_ids))
+        self.requests[request_id] = future = loop.create_future()
+        timer = None
+        if timeout is not None:
+            timer = loop.call_later(timeout, lambda: future.done() or future.set_exception(TimeoutError()))
+
+        def finished(future: asyncio.Future[pb.Envelope]) -> None:
+            if timer is not None:
+                timer.cancel()
+            self.requests.pop(request_id, None)
+            unreadable = request_id in self.raw and self.raw[request_id] is None
+            raw = self.raw.pop(request_id, None)
+            if future.cancelled():
+                return
+            error = future.exception()
+            if isinstance(error, TimeoutError):
+                done(None, None, f"{self.label}: the tool process did not answer within {timeout:g}s")
+            elif error is not None:
+                done(None, None, str(error))
+            elif unreadable:
+                done(
+                    None,
+                    None,
+                    f"{self.label}: the answer could not be read from the tool process's spool file",
+                )
+            else:
+                done(future.result(), raw, None)
+
+        future.add_done_callback(finished)
+        self.send(envelope)
+
+        def drop() -> None:
+            if not future.done():
+                future.cancel()
+                self.send(pb.Envelope(cancel=pb.CancelRequest(request_id=request_id)))
+
+        return drop
 
     # -- calls -----------------------------------------------------------------------
     def start(self, call: Call, timeout: float | None) -> None:
@@ -255,7 +332,7 @@ class Channel:
         request_id = envelope.request_id
         path = envelope.raw_header.path
         parts = read_spooled(path, self.spool_dir)
-        if parts is None and request_id in self.calls:
+        if parts is None and (request_id in self.calls or request_id in self.requests):
             self.raw[request_id] = None
         elif parts is not None:
             self._on_raw(wire.Raw(envelope.raw_header, parts))
@@ -265,6 +342,9 @@ class Channel:
             if raw.header.transfer_id in self.calls:
                 self.raw[raw.header.transfer_id] = raw.parts
             # else: the result of a call cancelled meanwhile; nobody wants it
+        elif raw.header.content_type == wire.RAW_RESOURCE_JSON:
+            if raw.header.transfer_id in self.requests:
+                self.raw[raw.header.transfer_id] = raw.parts
         else:
             self.on_output("stderr", f"ignoring a raw payload of type {raw.header.content_type!r}")
 
@@ -285,6 +365,26 @@ class Channel:
         future = self.requests.get(envelope.request_id)
         if future is not None and not future.done():
             future.set_result(envelope)
+
+    def _notice(self, envelope: pb.Envelope) -> None:
+        if self.on_notice is not None:
+            self.on_notice(envelope)
+
+    def _client_request(self, envelope: pb.Envelope) -> None:
+        """Sampling, elicitation or roots, asked by a tool during a call: for the client
+        session that made the call (the call's sink); answered with the same request id."""
+        kind = envelope.WhichOneof("msg") or ""
+        request_id = envelope.request_id
+
+        def reply(result: dict[str, Any] | None, error: str | None) -> None:
+            self.send(client_reply(kind, request_id, result, error))
+
+        call = self.calls.get(envelope.call_id) if envelope.call_id else None
+        method, params, timeout = client_request(envelope)
+        if call is None or call.done:
+            reply(None, f"{method} can only be asked during a tool call that is still running")
+            return
+        call.sink.call_request(call, method, params, timeout or None, reply)
 
     def _register_middleware(self, envelope: pb.Envelope) -> None:
         self.middleware.append(envelope.register_middleware)

@@ -3,12 +3,14 @@ besides the frame channel that knows protobuf, so `protocol/` speaks MCP alone."
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Hashable
 from typing import Any
 
 import orjson
 
 from protomcp_host.protocol.catalog import Tool
+from protomcp_host.protocol.features import Entry, FileFeatures, Forward, template_entry
 from protomcp_host.protocol.session import ToolAnswer
 from protomcp_sdk import protomcp_pb2 as pb
 
@@ -96,3 +98,188 @@ def control_change(envelope: pb.Envelope) -> dict[str, Any]:
     if kind in key:
         return {key[kind]: list(getattr(envelope, kind).tool_names)}
     return {}  # get_active_tools
+
+
+# -- resources, prompts, completions --------------------------------------------------------
+
+
+def file_features(
+    owner: Hashable,
+    resources: pb.ResourceListResponse,
+    templates: pb.ResourceTemplateListResponse,
+    prompts: pb.PromptListResponse,
+    completions: bool,
+) -> FileFeatures:
+    """A tool file's handshake lists as the protocol core's entries."""
+    offered = FileFeatures(completions=completions)
+    for resource in resources.resources:
+        mcp = _described({"uri": resource.uri, "name": resource.name or resource.uri}, resource)
+        if resource.size:
+            mcp["size"] = resource.size
+        offered.resources.append(Entry(resource.uri, owner, mcp))
+    for template in templates.templates:
+        mcp = _described(
+            {"uriTemplate": template.uri_template, "name": template.name or template.uri_template}, template
+        )
+        entry = template_entry(template.uri_template, owner, mcp)
+        if entry is not None:
+            offered.templates.append(entry)
+    for prompt in prompts.prompts:
+        mcp = {"name": prompt.name}
+        if prompt.title:
+            mcp["title"] = prompt.title
+        if prompt.description:
+            mcp["description"] = prompt.description
+        arguments = []
+        for argument in prompt.arguments:
+            item: dict[str, Any] = {"name": argument.name}
+            if argument.description:
+                item["description"] = argument.description
+            item["required"] = argument.required
+            arguments.append(item)
+        mcp["arguments"] = arguments
+        required = tuple(a.name for a in prompt.arguments if a.required)
+        offered.prompts.append(Entry(prompt.name, owner, mcp, required=required))
+    return offered
+
+
+def _described(mcp: dict[str, Any], definition: Any) -> dict[str, Any]:
+    if definition.title:
+        mcp["title"] = definition.title
+    if definition.description:
+        mcp["description"] = definition.description
+    if definition.mime_type:
+        mcp["mimeType"] = definition.mime_type
+    if definition.annotations_json:
+        mcp["annotations"] = orjson.loads(definition.annotations_json)
+    return mcp
+
+
+def forward_request(forward: Forward) -> pb.Envelope:
+    """The Envelope request for a forwarded resources/read, prompts/get or completion/complete."""
+    params = forward.params
+    if forward.method == "resources/read":
+        return pb.Envelope(read_resource_request=pb.ReadResourceRequest(uri=params["uri"]))
+    if forward.method == "prompts/get":
+        arguments = orjson.dumps(params["arguments"]).decode()
+        return pb.Envelope(
+            get_prompt_request=pb.GetPromptRequest(name=params["name"], arguments_json=arguments)
+        )
+    request = pb.CompletionRequest(
+        ref_type=params["ref_type"],
+        ref_name=params["ref"],
+        argument_name=params["argument"],
+        argument_value=params["value"],
+        context_arguments_json=orjson.dumps(params["context"]).decode(),
+    )
+    return pb.Envelope(completion_request=request)
+
+
+class ForwardError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+INTERNAL_ERROR = -32603
+
+
+def forward_result(
+    forward: Forward, reply: pb.Envelope, raw: list[bytes] | None, trusted: bool
+) -> list[bytes]:
+    """The MCP result (JSON, in pieces) for a tool process's answer. Raises ForwardError."""
+    kind = reply.WhichOneof("msg")
+    if kind == "read_resource_response":
+        response = reply.read_resource_response
+        if response.is_error:
+            data = {"uri": forward.params["uri"]} if response.error_code == -32002 else None
+            raise ForwardError(response.error_code or INTERNAL_ERROR, response.error, data)
+        if raw is not None:
+            contents = raw
+        elif response.contents_json:
+            contents = [response.contents_json.encode()]
+        else:
+            contents = [orjson.dumps([_content(c) for c in response.contents])]
+        if not trusted:
+            contents = [_checked_list(b"".join(contents), "resource contents")]
+        return [b'{"contents":', *contents, b"}"]
+    if kind == "get_prompt_response":
+        response = reply.get_prompt_response
+        if response.is_error:
+            raise ForwardError(response.error_code or INTERNAL_ERROR, response.error)
+        messages = response.messages_json.encode() or b"[]"
+        if not trusted:
+            messages = _checked_list(messages, "prompt messages")
+        head = (
+            b'{"description":' + orjson.dumps(response.description) + b"," if response.description else b"{"
+        )
+        return [head, b'"messages":', messages, b"}"]
+    if kind == "completion_response":
+        response = reply.completion_response
+        values = list(response.values)[:100]
+        completion = {
+            "values": values,
+            "total": max(response.total, len(values)),
+            "hasMore": response.has_more,
+        }
+        return [orjson.dumps({"completion": completion})]
+    raise ForwardError(INTERNAL_ERROR, f"the tool process answered {forward.method} with {kind!r}")
+
+
+def _content(content: pb.ResourceContent) -> dict[str, Any]:
+    item: dict[str, Any] = {"uri": content.uri}
+    if content.mime_type:
+        item["mimeType"] = content.mime_type
+    if content.blob:
+        item["blob"] = base64.b64encode(content.blob).decode("ascii")
+    else:
+        item["text"] = content.text
+    return item
+
+
+def _checked_list(data: bytes, what: str) -> bytes:
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, list):
+        raise ForwardError(INTERNAL_ERROR, f"the tool process sent malformed {what}")
+    return orjson.dumps(value)  # one line, whatever the process wrote
+
+
+# -- requests the tool process makes of the client (sampling, elicitation, roots) ------------
+
+CLIENT_REQUESTS = {
+    "sampling_request": ("sampling/createMessage", "sampling_response"),
+    "elicit_request": ("elicitation/create", "elicit_response"),
+    "list_roots_request": ("roots/list", "list_roots_response"),
+}
+
+
+def client_request(envelope: pb.Envelope) -> tuple[str, dict[str, Any], float]:
+    """(MCP method, params, timeout in seconds or 0) of a tool process's request for the client."""
+    kind = envelope.WhichOneof("msg") or ""
+    message = getattr(envelope, kind)
+    params_json = getattr(message, "params_json", "")
+    params = orjson.loads(params_json) if params_json else {}
+    return CLIENT_REQUESTS[kind][0], params if isinstance(params, dict) else {}, message.timeout
+
+
+def client_reply(kind: str, request_id: str, result: dict[str, Any] | None, error: str | None) -> pb.Envelope:
+    """The answer frame to a tool process's client request."""
+    reply_kind = CLIENT_REQUESTS[kind][1]
+    if reply_kind == "list_roots_response":
+        if error is not None:
+            response: Any = pb.ListRootsResponse(is_error=True, error=error)
+        else:
+            roots = result.get("roots", []) if result else []
+            response = pb.ListRootsResponse(roots_json=orjson.dumps(roots).decode())
+    else:
+        response_type = pb.SamplingResponse if reply_kind == "sampling_response" else pb.ElicitResponse
+        if error is not None:
+            response = response_type(is_error=True, error=error)
+        else:
+            response = response_type(result_json=orjson.dumps(result).decode())
+    envelope = pb.Envelope(request_id=request_id)
+    getattr(envelope, reply_kind).CopyFrom(response)
+    return envelope

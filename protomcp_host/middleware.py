@@ -203,6 +203,12 @@ class _Leg:
     def call_task_status(self, call: Call, status: str, message: str) -> None:
         self.run.router.call_task_status(self.run.call, status, message)
 
+    def call_request(
+        self, call: Call, method: str, params: dict[str, Any], timeout: float | None, reply: Any
+    ) -> None:
+        """Sampling, elicitation, roots: asked of the client that made the call."""
+        self.run.router.call_request(self.run.call, method, params, timeout, reply)
+
 
 def _error(message: str) -> ToolAnswer:
     return ToolAnswer([orjson.dumps([{"type": "text", "text": message}])], is_error=True, trusted=True)

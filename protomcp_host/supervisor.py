@@ -12,14 +12,18 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from protomcp_host.channel import Channel, ChannelError, ControlHandler, fail_call
+from protomcp_host.channel import Channel, ChannelError, ControlHandler, NoticeSink, fail_call
 from protomcp_host.launch import Launched, label_of
+from protomcp_host.protocol.features import FileFeatures
 from protomcp_host.protocol.session import Call
 from protomcp_host.worker import LoadError, LogSink, OutputSink, Worker, WorkerError
 from protomcp_sdk import protomcp_pb2 as pb
 
 ToolsSink = Callable[["Supervisor", list[pb.ToolDefinition], list[pb.RegisterMiddlewareRequest]], None]
 """Receives a new process's tools and middleware before they go live; raising rejects it."""
+
+FeaturesSink = Callable[["Supervisor", FileFeatures], None]
+"""Receives a new process's resources, templates and prompts just before its tools; raising rejects it."""
 
 
 class Backoff:
@@ -48,6 +52,8 @@ class Supervisor:
         on_log: LogSink,
         on_problem: Callable[[str], None],
         on_control: ControlHandler | None = None,
+        on_notice: NoticeSink | None = None,
+        on_features: FeaturesSink | None = None,
         handshake_timeout: float = 30.0,
         drain_timeout: float = 30.0,
         restart_wait: float = 10.0,
@@ -64,6 +70,8 @@ class Supervisor:
         self.on_log = on_log
         self.on_problem = on_problem
         self.on_control = on_control
+        self.on_notice = on_notice
+        self.on_features = on_features
         self.handshake_timeout = handshake_timeout
         self.heartbeat_timeout = heartbeat_timeout  # 0: no heartbeat
         self.wait_for_fix = wait_for_fix  # dev: a file that fails to load waits for the next save
@@ -141,6 +149,7 @@ class Supervisor:
             on_output=self.on_output,
             on_log=self.on_log,
             on_control=self.on_control,
+            on_notice=self.on_notice,
             standby=standby,
         )
 
@@ -171,6 +180,8 @@ class Supervisor:
         try:
             tools = await worker.handshake(self.handshake_timeout)
             assert worker.channel is not None
+            if self.on_features is not None:  # checked first; applied with the tools
+                self.on_features(self, worker.features)
             self.on_tools(self, tools, worker.channel.middleware)  # may reject (e.g. a name clash)
         except BaseException:
             worker.kill()
@@ -281,6 +292,11 @@ class Supervisor:
             await self._wake.wait()
             self._wake.clear()
         self._wake.set()
+
+    @property
+    def ready(self) -> bool:
+        """A process is serving (not restarting, not stopping)."""
+        return self._ready.is_set()
 
     async def channel(self) -> Channel | None:
         """The serving process's frame channel, waiting (bounded) for a restart first."""

@@ -17,11 +17,21 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from protomcp_host.channel import Channel, ChannelError, ControlHandler, LogSink, fail_call, spool_path_safe
+from protomcp_host.channel import (
+    Channel,
+    ChannelError,
+    ControlHandler,
+    LogSink,
+    NoticeSink,
+    fail_call,
+    spool_path_safe,
+)
 from protomcp_host.distribution import DIST_NAME, install_command
+from protomcp_host.envelope import file_features
 from protomcp_host.launch import Launched, label_of
 from protomcp_host.pipes import read_into
 from protomcp_host.process import OutputSink, ToolProcess
+from protomcp_host.protocol.features import FileFeatures
 from protomcp_host.protocol.session import Call
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
@@ -47,6 +57,7 @@ class Worker:
         on_output: OutputSink | None = None,
         on_log: LogSink | None = None,
         on_control: ControlHandler | None = None,
+        on_notice: NoticeSink | None = None,
         standby: bool = False,
     ) -> None:
         self.file = file
@@ -55,6 +66,8 @@ class Worker:
         self.on_output: OutputSink = on_output or (lambda stream, line: None)
         self.on_log: LogSink = on_log or (lambda level, logger, data: None)
         self.on_control = on_control
+        self.on_notice = on_notice
+        self.features = FileFeatures()  # resources, templates, prompts: from the handshake
         self.process = ToolProcess(file, python, self.on_output, standby=standby)
         self.channel: Channel | None = None
         self.exited = anyio.Event()
@@ -78,6 +91,7 @@ class Worker:
             launched.to_child,
             on_output=self.on_output,
             on_log=self.on_log,
+            on_notice=self.on_notice,
             on_control=self.on_control,
             spool_dir=launched.spool_dir,
         )
@@ -160,7 +174,14 @@ class Worker:
                 return list(reply.tool_list.tools)
         self._check_hello(hello)
         try:
-            reply = await channel.request(pb.Envelope(list_tools=pb.ListToolsRequest()), timeout=timeout)
+            asked = [pb.Envelope(list_tools=pb.ListToolsRequest())]
+            if channel.trusted:  # our SDK also lists resources, templates and prompts
+                asked += [
+                    pb.Envelope(list_resources_request=pb.ListResourcesRequest()),
+                    pb.Envelope(list_resource_templates_request=pb.ListResourceTemplatesRequest()),
+                    pb.Envelope(list_prompts_request=pb.ListPromptsRequest()),
+                ]
+            replies = await asyncio.gather(*(channel.request(e, timeout=timeout) for e in asked))
         except ChannelError as exc:
             raise WorkerError(str(exc)) from None
         except TimeoutError:
@@ -168,7 +189,16 @@ class Worker:
             raise WorkerError(
                 f"{self.label}: tool process did not list its tools within {timeout:g}s"
             ) from None
-        return list(reply.tool_list.tools)
+        if len(replies) == 4:
+            assert hello is not None
+            self.features = file_features(
+                self.label,
+                replies[1].resource_list_response,
+                replies[2].resource_template_list_response,
+                replies[3].prompt_list_response,
+                hello.completions,
+            )
+        return list(replies[0].tool_list.tools)
 
     def _check_hello(self, hello: pb.Hello | None) -> None:
         assert self.channel is not None

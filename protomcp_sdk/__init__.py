@@ -23,16 +23,24 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Audio",
+    "ClientRequestError",
     "Context",
     "EmbeddedResource",
     "Image",
+    "Message",
     "ResourceLink",
+    "ResourceNotFound",
     "Text",
     "ToolCall",
     "ToolError",
     "ToolResult",
     "__version__",
+    "completion",
     "middleware",
+    "on_roots_changed",
+    "prompt",
+    "resource",
+    "resource_updated",
     "tool",
 ]
 
@@ -48,12 +56,25 @@ _EXPORTS = {
     "Audio": "protomcp_sdk.results",
     "ResourceLink": "protomcp_sdk.results",
     "EmbeddedResource": "protomcp_sdk.results",
+    "ClientRequestError": "protomcp_sdk.client",
+    "on_roots_changed": "protomcp_sdk.client",
+    "resource": "protomcp_sdk.resources",
+    "resource_updated": "protomcp_sdk.resources",
+    "ResourceNotFound": "protomcp_sdk.resources",
+    "prompt": "protomcp_sdk.prompts",
+    "completion": "protomcp_sdk.completions",
+    "Message": "protomcp_sdk.messages",
 }
 
 if TYPE_CHECKING:
     from protomcp_sdk.chain import ToolCall, middleware
+    from protomcp_sdk.client import ClientRequestError, on_roots_changed
+    from protomcp_sdk.completions import completion
     from protomcp_sdk.context import Context
+    from protomcp_sdk.messages import Message
+    from protomcp_sdk.prompts import prompt
     from protomcp_sdk.registry import tool
+    from protomcp_sdk.resources import ResourceNotFound, resource, resource_updated
     from protomcp_sdk.results import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolError, ToolResult
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from protomcp_sdk import client
 from protomcp_sdk import protomcp_pb2 as pb
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -38,18 +39,20 @@ def _names(reply: pb.Envelope) -> list[str]:
     return list(reply.active_tools.tool_names)
 
 
-def answer_of(future: Any, convert: Callable[[pb.Envelope], Any]) -> Any:
+def answer_of(future: Any, convert: Callable[[pb.Envelope], Any], timeout: float = ASK_TIMEOUT) -> Any:
     """What a Context request returns: an awaitable in async tools, the value in sync tools."""
     if isinstance(future, asyncio.Future):
-        return asyncio.ensure_future(_converted(future, convert))
+        return asyncio.ensure_future(_converted(future, convert, timeout))
     try:
-        return convert(future.result(timeout=ASK_TIMEOUT))
+        return convert(future.result(timeout=timeout))
     except concurrent.futures.TimeoutError:
-        raise TimeoutError(f"the host did not answer within {ASK_TIMEOUT:g}s") from None
+        raise TimeoutError(f"the host did not answer within {timeout:g}s") from None
 
 
-async def _converted(future: asyncio.Future[pb.Envelope], convert: Callable[[pb.Envelope], Any]) -> Any:
-    async with asyncio.timeout(ASK_TIMEOUT):
+async def _converted(
+    future: asyncio.Future[pb.Envelope], convert: Callable[[pb.Envelope], Any], timeout: float = ASK_TIMEOUT
+) -> Any:
+    async with asyncio.timeout(timeout):
         return convert(await future)
 
 
@@ -132,6 +135,11 @@ class Context:
         self._send(pb.Envelope(request_id=self.request_id, log=entry))
         return _SENT
 
+    def resource_updated(self, uri: str) -> _Sent:
+        """Tell clients subscribed to `uri` that it changed (``notifications/resources/updated``)."""
+        self._send(pb.Envelope(resource_changed=pb.ResourceChangedNotification(uri=uri)))
+        return _SENT
+
     def debug(self, message: Any) -> _Sent:
         return self.log("debug", message)
 
@@ -183,6 +191,66 @@ class Context:
     def active_tools(self) -> Any:
         """The names of the tools active in this call's session."""
         return self._control(pb.Envelope(get_active_tools=pb.GetActiveToolsRequest()))
+
+    # -- asking the client (see client.py) -------------------------------------------------------
+    # Each is awaitable in async tools and a plain (blocking) call in sync ones; the call stays
+    # suspended here until the client answers. Failures raise ClientRequestError (a ToolError).
+
+    def sample(
+        self,
+        messages: Any,
+        *,
+        max_tokens: int = 1000,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: list[str] | None = None,
+        model_preferences: dict[str, Any] | None = None,
+        include_context: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        timeout: float = client.DEFAULT_TIMEOUT,
+    ) -> Any:
+        """Ask the client's model (``sampling/createMessage``): a str (one user message), a
+        Message or a list of them. Returns a SamplingResult (``.text``, ``.content``,
+        ``.model``, ``.stop_reason``)."""
+        request = client.sampling_request(
+            messages,
+            max_tokens=max_tokens,
+            system_prompt=system_prompt,
+            temperature=temperature,
+            stop_sequences=stop_sequences,
+            model_preferences=model_preferences,
+            include_context=include_context,
+            metadata=metadata,
+            timeout=timeout,
+        )
+        return self._ask_client(request, client.sampling_result, timeout)
+
+    def elicit(
+        self,
+        message: str,
+        schema: Any = None,
+        *,
+        url: str | None = None,
+        elicitation_id: str | None = None,
+        timeout: float = client.DEFAULT_TIMEOUT,
+    ) -> Any:
+        """Ask the user (``elicitation/create``). Form mode: `schema` is a pydantic model, a
+        dataclass or a JSON Schema dict; URL mode: `url` to open. Returns an ElicitResult
+        (``.action`` "accept"/"decline"/"cancel", ``.data`` validated into `schema`)."""
+        request = client.elicit_request(message, schema, url, elicitation_id, timeout)
+        return self._ask_client(request, lambda reply: client.elicit_result(reply, schema), timeout)
+
+    def list_roots(self, *, timeout: float = client.DEFAULT_TIMEOUT) -> Any:
+        """The client's roots (``roots/list``): a list of Root(uri, name)."""
+        return self._ask_client(client.roots_request(timeout), client.roots_result, timeout)
+
+    def _ask_client(
+        self, envelope: pb.Envelope, convert: Callable[[pb.Envelope], Any], timeout: float
+    ) -> Any:
+        if self._ask is None:
+            raise RuntimeError("this Context is not connected to a protomcp host")
+        envelope.call_id = self.request_id
+        return answer_of(self._ask(envelope), convert, timeout + client.GRACE)
 
     def _control(self, envelope: pb.Envelope) -> Any:
         if self._ask is None:

@@ -17,6 +17,9 @@ from protomcp_sdk.schema import ArgumentError, Converter, analyze  # ArgumentErr
 
 if TYPE_CHECKING:
     from protomcp_sdk.chain import MiddlewareSpec
+    from protomcp_sdk.completions import CompletionSpec
+    from protomcp_sdk.prompts import PromptSpec
+    from protomcp_sdk.resources import ResourceSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -144,11 +147,17 @@ class ToolSpec:
 
 
 class Registry:
-    """The tools (and middleware) of one tool file, by name, in definition order."""
+    """The tools (middleware, resources, templates, prompts, completions) of one tool file, in
+    definition order."""
 
     def __init__(self) -> None:
         self.tools: dict[str, ToolSpec] = {}
+        self.resources: dict[str, ResourceSpec] = {}  # by URI
+        self.templates: dict[str, ResourceSpec] = {}  # by URI template
+        self.prompts: dict[str, PromptSpec] = {}
+        self.completions: dict[tuple[str, str, str], CompletionSpec] = {}
         self.middleware: dict[str, MiddlewareSpec] = {}
+        self.roots_hooks: list[Callable[[], Any]] = []  # @on_roots_changed
 
     def add(self, spec: ToolSpec) -> None:
         if spec.name in self.tools:
@@ -163,9 +172,39 @@ class Registry:
             raise DuplicateToolError(f"middleware {spec.name!r} is registered twice")
         self.middleware[spec.name] = spec
 
+    def add_resource(self, spec: ResourceSpec) -> None:
+        table = self.templates if spec.template is not None else self.resources
+        if spec.uri in table:
+            raise DuplicateToolError(f"resource {spec.uri!r} is registered twice")
+        table[spec.uri] = spec
+
+    def add_prompt(self, spec: PromptSpec) -> None:
+        if spec.name in self.prompts:
+            raise DuplicateToolError(f"prompt name {spec.name!r} is registered twice")
+        self.prompts[spec.name] = spec
+
+    def add_completion(self, spec: CompletionSpec) -> None:
+        if spec.key in self.completions:
+            raise DuplicateToolError(
+                f"argument {spec.argument!r} of {spec.ref!r} has two completion functions"
+            )
+        self.completions[spec.key] = spec
+
+    def template_for(self, uri: str) -> ResourceSpec | None:
+        """The first template that matches `uri`."""
+        for spec in self.templates.values():
+            if spec.template is not None and spec.template.match(uri) is not None:
+                return spec
+        return None
+
     def clear(self) -> None:
         self.tools.clear()
+        self.resources.clear()
+        self.templates.clear()
+        self.prompts.clear()
+        self.completions.clear()
         self.middleware.clear()
+        self.roots_hooks.clear()
 
     def warnings(self, file_name: str) -> list[str]:
         """What the author of a just-loaded tool file should hear about."""
@@ -206,6 +245,7 @@ def tool(
     tags: Iterable[str] = (),
     timeout: float | None = None,
     task: TaskSupport = "forbidden",
+    input_schema: dict[str, Any] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -224,6 +264,7 @@ def tool(
     tags: Iterable[str] = (),
     timeout: float | None = None,
     task: TaskSupport = "forbidden",
+    input_schema: dict[str, Any] | None = None,
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP tool; the function itself is returned unchanged.
 
@@ -234,6 +275,8 @@ def tool(
     ``timeout`` (seconds) overrides the host's ``--call-timeout`` for this tool.
     ``task`` sets MCP ``execution.taskSupport``: "optional" or "required" let (or make)
     clients run the tool as a task; the default "forbidden" does not.
+    ``input_schema`` replaces the schema built from the signature (the host validates
+    arguments against it; the function still receives them by parameter name).
     """
     set_hints = zip(_HINTS, (read_only, destructive, idempotent, open_world), strict=True)
     annotations = {key: bool(value) for (key, _), value in set_hints if value is not None}
@@ -250,6 +293,8 @@ def tool(
             timeout=timeout,
             task=task,
         )
+        if input_schema is not None:
+            spec.input_schema = dict(input_schema)
         REGISTRY.add(spec)
         return func
 

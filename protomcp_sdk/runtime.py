@@ -26,10 +26,11 @@ from typing import Any
 
 import orjson
 
-from protomcp_sdk import __version__, liveness, logs, wire
+from protomcp_sdk import __version__, client, liveness, logs, resources, wire
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk.chain import MiddlewareRunner
 from protomcp_sdk.context import Context
+from protomcp_sdk.features import Features
 from protomcp_sdk.registry import REGISTRY, ArgumentError, ToolSpec
 from protomcp_sdk.results import ToolError, encode_error, encode_result
 from protomcp_sdk.spool import Spool
@@ -57,6 +58,9 @@ class ToolProcess:
         self.threads: dict[str, Context] = {}
         self.stuck: dict[str, str] = {}  # request id -> tool: cancelled, thread not back after a grace period
         self.on_call_end: Callable[[], None] | None = None  # set while exiting: waits for running calls
+        # Async resource reads, prompts, completions (by request id: cancellable) and roots hooks.
+        self.requests: dict[str, asyncio.Task[Any]] = {}
+        self.features = Features(self)
         self.workers = SyncWorkers()
         self.write_lock = threading.Lock()
         self.outbox: deque[list[bytes]] = deque()
@@ -73,18 +77,29 @@ class ToolProcess:
         self._send([wire.encode(envelope)])
 
     def send_result(self, request_id: str, response: pb.CallToolResponse, content: bytes) -> None:
-        """A call's answer. Large content goes ahead of it outside the Envelope: as a spool
-        file the host maps (no pipe crossing), or as raw bytes on the pipe."""
+        """A call's answer (see send_payload)."""
+
+        def answer(inline: str) -> pb.Envelope:
+            response.result_json = inline  # before the Envelope copies the response
+            return pb.Envelope(request_id=request_id, call_result=response)
+
+        self.send_payload(request_id, content, wire.RAW_RESULT_JSON, answer)
+
+    def send_payload(
+        self, request_id: str, content: bytes, content_type: str, answer: Callable[[str], pb.Envelope]
+    ) -> None:
+        """An answer carrying JSON `content`. Large content goes ahead of it outside the
+        Envelope: as a spool file the host maps (no pipe crossing), or as raw bytes on the
+        pipe; `answer("")` is then the frame that follows. Small content goes inside it."""
         if len(content) > wire.RAW_THRESHOLD:
-            result = wire.encode(pb.Envelope(request_id=request_id, call_result=response))
+            result = wire.encode(answer(""))
             path = self.spool.put(request_id, content)
             if path:
-                self._send([wire.raw_header(request_id, len(content), wire.RAW_RESULT_JSON, path), result])
+                self._send([wire.raw_header(request_id, len(content), content_type, path), result])
             else:
-                self._send([*wire.encode_raw(request_id, content, wire.RAW_RESULT_JSON), result])
+                self._send([*wire.encode_raw(request_id, content, content_type), result])
         else:
-            response.result_json = content.decode()  # before the Envelope copies the response
-            self._send([wire.encode(pb.Envelope(request_id=request_id, call_result=response))])
+            self._send([wire.encode(answer(content.decode()))])
 
     def _send(self, pieces: list[bytes]) -> None:
         """Queue pieces that must stay together and write what is queued.
@@ -181,6 +196,7 @@ class ToolProcess:
     def load(self) -> None:
         self.loaded = True
         logs.install(self.send)
+        resources.bind(self.send)
         load_error = load_tool_file(self.tool_file)
         for warning in [] if load_error else REGISTRY.warnings(Path(self.tool_file).name):
             print(f"warning: {warning}", file=sys.stderr)
@@ -204,6 +220,7 @@ class ToolProcess:
             pid=os.getpid(),
             python_version=sys.version.split()[0],
             error=load_error,
+            completions=bool(REGISTRY.completions),
         )
 
     # -- input ---------------------------------------------------------------------
@@ -231,10 +248,20 @@ class ToolProcess:
             self.send(pb.Envelope(request_id=envelope.request_id, tool_list=pb.ToolListResponse(tools=tools)))
         elif kind == "heartbeat":
             self.send(pb.Envelope(request_id=envelope.request_id, heartbeat_reply=liveness.reply(self)))
-        elif kind in ("active_tools", "register_middleware_response"):
+        elif kind in (
+            "active_tools",
+            "register_middleware_response",
+            "sampling_response",
+            "elicit_response",
+            "list_roots_response",
+        ):
             self._answered(envelope)
         elif kind == "middleware_intercept":
             self.middleware.intercept(envelope)
+        elif kind == "roots_changed":
+            client.run_roots_hooks(self.loop, self.requests)
+        elif kind in self.features.handlers:
+            self.features.handlers[kind](envelope)
         else:
             print(f"protomcp tool process: ignoring unsupported frame {kind!r}", file=sys.stderr)
 
@@ -266,6 +293,9 @@ class ToolProcess:
         if entry is not None:
             entry[1]._cancel()
             entry[0].cancel()
+        request = self.requests.get(request_id)  # a resource read, prompt or completion
+        if request is not None:
+            request.cancel()
 
     def _warn_if_running(self, request_id: str, ctx: Context) -> None:
         if self.threads.get(request_id) is ctx:

@@ -63,10 +63,11 @@ class Signature:
     warnings: tuple[str, ...] = ()  # likely mistakes worth telling the author at load time
 
 
-def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True) -> Signature:
+def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True, returns: bool = True) -> Signature:
     """Build the argument converter and the input/output schemas of ``fn``.
 
     ``fast=False`` forces the pydantic path even for simple signatures (tests compare both).
+    ``returns=False`` skips the output schema (resources and prompts have none).
     Raises TypeError with a readable message when the signature cannot become a tool.
     """
     hints = resolve_hints(fn, tool_name)
@@ -103,7 +104,7 @@ def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True) -> Sig
 
     built = (fast and _simple_arguments(params, tool_name)) or _pydantic_arguments(params, tool_name)
     input_schema, convert = built
-    return_annotation = hints.get("return", inspect.Signature.empty)
+    return_annotation = hints.get("return", inspect.Signature.empty) if returns else inspect.Signature.empty
     output_schema, wraps = output_schema_for(return_annotation, tool_name, fast=fast)
     if _strip_annotated(return_annotation) in (bytes, bytearray):
         notes.append(

@@ -223,6 +223,42 @@ class Client:
             if not cursor:
                 return tools
 
+    async def _all_pages(self, method: str, key: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            page = await self.request(method, {"cursor": cursor} if cursor else {})
+            items.extend(page[key])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return items
+
+    async def list_resources(self) -> list[dict[str, Any]]:
+        """Every resource (all pages), as MCP Resource objects."""
+        return await self._all_pages("resources/list", "resources")
+
+    async def list_resource_templates(self) -> list[dict[str, Any]]:
+        return await self._all_pages("resources/templates/list", "resourceTemplates")
+
+    async def read_resource(self, uri: str) -> list[dict[str, Any]]:
+        """The contents of a resource (MCP objects with ``text`` or base64 ``blob``)."""
+        return (await self.request("resources/read", {"uri": uri}))["contents"]
+
+    async def list_prompts(self) -> list[dict[str, Any]]:
+        return await self._all_pages("prompts/list", "prompts")
+
+    async def get_prompt(self, name: str, /, **arguments: str) -> list[dict[str, Any]]:
+        """A prompt's messages (MCP PromptMessage objects)."""
+        return (await self.request("prompts/get", {"name": name, "arguments": arguments}))["messages"]
+
+    async def complete(
+        self, *, argument: str, value: str, prompt: str | None = None, resource: str | None = None
+    ) -> list[str]:
+        """Completion values for an argument of a prompt or a resource template."""
+        ref = {"type": "ref/prompt", "name": prompt} if prompt else {"type": "ref/resource", "uri": resource}
+        params = {"ref": ref, "argument": {"name": argument, "value": value}}
+        return (await self.request("completion/complete", params))["completion"]["values"]
+
     async def wait_for_list_changed(self, count: int = 1) -> None:
         """Wait until at least ``count`` list_changed notifications have arrived."""
         async with self._changed:

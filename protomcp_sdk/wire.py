@@ -35,6 +35,10 @@ RAW_RESULT_JSON = "application/json; protomcp=call_result.result_json"
 """RawHeader.content_type of a raw payload that is the result_json of the call_result
 with the same request_id, which follows it."""
 
+RAW_RESOURCE_JSON = "application/json; protomcp=read_resource_response.contents_json"
+"""RawHeader.content_type of a raw payload that is the contents_json of the
+read_resource_response with the same request_id, which follows it."""
+
 SPOOL_PREFIX = "protomcp-spool-"
 """Large payloads may be handed over as a file in a private directory with this name prefix
 (on a memory file system), which the host names for each tool process: RawHeader.path names

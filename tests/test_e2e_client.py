@@ -26,7 +26,9 @@ async def test_initialize_and_list() -> None:
         assert session.protocol_version == "2025-11-25"
         caps = session.server_capabilities
         assert caps.tools is not None and caps.tools.list_changed is True
-        assert caps.resources is None and caps.prompts is None  # only what is implemented
+        assert caps.resources is not None and caps.resources.subscribe and caps.resources.list_changed
+        assert caps.prompts is not None and caps.prompts.list_changed
+        assert caps.completions is None  # declared only by a file that defines a completion
         tools = {t.name: t for t in (await session.list_tools()).tools}
         assert {"add", "echo", "wait_async", "point", "refuse"} <= set(tools)
         assert tools["add"].description == "Add two numbers."

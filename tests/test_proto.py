@@ -153,7 +153,15 @@ def test_protomcp_additions_use_numbers_from_64() -> None:
     descriptor = pb.Envelope.DESCRIPTOR
     spec_numbers = {n for n, _ in SPEC_ONEOF.values()} | set(SPEC_PLAIN.values())
     extra = {f.name: f.number for f in descriptor.fields if f.number not in spec_numbers}
-    assert extra == {"hello": 64, "call_id": 65, "heartbeat": 66, "heartbeat_reply": 67}
+    assert extra == {
+        "hello": 64,
+        "call_id": 65,
+        "heartbeat": 66,
+        "heartbeat_reply": 67,
+        "elicit_request": 68,
+        "elicit_response": 69,
+        "roots_changed": 70,
+    }
     assert descriptor.fields_by_name["hello"].containing_oneof is descriptor.oneofs_by_name["msg"]
     assert descriptor.fields_by_name["call_id"].containing_oneof is None
 

@@ -94,3 +94,18 @@ async def test_recording_context_for_direct_calls(tmp_path: Path) -> None:
     cancelled = RecordingContext()
     cancelled.cancel()
     assert tools.slow(5, cancelled) == "cancelled" and len(cancelled.progress) == 1
+
+
+async def test_resources_prompts_and_completions() -> None:
+    content = Path(__file__).parent / "tools" / "features" / "content.py"
+    async with Client(content) as c:
+        assert "test://static-text" in {r["uri"] for r in await c.list_resources()}
+        assert {t["uriTemplate"] for t in await c.list_resource_templates()} >= {"notes://{id}"}
+        assert (await c.read_resource("notes://1"))[0]["text"] == "# Note 1\nfirst note"
+        assert "greet" in {p["name"] for p in await c.list_prompts()}
+        messages = await c.get_prompt("greet", name="Ada")
+        assert messages[0]["content"]["text"] == "Greet Ada 1x (plain)"
+        assert await c.complete(prompt="greet", argument="name", value="b") == ["bob"]
+        assert await c.complete(resource="notes://{id}", argument="id", value="2") == ["2"]
+        with pytest.raises(ClientError, match="-32002"):
+            await c.read_resource("test://none")

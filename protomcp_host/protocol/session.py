@@ -16,6 +16,14 @@ import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog, InvalidCursor, Tool
+from protomcp_host.protocol.features import (
+    CancelForward,
+    ClientAnswer,
+    FeatureMethods,
+    Features,
+    Forward,
+    RootsChanged,
+)
 from protomcp_host.protocol.tasks import RELATED_TASK, Effects, Task, TaskMethods
 from protomcp_host.protocol.visibility import ToolVisibility
 
@@ -97,7 +105,7 @@ class ToolAnswer:
     meta: bytes = b""  # the result's _meta object, JSON (e.g. a ToolError's code)
 
 
-Event = Send | Call | CancelCall
+Event = Send | Call | CancelCall | Forward | CancelForward | ClientAnswer | RootsChanged
 Handler = Callable[[rpc.Request, Batch | None], Event | list[Event] | None]
 
 
@@ -107,6 +115,7 @@ class Session:
         catalog: Catalog,
         server_info: dict[str, Any],
         instructions: str | None = None,
+        features: Features | None = None,
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     ) -> None:
@@ -130,6 +139,13 @@ class Session:
             "logging/setLevel": self._set_level,
             **dict.fromkeys(("tasks/get", "tasks/result", "tasks/list", "tasks/cancel"), self._task_request),
         }
+        # resources, prompts, completions; requests to the client (protocol/features.py)
+        # (without `features`, a tools-only server: no resources/prompts methods or capabilities)
+        self.features = FeatureMethods(
+            self, features or Features(catalog.page_size), offered=features is not None
+        )
+        if features is not None:
+            self._methods.update(self.features.table())
 
     # -- input ---------------------------------------------------------------------
     def receive(self, line: bytes) -> list[Event]:
@@ -177,8 +193,14 @@ class Session:
 
     def _released(self, event: Event) -> list[Event]:
         """A cancelled call gets no answer: its batch may now be complete without it."""
-        if isinstance(event, CancelCall) and event.call.batch is not None:
-            complete = event.call.batch.drop()
+        if isinstance(event, CancelCall):
+            batch = event.call.batch
+        elif isinstance(event, CancelForward):
+            batch = event.forward.batch
+        else:
+            return []
+        if batch is not None:
+            complete = batch.drop()
             if complete is not None:
                 return [Send(complete)]
         return []
@@ -197,7 +219,7 @@ class Session:
         if isinstance(message, rpc.Notification):
             return self._notification(message)
         if isinstance(message, rpc.Response):
-            return None  # answers to server requests; the host sends none yet
+            return self.features.client_answer(message)
         if message.id in self.in_flight:
             return Send(
                 rpc.error(
@@ -222,6 +244,8 @@ class Session:
     def _notification(self, message: rpc.Notification) -> Event | None:
         if message.method == "notifications/initialized" and self.version is not None:
             self.initialized = True
+        elif message.method == "notifications/roots/list_changed" and self.features.offered:
+            return RootsChanged()
         elif message.method == "notifications/cancelled":
             request_id = message.params.get("requestId")
             if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
@@ -229,6 +253,9 @@ class Session:
                 if call is not None:  # no answer will be sent for it, as the spec asks
                     return CancelCall(call)
                 self.tasks.stop_waiting(orjson.dumps(request_id))
+                forward = self.features.cancelled(orjson.dumps(request_id))
+                if forward is not None:
+                    return CancelForward(forward)
         return None
 
     # -- requests ------------------------------------------------------------------
@@ -258,6 +285,7 @@ class Session:
         capabilities: dict[str, Any] = {"logging": {}, "tools": {"listChanged": True}}
         if self.version in TASK_VERSIONS:
             capabilities["tasks"] = TASKS_CAPABILITY
+        capabilities.update(self.features.capabilities())
         result: dict[str, Any] = {
             "protocolVersion": self.version,
             "capabilities": capabilities,

@@ -1,0 +1,444 @@
+"""Resources, resource templates, prompts and completions in the MCP core, sans-IO.
+
+Merged lists like the tool catalog (each tool file replaces its own entries; a clash between
+files is an error naming both), the session's request handlers for them, and the events that
+hand a read, a prompt or a completion to the tool process that owns it (``Forward``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.catalog import InvalidCursor, NameClash, _decode_cursor, _encode_cursor
+from protomcp_sdk.uritemplate import TemplateError, UriTemplate
+
+if TYPE_CHECKING:
+    from protomcp_host.protocol.session import Batch, Event, Session
+
+RESOURCE_NOT_FOUND = -32002
+
+
+@dataclass(slots=True)
+class Entry:
+    """One resource, template or prompt: its key (URI, URI template or name), the tool file
+    that owns it and its MCP object."""
+
+    key: str
+    owner: Hashable
+    mcp: dict[str, Any]
+    template: UriTemplate | None = None  # resource templates: to match URIs
+    required: tuple[str, ...] = ()  # prompts: the arguments that must be given
+
+
+class Listing:
+    """The merged entries of one kind, in a stable order, paged like tools/list."""
+
+    def __init__(self, kind: str, result_key: str, page_size: int) -> None:
+        self.kind = kind  # "resource", "resource template", "prompt": for messages
+        self.result_key = result_key  # the list's key in the MCP result
+        self.page_size = page_size
+        self.entries: dict[str, Entry] = {}
+        self._pages: dict[int, bytes] = {}
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, key: str) -> Entry | None:
+        return self.entries.get(key)
+
+    def check(self, owner: Hashable, entries: Iterable[Entry], owner_label: Any = None) -> None:
+        """Raise NameClash if `owner` may not have these entries (changes nothing)."""
+        seen: set[str] = set()
+        for entry in entries:
+            other = self.entries.get(entry.key)
+            if other is not None and other.owner != owner:
+                raise NameClash(
+                    f"{self.kind} clash: '{entry.key}' is defined in both {other.owner} "
+                    f"and {owner_label or owner}"
+                )
+            if entry.key in seen:
+                raise NameClash(
+                    f"{self.kind} clash: '{entry.key}' is defined twice in {owner_label or owner}"
+                )
+            seen.add(entry.key)
+
+    def replace(self, owner: Hashable, entries: Iterable[Entry]) -> bool:
+        """Swap in `owner`'s entries (call check first). True when the list changed."""
+        new = {entry.key: entry for entry in entries}
+        before = {k: e.mcp for k, e in self.entries.items() if e.owner == owner}
+        merged = {k: new.get(k, e) for k, e in self.entries.items() if e.owner != owner or k in new}
+        for key, entry in new.items():
+            merged.setdefault(key, entry)
+        self.entries = merged
+        self._pages.clear()
+        return before != {k: e.mcp for k, e in new.items()}
+
+    def page(self, cursor: str | None) -> bytes:
+        entries = list(self.entries.values())
+        start = _decode_cursor(cursor, len(entries)) if cursor is not None else 0
+        cached = self._pages.get(start)
+        if cached is None:
+            chunk = entries[start : start + self.page_size]
+            result: dict[str, Any] = {self.result_key: [e.mcp for e in chunk]}
+            if start + self.page_size < len(entries):
+                result["nextCursor"] = _encode_cursor(start + self.page_size)
+            cached = self._pages[start] = orjson.dumps(result)
+        return cached
+
+
+@dataclass(slots=True)
+class FileFeatures:
+    """What one tool file offers besides tools (from its handshake)."""
+
+    resources: list[Entry] = field(default_factory=list)
+    templates: list[Entry] = field(default_factory=list)
+    prompts: list[Entry] = field(default_factory=list)
+    completions: bool = False
+
+
+class Features:
+    """The merged resources, templates and prompts of every tool file behind one host."""
+
+    def __init__(self, page_size: int) -> None:
+        self.resources = Listing("resource", "resources", page_size)
+        self.templates = Listing("resource template", "resourceTemplates", page_size)
+        self.prompts = Listing("prompt", "prompts", page_size)
+        self.completing: set[Hashable] = set()  # owners that define completion functions
+
+    def check(self, owner: Hashable, offered: FileFeatures) -> None:
+        self.resources.check(owner, offered.resources)
+        self.templates.check(owner, offered.templates)
+        self.prompts.check(owner, offered.prompts)
+
+    def replace(self, owner: Hashable, offered: FileFeatures) -> list[str]:
+        """Swap in a file's entries; the list_changed notifications due (one per kind changed)."""
+        changed = self.resources.replace(owner, offered.resources)
+        changed = self.templates.replace(owner, offered.templates) or changed
+        notes = ["notifications/resources/list_changed"] if changed else []
+        if self.prompts.replace(owner, offered.prompts):
+            notes.append("notifications/prompts/list_changed")
+        if offered.completions:
+            self.completing.add(owner)
+        else:
+            self.completing.discard(owner)
+        return notes
+
+    def resource_owner(self, uri: str) -> Entry | None:
+        """The resource, or the first template, that `uri` names."""
+        entry = self.resources.get(uri)
+        if entry is not None:
+            return entry
+        for template in self.templates.entries.values():
+            if template.template is not None and template.template.match(uri) is not None:
+                return template
+        return None
+
+
+def template_entry(uri_template: str, owner: Hashable, mcp: dict[str, Any]) -> Entry | None:
+    """A template entry; None for a template the host cannot read (it is left out)."""
+    try:
+        return Entry(uri_template, owner, mcp, template=UriTemplate(uri_template))
+    except TemplateError:
+        return None
+
+
+# -- the session's side --------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class Forward:
+    """A resources/read, prompts/get or completion/complete for the tool process `owner`,
+    from request to answer. `params` is what that process needs (MCP shapes)."""
+
+    id: bytes
+    method: str
+    owner: Hashable
+    params: dict[str, Any]
+    batch: Batch | None = None
+    cancel: Callable[[], None] | None = None  # set by the host while the process works on it
+
+
+@dataclass(slots=True)
+class CancelForward:
+    """The client cancelled a forwarded request: it gets no answer."""
+
+    forward: Forward
+
+
+@dataclass(slots=True)
+class RootsChanged:
+    """The client's roots changed (notifications/roots/list_changed): tool processes hear of it."""
+
+
+@dataclass(slots=True, eq=False)
+class ClientRequest:
+    """A request this server sent to the client (sampling, elicitation, roots)."""
+
+    id: int
+    method: str
+    related: bytes | None  # the client request (tool call) it was made for
+    on_answer: Callable[[dict[str, Any] | None, str | None], None]  # (result, error)
+    timer: Any = None  # its timeout (host side)
+
+
+@dataclass(slots=True)
+class ClientAnswer:
+    """The client answered one of our requests: an event for the router."""
+
+    request: ClientRequest
+    result: dict[str, Any] | None
+    error: str | None
+
+
+CLIENT_CAPABILITY = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+
+
+class FeatureMethods:
+    """The session's handlers for resources/*, prompts/* and completion/complete, and its
+    server→client requests. Lives next to a Session; its table joins the session's."""
+
+    def __init__(self, session: Session, features: Features, *, offered: bool = True) -> None:
+        self.session = session
+        self.features = features
+        self.offered = offered  # resources and prompts are served (capabilities declared)
+        self.forwarded: dict[bytes, Forward] = {}
+        self.subscriptions: set[str] = set()
+        self.client_requests: dict[int, ClientRequest] = {}
+        self._next_id = 0
+
+    def table(self) -> dict[str, Callable[[rpc.Request, Batch | None], Event | None]]:
+        return {
+            "resources/list": self._resources_list,
+            "resources/templates/list": self._templates_list,
+            "resources/read": self._read,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "prompts/list": self._prompts_list,
+            "prompts/get": self._get_prompt,
+            "completion/complete": self._complete,
+        }
+
+    def capabilities(self) -> dict[str, Any]:
+        if not self.offered:
+            return {}
+        declared: dict[str, Any] = {
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
+        }
+        if self.features.completing:
+            declared["completions"] = {}
+        return declared
+
+    # -- lists ---------------------------------------------------------------------------
+    def _page(self, request: rpc.Request, listing: Listing) -> Event:
+        cursor = request.params.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            return _send(
+                rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "cursor" must be a string')
+            )
+        try:
+            return _send(rpc.raw_result(request.id, listing.page(cursor)))
+        except InvalidCursor as exc:
+            return _send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
+
+    def _resources_list(self, request: rpc.Request, _: Batch | None) -> Event:
+        return self._page(request, self.features.resources)
+
+    def _templates_list(self, request: rpc.Request, _: Batch | None) -> Event:
+        return self._page(request, self.features.templates)
+
+    def _prompts_list(self, request: rpc.Request, _: Batch | None) -> Event:
+        return self._page(request, self.features.prompts)
+
+    # -- forwarded requests --------------------------------------------------------------
+    def _read(self, request: rpc.Request, batch: Batch | None) -> Event:
+        uri = request.params.get("uri")
+        if not isinstance(uri, str):
+            return _invalid(request, '"uri" must be a string')
+        entry = self.features.resource_owner(uri)
+        if entry is None:
+            return _send(
+                rpc.error(request.id, RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+            )
+        return self._forward(request, entry.owner, {"uri": uri}, batch)
+
+    def _get_prompt(self, request: rpc.Request, batch: Batch | None) -> Event:
+        name = request.params.get("name")
+        if not isinstance(name, str):
+            return _invalid(request, '"name" must be a string')
+        arguments = request.params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            return _invalid(request, '"arguments" must be an object')
+        entry = self.features.prompts.get(name)
+        if entry is None:
+            return _invalid(request, f"Unknown prompt: {name}", plain=True)
+        missing = [arg for arg in entry.required if arg not in arguments]
+        if missing:
+            return _invalid(
+                request, f"Missing required argument{'s' if len(missing) > 1 else ''} for prompt "
+                f"'{name}': {', '.join(missing)}", plain=True,
+            )  # fmt: skip
+        return self._forward(request, entry.owner, {"name": name, "arguments": arguments}, batch)
+
+    def _complete(self, request: rpc.Request, batch: Batch | None) -> Event:
+        ref = request.params.get("ref")
+        argument = request.params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            return _invalid(request, '"ref" and "argument" must be objects')
+        name, value = argument.get("name"), argument.get("value", "")
+        if not isinstance(name, str) or not isinstance(value, str):
+            return _invalid(request, "argument.name and argument.value must be strings")
+        context = request.params.get("context") or {}
+        given = context.get("arguments") if isinstance(context, dict) else None
+        if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
+            entry = self.features.prompts.get(ref["name"])
+            if entry is None:
+                return _invalid(request, f"Unknown prompt: {ref['name']}", plain=True)
+            target = ref["name"]
+        elif ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
+            entry = self.features.templates.get(ref["uri"]) or self.features.resources.get(ref["uri"])
+            if entry is None:
+                return _invalid(request, f"Unknown resource template: {ref['uri']}", plain=True)
+            target = ref["uri"]
+        else:
+            return _invalid(
+                request, 'ref must be {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}'
+            )
+        if entry.owner not in self.features.completing:
+            return _send(rpc.result(request.id, {"completion": {"values": [], "total": 0, "hasMore": False}}))
+        params = {
+            "ref_type": ref["type"],
+            "ref": target,
+            "argument": name,
+            "value": value,
+            "context": given if isinstance(given, dict) else {},
+        }
+        return self._forward(request, entry.owner, params, batch)
+
+    def _forward(
+        self, request: rpc.Request, owner: Hashable, params: dict[str, Any], batch: Batch | None
+    ) -> Event:
+        forward = Forward(request.id, request.method, owner, params, batch)
+        self.forwarded[request.id] = forward
+        return forward
+
+    def answered(self, forward: Forward, *result: bytes) -> bytes | None:
+        """The tool process answered: the response (None if the client cancelled meanwhile)."""
+        if self.forwarded.pop(forward.id, None) is None:
+            return None
+        return self._finish(forward, rpc.raw_result(forward.id, *result))
+
+    def failed(self, forward: Forward, code: int, message: str, data: Any = None) -> bytes | None:
+        if self.forwarded.pop(forward.id, None) is None:
+            return None
+        return self._finish(forward, rpc.error(forward.id, code, message, data))
+
+    def _finish(self, forward: Forward, data: bytes) -> bytes | None:
+        return forward.batch.add(data) if forward.batch is not None else data
+
+    def cancelled(self, request_id: bytes) -> Forward | None:
+        """notifications/cancelled for a forwarded request: it gets no answer."""
+        return self.forwarded.pop(request_id, None)
+
+    # -- subscriptions -------------------------------------------------------------------
+    def _subscribe(self, request: rpc.Request, _: Batch | None) -> Event:
+        uri = request.params.get("uri")
+        if not isinstance(uri, str):
+            return _invalid(request, '"uri" must be a string')
+        if self.features.resource_owner(uri) is None:
+            return _send(
+                rpc.error(request.id, RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+            )
+        self.subscriptions.add(uri)
+        return _send(rpc.result(request.id, {}))
+
+    def _unsubscribe(self, request: rpc.Request, _: Batch | None) -> Event:
+        uri = request.params.get("uri")
+        if not isinstance(uri, str):
+            return _invalid(request, '"uri" must be a string')
+        self.subscriptions.discard(uri)
+        return _send(rpc.result(request.id, {}))
+
+    def updated(self, uri: str) -> bytes | None:
+        """notifications/resources/updated, if this session subscribed to `uri`."""
+        if uri not in self.subscriptions or not self.session.initialized:
+            return None
+        return rpc.notification("notifications/resources/updated", {"uri": uri})
+
+    def list_changed(self, notes: list[str]) -> list[bytes]:
+        return [rpc.notification(note) for note in notes] if self.session.initialized else []
+
+    # -- requests to the client ------------------------------------------------------------
+    def missing_capability(self, method: str, params: dict[str, Any]) -> str | None:
+        """Why the client cannot take this request (it did not declare the capability), or None."""
+        capability = CLIENT_CAPABILITY[method]
+        declared = self.session.client_capabilities.get(capability)
+        if not isinstance(declared, dict):
+            return f"the client does not support {capability} (it did not declare the capability)"
+        if method == "elicitation/create":
+            mode = params.get("mode", "form")
+            # An empty elicitation capability means form mode only (2025-11-25).
+            modes = {m for m in ("form", "url") if m in declared} or {"form"}
+            if mode not in modes:
+                return f"the client does not support {mode}-mode elicitation"
+        return None
+
+    def request_client(
+        self,
+        method: str,
+        params: dict[str, Any],
+        related: bytes | None,
+        on_answer: Callable[[dict[str, Any] | None, str | None], None],
+    ) -> tuple[ClientRequest, bytes]:
+        """A request to the client: its record (kept until answered or dropped) and its bytes."""
+        self._next_id += 1
+        pending = ClientRequest(self._next_id, method, related, on_answer)
+        self.client_requests[pending.id] = pending
+        return pending, rpc.request(pending.id, method, params)
+
+    def drop_client_request(self, pending: ClientRequest) -> bytes | None:
+        """Give up on a request (timeout, cancelled call): the notifications/cancelled to send."""
+        if self.client_requests.pop(pending.id, None) is None:
+            return None
+        return rpc.notification(
+            "notifications/cancelled",
+            {"requestId": pending.id, "reason": "the tool call no longer waits for it"},
+        )
+
+    def client_answer(self, response: rpc.Response) -> ClientAnswer | None:
+        try:
+            request_id = orjson.loads(response.id)
+        except orjson.JSONDecodeError:
+            return None
+        pending = self.client_requests.pop(request_id, None) if isinstance(request_id, int) else None
+        if pending is None:
+            return None
+        payload = response.payload
+        if "error" in payload:
+            error = payload["error"]
+            message = error.get("message") if isinstance(error, dict) else None
+            return ClientAnswer(pending, None, str(message or error))
+        result = payload.get("result")
+        if not isinstance(result, dict):
+            return ClientAnswer(pending, None, "the client's answer is not an object")
+        return ClientAnswer(pending, result, None)
+
+
+def _send(data: bytes) -> Event:
+    from protomcp_host.protocol.session import Send  # session.py imports this module
+
+    return Send(data)
+
+
+def _invalid(request: rpc.Request, message: str, *, plain: bool = False) -> Event:
+    return _send(
+        rpc.error(request.id, rpc.INVALID_PARAMS, message if plain else f"Invalid params: {message}")
+    )
