@@ -17,7 +17,7 @@ import orjson
 from protomcp_host import __version__
 from protomcp_host.envelope import control_change, tool_from_definition
 from protomcp_host.errout import ErrOut
-from protomcp_host.forwarding import Forwarding
+from protomcp_host.forwarding import Forwarding, declares_completions
 from protomcp_host.launch import Launched, StartupError, label_of
 from protomcp_host.middleware import ChainRun, Middleware
 from protomcp_host.output import OutputForwarder
@@ -77,6 +77,7 @@ class Host:
         self._tg: anyio.abc.TaskGroup | None = None
         self.features = Features(page_size)  # resources, templates, prompts of every file
         self.forwarding = Forwarding(self.features, self.supervisors, lambda: self.routers, call_timeout)
+        self.features.completions_expected = any(declares_completions(file) for file in files)
         self.started = False
         for file in files:
             self.supervisors[label_of(file)] = Supervisor(

@@ -4,7 +4,9 @@ owns them, resource-change notifications passed to the sessions that subscribed.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from protomcp_host.envelope import ForwardError, forward_request, forward_result
@@ -16,6 +18,25 @@ if TYPE_CHECKING:
     from protomcp_host.channel import Channel
     from protomcp_host.router import Router
     from protomcp_host.supervisor import Supervisor
+
+
+def declares_completions(file: Path) -> bool:
+    """Whether a tool file uses @completion, read without running it. The stdio transport
+    answers initialize before the files have loaded, so the `completions` capability is
+    decided from this (and from what loaded files report, once they have)."""
+    try:
+        tree = ast.parse(file.read_bytes(), str(file))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                if name == "completion":
+                    return True
+    return False
+
 
 DEFAULT_TIMEOUT = 60.0  # seconds a read, a prompt or a completion may take without --call-timeout
 

@@ -86,7 +86,10 @@ class Features:
             else:
                 self._read_failed(request_id, INTERNAL_ERROR, _describe(error, f"resource {spec.uri}"))
 
-        self._run(request_id, spec.fn, spec.is_async, spec.context_param, lambda: spec.arguments(uri), finish)
+        self._run(
+            f"resource {spec.uri}", request_id, spec.fn, spec.is_async, spec.context_param,
+            lambda: spec.arguments(uri), finish,
+        )  # fmt: skip
 
     def _read_failed(self, request_id: str, code: int, message: str) -> None:
         reply = pb.ReadResourceResponse(is_error=True, error=message, error_code=code)
@@ -128,7 +131,9 @@ class Features:
             else:
                 self._prompt_failed(request_id, INTERNAL_ERROR, _describe(error, f"prompt '{spec.name}'"))
 
-        self._run(request_id, spec.fn, spec.is_async, spec.context_param, arguments, finish)
+        self._run(
+            f"prompt {spec.name}", request_id, spec.fn, spec.is_async, spec.context_param, arguments, finish
+        )
 
     def _prompt_failed(self, request_id: str, code: int, message: str) -> None:
         reply = pb.GetPromptResponse(is_error=True, error=message, error_code=code)
@@ -160,11 +165,14 @@ class Features:
             reply([], 0, False)
 
         args = (request.argument_value, context) if spec.takes_context else (request.argument_value,)
-        self._run(request_id, lambda: spec.fn(*args), spec.is_async, None, dict, finish)
+        self._run(
+            f"completion {spec.ref}", request_id, lambda: spec.fn(*args), spec.is_async, None, dict, finish
+        )
 
     # -- running user functions -------------------------------------------------------------
     def _run(
         self,
+        key: str,  # what runs, for the worker threads' fairness (like a tool name)
         request_id: str,
         fn: Callable[..., Any],
         is_async: bool,
@@ -203,7 +211,7 @@ class Features:
                 else:
                     finish(value, None)
 
-            process.workers.submit(run_sync)
+            process.workers.submit(key, run_sync)
 
 
 def _describe(error: BaseException | None, what: str) -> str:

@@ -108,6 +108,7 @@ class Features:
         self.templates = Listing("resource template", "resourceTemplates", page_size)
         self.prompts = Listing("prompt", "prompts", page_size)
         self.completing: set[Hashable] = set()  # owners that define completion functions
+        self.completions_expected = False  # a file not loaded yet uses @completion (read statically)
 
     def check(self, owner: Hashable, offered: FileFeatures) -> None:
         self.resources.check(owner, offered.resources)
@@ -233,7 +234,7 @@ class FeatureMethods:
             "resources": {"subscribe": True, "listChanged": True},
             "prompts": {"listChanged": True},
         }
-        if self.features.completing:
+        if self.features.completing or self.features.completions_expected:
             declared["completions"] = {}
         return declared
 
