@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 from conftest import HOST, mcp_session
-from test_e2e_dev import write_atomic
+from test_e2e_dev import Watcher, write_atomic
 
 LISTS = ("notifications/resources/list_changed", "notifications/prompts/list_changed")
 
@@ -105,3 +105,17 @@ def test_prompt_clash_is_a_startup_error(tmp_path: Path) -> None:
     write_atomic(tmp_path / "two.py", feature_source(prompt="same").replace("noop", "noop2"))
     stderr = _startup_error(tmp_path)
     assert "prompt clash: 'same'" in stderr and "one.py" in stderr and "two.py" in stderr
+
+
+async def test_a_reload_that_would_clash_keeps_the_old_version(tmp_path: Path) -> None:
+    write_atomic(tmp_path / "a.py", feature_source(resource="test://a", text="from a"))
+    b = tmp_path / "b.py"
+    write_atomic(b, feature_source(resource="test://b", text="from b").replace("noop", "noop_b"))
+    watcher = Watcher()
+    async with mcp_session("dev", str(tmp_path), logging_callback=watcher.on_log) as session:
+        clashing = feature_source(resource="test://a", text="b again").replace("noop", "noop_b")
+        write_atomic(b, clashing)
+        error = await watcher.wait_log(lambda p: p.level == "error" and "clash" in str(p.data))
+        assert "'test://a'" in str(error.data) and "a.py" in str(error.data) and "b.py" in str(error.data)
+        assert (await session.read_resource("test://a")).contents[0].text == "from a"
+        assert (await session.read_resource("test://b")).contents[0].text == "from b"  # b's old version
