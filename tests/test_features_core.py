@@ -217,3 +217,11 @@ def test_requests_to_the_client() -> None:
     cancelled = orjson.loads(features.drop_client_request(pending) or b"{}")
     assert cancelled["method"] == "notifications/cancelled" and cancelled["params"]["requestId"] == pending.id
     assert features.drop_client_request(pending) is None
+
+
+def test_an_id_in_use_by_a_forwarded_request_is_refused() -> None:
+    session = _session()
+    (forward,) = _request(session, "resources/read", {"uri": "test://x"}, id_=8)
+    assert isinstance(forward, Forward)
+    error = _answer(_request(session, "prompts/get", {"name": "greet", "arguments": {"name": "a"}}, id_=8))
+    assert error["error"]["code"] == -32600 and "already in use" in error["error"]["message"]

@@ -220,7 +220,7 @@ class Session:
             return self._notification(message)
         if isinstance(message, rpc.Response):
             return self.features.client_answer(message)
-        if message.id in self.in_flight:
+        if message.id in self.in_flight or message.id in self.features.forwarded:
             return Send(
                 rpc.error(
                     message.id,
