@@ -4,6 +4,7 @@ ones in the worker threads, so a slow read never blocks anything else."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -161,7 +162,7 @@ class Features:
                     return
                 except TypeError as exc:
                     error = exc
-            print(f"protomcp tool process: {_describe(error, what)}", flush=True)
+            print(f"protomcp tool process: {_describe(error, what)}", file=sys.stderr, flush=True)
             reply([], 0, False)
 
         args = (request.argument_value, context) if spec.takes_context else (request.argument_value,)
