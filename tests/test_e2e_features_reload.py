@@ -113,6 +113,7 @@ async def test_a_reload_that_would_clash_keeps_the_old_version(tmp_path: Path) -
     write_atomic(b, feature_source(resource="test://b", text="from b").replace("noop", "noop_b"))
     watcher = Watcher()
     async with mcp_session("dev", str(tmp_path), logging_callback=watcher.on_log) as session:
+        assert len((await session.list_resources()).resources) == 2  # both files loaded and watched
         clashing = feature_source(resource="test://a", text="b again").replace("noop", "noop_b")
         write_atomic(b, clashing)
         error = await watcher.wait_log(lambda p: p.level == "error" and "clash" in str(p.data))
