@@ -18,6 +18,7 @@ import orjson
 
 from protomcp_sdk import protomcp_pb2 as pb
 
+_FORMATTER = logging.Formatter()
 CURRENT_CALL: contextvars.ContextVar[str] = contextvars.ContextVar("protomcp_call", default="")
 
 
@@ -42,7 +43,7 @@ class EnvelopeHandler(logging.Handler):
         try:
             text = record.getMessage()
             if record.exc_info:
-                text += "\n" + self.formatException(record.exc_info)
+                text += "\n" + _FORMATTER.formatException(record.exc_info)
             entry = pb.LogMessage(
                 level=mcp_level(record.levelno), logger=record.name, data_json=orjson.dumps(text).decode()
             )

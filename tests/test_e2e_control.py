@@ -206,3 +206,13 @@ def test_control_covers_the_tools_of_every_plugin_file(raw_host, tmp_path: Path)
     reply, notes = call(host, 1, "batch", enable=["elsewhere"])
     assert notes == [LIST_CHANGED] and "elsewhere" in structured(reply)
     assert call(host, 2, "elsewhere")[0]["result"]["content"][0]["text"] == "there"
+
+
+def test_a_logged_exception_carries_its_traceback(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", str(CONTROL))
+    host.initialize()
+    _, notes = exchange(host, 1, "tools/call", {"name": "log_failure", "arguments": {}})
+    (note,) = [n for n in notes if n["method"] == "notifications/message"]
+    assert note["params"]["level"] == "error"
+    assert note["params"]["data"].startswith("division failed\nTraceback")
+    assert "ZeroDivisionError" in note["params"]["data"]

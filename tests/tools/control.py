@@ -78,3 +78,13 @@ def log_records() -> str:
     log.info("info record")
     log.warning("warning record")
     return "logged"
+
+
+@tool
+def log_failure() -> str:
+    """Logs an exception with its traceback."""
+    try:
+        1 / 0  # noqa: B018
+    except ZeroDivisionError:
+        log.exception("division failed")
+    return "logged"
