@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from protomcp_host.transports.event_stream import EventStream, parse_event_id, sse_event, sse_priming
-from protomcp_host.transports.guard import BearerToken, Guard
+from protomcp_host.transports.guard import BearerToken, Guard, Identity
 from protomcp_host.transports.http_session import is_response
 
 
@@ -85,8 +85,8 @@ def test_guard_wildcard_bind_checks_host_only_when_told() -> None:
 
 async def test_bearer_token() -> None:
     auth = BearerToken("t0k")
-    assert await auth.check("Bearer t0k") == "token holder"
-    assert await auth.check("bearer t0k") == "token holder"
+    assert (await auth.check("Bearer t0k")) == Identity("token holder")
+    assert (await auth.check("bearer t0k")) == Identity("token holder")
     for bad in (None, "Bearer t0", "Basic t0k", "Bearer "):
         refusal = await auth.check(bad)
         assert refusal is not None and refusal.status == 401
