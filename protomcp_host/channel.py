@@ -217,6 +217,8 @@ class Channel:
             request.progress_token = str(call.progress_token)
         if call.task is not None:
             request.task_id = call.task.id
+        if call.auth is not None:
+            request.auth_json = orjson.dumps(call.auth).decode()
         self.send(pb.Envelope(request_id=request_id, call_tool=request))
         if timeout is not None:
             call.timer = asyncio.get_running_loop().call_later(timeout, self._timed_out, call, timeout)

@@ -71,14 +71,22 @@ class Context:
         tool_name: str = "",
         ask: Ask | None = None,
         task_id: str = "",
+        auth_json: str = "",
     ) -> None:
         self.request_id = request_id
+        self._auth_json = auth_json
         self.progress_token = progress_token
         self.tool_name = tool_name
         self.task_id = task_id  # set when the client runs this call as an MCP task
         self._send = send
         self._ask = ask
         self._cancelled = False  # a plain flag: set once by the loop, read by the tool's thread
+
+    @property
+    def auth(self) -> dict[str, Any] | None:
+        """The verified claims of the caller's access token (``sub``, ``scope``, ``iss``...) when
+        the host serves HTTP with OAuth; None otherwise. The token itself never reaches a tool."""
+        return orjson.loads(self._auth_json) if self._auth_json else None
 
     @property
     def cancelled(self) -> bool:

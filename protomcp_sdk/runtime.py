@@ -271,7 +271,15 @@ class ToolProcess:
             error = ArgumentError(f"Unknown tool: {request.name}")
             self.send_result(request_id, *encode_error(error, request.name))
             return
-        ctx = Context(request_id, request.progress_token, self.send, spec.name, self.ask, request.task_id)
+        ctx = Context(
+            request_id,
+            request.progress_token,
+            self.send,
+            spec.name,
+            self.ask,
+            request.task_id,
+            request.auth_json,
+        )
         context = contextvars.copy_context()  # logging records made by the call carry its id
         context.run(logs.CURRENT_CALL.set, request_id)
         if spec.is_async:

@@ -94,3 +94,45 @@ async def test_keep_alive_comments_and_takeover() -> None:
         resumed.hung_up.set()
         get.hung_up.set()
     app.close_all()
+
+
+async def test_both_uvicorn_protocols_batch_writes() -> None:
+    """The HTTP app under uvicorn with each HTTP/1.1 protocol protomcp may pick (httptools when
+    installed, else h11), on loopback: an answer arrives whole through the batching transport."""
+    import httpx2
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from protomcp_host.transports.batching import batching
+    from protomcp_host.transports.http_server import HttpSettings, _Server, bind, build_app
+
+    protocols = [H11Protocol]
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        protocols.append(HttpToolsProtocol)
+    except ImportError:  # a dependency, but h11 is what uvicorn falls back to without it
+        pass
+    for protocol in protocols:
+        host = Host([], stderr=lambda _: None)
+        app, owner = build_app(host, HttpSettings())
+        sock = bind("127.0.0.1", 0)
+        config = uvicorn.Config(app, lifespan="off", log_config=None, http=batching(protocol))
+        server = _Server(config)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(server.serve, [sock])
+                async with httpx2.AsyncClient(timeout=10) as client:
+                    headers = {
+                        "accept": "application/json, text/event-stream",
+                        "content-type": "application/json",
+                    }
+                    # The socket listens already: the request waits in its backlog until uvicorn serves.
+                    response = await client.post(url, content=INITIALIZE, headers=headers)
+                assert response.status_code == 200, protocol
+                assert response.json()["result"]["serverInfo"]["name"]
+                assert response.headers["mcp-session-id"]
+                owner.close_all()
+                server.should_exit = True
+        sock.close()

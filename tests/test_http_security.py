@@ -70,6 +70,7 @@ async def test_bearer_token(http_host: Any) -> None:
     async with http_session(host.url, headers={"authorization": "Bearer s3cret"}) as session:
         result = await session.call_tool("add", {"a": 20, "b": 22})
         assert result.content[0].text == "42"
+        assert (await session.call_tool("whoami", {})).structured_content == {}  # no claims to show
 
 
 async def test_missing_token_variable_is_a_startup_error() -> None:
@@ -165,8 +166,12 @@ async def test_oauth_jwt_resource_server(http_host: Any, tmp_path: Any) -> None:
         assert narrow.status_code == 403
         assert 'error="insufficient_scope"' in narrow.headers["www-authenticate"]
         assert 'scope="tools:call"' in narrow.headers["www-authenticate"]
-    async with http_session(host.url, headers={"authorization": f"Bearer {token()}"}) as session:
+    async with http_session(host.url, headers={"authorization": f"Bearer {token(sub='ada')}"}) as session:
         assert (await session.call_tool("add", {"a": 1, "b": 1})).content[0].text == "2"
+        # Tools see the verified claims through ctx.auth, never the token.
+        claims = (await session.call_tool("whoami", {})).structured_content
+        assert claims["sub"] == "ada" and claims["scope"] == "tools:call" and claims["iss"] == issuer
+        assert token(sub="ada") not in orjson.dumps(claims).decode()
     # A session belongs to the caller that created it: another valid caller cannot use its id.
     async with httpx2.AsyncClient(timeout=30) as client:
         alice, bob = token(sub="alice"), token(sub="bob")

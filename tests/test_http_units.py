@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from protomcp_host.transports.event_stream import EventStream, parse_event_id, sse_event, sse_priming
-from protomcp_host.transports.guard import BearerToken, Guard
+from protomcp_host.transports.guard import BearerToken, Guard, Identity
 from protomcp_host.transports.http_session import is_response
 
 
@@ -85,9 +85,41 @@ def test_guard_wildcard_bind_checks_host_only_when_told() -> None:
 
 async def test_bearer_token() -> None:
     auth = BearerToken("t0k")
-    assert await auth.check("Bearer t0k") == "token holder"
-    assert await auth.check("bearer t0k") == "token holder"
+    assert (await auth.check("Bearer t0k")) == Identity("token holder")
+    assert (await auth.check("bearer t0k")) == Identity("token holder")
     for bad in (None, "Bearer t0", "Basic t0k", "Bearer "):
         refusal = await auth.check(bad)
         assert refusal is not None and refusal.status == 401
         assert dict(refusal.headers)[b"www-authenticate"].startswith(b"Bearer")
+
+
+async def test_deadline_and_body_read_timeout() -> None:
+    import anyio
+    import pytest
+
+    from protomcp_host.transports.asgi import BodyTooLarge, read_body
+    from protomcp_host.transports.timers import Deadline
+
+    with Deadline(0.01) as deadline:
+        await anyio.sleep_forever()
+    assert deadline.expired
+    with Deadline(10) as deadline:
+        pass
+    assert not deadline.expired
+
+    async def first_chunk_then_silence() -> dict[str, Any]:
+        if not sent:
+            sent.append(1)
+            return {"type": "http.request", "body": b"{", "more_body": True}
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    sent: list[int] = []
+    with pytest.raises(TimeoutError):  # a client that stops sending its body is not waited for
+        await read_body(first_chunk_then_silence, 100, 0.01)
+
+    async def big() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"x" * 101, "more_body": False}
+
+    with pytest.raises(BodyTooLarge):
+        await read_body(big, 100, 1)

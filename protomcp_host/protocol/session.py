@@ -80,6 +80,7 @@ class Call:
     progress_token: str | int | None
     batch: Batch | None = None
     task: Task | None = None  # a task-augmented call: its answer goes to this task, not a response
+    auth: dict[str, Any] | None = None  # verified claims of the caller (HTTP + OAuth) for the tool
     request_id: str = ""  # the Envelope correlation id while it runs in a tool process
     runner: Any = None  # what runs it (a tool process channel); cancel() goes there
     timer: Any = None  # its timeout
@@ -128,6 +129,7 @@ class Session:
         self.client_capabilities: dict[str, Any] = {}
         self.initialized = False  # notifications/initialized received
         self.log_level: str | None = None
+        self.auth: dict[str, Any] | None = None  # the transport sets the caller's verified claims
         self.in_flight: dict[bytes, Call] = {}
         self.visibility = ToolVisibility()
         self.tasks = TaskMethods()
@@ -368,10 +370,10 @@ class Session:
         if isinstance(token, bool) or not isinstance(token, (str, int)):
             token = None
         if task is not None:  # answered at once; the call (if the arguments are valid) runs on
-            call = Call(request.id, tool, arguments, token)
+            call = Call(request.id, tool, arguments, token, auth=self.auth)
             events = self._carry(self.tasks.create(request.id, task, call, problem))
             return [*events, call] if call.task is not None else events
-        call = Call(request.id, tool, arguments, token, batch)
+        call = Call(request.id, tool, arguments, token, batch, auth=self.auth)
         self.in_flight[request.id] = call
         return call
 

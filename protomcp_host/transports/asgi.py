@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-import anyio
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.transports.timers import Deadline
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -41,7 +41,7 @@ async def read_body(receive: Receive, limit: int, timeout: float) -> bytes:
     client sends too slowly, ClientGone when it disconnects."""
     parts: list[bytes] = []
     size = 0
-    with anyio.fail_after(timeout):
+    with Deadline(timeout) as deadline:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
@@ -53,6 +53,8 @@ async def read_body(receive: Receive, limit: int, timeout: float) -> bytes:
             parts.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(parts)
+    assert deadline.expired
+    raise TimeoutError
 
 
 async def respond(

@@ -11,6 +11,8 @@ from collections import deque
 
 import anyio
 
+from protomcp_host.transports.timers import Deadline
+
 KEEP = 10_000  # messages kept for resumption per stream; the oldest go first
 
 
@@ -68,7 +70,7 @@ class EventStream:
         """Until something changes (a message, the end, a takeover) or `timeout` passes;
         False when nothing changed."""
         changed = self._changed
-        with anyio.move_on_after(timeout):
+        with Deadline(timeout):
             await changed.wait()
         return changed.is_set()
 

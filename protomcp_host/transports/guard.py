@@ -10,14 +10,14 @@ import hmac
 from collections.abc import Iterable
 from dataclasses import dataclass
 from ipaddress import ip_address
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from protomcp_host.transports.asgi import ASGIApp, Receive, Scope, Send, header, refuse
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
-PRINCIPAL = "protomcp.principal"  # scope["state"] key: who the authenticated caller is
+IDENTITY = "protomcp.identity"  # scope["state"] key: who the authenticated caller is
 
 
 def is_loopback(host: str) -> bool:
@@ -44,10 +44,17 @@ class Refusal:
     headers: tuple[tuple[bytes, bytes], ...] = ()
 
 
+@dataclass(frozen=True)
+class Identity:
+    """Who an authenticated request comes from."""
+
+    principal: str  # sessions are bound to it
+    claims: dict[str, Any] | None = None  # verified token claims, which tools see (never the token)
+
+
 class Authenticator(Protocol):
-    async def check(self, authorization: str | None) -> Refusal | str:
-        """Who is calling (a name sessions are bound to) when the request may go on; otherwise
-        the answer that refuses it."""
+    async def check(self, authorization: str | None) -> Refusal | Identity:
+        """Who is calling when the request may go on; otherwise the answer that refuses it."""
         ...
 
 
@@ -57,7 +64,7 @@ class BearerToken:
     def __init__(self, token: str) -> None:
         self._token = token.encode()
 
-    async def check(self, authorization: str | None) -> Refusal | str:
+    async def check(self, authorization: str | None) -> Refusal | Identity:
         scheme, _, presented = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not presented.strip():
             return Refusal(
@@ -71,7 +78,7 @@ class BearerToken:
                 "Unauthorized: the bearer token is not valid",
                 ((b"www-authenticate", b'Bearer realm="protomcp", error="invalid_token"'),),
             )
-        return "token holder"
+        return Identity("token holder")
 
 
 class Guard:
@@ -107,7 +114,7 @@ class Guard:
             if isinstance(checked, Refusal):
                 refusal = checked
             else:
-                scope.setdefault("state", {})[PRINCIPAL] = checked
+                scope.setdefault("state", {})[IDENTITY] = checked
         if refusal is not None:
             await refuse(send, refusal.status, refusal.message, refusal.headers)
             return

@@ -40,7 +40,7 @@ from protomcp_host.transports.event_stream import (
     sse_event,
     sse_priming,
 )
-from protomcp_host.transports.guard import PRINCIPAL
+from protomcp_host.transports.guard import IDENTITY, Identity
 from protomcp_host.transports.http_session import RESPONSE_PREFIX, HttpSession
 
 if TYPE_CHECKING:
@@ -106,6 +106,8 @@ class StreamableHTTP:
                 f"supported: {', '.join(SUPPORTED_VERSIONS)}",
             )
             return None
+        identity = _identity(scope)
+        hs.session.auth = None if identity is None else identity.claims  # for the calls this request starts
         hs.touch()
         return hs
 
@@ -381,6 +383,12 @@ def _media_types(accept: str) -> frozenset[str]:
     return frozenset(part.split(";")[0].strip().lower() for part in accept.split(","))
 
 
+def _identity(scope: Scope) -> Identity | None:
+    """Who authenticated this request; None without authentication."""
+    return scope.get("state", {}).get(IDENTITY)
+
+
 def _principal(scope: Scope) -> str | None:
-    """Who authenticated this request (sessions are bound to it), None without authentication."""
-    return scope.get("state", {}).get(PRINCIPAL)
+    """The name sessions are bound to."""
+    identity = _identity(scope)
+    return None if identity is None else identity.principal

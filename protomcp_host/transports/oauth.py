@@ -20,7 +20,7 @@ import anyio
 import orjson
 
 from protomcp_host.transports.asgi import Receive, Scope, Send, respond_json
-from protomcp_host.transports.guard import Refusal
+from protomcp_host.transports.guard import Identity, Refusal
 
 ASYMMETRIC = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
@@ -116,7 +116,7 @@ class OAuthResource:
             parts.append(f'error_description="{description.replace(chr(34), chr(39))}"')
         return (b"www-authenticate", ("Bearer " + ", ".join(parts)).encode())
 
-    async def check(self, authorization: str | None) -> Refusal | str:
+    async def check(self, authorization: str | None) -> Refusal | Identity:
         scheme, _, token = (authorization or "").partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
@@ -132,7 +132,7 @@ class OAuthResource:
         if missing:
             message = f"Forbidden: the access token lacks the scope {' '.join(missing)}"
             return Refusal(403, message, (self._challenge("insufficient_scope", message),))
-        return f"{claims.get('iss')} {claims.get('sub', '')}"
+        return Identity(f"{claims.get('iss')} {claims.get('sub', '')}", claims)
 
     async def _verify(self, token: str) -> dict[str, Any]:
         import jwt

@@ -42,3 +42,9 @@ async def tick(seconds: float, ctx: Context) -> str:
 def hide(name: str) -> ToolResult:
     """Hide a tool from the calling session only."""
     return ToolResult(["hidden"], disable_tools=[name])
+
+
+@tool
+def whoami(ctx: Context) -> dict:
+    """The verified claims the host passed for this call (empty without OAuth)."""
+    return ctx.auth or {}

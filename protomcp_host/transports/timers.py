@@ -1,0 +1,38 @@
+"""A cheap deadline for the waits every HTTP request makes.
+
+anyio.move_on_after / fail_after cost 9-14 µs each (backend lookups on every call), a fifth of
+the time a request spends in protomcp's own HTTP code; a plain CancelScope with one loop timer
+does the same job for about a third of that. The host always runs on asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+
+import anyio
+
+
+class Deadline:
+    """Like anyio.move_on_after(seconds): leaves the block when the time is up;
+    `expired` tells whether it did."""
+
+    __slots__ = ("_handle", "scope", "seconds")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.scope = anyio.CancelScope()
+
+    def __enter__(self) -> Deadline:
+        self._handle = asyncio.get_running_loop().call_later(self.seconds, self.scope.cancel)
+        self.scope.__enter__()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        self._handle.cancel()
+        return bool(self.scope.__exit__(kind, exc, tb))
+
+    @property
+    def expired(self) -> bool:
+        return self.scope.cancelled_caught
