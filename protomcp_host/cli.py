@@ -204,40 +204,13 @@ def main() -> None:
 @_source_options
 @_identity_options
 @_serve_options
-def run(
-    files: tuple[Path, ...],
-    modules: tuple[str, ...],
-    plugins: tuple[str, ...],
-    server_name: str | None,
-    instructions: str | None,
-    transport: str,
-    python: str,
-    call_timeout: float,
-    page_size: int,
-    include_tags: tuple[str, ...],
-    exclude_tags: tuple[str, ...],
-    **http: Any,
-) -> None:
+def run(files: tuple[Path, ...], **options: Any) -> None:
     """Serve the tools in FILES (files or folders of tool files) over MCP.
 
     This is the command to put in your AI client's config. Each file, module and plugin
     runs in its own supervised tool process; a tool process that crashes is restarted.
     """
-    limits = _pop_limits(http)  # the hardening bounds, not HTTP settings
-    _serve(
-        files,
-        modules=modules,
-        plugins=plugins,
-        server_name=server_name,
-        instructions=instructions,
-        python=python,
-        call_timeout=call_timeout,
-        page_size=page_size,
-        include_tags=include_tags,
-        exclude_tags=exclude_tags,
-        http=_http_settings(transport, http),
-        **limits,
-    )
+    _serve_command(files, options)
 
 
 @main.command()
@@ -250,22 +223,7 @@ def run(
     help="Also reload when files matching GLOB change (repeatable), e.g. --watch 'data/*.json'.",
 )  # fmt: skip
 @click.option("--no-reload", is_flag=True, help="Do not watch files; behave like run, with dev diagnostics.")
-def dev(
-    files: tuple[Path, ...],
-    modules: tuple[str, ...],
-    plugins: tuple[str, ...],
-    server_name: str | None,
-    instructions: str | None,
-    transport: str,
-    python: str,
-    call_timeout: float,
-    page_size: int,
-    include_tags: tuple[str, ...],
-    exclude_tags: tuple[str, ...],
-    watch: tuple[str, ...],
-    no_reload: bool,
-    **http: Any,
-) -> None:
+def dev(files: tuple[Path, ...], watch: tuple[str, ...], no_reload: bool, **options: Any) -> None:
     """Serve FILES like run, and reload a tool file the moment you save it.
 
     The host and the client's session stay up: only the tool process is replaced, so
@@ -274,23 +232,22 @@ def dev(
     node_modules are skipped). A file that fails to load leaves the previous tools
     serving and reports the error here and to the client.
     """
-    limits = _pop_limits(http)  # the hardening bounds, not HTTP settings
-    _serve(
-        files,
-        modules=modules,
-        plugins=plugins,
-        server_name=server_name,
-        instructions=instructions,
-        python=python,
-        call_timeout=call_timeout,
-        page_size=page_size,
-        include_tags=include_tags,
-        exclude_tags=exclude_tags,
-        reload=not no_reload,
-        watch=watch,
-        http=_http_settings(transport, http),
-        **limits,
-    )
+    _serve_command(files, options, reload=not no_reload, watch=watch)
+
+
+SERVE_KEYS = (
+    "modules", "plugins", "server_name", "instructions", "python", "call_timeout", "page_size",
+    "include_tags", "exclude_tags",
+)  # fmt: skip
+
+
+def _serve_command(files: tuple[Path, ...], options: dict[str, Any], **extra: Any) -> None:
+    """What run and dev share: split the options into serve settings, hardening bounds and
+    HTTP settings (what is left), then serve."""
+    limits = _pop_limits(options)
+    transport = options.pop("transport")
+    settings = {key: options.pop(key) for key in SERVE_KEYS}
+    _serve(files, **settings, **extra, http=_http_settings(transport, options), **limits)
 
 
 LIMITS = ("drain_timeout", "max_in_flight", "startup_timeout", "heartbeat_timeout")
