@@ -84,3 +84,23 @@ async def refuse(send: Send, status: int, message: str, headers: Headers = (), c
 
 def json_body(value: Any) -> bytes:
     return orjson.dumps(value)
+
+
+async def read_json(receive: Receive, send: Send, limit: int, timeout: float) -> tuple[bytes, Any] | None:
+    """Read a POSTed JSON-RPC body and parse it; None when the request was refused (and
+    answered: 413, 408, 400) or the client went away."""
+    try:
+        body = await read_body(receive, limit, timeout)
+    except BodyTooLarge:
+        await refuse(send, 413, f"Payload Too Large: the limit is {limit} bytes")
+        return None
+    except TimeoutError:
+        await refuse(send, 408, "Request Timeout: the request body arrived too slowly")
+        return None
+    except ClientGone:
+        return None
+    try:
+        return body, orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        await refuse(send, 400, f"Parse error: {exc}", code=-32700)
+        return None

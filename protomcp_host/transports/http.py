@@ -22,13 +22,11 @@ import orjson
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.session import BATCH_VERSIONS, SUPPORTED_VERSIONS
 from protomcp_host.transports.asgi import (
-    BodyTooLarge,
-    ClientGone,
     Receive,
     Scope,
     Send,
     header,
-    read_body,
+    read_json,
     refuse,
     respond,
     respond_json,
@@ -134,21 +132,10 @@ class StreamableHTTP:
         if content_type != "application/json":
             await refuse(send, 415, "Unsupported Media Type: POST a JSON-RPC message as application/json")
             return
-        try:
-            body = await read_body(receive, self.options.max_body, self.options.read_timeout)
-        except BodyTooLarge:
-            await refuse(send, 413, f"Payload Too Large: the limit is {self.options.max_body} bytes")
+        read = await read_json(receive, send, self.options.max_body, self.options.read_timeout)
+        if read is None:
             return
-        except TimeoutError:
-            await refuse(send, 408, "Request Timeout: the request body arrived too slowly")
-            return
-        except ClientGone:
-            return
-        try:
-            parsed = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            await refuse(send, 400, f"Parse error: {exc}", code=rpc.PARSE_ERROR)
-            return
+        body, parsed = read
         if isinstance(parsed, dict) and parsed.get("method") == "initialize":
             await self._initialize(body, parsed, scope, send)
             return

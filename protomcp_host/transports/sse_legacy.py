@@ -12,15 +12,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 import anyio
-import orjson
 
 from protomcp_host.transports.asgi import (
-    BodyTooLarge,
-    ClientGone,
     Receive,
     Scope,
     Send,
-    read_body,
+    read_json,
     refuse,
     respond,
 )
@@ -108,21 +105,10 @@ class LegacySSE:
         if session is None:
             await refuse(send, 404, "Session not found: open GET /sse first and use the endpoint it names")
             return
-        try:
-            body = await read_body(receive, self.options.max_body, self.options.read_timeout)
-        except BodyTooLarge:
-            await refuse(send, 413, f"Payload Too Large: the limit is {self.options.max_body} bytes")
+        read = await read_json(receive, send, self.options.max_body, self.options.read_timeout)
+        if read is None:
             return
-        except TimeoutError:
-            await refuse(send, 408, "Request Timeout: the request body arrived too slowly")
-            return
-        except ClientGone:
-            return
-        try:
-            orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            await refuse(send, 400, f"Parse error: {exc}", code=-32700)
-            return
+        body = read[0]
         session.router.feed(body)
         await respond(send, 202, b"Accepted", content_type=b"text/plain")
 
