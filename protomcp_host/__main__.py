@@ -1,3 +1,3 @@
-from protomcp_host.cli import main
+from protomcp_host.cli.main import main
 
 main()

@@ -15,22 +15,22 @@ import anyio.abc
 import orjson
 
 from protomcp_host import __version__
-from protomcp_host.envelope import control_change, tool_from_definition
+from protomcp_host.bridge.envelope import control_change, tool_from_definition
+from protomcp_host.bridge.forwarding import Forwarding, declares_completions
+from protomcp_host.bridge.middleware import ChainRun, Middleware
+from protomcp_host.bridge.router import Router, Writer
 from protomcp_host.errout import ErrOut
-from protomcp_host.forwarding import Forwarding, declares_completions
-from protomcp_host.launch import Launched, StartupError, label_of
-from protomcp_host.middleware import ChainRun, Middleware
-from protomcp_host.output import OutputForwarder
+from protomcp_host.processes.launch import Launched, StartupError, label_of
+from protomcp_host.processes.output import OutputForwarder
+from protomcp_host.processes.supervisor import Supervisor
+from protomcp_host.processes.worker import WorkerError
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Call, Session
-from protomcp_host.router import Router, Writer
-from protomcp_host.supervisor import Supervisor
-from protomcp_host.worker import WorkerError
 from protomcp_sdk import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
-    from protomcp_host.transports.http_server import HttpSettings
+    from protomcp_host.transports.http.server import HttpSettings
 
 SERVER_INFO = {"name": "protomcp", "version": __version__}
 DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds a tool file may take to import and list its tools
@@ -279,7 +279,7 @@ async def _serve(
     signalled: list[int] | None,
     **options: Any,
 ) -> int:
-    from protomcp_host.reloader import watch_and_reload
+    from protomcp_host.processes.reloader import watch_and_reload
     from protomcp_host.transports.stdio import serve_stdio
 
     # In dev a file that fails to load at start-up is served as "no tools" until it is fixed.
@@ -311,7 +311,7 @@ async def _serve(
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
         if http is not None:
             if await start():  # HTTP clients come and go: serve once the files have loaded
-                from protomcp_host.transports.http_server import serve_http
+                from protomcp_host.transports.http.server import serve_http
 
                 try:
                     await serve_http(
@@ -346,7 +346,7 @@ async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
 
 def banner(host: Host, reload: bool) -> str:
     """What a person who started protomcp in a terminal needs to know."""
-    from protomcp_host.install import default_name, server_entry
+    from protomcp_host.cli.install import default_name, server_entry
 
     entry = {"mcpServers": {default_name(host.files): server_entry(host.files, dev=reload)}}
     files = ", ".join(map(label_of, host.files))
@@ -372,7 +372,7 @@ def banner(host: Host, reload: bool) -> str:
 
 def http_banner(host: Host, url: str, reload: bool) -> str:
     """The URL, and ready entries for clients configured by URL."""
-    from protomcp_host.install import default_name
+    from protomcp_host.cli.install import default_name
 
     name = default_name(host.files)
     files = ", ".join(map(label_of, host.files))

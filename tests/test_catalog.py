@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from protomcp_host.envelope import tool_from_definition
+from protomcp_host.bridge.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog, InvalidCursor, NameClash, Tool
 from protomcp_sdk import protomcp_pb2 as pb
 
@@ -285,7 +285,7 @@ def test_validator_is_compiled_once() -> None:
 
 
 def test_replace_keeps_order_of_surviving_tools() -> None:
-    from protomcp_host.envelope import tool_from_definition
+    from protomcp_host.bridge.envelope import tool_from_definition
     from protomcp_host.protocol.catalog import Catalog
     from protomcp_sdk import protomcp_pb2 as pb
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, HOST
 
-from protomcp_host.show import parse_pairs, signature
+from protomcp_host.cli.show import parse_pairs, signature
 from protomcp_sdk.testing import Client
 
 SLOW = '''"""Counting tools. Call count with a small n."""

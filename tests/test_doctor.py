@@ -10,8 +10,8 @@ from pathlib import Path
 import orjson
 from conftest import EXAMPLES, HOST
 
-from protomcp_host.doctor import check_clients
-from protomcp_host.install import Place, protomcp_command
+from protomcp_host.cli.doctor import check_clients
+from protomcp_host.cli.install import Place, protomcp_command
 
 HELLO = EXAMPLES / "hello.py"
 

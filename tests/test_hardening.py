@@ -456,7 +456,7 @@ def test_spool_paths_outside_the_hosts_directory_are_not_touched(
 
 
 def test_spool_files_are_read_only_from_the_named_directory(tmp_path: Path) -> None:
-    from protomcp_host.channel import read_spooled
+    from protomcp_host.processes.channel import read_spooled
 
     spool = tmp_path / "protomcp-spool-abc"
     spool.mkdir()
@@ -633,7 +633,7 @@ def test_raw_payloads_of_timed_out_calls_are_dropped(raw_host, monkeypatch) -> N
 def test_channel_forgets_the_payload_of_a_cancelled_call() -> None:
     import asyncio
 
-    from protomcp_host.channel import Channel, cancel_call
+    from protomcp_host.processes.channel import Channel, cancel_call
     from protomcp_host.protocol.catalog import Tool
     from protomcp_host.protocol.session import Call
 

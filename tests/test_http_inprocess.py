@@ -10,7 +10,7 @@ import orjson
 from http_support import INITIALIZE, INITIALIZED
 
 from protomcp_host.app import Host
-from protomcp_host.transports.http import HttpOptions, StreamableHTTP
+from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
 
 
 class Exchange:
@@ -103,8 +103,8 @@ async def test_both_uvicorn_protocols_batch_writes() -> None:
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    from protomcp_host.transports.batching import batching
-    from protomcp_host.transports.http_server import HttpSettings, _Server, bind, build_app
+    from protomcp_host.transports.http.batching import batching
+    from protomcp_host.transports.http.server import HttpSettings, _Server, bind, build_app
 
     protocols = [H11Protocol]
     try:

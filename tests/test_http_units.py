@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from protomcp_host.transports.event_stream import EventStream, parse_event_id, sse_event, sse_priming
-from protomcp_host.transports.guard import BearerToken, Guard, Identity
-from protomcp_host.transports.http_session import is_response
+from protomcp_host.transports.http.event_stream import EventStream, parse_event_id, sse_event, sse_priming
+from protomcp_host.transports.http.guard import BearerToken, Guard, Identity
+from protomcp_host.transports.http.sessions import is_response
 
 
 def test_event_stream_replays_after_a_cursor_and_ends() -> None:
@@ -97,8 +97,8 @@ async def test_deadline_and_body_read_timeout() -> None:
     import anyio
     import pytest
 
-    from protomcp_host.transports.asgi import BodyTooLarge, read_body
-    from protomcp_host.transports.timers import Deadline
+    from protomcp_host.transports.http.asgi import BodyTooLarge, read_body
+    from protomcp_host.transports.http.timers import Deadline
 
     with Deadline(0.01) as deadline:
         await anyio.sleep_forever()

@@ -12,8 +12,8 @@ import orjson
 import pytest
 from conftest import EXAMPLES, HOST
 
-from protomcp_host import install as installer
-from protomcp_host.install import CONFIG_FILES, InstallError, Place
+from protomcp_host.cli import install as installer
+from protomcp_host.cli.install import CONFIG_FILES, InstallError, Place
 
 HELLO = EXAMPLES / "hello.py"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from protomcp_host.pipes import BatchedWriter, read_into
+from protomcp_host.processes.pipes import BatchedWriter, read_into
 
 pytestmark = pytest.mark.anyio
 

@@ -188,7 +188,7 @@ def test_oneof_fields_are_exclusive() -> None:
 
 def test_launch_uses_the_wire_fd_variable() -> None:
     # launch.py repeats the name to avoid importing protobuf before the tool processes start.
-    from protomcp_host import launch
+    from protomcp_host.processes import launch
     from protomcp_sdk import wire
 
     assert launch.FD_ENV == wire.FD_ENV

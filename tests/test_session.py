@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from protomcp_host.envelope import tool_answer, tool_from_definition
+from protomcp_host.bridge.envelope import tool_answer, tool_from_definition
 from protomcp_host.protocol.catalog import Catalog, Tool
 from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session
 from protomcp_sdk import protomcp_pb2 as pb
@@ -1025,7 +1025,7 @@ def test_no_progress_after_the_call_is_done() -> None:
 
 
 def test_structured_content_must_be_an_object() -> None:
-    from protomcp_host.envelope import tool_from_definition
+    from protomcp_host.bridge.envelope import tool_from_definition
     from protomcp_host.protocol.catalog import Catalog
     from protomcp_host.protocol.session import Session
     from protomcp_sdk import protomcp_pb2 as pb
@@ -1044,7 +1044,7 @@ def test_structured_content_must_be_an_object() -> None:
 
 
 def test_raw_content_is_spliced_and_untrusted_content_is_checked() -> None:
-    from protomcp_host.envelope import tool_from_definition
+    from protomcp_host.bridge.envelope import tool_from_definition
     from protomcp_host.protocol.catalog import Catalog
     from protomcp_host.protocol.session import Session
     from protomcp_sdk import protomcp_pb2 as pb

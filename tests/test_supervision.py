@@ -10,11 +10,11 @@ import anyio
 import pytest
 from conftest import RawHost
 
-from protomcp_host.output import OutputForwarder, TokenBucket
+from protomcp_host.processes.output import OutputForwarder, TokenBucket
+from protomcp_host.processes.reloader import SourceFilter, targets, watch_roots
+from protomcp_host.processes.supervisor import Backoff, Supervisor, WorkerError
 from protomcp_host.protocol.catalog import Tool
 from protomcp_host.protocol.session import Call
-from protomcp_host.reloader import SourceFilter, targets, watch_roots
-from protomcp_host.supervisor import Backoff, Supervisor, WorkerError
 
 pytestmark = pytest.mark.anyio
 

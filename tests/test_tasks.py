@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from protomcp_host.envelope import tool_from_definition
+from protomcp_host.bridge.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog, Tool
 from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session, ToolAnswer
 from protomcp_host.protocol.tasks import (

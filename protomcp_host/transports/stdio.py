@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import anyio
 import orjson
 
-from protomcp_host.pipes import BatchedWriter, read_into
+from protomcp_host.processes.pipes import BatchedWriter, read_into
 from protomcp_host.protocol import jsonrpc as rpc
 
 if TYPE_CHECKING:

@@ -9,15 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from protomcp_host.envelope import ForwardError, forward_request, forward_result
+from protomcp_host.bridge.envelope import ForwardError, forward_request, forward_result
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import Features, FileFeatures, Forward
 from protomcp_sdk import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
-    from protomcp_host.channel import Channel
-    from protomcp_host.router import Router
-    from protomcp_host.supervisor import Supervisor
+    from protomcp_host.bridge.router import Router
+    from protomcp_host.processes.channel import Channel
+    from protomcp_host.processes.supervisor import Supervisor
 
 
 def declares_completions(file: Path) -> bool:

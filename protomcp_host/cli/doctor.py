@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from protomcp_host import __version__
-from protomcp_host.distribution import DIST_NAME, install_command
-from protomcp_host.install import (
+from protomcp_host.cli.install import (
     CONFIG_FILES,
     ConfigFile,
     InstallError,
@@ -21,6 +20,7 @@ from protomcp_host.install import (
     is_protomcp_entry,
     read_config,
 )
+from protomcp_host.distribution import DIST_NAME, install_command
 
 # Claude Code keeps user-scope servers in ~/.claude.json ("mcpServers"); doctor only reads it.
 CLAUDE_CODE = ConfigFile("claude-code", "Claude Code", "mcpServers", lambda p: p.home / ".claude.json")
@@ -60,8 +60,8 @@ def check_python(python: str) -> list[Finding]:
 
 async def check_file(file: Path, python: str) -> list[Finding]:
     """Load a tool file in the real host and tool process; time it, count tools, keep warnings."""
-    from protomcp_host.direct import RequestFailed, direct_client, list_tools
-    from protomcp_host.launch import StartupError
+    from protomcp_host.processes.launch import StartupError
+    from protomcp_host.transports.direct import RequestFailed, direct_client, list_tools
 
     lines: list[str] = []
     start = time.perf_counter()

@@ -17,7 +17,9 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from protomcp_host.channel import (
+from protomcp_host.bridge.envelope import file_features
+from protomcp_host.distribution import DIST_NAME, install_command
+from protomcp_host.processes.channel import (
     Channel,
     ChannelError,
     ControlHandler,
@@ -26,11 +28,9 @@ from protomcp_host.channel import (
     fail_call,
     spool_path_safe,
 )
-from protomcp_host.distribution import DIST_NAME, install_command
-from protomcp_host.envelope import file_features
-from protomcp_host.launch import Launched, label_of
-from protomcp_host.pipes import read_into
-from protomcp_host.process import OutputSink, ToolProcess
+from protomcp_host.processes.launch import Launched, label_of
+from protomcp_host.processes.pipes import read_into
+from protomcp_host.processes.process import OutputSink, ToolProcess
 from protomcp_host.protocol.features import FileFeatures
 from protomcp_host.protocol.session import Call
 from protomcp_sdk import protomcp_pb2 as pb

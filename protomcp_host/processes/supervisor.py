@@ -12,11 +12,11 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from protomcp_host.channel import Channel, ChannelError, ControlHandler, NoticeSink, fail_call
-from protomcp_host.launch import Launched, label_of
+from protomcp_host.processes.channel import Channel, ChannelError, ControlHandler, NoticeSink, fail_call
+from protomcp_host.processes.launch import Launched, label_of
+from protomcp_host.processes.worker import LoadError, LogSink, OutputSink, Worker, WorkerError
 from protomcp_host.protocol.features import FileFeatures
 from protomcp_host.protocol.session import Call
-from protomcp_host.worker import LoadError, LogSink, OutputSink, Worker, WorkerError
 from protomcp_sdk import protomcp_pb2 as pb
 
 ToolsSink = Callable[["Supervisor", list[pb.ToolDefinition], list[pb.RegisterMiddlewareRequest]], None]

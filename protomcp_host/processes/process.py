@@ -17,8 +17,8 @@ from typing import IO
 
 import anyio
 
-from protomcp_host.launch import Launched, label_of, launch
-from protomcp_host.pipes import read_into
+from protomcp_host.processes.launch import Launched, label_of, launch
+from protomcp_host.processes.pipes import read_into
 
 STDERR_TAIL = 20
 

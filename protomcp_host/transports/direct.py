@@ -17,7 +17,7 @@ import anyio
 import orjson
 
 from protomcp_host.app import Host
-from protomcp_host.launch import StartupError, tool_files
+from protomcp_host.processes.launch import StartupError, tool_files
 from protomcp_host.protocol import jsonrpc as rpc
 
 Request = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]

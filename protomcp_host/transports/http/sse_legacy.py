@@ -13,7 +13,7 @@ from urllib.parse import parse_qs
 
 import anyio
 
-from protomcp_host.transports.asgi import (
+from protomcp_host.transports.http.asgi import (
     Receive,
     Scope,
     Send,
@@ -21,11 +21,11 @@ from protomcp_host.transports.asgi import (
     refuse,
     respond,
 )
-from protomcp_host.transports.event_stream import KEEP_ALIVE, EventStream
+from protomcp_host.transports.http.event_stream import KEEP_ALIVE, EventStream
 
 if TYPE_CHECKING:
     from protomcp_host.app import Host
-    from protomcp_host.transports.http import HttpOptions
+    from protomcp_host.transports.http.streamable import HttpOptions
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
 

@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 import orjson
 
-from protomcp_host.envelope import CLIENT_REQUESTS, client_reply, client_request, tool_answer
-from protomcp_host.output import LogLimiter
-from protomcp_host.pipes import BatchedWriter
+from protomcp_host.bridge.envelope import CLIENT_REQUESTS, client_reply, client_request, tool_answer
+from protomcp_host.processes.output import LogLimiter
+from protomcp_host.processes.pipes import BatchedWriter
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire

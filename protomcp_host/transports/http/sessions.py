@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from protomcp_host.transports.event_stream import EventStream
+from protomcp_host.transports.http.event_stream import EventStream
 
 if TYPE_CHECKING:
     from protomcp_host.app import Host

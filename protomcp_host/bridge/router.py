@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from protomcp_host.channel import cancel_call
+from protomcp_host.processes.channel import cancel_call
 from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientRequest, Forward, RootsChanged
 from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session, ToolAnswer
 from protomcp_sdk import protomcp_pb2 as pb

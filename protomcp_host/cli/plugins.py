@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from protomcp_host.launch import StartupError
+from protomcp_host.processes.launch import StartupError
 
 GROUP = "protomcp.plugins"
 

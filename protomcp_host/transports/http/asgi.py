@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.transports.timers import Deadline
+from protomcp_host.transports.http.timers import Deadline
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

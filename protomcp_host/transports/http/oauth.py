@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 import orjson
 
-from protomcp_host.transports.asgi import Receive, Scope, Send, respond_json
-from protomcp_host.transports.guard import Identity, Refusal
+from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond_json
+from protomcp_host.transports.http.guard import Identity, Refusal
 
 ASYMMETRIC = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}

@@ -13,7 +13,7 @@ from ipaddress import ip_address
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from protomcp_host.transports.asgi import ASGIApp, Receive, Scope, Send, header, refuse
+from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send, header, refuse
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})

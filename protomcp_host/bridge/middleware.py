@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import orjson
 
-from protomcp_host.channel import Channel, ChannelError, cancel_call
+from protomcp_host.processes.channel import Channel, ChannelError, cancel_call
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_sdk import protomcp_pb2 as pb
 

@@ -11,7 +11,7 @@ from collections import deque
 
 import anyio
 
-from protomcp_host.transports.timers import Deadline
+from protomcp_host.transports.http.timers import Deadline
 
 KEEP = 10_000  # messages kept for resumption per stream; the oldest go first
 

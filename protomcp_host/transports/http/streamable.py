@@ -21,7 +21,7 @@ import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.session import BATCH_VERSIONS, SUPPORTED_VERSIONS
-from protomcp_host.transports.asgi import (
+from protomcp_host.transports.http.asgi import (
     Receive,
     Scope,
     Send,
@@ -31,15 +31,15 @@ from protomcp_host.transports.asgi import (
     respond,
     respond_json,
 )
-from protomcp_host.transports.event_stream import (
+from protomcp_host.transports.http.event_stream import (
     KEEP_ALIVE,
     EventStream,
     parse_event_id,
     sse_event,
     sse_priming,
 )
-from protomcp_host.transports.guard import IDENTITY, Identity
-from protomcp_host.transports.http_session import RESPONSE_PREFIX, HttpSession
+from protomcp_host.transports.http.guard import IDENTITY, Identity
+from protomcp_host.transports.http.sessions import RESPONSE_PREFIX, HttpSession
 
 if TYPE_CHECKING:
     from protomcp_host.app import Host

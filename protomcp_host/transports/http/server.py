@@ -14,12 +14,12 @@ import anyio
 import uvicorn
 from starlette.routing import Route, Router
 
-from protomcp_host.launch import StartupError
-from protomcp_host.transports.asgi import ASGIApp, Receive, Scope, Send
-from protomcp_host.transports.batching import http_protocol
-from protomcp_host.transports.guard import Authenticator, Guard, is_loopback
-from protomcp_host.transports.http import HttpOptions, StreamableHTTP
-from protomcp_host.transports.oauth import OAuthResource
+from protomcp_host.processes.launch import StartupError
+from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send
+from protomcp_host.transports.http.batching import http_protocol
+from protomcp_host.transports.http.guard import Authenticator, Guard, is_loopback
+from protomcp_host.transports.http.oauth import OAuthResource
+from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
 
 if TYPE_CHECKING:
     from protomcp_host.app import Host
@@ -84,7 +84,7 @@ def url_of(settings: HttpSettings, port: int) -> str:
 def build_app(host: Host, settings: HttpSettings) -> tuple[Any, Any]:
     """The ASGI app and the object that owns its sessions (drain / wait_idle / close_all)."""
     if settings.transport == "sse":
-        from protomcp_host.transports.sse_legacy import LegacySSE
+        from protomcp_host.transports.http.sse_legacy import LegacySSE
 
         legacy = LegacySSE(host, settings.options, messages_path="/messages")
         routes = [

@@ -270,9 +270,9 @@ def _http_settings(transport: str, given: dict[str, Any]) -> Any:
         used = [HTTP_FLAGS[name] for name in STREAMABLE_ONLY if given.get(name) is not None]
         if used:
             raise click.UsageError(f"{', '.join(used)}: only with --transport http")
-    from protomcp_host.transports.guard import BearerToken
-    from protomcp_host.transports.http import HttpOptions
-    from protomcp_host.transports.http_server import HttpSettings
+    from protomcp_host.transports.http.guard import BearerToken
+    from protomcp_host.transports.http.server import HttpSettings
+    from protomcp_host.transports.http.streamable import HttpOptions
 
     options = HttpOptions()
     if given.get("max_body") is not None:
@@ -307,7 +307,7 @@ def _http_settings(transport: str, given: dict[str, Any]) -> Any:
 
 
 def _oauth(other: Any, oauth_jwks: str | None, oauth_issuer: str | None, **rest: Any) -> Any:
-    from protomcp_host.transports.oauth import JwksError, OAuthResource
+    from protomcp_host.transports.http.oauth import JwksError, OAuthResource
 
     if other is not None:
         raise click.UsageError("use either --auth-token-env or --oauth-jwks, not both")
@@ -330,7 +330,7 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     signalled: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _: signalled.append(signum))
-    from protomcp_host.launch import StartupError, launch, tool_files
+    from protomcp_host.processes.launch import StartupError, launch, tool_files
 
     modules, plugins = options.pop("modules"), options.pop("plugins")
     if not (files or modules or plugins):
@@ -339,12 +339,12 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     try:
         sources = list(files)
         if modules or plugins:
-            from protomcp_host.plugins import resolve
+            from protomcp_host.cli.plugins import resolve
 
             sources += resolve(list(modules), list(plugins), options["python"])
         launched = {file: launch(file, options["python"]) for file in tool_files(sources)}
         if options["instructions"] is None:
-            from protomcp_host.launch import module_docstring
+            from protomcp_host.processes.launch import module_docstring
 
             docs = [module_docstring(file) for file in launched]
             options["instructions"] = "\n\n".join(doc for doc in docs if doc) or None
@@ -374,13 +374,13 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
 @PYTHON
 def list_command(file: Path, as_json: bool, python: str) -> None:
     """Print the tools FILE offers: name, description and parameters."""
-    from protomcp_host.direct import list_tools
+    from protomcp_host.transports.direct import list_tools
 
     tools = _with_client([file], python, list_tools)
     if as_json:
         click.echo(orjson.dumps({"tools": tools}, option=orjson.OPT_INDENT_2).decode())
         return
-    from protomcp_host.show import signature
+    from protomcp_host.cli.show import signature
 
     for entry in tools:
         click.echo(f"{entry['name']}{signature(entry.get('inputSchema', {}))}")
@@ -410,8 +410,8 @@ def call(
     Arguments are KEY=VALUE pairs (VALUE is read as JSON, e.g. n=3 or tags='["a"]', except
     for text parameters) and/or --args JSON. Progress and log messages go to stderr.
     """
-    from protomcp_host.direct import list_tools
-    from protomcp_host.show import CallDisplay, parse_pairs
+    from protomcp_host.cli.show import CallDisplay, parse_pairs
+    from protomcp_host.transports.direct import list_tools
 
     try:
         arguments = orjson.loads(args)
@@ -460,8 +460,8 @@ def _describe_block(block: dict[str, Any]) -> str:
 def _with_client(files: list[Path], python: str, action: Any, **options: Any) -> Any:
     import anyio
 
-    from protomcp_host.direct import RequestFailed, direct_client
-    from protomcp_host.launch import StartupError
+    from protomcp_host.processes.launch import StartupError
+    from protomcp_host.transports.direct import RequestFailed, direct_client
 
     async def go() -> Any:
         async with direct_client(files, python=python, stderr=_err, **options) as request:
@@ -483,8 +483,8 @@ def _err(text: str) -> None:
 @PYTHON
 def plugins(python: str) -> None:
     """List the tool plugins installed distributions offer (entry-point group protomcp.plugins)."""
-    from protomcp_host import plugins as found
-    from protomcp_host.launch import StartupError
+    from protomcp_host.cli import plugins as found
+    from protomcp_host.processes.launch import StartupError
 
     try:
         installed = found.installed(python)
@@ -509,8 +509,8 @@ def doctor(files: tuple[Path, ...], python: str) -> None:
     """
     import anyio
 
-    from protomcp_host.doctor import Finding, diagnose, interpreter_line
-    from protomcp_host.install import Place
+    from protomcp_host.cli.doctor import Finding, diagnose, interpreter_line
+    from protomcp_host.cli.install import Place
 
     def show(finding: Finding) -> None:
         mark = click.style("ok ", fg="green") if finding.ok else click.style("!! ", fg="red", bold=True)
@@ -552,7 +552,7 @@ def install(
     portable "mcpServers" entry). Paths are made absolute; other servers in the config are
     kept and the previous file is saved next to it as .bak.
     """
-    from protomcp_host import install as installer
+    from protomcp_host.cli import install as installer
 
     try:
         variables = installer.parse_env(env, env_file)
@@ -567,7 +567,7 @@ def install(
 @click.option("--force", is_flag=True, help="Remove the entry even if protomcp did not write it.")
 def uninstall(client: str, name: str, force: bool) -> None:
     """Remove the server NAME from an AI client's MCP configuration (other servers are kept)."""
-    from protomcp_host import install as installer
+    from protomcp_host.cli import install as installer
 
     try:
         click.echo(installer.uninstall(client, name, force=force))

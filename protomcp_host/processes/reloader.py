@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 from watchfiles import Change, DefaultFilter, awatch
 
-from protomcp_host.supervisor import Supervisor
+from protomcp_host.processes.supervisor import Supervisor
 
 SKIP_DIRS = (
     ".venv",
