@@ -456,7 +456,7 @@ def test_spool_paths_outside_the_hosts_directory_are_not_touched(
 
 
 def test_spool_files_are_read_only_from_the_named_directory(tmp_path: Path) -> None:
-    from protomcp_host.processes.channel import read_spooled
+    from protomcp_host.processes.spool import read_spooled
 
     spool = tmp_path / "protomcp-spool-abc"
     spool.mkdir()
@@ -669,3 +669,18 @@ def test_a_seed_only_tool_process_is_served(raw_host, tmp_path: Path) -> None:  
     reply = host.request(2, "tools/call", {"name": "seeded", "arguments": {}})
     assert reply["result"]["content"] == [{"type": "text", "text": "seeded answer"}]
     assert host.request(3, "ping")["result"] == {}
+
+
+def test_spool_folders_of_a_killed_host_are_swept(tmp_path: Path) -> None:
+    from protomcp_host.processes.launch import SPOOL_PREFIX, sweep_spool_dirs
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp_path / f"{SPOOL_PREFIX}{gone.pid}-00ff"
+    live = tmp_path / f"{SPOOL_PREFIX}{os.getpid()}-00ff"
+    other = tmp_path / f"{SPOOL_PREFIX}notes"  # not ours: no pid in the name
+    for folder in (dead, live, other):
+        folder.mkdir()
+    (dead / "1.json").write_text("[]")
+    sweep_spool_dirs(str(tmp_path))
+    assert not dead.exists() and live.exists() and other.exists()

@@ -110,13 +110,12 @@ class ChainRun:
         for middleware in self.chain:
             params = orjson.dumps({"name": call.tool.name, "arguments": arguments}).decode()
             reply = await self._ask(middleware, "before", params)
-            if reply.reject:
-                result = (_rejected(middleware, reply), None)
-                self.asked.pop()
-                break
-            if reply.result_json:  # it answered the call itself
-                result = (_answer_of(reply.result_json), None)
-                self.asked.pop()
+            if reply.reject or reply.result_json:
+                self._done_with(*self.asked.pop())
+                if reply.reject:
+                    result = (_rejected(middleware, reply), None)
+                else:  # it answered the call itself
+                    result = (_answer_of(reply.result_json), None)
                 break
             if reply.params_json:
                 arguments = orjson.loads(reply.params_json).get("arguments") or {}
@@ -126,7 +125,10 @@ class ChainRun:
         while self.asked:
             middleware, channel = self.asked.pop()
             answer, effects = result
-            reply = await self._ask(middleware, "after", _result_json(answer), channel)
+            try:
+                reply = await self._ask(middleware, "after", _result_json(answer), channel)
+            finally:
+                self._done_with(middleware, channel)
             if reply.reject:
                 result = (_rejected(middleware, reply), effects)
             elif reply.params_json:
@@ -142,6 +144,7 @@ class ChainRun:
             if channel is None:
                 raise Abort(f"{middleware} is not available: its tool process is not running")
             self.asked.append((middleware, channel))
+            channel.hold(self._key(middleware))  # its process stays open until "after" reached it
         request = pb.MiddlewareInterceptRequest(
             middleware_name=middleware.name, phase=phase, method="tools/call", params_json=params_json
         )
@@ -163,6 +166,12 @@ class ChainRun:
             return _error(f"Tool '{name}' failed: {failure}"), None
         return tool_answer(envelope.call_result, leg.raw, leg.trusted), envelope.call_result
 
+    def _key(self, middleware: Middleware) -> str:
+        return f"{self.call_id}/{middleware.name}"
+
+    def _done_with(self, middleware: Middleware, channel: Channel) -> None:
+        channel.release(self._key(middleware))
+
     def release(self, reason: str) -> None:
         """The call ended: the run stops, and every middleware that was asked gets an error
         result as its "after" phase, so none waits forever (nobody waits for their replies)."""
@@ -178,6 +187,7 @@ class ChainRun:
             channel.send(
                 pb.Envelope(request_id=new_request_id(), call_id=self.call_id, middleware_intercept=request)
             )
+            self._done_with(middleware, channel)
 
 
 class _Leg:

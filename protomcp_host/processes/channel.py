@@ -81,7 +81,8 @@ class Channel:
         self.broken: str | None = None  # why nothing more is read from it
         self.blocked_tool = ""  # the tool its watchdog last said blocks its event loop
         self.middleware: list[pb.RegisterMiddlewareRequest] = []  # registered right after Hello
-        self._drained: asyncio.Future[None] | None = None  # set when the last leg ends
+        self.holds: set[str] = set()  # middleware waiting in call_next here (no request open)
+        self._drained: asyncio.Future[None] | None = None  # set when the last leg or hold ends
         self._handlers: dict[str, Callable[[pb.Envelope], None]] = {
             **dict.fromkeys(LEG_ANSWERS, self._leg_answer),
             **dict.fromkeys(HOST_ANSWERS, self._answer),
@@ -141,19 +142,28 @@ class Channel:
             self._check_drained()
         self.raw.pop(request_id, None)
 
+    def hold(self, key: str) -> None:
+        """Something here waits for a request still to come (a middleware in call_next): the
+        process must keep its input open until `release(key)`."""
+        self.holds.add(key)
+
+    def release(self, key: str) -> None:
+        self.holds.discard(key)
+        self._check_drained()
+
     def running(self) -> list[str]:
         """What its open requests are doing, for a stuck process's obituary."""
         return sorted({str(leg) for leg in self.legs.values()})
 
     async def drained(self) -> None:
-        """Return once no request of the bridge is open here."""
-        if self.legs:
+        """Return once no request of the bridge is open here (and nothing waits for one)."""
+        if self.legs or self.holds:
             if self._drained is None:
                 self._drained = asyncio.get_running_loop().create_future()
             await asyncio.shield(self._drained)
 
     def _check_drained(self) -> None:
-        if not self.legs and self._drained is not None:
+        if not self.legs and not self.holds and self._drained is not None:
             if not self._drained.done():
                 self._drained.set_result(None)
             self._drained = None
@@ -212,6 +222,7 @@ class Channel:
         if self.broken is None:
             self.broken = reason
         legs, self.legs = self.legs, {}
+        self.holds.clear()
         self._check_drained()
         for leg in legs.values():
             leg.failed(reason)
