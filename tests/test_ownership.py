@@ -190,3 +190,24 @@ def test_a_failing_frame_handler_answers_the_request() -> None:
     reply = next(f for f in frames if f.WhichOneof("msg") == "active_tools")
     assert reply.request_id == "c1" and "could not handle it" in reply.active_tools.error
     assert problems and "'enable_tools' frame" in problems[0]
+
+
+def test_cancelling_a_call_releases_every_client_request(raw_host: Any) -> None:
+    host = raw_host("run", str(TOOLS / "features" / "asking.py"))
+    host.request(
+        0,
+        "initialize",
+        {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"sampling": {}},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    )
+    host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    host.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask_twice"}})
+    asked = [host.recv()["id"], host.recv()["id"]]  # two sampling/createMessage requests
+    host.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    cancelled = [host.recv(), host.recv()]
+    assert sorted(m["params"]["requestId"] for m in cancelled) == sorted(asked)
+    assert all(m["method"] == "notifications/cancelled" for m in cancelled)
+    assert host.request(2, "ping")["result"] == {}

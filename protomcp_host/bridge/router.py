@@ -169,7 +169,7 @@ class Router:
     def call_released(self, execution: Execution, reason: str) -> None:
         """The execution ended: its open requests to the client are cancelled, and answered
         for the tool process so nothing there waits for them."""
-        for pending in self._asked.pop(execution, []):
+        for pending in list(self._asked.pop(execution, [])):  # on_answer removes from that list
             self._emit(self.session.features.drop_client_request(pending), pending.related)
             if pending.timer is not None:
                 pending.timer.cancel()
