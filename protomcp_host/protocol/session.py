@@ -9,13 +9,14 @@ the answer. Nothing here touches a pipe or a socket.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog, InvalidCursor, Tool
+from protomcp_host.protocol.events import Batch, Send
 from protomcp_host.protocol.features import (
     CancelForward,
     ClientAnswer,
@@ -36,36 +37,6 @@ TASKS_CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}
 DEFAULT_MAX_IN_FLIGHT = 1000
 SERVER_BUSY = -32000  # JSON-RPC's range for implementation-defined server errors
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
-
-@dataclass(slots=True)
-class Batch:
-    """Collects the responses of one JSON-RPC batch; complete when all have arrived."""
-
-    expected: int
-    parts: list[bytes] = field(default_factory=list)
-
-    def add(self, part: bytes) -> bytes | None:
-        self.parts.append(part)
-        if len(self.parts) == self.expected:
-            return b"[" + b",".join(self.parts) + b"]"
-        return None
-
-    def drop(self) -> bytes | None:
-        """One expected answer will never come (its request was cancelled)."""
-        self.expected -= 1
-        if self.parts and len(self.parts) == self.expected:
-            return b"[" + b",".join(self.parts) + b"]"
-        return None
-
-
-@dataclass(slots=True)
-class Send:
-    """Bytes to write. `related` is the id of the client request they belong to (a response,
-    or a notification during that request), so a transport can pick the right stream."""
-
-    data: bytes
-    related: bytes | None = None
 
 
 @dataclass(slots=True, eq=False)
