@@ -25,6 +25,7 @@ from protomcp_host.protocol.features import (
     Forward,
     RootsChanged,
 )
+from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.tasks import RELATED_TASK, Effects, Task, TaskMethods
 from protomcp_host.protocol.visibility import ToolVisibility
 
@@ -221,7 +222,7 @@ class Session:
             return RootsChanged()
         elif message.method == "notifications/cancelled":
             request_id = message.params.get("requestId")
-            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+            if is_id(request_id):
                 call = self.in_flight.pop(orjson.dumps(request_id), None)
                 if call is not None:  # no answer will be sent for it, as the spec asks
                     return CancelCall(call)
@@ -338,7 +339,7 @@ class Session:
             )
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        if isinstance(token, bool) or not isinstance(token, (str, int)):
+        if not is_id(token):
             token = None
         if task is not None:  # answered at once; the call (if the arguments are valid) runs on
             call = Call(request.id, tool, arguments, token, auth=self.auth)
