@@ -104,6 +104,8 @@ class Session:
         self.auth: dict[str, Any] | None = None  # the transport sets the caller's verified claims
         self.in_flight: dict[bytes, Call] = {}
         self.visibility = ToolVisibility()
+        # What tools/list showed at the last flush, while a tool-list change is pending.
+        self._tools_seen: dict[str, dict[str, Any]] | None = None
         self.tasks = TaskMethods()
         self._methods: dict[str, Handler] = {
             "initialize": self._initialize,
@@ -477,20 +479,35 @@ class Session:
         disable: Iterable[str] = (),
         allow: Iterable[str] | None = None,
         block: Iterable[str] | None = None,
-    ) -> list[Event]:
-        """Apply a tool-list control batch; a list_changed notification if the list changed."""
-        before = self.active_tools()
-        self.visibility.update(enable=enable, disable=disable, allow=allow, block=block)
-        return self.tools_changed(before)
+    ) -> None:
+        """Apply a tool-list control batch (names the catalog does not have are ignored).
+        The list_changed notification it may call for comes from flush_notifications()."""
+        if self._tools_seen is None:
+            self._tools_seen = self.visible_tools()
+        self.visibility.update(self.catalog, enable=enable, disable=disable, allow=allow, block=block)
 
     def catalog_changed(self, before: dict[str, dict[str, Any]]) -> list[Event]:
-        """The catalog changed (a reload): forget vanished names; notify if this session's list changed."""
+        """The catalog changed (a reload; `before` is this session's visible_tools() from just
+        before): forget vanished names, and flush — a list_changed if the list changed."""
         self.visibility.prune(set(self.catalog.names()))
-        return self.tools_changed(before)
+        if self._tools_seen is None:
+            self._tools_seen = before
+        return self.flush_notifications()
 
-    def tools_changed(self, before: list[str] | dict[str, dict[str, Any]]) -> list[Event]:
-        after = self.visible_tools() if isinstance(before, dict) else self.active_tools()
-        if after == before or not self.initialized:
+    @property
+    def list_changed_pending(self) -> bool:
+        """The tool list may have changed since the last flush_notifications()."""
+        return self._tools_seen is not None
+
+    def flush_notifications(self) -> list[Event]:
+        """The notifications/tools/list_changed due since the last flush: one if this session's
+        visible tool list differs from what it was then, none otherwise (however many
+        changes came in between). The driver calls this once per batch of events."""
+        seen = self._tools_seen
+        if seen is None:
+            return []
+        self._tools_seen = None
+        if not self.initialized or self.visible_tools() == seen:
             return []
         return [Send(rpc.notification("notifications/tools/list_changed"))]
 
