@@ -43,8 +43,8 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 @dataclass(slots=True, eq=False)
 class Call:
     """One tools/call from request to answer: the only record of it. The session owns it
-    (``in_flight``) and returns it as the event that starts it; the host notes on it where
-    and how it runs (the fields after ``batch``), which the protocol core never reads."""
+    (``in_flight``) and returns it as the event that starts it; the host notes on it the
+    execution that runs it, which the protocol core never reads."""
 
     id: bytes
     tool: Tool
@@ -53,11 +53,7 @@ class Call:
     batch: Batch | None = None
     task: Task | None = None  # a task-augmented call: its answer goes to this task, not a response
     auth: dict[str, Any] | None = None  # verified claims of the caller (HTTP + OAuth) for the tool
-    request_id: str = ""  # the Envelope correlation id while it runs in a tool process
-    runner: Any = None  # what runs it (a tool process channel); cancel() goes there
-    timer: Any = None  # its timeout
-    sink: Any = None  # who receives its answer, progress and log messages (the router)
-    done: bool = False  # answered, failed or cancelled: nothing more happens to it
+    execution: Any = None  # what the host runs it as (bridge.execution.Execution)
 
 
 @dataclass(slots=True)

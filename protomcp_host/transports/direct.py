@@ -32,7 +32,7 @@ async def direct_client(
     paths: list[Path], *, on_message: Callable[[dict[str, Any]], None] | None = None, **options: Any
 ) -> AsyncIterator[Request]:
     """Start a host for `paths`, initialize a session, and yield `request(method, params)`."""
-    host = Host(tool_files(paths), **options)
+    host = Host(tool_files(paths), share_output=True, **options)
     waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
     ids = itertools.count(1)
 
