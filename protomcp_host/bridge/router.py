@@ -23,6 +23,7 @@ from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientR
 from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session, ToolAnswer
 
 CLIENT_TIMEOUT = 300.0  # seconds a tool waits for the client (a person may have to answer)
+LIST_CHANGED_DELAY = 0.02  # seconds tool-list changes gather before one list_changed (or a result)
 
 Writer = Callable[[bytes, bytes | None], None]
 """Writes one message; the second argument is the id of the client request it relates to."""
@@ -55,6 +56,7 @@ class Router:
             RootsChanged: lambda _: self.forwarder.roots_changed(),
         }
         self._asked: dict[Execution, list[ClientRequest]] = {}  # an execution's requests to the client
+        self._flush_timer: asyncio.TimerHandle | None = None  # a flush_notifications is due
 
     def feed(self, line: bytes) -> None:
         """Handle one line from the client."""
@@ -72,8 +74,21 @@ class Router:
         self.carry_out(self.session.advance(time.time()))
 
     def update_tools(self, **change: Any) -> None:
-        """Apply a tool-list change to this session (see Session.update_tools)."""
-        self.carry_out(self.session.update_tools(**change))
+        """Apply a tool-list change to this session (see Session.update_tools). Changes gather:
+        one list_changed, if the list changed, goes out LIST_CHANGED_DELAY later or before
+        the next call result of this session, whichever comes first."""
+        self.session.update_tools(**change)
+        if self._flush_timer is None:
+            loop = asyncio.get_running_loop()
+            self._flush_timer = loop.call_later(LIST_CHANGED_DELAY, self.flush_notifications)
+
+    def flush_notifications(self) -> None:
+        """Send the one tools/list_changed the changes since the last flush call for, if any."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        if self.session.list_changed_pending:
+            self.carry_out(self.session.flush_notifications())
 
     def log(self, level: str, logger: str, data: Any, related: bytes | None = None) -> None:
         """A log message for this session's client (rate-limited per session)."""
@@ -109,6 +124,8 @@ class Router:
 
     # -- the executions' session side (bridge.execution.CallSink) ---------------------------
     def call_answered(self, call: Call, answer: ToolAnswer) -> None:
+        if self._flush_timer is not None:  # before the result, so a client refreshing at once sees it
+            self.flush_notifications()
         if call.task is not None:
             self.carry_out(self.session.task_done(call, answer, time.time()))
         else:
@@ -116,6 +133,8 @@ class Router:
         self._check_idle()
 
     def call_failed(self, call: Call, message: str) -> None:
+        if self._flush_timer is not None:
+            self.flush_notifications()
         message = f"Tool '{call.tool.name}' failed: {message}"
         if call.task is not None:
             self.carry_out(self.session.task_failed(call, message, time.time()))
@@ -217,4 +236,7 @@ class Router:
             if forward.cancel is not None:
                 forward.cancel()
         self.session.features.forwarded.clear()
+        if self._flush_timer is not None:  # nobody is left to tell
+            self._flush_timer.cancel()
+            self._flush_timer = None
         self._idle.set()
