@@ -152,6 +152,15 @@ HTTP_OPTIONS = [
         help="[http/sse] A scope every access token must grant (repeatable); else 403 insufficient_scope.",
     ),
     click.option(
+        "--oauth-jwks-refresh",
+        default=None,
+        type=click.FloatRange(min=0),
+        metavar="SECONDS",
+        help="[http/sse] A token signed with a key the JWKS did not have makes the host read the JWKS "
+        "URL again, at most once per SECONDS (whether it answers or not); the keys read last stay in "
+        "use, and a failure is reported here, not to the client.  [default: 60]",
+    ),
+    click.option(
         "--max-body",
         default=None,
         type=click.IntRange(min=1),
@@ -169,7 +178,8 @@ HTTP_OPTIONS = [
         type=click.FloatRange(min=0),
         help="[http] Seconds an idle session lives before it expires; its client then gets 404 and "
         "initializes again (0 = never).  [default: 1800]",
-    ),    click.option(
+    ),
+    click.option(
         "--header-timeout",
         default=None,
         type=click.FloatRange(min=0, min_open=True),
@@ -204,6 +214,7 @@ HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags d
     "oauth_issuer": "--oauth-issuer",
     "oauth_audience": "--oauth-audience",
     "oauth_scopes": "--oauth-scope",
+    "oauth_jwks_refresh": "--oauth-jwks-refresh",
     "max_body": "--max-body",
     "session_timeout": "--session-timeout",
     "max_sessions": "--max-sessions",
@@ -335,7 +346,8 @@ def _http_settings(transport: str, given: dict[str, Any]) -> Any:
         settings.auth = BearerToken(token)
         SECRET_ENV.add(name)  # the token stays out of tool processes' environment
     oauth = {
-        name: given.get(name) for name in ("oauth_jwks", "oauth_issuer", "oauth_audience", "oauth_scopes")
+        name: given.get(name)
+        for name in ("oauth_jwks", "oauth_issuer", "oauth_audience", "oauth_scopes", "oauth_jwks_refresh")
     }
     if any(value not in (None, ()) for value in oauth.values()):
         settings.auth = _oauth(settings.auth, **oauth)
@@ -352,6 +364,8 @@ def _oauth(other: Any, oauth_jwks: str | None, oauth_issuer: str | None, **rest:
     resource = OAuthResource(
         oauth_jwks, oauth_issuer, audience=rest["oauth_audience"], scopes=tuple(rest["oauth_scopes"] or ())
     )
+    if rest["oauth_jwks_refresh"] is not None:
+        resource.refresh_after = rest["oauth_jwks_refresh"]
     try:
         resource.load_keys()
     except JwksError as exc:

@@ -32,14 +32,12 @@ class ConnectionLimits:
     max_connections: int = 1000  # open connections at once
 
 
-def bounded(
-    protocol_class: type[Any], limits: ConnectionLimits, report: Callable[[str], None]
-) -> type[Any]:
+def bounded(protocol_class: type[Any], limits: ConnectionLimits, report: Callable[[str], None]) -> type[Any]:
     """`protocol_class` (one of uvicorn's HTTP/1.1 protocols) with the header timeout and the
     connection cap. (The keep-alive timeout is uvicorn's own `timeout_keep_alive`.)"""
     # Connections without a request in progress, oldest first: the ones the cap may close.
     waiting: dict[Any, None] = {}
-    refused: list[float] = [0, -REPORT_EVERY]  # connections refused since the last report, time of that report
+    refused: list[float] = [0, -REPORT_EVERY]  # refused since the last report; when that was
 
     def make_room(newcomer: Any) -> bool:
         for victim in waiting:

@@ -166,7 +166,7 @@ async def serve_http(
     server = _Server(config)
     url = url_of(settings, sock.getsockname()[1])
     if isinstance(settings.auth, OAuthResource):
-        settings.auth.start(url)
+        settings.auth.start(url, host.stderr)
     announce(url)
     if not is_loopback(settings.host) and settings.auth is None:
         host.stderr(
