@@ -150,7 +150,7 @@ async def test_max_connections_answers_503_when_all_are_serving(http_host: Any) 
 
 
 async def test_header_and_keep_alive_timeouts(http_host: Any) -> None:
-    host = http_host("run", STREAMS, "--header-timeout", "0.5", "--keep-alive-timeout", "0.5")
+    host = http_host("run", STREAMS, "--header-timeout", "2", "--keep-alive-timeout", "0.5")
     silent = await asyncio.open_connection(*address(host.url))
     partial = await asyncio.open_connection(*address(host.url))
     partial[1].write(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n")
