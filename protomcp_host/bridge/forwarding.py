@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from protomcp_host.bridge.envelope import ForwardError, forward_request, forward_result
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import Features, FileFeatures, Forward
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
     from protomcp_host.bridge.router import Router

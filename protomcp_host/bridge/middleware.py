@@ -20,7 +20,7 @@ import orjson
 
 from protomcp_host.processes.channel import Channel, ChannelError, cancel_call
 from protomcp_host.protocol.session import Call, ToolAnswer
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
     from protomcp_host.app import Host

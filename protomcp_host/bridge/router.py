@@ -18,7 +18,7 @@ import anyio
 from protomcp_host.processes.channel import cancel_call
 from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientRequest, Forward, RootsChanged
 from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session, ToolAnswer
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
     from protomcp_host.app import Host

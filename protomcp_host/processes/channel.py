@@ -25,8 +25,8 @@ from protomcp_host.bridge.envelope import CLIENT_REQUESTS, client_reply, client_
 from protomcp_host.processes.output import LogLimiter
 from protomcp_host.processes.pipes import BatchedWriter
 from protomcp_host.protocol.session import Call, ToolAnswer
-from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 _request_ids = itertools.count(1)
 

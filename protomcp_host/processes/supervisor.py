@@ -17,7 +17,7 @@ from protomcp_host.processes.launch import Launched, label_of
 from protomcp_host.processes.worker import LoadError, LogSink, OutputSink, Worker, WorkerError
 from protomcp_host.protocol.features import FileFeatures
 from protomcp_host.protocol.session import Call
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 ToolsSink = Callable[["Supervisor", list[pb.ToolDefinition], list[pb.RegisterMiddlewareRequest]], None]
 """Receives a new process's tools and middleware before they go live; raising rejects it."""

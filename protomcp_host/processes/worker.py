@@ -33,8 +33,8 @@ from protomcp_host.processes.pipes import read_into
 from protomcp_host.processes.process import OutputSink, ToolProcess
 from protomcp_host.protocol.features import FileFeatures
 from protomcp_host.protocol.session import Call
-from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 EXIT_READ_GRACE = 0.2  # seconds to read what a dead process left in its frame pipe
 HELLO_WAIT = 2.0  # seconds to wait for Hello before trying the Envelope spec's own handshake

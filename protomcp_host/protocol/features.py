@@ -14,7 +14,7 @@ import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import InvalidCursor, NameClash, _decode_cursor, _encode_cursor
-from protomcp_sdk.uritemplate import TemplateError, UriTemplate
+from protomcp_sdk.wire.uritemplate import TemplateError, UriTemplate
 
 if TYPE_CHECKING:
     from protomcp_host.protocol.session import Batch, Event, Session

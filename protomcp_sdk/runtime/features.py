@@ -4,23 +4,22 @@ ones in the worker threads, so a slow read never blocks anything else."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
-from protomcp_sdk import protomcp_pb2 as pb
-from protomcp_sdk import wire
-from protomcp_sdk.completions import limited
-from protomcp_sdk.context import Context
-from protomcp_sdk.messages import to_messages
-from protomcp_sdk.registry import REGISTRY
-from protomcp_sdk.resources import INTERNAL_ERROR, RESOURCE_NOT_FOUND, ResourceNotFound
-from protomcp_sdk.schema import ArgumentError
-
-if TYPE_CHECKING:
-    from protomcp_sdk.runtime import ToolProcess
+from protomcp_sdk.authoring.completions import limited
+from protomcp_sdk.authoring.messages import to_messages
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.authoring.resources import INTERNAL_ERROR, RESOURCE_NOT_FOUND, ResourceNotFound
+from protomcp_sdk.authoring.schema import ArgumentError
+from protomcp_sdk.runtime.context import Context
+from protomcp_sdk.runtime.threads import SyncWorkers
+from protomcp_sdk.wire import framing
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 INVALID_PARAMS = -32602
 _MAX_DETAIL = 1000
@@ -28,8 +27,22 @@ _MAX_DETAIL = 1000
 Finish = Callable[[Any, BaseException | None], None]
 
 
+class Process(Protocol):
+    """What serving these requests needs of the tool process."""
+
+    loop: asyncio.AbstractEventLoop
+    requests: dict[str, asyncio.Task[Any]]
+    workers: SyncWorkers
+
+    def send(self, envelope: pb.Envelope) -> None: ...
+
+    def send_payload(
+        self, request_id: str, content: bytes, content_type: str, answer: Callable[[str], pb.Envelope]
+    ) -> None: ...
+
+
 class Features:
-    def __init__(self, process: ToolProcess) -> None:
+    def __init__(self, process: Process) -> None:
         self.process = process
         self.handlers: dict[str, Callable[[pb.Envelope], None]] = {
             "list_resources_request": self._list_resources,
@@ -73,7 +86,7 @@ class Features:
                     self.process.send_payload(
                         request_id,
                         contents,
-                        wire.RAW_RESOURCE_JSON,
+                        framing.RAW_RESOURCE_JSON,
                         lambda inline: pb.Envelope(
                             request_id=request_id,
                             read_resource_response=pb.ReadResourceResponse(contents_json=inline),

@@ -12,13 +12,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
-import importlib
 import itertools
 import os
-import runpy
 import sys
 import threading
-import traceback
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -26,20 +23,27 @@ from typing import Any
 
 import orjson
 
-from protomcp_sdk import __version__, client, liveness, logs, resources, wire
-from protomcp_sdk import protomcp_pb2 as pb
-from protomcp_sdk.chain import MiddlewareRunner
-from protomcp_sdk.context import Context
-from protomcp_sdk.features import Features
-from protomcp_sdk.registry import REGISTRY, ArgumentError, ToolSpec
-from protomcp_sdk.results import ToolError, encode_error, encode_result
-from protomcp_sdk.spool import Spool
-from protomcp_sdk.threads import SyncWorkers
+from protomcp_sdk.authoring import resources
+from protomcp_sdk.authoring.encoding import encode_error, encode_result
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.authoring.schema import ArgumentError
+from protomcp_sdk.authoring.tools import ToolSpec
+from protomcp_sdk.runtime import client, liveness, logs
+from protomcp_sdk.runtime.context import Context
+from protomcp_sdk.runtime.features import Features
+from protomcp_sdk.runtime.loading import load_tool_file, report_failure
+from protomcp_sdk.runtime.middleware import MiddlewareRunner
+from protomcp_sdk.runtime.spool import Spool
+from protomcp_sdk.runtime.threads import SyncWorkers
+from protomcp_sdk.wire import framing as wire
+from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.env import CANCEL_GRACE_ENV, EXIT_GRACE_ENV, FD_ENV
+from protomcp_sdk.wire.version import SDK_NAME, SDK_VERSION
 
-CANCEL_GRACE = float(os.environ.get("PROTOMCP_CANCEL_GRACE", "") or 10.0)
+CANCEL_GRACE = float(os.environ.get(CANCEL_GRACE_ENV, "") or 10.0)
 """Seconds a cancelled (or timed-out) sync call may keep its thread before a warning names it."""
 
-EXIT_GRACE = float(os.environ.get("PROTOMCP_EXIT_GRACE", "") or 30.0)
+EXIT_GRACE = float(os.environ.get(EXIT_GRACE_ENV, "") or 30.0)
 """Seconds running calls may take to finish once the host closed our input; then we exit anyway."""
 
 
@@ -214,8 +218,8 @@ class ToolProcess:
     def _hello(self, load_error: str) -> pb.Hello:
         return pb.Hello(
             protocol_version=wire.PROTOCOL_VERSION,
-            sdk_name="protomcp_sdk",
-            sdk_version=__version__,
+            sdk_name=SDK_NAME,
+            sdk_version=SDK_VERSION,
             tool_file=self.tool_file,
             pid=os.getpid(),
             python_version=sys.version.split()[0],
@@ -247,7 +251,11 @@ class ToolProcess:
             tools = [spec.definition() for spec in REGISTRY.tools.values()]
             self.send(pb.Envelope(request_id=envelope.request_id, tool_list=pb.ToolListResponse(tools=tools)))
         elif kind == "heartbeat":
-            self.send(pb.Envelope(request_id=envelope.request_id, heartbeat_reply=liveness.reply(self)))
+            self.send(
+                pb.Envelope(
+                    request_id=envelope.request_id, heartbeat_reply=liveness.reply(self.workers, self.stuck)
+                )
+            )
         elif kind in (
             "active_tools",
             "register_middleware_response",
@@ -384,60 +392,6 @@ def _let_go_of_frames(*fds: int) -> None:
     os.close(null)
 
 
-def load_tool_file(path: str) -> str:
-    """Import the user's tool file; return "" or the traceback text of the failure."""
-    REGISTRY.clear()
-    file = Path(path).resolve()
-    package = package_of(file)
-    sys.path.insert(0, str(package[0] if package else file.parent))
-    try:
-        if package:  # a module of its package, so relative imports work
-            importlib.import_module(package[1])
-        else:
-            runpy.run_path(str(file), run_name="__protomcp_tools__")
-    except BaseException as exc:  # SyntaxError, ImportError, SystemExit in a tool file...
-        REGISTRY.clear()
-        return _user_traceback(exc)
-    return ""
-
-
-def package_of(file: Path) -> tuple[Path, str] | None:
-    """(import root, dotted module name) when the file's folder is a package (has __init__.py)."""
-    if not (file.parent / "__init__.py").is_file():
-        return None
-    parts = [] if file.name == "__init__.py" else [file.stem]
-    folder = file.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    return folder, ".".join(parts)
-
-
-def report_failure(exc: BaseException, ctx: Context) -> None:
-    """Where an unexpected exception came from, in the user's own frames: on stderr (the host
-    shows it) and as a debug log message. ToolError and bad arguments are answers, not bugs."""
-    if isinstance(exc, (ToolError, ArgumentError)):
-        return
-    trace = _user_traceback(exc)
-    print(f"tool '{ctx.tool_name}' raised:\n{trace}", end="", file=sys.stderr, flush=True)
-    with contextlib.suppress(Exception):  # nothing about reporting may change the answer
-        ctx.log("debug", f"tool '{ctx.tool_name}' raised:\n{trace}")
-
-
-def _user_traceback(exc: BaseException) -> str:
-    """The traceback without the frames of runpy and of the SDK itself: the user's code only."""
-    sdk = os.path.dirname(__file__) + os.sep
-    report = traceback.TracebackException.from_exception(exc)
-    report.stack = traceback.StackSummary.from_list(
-        [
-            f
-            for f in report.stack
-            if not f.filename.startswith((sdk, "<frozen importlib")) and "runpy" not in f.filename
-        ]
-    )
-    return "".join(report.format())
-
-
 USAGE = "usage: python -m protomcp_sdk [--standby] TOOL_FILE  (started by the protomcp host)"
 
 
@@ -448,12 +402,12 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(USAGE, file=sys.stderr)
         return 2
-    fds = os.environ.get(wire.FD_ENV, "")
+    fds = os.environ.get(FD_ENV, "")
     try:
         read_fd, write_fd = (int(part) for part in fds.split(","))
     except ValueError:
         print(
-            f"protomcp tool process: {wire.FD_ENV} is not set; tool files are served by the host: "
+            f"protomcp tool process: {FD_ENV} is not set; tool files are served by the host: "
             f"run `protomcp run {argv[0]}`",
             file=sys.stderr,
         )

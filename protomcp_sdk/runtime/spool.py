@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
-SPOOL_ENV = "PROTOMCP_SPOOL"
-"""The directory the host named for this process's spool files ("" or unset: send inline)."""
+from protomcp_sdk.wire.env import SPOOL_ENV
 
 
 class Spool:
