@@ -53,6 +53,30 @@ class Features:
             "completion_request": self._complete,
         }
 
+    def fail(self, kind: str | None, request_id: str, message: str) -> None:
+        """Answer a request whose handling failed: an error where the answer can hold one, an
+        empty answer otherwise (lists, completions), so the host never waits for its timeout."""
+        if kind == "read_resource_request":
+            self._read_failed(request_id, INTERNAL_ERROR, message)
+        elif kind == "get_prompt_request":
+            self._prompt_failed(request_id, INTERNAL_ERROR, message)
+        elif kind == "completion_request":
+            reply = pb.CompletionResponse(values=[], total=0, has_more=False)
+            self.process.send(pb.Envelope(request_id=request_id, completion_response=reply))
+        elif kind == "list_resources_request":
+            self.process.send(
+                pb.Envelope(request_id=request_id, resource_list_response=pb.ResourceListResponse())
+            )
+        elif kind == "list_resource_templates_request":
+            empty = pb.ResourceTemplateListResponse()
+            self.process.send(pb.Envelope(request_id=request_id, resource_template_list_response=empty))
+        elif kind == "list_prompts_request":
+            self.process.send(
+                pb.Envelope(request_id=request_id, prompt_list_response=pb.PromptListResponse())
+            )
+        elif kind == "list_tools":
+            self.process.send(pb.Envelope(request_id=request_id, tool_list=pb.ToolListResponse()))
+
     # -- lists (whole, in one page: the host merges and pages) ----------------------------
     def _list_resources(self, envelope: pb.Envelope) -> None:
         resources = [spec.definition() for spec in REGISTRY.resources.values()]
@@ -102,7 +126,7 @@ class Features:
 
         self._run(
             f"resource {spec.uri}", request_id, spec.fn, spec.is_async, spec.context_param,
-            lambda: spec.arguments(uri), finish,
+            lambda: spec.arguments(uri), finish, "read_resource_request",
         )  # fmt: skip
 
     def _read_failed(self, request_id: str, code: int, message: str) -> None:
@@ -146,8 +170,9 @@ class Features:
                 self._prompt_failed(request_id, INTERNAL_ERROR, _describe(error, f"prompt '{spec.name}'"))
 
         self._run(
-            f"prompt {spec.name}", request_id, spec.fn, spec.is_async, spec.context_param, arguments, finish
-        )
+            f"prompt {spec.name}", request_id, spec.fn, spec.is_async, spec.context_param, arguments, finish,
+            "get_prompt_request",
+        )  # fmt: skip
 
     def _prompt_failed(self, request_id: str, code: int, message: str) -> None:
         reply = pb.GetPromptResponse(is_error=True, error=message, error_code=code)
@@ -180,8 +205,9 @@ class Features:
 
         args = (request.argument_value, context) if spec.takes_context else (request.argument_value,)
         self._run(
-            f"completion {spec.ref}", request_id, lambda: spec.fn(*args), spec.is_async, None, dict, finish
-        )
+            f"completion {spec.ref}", request_id, lambda: spec.fn(*args), spec.is_async, None, dict, finish,
+            "completion_request",
+        )  # fmt: skip
 
     # -- running user functions -------------------------------------------------------------
     def _run(
@@ -193,8 +219,16 @@ class Features:
         context_param: str | None,
         arguments: Callable[[], dict[str, Any]],
         finish: Finish,
+        kind: str,  # the request's frame kind, to answer it if even `finish` fails
     ) -> None:
         process = self.process
+
+        def settle(value: Any, error: BaseException | None) -> None:
+            """Exactly one answer: finish's, or an error answer when finish itself fails."""
+            try:
+                finish(value, error)
+            except BaseException as exc:
+                self.fail(kind, request_id, _describe(exc, key))
 
         def kwargs() -> dict[str, Any]:
             values = arguments()
@@ -207,10 +241,15 @@ class Features:
             async def run_async() -> None:
                 try:
                     value = await fn(**kwargs())
-                except Exception as exc:
-                    finish(None, exc)
+                except asyncio.CancelledError as exc:
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():
+                        raise  # cancelled by the host (which has answered) or by the process ending
+                    settle(None, exc)  # the function's own code raised it
+                except BaseException as exc:  # SystemExit...: still one answer
+                    settle(None, exc)
                 else:
-                    finish(value, None)
+                    settle(value, None)
 
             task = process.loop.create_task(run_async())
             process.requests[request_id] = task
@@ -220,10 +259,10 @@ class Features:
             def run_sync() -> None:
                 try:
                     value = fn(**kwargs())
-                except Exception as exc:
-                    finish(None, exc)
+                except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+                    settle(None, exc)
                 else:
-                    finish(value, None)
+                    settle(value, None)
 
             process.workers.submit(key, run_sync)
 

@@ -16,6 +16,7 @@ import itertools
 import os
 import sys
 import threading
+import traceback
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -127,6 +128,13 @@ class ToolProcess:
                 self.write_lock.release()
             # Pieces queued after our last look are ours to write unless someone took the lock.
 
+    def flush(self) -> None:
+        """Write what is still queued, after any write under way in another thread."""
+        with self.write_lock:
+            while self.outbox:
+                for piece in self.outbox.popleft():
+                    self._write(piece)
+
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
         try:
@@ -194,7 +202,8 @@ class ToolProcess:
             )
             code = code or 1
         self.workers.close()
-        self.spool.remove()
+        self.flush()  # answers queued behind another thread's write are written before we exit
+        self.spool.remove(everything=self.broken)  # unread answer files stay for the host
         return code
 
     def load(self) -> None:
@@ -243,6 +252,12 @@ class ToolProcess:
             self.load()  # the first frame to a standby process means "load now"
             return
         kind = envelope.WhichOneof("msg")
+        try:
+            self._dispatch(kind, envelope)
+        except BaseException as exc:  # whatever a handler raised, its request still gets an answer
+            self._handler_failed(kind, envelope, exc)
+
+    def _dispatch(self, kind: str | None, envelope: pb.Envelope) -> None:
         if kind == "call_tool":
             self.start_call(envelope.request_id, envelope.call_tool)
         elif kind == "cancel":
@@ -272,6 +287,23 @@ class ToolProcess:
             self.features.handlers[kind](envelope)
         else:
             print(f"protomcp tool process: ignoring unsupported frame {kind!r}", file=sys.stderr)
+
+    def _handler_failed(self, kind: str | None, envelope: pb.Envelope, exc: BaseException) -> None:
+        print(
+            f"protomcp tool process: handling a {kind!r} frame failed: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            if kind == "call_tool":
+                self.send_result(envelope.request_id, *encode_error(exc, envelope.call_tool.name))
+            elif kind == "middleware_intercept":
+                reason = f"{type(exc).__name__}: {exc}"
+                self.middleware.reply(envelope.request_id, reject=True, failed=True, reject_reason=reason)
+            else:
+                self.features.fail(kind, envelope.request_id, f"{type(exc).__name__}: {exc}")
+        except Exception:  # nothing more to be done; the host's timeout answers
+            traceback.print_exc()
 
     def start_call(self, request_id: str, request: pb.CallToolRequest) -> None:
         spec = REGISTRY.tools.get(request.name)
@@ -323,34 +355,42 @@ class ToolProcess:
                 file=sys.stderr,
             )
 
+    # A call is over (on_call_end) only once its answer is handed to the writer: a process told
+    # to exit waits for that, then flushes, so no finished call loses its answer.
     async def run_async(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
         try:
-            value = await spec.fn(**_arguments(spec, arguments_json, ctx))
-            response, content = encode_result(value, spec)
-        except asyncio.CancelledError:
-            return  # the host has already answered the client; nothing to send
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
-            response, content = encode_error(exc, spec.name)
-            report_failure(exc, ctx)
+            try:
+                value = await spec.fn(**_arguments(spec, arguments_json, ctx))
+                response, content = encode_result(value, spec)
+            except asyncio.CancelledError as exc:
+                task = asyncio.current_task()
+                if ctx.cancelled or (task is not None and task.cancelling()):
+                    return  # cancelled by the host (which has answered) or by the process ending
+                response, content = encode_error(exc, spec.name)  # the tool's own code raised it
+                report_failure(exc, ctx)
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+                response, content = encode_error(exc, spec.name)
+                report_failure(exc, ctx)
+            self.send_result(request_id, response, content)
         finally:
             self.tasks.pop(request_id, None)
             if self.on_call_end is not None:
                 self.on_call_end()
-        self.send_result(request_id, response, content)
 
     def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
         try:
-            response, content = encode_result(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
-            response, content = encode_error(exc, spec.name)
-            report_failure(exc, ctx)
+            try:
+                response, content = encode_result(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+                response, content = encode_error(exc, spec.name)
+                report_failure(exc, ctx)
+            if not ctx.cancelled:
+                self.send_result(request_id, response, content)
         finally:
             self.threads.pop(request_id, None)
             self.stuck.pop(request_id, None)
             if self.on_call_end is not None:
                 self.on_call_end()
-        if not ctx.cancelled:
-            self.send_result(request_id, response, content)
 
 
 class _Frames(asyncio.Protocol):

@@ -24,7 +24,14 @@ class SyncWorkers:
 
     Calls queue per tool and threads take them round-robin across tools, so a backlog of
     slow calls to one tool does not delay a call to another. Leaner than concurrent.futures
-    (no Future per call): sync calls report their own result."""
+    (no Future per call): sync calls report their own result.
+
+    A call never waits while a thread could be started: `idle` counts only the threads that
+    are waiting and not yet woken. Waking one takes it out of `idle` at once (it is about to
+    run work: busy), so the next call starts another thread rather than counting on the same
+    one. A job is "runnable" when its tool is under its share; every runnable job has a thread
+    woken or started for it (up to `limit`), and a thread that finishes a job takes the next
+    runnable one itself, which covers the one job its finish may have let under the share."""
 
     def __init__(self, limit: int = SYNC_WORKERS, share: int = TOOL_SHARE) -> None:
         self.limit = limit
@@ -40,8 +47,14 @@ class SyncWorkers:
     def submit(self, key: str, fn: Callable[..., None], *args: Any) -> None:
         """Run fn(*args) in a worker thread; `key` (the tool name) is the unit of fairness."""
         with self.lock:
-            self.pending.setdefault(key, deque()).append((fn, args))
+            queue = self.pending.get(key)
+            if queue is None:
+                queue = self.pending[key] = deque()
+            queue.append((fn, args))
+            if self.running.get(key, 0) + len(queue) > self.share:
+                return  # held back by its tool's share: a thread finishing one of them takes it
             if self.idle:
+                self.idle -= 1  # woken, not yet running: busy from now on
                 self._wake.notify()
             elif len(self.threads) < self.limit:
                 thread = threading.Thread(target=self._work, name="protomcp-tool", daemon=True)
@@ -72,8 +85,7 @@ class SyncWorkers:
                     if self.closing:
                         return
                     self.idle += 1
-                    self._wake.wait()
-                    self.idle -= 1
+                    self._wake.wait()  # whoever woke us took us out of `idle`
                     continue
                 key, (fn, args) = taken
                 self.lock.release()
@@ -86,11 +98,12 @@ class SyncWorkers:
                 self.running[key] -= 1
                 if not self.running[key]:
                     del self.running[key]
-                self._wake.notify()  # a job held back by its tool's share may run now
+                # Loop: take the next runnable job (one held back by the share may now be one).
 
     def close(self) -> None:
         """Let the threads end once the queue is empty (they are daemons: stuck ones do not
         keep the process alive)."""
         with self.lock:
             self.closing = True
+            self.idle = 0
             self._wake.notify_all()
