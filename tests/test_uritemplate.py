@@ -39,9 +39,7 @@ def reference_match(template: str, uri: str) -> dict[str, str] | None:
             variables += names
             continue
         prefix, separator, value = _REF_OPERATORS[operator]
-        groups = re.escape(separator).join(
-            f"(?P<v{len(variables) + i}>{value})" for i in range(len(names))
-        )
+        groups = re.escape(separator).join(f"(?P<v{len(variables) + i}>{value})" for i in range(len(names)))
         pattern += f"(?:{re.escape(prefix)}{groups})" + ("?" if operator == "#" else "")
         variables += names
     pattern += re.escape(template[position:])

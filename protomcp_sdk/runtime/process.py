@@ -253,40 +253,40 @@ class ToolProcess:
             return
         kind = envelope.WhichOneof("msg")
         try:
-            self._dispatch(kind, envelope)
+            if kind == "call_tool":
+                self.start_call(envelope.request_id, envelope.call_tool)
+            elif kind == "cancel":
+                self.cancel_call(envelope.cancel.request_id)
+            elif kind == "list_tools":
+                tools = [spec.definition() for spec in REGISTRY.tools.values()]
+                self.send(
+                    pb.Envelope(request_id=envelope.request_id, tool_list=pb.ToolListResponse(tools=tools))
+                )
+            elif kind == "heartbeat":
+                self.send(
+                    pb.Envelope(
+                        request_id=envelope.request_id,
+                        heartbeat_reply=liveness.reply(self.workers, self.stuck),
+                    )
+                )
+            elif kind in (
+                "active_tools",
+                "register_middleware_response",
+                "sampling_response",
+                "elicit_response",
+                "list_roots_response",
+            ):
+                self._answered(envelope)
+            elif kind == "middleware_intercept":
+                self.middleware.intercept(envelope)
+            elif kind == "roots_changed":
+                client.run_roots_hooks(self.loop, self.requests)
+            elif kind in self.features.handlers:
+                self.features.handlers[kind](envelope)
+            else:
+                print(f"protomcp tool process: ignoring unsupported frame {kind!r}", file=sys.stderr)
         except BaseException as exc:  # whatever a handler raised, its request still gets an answer
             self._handler_failed(kind, envelope, exc)
-
-    def _dispatch(self, kind: str | None, envelope: pb.Envelope) -> None:
-        if kind == "call_tool":
-            self.start_call(envelope.request_id, envelope.call_tool)
-        elif kind == "cancel":
-            self.cancel_call(envelope.cancel.request_id)
-        elif kind == "list_tools":
-            tools = [spec.definition() for spec in REGISTRY.tools.values()]
-            self.send(pb.Envelope(request_id=envelope.request_id, tool_list=pb.ToolListResponse(tools=tools)))
-        elif kind == "heartbeat":
-            self.send(
-                pb.Envelope(
-                    request_id=envelope.request_id, heartbeat_reply=liveness.reply(self.workers, self.stuck)
-                )
-            )
-        elif kind in (
-            "active_tools",
-            "register_middleware_response",
-            "sampling_response",
-            "elicit_response",
-            "list_roots_response",
-        ):
-            self._answered(envelope)
-        elif kind == "middleware_intercept":
-            self.middleware.intercept(envelope)
-        elif kind == "roots_changed":
-            client.run_roots_hooks(self.loop, self.requests)
-        elif kind in self.features.handlers:
-            self.features.handlers[kind](envelope)
-        else:
-            print(f"protomcp tool process: ignoring unsupported frame {kind!r}", file=sys.stderr)
 
     def _handler_failed(self, kind: str | None, envelope: pb.Envelope, exc: BaseException) -> None:
         print(
@@ -296,6 +296,8 @@ class ToolProcess:
         )
         try:
             if kind == "call_tool":
+                self.threads.pop(envelope.request_id, None)  # not running: nothing to wait for
+                self.tasks.pop(envelope.request_id, None)
                 self.send_result(envelope.request_id, *encode_error(exc, envelope.call_tool.name))
             elif kind == "middleware_intercept":
                 reason = f"{type(exc).__name__}: {exc}"
