@@ -55,7 +55,9 @@ class Features:
 
     def fail(self, kind: str | None, request_id: str, message: str) -> None:
         """Answer a request whose handling failed: an error where the answer can hold one, an
-        empty answer otherwise (lists, completions), so the host never waits for its timeout."""
+        empty answer otherwise (resource and prompt lists, completions), so the host need not wait
+        for its timeout. Not list_tools: an empty tool list would read as "no tools" (the host's
+        timeout answers that one, as a failure)."""
         if kind == "read_resource_request":
             self._read_failed(request_id, INTERNAL_ERROR, message)
         elif kind == "get_prompt_request":
@@ -74,8 +76,6 @@ class Features:
             self.process.send(
                 pb.Envelope(request_id=request_id, prompt_list_response=pb.PromptListResponse())
             )
-        elif kind == "list_tools":
-            self.process.send(pb.Envelope(request_id=request_id, tool_list=pb.ToolListResponse()))
 
     # -- lists (whole, in one page: the host merges and pages) ----------------------------
     def _list_resources(self, envelope: pb.Envelope) -> None:
