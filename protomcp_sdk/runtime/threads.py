@@ -26,12 +26,15 @@ class SyncWorkers:
     slow calls to one tool does not delay a call to another. Leaner than concurrent.futures
     (no Future per call): sync calls report their own result.
 
-    A call never waits while a thread could be started: `idle` counts only the threads that
-    are waiting and not yet woken. Waking one takes it out of `idle` at once (it is about to
-    run work: busy), so the next call starts another thread rather than counting on the same
-    one. A job is "runnable" when its tool is under its share; every runnable job has a thread
-    woken or started for it (up to `limit`), and a thread that finishes a job takes the next
-    runnable one itself, which covers the one job its finish may have let under the share."""
+    A call never waits while a thread could be started. A job is "runnable" when its tool is
+    under its share. `idle` counts the threads waiting and not yet woken; `searching` the threads
+    woken or started that have not taken a job yet (busy: about to run work, never counted as
+    idle). While a runnable job is queued, a thread is searching (or all `limit` threads are
+    busy): a call that finds none wakes or starts one; a searching thread that takes a job
+    wakes or starts the next if runnable jobs remain (so a quick call queued right after a slow
+    one gets a thread of its own, not the one that took the slow call). One searcher at a time,
+    as Go's scheduler does: a burst of quick calls is mostly taken by threads finishing their
+    previous call, without a wake-up (or a new thread) per call."""
 
     def __init__(self, limit: int = SYNC_WORKERS, share: int = TOOL_SHARE) -> None:
         self.limit = limit
@@ -42,6 +45,7 @@ class SyncWorkers:
         self.running: dict[str, int] = {}
         self.threads: list[threading.Thread] = []
         self.idle = 0
+        self.searching = 0
         self.closing = False
 
     def submit(self, key: str, fn: Callable[..., None], *args: Any) -> None:
@@ -51,15 +55,25 @@ class SyncWorkers:
             if queue is None:
                 queue = self.pending[key] = deque()
             queue.append((fn, args))
-            if self.running.get(key, 0) + len(queue) > self.share:
-                return  # held back by its tool's share: a thread finishing one of them takes it
-            if self.idle:
-                self.idle -= 1  # woken, not yet running: busy from now on
-                self._wake.notify()
-            elif len(self.threads) < self.limit:
-                thread = threading.Thread(target=self._work, name="protomcp-tool", daemon=True)
-                self.threads.append(thread)
-                thread.start()
+            if self.searching or self.running.get(key, 0) + len(queue) > self.share:
+                return  # a searching thread takes it (and wakes the next), or its share is full
+            self._add_searcher()
+
+    def _add_searcher(self) -> None:
+        """Wake an idle thread, or start one, to take a runnable job (lock held)."""
+        if self.idle:
+            self.idle -= 1
+            self.searching += 1
+            self._wake.notify()
+        elif len(self.threads) < self.limit:
+            self.searching += 1
+            thread = threading.Thread(target=self._work, name="protomcp-tool", daemon=True)
+            self.threads.append(thread)
+            thread.start()
+
+    def _runnable(self) -> bool:
+        """Some queued job's tool is under its share (lock held)."""
+        return any(self.running.get(key, 0) < self.share for key in self.pending)
 
     def running_count(self) -> int:
         with self.lock:
@@ -79,13 +93,20 @@ class SyncWorkers:
 
     def _work(self) -> None:
         with self.lock:
+            searching = True  # started to take a job
             while True:
                 taken = self._take()
+                if searching:
+                    searching = False
+                    self.searching -= 1
+                    if taken is not None and self.pending and not self.searching and self._runnable():
+                        self._add_searcher()  # the next runnable job gets a thread of its own
                 if taken is None:
                     if self.closing:
                         return
                     self.idle += 1
-                    self._wake.wait()  # whoever woke us took us out of `idle`
+                    self._wake.wait()
+                    searching = True  # whoever woke us moved us from `idle` to `searching`
                     continue
                 key, (fn, args) = taken
                 self.lock.release()
@@ -105,5 +126,6 @@ class SyncWorkers:
         keep the process alive)."""
         with self.lock:
             self.closing = True
+            self.searching += self.idle
             self.idle = 0
             self._wake.notify_all()
