@@ -13,7 +13,7 @@ from conftest import RawHost
 from protomcp_host.processes.output import LogLimiter, TokenBucket
 from protomcp_host.processes.reloader import SourceFilter, targets, watch_roots
 from protomcp_host.processes.supervisor import Backoff, Supervisor, WorkerError
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 pytestmark = pytest.mark.anyio
 

@@ -21,8 +21,8 @@ import orjson
 from protomcp_host.processes.events import Leg, ProcessEvents, Refused
 from protomcp_host.processes.pipes import BatchedWriter
 from protomcp_host.processes.spool import read_spooled
-from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 _request_ids = itertools.count(1)  # host-wide and never reused: an id names one request for good
 

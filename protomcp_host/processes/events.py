@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 
 @dataclass(slots=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 
-SPOOL_ENV = "PROTOMCP_SPOOL"
-"""The directory the host named for this process's spool files ("" or unset: send inline)."""
+from protomcp_sdk.wire.env import SPOOL_ENV
 
 
 class Spool:
@@ -36,6 +36,14 @@ class Spool:
             return ""
         return path
 
-    def remove(self) -> None:
-        if self.made:
+    def remove(self, *, everything: bool = True) -> None:
+        """At exit. Files still in the directory hold answers the host has not read yet (it
+        deletes each once mapped, and the directory once this process is gone): unless
+        `everything` (the host is gone), only an empty directory is removed."""
+        if not self.made:
+            return
+        if everything:
             shutil.rmtree(self.directory, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.directory)

@@ -1,6 +1,6 @@
 """Liveness of the tool process, for the host's heartbeat.
 
-- ``reply(process)`` answers the host's Heartbeat: worker-thread use and the tools whose
+- ``reply(workers, stuck)`` answers the host's Heartbeat: worker-thread use and the tools whose
   cancelled calls still hold threads (and whether that starves some tool of threads).
 - ``Watchdog`` is a thread that notices when the event loop stops turning and names the
   tool blocking it (the one whose code is on the loop thread's stack), so the host can say
@@ -16,21 +16,19 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from protomcp_sdk import protomcp_pb2 as pb
-from protomcp_sdk.registry import REGISTRY
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.runtime.threads import SyncWorkers
+from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.env import BLOCK_REPORT_ENV
 
-if TYPE_CHECKING:
-    from protomcp_sdk.runtime import ToolProcess
-
-BLOCK_REPORT = float(os.environ.get("PROTOMCP_BLOCK_REPORT", "") or 2.0)
+BLOCK_REPORT = float(os.environ.get(BLOCK_REPORT_ENV, "") or 2.0)
 """Seconds the event loop may be blocked before the watchdog reports the tool doing it."""
 
 
-def reply(process: ToolProcess) -> pb.HeartbeatReply:
-    workers = process.workers
-    stuck = sorted(process.stuck.values())
+def reply(workers: SyncWorkers, stuck_calls: dict[str, str]) -> pb.HeartbeatReply:
+    """`stuck_calls`: request id -> tool, for cancelled calls whose thread has not returned."""
+    stuck = sorted(stuck_calls.values())
     per_tool: dict[str, int] = {}
     for name in stuck:
         per_tool[name] = per_tool.get(name, 0) + 1

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Union
 
-from protomcp_sdk.context import Context
-from protomcp_sdk.results import CONTENT_TYPES, ToolResult
+from protomcp_sdk.authoring.context import CallContext
+from protomcp_sdk.authoring.results import CONTENT_TYPES, ToolResult
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -130,12 +130,16 @@ def resolve_hints(fn: Callable[..., Any], tool_name: str) -> dict[str, Any]:
 def is_context_type(annotation: Any) -> bool:
     """True for ``Context``, ``Optional[Context]`` and ``Annotated[Context, ...]``."""
     annotation = _strip_annotated(annotation)
-    if annotation is Context:
+    if _is_context_class(annotation):
         return True
     if typing.get_origin(annotation) in _UNION_TYPES:
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return len(args) == 1 and _strip_annotated(args[0]) is Context
+        return len(args) == 1 and _is_context_class(_strip_annotated(args[0]))
     return False
+
+
+def _is_context_class(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, CallContext)
 
 
 def output_schema_for(

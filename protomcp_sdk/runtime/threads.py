@@ -24,7 +24,17 @@ class SyncWorkers:
 
     Calls queue per tool and threads take them round-robin across tools, so a backlog of
     slow calls to one tool does not delay a call to another. Leaner than concurrent.futures
-    (no Future per call): sync calls report their own result."""
+    (no Future per call): sync calls report their own result.
+
+    A call never waits while a thread could be started. A job is "runnable" when its tool is
+    under its share. `idle` counts the threads waiting and not yet woken; `searching` the threads
+    woken or started that have not taken a job yet (busy: about to run work, never counted as
+    idle). While a runnable job is queued, a thread is searching (or all `limit` threads are
+    busy): a call that finds none wakes or starts one; a searching thread that takes a job
+    wakes or starts the next if runnable jobs remain (so a quick call queued right after a slow
+    one gets a thread of its own, not the one that took the slow call). One searcher at a time,
+    as Go's scheduler does: a burst of quick calls is mostly taken by threads finishing their
+    previous call, without a wake-up (or a new thread) per call."""
 
     def __init__(self, limit: int = SYNC_WORKERS, share: int = TOOL_SHARE) -> None:
         self.limit = limit
@@ -35,18 +45,35 @@ class SyncWorkers:
         self.running: dict[str, int] = {}
         self.threads: list[threading.Thread] = []
         self.idle = 0
+        self.searching = 0
         self.closing = False
 
     def submit(self, key: str, fn: Callable[..., None], *args: Any) -> None:
         """Run fn(*args) in a worker thread; `key` (the tool name) is the unit of fairness."""
         with self.lock:
-            self.pending.setdefault(key, deque()).append((fn, args))
-            if self.idle:
-                self._wake.notify()
-            elif len(self.threads) < self.limit:
-                thread = threading.Thread(target=self._work, name="protomcp-tool", daemon=True)
-                self.threads.append(thread)
-                thread.start()
+            queue = self.pending.get(key)
+            if queue is None:
+                queue = self.pending[key] = deque()
+            queue.append((fn, args))
+            if self.searching or self.running.get(key, 0) + len(queue) > self.share:
+                return  # a searching thread takes it (and wakes the next), or its share is full
+            self._add_searcher()
+
+    def _add_searcher(self) -> None:
+        """Wake an idle thread, or start one, to take a runnable job (lock held)."""
+        if self.idle:
+            self.idle -= 1
+            self.searching += 1
+            self._wake.notify()
+        elif len(self.threads) < self.limit:
+            self.searching += 1
+            thread = threading.Thread(target=self._work, name="protomcp-tool", daemon=True)
+            self.threads.append(thread)
+            thread.start()
+
+    def _runnable(self) -> bool:
+        """Some queued job's tool is under its share (lock held)."""
+        return any(self.running.get(key, 0) < self.share for key in self.pending)
 
     def running_count(self) -> int:
         with self.lock:
@@ -66,14 +93,20 @@ class SyncWorkers:
 
     def _work(self) -> None:
         with self.lock:
+            searching = True  # started to take a job
             while True:
                 taken = self._take()
+                if searching:
+                    searching = False
+                    self.searching -= 1
+                    if taken is not None and self.pending and not self.searching and self._runnable():
+                        self._add_searcher()  # the next runnable job gets a thread of its own
                 if taken is None:
                     if self.closing:
                         return
                     self.idle += 1
                     self._wake.wait()
-                    self.idle -= 1
+                    searching = True  # whoever woke us moved us from `idle` to `searching`
                     continue
                 key, (fn, args) = taken
                 self.lock.release()
@@ -86,11 +119,13 @@ class SyncWorkers:
                 self.running[key] -= 1
                 if not self.running[key]:
                     del self.running[key]
-                self._wake.notify()  # a job held back by its tool's share may run now
+                # Loop: take the next runnable job (one held back by the share may now be one).
 
     def close(self) -> None:
         """Let the threads end once the queue is empty (they are daemons: stuck ones do not
         keep the process alive)."""
         with self.lock:
             self.closing = True
+            self.searching += self.idle
+            self.idle = 0
             self._wake.notify_all()

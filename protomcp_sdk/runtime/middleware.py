@@ -1,87 +1,36 @@
-"""``@middleware``: code that wraps every tool call of every tool file behind one host.
-
-```python
-@middleware(priority=10)          # lower priority = outermost
-async def audit(call, call_next):
-    call.arguments["user"] = "me"  # rewrite arguments (validated again by the host)
-    result = await call_next(call) # the ToolResult of the call (or of inner middleware)
-    return result                  # or another ToolResult; raise ToolError to reject
-```
-
-A middleware runs in the tool process of the file that defines it, whichever file's tool
-is called: the host asks it twice per call over the Envelope (``MiddlewareInterceptRequest``
-phase "before", then phase "after" with the result), and between the two phases the
-middleware's coroutine waits inside ``call_next``.
-"""
+"""Running this process's ``@middleware`` for the host: one suspended invocation per call,
+from phase "before" (up to ``call_next``) to phase "after" (with the call's result)."""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+import itertools
+from typing import Any, Protocol
 
 import orjson
 
-from protomcp_sdk import protomcp_pb2 as pb
-from protomcp_sdk.registry import REGISTRY
-from protomcp_sdk.results import ToolError, ToolResult, mcp_result_json, tool_result_from_mcp
-
-if TYPE_CHECKING:
-    from protomcp_sdk.runtime import ToolProcess
-
-CallNext = Callable[["ToolCall"], Awaitable[ToolResult]]
-Middleware = Callable[["ToolCall", CallNext], Awaitable[Any]]
-M = TypeVar("M", bound=Middleware)
+from protomcp_sdk.authoring.encoding import mcp_result_json, tool_result_from_mcp
+from protomcp_sdk.authoring.middleware import MiddlewareSpec, ToolCall
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.authoring.results import ToolError, ToolResult
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 
-@dataclass
-class ToolCall:
-    """The call a middleware sees: the tool's name and its arguments (a dict it may change)."""
+class Process(Protocol):
+    """What the runner needs of the tool process."""
 
-    name: str
-    arguments: dict[str, Any]
+    loop: asyncio.AbstractEventLoop
 
-
-@dataclass(frozen=True)
-class MiddlewareSpec:
-    name: str
-    priority: int
-    fn: Middleware
-
-
-@overload
-def middleware(fn: M, /) -> M: ...
-@overload
-def middleware(*, priority: int = 0, name: str | None = None) -> Callable[[M], M]: ...
-
-
-def middleware(fn: M | None = None, /, *, priority: int = 0, name: str | None = None) -> M | Callable[[M], M]:
-    """Register ``async def fn(call, call_next)`` as middleware for every tool call."""
-
-    def register(func: M) -> M:
-        label = name or getattr(func, "__name__", "")
-        if not inspect.iscoroutinefunction(func):
-            raise TypeError(
-                f"middleware {label!r} must be an async function: async def {label}(call, call_next)"
-            )
-        if len(inspect.signature(func).parameters) != 2:
-            raise TypeError(f"middleware {label!r} must take two parameters: (call, call_next)")
-        if not isinstance(priority, int) or isinstance(priority, bool):
-            raise TypeError(f"middleware {label!r}: priority must be an integer")
-        REGISTRY.add_middleware(MiddlewareSpec(label, priority, func))
-        return func
-
-    return register(fn) if fn is not None else register
+    def send(self, envelope: pb.Envelope) -> None: ...
 
 
 class MiddlewareRunner:
     """Runs this process's middleware for the host: one suspended invocation per call."""
 
-    def __init__(self, process: ToolProcess) -> None:
+    def __init__(self, process: Process) -> None:
         self.process = process
         self.running: dict[tuple[str, str], _Invocation] = {}  # (call id, middleware name)
+        self.serials = itertools.count(1)  # invocation ids: never reused in this process
 
     def registrations(self) -> list[pb.RegisterMiddlewareRequest]:
         return [
@@ -99,7 +48,10 @@ class MiddlewareRunner:
                     envelope.request_id, reject=True, reject_reason="no such middleware in this process"
                 )
                 return
-            invocation = _Invocation(self, spec, key, envelope.request_id)
+            stale = self.running.get(key)
+            if stale is not None:  # the host started this call again: the old one has ended
+                stale.abandon()
+            invocation = _Invocation(self, spec, key, envelope.request_id, next(self.serials))
             self.running[key] = invocation
             params = orjson.loads(request.params_json or "{}")
             call = ToolCall(str(params.get("name", "")), dict(params.get("arguments") or {}))
@@ -119,16 +71,25 @@ class MiddlewareRunner:
 class _Invocation:
     """One middleware wrapped around one call, from phase "before" to phase "after"."""
 
-    def __init__(self, runner: MiddlewareRunner, spec: MiddlewareSpec, key: tuple[str, str], request_id: str):
+    def __init__(
+        self,
+        runner: MiddlewareRunner,
+        spec: MiddlewareSpec,
+        key: tuple[str, str],
+        request_id: str,
+        serial: int,
+    ) -> None:
         self.runner = runner
         self.spec = spec
         self.key = key
+        self.serial = serial  # unique for the process's lifetime
         self.request_id = request_id  # the host request our next reply answers
         self.after: asyncio.Future[str] = runner.process.loop.create_future()
         self.passed_on = False  # call_next was called
         self.received: ToolResult | None = None  # what call_next returned
         self.task: asyncio.Task[None] | None = None
         self.original_arguments = b""
+        self.abandoned = False
 
     async def run(self, call: ToolCall) -> None:
         self.original_arguments = orjson.dumps(call.arguments)
@@ -143,11 +104,23 @@ class _Invocation:
                 reply = {"params_json": mcp_result_json(_as_tool_result(result, self.spec.name))}
         except ToolError as exc:
             reply = {"reject": True, "reject_reason": exc.message}
-        except Exception as exc:  # the host names the middleware: "middleware 'x' failed: ..."
-            reply = {"reject": True, "failed": True, "reject_reason": f"{type(exc).__name__}: {exc}"}
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if self.abandoned or (task is not None and task.cancelling()):
+                raise  # cancelled from outside (abandoned, or the process is ending): nobody waits
+            reply = _failed(exc)  # its own code raised CancelledError: still one answer
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+            reply = _failed(exc)  # the host names the middleware: "middleware 'x' failed: ..."
         finally:
-            self.runner.running.pop(self.key, None)
+            if self.runner.running.get(self.key) is self:
+                del self.runner.running[self.key]
         self._reply(**reply)
+
+    def abandon(self) -> None:
+        """Its call ended without a phase "after": stop waiting in call_next."""
+        self.abandoned = True
+        if self.task is not None:
+            self.task.cancel()
 
     async def call_next(self, call: ToolCall) -> ToolResult:
         if self.passed_on:
@@ -167,6 +140,15 @@ class _Invocation:
 
     def _reply(self, **fields: Any) -> None:
         self.runner.reply(self.request_id, **fields)
+
+
+def _failed(exc: BaseException) -> dict[str, Any]:
+    detail = str(exc)
+    return {
+        "reject": True,
+        "failed": True,
+        "reject_reason": f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__,
+    }
 
 
 def _as_tool_result(value: Any, name: str) -> ToolResult:

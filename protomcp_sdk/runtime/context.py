@@ -9,8 +9,10 @@ from typing import Any
 
 import orjson
 
-from protomcp_sdk import client
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.authoring.context import CallContext
+from protomcp_sdk.runtime import client
+from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.toollist import ToolListChange
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -62,7 +64,7 @@ async def _converted(
         return convert(await future)
 
 
-class Context:
+class Context(CallContext):
     """Talks back to the client while a tool runs: progress, log messages, cancellation.
 
     Every method is safe to call from async tools (``await ctx.info("...")``) and from sync
@@ -173,19 +175,19 @@ class Context:
 
     def enable_tools(self, names: Iterable[str]) -> Any:
         """Show these tools (also tools declared ``@tool(hidden=True)``)."""
-        return self._control(pb.Envelope(enable_tools=pb.EnableToolsRequest(tool_names=list(names))))
+        return self._change(ToolListChange.of(enable=names))
 
     def disable_tools(self, names: Iterable[str]) -> Any:
         """Hide these tools; calling them is refused until they are enabled again."""
-        return self._control(pb.Envelope(disable_tools=pb.DisableToolsRequest(tool_names=list(names))))
+        return self._change(ToolListChange.of(disable=names))
 
     def set_allowed(self, names: Iterable[str]) -> Any:
         """Allowlist mode: exactly these tools are active."""
-        return self._control(pb.Envelope(set_allowed=pb.SetAllowedRequest(tool_names=list(names))))
+        return self._change(ToolListChange.of(allow=names))
 
     def set_blocked(self, names: Iterable[str]) -> Any:
         """Blocklist mode: every tool except these (and hidden ones) is active."""
-        return self._control(pb.Envelope(set_blocked=pb.SetBlockedRequest(tool_names=list(names))))
+        return self._change(ToolListChange.of(block=names))
 
     def update_tools(
         self,
@@ -197,10 +199,9 @@ class Context:
     ) -> Any:
         """One atomic change: a new allowlist or blocklist (None or empty: keep the mode),
         then enables, then disables — one list_changed at most."""
-        batch = pb.BatchUpdateRequest(
-            enable=list(enable), disable=list(disable), allow=list(allow or ()), block=list(block or ())
+        return self._change(
+            ToolListChange.of(enable=enable, disable=disable, allow=allow or None, block=block or None)
         )
-        return self._control(pb.Envelope(batch=batch))
 
     def active_tools(self) -> Any:
         """The names of the tools active in this call's session."""
@@ -265,6 +266,9 @@ class Context:
             raise RuntimeError("this Context is not connected to a protomcp host")
         envelope.call_id = self.request_id
         return answer_of(self._ask(envelope), convert, timeout + client.GRACE)
+
+    def _change(self, change: ToolListChange) -> Any:
+        return self._control(change.envelope())
 
     def _control(self, envelope: pb.Envelope) -> Any:
         if self._ask is None:

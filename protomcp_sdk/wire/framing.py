@@ -2,7 +2,7 @@
 
 Sans-IO: :class:`FrameDecoder` is fed bytes and yields Envelopes; :func:`encode`
 turns an Envelope into one frame. Both the host and the tool process use this
-module (and the generated ``protomcp_pb2``) and nothing else from each other.
+module (and the rest of ``protomcp_sdk.wire``) and nothing else from each other.
 """
 
 from __future__ import annotations
@@ -14,7 +14,10 @@ from dataclasses import dataclass
 
 from google.protobuf.message import DecodeError
 
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.env import FD_ENV as FD_ENV  # re-exported: framing.FD_ENV
+from protomcp_sdk.wire.env import MAX_FRAME_ENV
+from protomcp_sdk.wire.env import SPOOL_PREFIX as SPOOL_PREFIX  # re-exported
 
 Envelope = pb.Envelope
 
@@ -23,9 +26,6 @@ PROTOCOL_VERSION = 1
 
 DEFAULT_MAX_FRAME = 256 * 1024 * 1024
 """Largest frame accepted, in bytes (override with PROTOMCP_MAX_FRAME)."""
-
-FD_ENV = "PROTOMCP_FDS"
-"""Environment variable naming the tool process's pipe fds: "<read_fd>,<write_fd>"."""
 
 RAW_THRESHOLD = 256 * 1024
 """Payloads larger than this travel as raw bytes after a RawHeader frame, not inside an
@@ -39,16 +39,11 @@ RAW_RESOURCE_JSON = "application/json; protomcp=read_resource_response.contents_
 """RawHeader.content_type of a raw payload that is the contents_json of the
 read_resource_response with the same request_id, which follows it."""
 
-SPOOL_PREFIX = "protomcp-spool-"
-"""Large payloads may be handed over as a file in a private directory with this name prefix
-(on a memory file system), which the host names for each tool process: RawHeader.path names
-the file, and the receiver deletes it."""
-
 _HEADER = struct.Struct(">I")
 
 
 def max_frame_size() -> int:
-    value = os.environ.get("PROTOMCP_MAX_FRAME", "")
+    value = os.environ.get(MAX_FRAME_ENV, "")
     return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_MAX_FRAME
 
 

@@ -1,4 +1,5 @@
-"""The ``@resource`` decorator: static resources and URI templates, and what reading one returns."""
+"""``ResourceSpec``: static resources and URI templates, what reading one returns, and
+``resource_updated`` (bound by the tool process to its frame output)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,14 @@ import binascii
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
-from protomcp_sdk import protomcp_pb2 as pb
-from protomcp_sdk.results import EmbeddedResource
-from protomcp_sdk.schema import ArgumentError, Converter, analyze
-from protomcp_sdk.uritemplate import UriTemplate, is_template
-
-F = TypeVar("F", bound=Callable[..., Any])
+from protomcp_sdk.authoring.results import EmbeddedResource
+from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
+from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.uritemplate import UriTemplate, is_template
 
 RESOURCE_NOT_FOUND = -32002
 INTERNAL_ERROR = -32603
@@ -82,29 +81,7 @@ class ResourceSpec:
         )
 
 
-def resource(
-    uri: str,
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    mime_type: str | None = None,
-    size: int | None = None,
-    annotations: dict[str, Any] | None = None,
-) -> Callable[[F], F]:
-    """Register a function as an MCP resource. A URI with ``{variables}`` (RFC 6570) is a
-    template: each variable is a parameter of the function, converted like a tool argument.
-    Return ``str`` (text), ``bytes`` (binary) or a list of contents."""
-    from protomcp_sdk.registry import REGISTRY
-
-    def register(fn: F) -> F:
-        REGISTRY.add_resource(_spec(fn, uri, name, title, description, mime_type, size, annotations))
-        return fn
-
-    return register
-
-
-def _spec(
+def resource_spec(
     fn: Callable[..., Any],
     uri: str,
     name: str | None,

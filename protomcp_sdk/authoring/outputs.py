@@ -13,16 +13,7 @@ from typing import Any
 
 import orjson
 
-# JSON Schema primitive types as tests on the Python value (bool is not a number in JSON).
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
-    ),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
+from protomcp_sdk.wire.jsontypes import JSON_TYPES as _TYPES
 
 # (the value the tool returned, the structuredContent JSON) -> None, or what is wrong
 OutputCheck = Callable[[Any, bytes], str | None]

@@ -12,10 +12,8 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
-import importlib
 import itertools
 import os
-import runpy
 import sys
 import threading
 import traceback
@@ -26,20 +24,27 @@ from typing import Any
 
 import orjson
 
-from protomcp_sdk import __version__, client, liveness, logs, resources, wire
-from protomcp_sdk import protomcp_pb2 as pb
-from protomcp_sdk.chain import MiddlewareRunner
-from protomcp_sdk.context import Context
-from protomcp_sdk.features import Features
-from protomcp_sdk.registry import REGISTRY, ArgumentError, ToolSpec
-from protomcp_sdk.results import ToolError, encode_error, encode_result
-from protomcp_sdk.spool import Spool
-from protomcp_sdk.threads import SyncWorkers
+from protomcp_sdk.authoring import resources
+from protomcp_sdk.authoring.encoding import encode_error, encode_result
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.authoring.schema import ArgumentError
+from protomcp_sdk.authoring.tools import ToolSpec
+from protomcp_sdk.runtime import client, liveness, logs
+from protomcp_sdk.runtime.context import Context
+from protomcp_sdk.runtime.features import Features
+from protomcp_sdk.runtime.loading import load_tool_file, report_failure
+from protomcp_sdk.runtime.middleware import MiddlewareRunner
+from protomcp_sdk.runtime.spool import Spool
+from protomcp_sdk.runtime.threads import SyncWorkers
+from protomcp_sdk.wire import framing as wire
+from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.env import CANCEL_GRACE_ENV, EXIT_GRACE_ENV, FD_ENV
+from protomcp_sdk.wire.version import SDK_NAME, SDK_VERSION
 
-CANCEL_GRACE = float(os.environ.get("PROTOMCP_CANCEL_GRACE", "") or 10.0)
+CANCEL_GRACE = float(os.environ.get(CANCEL_GRACE_ENV, "") or 10.0)
 """Seconds a cancelled (or timed-out) sync call may keep its thread before a warning names it."""
 
-EXIT_GRACE = float(os.environ.get("PROTOMCP_EXIT_GRACE", "") or 30.0)
+EXIT_GRACE = float(os.environ.get(EXIT_GRACE_ENV, "") or 30.0)
 """Seconds running calls may take to finish once the host closed our input; then we exit anyway."""
 
 
@@ -123,6 +128,13 @@ class ToolProcess:
                 self.write_lock.release()
             # Pieces queued after our last look are ours to write unless someone took the lock.
 
+    def flush(self) -> None:
+        """Write what is still queued, after any write under way in another thread."""
+        with self.write_lock:
+            while self.outbox:
+                for piece in self.outbox.popleft():
+                    self._write(piece)
+
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
         try:
@@ -190,7 +202,8 @@ class ToolProcess:
             )
             code = code or 1
         self.workers.close()
-        self.spool.remove()
+        self.flush()  # answers queued behind another thread's write are written before we exit
+        self.spool.remove(everything=self.broken)  # unread answer files stay for the host
         return code
 
     def load(self) -> None:
@@ -214,8 +227,8 @@ class ToolProcess:
     def _hello(self, load_error: str) -> pb.Hello:
         return pb.Hello(
             protocol_version=wire.PROTOCOL_VERSION,
-            sdk_name="protomcp_sdk",
-            sdk_version=__version__,
+            sdk_name=SDK_NAME,
+            sdk_version=SDK_VERSION,
             tool_file=self.tool_file,
             pid=os.getpid(),
             python_version=sys.version.split()[0],
@@ -239,31 +252,60 @@ class ToolProcess:
             self.load()  # the first frame to a standby process means "load now"
             return
         kind = envelope.WhichOneof("msg")
-        if kind == "call_tool":
-            self.start_call(envelope.request_id, envelope.call_tool)
-        elif kind == "cancel":
-            self.cancel_call(envelope.cancel.request_id)
-        elif kind == "list_tools":
-            tools = [spec.definition() for spec in REGISTRY.tools.values()]
-            self.send(pb.Envelope(request_id=envelope.request_id, tool_list=pb.ToolListResponse(tools=tools)))
-        elif kind == "heartbeat":
-            self.send(pb.Envelope(request_id=envelope.request_id, heartbeat_reply=liveness.reply(self)))
-        elif kind in (
-            "active_tools",
-            "register_middleware_response",
-            "sampling_response",
-            "elicit_response",
-            "list_roots_response",
-        ):
-            self._answered(envelope)
-        elif kind == "middleware_intercept":
-            self.middleware.intercept(envelope)
-        elif kind == "roots_changed":
-            client.run_roots_hooks(self.loop, self.requests)
-        elif kind in self.features.handlers:
-            self.features.handlers[kind](envelope)
-        else:
-            print(f"protomcp tool process: ignoring unsupported frame {kind!r}", file=sys.stderr)
+        try:
+            if kind == "call_tool":
+                self.start_call(envelope.request_id, envelope.call_tool)
+            elif kind == "cancel":
+                self.cancel_call(envelope.cancel.request_id)
+            elif kind == "list_tools":
+                tools = [spec.definition() for spec in REGISTRY.tools.values()]
+                self.send(
+                    pb.Envelope(request_id=envelope.request_id, tool_list=pb.ToolListResponse(tools=tools))
+                )
+            elif kind == "heartbeat":
+                self.send(
+                    pb.Envelope(
+                        request_id=envelope.request_id,
+                        heartbeat_reply=liveness.reply(self.workers, self.stuck),
+                    )
+                )
+            elif kind in (
+                "active_tools",
+                "register_middleware_response",
+                "sampling_response",
+                "elicit_response",
+                "list_roots_response",
+            ):
+                self._answered(envelope)
+            elif kind == "middleware_intercept":
+                self.middleware.intercept(envelope)
+            elif kind == "roots_changed":
+                client.run_roots_hooks(self.loop, self.requests)
+            elif kind in self.features.handlers:
+                self.features.handlers[kind](envelope)
+            else:
+                print(f"protomcp tool process: ignoring unsupported frame {kind!r}", file=sys.stderr)
+        except BaseException as exc:  # whatever a handler raised, its request still gets an answer
+            self._handler_failed(kind, envelope, exc)
+
+    def _handler_failed(self, kind: str | None, envelope: pb.Envelope, exc: BaseException) -> None:
+        print(
+            f"protomcp tool process: handling a {kind!r} frame failed: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            if kind == "call_tool":
+                self.threads.pop(envelope.request_id, None)  # not running: nothing to wait for
+                self.tasks.pop(envelope.request_id, None)
+                self.send_result(envelope.request_id, *encode_error(exc, envelope.call_tool.name))
+            elif kind == "middleware_intercept":
+                reason = f"{type(exc).__name__}: {exc}"
+                self.middleware.reply(envelope.request_id, reject=True, failed=True, reject_reason=reason)
+            else:
+                self.features.fail(kind, envelope.request_id, f"{type(exc).__name__}: {exc}")
+        except Exception:  # nothing more to be done; the host's timeout answers
+            traceback.print_exc()
 
     def start_call(self, request_id: str, request: pb.CallToolRequest) -> None:
         spec = REGISTRY.tools.get(request.name)
@@ -315,34 +357,42 @@ class ToolProcess:
                 file=sys.stderr,
             )
 
+    # A call is over (on_call_end) only once its answer is handed to the writer: a process told
+    # to exit waits for that, then flushes, so no finished call loses its answer.
     async def run_async(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
         try:
-            value = await spec.fn(**_arguments(spec, arguments_json, ctx))
-            response, content = encode_result(value, spec)
-        except asyncio.CancelledError:
-            return  # the host has already answered the client; nothing to send
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
-            response, content = encode_error(exc, spec.name)
-            report_failure(exc, ctx)
+            try:
+                value = await spec.fn(**_arguments(spec, arguments_json, ctx))
+                response, content = encode_result(value, spec)
+            except asyncio.CancelledError as exc:
+                task = asyncio.current_task()
+                if ctx.cancelled or (task is not None and task.cancelling()):
+                    return  # cancelled by the host (which has answered) or by the process ending
+                response, content = encode_error(exc, spec.name)  # the tool's own code raised it
+                report_failure(exc, ctx)
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+                response, content = encode_error(exc, spec.name)
+                report_failure(exc, ctx)
+            self.send_result(request_id, response, content)
         finally:
             self.tasks.pop(request_id, None)
             if self.on_call_end is not None:
                 self.on_call_end()
-        self.send_result(request_id, response, content)
 
     def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
         try:
-            response, content = encode_result(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
-            response, content = encode_error(exc, spec.name)
-            report_failure(exc, ctx)
+            try:
+                response, content = encode_result(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+                response, content = encode_error(exc, spec.name)
+                report_failure(exc, ctx)
+            if not ctx.cancelled:
+                self.send_result(request_id, response, content)
         finally:
             self.threads.pop(request_id, None)
             self.stuck.pop(request_id, None)
             if self.on_call_end is not None:
                 self.on_call_end()
-        if not ctx.cancelled:
-            self.send_result(request_id, response, content)
 
 
 class _Frames(asyncio.Protocol):
@@ -384,60 +434,6 @@ def _let_go_of_frames(*fds: int) -> None:
     os.close(null)
 
 
-def load_tool_file(path: str) -> str:
-    """Import the user's tool file; return "" or the traceback text of the failure."""
-    REGISTRY.clear()
-    file = Path(path).resolve()
-    package = package_of(file)
-    sys.path.insert(0, str(package[0] if package else file.parent))
-    try:
-        if package:  # a module of its package, so relative imports work
-            importlib.import_module(package[1])
-        else:
-            runpy.run_path(str(file), run_name="__protomcp_tools__")
-    except BaseException as exc:  # SyntaxError, ImportError, SystemExit in a tool file...
-        REGISTRY.clear()
-        return _user_traceback(exc)
-    return ""
-
-
-def package_of(file: Path) -> tuple[Path, str] | None:
-    """(import root, dotted module name) when the file's folder is a package (has __init__.py)."""
-    if not (file.parent / "__init__.py").is_file():
-        return None
-    parts = [] if file.name == "__init__.py" else [file.stem]
-    folder = file.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    return folder, ".".join(parts)
-
-
-def report_failure(exc: BaseException, ctx: Context) -> None:
-    """Where an unexpected exception came from, in the user's own frames: on stderr (the host
-    shows it) and as a debug log message. ToolError and bad arguments are answers, not bugs."""
-    if isinstance(exc, (ToolError, ArgumentError)):
-        return
-    trace = _user_traceback(exc)
-    print(f"tool '{ctx.tool_name}' raised:\n{trace}", end="", file=sys.stderr, flush=True)
-    with contextlib.suppress(Exception):  # nothing about reporting may change the answer
-        ctx.log("debug", f"tool '{ctx.tool_name}' raised:\n{trace}")
-
-
-def _user_traceback(exc: BaseException) -> str:
-    """The traceback without the frames of runpy and of the SDK itself: the user's code only."""
-    sdk = os.path.dirname(__file__) + os.sep
-    report = traceback.TracebackException.from_exception(exc)
-    report.stack = traceback.StackSummary.from_list(
-        [
-            f
-            for f in report.stack
-            if not f.filename.startswith((sdk, "<frozen importlib")) and "runpy" not in f.filename
-        ]
-    )
-    return "".join(report.format())
-
-
 USAGE = "usage: python -m protomcp_sdk [--standby] TOOL_FILE  (started by the protomcp host)"
 
 
@@ -448,12 +444,12 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(USAGE, file=sys.stderr)
         return 2
-    fds = os.environ.get(wire.FD_ENV, "")
+    fds = os.environ.get(FD_ENV, "")
     try:
         read_fd, write_fd = (int(part) for part in fds.split(","))
     except ValueError:
         print(
-            f"protomcp tool process: {wire.FD_ENV} is not set; tool files are served by the host: "
+            f"protomcp tool process: {FD_ENV} is not set; tool files are served by the host: "
             f"run `protomcp run {argv[0]}`",
             file=sys.stderr,
         )

@@ -7,19 +7,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import itertools
 import traceback
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import orjson
 
-from protomcp_sdk import protomcp_pb2 as pb
-from protomcp_sdk.messages import to_messages
-from protomcp_sdk.results import Audio, Image, Text, ToolError
-
-F = TypeVar("F", bound=Callable[..., Any])
+from protomcp_sdk.authoring.messages import to_messages
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.authoring.results import Audio, Image, Text, ToolError
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 DEFAULT_TIMEOUT = 300.0  # seconds: a person may have to answer
 GRACE = 5.0  # the host answers at the timeout; wait a little longer for that answer
@@ -227,24 +226,14 @@ def roots_request(timeout: float) -> pb.Envelope:
     return pb.Envelope(list_roots_request=pb.ListRootsRequest(timeout=timeout))
 
 
-def on_roots_changed(fn: F) -> F:
-    """Register ``fn()`` (sync or async) to run when a client says its roots changed
-    (``notifications/roots/list_changed``), e.g. to drop what was cached about them; the next
-    ``ctx.list_roots()`` in a call sees the new roots. Sync hooks run on the event loop before
-    anything that arrives after the notification, so keep them short."""
-    from protomcp_sdk.registry import REGISTRY
-
-    REGISTRY.roots_hooks.append(fn)
-    return fn
+_HOOK_RUNS = itertools.count(1)  # keys of running async hooks: never reused
 
 
 def run_roots_hooks(loop: asyncio.AbstractEventLoop, tasks: dict[str, asyncio.Task[Any]]) -> None:
-    from protomcp_sdk.registry import REGISTRY
-
     for hook in REGISTRY.roots_hooks:
         try:
             if inspect.iscoroutinefunction(hook):
-                key = f"roots-hook-{id(hook)}-{loop.time()}"
+                key = f"roots-hook-{next(_HOOK_RUNS)}"
                 task = tasks[key] = loop.create_task(hook())
                 task.add_done_callback(lambda _, key=key: tasks.pop(key, None))
             else:

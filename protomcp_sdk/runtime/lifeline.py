@@ -11,7 +11,8 @@ import os
 import signal
 import sys
 
-HOST_PID_ENV = "PROTOMCP_HOST_PID"
+from protomcp_sdk.wire.env import HOST_PID_ENV
+
 PR_SET_PDEATHSIG = 1
 
 

@@ -1,4 +1,4 @@
-"""The ``@prompt`` decorator: a function whose parameters are the prompt's arguments and whose
+"""``PromptSpec``: a prompt is a function whose parameters are the prompt's arguments and whose
 return value (a str, a Message, or a list of them) is the prompt's messages."""
 
 from __future__ import annotations
@@ -6,13 +6,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any
 
-from protomcp_sdk import protomcp_pb2 as pb
-from protomcp_sdk.registry import REGISTRY, check_name
-from protomcp_sdk.schema import Converter, analyze
-
-F = TypeVar("F", bound=Callable[..., Any])
+from protomcp_sdk.authoring.schema import Converter, analyze
+from protomcp_sdk.authoring.tools import check_name
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 
 @dataclass
@@ -32,35 +30,9 @@ class PromptSpec:
         )
 
 
-@overload
-def prompt(fn: F, /) -> F: ...
-
-
-@overload
-def prompt(
-    *, name: str | None = None, title: str | None = None, description: str | None = None
-) -> Callable[[F], F]: ...
-
-
-def prompt(
-    fn: F | None = None,
-    /,
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-) -> F | Callable[[F], F]:
-    """Register a function as an MCP prompt. Its parameters are the prompt's arguments
-    (required unless they have a default; descriptions from ``Annotated[..., Field(...)]``)."""
-
-    def register(func: F) -> F:
-        REGISTRY.add_prompt(_spec(func, name, title, description))
-        return func
-
-    return register(fn) if fn is not None else register
-
-
-def _spec(fn: Callable[..., Any], name: str | None, title: str | None, description: str | None) -> PromptSpec:
+def prompt_spec(
+    fn: Callable[..., Any], name: str | None, title: str | None, description: str | None
+) -> PromptSpec:
     prompt_name = name if name is not None else getattr(fn, "__name__", "")
     check_name(prompt_name)
     signature = analyze(fn, prompt_name, returns=False)

@@ -4,23 +4,22 @@ ones in the worker threads, so a slow read never blocks anything else."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
-from protomcp_sdk import protomcp_pb2 as pb
-from protomcp_sdk import wire
-from protomcp_sdk.completions import limited
-from protomcp_sdk.context import Context
-from protomcp_sdk.messages import to_messages
-from protomcp_sdk.registry import REGISTRY
-from protomcp_sdk.resources import INTERNAL_ERROR, RESOURCE_NOT_FOUND, ResourceNotFound
-from protomcp_sdk.schema import ArgumentError
-
-if TYPE_CHECKING:
-    from protomcp_sdk.runtime import ToolProcess
+from protomcp_sdk.authoring.completions import limited
+from protomcp_sdk.authoring.messages import to_messages
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.authoring.resources import INTERNAL_ERROR, RESOURCE_NOT_FOUND, ResourceNotFound
+from protomcp_sdk.authoring.schema import ArgumentError
+from protomcp_sdk.runtime.context import Context
+from protomcp_sdk.runtime.threads import SyncWorkers
+from protomcp_sdk.wire import framing
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 INVALID_PARAMS = -32602
 _MAX_DETAIL = 1000
@@ -28,8 +27,22 @@ _MAX_DETAIL = 1000
 Finish = Callable[[Any, BaseException | None], None]
 
 
+class Process(Protocol):
+    """What serving these requests needs of the tool process."""
+
+    loop: asyncio.AbstractEventLoop
+    requests: dict[str, asyncio.Task[Any]]
+    workers: SyncWorkers
+
+    def send(self, envelope: pb.Envelope) -> None: ...
+
+    def send_payload(
+        self, request_id: str, content: bytes, content_type: str, answer: Callable[[str], pb.Envelope]
+    ) -> None: ...
+
+
 class Features:
-    def __init__(self, process: ToolProcess) -> None:
+    def __init__(self, process: Process) -> None:
         self.process = process
         self.handlers: dict[str, Callable[[pb.Envelope], None]] = {
             "list_resources_request": self._list_resources,
@@ -39,6 +52,30 @@ class Features:
             "get_prompt_request": self._get_prompt,
             "completion_request": self._complete,
         }
+
+    def fail(self, kind: str | None, request_id: str, message: str) -> None:
+        """Answer a request whose handling failed: an error where the answer can hold one, an
+        empty answer otherwise (resource and prompt lists, completions), so the host need not wait
+        for its timeout. Not list_tools: an empty tool list would read as "no tools" (the host's
+        timeout answers that one, as a failure)."""
+        if kind == "read_resource_request":
+            self._read_failed(request_id, INTERNAL_ERROR, message)
+        elif kind == "get_prompt_request":
+            self._prompt_failed(request_id, INTERNAL_ERROR, message)
+        elif kind == "completion_request":
+            reply = pb.CompletionResponse(values=[], total=0, has_more=False)
+            self.process.send(pb.Envelope(request_id=request_id, completion_response=reply))
+        elif kind == "list_resources_request":
+            self.process.send(
+                pb.Envelope(request_id=request_id, resource_list_response=pb.ResourceListResponse())
+            )
+        elif kind == "list_resource_templates_request":
+            empty = pb.ResourceTemplateListResponse()
+            self.process.send(pb.Envelope(request_id=request_id, resource_template_list_response=empty))
+        elif kind == "list_prompts_request":
+            self.process.send(
+                pb.Envelope(request_id=request_id, prompt_list_response=pb.PromptListResponse())
+            )
 
     # -- lists (whole, in one page: the host merges and pages) ----------------------------
     def _list_resources(self, envelope: pb.Envelope) -> None:
@@ -73,7 +110,7 @@ class Features:
                     self.process.send_payload(
                         request_id,
                         contents,
-                        wire.RAW_RESOURCE_JSON,
+                        framing.RAW_RESOURCE_JSON,
                         lambda inline: pb.Envelope(
                             request_id=request_id,
                             read_resource_response=pb.ReadResourceResponse(contents_json=inline),
@@ -89,7 +126,7 @@ class Features:
 
         self._run(
             f"resource {spec.uri}", request_id, spec.fn, spec.is_async, spec.context_param,
-            lambda: spec.arguments(uri), finish,
+            lambda: spec.arguments(uri), finish, "read_resource_request",
         )  # fmt: skip
 
     def _read_failed(self, request_id: str, code: int, message: str) -> None:
@@ -133,8 +170,9 @@ class Features:
                 self._prompt_failed(request_id, INTERNAL_ERROR, _describe(error, f"prompt '{spec.name}'"))
 
         self._run(
-            f"prompt {spec.name}", request_id, spec.fn, spec.is_async, spec.context_param, arguments, finish
-        )
+            f"prompt {spec.name}", request_id, spec.fn, spec.is_async, spec.context_param, arguments, finish,
+            "get_prompt_request",
+        )  # fmt: skip
 
     def _prompt_failed(self, request_id: str, code: int, message: str) -> None:
         reply = pb.GetPromptResponse(is_error=True, error=message, error_code=code)
@@ -167,8 +205,9 @@ class Features:
 
         args = (request.argument_value, context) if spec.takes_context else (request.argument_value,)
         self._run(
-            f"completion {spec.ref}", request_id, lambda: spec.fn(*args), spec.is_async, None, dict, finish
-        )
+            f"completion {spec.ref}", request_id, lambda: spec.fn(*args), spec.is_async, None, dict, finish,
+            "completion_request",
+        )  # fmt: skip
 
     # -- running user functions -------------------------------------------------------------
     def _run(
@@ -180,8 +219,16 @@ class Features:
         context_param: str | None,
         arguments: Callable[[], dict[str, Any]],
         finish: Finish,
+        kind: str,  # the request's frame kind, to answer it if even `finish` fails
     ) -> None:
         process = self.process
+
+        def settle(value: Any, error: BaseException | None) -> None:
+            """Exactly one answer: finish's, or an error answer when finish itself fails."""
+            try:
+                finish(value, error)
+            except BaseException as exc:
+                self.fail(kind, request_id, _describe(exc, key))
 
         def kwargs() -> dict[str, Any]:
             values = arguments()
@@ -194,10 +241,15 @@ class Features:
             async def run_async() -> None:
                 try:
                     value = await fn(**kwargs())
-                except Exception as exc:
-                    finish(None, exc)
+                except asyncio.CancelledError as exc:
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():
+                        raise  # cancelled by the host (which has answered) or by the process ending
+                    settle(None, exc)  # the function's own code raised it
+                except BaseException as exc:  # SystemExit...: still one answer
+                    settle(None, exc)
                 else:
-                    finish(value, None)
+                    settle(value, None)
 
             task = process.loop.create_task(run_async())
             process.requests[request_id] = task
@@ -207,10 +259,10 @@ class Features:
             def run_sync() -> None:
                 try:
                     value = fn(**kwargs())
-                except Exception as exc:
-                    finish(None, exc)
+                except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+                    settle(None, exc)
                 else:
-                    finish(value, None)
+                    settle(value, None)
 
             process.workers.submit(key, run_sync)
 

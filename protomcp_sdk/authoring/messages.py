@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from protomcp_sdk.results import CONTENT_TYPES, ContentBlock, Text
+from protomcp_sdk.authoring.results import CONTENT_TYPES, ContentBlock, Text
 
 Role = Literal["user", "assistant"]
 
