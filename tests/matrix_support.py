@@ -29,7 +29,7 @@ MATRIX_MW = TOOLS / "matrix" / "mw.py"
 ISSUER = "https://issuer.matrix.test"
 AUDIENCE = "https://matrix.test/mcp"
 SUBJECTS = ("alice", "bob")
-WAIT = 30.0  # seconds any single expected event may take (never a pause: a bound on a wait)
+WAIT = 15.0  # seconds any single expected event may take (never a pause: a bound on a wait)
 
 Message = dict[str, Any]
 
@@ -368,7 +368,7 @@ async def http_peer(label: str, url: str, token: str) -> AsyncIterator[Peer]:
 
     async with (
         httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60) as client,
-        streamable_http_client(url, http_client=client) as (read, write),
+        streamable_http_client(url, http_client=client, max_sse_event_size=64 * 1024 * 1024) as (read, write),
         tapped_session(Peer(label), read, write) as peer,
     ):
         yield peer
