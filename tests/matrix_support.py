@@ -85,7 +85,9 @@ class Peer:
                     seen = len(self.received)
                     await self._grew.wait()
         except TimeoutError:
-            raise AssertionError(f"session {self.label}: no {what} within {timeout:g}s; got:\n{self.dump()}")
+            raise AssertionError(
+                f"session {self.label}: no {what} within {timeout:g}s; got:\n{self.dump()}"
+            ) from None
 
     async def wait_log(self, text: str) -> Message:
         return await self.wait_for(
@@ -117,7 +119,7 @@ class Peer:
         except TimeoutError:
             raise AssertionError(
                 f"session {self.label}: tools/call {name} got no answer within {WAIT:g}s; got:\n{self.dump()}"
-            )
+            ) from None
 
     async def text(self, name: str, arguments: dict[str, Any], **options: Any) -> str:
         result = await self.call(name, arguments, **options)
@@ -135,7 +137,9 @@ class Peer:
         message = SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=request_id, method=method, params=params))
         self.record_out(message)
         await self._transport_write.send(message)
-        return await self.wait_for(lambda m: m.get("id") == request_id and is_answer(m), f"answer to {method}")
+        return await self.wait_for(
+            lambda m: m.get("id") == request_id and is_answer(m), f"answer to {method}"
+        )
 
     async def raw_notify(self, method: str, params: dict[str, Any]) -> None:
         message = SessionMessage(JSONRPCNotification(jsonrpc="2.0", method=method, params=params))
@@ -178,9 +182,7 @@ class Peer:
         )
 
     def assert_no_trace_of(self, other: Peer) -> None:
-        leaked = [
-            m for m in self.received if any(marker in _json(m) for marker in other.markers)
-        ]
+        leaked = [m for m in self.received if any(marker in _json(m) for marker in other.markers)]
         assert not leaked, (
             f"session {self.label} ({SUBJECTS[0] if self.label == 'A' else SUBJECTS[1]}) received "
             f"messages of session {other.label}: " + "\n".join(_json(m)[:400] for m in leaked[:10])
@@ -242,7 +244,9 @@ def callbacks(peer: Peer) -> dict[str, Any]:
         peer.asked["sampling"] += 1
         question = params.messages[0].content.text  # type: ignore[union-attr]
         return types.CreateMessageResult(
-            role="assistant", content=types.TextContent(type="text", text=f"{peer.label} saw {question}"), model="m"
+            role="assistant",
+            content=types.TextContent(type="text", text=f"{peer.label} saw {question}"),
+            model="m",
         )
 
     async def elicit(context: Any, params: Any) -> types.ElicitResult:

@@ -58,7 +58,12 @@ def http_hosts(auth: Auth) -> Iterator[HttpHosts]:
 
 @asynccontextmanager
 async def world_on(
-    transport: str, middleware: str, tmp_path: Path, http_hosts: HttpHosts, flavour: str = "main", *options: str
+    transport: str,
+    middleware: str,
+    tmp_path: Path,
+    http_hosts: HttpHosts,
+    flavour: str = "main",
+    *options: str,
 ) -> AsyncIterator[World]:
     """Sessions on the shared host of this combination (a fresh one per test over stdio)."""
     http = http_hosts.get(middleware, flavour, *options) if transport == "http" else None
@@ -101,7 +106,9 @@ async def _call_or_error(peer: Peer, name: str) -> str:
 
 
 @MATRIX
-async def test_control_from_sync_tool(transport: str, middleware: str, tmp_path: Path, http_hosts: HttpHosts) -> None:
+async def test_control_from_sync_tool(
+    transport: str, middleware: str, tmp_path: Path, http_hosts: HttpHosts
+) -> None:
     async with world_on(transport, middleware, tmp_path, http_hosts) as world:
         await _control(world, "unlock_sync")
 
@@ -207,7 +214,9 @@ async def test_resource_read_and_prompt_get(
 
 # -- tasks ------------------------------------------------------------------------------------------
 @MATRIX
-async def test_task_augmented_call(transport: str, middleware: str, tmp_path: Path, http_hosts: HttpHosts) -> None:
+async def test_task_augmented_call(
+    transport: str, middleware: str, tmp_path: Path, http_hosts: HttpHosts
+) -> None:
     """tools/call as a task (raw JSON-RPC: the official client cannot create one): its id, status
     and result belong to the session that made it."""
     async with world_on(transport, middleware, tmp_path, http_hosts) as world:
@@ -220,9 +229,11 @@ async def test_task_augmented_call(transport: str, middleware: str, tmp_path: Pa
             task_id = created["result"]["task"]["taskId"]
             peer.markers.append(task_id)
             await peer.wait_for(
-                lambda m: m.get("method") == "notifications/tasks/status"
-                and m["params"]["taskId"] == task_id
-                and m["params"].get("statusMessage") == f"working {tag}",
+                lambda m: (
+                    m.get("method") == "notifications/tasks/status"
+                    and m["params"]["taskId"] == task_id
+                    and m["params"].get("statusMessage") == f"working {tag}"
+                ),
                 "the task's status message",
             )
             for other in others(world, peer):  # the other session cannot see or touch it
@@ -250,9 +261,10 @@ async def test_progress(transport: str, middleware: str, tmp_path: Path, http_ho
             async def on_progress(value: float, total: float | None, message: str | None) -> None:
                 seen.append((value, total, message))
 
-            assert await peer.text(
-                "progress_steps", {"tag": tag, "steps": 3}, progress_callback=on_progress
-            ) == f"progressed {tag}"
+            assert (
+                await peer.text("progress_steps", {"tag": tag, "steps": 3}, progress_callback=on_progress)
+                == f"progressed {tag}"
+            )
             assert seen == [(i, 3, f"{tag} step {i}") for i in (1, 2, 3)], seen
 
         await world.each(progress)
@@ -373,7 +385,10 @@ async def own_world(
         async with open_world(transport, args, tmp_path) as world:
             yield world
         return
-    async with own_http_host(*args, auth=auth) as host, open_world(transport, [], tmp_path, host, auth) as world:
+    async with (
+        own_http_host(*args, auth=auth) as host,
+        open_world(transport, [], tmp_path, host, auth) as world,
+    ):
         yield world
 
 
@@ -387,7 +402,10 @@ async def _reload_mid_call(world: World, file: Path, old: str, new: str, extra: 
         async def on_progress(value: float, total: float | None, message: str | None) -> None:
             started[peer.label].set()
 
-        answers[peer.label] = (tag, await peer.call("wait_file", {"tag": tag, "path": str(gate)}, progress_callback=on_progress))
+        answers[peer.label] = (
+            tag,
+            await peer.call("wait_file", {"tag": tag, "path": str(gate)}, progress_callback=on_progress),
+        )
 
     async with anyio.create_task_group() as tg:
         for peer in world.peers:
@@ -425,7 +443,9 @@ async def test_reload_of_the_middleware_file_mid_call(
 ) -> None:
     files = _copy_files(tmp_path, middleware)
     async with own_world(transport, "dev", files, tmp_path, auth) as world:
-        await _reload_mid_call(world, files[1], "MW_VERSION = 1", "MW_VERSION = 2", "added_mw_tool", tmp_path / "gate")
+        await _reload_mid_call(
+            world, files[1], "MW_VERSION = 1", "MW_VERSION = 2", "added_mw_tool", tmp_path / "gate"
+        )
         assert await world.a.text("mw_version", {}) == "2"
 
 

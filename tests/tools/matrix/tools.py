@@ -97,7 +97,7 @@ def late_login_sync(tag: str, ctx: Context) -> str:
         time.sleep(0.005)
     try:
         outcome = f"applied {ctx.enable_tools(['admin'])}"
-    except BaseException as exc:  # noqa: BLE001 - any refusal is the outcome
+    except BaseException as exc:
         outcome = f"refused {type(exc).__name__}: {exc}"
     _late(tag, outcome)
     return "too late"
@@ -111,7 +111,7 @@ async def late_login_async(tag: str, ctx: Context) -> str:
     except asyncio.CancelledError:
         try:
             outcome = f"applied {await ctx.enable_tools(['admin'])}"
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             outcome = f"refused {type(exc).__name__}: {exc}"
         _late(tag, outcome)
         raise
