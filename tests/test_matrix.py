@@ -128,7 +128,7 @@ async def _late_control(world: World, tool: str) -> None:
     result = await a.call(tool, {"tag": tag})
     assert result.is_error and "timed out" in text_of(result), text_of(result)
     outcome = await a.text("late_outcome", {"tag": tag})  # returns once the tool tried
-    for peer in world.peers:
+    for peer in reversed(world.peers):  # over HTTP B first: gaining A's late admin is the worse leak
         names = await peer.tool_names()
         assert "admin" not in names, (
             f"session {peer.label} gained 'admin' from a control request of a call that had timed out "
