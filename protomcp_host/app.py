@@ -176,6 +176,9 @@ class Host:
             for router in self.routers:
                 router.log(LEVELS.get(stream, "info"), label, line)
 
+    def echo(self, label: str, line: str) -> None:
+        self.stderr(f"[{label}] {line}")
+
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         """A log message a tool process sent outside any call."""
         self.stderr(f"[{label}] {level}: {data if isinstance(data, str) else orjson.dumps(data).decode()}")

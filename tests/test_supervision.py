@@ -35,6 +35,9 @@ class Events:
     def output(self, label: str, stream: str, line: str) -> None:
         pass
 
+    def echo(self, label: str, line: str) -> None:
+        pass
+
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         pass
 

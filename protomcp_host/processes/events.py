@@ -32,6 +32,9 @@ class ProcessEvents(Protocol):
     def output(self, label: str, stream: str, line: str) -> None:
         """A line the process printed (stdout/stderr), outside the frames: no call known."""
 
+    def echo(self, label: str, line: str) -> None:
+        """A line a request printed, for the host's stderr only (its session got it already)."""
+
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         """A log frame sent outside any request of the bridge."""
 

@@ -29,7 +29,7 @@ from protomcp_sdk.authoring.encoding import encode_error, encode_result
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
-from protomcp_sdk.runtime import client, liveness, logs
+from protomcp_sdk.runtime import client, liveness, logs, output
 from protomcp_sdk.runtime.context import Context
 from protomcp_sdk.runtime.features import Features
 from protomcp_sdk.runtime.loading import load_tool_file, report_failure
@@ -209,6 +209,7 @@ class ToolProcess:
     def load(self) -> None:
         self.loaded = True
         logs.install(self.send)
+        output.install(self.send)
         resources.bind(self.send)
         load_error = load_tool_file(self.tool_file)
         for warning in [] if load_error else REGISTRY.warnings(Path(self.tool_file).name):
