@@ -11,6 +11,7 @@ from protomcp_host.bridge.envelope import tool_answer, tool_from_definition
 from protomcp_host.protocol.catalog import Catalog, Tool
 from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session
 from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.toollist import ToolListChange
 
 SERVER_INFO = {"name": "protomcp-test", "version": "9.9"}
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -882,7 +883,7 @@ def listed(session: Session) -> list[str]:
 
 def change(session: Session, **batch: Any) -> list[Event]:
     """Apply one tool-list control batch and flush: the notifications it calls for."""
-    session.update_tools(**batch)
+    session.update_tools(ToolListChange.of(**batch))
     return session.flush_notifications()
 
 
@@ -922,9 +923,11 @@ def test_allowlist_blocklist_and_batch() -> None:
 def test_many_changes_between_flushes_give_one_notification() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
     for _ in range(10_000):
-        assert session.update_tools(enable=["secret"]) is None  # nothing is sent per change
-        session.update_tools(disable=["secret"])
-    session.update_tools(enable=["secret"])
+        assert (
+            session.update_tools(ToolListChange.of(enable=["secret"])) is None
+        )  # nothing is sent per change
+        session.update_tools(ToolListChange.of(disable=["secret"]))
+    session.update_tools(ToolListChange.of(enable=["secret"]))
     assert session.list_changed_pending
     assert session.flush_notifications() == [LIST_CHANGED]
     assert not session.list_changed_pending
@@ -933,20 +936,20 @@ def test_many_changes_between_flushes_give_one_notification() -> None:
 
 def test_changes_that_cancel_out_between_flushes_send_nothing() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
-    session.update_tools(enable=["secret"])
-    session.update_tools(disable=["secret"])
-    session.update_tools(allow=["add", "echo"])  # the same list as the default
+    session.update_tools(ToolListChange.of(enable=["secret"]))
+    session.update_tools(ToolListChange.of(disable=["secret"]))
+    session.update_tools(ToolListChange.of(allow=["add", "echo"]))  # the same list as the default
     assert session.flush_notifications() == []
     assert listed(session) == ["add", "echo"]
 
 
 def test_a_reload_flushes_pending_changes_with_one_notification() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
-    session.update_tools(enable=["secret"])  # pending: add, echo -> add, echo, secret
+    session.update_tools(ToolListChange.of(enable=["secret"]))  # pending: add, echo -> add, echo, secret
     before = session.visible_tools()
     session.catalog.replace("a.py", [ADD, ECHO])  # secret vanishes: back to what was flushed
     assert session.catalog_changed(before) == []
-    session.update_tools(disable=["echo"])
+    session.update_tools(ToolListChange.of(disable=["echo"]))
     session.catalog.replace("a.py", [ADD, ECHO, HIDDEN])
     assert session.catalog_changed(session.visible_tools()) == [LIST_CHANGED]
     assert session.flush_notifications() == []
@@ -955,7 +958,7 @@ def test_a_reload_flushes_pending_changes_with_one_notification() -> None:
 def test_no_notification_before_initialized_and_nothing_left_pending() -> None:
     session = new_session(ADD, ECHO, HIDDEN)
     initialize(session, initialized=False)
-    session.update_tools(enable=["secret"])
+    session.update_tools(ToolListChange.of(enable=["secret"]))
     assert session.flush_notifications() == []
     notify(session, "notifications/initialized")
     assert session.flush_notifications() == []
@@ -965,12 +968,14 @@ def test_unknown_names_are_not_kept() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
     made_up = [f"nope{i}" for i in range(10_000)]
     for batch in ({"enable": made_up}, {"disable": made_up}, {"block": made_up}, {"allow": made_up}):
-        session.update_tools(**batch)
+        session.update_tools(ToolListChange.of(**batch))
         visibility = session.visibility
         assert visibility.enabled | visibility.disabled | visibility.listed == set(), batch
     assert session.flush_notifications() == [LIST_CHANGED]  # the allowlist of nothing
     assert listed(session) == []
-    session.update_tools(allow=["echo", "nope"], enable=["secret", "gone"], disable=["nada"])
+    session.update_tools(
+        ToolListChange.of(allow=["echo", "nope"], enable=["secret", "gone"], disable=["nada"])
+    )
     assert session.visibility.listed == {"echo", "secret"}
     assert session.visibility.enabled == {"secret"} and session.visibility.disabled == set()
 
@@ -987,7 +992,7 @@ def test_a_name_that_appears_with_a_reload_starts_as_a_new_tool(
     batch: dict[str, Any], shown: list[str]
 ) -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
-    session.update_tools(**batch)
+    session.update_tools(ToolListChange.of(**batch))
     session.flush_notifications()
     before = session.visible_tools()
     later = tool_from_definition(pb.ToolDefinition(name="later", hidden=True), owner="a.py")

@@ -26,6 +26,8 @@ def anyio_backend() -> str:
 class Events:
     """ProcessEvents that only collect problems."""
 
+    share_output = True
+
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
 

@@ -77,29 +77,6 @@ def tool_answer(response: pb.CallToolResponse, raw: list[bytes] | None, trusted:
     return ToolAnswer(content, structured, response.is_error, trusted, meta)
 
 
-def control_change(envelope: pb.Envelope) -> dict[str, Any]:
-    """A tool-list control request as keyword arguments of Session.update_tools. In a batch an
-    empty allow or block list leaves the mode as it is (proto3 cannot tell empty from unset)."""
-    kind = envelope.WhichOneof("msg")
-    if kind == "batch":
-        batch = envelope.batch
-        return {
-            "enable": list(batch.enable),
-            "disable": list(batch.disable),
-            "allow": list(batch.allow) or None,
-            "block": list(batch.block) or None,
-        }
-    key = {
-        "enable_tools": "enable",
-        "disable_tools": "disable",
-        "set_allowed": "allow",
-        "set_blocked": "block",
-    }
-    if kind in key:
-        return {key[kind]: list(getattr(envelope, kind).tool_names)}
-    return {}  # get_active_tools
-
-
 # -- resources, prompts, completions --------------------------------------------------------
 
 

@@ -17,13 +17,14 @@ from typing import Any, Protocol
 
 import orjson
 
-from protomcp_host.bridge.envelope import control_change, tool_answer
+from protomcp_host.bridge.envelope import tool_answer
 from protomcp_host.bridge.middleware import ChainRun, Middleware
 from protomcp_host.processes.channel import Channel
 from protomcp_host.processes.events import Leg, Refused, Reply
 from protomcp_host.processes.output import TokenBucket
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.toollist import ToolListChange
 
 _ids = itertools.count(1)
 
@@ -47,7 +48,7 @@ class CallSink(Protocol):
     def call_progress(self, call: Call, progress: float, total: float | None, message: str) -> None: ...
     def call_log(self, call: Call, level: str, logger: str, data: Any) -> None: ...
     def call_task_status(self, call: Call, status: str, message: str) -> None: ...
-    def call_control(self, change: dict[str, Any]) -> list[str]: ...
+    def call_control(self, change: ToolListChange | None) -> list[str]: ...
     def call_request(self, execution: Execution, method: str, params: dict[str, Any],
                      timeout: float | None, reply: Reply) -> None: ...  # fmt: skip
     def call_released(self, execution: Execution, reason: str) -> None: ...
@@ -179,7 +180,7 @@ class Execution:
     def control(self, envelope: pb.Envelope) -> list[str]:
         if self.finished:
             raise Refused("the tool call is over: its session's tool list was not changed")
-        return self.sink.call_control(control_change(envelope))
+        return self.sink.call_control(ToolListChange.from_envelope(envelope))  # None: get_active_tools
 
     def ask_client(self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply) -> None:
         if self.finished:
@@ -193,8 +194,9 @@ class Execution:
         if self.finished:
             return
         self._end(cancel=False, reason="the tool call is over")
-        if effects is not None and (effects.enable_tools or effects.disable_tools):
-            self.sink.call_control({"enable": effects.enable_tools, "disable": effects.disable_tools})
+        change = ToolListChange.from_response(effects) if effects is not None else None
+        if change is not None:  # ToolResult(enable_tools=..., disable_tools=...)
+            self.sink.call_control(change)
         self.sink.call_answered(self.call, answer)
 
     def fail(self, message: str) -> None:

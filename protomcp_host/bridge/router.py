@@ -21,6 +21,7 @@ from protomcp_host.processes.events import Reply
 from protomcp_host.processes.output import LogLimiter
 from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientRequest, Forward, RootsChanged
 from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session, ToolAnswer
+from protomcp_sdk.wire.toollist import ToolListChange
 
 CLIENT_TIMEOUT = 300.0  # seconds a tool waits for the client (a person may have to answer)
 LIST_CHANGED_DELAY = 0.02  # seconds tool-list changes gather before one list_changed (or a result)
@@ -73,11 +74,11 @@ class Router:
         """Tell the session the time: tasks past their ttl expire."""
         self.carry_out(self.session.advance(time.time()))
 
-    def update_tools(self, **change: Any) -> None:
+    def update_tools(self, change: ToolListChange) -> None:
         """Apply a tool-list change to this session (see Session.update_tools). Changes gather:
         one list_changed, if the list changed, goes out LIST_CHANGED_DELAY later or before
         the next call result of this session, whichever comes first."""
-        self.session.update_tools(**change)
+        self.session.update_tools(change)
         if self._flush_timer is None:
             loop = asyncio.get_running_loop()
             self._flush_timer = loop.call_later(LIST_CHANGED_DELAY, self.flush_notifications)
@@ -154,9 +155,11 @@ class Router:
         ):
             self._emit(self.session.log(level, logger, data, call.task), call.id)
 
-    def call_control(self, change: dict[str, Any]) -> list[str]:
-        """A running call changes this session's tool list: the tools now active here."""
-        self.update_tools(**change)
+    def call_control(self, change: ToolListChange | None) -> list[str]:
+        """A running call changes this session's tool list (None: it only asks): the tools
+        now active here."""
+        if change is not None:
+            self.update_tools(change)
         return self.session.active_tools()
 
     def call_request(

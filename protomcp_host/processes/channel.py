@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ from protomcp_sdk import wire
 from protomcp_sdk.wire import protomcp_pb2 as pb
 
 _request_ids = itertools.count(1)  # host-wide and never reused: an id names one request for good
+PRINTED_TAIL = 20  # stderr lines of a request kept to explain its failure if the process dies
 
 # The Envelope requests a tool process makes for the client (sampling, elicitation, roots):
 # (MCP method, the answer's field).
@@ -81,6 +83,7 @@ class Channel:
         self.broken: str | None = None  # why nothing more is read from it
         self.blocked_tool = ""  # the tool its watchdog last said blocks its event loop
         self.middleware: list[pb.RegisterMiddlewareRequest] = []  # registered right after Hello
+        self.printed: dict[str, deque[str]] = {}  # per open request: the last stderr lines it printed
         self.holds: set[str] = set()  # middleware waiting in call_next here (no request open)
         self._drained: asyncio.Future[None] | None = None  # set when the last leg or hold ends
         self._handlers: dict[str, Callable[[pb.Envelope], None]] = {
@@ -136,6 +139,8 @@ class Channel:
     def drop(self, request_id: str, *, cancel: bool) -> None:
         """The bridge is done with a request (answered elsewhere, timed out, cancelled): forget
         it; with `cancel`, the process is told to stop working on it."""
+        if self.printed:
+            self.printed.pop(request_id, None)
         if self.legs.pop(request_id, None) is not None:
             if cancel:
                 self.send(pb.Envelope(cancel=pb.CancelRequest(request_id=request_id)))
@@ -201,6 +206,7 @@ class Channel:
             self.send(client_reply(kind, envelope.request_id, None, message))
         elif kind in LEG_ANSWERS:
             leg = self.legs.pop(envelope.request_id, None)
+            self.printed.pop(envelope.request_id, None)
             if leg is not None:
                 self._check_drained()
                 leg.failed(message)
@@ -222,10 +228,12 @@ class Channel:
         if self.broken is None:
             self.broken = reason
         legs, self.legs = self.legs, {}
+        printed, self.printed = self.printed, {}
         self.holds.clear()
         self._check_drained()
-        for leg in legs.values():
-            leg.failed(reason)
+        for request_id, leg in legs.items():
+            lines = printed.get(request_id)  # its own output only: other callers' stays private
+            leg.failed(reason + ("; its last stderr lines:\n" + "\n".join(lines) if lines else ""))
         for future in self.requests.values():
             if not future.done():
                 future.set_exception(ChannelError(reason))
@@ -242,6 +250,8 @@ class Channel:
             self.raw.pop(request_id, None)
             return  # answered after it was dropped: nobody wants it
         self._check_drained()
+        if self.printed:
+            self.printed.pop(request_id, None)
         unreadable = request_id in self.raw and self.raw[request_id] is None
         raw = self.raw.pop(request_id, None)
         if unreadable:
@@ -270,6 +280,11 @@ class Channel:
                 self.events.output(self.label, stream, line)
             else:
                 self.events.echo(self.label, line)
+                if stream == "stderr":
+                    tail = self.printed.get(envelope.request_id)
+                    if tail is None:
+                        tail = self.printed[envelope.request_id] = deque(maxlen=PRINTED_TAIL)
+                    tail.append(line)
                 leg.log(entry.level, self.label, line)
         elif leg is None:  # outside any request (or after it ended): nobody's session
             self.events.log(self.label, entry.level, entry.logger, data)

@@ -26,6 +26,9 @@ class Loaded:
 class ProcessEvents(Protocol):
     """The host's side of every tool process (the same object for all of them)."""
 
+    share_output: bool
+    """Output outside any call may reach clients (there is one: stdio); else host stderr only."""
+
     def loaded(self, label: str, offer: Loaded) -> None:
         """A new process is ready to go live; raising (a name clash, say) rejects it."""
 

@@ -10,10 +10,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-FD_ENV = "PROTOMCP_FDS"  # the same name as protomcp_sdk.wire.FD_ENV, without importing protobuf
-SPOOL_ENV = "PROTOMCP_SPOOL"  # protomcp_sdk.spool: the one directory it may hand files over in
-SPOOL_PREFIX = "protomcp-spool-"  # protomcp_sdk.wire.SPOOL_PREFIX
-HOST_PID_ENV = "PROTOMCP_HOST_PID"  # protomcp_sdk.lifeline: the tool process dies with this process
+from protomcp_sdk.wire.env import FD_ENV, HOST_PID_ENV, SPOOL_DIR_ENV, SPOOL_ENV, SPOOL_PREFIX
+from protomcp_sdk.wire.paths import package_of
+
 # Variables the host reads secrets from (--auth-token-env NAME): never passed on to the processes
 # it starts, which run code it does not control.
 SECRET_ENV: set[str] = set()
@@ -51,19 +50,6 @@ def label_of(file: Path) -> str:
     return package[1] if package else file.name
 
 
-def package_of(file: Path) -> tuple[Path, str] | None:
-    """(import root, dotted module name) for a file inside a package (a folder with
-    __init__.py); None for a stand-alone file. Mirrors protomcp_sdk.runtime.package_of."""
-    if not (file.parent / "__init__.py").is_file():
-        return None
-    parts = [] if file.name == "__init__.py" else [file.stem]
-    folder = file.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    return folder, ".".join(parts)
-
-
 @dataclass(slots=True)
 class Launched:
     """A started tool process and the host's ends of its two frame pipes."""
@@ -79,7 +65,7 @@ def spool_dir_for_child() -> str:
     /dev/shm) for one tool process to hand large results over in; it creates it on first use.
     "" when there is no such file system (results then travel inline). The name carries the
     host's pid, so folders left by a host that was killed are found and removed later."""
-    root = os.environ.get("PROTOMCP_SPOOL_DIR", "/dev/shm")
+    root = os.environ.get(SPOOL_DIR_ENV, "/dev/shm")
     if not root or not os.path.isdir(root) or not os.access(root, os.W_OK):
         return ""
     root = os.path.abspath(root)

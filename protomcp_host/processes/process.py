@@ -103,7 +103,8 @@ class ToolProcess:
             await wait_process(self.popen)
         self.signal_group(signal.SIGKILL)  # anything the tool started in its process group
 
-    def describe_exit(self) -> str:
+    def describe_exit(self, *, tail: bool = True) -> str:
+        """Why it is gone; with `tail`, the last lines it wrote on stderr outside any call."""
         code = self.popen.returncode if self.popen is not None else None
         if self.stopping:
             return f"{self.label}: tool process was stopped"
@@ -115,7 +116,7 @@ class ToolProcess:
         else:
             how = f"exited with status {code}"
         message = f"{self.label}: tool process {how}"
-        if self.stderr_tail:
+        if tail and self.stderr_tail:
             message += "; last stderr lines:\n" + "\n".join(self.stderr_tail)
         return message
 

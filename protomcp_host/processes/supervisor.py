@@ -224,7 +224,9 @@ class Supervisor:
     async def _restart(self) -> None:
         dead = self.current
         reason = (
-            dead.death if dead is not None and dead.death else f"{self.label}: tool process is not running"
+            (dead.obituary or dead.death)
+            if dead is not None and dead.death
+            else f"{self.label}: tool process is not running"
         )
         delay = (
             0.0 if self._reload_requested else self.backoff.next_delay(time.monotonic() - self._started_at)

@@ -57,7 +57,8 @@ class Worker:
         )
         self.channel: Channel | None = None
         self.exited = anyio.Event()
-        self.death: str | None = None  # why it stopped serving, once it has
+        self.death: str | None = None  # why it stopped serving, once it has (what clients see)
+        self.obituary: str | None = None  # the same with its last stderr lines, for the host's stderr
 
     # -- start ---------------------------------------------------------------------
     async def run(
@@ -218,7 +219,10 @@ class Worker:
         if channel is not None and channel.spool_dir and spool_path_safe(channel.spool_dir):
             shutil.rmtree(channel.spool_dir, ignore_errors=True)  # left behind if it crashed
         if self.death is None:
-            self.death = self.process.describe_exit()
+            # Clients see its last stderr lines only where there is one client (stdio); over
+            # HTTP those lines may be anyone's, so they stay on the host's stderr (the obituary).
+            self.obituary = self.process.describe_exit()
+            self.death = self.process.describe_exit(tail=self.events.share_output)
         if channel is not None:
             channel.shut(self.death)
         self.exited.set()

@@ -8,7 +8,7 @@ the answer. Nothing here touches a pipe or a socket.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from protomcp_host.protocol.features import (
 from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.tasks import RELATED_TASK, Effects, Task, TaskMethods
 from protomcp_host.protocol.visibility import ToolVisibility
+from protomcp_sdk.wire.toollist import ToolListChange
 
 SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_VERSION = SUPPORTED_VERSIONS[-1]
@@ -468,19 +469,12 @@ class Session:
         """What this session's tools/list shows (compare before and after a change)."""
         return {tool.name: tool.mcp for tool in self.catalog.visible(self._shown())}
 
-    def update_tools(
-        self,
-        *,
-        enable: Iterable[str] = (),
-        disable: Iterable[str] = (),
-        allow: Iterable[str] | None = None,
-        block: Iterable[str] | None = None,
-    ) -> None:
-        """Apply a tool-list control batch (names the catalog does not have are ignored).
-        The list_changed notification it may call for comes from flush_notifications()."""
+    def update_tools(self, change: ToolListChange) -> None:
+        """Apply a tool-list change (names the catalog does not have are ignored). The
+        list_changed notification it may call for comes from flush_notifications()."""
         if self._tools_seen is None:
             self._tools_seen = self.visible_tools()
-        self.visibility.update(self.catalog, enable=enable, disable=disable, allow=allow, block=block)
+        self.visibility.update(self.catalog, change)
 
     def catalog_changed(self, before: dict[str, dict[str, Any]]) -> list[Event]:
         """The catalog changed (a reload; `before` is this session's visible_tools() from just

@@ -18,11 +18,12 @@ allowlist.
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Literal
 
 from protomcp_host.protocol.catalog import Tool
+from protomcp_sdk.wire.toollist import ToolListChange
 
 Mode = Literal["default", "allow", "block"]
 
@@ -49,20 +50,16 @@ class ToolVisibility:
     def update(
         self,
         known: Container[str],
-        *,
-        enable: Iterable[str] = (),
-        disable: Iterable[str] = (),
-        allow: Iterable[str] | None = None,
-        block: Iterable[str] | None = None,
+        change: ToolListChange,
     ) -> None:
-        """Apply one batch: a new allowlist or blocklist first, then enables, then disables.
+        """Apply one change: a new allowlist or blocklist first, then enables, then disables.
         Names not in `known` are left out."""
-        if allow is not None:
-            self.mode, self.listed = "allow", {name for name in allow if name in known}
-        if block is not None:
-            self.mode, self.listed = "block", {name for name in block if name in known}
-        enable = [name for name in enable if name in known]
-        disable = [name for name in disable if name in known]
+        if change.allow is not None:
+            self.mode, self.listed = "allow", {name for name in change.allow if name in known}
+        if change.block is not None:
+            self.mode, self.listed = "block", {name for name in change.block if name in known}
+        enable = [name for name in change.enable or () if name in known]
+        disable = [name for name in change.disable or () if name in known]
         for name in enable:
             self.disabled.discard(name)
             self.enabled.add(name)

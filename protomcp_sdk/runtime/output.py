@@ -1,10 +1,12 @@
 """The tool process's ``sys.stdout`` and ``sys.stderr``: what a call prints is sent to the host
 as that call's output lines (``LogMessage`` frames with ``output`` set, tagged with the call),
 so it reaches only the session that made the call. Text written outside any call (at import,
-from a background thread) goes to the real stream, which the host shows on its own stderr."""
+from a background thread) or in a child the tool forked (whose frame pipe is gone) goes to the
+real stream, which the host shows on its own stderr."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -27,10 +29,16 @@ class CallOutput:
         self.send = send
         self._partial: dict[str, str] = {}  # per call: text after its last newline
         self._lock = threading.Lock()
+        self.forked = False  # in a forked child: no frames, plain writes
+        os.register_at_fork(after_in_child=self._in_child)
+
+    def _in_child(self) -> None:
+        self.forked = True
+        self._lock = threading.Lock()  # another thread may have held it at the fork
 
     def write(self, text: str) -> int:
         call = CURRENT_CALL.get()
-        if not call:
+        if not call or self.forked:
             return self.real.write(text)
         with self._lock:
             pending = self._partial.pop(call, "") + text
@@ -45,7 +53,7 @@ class CallOutput:
 
     def flush(self) -> None:
         call = CURRENT_CALL.get()
-        if call:
+        if call and not self.forked:
             with self._lock:
                 rest = self._partial.pop(call, "")
             if rest:

@@ -29,11 +29,29 @@ def is_null(value: Any) -> bool:
     return value is None
 
 
+def is_object(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def is_array(value: Any) -> bool:
+    return isinstance(value, list)
+
+
+def is_id(value: Any) -> bool:
+    """A JSON-RPC request id, progress token or cancelled ``requestId``: a string or an integer
+    (not a boolean, not a float)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
 JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": is_string,
     "integer": is_integer,
     "number": is_number,
     "boolean": is_boolean,
     "null": is_null,
+    "object": is_object,
+    "array": is_array,
 }
 """JSON Schema ``type`` name -> the test for it."""
+
+PRIMITIVE_TYPES = frozenset({"string", "integer", "number", "boolean", "null"})
