@@ -12,8 +12,8 @@ from typing import Any
 
 from conftest import TOOLS, RawHost
 
-
 FLOW = TOOLS / "flow.py"
+NOT_STARTED = "the host is shutting down; the request was not started"
 BIG = 20_000_000  # larger than the stdio writer's 16 MiB high-water mark
 
 
@@ -132,7 +132,7 @@ def test_sigterm_answers_running_and_held_calls_over_stdio(raw_host) -> None:  #
     assert sorted(answers) == [1, 2, 3, 4]
     assert "shutting down" in text_of(answers[1]) and answers[1]["result"]["isError"]
     for held in (2, 4):
-        assert answers[held]["error"]["message"] == "the host is shutting down; the request was not started"
+        assert answers[held]["error"]["message"] == NOT_STARTED
     assert answers[3]["result"] == {}
     assert host.close() == 0
 
@@ -155,7 +155,6 @@ def test_sigterm_before_the_tool_files_load_answers_held_requests(raw_host, tmp_
     answers = {message["id"]: message for message in (host.recv(timeout=30) for _ in range(3))}
     assert sorted(answers) == [1, 2, 3]
     for request_id in (1, 2):
-        assert answers[request_id]["error"]["message"] == "the host is shutting down; the request was not started"
+        assert answers[request_id]["error"]["message"] == NOT_STARTED
     assert answers[3]["result"] == {}
     assert host.close() == 0
-
