@@ -22,16 +22,16 @@ from protomcp_host.transports.http.asgi import (
     respond,
 )
 from protomcp_host.transports.http.event_stream import KEEP_ALIVE, EventStream
+from protomcp_host.transports.ports import Sessions
 
 if TYPE_CHECKING:
-    from protomcp_host.app import Host
     from protomcp_host.transports.http.streamable import HttpOptions
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
 
 
 class LegacySession:
-    def __init__(self, session_id: str, host: Host) -> None:
+    def __init__(self, session_id: str, host: Sessions) -> None:
         self.id = session_id
         self.host = host
         self.stream = EventStream("0")
@@ -47,7 +47,7 @@ class LegacySession:
 
 
 class LegacySSE:
-    def __init__(self, host: Host, options: HttpOptions, messages_path: str) -> None:
+    def __init__(self, host: Sessions, options: HttpOptions, messages_path: str) -> None:
         self.host = host
         self.options = options
         self.messages_path = messages_path
@@ -122,6 +122,11 @@ class LegacySSE:
     async def wait_idle(self) -> None:
         for session in list(self.sessions.values()):
             await session.router.wait_idle()
+
+    def fail_all(self, message: str) -> None:
+        """The drain timed out: every call still running is answered with an error, on its stream."""
+        for session in list(self.sessions.values()):
+            session.router.fail_all(message)
 
     def close_all(self) -> None:
         for session in list(self.sessions.values()):
