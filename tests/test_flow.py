@@ -4,13 +4,19 @@ ids collide, idle sessions that expire, --max-in-flight over HTTP, bounded SSE r
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import anyio
+import orjson
 from conftest import TOOLS, RawHost
+from http_support import ACCEPT, INITIALIZE, INITIALIZED, HttpHost, answer_of, headers_for, rpc, sse_events
+from test_http_inprocess import Exchange
 
 FLOW = TOOLS / "flow.py"
 NOT_STARTED = "the host is shutting down; the request was not started"
@@ -158,3 +164,306 @@ def test_sigterm_before_the_tool_files_load_answers_held_requests(raw_host, tmp_
         assert answers[request_id]["error"]["message"] == NOT_STARTED
     assert answers[3]["result"] == {}
     assert host.close() == 0
+
+
+# -- HTTP ------------------------------------------------------------------------------------------
+
+
+async def _open(client: Any, url: str, version: str = "2025-11-25") -> str:
+    """Initialize a session over raw HTTP in `version`; returns its id."""
+    hello = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+    headers = {"accept": ACCEPT, "content-type": "application/json"}
+    response = await client.post(url, content=rpc(0, "initialize", hello), headers=headers)
+    assert response.status_code == 200, response.text
+    session_id: str = response.headers["mcp-session-id"]
+    notified = await client.post(url, content=INITIALIZED, headers=headers_for(session_id))
+    assert notified.status_code == 202
+    return session_id
+
+
+class Streamed:
+    """A POST whose answer streams (SSE): its messages as they come, and its end."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.grew = asyncio.Event()
+        self.ended = asyncio.Event()
+
+    async def run(self, client: Any, url: str, body: bytes, session_id: str) -> None:
+        try:
+            async with client.stream("POST", url, content=body, headers=headers_for(session_id)) as response:
+                buffer = ""
+                async for text in response.aiter_text():
+                    buffer += text
+                    *events, buffer = buffer.split("\n\n")
+                    for event in sse_events("\n\n".join(events)):
+                        if event.get("data"):
+                            self.messages.append(orjson.loads(event["data"]))
+                            self.grew.set()
+        finally:
+            self.ended.set()
+
+    async def wait_for(self, want: Any) -> dict[str, Any]:
+        async with asyncio.timeout(30):
+            while True:
+                for message in self.messages:
+                    if want(message):
+                        return message
+                self.grew.clear()
+                await self.grew.wait()
+
+    def answers(self) -> list[dict[str, Any]]:
+        return [m for m in self.messages if "result" in m or "error" in m]
+
+
+def _call_body(request_id: int, name: str, **arguments: Any) -> bytes:
+    return orjson.dumps(call(request_id, name, **arguments))
+
+
+def _logged(text: str) -> Any:
+    return lambda m: m.get("method") == "notifications/message" and m["params"]["data"] == text
+
+
+async def test_a_batch_reusing_ids_in_use_is_answered_in_the_batch_and_the_session_expires() -> None:
+    import httpx2
+
+    host = HttpHost("run", str(FLOW), "--session-timeout", "1")
+    try:
+        async with httpx2.AsyncClient(timeout=20) as client, asyncio.TaskGroup() as tg:
+            session_id = await _open(client, host.url, "2025-03-26")  # the revision with batches
+            held = Streamed()
+            tg.create_task(held.run(client, host.url, _call_body(1, "hold", key="b1"), session_id))
+            await held.wait_for(_logged("holding b1"))  # id 1 is in progress
+            # A quick request, then its id again, then the id of the call in progress, last (before
+            # the fix: the batch's answer went to request 1's stream and the POST never ended).
+            ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+            batch = [ping, ping, call(1, "add", a=1, b=1)]
+            response = await client.post(
+                host.url, content=orjson.dumps(batch), headers=headers_for(session_id)
+            )
+            assert response.status_code == 200
+            answers = response.json()
+            assert sorted((a["id"], "error" in a) for a in answers) == [
+                (1, True),
+                (2, False),
+                (2, True),
+            ]
+            for refused in (a for a in answers if "error" in a):
+                assert refused["error"]["code"] == -32600
+                assert f"id {refused['id']} is already in use" in refused["error"]["message"]
+            mixed = [call(3, "add", a=3, b=3), {"jsonrpc": "2.0", "id": 1, "method": "ping"}]
+            response = await client.post(
+                host.url, content=orjson.dumps(mixed), headers=headers_for(session_id)
+            )
+            ran, refused = sorted(response.json(), key=lambda a: a["id"], reverse=True)
+            assert (
+                ran["result"]["content"][0]["text"] == "6" and "already in use" in refused["error"]["message"]
+            )
+            release = await client.post(
+                host.url, content=_call_body(4, "release", key="b1"), headers=headers_for(session_id)
+            )
+            assert answer_of(release)["result"]["content"][0]["text"] == "ok"
+            async with asyncio.timeout(30):
+                await held.ended.wait()
+            assert [a["result"]["content"][0]["text"] for a in held.answers()] == [
+                "released b1"
+            ]  # one answer
+        # Nothing is in progress and no connection is open: the idle session expires.
+        host.wait_stderr(lambda line: f"session {session_id[:8]}" in line and "expired" in line)
+        async with httpx2.AsyncClient(timeout=20) as client:
+            gone = await client.post(host.url, content=rpc(5, "ping"), headers=headers_for(session_id))
+            assert gone.status_code == 404
+    finally:
+        host.terminate()
+
+
+async def test_a_single_request_reusing_a_batch_id_in_progress_is_refused() -> None:
+    import httpx2
+
+    host = HttpHost("run", str(FLOW))
+    try:
+        async with httpx2.AsyncClient(timeout=20) as client, asyncio.TaskGroup() as tg:
+            session_id = await _open(client, host.url, "2025-03-26")
+            body = orjson.dumps([call(7, "hold_sync", key="b2")])
+            batch = tg.create_task(client.post(host.url, content=body, headers=headers_for(session_id)))
+            async with asyncio.timeout(30):  # the batch's call runs
+                while True:
+                    again = await client.post(
+                        host.url, content=rpc(7, "ping"), headers=headers_for(session_id)
+                    )
+                    if "error" in again.json():
+                        break
+            assert "already in use" in again.json()["error"]["message"]
+            await client.post(
+                host.url, content=_call_body(8, "release", key="b2"), headers=headers_for(session_id)
+            )
+            assert [a["result"]["content"][0]["text"] for a in (await batch).json()] == ["released b2"]
+    finally:
+        host.terminate()
+
+
+async def test_calls_beyond_max_in_flight_wait_their_turn_over_http() -> None:
+    import httpx2
+
+    host = HttpHost("run", str(FLOW), "--max-in-flight", "1")
+    try:
+        async with httpx2.AsyncClient(timeout=20) as client, asyncio.TaskGroup() as tg:
+            session_id = await _open(client, host.url)
+            other = await _open(client, host.url)
+            held = Streamed()
+            tg.create_task(held.run(client, host.url, _call_body(1, "hold", key="m1"), session_id))
+            await held.wait_for(_logged("holding m1"))
+            waiting = tg.create_task(
+                client.post(host.url, content=_call_body(2, "add", a=1, b=2), headers=headers_for(session_id))
+            )
+            # Another session has its own bound: it releases the first call, and the second runs.
+            await client.post(
+                host.url, content=_call_body(1, "release", key="m1"), headers=headers_for(other)
+            )
+            assert answer_of(await waiting)["result"]["structuredContent"] == {"result": 3}  # not refused
+            assert [a["result"]["content"][0]["text"] for a in held.answers()] == ["released m1"]
+    finally:
+        host.terminate()
+
+
+async def test_sigterm_answers_calls_past_the_drain_timeout_over_http() -> None:
+    import httpx2
+
+    host = HttpHost("run", str(FLOW), "--drain-timeout", "0.5")
+    try:
+        async with httpx2.AsyncClient(timeout=20) as client, asyncio.TaskGroup() as tg:
+            session_id = await _open(client, host.url)
+            held = Streamed()
+            tg.create_task(held.run(client, host.url, _call_body(1, "hold", key="never"), session_id))
+            await held.wait_for(_logged("holding never"))
+            host.proc.send_signal(signal.SIGTERM)
+            async with asyncio.timeout(30):
+                await held.ended.wait()
+        [answer_] = held.answers()
+        assert answer_["result"]["isError"]
+        assert (
+            "shutting down and the call did not finish within 0.5s" in answer_["result"]["content"][0]["text"]
+        )
+        assert host.proc.wait(30) == 0
+    finally:
+        host.terminate()
+
+
+# -- in-process: the pieces behind the HTTP behaviour -----------------------------------------------
+
+
+async def _answered(exchange: Any) -> None:
+    while not (
+        exchange.sent
+        and exchange.sent[-1]["type"] == "http.response.body"
+        and not exchange.sent[-1].get("more_body")
+    ):
+        await exchange.changed.wait()
+
+
+class _Connection:
+    """Stands in for the bridge's Router: transports see only transports.ports.Connection."""
+
+    def __init__(self) -> None:
+        self.session = SimpleNamespace(in_flight={})
+        self.on_call_end: Any = None
+
+    def cancel_all(self) -> None:
+        pass
+
+
+class _Host:
+    """Stands in for app.Host: transports see only transports.ports.Sessions."""
+
+    max_in_flight = 1
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def connect(self, write: Any) -> _Connection:
+        return _Connection()
+
+    def disconnect(self, connection: Any) -> None:
+        pass
+
+    def stderr(self, text: str) -> None:
+        self.lines.append(text)
+
+
+def test_a_sessions_stream_messages_are_bounded_in_bytes_oldest_first() -> None:
+    from protomcp_host.transports.http.sessions import HttpSession
+
+    host = _Host()
+    limit, size = 1 << 20, 60_000
+    hs = HttpSession("s" * 32, host, replay_bytes=limit)  # type: ignore[arg-type]
+    note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"%s"}}'
+    for i in range(100):  # 6 MB for a GET stream nobody reads: was kept whole (1,000 messages)
+        hs.write(note % (b"%05d" % i + b"y" * size), None)
+    assert hs.budget.held <= limit
+    kept = [data for _, data in hs.get_stream.events]
+    assert kept and b'"%05d' % 99 in kept[-1]  # the newest stay, the oldest went
+    assert b'"%05d' % 0 not in b"".join(kept)
+    assert hs.budget.held == sum(map(len, kept))
+    # A request's stream shares the bound; its answer (the newest message) is kept.
+    stream = hs.open_stream(b"5")
+    answer = b'{"jsonrpc":"2.0","id":5,"result":{"text":"' + b"z" * (2 * limit) + b'"}}'
+    hs.write(answer, b"5")
+    assert stream.done and stream.events[-1][1] == answer
+    assert hs.get_stream.events == type(hs.get_stream.events)()  # everything older went for it
+    hs.forget(stream)
+    assert hs.budget.held == 0 and hs.budget.count == 0
+    dropped = [line for line in host.lines if "dropped its oldest stream messages" in line]
+    assert len(dropped) == 1  # one line, not one per message
+
+
+def test_a_finished_stream_whose_messages_were_dropped_ends_a_resumption() -> None:
+    from protomcp_host.transports.http.event_stream import EventStream, ReplayBudget
+
+    budget = ReplayBudget(100)
+    old = EventStream("1", budget=budget)
+    old.push(b"x" * 80, last=True)
+    new = EventStream("2", budget=budget)
+    new.push(b"y" * 80)
+    assert not old.events and budget.held == 80
+    assert old.after(0) == [] and old.finished(0)  # nothing to wait for: the stream is over
+
+
+async def test_a_call_beyond_max_in_flight_waits_bounded_then_is_refused() -> None:
+    from protomcp_host.app import Host
+    from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
+
+    host = Host([], stderr=lambda _: None, max_in_flight=1)
+    app = StreamableHTTP(host, HttpOptions(turn_timeout=0.2))
+    init = Exchange("POST", INITIALIZE)
+    await app(init.scope, init.receive, init.send)
+    session_id = init.headers()[b"mcp-session-id"].decode()
+    hs = app.sessions[session_id]
+    hs.session.in_flight[b"99"] = object()  # type: ignore[assignment]  # a call that runs on and on
+    given = {"mcp-session-id": session_id}
+    refused = Exchange("POST", _call_body(1, "add", a=1, b=1), given)
+    await app(refused.scope, refused.receive, refused.send)
+    error = orjson.loads(refused.text())["error"]
+    assert error["code"] == -32000 and "none ended within 0.2s" in error["message"]
+    assert b"1" not in hs.pending and "1" not in [s.key for s in hs.streams.values() if s.key != "0"]
+
+    app.options.turn_timeout = 30
+    async with anyio.create_task_group() as tg:
+        cancelled = Exchange("POST", _call_body(2, "add", a=1, b=1), given)
+        tg.start_soon(app, cancelled.scope, cancelled.receive, cancelled.send)
+        turn = Exchange("POST", _call_body(3, "add", a=1, b=1), given)
+        tg.start_soon(app, turn.scope, turn.receive, turn.send)
+        with anyio.fail_after(10):
+            while b"2" not in hs.pending or b"3" not in hs.pending:  # both wait their turn
+                await anyio.wait_all_tasks_blocked()
+        notice = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+        bye = Exchange("POST", orjson.dumps(notice), given)
+        await app(bye.scope, bye.receive, bye.send)
+        with anyio.fail_after(10):
+            await _answered(cancelled)
+        assert cancelled.status == 202  # cancelled while waiting: never run, no answer
+        del hs.session.in_flight[b"99"]
+        hs.router.on_call_end()  # type: ignore[misc]  # the long call ends: the next one runs
+        with anyio.fail_after(10):
+            await _answered(turn)
+    assert "Unknown tool" in orjson.loads(turn.text())["error"]["message"]  # it ran (no tool files here)
+    app.close_all()
