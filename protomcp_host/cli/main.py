@@ -457,14 +457,16 @@ def _describe_block(block: dict[str, Any]) -> str:
     return orjson.dumps(block).decode()
 
 
-def _with_client(files: list[Path], python: str, action: Any, **options: Any) -> Any:
+def _with_client(files: list[Path], python: str, action: Any, on_message: Any = None, **options: Any) -> Any:
     import anyio
 
-    from protomcp_host.processes.launch import StartupError
+    from protomcp_host.app import Host
+    from protomcp_host.processes.launch import StartupError, tool_files
     from protomcp_host.transports.direct import RequestFailed, direct_client
 
     async def go() -> Any:
-        async with direct_client(files, python=python, stderr=_err, **options) as request:
+        host = Host(tool_files(files), python=python, stderr=_err, **options)
+        async with direct_client(host, on_message=on_message) as request:
             return await action(request)
 
     try:

@@ -31,9 +31,6 @@ class Connection(Protocol):
     def feed(self, line: bytes) -> None:
         """Handle one message (or batch) from the client."""
 
-    def tick(self) -> None:
-        """Tell the session the time (task expiry)."""
-
     async def wait_idle(self) -> None:
         """Return once no call is running."""
 
