@@ -48,8 +48,9 @@ def _serve_options(fn: Any) -> Any:
     )(fn)  # fmt: skip
     fn = click.option(
         "--max-in-flight", default=1000, show_default=True, type=click.IntRange(min=1),
-        help="Tool calls one session may have running at once; further requests wait their turn "
-        "(calls in a batch beyond it are refused).",
+        help="Tool calls one session may have running at once. A call beyond it waits its turn: over "
+        "stdio it and the requests after it wait, in order; over HTTP it waits up to 30 s, then is "
+        "refused with a 'Server busy' error (-32000). Calls in a batch beyond it are refused at once.",
     )(fn)  # fmt: skip
     fn = PYTHON(fn)
     for option in reversed(HTTP_OPTIONS):
