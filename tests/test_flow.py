@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,7 +15,7 @@ from typing import Any
 
 import anyio
 import orjson
-from conftest import TOOLS, RawHost
+from conftest import HOST, TOOLS, RawHost
 from http_support import ACCEPT, INITIALIZE, INITIALIZED, HttpHost, answer_of, headers_for, rpc, sse_events
 from test_http_inprocess import Exchange
 
@@ -467,3 +468,12 @@ async def test_a_call_beyond_max_in_flight_waits_bounded_then_is_refused() -> No
             await _answered(turn)
     assert "Unknown tool" in orjson.loads(turn.text())["error"]["message"]  # it ran (no tool files here)
     app.close_all()
+
+
+def test_max_in_flight_help_says_what_each_transport_does() -> None:
+    from protomcp_host.transports.http.streamable import HttpOptions
+
+    shown = subprocess.run([*HOST, "run", "--help"], capture_output=True, text=True, timeout=60).stdout
+    text = " ".join(shown.split())
+    assert f"over HTTP it waits up to {HttpOptions().turn_timeout:g} s" in text
+    assert "over stdio it and the requests after it wait, in order" in text

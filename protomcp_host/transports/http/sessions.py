@@ -65,8 +65,8 @@ class HttpSession:
         """Whether a request with this id is still in progress here (alone or in a batch)."""
         return (
             request_id in self.pending
-            or any(request_id in ids for ids, _ in self.batches)
             or request_id in self.session.in_flight
+            or (bool(self.batches) and any(request_id in ids for ids, _ in self.batches))
         )
 
     def abandon(self, request_id: bytes, stream: EventStream) -> None:
