@@ -46,6 +46,7 @@ class Sessions(Protocol):
 
     ready: anyio.Event  # set once every tool file has loaded (or, in dev, failed to)
     max_in_flight: int  # tool calls one session may have running at once
+    startup_error: str | None  # why the tool files did not load (None: they did, or still load)
 
     def connect(self, write: Writer) -> Connection:
         """A new client session whose messages go to `write`."""

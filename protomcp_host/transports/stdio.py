@@ -93,7 +93,7 @@ def starts_calls(line: bytes | None) -> bool:
 SHUTTING_DOWN = -32000  # JSON-RPC's range for implementation-defined server errors
 
 
-def refuse_held(line: bytes | None, *, ready: bool) -> bytes | None:
+def refuse_held(line: bytes | None, *, ready: bool, startup_error: str | None = None) -> bytes | None:
     """At shutdown, the error answer for a held line that would start a tool call (or, before the
     tool files loaded, needs them); None for lines that are handled as usual."""
     if not (starts_calls(line) or (not ready and needs_tools(line))):
@@ -101,6 +101,8 @@ def refuse_held(line: bytes | None, *, ready: bool) -> bytes | None:
     assert line is not None
     message = orjson.loads(line)
     reason = "the host is shutting down; the request was not started"
+    if startup_error is not None:
+        reason = f"the tool files did not load, the host is shutting down: {startup_error}"
     if isinstance(message, dict):
         return rpc.error(orjson.dumps(message["id"]), SHUTTING_DOWN, reason) if "id" in message else b""
     answers = [
@@ -308,7 +310,9 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
                 await moved[0].wait()
     while waiting:  # what is still held after that (at most one read's worth) is answered now
         line = waiting.popleft()
-        refusal = refuse_held(line, ready=host.ready.is_set()) if signalled else None
+        refusal = None
+        if signalled:
+            refusal = refuse_held(line, ready=host.ready.is_set(), startup_error=host.startup_error)
         if refusal is not None:
             if refusal:
                 write(refusal)  # not started: the host is going away
