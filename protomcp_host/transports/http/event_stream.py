@@ -21,9 +21,9 @@ class ReplayBudget:
     """The bytes of stream messages one session keeps (unread, or kept for a resumption), bounded:
     past `limit`, the oldest messages go, whatever their stream (never the newest one)."""
 
-    def __init__(self, limit: int, on_drop: Callable[[int], None] | None = None) -> None:
+    def __init__(self, limit: int, on_first_drop: Callable[[], None] | None = None) -> None:
         self.limit = limit
-        self.on_drop = on_drop  # called with the number of messages just dropped
+        self.on_first_drop = on_first_drop  # called once, the first time messages go (to tell)
         self.held = 0  # bytes of messages kept
         self.count = 0  # messages kept
         self.dropped = 0  # messages dropped for the bound, ever
@@ -54,9 +54,18 @@ class ReplayBudget:
             self.count -= 1
             dropped += 1
         if dropped:
+            first = not self.dropped
             self.dropped += dropped
-            if self.on_drop is not None:
-                self.on_drop(dropped)
+            if first and self.on_first_drop is not None:
+                self.on_first_drop()
+
+
+def dropped_line(session_id: str, limit: int) -> str:
+    """What the host's stderr says the first time a session drops stream messages."""
+    return (
+        f"protomcp: session {session_id[:8]}… dropped its oldest stream messages: more than "
+        f"{limit >> 20} MiB waited for its client (reported once per session)"
+    )
 
 
 class EventStream:

@@ -9,7 +9,7 @@ import time
 import anyio
 import orjson
 
-from protomcp_host.transports.http.event_stream import EventStream, ReplayBudget
+from protomcp_host.transports.http.event_stream import EventStream, ReplayBudget, dropped_line
 from protomcp_host.transports.ports import Sessions
 
 GET_STREAM = "0"
@@ -36,7 +36,7 @@ class HttpSession:
         self.router.on_call_end = self._call_ended
         self.session = self.router.session
         self.pending: dict[bytes, EventStream] = {}  # request id -> the stream that carries its answer
-        self.budget = ReplayBudget(replay_bytes, self._dropped)
+        self.budget = ReplayBudget(replay_bytes, lambda: host.stderr(dropped_line(session_id, replay_bytes)))
         self.get_stream = EventStream(GET_STREAM, keep=GET_KEEP, budget=self.budget)
         self.streams: dict[str, EventStream] = {GET_STREAM: self.get_stream}
         self.batches: list[tuple[frozenset[bytes], EventStream]] = []
@@ -116,13 +116,6 @@ class HttpSession:
             old = self.streams.pop(self._done_detached.pop(0), None)
             if old is not None:
                 old.release()
-
-    def _dropped(self, count: int) -> None:
-        if self.budget.dropped == count:  # the first time: one line, not one per message
-            self.host.stderr(
-                f"protomcp: session {self.id[:8]}… dropped its oldest stream messages: more than "
-                f"{self.budget.limit >> 20} MiB waited for its client (reported once per session)"
-            )
 
     # -- messages from the router ----------------------------------------------------
     def write(self, data: bytes, related: bytes | None = None) -> None:

@@ -21,7 +21,8 @@ from protomcp_host.transports.http.asgi import (
     refuse,
     respond,
 )
-from protomcp_host.transports.http.event_stream import KEEP_ALIVE, EventStream
+from protomcp_host.transports.http.event_stream import KEEP_ALIVE, EventStream, ReplayBudget, dropped_line
+from protomcp_host.transports.http.sessions import REPLAY_BYTES
 from protomcp_host.transports.ports import Sessions
 
 if TYPE_CHECKING:
@@ -31,10 +32,12 @@ SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-
 
 
 class LegacySession:
-    def __init__(self, session_id: str, host: Sessions) -> None:
+    def __init__(self, session_id: str, host: Sessions, replay_bytes: int = REPLAY_BYTES) -> None:
         self.id = session_id
         self.host = host
-        self.stream = EventStream("0")
+        # Sent messages stay (bounded by count and by bytes): the oldest go once it is full.
+        self.budget = ReplayBudget(replay_bytes, lambda: host.stderr(dropped_line(session_id, replay_bytes)))
+        self.stream = EventStream("0", budget=self.budget)
         self.router = host.connect(self.write)
 
     def write(self, data: bytes, related: bytes | None = None) -> None:
@@ -59,7 +62,7 @@ class LegacySSE:
         if self.draining:
             await refuse(send, 503, "Service Unavailable: the server is shutting down")
             return
-        session = LegacySession(secrets.token_urlsafe(24), self.host)
+        session = LegacySession(secrets.token_urlsafe(24), self.host, self.options.replay_bytes)
         self.sessions[session.id] = session
         endpoint = f"{self.messages_path}?session_id={session.id}".encode()
         try:
