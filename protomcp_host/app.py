@@ -15,18 +15,20 @@ import anyio.abc
 import orjson
 
 from protomcp_host import __version__
-from protomcp_host.bridge.envelope import control_change, tool_from_definition
+from protomcp_host.bridge.envelope import file_features, tool_from_definition
+from protomcp_host.bridge.execution import Dispatcher
 from protomcp_host.bridge.forwarding import Forwarding, declares_completions
-from protomcp_host.bridge.middleware import ChainRun, Middleware
+from protomcp_host.bridge.middleware import Middleware
 from protomcp_host.bridge.router import Router, Writer
 from protomcp_host.errout import ErrOut
+from protomcp_host.processes.events import Loaded
 from protomcp_host.processes.launch import Launched, StartupError, label_of
-from protomcp_host.processes.output import OutputForwarder
+from protomcp_host.processes.output import LEVELS
 from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.worker import WorkerError
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
 from protomcp_host.protocol.features import Features
-from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Call, Session
+from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
 from protomcp_sdk import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
@@ -36,10 +38,12 @@ SERVER_INFO = {"name": "protomcp", "version": __version__}
 DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds a tool file may take to import and list its tools
 DEFAULT_HEARTBEAT_TIMEOUT = 15.0  # seconds a tool process may leave a heartbeat unanswered
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
+RELOAD_DRAIN = 30.0  # at least this long, an outdated process may finish its calls after a reload
 
 
 class Host:
-    """The long-lived part of a run: supervisors, catalog and sessions."""
+    """The long-lived part of a run: supervisors, catalog and sessions. It is the
+    ProcessEvents of every tool process (loads, output outside calls, problems, notices)."""
 
     def __init__(
         self,
@@ -59,6 +63,7 @@ class Host:
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
         wait_for_fix: bool = False,
+        share_output: bool = False,
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -69,12 +74,15 @@ class Host:
         self.stderr = stderr or _print_stderr
         self.include_tags = set(include_tags)
         self.exclude_tags = set(exclude_tags)
+        # Output and log messages outside any call reach clients only where there is exactly
+        # one (stdio); over HTTP they go to the host's stderr alone.
+        self.share_output = share_output
         self.supervisors: dict[str, Supervisor] = {}
         self.routers: list[Router] = []  # one per client session
-        self.middleware: list[Middleware] = []  # every file's, in chain order
         self._middleware_of: dict[str, list[Middleware]] = {}
         self.ready = anyio.Event()  # set once every file has loaded (or, in dev, failed to)
         self._tg: anyio.abc.TaskGroup | None = None
+        self.dispatcher = Dispatcher(self.supervisors, call_timeout)
         self.features = Features(page_size)  # resources, templates, prompts of every file
         self.forwarding = Forwarding(self.features, self.supervisors, lambda: self.routers, call_timeout)
         self.features.completions_expected = any(declares_completions(file) for file in files)
@@ -83,14 +91,9 @@ class Host:
         for file in files:
             self.supervisors[label_of(file)] = Supervisor(
                 file,
+                self,
                 python=python,
-                on_tools=self._on_tools,
-                on_output=OutputForwarder(label_of(file), self.stderr, self.broadcast_log),
-                on_log=self.broadcast_log,
-                on_problem=self.report_problem,
-                on_control=self.on_control,
-                on_notice=self.forwarding.on_notice,
-                on_features=self.forwarding.stage,
+                drain_timeout=max(RELOAD_DRAIN, (call_timeout or 3600.0) + 5.0),
                 standby=standby,
                 launched=(launched or {}).get(file),
                 handshake_timeout=startup_timeout,
@@ -102,7 +105,7 @@ class Host:
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Start every tool process, concurrently. Raises StartupError on any failure."""
         self._tg = tg
-        self.forwarding.spawn = tg.start_soon
+        self.dispatcher.spawn = tg.start_soon
         errors: list[str] = []
 
         async def start_one(supervisor: Supervisor) -> None:
@@ -125,19 +128,16 @@ class Host:
             for supervisor in self.supervisors.values():
                 tg.start_soon(supervisor.stop, grace)
 
-    def dispatch(self, call: Call) -> None:
-        """Run a call in the tool process that owns its tool (through the middleware, if any)."""
-        timeout = call.tool.timeout or self.call_timeout
-        if self.middleware and self._tg is not None:
-            self._tg.start_soon(ChainRun(self, call, self.middleware, timeout).run)
-        else:
-            self.supervisors[call.tool.owner].dispatch(call, timeout)  # type: ignore[index]
+    @property
+    def middleware(self) -> list[Middleware]:
+        return self.dispatcher.middleware
 
     # -- sessions ------------------------------------------------------------------
     def connect(self, write: Writer) -> Router:
         """A new client session whose messages go to `write`."""
         router = Router(
-            self,
+            self.dispatcher,
+            self.forwarding,
             Session(
                 self.catalog,
                 self.server_info,
@@ -160,38 +160,50 @@ class Host:
             for router in self.routers:
                 router.tick()
 
-    def broadcast_log(self, level: str, logger: str, data: Any) -> None:
-        for router in self.routers:
-            message = router.session.log(level, logger, data)
-            if message is not None:
-                router.write(message, None)
+    # -- ProcessEvents: what tool processes tell the host --------------------------------
+    def loaded(self, label: str, offer: Loaded) -> None:
+        """A new process goes live with what it offers; raises (a name clash) to reject it."""
+        if offer.resources is not None:  # our SDK: resources, templates, prompts too
+            assert offer.templates is not None and offer.prompts is not None
+            features = file_features(
+                label, offer.resources, offer.templates, offer.prompts, offer.completions
+            )
+            self.forwarding.stage(label, features)  # checked first; applied with the tools
+        self._on_tools(label, offer.tools, offer.middleware)
 
-    # -- tool-list control -------------------------------------------------------------
-    def on_control(self, call: Call | None, envelope: pb.Envelope) -> list[str]:
-        """A tool process changes the tool list of the session whose call it serves (or of
-        every session, outside a call). Returns the tools now active there."""
-        change = control_change(envelope)
-        routers = [call.sink] if call is not None else self.routers
-        for router in routers:
-            router.update_tools(**change)
-        return routers[0].session.active_tools() if routers else [t.name for t in self.catalog.visible()]
+    def output(self, label: str, stream: str, line: str) -> None:
+        """A line a tool process printed outside the frames (no call known)."""
+        self.stderr(f"[{label}] {line}")
+        if self.share_output:
+            for router in self.routers:
+                router.log(LEVELS.get(stream, "info"), label, line)
 
-    # -- events from tool processes ------------------------------------------------
+    def log(self, label: str, level: str, logger: str, data: Any) -> None:
+        """A log message a tool process sent outside any call."""
+        self.stderr(f"[{label}] {level}: {data if isinstance(data, str) else orjson.dumps(data).decode()}")
+        if self.share_output:
+            for router in self.routers:
+                router.log(level, logger, data)
+
+    def problem(self, message: str) -> None:
+        self.report_problem(message)
+
+    def notice(self, label: str, envelope: pb.Envelope) -> None:
+        self.forwarding.on_notice(envelope)
+
     def _on_tools(
         self,
-        supervisor: Supervisor,
+        label: str,
         definitions: list[pb.ToolDefinition],
         middleware: list[pb.RegisterMiddlewareRequest],
     ) -> None:
-        tools = [tool_from_definition(d, supervisor.label) for d in definitions if self._exposed(d)]
-        before = {t.name: t.mcp for t in self.catalog.tools_of(supervisor.label)}
+        tools = [tool_from_definition(d, label) for d in definitions if self._exposed(d)]
+        before = {t.name: (t.mcp, t.hidden) for t in self.catalog.tools_of(label)}
         seen = [(router, router.session.visible_tools()) for router in self.routers]
-        changed = self.catalog.replace(supervisor.label, tools)
-        self.forwarding.apply(supervisor.label, notify=self.started)
-        self._middleware_of[supervisor.label] = [
-            Middleware(m.name, m.priority, supervisor.label) for m in middleware
-        ]
-        self.middleware = sorted(
+        changed = self.catalog.replace(label, tools)
+        self.forwarding.apply(label, notify=self.started)
+        self._middleware_of[label] = [Middleware(m.name, m.priority, label) for m in middleware]
+        self.dispatcher.middleware[:] = sorted(
             (m for chain in self._middleware_of.values() for m in chain), key=lambda m: m.order
         )
         large = [tool for tool in tools if tool.large]
@@ -199,11 +211,11 @@ class Host:
             self._tg.start_soon(partial(anyio.to_thread.run_sync, _prepare, large, abandon_on_cancel=True))
         if not self.started:
             return
-        after = {t.name: t.mcp for t in tools}
-        self.stderr(f"protomcp: loaded {supervisor.label}: {describe_change(before, after)}")
+        after = {t.name: (t.mcp, t.hidden) for t in tools}
+        self.stderr(f"protomcp: loaded {label}: {describe_change(before, after)}")
         if before.keys() != after.keys():
             self.stderr(RESTART_HINT)
-        if changed:
+        if changed or before != after:
             for router, visible in seen:
                 router.carry_out(router.session.catalog_changed(visible))
 
@@ -215,8 +227,12 @@ class Host:
         return not tags & self.exclude_tags
 
     def report_problem(self, message: str) -> None:
+        """Crashes, restarts, failed reloads: the host's stderr, and the client where there is
+        only one (they may quote a tool's output; over HTTP a failed call says why itself)."""
         self.stderr(f"protomcp: {message}")
-        self.broadcast_log("error", "protomcp", message)
+        if self.share_output:
+            for router in self.routers:
+                router.log("error", "protomcp", message)
 
 
 RESTART_HINT = (
@@ -286,7 +302,13 @@ async def _serve(
 
     # In dev a file that fails to load at start-up is served as "no tools" until it is fixed.
     host = Host(
-        list(launched), standby=reload, wait_for_fix=reload, launched=launched, stderr=errout, **options
+        list(launched),
+        standby=reload,
+        wait_for_fix=reload,
+        launched=launched,
+        stderr=errout,
+        share_output=http is None,
+        **options,
     )
     shutdown = anyio.Event()
     code = 0

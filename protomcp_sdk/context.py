@@ -35,7 +35,13 @@ Ask = Callable[[pb.Envelope], "asyncio.Future[pb.Envelope] | concurrent.futures.
 concurrent future in a worker thread (sync tools)."""
 
 
+class ToolListControlError(RuntimeError):
+    """The host refused a tool-list change (the call it names is over, say)."""
+
+
 def _names(reply: pb.Envelope) -> list[str]:
+    if reply.active_tools.error:
+        raise ToolListControlError(reply.active_tools.error)
     return list(reply.active_tools.tool_names)
 
 

@@ -73,6 +73,21 @@ def test_no_list_changed_for_a_no_op(raw_host) -> None:  # type: ignore[no-untyp
     assert call(host, 6, "lock")[1] == []
 
 
+def test_list_changed_is_coalesced(raw_host) -> None:  # type: ignore[no-untyped-def]
+    host = raw_host("run", str(CONTROL))
+    host.initialize()
+    times = 300  # 601 changes of the visible list, one control request (round trip) each
+    reply, notes = call(host, 1, "flip", times=times)
+    assert "secret" in structured(reply)
+    assert set(notes) == {LIST_CHANGED}
+    assert len(notes) < times  # they gather (at most one per 20 ms, and one before the result)
+    listing, notes = exchange(host, 2, "tools/list")
+    assert notes == []  # nothing left pending after the result
+    assert "secret" in [tool["name"] for tool in listing["result"]["tools"]]
+    reply, notes = call(host, 3, "flip", times=0)  # already enabled: no change, nothing sent
+    assert notes == []
+
+
 def test_disable_through_tool_result(raw_host) -> None:  # type: ignore[no-untyped-def]
     host = raw_host("run", str(CONTROL))
     host.initialize()

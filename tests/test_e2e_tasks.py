@@ -197,6 +197,18 @@ def test_ttl_expiry(tasks: TaskClient) -> None:
     assert tasks.request("tasks/list", {})["result"]["tasks"] == []
 
 
+@pytest.mark.parametrize("ttl", [0, -5000])
+def test_a_ttl_of_zero_or_less_gets_the_default_and_the_task_lives(tasks: TaskClient, ttl: int) -> None:
+    task_id = tasks.start("job", {"key": "zero"}, ttl=ttl)
+    tasks.status(task_id, "working")  # the job runs
+    got = tasks.request("tasks/get", {"taskId": task_id})["result"]
+    assert got["status"] == "working" and got["ttl"] == 60 * 60 * 1000  # the default: one hour
+    waiting = tasks.send("tasks/result", {"taskId": task_id})
+    assert text(tasks.call("release", {"key": "zero"})) == "released zero"
+    assert text(tasks.response(waiting)["result"]) == "job zero done (task yes)"
+    assert [t["taskId"] for t in tasks.request("tasks/list", {})["result"]["tasks"]] == [task_id]
+
+
 def test_per_session_limit(tasks: TaskClient) -> None:
     ids = [tasks.start("job", {"key": "many"}) for _ in range(100)]
     refused = tasks.request("tools/call", {"name": "job", "arguments": {"key": "many"}, "task": {}})["error"]

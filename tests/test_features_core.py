@@ -87,10 +87,14 @@ def test_replace_reports_list_changed_per_kind_only_when_changed() -> None:
 def test_pages_and_cursors() -> None:
     features = Features(page_size=2)
     features.replace("a.py", FileFeatures(resources=[_resource(f"test://{i}") for i in range(5)]))
-    first = orjson.loads(features.resources.page(None))
+
+    def page(cursor: str | None) -> Any:
+        return orjson.loads(features.resources.page(cursor, "resources", lambda entry: entry.mcp))
+
+    first = page(None)
     assert [r["uri"] for r in first["resources"]] == ["test://0", "test://1"]
-    second = orjson.loads(features.resources.page(first["nextCursor"]))
-    third = orjson.loads(features.resources.page(second["nextCursor"]))
+    second = page(first["nextCursor"])
+    third = page(second["nextCursor"])
     assert [r["uri"] for r in third["resources"]] == ["test://4"] and "nextCursor" not in third
 
 

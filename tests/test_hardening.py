@@ -456,7 +456,7 @@ def test_spool_paths_outside_the_hosts_directory_are_not_touched(
 
 
 def test_spool_files_are_read_only_from_the_named_directory(tmp_path: Path) -> None:
-    from protomcp_host.processes.channel import read_spooled
+    from protomcp_host.processes.spool import read_spooled
 
     spool = tmp_path / "protomcp-spool-abc"
     spool.mkdir()
@@ -633,19 +633,22 @@ def test_raw_payloads_of_timed_out_calls_are_dropped(raw_host, monkeypatch) -> N
 def test_channel_forgets_the_payload_of_a_cancelled_call() -> None:
     import asyncio
 
-    from protomcp_host.processes.channel import Channel, cancel_call
-    from protomcp_host.protocol.catalog import Tool
-    from protomcp_host.protocol.session import Call
+    from protomcp_host.processes.channel import Channel
+
+    class Leg:
+        live = True
+
+        def sent(self, channel: object, request_id: str) -> None:
+            self.request_id = request_id
 
     async def scenario() -> dict:  # type: ignore[type-arg]
         read_end, write_end = os.pipe()
-        channel = Channel("t.py", write_end, on_output=lambda *a: None, on_log=lambda *a: None)
-        call = Call(b"1", Tool("t", "t.py", {"name": "t"}), {}, None)
-        call.sink = object()
-        channel.start(call, None)
-        channel.feed(b"".join(wire.encode_raw(call.request_id, b"[]" * 1000, wire.RAW_RESULT_JSON)))
-        assert call.request_id in channel.raw
-        cancel_call(call)
+        channel = Channel("t.py", write_end, None)  # type: ignore[arg-type]
+        leg = Leg()
+        channel.start(pb.Envelope(call_tool=pb.CallToolRequest(name="t")), leg)  # type: ignore[arg-type]
+        channel.feed(b"".join(wire.encode_raw(leg.request_id, b"[]" * 1000, wire.RAW_RESULT_JSON)))
+        assert leg.request_id in channel.raw
+        channel.drop(leg.request_id, cancel=True)
         channel.close()
         os.close(read_end)
         return channel.raw
@@ -666,3 +669,18 @@ def test_a_seed_only_tool_process_is_served(raw_host, tmp_path: Path) -> None:  
     reply = host.request(2, "tools/call", {"name": "seeded", "arguments": {}})
     assert reply["result"]["content"] == [{"type": "text", "text": "seeded answer"}]
     assert host.request(3, "ping")["result"] == {}
+
+
+def test_spool_folders_of_a_killed_host_are_swept(tmp_path: Path) -> None:
+    from protomcp_host.processes.launch import SPOOL_PREFIX, sweep_spool_dirs
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp_path / f"{SPOOL_PREFIX}{gone.pid}-00ff"
+    live = tmp_path / f"{SPOOL_PREFIX}{os.getpid()}-00ff"
+    other = tmp_path / f"{SPOOL_PREFIX}notes"  # not ours: no pid in the name
+    for folder in (dead, live, other):
+        folder.mkdir()
+    (dead / "1.json").write_text("[]")
+    sweep_spool_dirs(str(tmp_path))
+    assert not dead.exists() and live.exists() and other.exists()

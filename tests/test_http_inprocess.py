@@ -74,7 +74,7 @@ async def test_keep_alive_comments_and_takeover() -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(app, get.scope, get.receive, get.send)
         await get.wait_for(": keep-alive")  # a quiet stream still shows it is alive
-        host.broadcast_log("warning", "test", "to the GET stream")
+        host.routers[0].log("warning", "test", "to the GET stream")
         await get.wait_for("to the GET stream")
         last_id = [line for line in get.text().splitlines() if line.startswith("id: ")][-1][4:]
         # A resumption takes the stream over; the old connection's response ends.
@@ -86,7 +86,7 @@ async def test_keep_alive_comments_and_takeover() -> None:
         with anyio.fail_after(10):
             while not (get.sent and get.sent[-1].get("more_body") is False):
                 await get.changed.wait()
-        host.broadcast_log("warning", "test", "after the takeover")
+        host.routers[0].log("warning", "test", "after the takeover")
         await resumed.wait_for("after the takeover")
         assert "to the GET stream" not in resumed.text()  # already delivered before last_id
         message = next(line for line in resumed.text().splitlines() if "after the takeover" in line)

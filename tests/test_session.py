@@ -880,41 +880,127 @@ def listed(session: Session) -> list[str]:
     return [t["name"] for t in answer(request(session, 9, "tools/list"))["result"]["tools"]]
 
 
+def change(session: Session, **batch: Any) -> list[Event]:
+    """Apply one tool-list control batch and flush: the notifications it calls for."""
+    session.update_tools(**batch)
+    return session.flush_notifications()
+
+
 def test_hidden_tool_is_absent_and_refused_until_enabled() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
     assert listed(session) == ["add", "echo"]
     refused = answer(request(session, 5, "tools/call", {"name": "secret"}))
     assert refused["error"]["code"] == -32602 and "disabled" in refused["error"]["message"]
-    assert session.update_tools(enable=["secret"]) == [LIST_CHANGED]
+    assert change(session, enable=["secret"]) == [LIST_CHANGED]
     assert listed(session) == ["add", "echo", "secret"]
     assert isinstance(request(session, 6, "tools/call", {"name": "secret"})[0], Call)
 
 
 def test_no_list_changed_for_a_no_op() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
-    assert session.update_tools(enable=["add"]) == []  # already visible
-    assert session.update_tools(disable=["secret"]) == []  # already hidden
-    assert session.update_tools() == []
+    assert change(session, enable=["add"]) == []  # already visible
+    assert change(session, disable=["secret"]) == []  # already hidden
+    assert change(session) == []
+    assert session.flush_notifications() == []  # nothing pending
 
 
 def test_allowlist_blocklist_and_batch() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
-    assert session.update_tools(allow=["echo", "secret"]) == [LIST_CHANGED]
+    assert change(session, allow=["echo", "secret"]) == [LIST_CHANGED]
     assert listed(session) == ["echo", "secret"]
-    session.update_tools(enable=["add"], disable=["secret"])
+    change(session, enable=["add"], disable=["secret"])
     assert listed(session) == ["add", "echo"]
-    session.update_tools(block=["add"])
+    change(session, block=["add"])
     assert listed(session) == ["echo"]  # hidden tools stay hidden in blocklist mode
-    session.update_tools(enable=["add", "secret"], disable=["echo"])
+    change(session, enable=["add", "secret"], disable=["echo"])
     assert session.active_tools() == ["add", "secret"]
     # One batch, one notification: allowlist then enable then disable.
-    assert session.update_tools(allow=["add"], enable=["echo"], disable=["add"]) == [LIST_CHANGED]
+    assert change(session, allow=["add"], enable=["echo"], disable=["add"]) == [LIST_CHANGED]
     assert listed(session) == ["echo"]
+
+
+def test_many_changes_between_flushes_give_one_notification() -> None:
+    session = ready(LATEST, ADD, ECHO, HIDDEN)
+    for _ in range(10_000):
+        assert session.update_tools(enable=["secret"]) is None  # nothing is sent per change
+        session.update_tools(disable=["secret"])
+    session.update_tools(enable=["secret"])
+    assert session.list_changed_pending
+    assert session.flush_notifications() == [LIST_CHANGED]
+    assert not session.list_changed_pending
+    assert session.flush_notifications() == []  # at most one per flush
+
+
+def test_changes_that_cancel_out_between_flushes_send_nothing() -> None:
+    session = ready(LATEST, ADD, ECHO, HIDDEN)
+    session.update_tools(enable=["secret"])
+    session.update_tools(disable=["secret"])
+    session.update_tools(allow=["add", "echo"])  # the same list as the default
+    assert session.flush_notifications() == []
+    assert listed(session) == ["add", "echo"]
+
+
+def test_a_reload_flushes_pending_changes_with_one_notification() -> None:
+    session = ready(LATEST, ADD, ECHO, HIDDEN)
+    session.update_tools(enable=["secret"])  # pending: add, echo -> add, echo, secret
+    before = session.visible_tools()
+    session.catalog.replace("a.py", [ADD, ECHO])  # secret vanishes: back to what was flushed
+    assert session.catalog_changed(before) == []
+    session.update_tools(disable=["echo"])
+    session.catalog.replace("a.py", [ADD, ECHO, HIDDEN])
+    assert session.catalog_changed(session.visible_tools()) == [LIST_CHANGED]
+    assert session.flush_notifications() == []
+
+
+def test_no_notification_before_initialized_and_nothing_left_pending() -> None:
+    session = new_session(ADD, ECHO, HIDDEN)
+    initialize(session, initialized=False)
+    session.update_tools(enable=["secret"])
+    assert session.flush_notifications() == []
+    notify(session, "notifications/initialized")
+    assert session.flush_notifications() == []
+
+
+def test_unknown_names_are_not_kept() -> None:
+    session = ready(LATEST, ADD, ECHO, HIDDEN)
+    made_up = [f"nope{i}" for i in range(10_000)]
+    for batch in ({"enable": made_up}, {"disable": made_up}, {"block": made_up}, {"allow": made_up}):
+        session.update_tools(**batch)
+        visibility = session.visibility
+        assert visibility.enabled | visibility.disabled | visibility.listed == set(), batch
+    assert session.flush_notifications() == [LIST_CHANGED]  # the allowlist of nothing
+    assert listed(session) == []
+    session.update_tools(allow=["echo", "nope"], enable=["secret", "gone"], disable=["nada"])
+    assert session.visibility.listed == {"echo", "secret"}
+    assert session.visibility.enabled == {"secret"} and session.visibility.disabled == set()
+
+
+@pytest.mark.parametrize(
+    ("batch", "shown"),
+    [
+        ({"enable": ["later"]}, ["add", "echo"]),  # a new hidden tool starts hidden
+        ({"allow": ["echo", "later"]}, ["echo"]),  # not on the allowlist: it did not exist
+        ({"block": ["later"]}, ["add", "echo"]),  # blocklist mode: hidden tools stay hidden
+    ],
+)
+def test_a_name_that_appears_with_a_reload_starts_as_a_new_tool(
+    batch: dict[str, Any], shown: list[str]
+) -> None:
+    session = ready(LATEST, ADD, ECHO, HIDDEN)
+    session.update_tools(**batch)
+    session.flush_notifications()
+    before = session.visible_tools()
+    later = tool_from_definition(pb.ToolDefinition(name="later", hidden=True), owner="a.py")
+    session.catalog.replace("a.py", [ADD, ECHO, HIDDEN, later])
+    assert session.catalog_changed(before) == []  # this session's list did not change
+    assert session.active_tools() == shown
+    assert change(session, enable=["later"]) == [LIST_CHANGED]  # it exists now: it can be enabled
+    assert "later" in listed(session)
 
 
 def test_visibility_survives_a_reload_and_forgets_vanished_tools() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
-    session.update_tools(disable=["echo"], enable=["secret"])
+    change(session, disable=["echo"], enable=["secret"])
     before = session.visible_tools()
     new_hidden = tool_from_definition(pb.ToolDefinition(name="later", hidden=True), owner="a.py")
     session.catalog.replace("a.py", [ADD, HIDDEN, new_hidden])  # echo vanished, later is new and hidden

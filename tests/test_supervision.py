@@ -10,11 +10,10 @@ import anyio
 import pytest
 from conftest import RawHost
 
-from protomcp_host.processes.output import OutputForwarder, TokenBucket
+from protomcp_host.processes.output import LogLimiter, TokenBucket
 from protomcp_host.processes.reloader import SourceFilter, targets, watch_roots
 from protomcp_host.processes.supervisor import Backoff, Supervisor, WorkerError
-from protomcp_host.protocol.catalog import Tool
-from protomcp_host.protocol.session import Call
+from protomcp_sdk import protomcp_pb2 as pb
 
 pytestmark = pytest.mark.anyio
 
@@ -24,15 +23,30 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+class Events:
+    """ProcessEvents that only collect problems."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+
+    def loaded(self, label: str, offer: Any) -> None:
+        pass
+
+    def output(self, label: str, stream: str, line: str) -> None:
+        pass
+
+    def log(self, label: str, level: str, logger: str, data: Any) -> None:
+        pass
+
+    def problem(self, message: str) -> None:
+        self.problems.append(message)
+
+    def notice(self, label: str, envelope: Any) -> None:
+        pass
+
+
 def make_supervisor(file: Path, problems: list[str], **options: Any) -> Supervisor:
-    return Supervisor(
-        file,
-        on_tools=lambda supervisor, tools, middleware: None,
-        on_output=lambda stream, line: None,
-        on_log=lambda level, logger, data: None,
-        on_problem=problems.append,
-        **options,
-    )
+    return Supervisor(file, Events(problems), **options)
 
 
 async def call(supervisor: Supervisor, name: str) -> Any:
@@ -44,23 +58,22 @@ async def call(supervisor: Supervisor, name: str) -> Any:
         outcome.append(value)
         done.set()
 
-    class Sink:
-        def call_answered(self, call: Call, answer: Any, response: Any) -> None:
-            finish(response)
+    class Leg:
+        live = True
 
-        def call_failed(self, call: Call, message: str) -> None:
-            finish(message)
-
-        def call_progress(self, *args: Any) -> None:
+        def sent(self, channel: Any, request_id: str) -> None:
             pass
 
-        def call_log(self, *args: Any) -> None:
-            pass
+        def answered(self, envelope: Any, raw: Any, trusted: bool) -> None:
+            finish(envelope.call_result)
 
-    call = Call(b"1", Tool(name, supervisor.label, {"name": name}), {}, None)
-    call.sink = Sink()
-    supervisor.dispatch(call, timeout=10)
-    await done.wait()
+        def failed(self, reason: str) -> None:
+            finish(reason)
+
+    request = pb.CallToolRequest(name=name, arguments_json="{}")
+    supervisor.start(pb.Envelope(call_tool=request), Leg())  # type: ignore[arg-type]
+    with anyio.fail_after(10):
+        await done.wait()
     return outcome[0]
 
 
@@ -158,22 +171,27 @@ def test_backoff_grows_caps_and_resets() -> None:
     assert backoff.next_delay(uptime=31) == 0.1
 
 
-def test_output_is_rate_limited_and_drops_are_reported() -> None:
+def test_log_messages_are_rate_limited_and_drops_are_reported() -> None:
     now = [0.0]
-    stderr: list[str] = []
     logs: list[tuple[str, str, Any]] = []
-    forward = OutputForwarder(
-        "t.py", stderr.append, lambda *entry: logs.append(entry), TokenBucket(2, 3, lambda: now[0])
-    )
+    limit = LogLimiter("t.py", TokenBucket(2, 3, lambda: now[0]))
+
+    def send(level: str, logger: str, data: Any) -> None:
+        if limit.allow(lambda *entry: logs.append(entry)):
+            logs.append((level, logger, data))
+
     for i in range(10):
-        forward("stdout", f"line {i}")
-    forward("stderr", "oops")
-    assert len(stderr) == 11  # the host's stderr gets every line
-    assert logs == [("info", "t.py", "line 0"), ("info", "t.py", "line 1"), ("info", "t.py", "line 2")]
+        send("info", "t.py", f"line {i}")
+    assert logs == [
+        ("info", "t.py", "line 0"),
+        ("info", "t.py", "line 1"),
+        ("info", "t.py", "line 2"),
+        ("warning", "t.py", "(too many log messages: dropping some for a while)"),
+    ]
     now[0] = 1.0  # two more tokens
-    forward("stderr", "later")
-    assert logs[3:] == [
-        ("warning", "t.py", "(8 lines of output not forwarded: too many lines)"),
+    send("warning", "t.py", "later")
+    assert logs[4:] == [
+        ("warning", "t.py", "(7 log messages not forwarded: too many)"),
         ("warning", "t.py", "later"),
     ]
 

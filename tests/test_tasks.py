@@ -13,6 +13,7 @@ from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Sessio
 from protomcp_host.protocol.tasks import (
     DEFAULT_TTL_MS,
     MAX_TTL_MS,
+    MIN_TTL_MS,
     RELATED_TASK,
     InvalidTaskCursor,
     TaskNotFound,
@@ -39,15 +40,45 @@ def test_ttl_default_cap_and_expiry() -> None:
     store = TaskStore()
     default = store.create(None, T0)
     capped = store.create(10 * MAX_TTL_MS, T0)
-    short = store.create(500, T0)
-    assert (default.ttl_ms, capped.ttl_ms, short.ttl_ms) == (DEFAULT_TTL_MS, MAX_TTL_MS, 500)
-    assert store.expire(T0 + 0.499) == []
-    assert store.expire(T0 + 0.5) == [short]
+    short = store.create(1500, T0)
+    assert (default.ttl_ms, capped.ttl_ms, short.ttl_ms) == (DEFAULT_TTL_MS, MAX_TTL_MS, 1500)
+    assert store.expire(T0 + 1.499) == []
+    assert store.expire(T0 + 1.5) == [short]
     with pytest.raises(TaskNotFound):
         store.find(short.id)
     assert store.find(default.id) is default
     assert store.expire(T0 + DEFAULT_TTL_MS / 1000) == [default]
     assert list(store.tasks) == [capped.id]
+
+
+@pytest.mark.parametrize("requested", [0, -1, -5000, 0.0, -0.5, "600", True, [1000]])
+def test_a_ttl_of_zero_or_less_or_not_a_number_gets_the_default(requested: Any) -> None:
+    store = TaskStore()
+    task = store.create(requested, T0)
+    assert task.ttl_ms == DEFAULT_TTL_MS
+    assert store.expire(T0 + 1) == []  # not gone at once
+    assert store.find(task.id) is task
+
+
+@pytest.mark.parametrize(
+    ("requested", "granted"), [(0.4, MIN_TTL_MS), (1, MIN_TTL_MS), (999.9, MIN_TTL_MS), (1000, 1000)]
+)
+def test_a_tiny_ttl_is_raised_to_one_poll_interval(requested: float, granted: int) -> None:
+    store = TaskStore()
+    task = store.create(requested, T0)
+    assert task.ttl_ms == granted
+    assert store.expire(T0 + granted / 1000 - 0.001) == []
+    assert store.expire(T0 + granted / 1000) == [task]
+
+
+def test_a_ttl_of_zero_is_answered_with_the_ttl_granted() -> None:
+    session = new_session()
+    [created] = sent(request(session, 1, "tools/call", {"name": "opt", "arguments": {}, "task": {"ttl": 0}}))
+    task = created["result"]["task"]
+    assert task["ttl"] == DEFAULT_TTL_MS
+    assert session.advance(T0 + 1) == []
+    [got] = sent(request(session, 2, "tasks/get", {"taskId": task["taskId"]}))
+    assert got["result"]["status"] == "working" and got["result"]["ttl"] == DEFAULT_TTL_MS
 
 
 def test_status_transitions() -> None:

@@ -5,19 +5,19 @@ owns them, resource-change notifications passed to the sessions that subscribed.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from protomcp_host.bridge.envelope import ForwardError, forward_request, forward_result
+from protomcp_host.bridge.execution import ToolProcesses
+from protomcp_host.bridge.router import Router
+from protomcp_host.processes.channel import Channel
+from protomcp_host.processes.events import Refused, Reply
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import Features, FileFeatures, Forward
 from protomcp_sdk import protomcp_pb2 as pb
-
-if TYPE_CHECKING:
-    from protomcp_host.bridge.router import Router
-    from protomcp_host.processes.channel import Channel
-    from protomcp_host.processes.supervisor import Supervisor
 
 
 def declares_completions(file: Path) -> bool:
@@ -45,22 +45,21 @@ class Forwarding:
     def __init__(
         self,
         features: Features,
-        supervisors: dict[str, Supervisor],
+        processes: Mapping[str, ToolProcesses],
         routers: Callable[[], list[Router]],
         timeout: float | None,
     ) -> None:
-        self.spawn: Callable[..., None] | None = None  # runs a task in the host's task group, once started
         self.features = features
-        self.supervisors = supervisors
+        self.processes = processes
         self.routers = routers
         self.timeout = timeout or DEFAULT_TIMEOUT
         self._staged: dict[str, FileFeatures] = {}
 
     # -- lists ---------------------------------------------------------------------------
-    def stage(self, supervisor: Supervisor, offered: FileFeatures) -> None:
+    def stage(self, label: str, offered: FileFeatures) -> None:
         """A new process's lists, checked against the other files' (raises NameClash)."""
-        self.features.check(supervisor.label, offered)
-        self._staged[supervisor.label] = offered
+        self.features.check(label, offered)
+        self._staged[label] = offered
 
     def apply(self, label: str, notify: bool) -> None:
         """The new process goes live: its lists replace its file's; clients hear of changes."""
@@ -83,49 +82,94 @@ class Forwarding:
 
     def roots_changed(self) -> None:
         """A client's roots changed: tell every tool process (its @on_roots_changed hooks run)."""
-        for supervisor in self.supervisors.values():
-            worker = supervisor.current
-            if worker is not None and worker.channel is not None:
-                worker.channel.send(pb.Envelope(roots_changed=pb.RootsChangedNotification()))
+        for label in self.processes:
+            self.processes[label].notify(pb.Envelope(roots_changed=pb.RootsChangedNotification()))
 
     # -- forwarded requests ------------------------------------------------------------------
     def forward(self, forward: Forward, router: Router) -> None:
-        """Ask the owning tool process; the answer (or why there is none) goes to the router.
-        While the process restarts, the request waits for it (bounded), like a call."""
-        supervisor = self.supervisors.get(forward.owner)  # type: ignore[call-overload]
-        worker = supervisor.current if supervisor is not None else None
-        if worker is not None and worker.death is None and worker.channel is not None and supervisor.ready:
-            self._ask(worker.channel, forward, router)
-        elif supervisor is not None and self.spawn is not None:
-            self.spawn(self._forward_when_ready, supervisor, forward, router)
-        else:
+        """Ask the owning tool process; the answer (or why there is none) goes to the router,
+        exactly once. While the process restarts, the request waits for it (bounded), like a call."""
+        processes = self.processes.get(forward.owner)  # type: ignore[call-overload]
+        if processes is None:
             router.forward_failed(
                 forward, rpc.INTERNAL_ERROR, f"{forward.owner}: tool process is not running"
             )
+            return
+        leg = _ForwardLeg(forward, router, self.timeout)
+        processes.start(forward_request(forward), leg)
 
-    async def _forward_when_ready(self, supervisor: Supervisor, forward: Forward, router: Router) -> None:
-        channel = await supervisor.channel()
-        if router.session.features.forwarded.get(forward.id) is not forward:
-            return  # cancelled meanwhile
-        if channel is None:
-            message = f"{forward.owner}: tool process is not running (it is restarting; try again shortly)"
-            router.forward_failed(forward, rpc.INTERNAL_ERROR, message)
+
+class _ForwardLeg:
+    """A forwarded request in a tool process: its answer, or why there is none, goes to the
+    session that asked, once; its log messages go there too, and nowhere else."""
+
+    __slots__ = ("channel", "finished", "forward", "request_id", "router", "timer")
+
+    def __init__(self, forward: Forward, router: Router, timeout: float) -> None:
+        self.forward, self.router = forward, router
+        self.finished = False
+        self.channel: Channel | None = None
+        self.request_id = ""
+        self.timer = asyncio.get_running_loop().call_later(timeout, self._timed_out, timeout)
+        forward.cancel = self.cancel
+
+    def __str__(self) -> str:
+        return (
+            f"{self.forward.method} {self.forward.params.get('uri') or self.forward.params.get('name') or ''}"
+        )
+
+    @property
+    def live(self) -> bool:
+        return not self.finished
+
+    def sent(self, channel: Channel, request_id: str) -> None:
+        self.channel, self.request_id = channel, request_id
+
+    def _end(self) -> bool:
+        if self.finished:
+            return False
+        self.finished = True
+        self.timer.cancel()
+        self.forward.cancel = None
+        return True
+
+    def cancel(self) -> None:
+        """The client cancelled it: no answer; the process is told to stop."""
+        if self._end() and self.channel is not None:
+            self.channel.drop(self.request_id, cancel=True)
+
+    def _timed_out(self, timeout: float) -> None:
+        if self.channel is not None:
+            self.channel.drop(self.request_id, cancel=True)
+        owner = self.forward.owner
+        self.failed(f"{owner}: the tool process did not answer within {timeout:g}s")
+
+    def answered(self, envelope: pb.Envelope, raw: list[bytes] | None, trusted: bool) -> None:
+        if not self._end():
+            return
+        try:
+            result = forward_result(self.forward, envelope, raw, trusted)
+        except ForwardError as exc:
+            self.router.forward_failed(self.forward, exc.code, exc.message, exc.data)
         else:
-            self._ask(channel, forward, router)
+            self.router.forward_answered(self.forward, result)
 
-    def _ask(self, channel: Channel, forward: Forward, router: Router) -> None:
-        trusted = channel.trusted
+    def failed(self, reason: str) -> None:
+        if self._end():
+            self.router.forward_failed(self.forward, rpc.INTERNAL_ERROR, reason)
 
-        def done(reply: pb.Envelope | None, raw: list[bytes] | None, problem: str | None) -> None:
-            forward.cancel = None
-            if reply is None:
-                router.forward_failed(forward, rpc.INTERNAL_ERROR, problem or "no answer")
-                return
-            try:
-                result = forward_result(forward, reply, raw, trusted)
-            except ForwardError as exc:
-                router.forward_failed(forward, exc.code, exc.message, exc.data)
-            else:
-                router.forward_answered(forward, result)
+    def progress(self, note: pb.ProgressNotification) -> None:
+        pass  # resources/read and friends carry no progress token
 
-        forward.cancel = channel.ask(forward_request(forward), self.timeout, done)
+    def log(self, level: str, logger: str, data: Any) -> None:
+        if not self.finished:
+            self.router.log(level, logger, data, self.forward.id)
+
+    def task_status(self, note: pb.TaskStatusResponse) -> None:
+        pass
+
+    def control(self, envelope: pb.Envelope) -> list[str]:
+        raise Refused("tool-list control works only during a tool call")
+
+    def ask_client(self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply) -> None:
+        reply(None, f"{method} can only be asked during a tool call")

@@ -7,23 +7,24 @@ the inner part answered, phase "after" (the CallToolResult); the middleware's co
 waits in ``call_next`` in between. Rejections, failures and invalid rewritten arguments
 become an error result that the outer middleware still see in their "after" phase. A
 middleware that hangs past the call timeout or whose process dies fails the call with a
-message naming it; the others still waiting are released.
+message naming it; every middleware still waiting is released when the call ends.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import orjson
 
-from protomcp_host.processes.channel import Channel, ChannelError, cancel_call
+from protomcp_host.bridge.envelope import tool_answer
+from protomcp_host.processes.channel import Channel, new_request_id
+from protomcp_host.processes.events import Leg, Reply
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_sdk import protomcp_pb2 as pb
-
-if TYPE_CHECKING:
-    from protomcp_host.app import Host
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,83 +42,93 @@ class Middleware:
 
 
 class Abort(Exception):
-    """The chain cannot go on (a middleware hung or its process died)."""
+    """The chain cannot go on (a middleware's process died or is not running)."""
+
+
+class Serving(Protocol):
+    async def channel(self) -> Channel | None: ...
+
+
+class Chained(Protocol):
+    """What a chain run needs of the execution it serves (bridge.execution.Execution)."""
+
+    id: int
+    call: Call
+    finished: bool
+    legs: list[tuple[Channel, str]]
+
+    @property
+    def serving(self) -> Mapping[str, Serving]: ...
+    def run_tool(self, arguments: dict[str, Any], leg: Leg) -> None: ...
+    def finish(self, answer: ToolAnswer, effects: pb.CallToolResponse | None) -> None: ...
+    def fail(self, message: str) -> None: ...
+    def progress(self, note: pb.ProgressNotification) -> None: ...
+    def log(self, level: str, logger: str, data: Any) -> None: ...
+    def task_status(self, note: pb.TaskStatusResponse) -> None: ...
+    def control(self, envelope: pb.Envelope) -> list[str]: ...
+    def ask_client(
+        self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply
+    ) -> None: ...
+    def _left(self, request_id: str) -> None: ...
+
+
+Outcome = tuple[ToolAnswer, pb.CallToolResponse | None]
 
 
 class ChainRun:
-    """One call on its way through the middleware chain. It is the call's runner: the
-    client's cancellation reaches it, and it cancels whatever part is running."""
+    """One call on its way through the middleware chain, as a task of the host. Its
+    execution owns it: ending the execution cancels the run and releases every middleware
+    that was asked (waiting in call_next, or still in its "before" phase)."""
 
-    def __init__(self, host: Host, call: Call, chain: list[Middleware], timeout: float | None) -> None:
-        self.host = host
-        self.call = call
+    def __init__(self, execution: Chained, chain: list[Middleware]) -> None:
+        self.execution = execution
         self.chain = chain
-        self.timeout = timeout
-        self.router = call.sink
-        self.call_id = f"m{id(self):x}"
+        self.call_id = f"m{execution.id}"  # names this call in the middleware's process, never reused
         self.stage = ""  # what runs now, for a timeout message
-        self.inner: Call | None = None  # the tool's own call, once started
-        self.entered: list[tuple[Middleware, Channel]] = []  # waiting in call_next
+        self.asked: list[tuple[Middleware, Channel]] = []  # in "before" or waiting in call_next
         self.scope = anyio.CancelScope()
-        call.runner = self
 
-    # -- the call's runner ---------------------------------------------------------------
-    def cancel(self, call: Call) -> None:
-        call.done = True
-        if self.inner is not None:
-            cancel_call(self.inner)
-        self.scope.cancel()
-
-    def fail(self, call: Call, message: str) -> None:
-        if not call.done:
-            call.done = True
-            self.router.call_failed(call, message)
-
-    # -- the run -------------------------------------------------------------------------
     async def run(self) -> None:
-        outcome: tuple[ToolAnswer, pb.CallToolResponse | None] | None = None
+        outcome: Outcome | None = None
         problem = ""
         with self.scope:
             try:
-                with anyio.fail_after(self.timeout):
-                    outcome = await self._through()
-            except TimeoutError:
-                problem = f"timed out after {self.timeout:g}s in {self.stage}"
+                outcome = await self._through()
             except Abort as exc:
                 problem = str(exc)
             except Exception as exc:  # a bug here must still answer the call, and not stop the host
                 problem = f"internal error in the middleware chain: {exc!r}"
-        self._release()
-        if self.call.done:
-            return
         if outcome is None:
-            self.fail(self.call, problem or "cancelled")
+            self.execution.fail(problem or "cancelled")  # (a no-op when the call ended already)
         else:
-            self.call.done = True
-            self.router.call_answered(self.call, *outcome)
+            self.execution.finish(*outcome)
 
-    async def _through(self) -> tuple[ToolAnswer, pb.CallToolResponse | None]:
-        arguments = self.call.arguments
-        result: tuple[ToolAnswer, pb.CallToolResponse | None] | None = None
+    async def _through(self) -> Outcome:
+        call = self.execution.call
+        arguments = call.arguments
+        result: Outcome | None = None
         for middleware in self.chain:
-            params = orjson.dumps({"name": self.call.tool.name, "arguments": arguments}).decode()
-            reply, channel = await self._ask(middleware, "before", params)
-            if reply.reject:
-                result = (_rejected(middleware, reply), None)
+            params = orjson.dumps({"name": call.tool.name, "arguments": arguments}).decode()
+            reply = await self._ask(middleware, "before", params)
+            if reply.reject or reply.result_json:
+                self._done_with(*self.asked.pop())
+                if reply.reject:
+                    result = (_rejected(middleware, reply), None)
+                else:  # it answered the call itself
+                    result = (_answer_of(reply.result_json), None)
                 break
-            if reply.result_json:  # it answered the call itself
-                result = (_answer_of(reply.result_json), None)
-                break
-            self.entered.append((middleware, channel))
             if reply.params_json:
                 arguments = orjson.loads(reply.params_json).get("arguments") or {}
         if result is None:
-            problem = self.call.tool.validate(arguments) if arguments is not self.call.arguments else None
+            problem = call.tool.validate(arguments) if arguments is not call.arguments else None
             result = (_error(problem), None) if problem else await self._tool(arguments)
-        while self.entered:
-            middleware, channel = self.entered.pop()
+        while self.asked:
+            middleware, channel = self.asked.pop()
             answer, effects = result
-            reply, _ = await self._ask(middleware, "after", _result_json(answer), channel)
+            try:
+                reply = await self._ask(middleware, "after", _result_json(answer), channel)
+            finally:
+                self._done_with(middleware, channel)
             if reply.reject:
                 result = (_rejected(middleware, reply), effects)
             elif reply.params_json:
@@ -126,88 +137,111 @@ class ChainRun:
 
     async def _ask(
         self, middleware: Middleware, phase: str, params_json: str, channel: Channel | None = None
-    ) -> tuple[pb.MiddlewareInterceptResponse, Channel]:
+    ) -> pb.MiddlewareInterceptResponse:
         self.stage = str(middleware)
         if channel is None:
-            channel = await self.host.supervisors[middleware.owner].channel()
-        if channel is None:
-            raise Abort(f"{middleware} is not available: its tool process is not running")
+            channel = await self.execution.serving[middleware.owner].channel()
+            if channel is None:
+                raise Abort(f"{middleware} is not available: its tool process is not running")
+            self.asked.append((middleware, channel))
+            channel.hold(self._key(middleware))  # its process stays open until "after" reached it
         request = pb.MiddlewareInterceptRequest(
             middleware_name=middleware.name, phase=phase, method="tools/call", params_json=params_json
         )
-        try:
-            reply = await channel.request(
-                pb.Envelope(call_id=self.call_id, middleware_intercept=request), timeout=None
-            )
-        except ChannelError as exc:
-            raise Abort(f"{middleware} failed: {exc}") from None
-        return reply.middleware_intercept_response, channel
+        leg = _Leg(self.execution, str(middleware))
+        channel.start(pb.Envelope(call_id=self.call_id, middleware_intercept=request), leg)
+        envelope, failure = await leg.outcome
+        if envelope is None:
+            raise Abort(f"{middleware} failed: {failure}")
+        return envelope.middleware_intercept_response
 
-    async def _tool(self, arguments: dict[str, Any]) -> tuple[ToolAnswer, pb.CallToolResponse | None]:
-        """Run the tool itself, as an inner call whose answer comes back here."""
-        self.stage = f"tool '{self.call.tool.name}'"
-        leg = _Leg(self)
-        call = self.call
-        self.inner = inner = Call(
-            call.id, call.tool, arguments, call.progress_token, task=call.task, sink=leg
-        )
-        self.host.supervisors[call.tool.owner].dispatch(inner, None)  # type: ignore[index]
-        await leg.done.wait()
-        if leg.failure is not None:
-            return _error(f"Tool '{call.tool.name}' failed: {leg.failure}"), None
-        assert leg.answer is not None
-        return leg.answer, leg.effects
+    async def _tool(self, arguments: dict[str, Any]) -> Outcome:
+        """Run the tool itself; its answer comes back here, not to the client."""
+        name = self.execution.call.tool.name
+        self.stage = f"tool '{name}'"
+        leg = _Leg(self.execution, self.stage)
+        self.execution.run_tool(arguments, leg)
+        envelope, failure = await leg.outcome
+        if envelope is None:
+            return _error(f"Tool '{name}' failed: {failure}"), None
+        return tool_answer(envelope.call_result, leg.raw, leg.trusted), envelope.call_result
 
-    def _release(self) -> None:
-        """Middleware still waiting in call_next get an error result, and nobody waits for them."""
-        if self.inner is not None and not self.inner.done:
-            cancel_call(self.inner)
-        for middleware, channel in self.entered:
+    def _key(self, middleware: Middleware) -> str:
+        return f"{self.call_id}/{middleware.name}"
+
+    def _done_with(self, middleware: Middleware, channel: Channel) -> None:
+        channel.release(self._key(middleware))
+
+    def release(self, reason: str) -> None:
+        """The call ended: the run stops, and every middleware that was asked gets an error
+        result as its "after" phase, so none waits forever (nobody waits for their replies)."""
+        self.scope.cancel()
+        asked, self.asked = self.asked, []
+        for middleware, channel in asked:
             request = pb.MiddlewareInterceptRequest(
                 middleware_name=middleware.name,
                 phase="after",
                 method="tools/call",
-                params_json=_result_json(_error("the call was cancelled")),
+                params_json=_result_json(_error(reason)),
             )
             channel.send(
-                pb.Envelope(request_id="released", call_id=self.call_id, middleware_intercept=request)
+                pb.Envelope(request_id=new_request_id(), call_id=self.call_id, middleware_intercept=request)
             )
-        self.entered.clear()
+            self._done_with(middleware, channel)
 
 
 class _Leg:
-    """The sink of the tool's own call inside a chain: progress and logs go straight to the
-    client's router, the answer back to the chain."""
+    """One request of a chain run (a middleware phase, the tool's own call): its answer
+    comes back to the run; whatever the process sends meanwhile goes to the execution."""
 
-    def __init__(self, run: ChainRun) -> None:
-        self.run = run
-        self.done = anyio.Event()
-        self.answer: ToolAnswer | None = None
-        self.effects: pb.CallToolResponse | None = None
-        self.failure: str | None = None
+    __slots__ = ("execution", "outcome", "raw", "request_id", "trusted", "what")
 
-    def call_answered(self, call: Call, answer: ToolAnswer, effects: pb.CallToolResponse) -> None:
-        self.answer, self.effects = answer, effects
-        self.done.set()
+    def __init__(self, execution: Chained, what: str) -> None:
+        self.execution = execution
+        self.what = what
+        self.outcome: asyncio.Future[tuple[pb.Envelope | None, str]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self.raw: list[bytes] | None = None
+        self.trusted = False
+        self.request_id = ""
 
-    def call_failed(self, call: Call, message: str) -> None:
-        self.failure = message
-        self.done.set()
+    def __str__(self) -> str:
+        return self.what
 
-    def call_progress(self, call: Call, progress: float, total: float | None, message: str) -> None:
-        self.run.router.call_progress(self.run.call, progress, total, message)
+    @property
+    def live(self) -> bool:
+        return not self.execution.finished
 
-    def call_log(self, call: Call, level: str, logger: str, data: Any) -> None:
-        self.run.router.call_log(self.run.call, level, logger, data)
+    def sent(self, channel: Channel, request_id: str) -> None:
+        self.request_id = request_id
+        self.execution.legs.append((channel, request_id))
 
-    def call_task_status(self, call: Call, status: str, message: str) -> None:
-        self.run.router.call_task_status(self.run.call, status, message)
+    def answered(self, envelope: pb.Envelope, raw: list[bytes] | None, trusted: bool) -> None:
+        self.execution._left(self.request_id)
+        self.raw, self.trusted = raw, trusted
+        if not self.outcome.done():
+            self.outcome.set_result((envelope, ""))
 
-    def call_request(
-        self, call: Call, method: str, params: dict[str, Any], timeout: float | None, reply: Any
-    ) -> None:
-        """Sampling, elicitation, roots: asked of the client that made the call."""
-        self.run.router.call_request(self.run.call, method, params, timeout, reply)
+    def failed(self, reason: str) -> None:
+        self.execution._left(self.request_id)
+        if not self.outcome.done():
+            self.outcome.set_result((None, reason))
+
+    def progress(self, note: pb.ProgressNotification) -> None:
+        self.execution.progress(note)
+
+    def log(self, level: str, logger: str, data: Any) -> None:
+        self.execution.log(level, logger, data)
+
+    def task_status(self, note: pb.TaskStatusResponse) -> None:
+        self.execution.task_status(note)
+
+    def control(self, envelope: pb.Envelope) -> list[str]:
+        return self.execution.control(envelope)
+
+    def ask_client(self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply) -> None:
+        self.execution.ask_client(method, params, timeout, reply)
 
 
 def _error(message: str) -> ToolAnswer:

@@ -1,6 +1,7 @@
-"""Carries out one session's events: answers go to its writer, tool calls go to the
-tool process that owns the tool, cancellations reach the running call. It is also the
-sink of its calls: their answers, progress and log messages come back here.
+"""Carries out one session's events: answers go to its writer, tool calls become executions
+(bridge.execution), forwarded requests go to the tool process that owns them, cancellations
+reach what runs. It is the session side of its executions: their answers, progress, logs,
+tool-list changes and requests for the client come back here, and only here.
 
 Every write names the client request it belongs to (`related`), so a transport with
 several streams (HTTP) can put it on the right one.
@@ -11,29 +12,37 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 
-from protomcp_host.processes.channel import cancel_call
+from protomcp_host.bridge.execution import Dispatcher, Execution
+from protomcp_host.processes.events import Reply
+from protomcp_host.processes.output import LogLimiter
 from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientRequest, Forward, RootsChanged
 from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session, ToolAnswer
-from protomcp_sdk import protomcp_pb2 as pb
-
-if TYPE_CHECKING:
-    from protomcp_host.app import Host
 
 CLIENT_TIMEOUT = 300.0  # seconds a tool waits for the client (a person may have to answer)
+LIST_CHANGED_DELAY = 0.02  # seconds tool-list changes gather before one list_changed (or a result)
 
 Writer = Callable[[bytes, bytes | None], None]
 """Writes one message; the second argument is the id of the client request it relates to."""
 
 
+class Forwarder(Protocol):
+    """Where resources/read, prompts/get and completion/complete go (bridge.forwarding)."""
+
+    def forward(self, forward: Forward, router: Router) -> None: ...
+    def roots_changed(self) -> None: ...
+
+
 class Router:
-    def __init__(self, host: Host, session: Session, write: Writer) -> None:
-        self.host = host
+    def __init__(self, dispatcher: Dispatcher, forwarder: Forwarder, session: Session, write: Writer) -> None:
+        self.dispatcher = dispatcher
+        self.forwarder = forwarder
         self.session = session
         self.write = write
+        self.log_limit = LogLimiter("protomcp")  # per session: one noisy tool cannot flood it
         self._idle = anyio.Event()
         self._idle.set()
         self.on_call_end: Callable[[], None] | None = None  # the transport takes held requests then
@@ -44,9 +53,10 @@ class Router:
             Forward: self._forward,
             CancelForward: self._cancel_forward,
             ClientAnswer: self._client_answer,
-            RootsChanged: lambda _: self.host.forwarding.roots_changed(),
+            RootsChanged: lambda _: self.forwarder.roots_changed(),
         }
-        self._asked: dict[Call, list[ClientRequest]] = {}  # a call's requests to the client
+        self._asked: dict[Execution, list[ClientRequest]] = {}  # an execution's requests to the client
+        self._flush_timer: asyncio.TimerHandle | None = None  # a flush_notifications is due
 
     def feed(self, line: bytes) -> None:
         """Handle one line from the client."""
@@ -64,26 +74,43 @@ class Router:
         self.carry_out(self.session.advance(time.time()))
 
     def update_tools(self, **change: Any) -> None:
-        """Apply a tool-list change to this session (see Session.update_tools)."""
-        self.carry_out(self.session.update_tools(**change))
+        """Apply a tool-list change to this session (see Session.update_tools). Changes gather:
+        one list_changed, if the list changed, goes out LIST_CHANGED_DELAY later or before
+        the next call result of this session, whichever comes first."""
+        self.session.update_tools(**change)
+        if self._flush_timer is None:
+            loop = asyncio.get_running_loop()
+            self._flush_timer = loop.call_later(LIST_CHANGED_DELAY, self.flush_notifications)
+
+    def flush_notifications(self) -> None:
+        """Send the one tools/list_changed the changes since the last flush call for, if any."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        if self.session.list_changed_pending:
+            self.carry_out(self.session.flush_notifications())
+
+    def log(self, level: str, logger: str, data: Any, related: bytes | None = None) -> None:
+        """A log message for this session's client (rate-limited per session)."""
+        if self.log_limit.allow(lambda lv, lg, d: self._emit(self.session.log(lv, lg, d), related)):
+            self._emit(self.session.log(level, logger, data), related)
 
     def _send(self, event: Send) -> None:
         self.write(event.data, event.related)
 
     def _start(self, call: Call) -> None:
-        call.sink = self
         if call.task is None and self._idle.is_set():  # a task's call does not hold a drain up
             self._idle = anyio.Event()
-        self.host.dispatch(call)
+        self.dispatcher.execute(call, self)
 
     def _cancel(self, event: CancelCall) -> None:
-        cancel_call(event.call)
-        self._drop_asked(event.call, "the tool call was cancelled")
+        if event.call.execution is not None:
+            event.call.execution.cancel()
         self._check_idle()
 
     # -- resources/read, prompts/get, completion/complete (see forwarding.py) ---------------
     def _forward(self, forward: Forward) -> None:
-        self.host.forwarding.forward(forward, self)
+        self.forwarder.forward(forward, self)
 
     def _cancel_forward(self, event: CancelForward) -> None:
         if event.forward.cancel is not None:
@@ -95,59 +122,10 @@ class Router:
     def forward_failed(self, forward: Forward, code: int, message: str, data: Any = None) -> None:
         self._emit(self.session.features.failed(forward, code, message, data), forward.id)
 
-    # -- sampling, elicitation, roots: a tool asks the client during a call ------------------
-    def call_request(
-        self,
-        call: Call,
-        method: str,
-        params: dict[str, Any],
-        timeout: float | None,
-        reply: Callable[[dict[str, Any] | None, str | None], None],
-    ) -> None:
-        """Send the request to this session's client; `reply` gets its answer exactly once
-        (or an error: no capability, timeout, the call ended)."""
-        features = self.session.features
-        problem = features.missing_capability(method, params)
-        if problem is not None:
-            reply(None, problem)
-            return
-        asked = self._asked.setdefault(call, [])
-
-        def answered(result: dict[str, Any] | None, error: str | None) -> None:
-            if pending.timer is not None:
-                pending.timer.cancel()
-            if pending in asked:
-                asked.remove(pending)
-            reply(result, error)
-
-        pending, data = features.request_client(method, params, call.id, answered)
-        wait = timeout or CLIENT_TIMEOUT
-        pending.timer = asyncio.get_running_loop().call_later(wait, self._client_timed_out, pending, wait)
-        asked.append(pending)
-        self.write(data, call.id)
-
-    def _client_answer(self, event: ClientAnswer) -> None:
-        event.request.on_answer(event.result, event.error)
-
-    def _client_timed_out(self, pending: ClientRequest, wait: float) -> None:
-        self._emit(self.session.features.drop_client_request(pending), pending.related)
-        pending.on_answer(None, f"the client did not answer {pending.method} within {wait:g}s")
-
-    def _drop_asked(self, call: Call, reason: str) -> None:
-        """The call is over: its open client requests are cancelled and answered for the tool."""
-        for pending in self._asked.pop(call, []):
-            self._emit(self.session.features.drop_client_request(pending), pending.related)
-            if pending.timer is not None:
-                pending.timer.cancel()
-            pending.on_answer(None, reason)
-
-    # -- the calls' sink ---------------------------------------------------------------
-    def call_answered(self, call: Call, answer: ToolAnswer, effects: pb.CallToolResponse | None) -> None:
-        if effects is not None and (
-            effects.enable_tools or effects.disable_tools
-        ):  # ToolResult(enable_tools=..., ...)
-            self.update_tools(enable=effects.enable_tools, disable=effects.disable_tools)
-        self._drop_asked(call, "the tool call is over")
+    # -- the executions' session side (bridge.execution.CallSink) ---------------------------
+    def call_answered(self, call: Call, answer: ToolAnswer) -> None:
+        if self._flush_timer is not None:  # before the result, so a client refreshing at once sees it
+            self.flush_notifications()
         if call.task is not None:
             self.carry_out(self.session.task_done(call, answer, time.time()))
         else:
@@ -155,7 +133,8 @@ class Router:
         self._check_idle()
 
     def call_failed(self, call: Call, message: str) -> None:
-        self._drop_asked(call, f"the tool call failed: {message}")
+        if self._flush_timer is not None:
+            self.flush_notifications()
         message = f"Tool '{call.tool.name}' failed: {message}"
         if call.task is not None:
             self.carry_out(self.session.task_failed(call, message, time.time()))
@@ -170,7 +149,57 @@ class Router:
         self._emit(self.session.progress(call, progress, total, message), call.id)
 
     def call_log(self, call: Call, level: str, logger: str, data: Any) -> None:
-        self._emit(self.session.log(level, logger, data, call.task), call.id)
+        if self.log_limit.allow(
+            lambda lv, lg, d: self._emit(self.session.log(lv, lg, d, call.task), call.id)
+        ):
+            self._emit(self.session.log(level, logger, data, call.task), call.id)
+
+    def call_control(self, change: dict[str, Any]) -> list[str]:
+        """A running call changes this session's tool list: the tools now active here."""
+        self.update_tools(**change)
+        return self.session.active_tools()
+
+    def call_request(
+        self, execution: Execution, method: str, params: dict[str, Any], timeout: float | None, reply: Reply
+    ) -> None:
+        """Sampling, elicitation, roots: sent to this session's client; `reply` gets its answer
+        exactly once (or an error: no capability, timeout, the call ended)."""
+        features = self.session.features
+        problem = features.missing_capability(method, params)
+        if problem is not None:
+            reply(None, problem)
+            return
+        asked = self._asked.setdefault(execution, [])
+
+        def answered(result: dict[str, Any] | None, error: str | None) -> None:
+            if pending.timer is not None:
+                pending.timer.cancel()
+            if pending in asked:
+                asked.remove(pending)
+            reply(result, error)
+
+        related = execution.call.id
+        pending, data = features.request_client(method, params, related, answered)
+        wait = timeout or CLIENT_TIMEOUT
+        pending.timer = asyncio.get_running_loop().call_later(wait, self._client_timed_out, pending, wait)
+        asked.append(pending)
+        self.write(data, related)
+
+    def call_released(self, execution: Execution, reason: str) -> None:
+        """The execution ended: its open requests to the client are cancelled, and answered
+        for the tool process so nothing there waits for them."""
+        for pending in list(self._asked.pop(execution, [])):  # on_answer removes from that list
+            self._emit(self.session.features.drop_client_request(pending), pending.related)
+            if pending.timer is not None:
+                pending.timer.cancel()
+            pending.on_answer(None, reason)
+
+    def _client_answer(self, event: ClientAnswer) -> None:
+        event.request.on_answer(event.result, event.error)
+
+    def _client_timed_out(self, pending: ClientRequest, wait: float) -> None:
+        self._emit(self.session.features.drop_client_request(pending), pending.related)
+        pending.on_answer(None, f"the client did not answer {pending.method} within {wait:g}s")
 
     def _emit(self, data: bytes | None, related: bytes | None = None) -> None:
         if data is not None:
@@ -188,22 +217,26 @@ class Router:
         await self._idle.wait()
 
     def fail_all(self, message: str) -> None:
-        """Answer every running call with an error (and tell its tool process to cancel it)."""
+        """Answer every running call with an error (and tell its tool process to stop it)."""
         for call in list(self.session.in_flight.values()):
-            cancel_call(call)  # tell its tool process to stop it...
-            self.call_failed(call, message)  # ...and answer it here
+            if call.execution is not None:
+                call.execution.fail(message)
+            else:
+                self.call_failed(call, message)
 
     def cancel_all(self) -> None:
-        for call in list(self.session.in_flight.values()):
-            cancel_call(call)
-        for task in self.session.tasks.store.running():  # nobody is left to fetch their results
-            if task.call is not None:
-                cancel_call(task.call)
+        """The client went away: everything it started stops, unanswered."""
+        calls = list(self.session.in_flight.values())
+        calls += [task.call for task in self.session.tasks.store.running() if task.call is not None]
         self.session.in_flight.clear()
-        for call in list(self._asked):
-            self._drop_asked(call, "the client went away")
+        for call in calls:
+            if call.execution is not None:
+                call.execution.cancel("the client went away")
         for forward in list(self.session.features.forwarded.values()):
             if forward.cancel is not None:
                 forward.cancel()
         self.session.features.forwarded.clear()
+        if self._flush_timer is not None:  # nobody is left to tell
+            self._flush_timer.cancel()
+            self._flush_timer = None
         self._idle.set()

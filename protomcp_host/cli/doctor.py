@@ -67,7 +67,8 @@ async def check_file(file: Path, python: str) -> list[Finding]:
     lines: list[str] = []
     start = time.perf_counter()
     try:
-        async with direct_client(Host(tool_files([file]), python=python, stderr=lines.append)) as request:
+        host = Host(tool_files([file]), python=python, stderr=lines.append, share_output=True)
+        async with direct_client(host) as request:
             tools = await list_tools(request)
     except (StartupError, RequestFailed) as exc:
         return [

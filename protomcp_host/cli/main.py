@@ -466,7 +466,7 @@ def _with_client(files: list[Path], python: str, action: Any, on_message: Any = 
     from protomcp_host.transports.direct import RequestFailed, direct_client
 
     async def go() -> Any:
-        host = Host(tool_files(files), python=python, stderr=_err, **options)
+        host = Host(tool_files(files), python=python, stderr=_err, share_output=True, **options)
         async with direct_client(host, on_message=on_message) as request:
             return await action(request)
 

@@ -74,11 +74,52 @@ class Launched:
 def spool_dir_for_child() -> str:
     """A new, unguessable directory name on a memory file system (PROTOMCP_SPOOL_DIR, default
     /dev/shm) for one tool process to hand large results over in; it creates it on first use.
-    "" when there is no such file system (results then travel inline)."""
+    "" when there is no such file system (results then travel inline). The name carries the
+    host's pid, so folders left by a host that was killed are found and removed later."""
     root = os.environ.get("PROTOMCP_SPOOL_DIR", "/dev/shm")
     if not root or not os.path.isdir(root) or not os.access(root, os.W_OK):
         return ""
-    return os.path.join(os.path.abspath(root), SPOOL_PREFIX + secrets.token_hex(8))
+    root = os.path.abspath(root)
+    global _swept
+    if not _swept:
+        _swept = True
+        sweep_spool_dirs(root)
+    return os.path.join(root, f"{SPOOL_PREFIX}{os.getpid()}-{secrets.token_hex(8)}")
+
+
+_swept = False
+
+
+def sweep_spool_dirs(root: str) -> None:
+    """Remove spool folders of ours whose host is gone (a SIGKILLed host cannot clean up)."""
+    import shutil
+    import stat
+
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return
+    for name in names:
+        pid, dash, _ = name.removeprefix(SPOOL_PREFIX).partition("-")
+        if not name.startswith(SPOOL_PREFIX) or not dash or not pid.isdigit() or _alive(int(pid)):
+            continue
+        path = os.path.join(root, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -> Launched:

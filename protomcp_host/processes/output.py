@@ -1,5 +1,5 @@
-"""What a tool process prints: to the host's stderr (prefixed with the file name) and,
-rate-limited, to the client as log messages (stdout → info, stderr → warning)."""
+"""Rate limits for what tool processes say: printed output (stdout → info, stderr → warning)
+and log messages reach a session's client through that session's own limiter."""
 
 from __future__ import annotations
 
@@ -26,31 +26,6 @@ class TokenBucket:
             self.tokens -= 1
             return True
         return False
-
-
-class OutputForwarder:
-    def __init__(
-        self,
-        label: str,
-        stderr: Callable[[str], None],
-        log: Callable[[str, str, Any], None],
-        bucket: TokenBucket | None = None,
-    ) -> None:
-        self.label = label
-        self.stderr = stderr
-        self.log = log
-        self.bucket = bucket or TokenBucket(rate=20, burst=100)
-        self.dropped = 0
-
-    def __call__(self, stream: str, line: str) -> None:
-        self.stderr(f"[{self.label}] {line}")
-        if not self.bucket.take():
-            self.dropped += 1
-            return
-        if self.dropped:
-            self.log("warning", self.label, f"({self.dropped} lines of output not forwarded: too many lines)")
-            self.dropped = 0
-        self.log(LEVELS.get(stream, "info"), self.label, line)
 
 
 class LogLimiter:

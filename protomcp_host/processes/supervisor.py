@@ -6,24 +6,16 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import anyio.abc
 
-from protomcp_host.processes.channel import Channel, ChannelError, ControlHandler, NoticeSink, fail_call
+from protomcp_host.processes.channel import Channel, ChannelError
+from protomcp_host.processes.events import Leg, ProcessEvents
 from protomcp_host.processes.launch import Launched, label_of
-from protomcp_host.processes.worker import LoadError, LogSink, OutputSink, Worker, WorkerError
-from protomcp_host.protocol.features import FileFeatures
-from protomcp_host.protocol.session import Call
+from protomcp_host.processes.worker import LoadError, Worker, WorkerError
 from protomcp_sdk import protomcp_pb2 as pb
-
-ToolsSink = Callable[["Supervisor", list[pb.ToolDefinition], list[pb.RegisterMiddlewareRequest]], None]
-"""Receives a new process's tools and middleware before they go live; raising rejects it."""
-
-FeaturesSink = Callable[["Supervisor", FileFeatures], None]
-"""Receives a new process's resources, templates and prompts just before its tools; raising rejects it."""
 
 
 class Backoff:
@@ -45,15 +37,9 @@ class Supervisor:
     def __init__(
         self,
         file: Path,
+        events: ProcessEvents,
         *,
         python: str = sys.executable,
-        on_tools: ToolsSink,
-        on_output: OutputSink,
-        on_log: LogSink,
-        on_problem: Callable[[str], None],
-        on_control: ControlHandler | None = None,
-        on_notice: NoticeSink | None = None,
-        on_features: FeaturesSink | None = None,
         handshake_timeout: float = 30.0,
         drain_timeout: float = 30.0,
         restart_wait: float = 10.0,
@@ -65,13 +51,7 @@ class Supervisor:
         self.file = file
         self.label = label_of(file)
         self.python = python
-        self.on_tools = on_tools
-        self.on_output = on_output
-        self.on_log = on_log
-        self.on_problem = on_problem
-        self.on_control = on_control
-        self.on_notice = on_notice
-        self.on_features = on_features
+        self.events = events
         self.handshake_timeout = handshake_timeout
         self.heartbeat_timeout = heartbeat_timeout  # 0: no heartbeat
         self.wait_for_fix = wait_for_fix  # dev: a file that fails to load waits for the next save
@@ -100,7 +80,9 @@ class Supervisor:
                 await self._replace()
             except (WorkerError, ValueError) as exc:
                 if self.wait_for_fix:
-                    self.on_problem(f"{exc}\n{self.label} serves no tools until it loads: save it to retry")
+                    self.events.problem(
+                        f"{exc}\n{self.label} serves no tools until it loads: save it to retry"
+                    )
                     task_status.started()
                 else:
                     failure = exc  # raised below, outside the task group, so it is not wrapped
@@ -143,15 +125,7 @@ class Supervisor:
 
     # -- replacing the process -----------------------------------------------------
     def _new_worker(self, standby: bool) -> Worker:
-        return Worker(
-            self.file,
-            python=self.python,
-            on_output=self.on_output,
-            on_log=self.on_log,
-            on_control=self.on_control,
-            on_notice=self.on_notice,
-            standby=standby,
-        )
+        return Worker(self.file, self.events, python=self.python, standby=standby)
 
     async def _prepare_standby(self) -> None:
         assert self._tg is not None
@@ -159,14 +133,14 @@ class Supervisor:
         try:
             await self._tg.start(worker.run)
         except WorkerError as exc:
-            self.on_problem(f"cannot start a standby tool process: {exc}")
+            self.events.problem(f"cannot start a standby tool process: {exc}")
             return
         if self._stopping:
             worker.kill()
         else:
             self._standby = worker
 
-    async def _spawn(self) -> tuple[Worker, list[pb.ToolDefinition]]:
+    async def _spawn(self) -> Worker:
         assert self._tg is not None
         worker, self._standby = self._standby, None
         if worker is not None and worker.death is None:
@@ -178,20 +152,17 @@ class Supervisor:
         if self.use_standby and not self._stopping:
             self._tg.start_soon(self._prepare_standby)
         try:
-            tools = await worker.handshake(self.handshake_timeout)
-            assert worker.channel is not None
-            if self.on_features is not None:  # checked first; applied with the tools
-                self.on_features(self, worker.features)
-            self.on_tools(self, tools, worker.channel.middleware)  # may reject (e.g. a name clash)
+            offer = await worker.handshake(self.handshake_timeout)
+            self.events.loaded(self.label, offer)  # may reject it (e.g. a name clash)
         except BaseException:
             worker.kill()
             with anyio.CancelScope(shield=True):
                 await worker.exited.wait()
             raise
-        return worker, tools
+        return worker
 
     async def _replace(self) -> None:
-        worker, _ = await self._spawn()
+        worker = await self._spawn()
         old, self.current = self.current, worker
         self._started_at = time.monotonic()
         self._ready.set()
@@ -221,12 +192,12 @@ class Supervisor:
                 if channel.blocked_tool:
                     culprit = f"tool '{channel.blocked_tool}' blocked its event loop"
                 else:
-                    culprit = "calls running: " + (", ".join(channel.running_tools()) or "none")
+                    culprit = "running: " + (", ".join(channel.running()) or "nothing")
                 reason = (
                     f"{self.label}: tool process stopped answering for {timeout:g}s ({culprit}); "
                     "it was replaced"
                 )
-                self.on_problem(reason)
+                self.events.problem(reason)
                 self._ready.clear()  # calls from now on wait for the replacement
                 worker.death = reason
                 channel.shut(reason)  # its calls fail now, with the reason
@@ -236,7 +207,7 @@ class Supervisor:
                 return  # it died: _watch sees to that
             state = answer.heartbeat_reply
             if state.starving and worker is self.current and not self._stopping:
-                self.on_problem(
+                self.events.problem(
                     f"{self.label}: calls to {', '.join(state.stuck_tools)} ignored cancellation and hold "
                     f"{state.threads_busy} of {state.threads_limit} worker threads; starting a fresh tool "
                     "process (the old one finishes its other calls, bounded)"
@@ -259,7 +230,7 @@ class Supervisor:
             0.0 if self._reload_requested else self.backoff.next_delay(time.monotonic() - self._started_at)
         )
         self._reload_requested = False
-        self.on_problem(f"{reason}\nrestarting in {delay:.1f}s")
+        self.events.problem(f"{reason}\nrestarting in {delay:.1f}s")
         with anyio.move_on_after(delay):
             await self._stop_requested()
         if self._stopping:
@@ -267,7 +238,7 @@ class Supervisor:
         try:
             await self._replace()
         except (WorkerError, ValueError) as exc:
-            self.on_problem(str(exc))
+            self.events.problem(str(exc))
             self._started_at = time.monotonic()
             self._wake.set()  # try again after the next backoff delay
         else:
@@ -277,13 +248,13 @@ class Supervisor:
         try:
             await self._replace()
         except (WorkerError, ValueError) as exc:
-            self.on_problem(f"{exc}\n{self.label} still serves no tools: save it to retry")
+            self.events.problem(f"{exc}\n{self.label} still serves no tools: save it to retry")
 
     async def _reload(self) -> None:
         try:
             await self._replace()
         except (WorkerError, ValueError) as exc:
-            self.on_problem(f"{exc}\nthe previous version of {self.label} keeps serving")
+            self.events.problem(f"{exc}\nthe previous version of {self.label} keeps serving")
             return
         self.reloads += 1
 
@@ -308,29 +279,35 @@ class Supervisor:
             return None
         return worker.channel
 
-    # -- calls -----------------------------------------------------------------------
-    def dispatch(self, call: Call, timeout: float | None) -> None:
-        """Send the call to the serving tool process, waiting (bounded) for a restart first."""
+    # -- requests ---------------------------------------------------------------------
+    def start(self, envelope: pb.Envelope, leg: Leg) -> None:
+        """Send a request to the serving tool process, waiting (bounded) for a restart first."""
         worker = self.current
         if worker is not None and worker.death is None and self._ready.is_set():
-            worker.start(call, timeout)
+            worker.start(envelope, leg)
         elif self._tg is None or self._stopping:
-            fail_call(call, f"{self.label}: tool process is not running")
+            leg.failed(f"{self.label}: tool process is not running")
         else:
-            self._tg.start_soon(self._dispatch_when_ready, call, timeout)
+            self._tg.start_soon(self._start_when_ready, envelope, leg)
 
-    async def _dispatch_when_ready(self, call: Call, timeout: float | None) -> None:
+    def notify(self, envelope: pb.Envelope) -> None:
+        """A notification for the serving process (none is sent while it restarts)."""
+        worker = self.current
+        if worker is not None and worker.death is None:
+            worker.send(envelope)
+
+    async def _start_when_ready(self, envelope: pb.Envelope, leg: Leg) -> None:
         try:
             with anyio.move_on_after(self.restart_wait):
                 await self._ready.wait()
-        finally:  # also when the host stops meanwhile: the call must still get an answer
+        finally:  # also when the host stops meanwhile: the request must still get an answer
             worker = self.current
-            if worker is not None and worker.death is None and self._ready.is_set():
-                worker.start(call, timeout)  # a call cancelled meanwhile is simply not sent
+            if not leg.live:
+                pass  # its request ended meanwhile: nothing to send
+            elif worker is not None and worker.death is None and self._ready.is_set():
+                worker.start(envelope, leg)
             else:
-                fail_call(
-                    call, f"{self.label}: tool process is not running (it is restarting; try again shortly)"
-                )
+                leg.failed(f"{self.label}: tool process is not running (it is restarting; try again shortly)")
 
 
 __all__ = ["Backoff", "LoadError", "Supervisor", "WorkerError"]

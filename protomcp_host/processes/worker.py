@@ -17,22 +17,13 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from protomcp_host.bridge.envelope import file_features
 from protomcp_host.distribution import DIST_NAME, install_command
-from protomcp_host.processes.channel import (
-    Channel,
-    ChannelError,
-    ControlHandler,
-    LogSink,
-    NoticeSink,
-    fail_call,
-    spool_path_safe,
-)
+from protomcp_host.processes.channel import Channel, ChannelError
+from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
 from protomcp_host.processes.launch import Launched, label_of
 from protomcp_host.processes.pipes import read_into
-from protomcp_host.processes.process import OutputSink, ToolProcess
-from protomcp_host.protocol.features import FileFeatures
-from protomcp_host.protocol.session import Call
+from protomcp_host.processes.process import ToolProcess
+from protomcp_host.processes.spool import spool_path_safe
 from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
 
@@ -52,23 +43,18 @@ class Worker:
     def __init__(
         self,
         file: Path,
+        events: ProcessEvents,
         *,
         python: str = sys.executable,
-        on_output: OutputSink | None = None,
-        on_log: LogSink | None = None,
-        on_control: ControlHandler | None = None,
-        on_notice: NoticeSink | None = None,
         standby: bool = False,
     ) -> None:
         self.file = file
         self.label = label_of(file)
         self.python = python
-        self.on_output: OutputSink = on_output or (lambda stream, line: None)
-        self.on_log: LogSink = on_log or (lambda level, logger, data: None)
-        self.on_control = on_control
-        self.on_notice = on_notice
-        self.features = FileFeatures()  # resources, templates, prompts: from the handshake
-        self.process = ToolProcess(file, python, self.on_output, standby=standby)
+        self.events = events
+        self.process = ToolProcess(
+            file, python, lambda stream, line: events.output(self.label, stream, line), standby=standby
+        )
         self.channel: Channel | None = None
         self.exited = anyio.Event()
         self.death: str | None = None  # why it stopped serving, once it has
@@ -87,13 +73,7 @@ class Worker:
         except OSError as exc:
             raise WorkerError(f"{self.label}: cannot start {self.python}: {exc}") from None
         self.channel = channel = Channel(
-            self.label,
-            launched.to_child,
-            on_output=self.on_output,
-            on_log=self.on_log,
-            on_notice=self.on_notice,
-            on_control=self.on_control,
-            spool_dir=launched.spool_dir,
+            self.label, launched.to_child, self.events, spool_dir=launched.spool_dir
         )
         task_status.started()
         try:
@@ -145,8 +125,8 @@ class Worker:
         """Tell a standby process to import the tool file now (it then says Hello)."""
         self.send(pb.Envelope(reload=pb.ReloadRequest()))
 
-    async def handshake(self, timeout: float) -> list[pb.ToolDefinition]:
-        """Wait for Hello and the first tool list. Raises LoadError or WorkerError.
+    async def handshake(self, timeout: float) -> Loaded:
+        """Wait for Hello and what the process offers. Raises LoadError or WorkerError.
 
         A process that sends no Hello within HELLO_WAIT may be written to the Envelope
         specification alone, whose handshake is the host's ListToolsRequest: that is sent
@@ -171,7 +151,7 @@ class Worker:
             else:
                 if channel.hello.done() and channel.hello.result() is not None:
                     self._check_hello(channel.hello.result())  # our SDK after all, just slow to load
-                return list(reply.tool_list.tools)
+                return Loaded(list(reply.tool_list.tools), list(channel.middleware))
         self._check_hello(hello)
         try:
             asked = [pb.Envelope(list_tools=pb.ListToolsRequest())]
@@ -189,16 +169,14 @@ class Worker:
             raise WorkerError(
                 f"{self.label}: tool process did not list its tools within {timeout:g}s"
             ) from None
+        offer = Loaded(list(replies[0].tool_list.tools), list(channel.middleware))
         if len(replies) == 4:
             assert hello is not None
-            self.features = file_features(
-                self.label,
-                replies[1].resource_list_response,
-                replies[2].resource_template_list_response,
-                replies[3].prompt_list_response,
-                hello.completions,
-            )
-        return list(replies[0].tool_list.tools)
+            offer.resources = replies[1].resource_list_response
+            offer.templates = replies[2].resource_template_list_response
+            offer.prompts = replies[3].prompt_list_response
+            offer.completions = hello.completions
+        return offer
 
     def _check_hello(self, hello: pb.Hello | None) -> None:
         assert self.channel is not None
@@ -221,12 +199,12 @@ class Worker:
             )
 
     # -- calls -----------------------------------------------------------------------
-    def start(self, call: Call, timeout: float | None) -> None:
-        """Send a call to the tool process; its answer arrives through the call's sink."""
+    def start(self, envelope: pb.Envelope, leg: Leg) -> None:
+        """Send a request of the bridge; its answer (or failure) goes to `leg`."""
         if self.channel is None or self.death is not None:
-            fail_call(call, self.death or f"{self.label}: tool process is not running")
+            leg.failed(self.death or f"{self.label}: tool process is not running")
             return
-        self.channel.start(call, timeout)
+        self.channel.start(envelope, leg)
 
     def send(self, envelope: pb.Envelope) -> None:
         if self.channel is not None:
@@ -246,12 +224,15 @@ class Worker:
         self.exited.set()
 
     async def stop(self, grace: float) -> None:
-        """Graceful stop: close its input so it finishes in-flight calls, then insist."""
+        """Graceful stop: let its open requests finish (within `grace`: middleware phases and
+        answers to its questions still need its input), close its input so it exits, then insist."""
         self.process.stopping = True
-        if self.channel is not None:
-            self.channel.close()
         with anyio.move_on_after(grace):
+            if self.channel is not None:
+                await self.channel.drained()
+            self.close_input()
             await self.exited.wait()
+        self.close_input()
         if not self.exited.is_set():
             self.process.signal_group(signal.SIGTERM)
             with anyio.move_on_after(2):
@@ -259,6 +240,10 @@ class Worker:
         if not self.exited.is_set():
             self.kill()
             await self.exited.wait()
+
+    def close_input(self) -> None:
+        if self.channel is not None:
+            self.channel.close()
 
     def kill(self) -> None:
         self.process.kill()
@@ -277,4 +262,4 @@ def _missing_sdk_module(lines: Iterable[str]) -> str:
     return ""
 
 
-__all__ = ["LoadError", "LogSink", "OutputSink", "Worker", "WorkerError"]
+__all__ = ["LoadError", "Worker", "WorkerError"]

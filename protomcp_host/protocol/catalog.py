@@ -6,12 +6,16 @@ sessions read pages and validate arguments from here.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
+from protomcp_host.protocol.jsontypes import JSON_TYPES, PRIMITIVE_TYPES
+from protomcp_host.protocol.listing import InvalidCursor, Listing, NameClash
+
+__all__ = ["DEFAULT_PAGE_SIZE", "Catalog", "InvalidCursor", "NameClash", "Tool", "quick_check"]
 
 DEFAULT_PAGE_SIZE = 1000
 LARGE_SCHEMA = 64 * 1024  # bytes of JSON: above this a validator is built ahead, off the loop
@@ -25,14 +29,6 @@ _FIELDS_BY_VERSION = {
 _ALL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "execution")
 
 
-class NameClash(ValueError):
-    """Two tool processes offer a tool with the same name."""
-
-
-class InvalidCursor(ValueError):
-    pass
-
-
 @dataclass(slots=True)
 class Tool:
     name: str
@@ -43,6 +39,11 @@ class Tool:
     _validator: Any = field(default=None, repr=False)
     _quick: Callable[[dict[str, Any]], bool] | None = field(default=None, repr=False)
     _size: int = field(default=-1, repr=False)
+
+    @property
+    def key(self) -> str:
+        """Its name: the key of the listing (see listing.Owned)."""
+        return self.name
 
     @property
     def large(self) -> bool:
@@ -80,15 +81,6 @@ class Tool:
         return f"Invalid arguments for tool '{self.name}': " + "; ".join(lines)
 
 
-_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
-    ),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples"})
 
 
@@ -111,7 +103,7 @@ def quick_check(schema: Any) -> Callable[[dict[str, Any]], bool]:
         types = _primitive_types(prop)
         if types is None:
             return never
-        checks[name] = tuple(_JSON_TYPES[t] for t in types)
+        checks[name] = tuple(JSON_TYPES[t] for t in types)
     required = tuple(schema.get("required") or ())
 
     def check(arguments: dict[str, Any]) -> bool:
@@ -143,7 +135,7 @@ def _primitive_types(prop: Any) -> list[str] | None:
             out.extend(types)
         return out
     kind = prop.get("type")
-    if set(prop) <= {"type", *_ANNOTATIONS} and isinstance(kind, str) and kind in _JSON_TYPES:
+    if set(prop) <= {"type", *_ANNOTATIONS} and isinstance(kind, str) and kind in PRIMITIVE_TYPES:
         return [kind]
     return None
 
@@ -162,59 +154,36 @@ def _compile(schema: dict[str, Any], *, check: bool = True) -> Any:
 
 
 class Catalog:
+    """The tools of every tool file behind one host (a Listing of Tool), pages per revision."""
+
     def __init__(self, page_size: int = DEFAULT_PAGE_SIZE) -> None:
-        if page_size < 1:
-            raise ValueError("page size must be at least 1")
+        self._tools: Listing[Tool] = Listing("tool name", page_size)
         self.page_size = page_size
-        self._tools: dict[str, Tool] = {}
-        self._pages: dict[tuple[str, int], bytes] = {}
         self._default: list[Tool] | None = None  # the tools not hidden, in order
 
     def __len__(self) -> int:
         return len(self._tools)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        return self._tools.entries.get(name)
 
     def names(self) -> list[str]:
-        return list(self._tools)
+        return list(self._tools.entries)
 
     def tools_of(self, owner: Hashable) -> list[Tool]:
-        return [t for t in self._tools.values() if t.owner == owner]
+        return self._tools.of(owner)
 
     def replace(self, owner: Hashable, tools: Iterable[Tool], owner_label: Any = None) -> bool:
-        """Swap in `owner`'s tools. Returns True when the visible list changed.
+        """Swap in `owner`'s tools. Returns True when they changed.
 
         Raises NameClash (and changes nothing) when a name belongs to another owner.
         """
-        new = list(tools)
-        for tool in new:
-            other = self._tools.get(tool.name)
-            if other is not None and other.owner != owner:
-                raise NameClash(
-                    f"tool name clash: '{tool.name}' is defined in both "
-                    f"{other.owner} and {owner_label or owner}"
-                )
-        seen: set[str] = set()
-        for tool in new:
-            if tool.name in seen:
-                raise NameClash(f"tool name clash: '{tool.name}' is defined twice in {owner_label or owner}")
-            seen.add(tool.name)
-        before = {name: t.mcp for name, t in self._tools.items() if t.owner == owner}
-        after = {t.name: t.mcp for t in new}
-        # Keep every surviving tool where it was, so paging clients see a stable order.
-        incoming = {t.name: t for t in new}
-        merged = {
-            name: incoming.get(name, t)
-            for name, t in self._tools.items()
-            if t.owner != owner or name in incoming
-        }
-        for tool in new:
-            merged.setdefault(tool.name, tool)
-        self._tools = merged
-        self._pages.clear()
+        changed = self._tools.replace(owner, tools, owner_label)
         self._default = None
-        return before != after
+        return changed
 
     def remove_owner(self, owner: Hashable) -> bool:
         return self.replace(owner, [])
@@ -222,41 +191,20 @@ class Catalog:
     def visible(self, shown: Callable[[Tool], bool] | None = None) -> list[Tool]:
         """The tools a session sees: `shown` decides, or by default every tool not hidden."""
         if shown is not None:
-            return [t for t in self._tools.values() if shown(t)]
+            return [t for t in self._tools.ordered() if shown(t)]
         if self._default is None:
-            self._default = [t for t in self._tools.values() if not t.hidden]
+            self._default = [t for t in self._tools.ordered() if not t.hidden]
         return self._default
 
     def page(self, cursor: str | None, version: str, shown: Callable[[Tool], bool] | None = None) -> bytes:
         """The JSON-encoded tools/list result for one page of the tools `shown` selects
         (default: all but hidden ones; those pages are cached)."""
-        tools = self.visible(shown)
-        start = _decode_cursor(cursor, len(tools)) if cursor is not None else 0
-        key = (version, start)
-        cached = self._pages.get(key) if shown is None else None
-        if cached is None:
-            fields = _FIELDS_BY_VERSION.get(version, _ALL_FIELDS)
-            chunk = tools[start : start + self.page_size]
-            result: dict[str, Any] = {"tools": [{k: t.mcp[k] for k in fields if k in t.mcp} for t in chunk]}
-            if start + self.page_size < len(tools):
-                result["nextCursor"] = _encode_cursor(start + self.page_size)
-            cached = orjson.dumps(result)
-            if shown is None:
-                self._pages[key] = cached
-        return cached
+        fields = _FIELDS_BY_VERSION.get(version, _ALL_FIELDS)
 
+        def render(tool: Tool) -> dict[str, Any]:
+            return {k: tool.mcp[k] for k in fields if k in tool.mcp}
 
-def _encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"offset:{offset}".encode()).decode()
-
-
-def _decode_cursor(cursor: Any, size: int) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode()).decode()
-        prefix, _, number = text.partition(":")
-        offset = int(number)
-    except (AttributeError, ValueError, UnicodeError):
-        raise InvalidCursor(f"Invalid cursor: {cursor!r}") from None
-    if prefix != "offset" or not 0 <= offset <= size:
-        raise InvalidCursor(f"Invalid cursor: {cursor!r}")
-    return offset
+        items = self.visible(shown)
+        return self._tools.page(
+            cursor, "tools", render, items=items, cache=version if shown is None else None
+        )

@@ -6,18 +6,16 @@ hand a read, a prompt or a completion to the tool process that owns it (``Forwar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.catalog import InvalidCursor, NameClash, _decode_cursor, _encode_cursor
+from protomcp_host.protocol.events import Batch, Send
+from protomcp_host.protocol.listing import InvalidCursor, Listing
 from protomcp_sdk.uritemplate import TemplateError, UriTemplate
-
-if TYPE_CHECKING:
-    from protomcp_host.protocol.session import Batch, Event, Session
 
 RESOURCE_NOT_FOUND = -32002
 
@@ -34,62 +32,6 @@ class Entry:
     required: tuple[str, ...] = ()  # prompts: the arguments that must be given
 
 
-class Listing:
-    """The merged entries of one kind, in a stable order, paged like tools/list."""
-
-    def __init__(self, kind: str, result_key: str, page_size: int) -> None:
-        self.kind = kind  # "resource", "resource template", "prompt": for messages
-        self.result_key = result_key  # the list's key in the MCP result
-        self.page_size = page_size
-        self.entries: dict[str, Entry] = {}
-        self._pages: dict[int, bytes] = {}
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-    def get(self, key: str) -> Entry | None:
-        return self.entries.get(key)
-
-    def check(self, owner: Hashable, entries: Iterable[Entry], owner_label: Any = None) -> None:
-        """Raise NameClash if `owner` may not have these entries (changes nothing)."""
-        seen: set[str] = set()
-        for entry in entries:
-            other = self.entries.get(entry.key)
-            if other is not None and other.owner != owner:
-                raise NameClash(
-                    f"{self.kind} clash: '{entry.key}' is defined in both {other.owner} "
-                    f"and {owner_label or owner}"
-                )
-            if entry.key in seen:
-                raise NameClash(
-                    f"{self.kind} clash: '{entry.key}' is defined twice in {owner_label or owner}"
-                )
-            seen.add(entry.key)
-
-    def replace(self, owner: Hashable, entries: Iterable[Entry]) -> bool:
-        """Swap in `owner`'s entries (call check first). True when the list changed."""
-        new = {entry.key: entry for entry in entries}
-        before = {k: e.mcp for k, e in self.entries.items() if e.owner == owner}
-        merged = {k: new.get(k, e) for k, e in self.entries.items() if e.owner != owner or k in new}
-        for key, entry in new.items():
-            merged.setdefault(key, entry)
-        self.entries = merged
-        self._pages.clear()
-        return before != {k: e.mcp for k, e in new.items()}
-
-    def page(self, cursor: str | None) -> bytes:
-        entries = list(self.entries.values())
-        start = _decode_cursor(cursor, len(entries)) if cursor is not None else 0
-        cached = self._pages.get(start)
-        if cached is None:
-            chunk = entries[start : start + self.page_size]
-            result: dict[str, Any] = {self.result_key: [e.mcp for e in chunk]}
-            if start + self.page_size < len(entries):
-                result["nextCursor"] = _encode_cursor(start + self.page_size)
-            cached = self._pages[start] = orjson.dumps(result)
-        return cached
-
-
 @dataclass(slots=True)
 class FileFeatures:
     """What one tool file offers besides tools (from its handshake)."""
@@ -104,9 +46,9 @@ class Features:
     """The merged resources, templates and prompts of every tool file behind one host."""
 
     def __init__(self, page_size: int) -> None:
-        self.resources = Listing("resource", "resources", page_size)
-        self.templates = Listing("resource template", "resourceTemplates", page_size)
-        self.prompts = Listing("prompt", "prompts", page_size)
+        self.resources: Listing[Entry] = Listing("resource", page_size)
+        self.templates: Listing[Entry] = Listing("resource template", page_size)
+        self.prompts: Listing[Entry] = Listing("prompt", page_size)
         self.completing: set[Hashable] = set()  # owners that define completion functions
         self.completions_expected = False  # a file not loaded yet uses @completion (read statically)
 
@@ -116,11 +58,12 @@ class Features:
         self.prompts.check(owner, offered.prompts)
 
     def replace(self, owner: Hashable, offered: FileFeatures) -> list[str]:
-        """Swap in a file's entries; the list_changed notifications due (one per kind changed)."""
-        changed = self.resources.replace(owner, offered.resources)
-        changed = self.templates.replace(owner, offered.templates) or changed
+        """Swap in a file's entries (call check first); the list_changed notifications due
+        (one per kind changed)."""
+        changed = self.resources.replace(owner, offered.resources, check=False)
+        changed = self.templates.replace(owner, offered.templates, check=False) or changed
         notes = ["notifications/resources/list_changed"] if changed else []
-        if self.prompts.replace(owner, offered.prompts):
+        if self.prompts.replace(owner, offered.prompts, check=False):
             notes.append("notifications/prompts/list_changed")
         if offered.completions:
             self.completing.add(owner)
@@ -202,11 +145,27 @@ CLIENT_CAPABILITY = {
 }
 
 
+class Peer(Protocol):
+    """What the feature handlers read of their session: whether the client finished
+    initializing and what it declared it can do."""
+
+    @property
+    def initialized(self) -> bool: ...
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]: ...
+
+
+FeatureEvent = Send | Forward
+Handler = Callable[[rpc.Request, Batch | None], FeatureEvent]
+
+
 class FeatureMethods:
     """The session's handlers for resources/*, prompts/* and completion/complete, and its
-    server→client requests. Lives next to a Session; its table joins the session's."""
+    server→client requests. Lives next to a Session (its `session`, read through `Peer`);
+    its table joins the session's."""
 
-    def __init__(self, session: Session, features: Features, *, offered: bool = True) -> None:
+    def __init__(self, session: Peer, features: Features, *, offered: bool = True) -> None:
         self.session = session
         self.features = features
         self.offered = offered  # resources and prompts are served (capabilities declared)
@@ -215,7 +174,7 @@ class FeatureMethods:
         self.client_requests: dict[int, ClientRequest] = {}
         self._next_id = 0
 
-    def table(self) -> dict[str, Callable[[rpc.Request, Batch | None], Event | None]]:
+    def table(self) -> dict[str, Handler]:
         return {
             "resources/list": self._resources_list,
             "resources/templates/list": self._templates_list,
@@ -239,39 +198,37 @@ class FeatureMethods:
         return declared
 
     # -- lists ---------------------------------------------------------------------------
-    def _page(self, request: rpc.Request, listing: Listing) -> Event:
+    def _page(self, request: rpc.Request, listing: Listing[Entry], result_key: str) -> FeatureEvent:
         cursor = request.params.get("cursor")
         if cursor is not None and not isinstance(cursor, str):
-            return _send(
+            return Send(
                 rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "cursor" must be a string')
             )
         try:
-            return _send(rpc.raw_result(request.id, listing.page(cursor)))
+            return Send(rpc.raw_result(request.id, listing.page(cursor, result_key, _mcp, cache=result_key)))
         except InvalidCursor as exc:
-            return _send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
+            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
 
-    def _resources_list(self, request: rpc.Request, _: Batch | None) -> Event:
-        return self._page(request, self.features.resources)
+    def _resources_list(self, request: rpc.Request, _: Batch | None) -> FeatureEvent:
+        return self._page(request, self.features.resources, "resources")
 
-    def _templates_list(self, request: rpc.Request, _: Batch | None) -> Event:
-        return self._page(request, self.features.templates)
+    def _templates_list(self, request: rpc.Request, _: Batch | None) -> FeatureEvent:
+        return self._page(request, self.features.templates, "resourceTemplates")
 
-    def _prompts_list(self, request: rpc.Request, _: Batch | None) -> Event:
-        return self._page(request, self.features.prompts)
+    def _prompts_list(self, request: rpc.Request, _: Batch | None) -> FeatureEvent:
+        return self._page(request, self.features.prompts, "prompts")
 
     # -- forwarded requests --------------------------------------------------------------
-    def _read(self, request: rpc.Request, batch: Batch | None) -> Event:
+    def _read(self, request: rpc.Request, batch: Batch | None) -> FeatureEvent:
         uri = request.params.get("uri")
         if not isinstance(uri, str):
             return _invalid(request, '"uri" must be a string')
         entry = self.features.resource_owner(uri)
         if entry is None:
-            return _send(
-                rpc.error(request.id, RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
-            )
+            return Send(rpc.error(request.id, RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri}))
         return self._forward(request, entry.owner, {"uri": uri}, batch)
 
-    def _get_prompt(self, request: rpc.Request, batch: Batch | None) -> Event:
+    def _get_prompt(self, request: rpc.Request, batch: Batch | None) -> FeatureEvent:
         name = request.params.get("name")
         if not isinstance(name, str):
             return _invalid(request, '"name" must be a string')
@@ -289,7 +246,7 @@ class FeatureMethods:
             )  # fmt: skip
         return self._forward(request, entry.owner, {"name": name, "arguments": arguments}, batch)
 
-    def _complete(self, request: rpc.Request, batch: Batch | None) -> Event:
+    def _complete(self, request: rpc.Request, batch: Batch | None) -> FeatureEvent:
         ref = request.params.get("ref")
         argument = request.params.get("argument")
         if not isinstance(ref, dict) or not isinstance(argument, dict):
@@ -314,7 +271,7 @@ class FeatureMethods:
                 request, 'ref must be {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}'
             )
         if entry.owner not in self.features.completing:
-            return _send(rpc.result(request.id, {"completion": {"values": [], "total": 0, "hasMore": False}}))
+            return Send(rpc.result(request.id, {"completion": {"values": [], "total": 0, "hasMore": False}}))
         params = {
             "ref_type": ref["type"],
             "ref": target,
@@ -326,7 +283,7 @@ class FeatureMethods:
 
     def _forward(
         self, request: rpc.Request, owner: Hashable, params: dict[str, Any], batch: Batch | None
-    ) -> Event:
+    ) -> FeatureEvent:
         forward = Forward(request.id, request.method, owner, params, batch)
         self.forwarded[request.id] = forward
         return forward
@@ -350,23 +307,21 @@ class FeatureMethods:
         return self.forwarded.pop(request_id, None)
 
     # -- subscriptions -------------------------------------------------------------------
-    def _subscribe(self, request: rpc.Request, _: Batch | None) -> Event:
+    def _subscribe(self, request: rpc.Request, _: Batch | None) -> FeatureEvent:
         uri = request.params.get("uri")
         if not isinstance(uri, str):
             return _invalid(request, '"uri" must be a string')
         if self.features.resource_owner(uri) is None:
-            return _send(
-                rpc.error(request.id, RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
-            )
+            return Send(rpc.error(request.id, RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri}))
         self.subscriptions.add(uri)
-        return _send(rpc.result(request.id, {}))
+        return Send(rpc.result(request.id, {}))
 
-    def _unsubscribe(self, request: rpc.Request, _: Batch | None) -> Event:
+    def _unsubscribe(self, request: rpc.Request, _: Batch | None) -> FeatureEvent:
         uri = request.params.get("uri")
         if not isinstance(uri, str):
             return _invalid(request, '"uri" must be a string')
         self.subscriptions.discard(uri)
-        return _send(rpc.result(request.id, {}))
+        return Send(rpc.result(request.id, {}))
 
     def updated(self, uri: str) -> bytes | None:
         """notifications/resources/updated, if this session subscribed to `uri`."""
@@ -433,13 +388,9 @@ class FeatureMethods:
         return ClientAnswer(pending, result, None)
 
 
-def _send(data: bytes) -> Event:
-    from protomcp_host.protocol.session import Send  # session.py imports this module
-
-    return Send(data)
+def _mcp(entry: Entry) -> dict[str, Any]:
+    return entry.mcp
 
 
-def _invalid(request: rpc.Request, message: str, *, plain: bool = False) -> Event:
-    return _send(
-        rpc.error(request.id, rpc.INVALID_PARAMS, message if plain else f"Invalid params: {message}")
-    )
+def _invalid(request: rpc.Request, message: str, *, plain: bool = False) -> FeatureEvent:
+    return Send(rpc.error(request.id, rpc.INVALID_PARAMS, message if plain else f"Invalid params: {message}"))

@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from protomcp_host.protocol.jsontypes import is_id
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -112,7 +114,7 @@ def _top_level_id(line: bytes) -> bytes:
                 found = orjson.loads(value.group(1)) if value else None
             except orjson.JSONDecodeError:
                 found = None
-            return orjson.dumps(found) if _valid_id(found) else NULL_ID
+            return orjson.dumps(found) if is_id(found) else NULL_ID
     return NULL_ID
 
 
@@ -171,7 +173,7 @@ def _refused(line: bytes) -> Invalid | Notification | None:
     if isinstance(message, dict) and "id" not in message and isinstance(message.get("method"), str):
         return Notification("", {})  # a notification gets no answer, not even this one
     id_bytes = NULL_ID
-    if isinstance(message, dict) and _valid_id(message.get("id")):
+    if isinstance(message, dict) and is_id(message.get("id")):
         with contextlib.suppress(orjson.JSONEncodeError):  # the id itself may be what was refused
             id_bytes = orjson.dumps(message["id"])
     return Invalid(id_bytes, INVALID_PARAMS, f"Invalid params: {reason}")
@@ -201,27 +203,23 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, (str, int)) and not isinstance(value, bool)
-
-
 def classify(data: Any) -> Message:
     if not isinstance(data, dict):
         return Invalid(NULL_ID, INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
     has_id = "id" in data
     raw_id = data.get("id")
-    id_bytes = orjson.dumps(raw_id) if has_id and _valid_id(raw_id) else NULL_ID
+    id_bytes = orjson.dumps(raw_id) if has_id and is_id(raw_id) else NULL_ID
     if data.get("jsonrpc") != "2.0":
         return Invalid(id_bytes, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')
     method = data.get("method")
     if method is None:
-        if has_id and ("result" in data or "error" in data) and _valid_id(raw_id):
+        if has_id and ("result" in data or "error" in data) and is_id(raw_id):
             return Response(id_bytes, data)
         return Invalid(id_bytes, INVALID_REQUEST, 'Invalid Request: missing "method"')
     if not isinstance(method, str):
         return Invalid(id_bytes, INVALID_REQUEST, 'Invalid Request: "method" must be a string')
     params = data.get("params", {})
-    if has_id and not _valid_id(raw_id):
+    if has_id and not is_id(raw_id):
         return Invalid(NULL_ID, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
     if not isinstance(params, dict):
         if not has_id:

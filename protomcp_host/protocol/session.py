@@ -9,13 +9,14 @@ the answer. Nothing here touches a pipe or a socket.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog, InvalidCursor, Tool
+from protomcp_host.protocol.events import Batch, Send
 from protomcp_host.protocol.features import (
     CancelForward,
     ClientAnswer,
@@ -24,6 +25,7 @@ from protomcp_host.protocol.features import (
     Forward,
     RootsChanged,
 )
+from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.tasks import RELATED_TASK, Effects, Task, TaskMethods
 from protomcp_host.protocol.visibility import ToolVisibility
 
@@ -38,41 +40,11 @@ SERVER_BUSY = -32000  # JSON-RPC's range for implementation-defined server error
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
-@dataclass(slots=True)
-class Batch:
-    """Collects the responses of one JSON-RPC batch; complete when all have arrived."""
-
-    expected: int
-    parts: list[bytes] = field(default_factory=list)
-
-    def add(self, part: bytes) -> bytes | None:
-        self.parts.append(part)
-        if len(self.parts) == self.expected:
-            return b"[" + b",".join(self.parts) + b"]"
-        return None
-
-    def drop(self) -> bytes | None:
-        """One expected answer will never come (its request was cancelled)."""
-        self.expected -= 1
-        if self.parts and len(self.parts) == self.expected:
-            return b"[" + b",".join(self.parts) + b"]"
-        return None
-
-
-@dataclass(slots=True)
-class Send:
-    """Bytes to write. `related` is the id of the client request they belong to (a response,
-    or a notification during that request), so a transport can pick the right stream."""
-
-    data: bytes
-    related: bytes | None = None
-
-
 @dataclass(slots=True, eq=False)
 class Call:
     """One tools/call from request to answer: the only record of it. The session owns it
-    (``in_flight``) and returns it as the event that starts it; the host notes on it where
-    and how it runs (the fields after ``batch``), which the protocol core never reads."""
+    (``in_flight``) and returns it as the event that starts it; the host notes on it the
+    execution that runs it, which the protocol core never reads."""
 
     id: bytes
     tool: Tool
@@ -81,11 +53,7 @@ class Call:
     batch: Batch | None = None
     task: Task | None = None  # a task-augmented call: its answer goes to this task, not a response
     auth: dict[str, Any] | None = None  # verified claims of the caller (HTTP + OAuth) for the tool
-    request_id: str = ""  # the Envelope correlation id while it runs in a tool process
-    runner: Any = None  # what runs it (a tool process channel); cancel() goes there
-    timer: Any = None  # its timeout
-    sink: Any = None  # who receives its answer, progress and log messages (the router)
-    done: bool = False  # answered, failed or cancelled: nothing more happens to it
+    execution: Any = None  # what the host runs it as (bridge.execution.Execution)
 
 
 @dataclass(slots=True)
@@ -132,6 +100,8 @@ class Session:
         self.auth: dict[str, Any] | None = None  # the transport sets the caller's verified claims
         self.in_flight: dict[bytes, Call] = {}
         self.visibility = ToolVisibility()
+        # What tools/list showed at the last flush, while a tool-list change is pending.
+        self._tools_seen: dict[str, dict[str, Any]] | None = None
         self.tasks = TaskMethods()
         self._methods: dict[str, Handler] = {
             "initialize": self._initialize,
@@ -250,7 +220,7 @@ class Session:
             return RootsChanged()
         elif message.method == "notifications/cancelled":
             request_id = message.params.get("requestId")
-            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+            if is_id(request_id):
                 call = self.in_flight.pop(orjson.dumps(request_id), None)
                 if call is not None:  # no answer will be sent for it, as the spec asks
                     return CancelCall(call)
@@ -367,7 +337,7 @@ class Session:
             )
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        if isinstance(token, bool) or not isinstance(token, (str, int)):
+        if not is_id(token):
             token = None
         if task is not None:  # answered at once; the call (if the arguments are valid) runs on
             call = Call(request.id, tool, arguments, token, auth=self.auth)
@@ -505,20 +475,35 @@ class Session:
         disable: Iterable[str] = (),
         allow: Iterable[str] | None = None,
         block: Iterable[str] | None = None,
-    ) -> list[Event]:
-        """Apply a tool-list control batch; a list_changed notification if the list changed."""
-        before = self.active_tools()
-        self.visibility.update(enable=enable, disable=disable, allow=allow, block=block)
-        return self.tools_changed(before)
+    ) -> None:
+        """Apply a tool-list control batch (names the catalog does not have are ignored).
+        The list_changed notification it may call for comes from flush_notifications()."""
+        if self._tools_seen is None:
+            self._tools_seen = self.visible_tools()
+        self.visibility.update(self.catalog, enable=enable, disable=disable, allow=allow, block=block)
 
     def catalog_changed(self, before: dict[str, dict[str, Any]]) -> list[Event]:
-        """The catalog changed (a reload): forget vanished names; notify if this session's list changed."""
+        """The catalog changed (a reload; `before` is this session's visible_tools() from just
+        before): forget vanished names, and flush — a list_changed if the list changed."""
         self.visibility.prune(set(self.catalog.names()))
-        return self.tools_changed(before)
+        if self._tools_seen is None:
+            self._tools_seen = before
+        return self.flush_notifications()
 
-    def tools_changed(self, before: list[str] | dict[str, dict[str, Any]]) -> list[Event]:
-        after = self.visible_tools() if isinstance(before, dict) else self.active_tools()
-        if after == before or not self.initialized:
+    @property
+    def list_changed_pending(self) -> bool:
+        """The tool list may have changed since the last flush_notifications()."""
+        return self._tools_seen is not None
+
+    def flush_notifications(self) -> list[Event]:
+        """The notifications/tools/list_changed due since the last flush: one if this session's
+        visible tool list differs from what it was then, none otherwise (however many
+        changes came in between). The driver calls this once per batch of events."""
+        seen = self._tools_seen
+        if seen is None:
+            return []
+        self._tools_seen = None
+        if not self.initialized or self.visible_tools() == seen:
             return []
         return [Send(rpc.notification("notifications/tools/list_changed"))]
 

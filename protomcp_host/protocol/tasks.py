@@ -6,8 +6,10 @@ The store never reads the clock: every method that needs the time is given it (s
 since the epoch), so expiry is tested without waiting.
 
 Limits (documented in the README): a task lives ``ttl`` milliseconds from its creation —
-the client's request, at most MAX_TTL_MS, DEFAULT_TTL_MS when it asks for none — and is
-then forgotten (a running call is cancelled). A session keeps at most ``max_tasks`` tasks:
+the client's request, at least MIN_TTL_MS and at most MAX_TTL_MS, DEFAULT_TTL_MS when it asks
+for none or for 0 or less (the spec lets the receiver override the requested ttl; a task must
+never vanish before the client could poll it once) — and is then forgotten (a running call is
+cancelled). A session keeps at most ``max_tasks`` tasks:
 when full, the oldest finished task is forgotten early; when every one is still running,
 a new task is refused.
 """
@@ -26,11 +28,13 @@ from typing import Any
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.jsontypes import is_number
 
 DEFAULT_TTL_MS = 60 * 60 * 1000  # one hour
 MAX_TTL_MS = 24 * 60 * 60 * 1000  # one day
-MAX_TASKS = 100  # per session
 POLL_INTERVAL_MS = 1000
+MIN_TTL_MS = POLL_INTERVAL_MS  # a shorter task could vanish before its first poll
+MAX_TASKS = 100  # per session
 PAGE_SIZE = 100
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -120,10 +124,7 @@ class TaskStore:
                     "wait for one to finish or cancel one with tasks/cancel"
                 )
             del self.tasks[oldest_finished.id]
-        ttl = DEFAULT_TTL_MS
-        if isinstance(requested_ttl, (int, float)) and not isinstance(requested_ttl, bool):
-            ttl = max(0, min(int(requested_ttl), MAX_TTL_MS))
-        task = Task(self.new_id(), next(self._seq), ttl, now, now)
+        task = Task(self.new_id(), next(self._seq), granted_ttl(requested_ttl), now, now)
         self.tasks[task.id] = task
         self.earliest = min(self.earliest, task.deadline)
         return task
@@ -180,6 +181,16 @@ class TaskStore:
         if len(tasks) > self.page_size:
             return page, encode_cursor(tasks[self.page_size].seq)
         return page, None
+
+
+def granted_ttl(requested: Any) -> int:
+    """The ttl (ms) a task gets for the one its client asked for: none, not a number, or 0 or
+    less gives the default; otherwise it is kept within [MIN_TTL_MS, MAX_TTL_MS]."""
+    if not is_number(requested) or not requested > 0:  # (NaN is not > 0 either)
+        return DEFAULT_TTL_MS
+    if requested >= MAX_TTL_MS:
+        return MAX_TTL_MS
+    return max(MIN_TTL_MS, int(requested))
 
 
 class InvalidTaskCursor(ValueError):

@@ -9,12 +9,16 @@ Three modes:
   enabled); ``enable`` unlists and shows, ``disable`` lists.
 
 The state belongs to a session and outlives reloads: ``prune`` drops names that no
-longer exist, and a hidden tool that is new starts hidden.
+longer exist, and a hidden tool that is new starts hidden. It holds only names of tools that
+exist: a change names its tools among ``known`` (the catalog) and the others are ignored, so
+a client cannot grow it with made-up names, and a tool that appears later (a reload) starts
+as any new tool does — shown unless hidden in default and blocklist mode, absent from an
+allowlist.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -44,17 +48,21 @@ class ToolVisibility:
 
     def update(
         self,
+        known: Container[str],
         *,
         enable: Iterable[str] = (),
         disable: Iterable[str] = (),
         allow: Iterable[str] | None = None,
         block: Iterable[str] | None = None,
     ) -> None:
-        """Apply one batch: a new allowlist or blocklist first, then enables, then disables."""
+        """Apply one batch: a new allowlist or blocklist first, then enables, then disables.
+        Names not in `known` are left out."""
         if allow is not None:
-            self.mode, self.listed = "allow", set(allow)
+            self.mode, self.listed = "allow", {name for name in allow if name in known}
         if block is not None:
-            self.mode, self.listed = "block", set(block)
+            self.mode, self.listed = "block", {name for name in block if name in known}
+        enable = [name for name in enable if name in known]
+        disable = [name for name in disable if name in known]
         for name in enable:
             self.disabled.discard(name)
             self.enabled.add(name)

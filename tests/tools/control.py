@@ -27,6 +27,15 @@ def unlock_sync(ctx: Context) -> list[str]:
 
 
 @tool
+async def flip(times: int, ctx: Context) -> list[str]:
+    """Enable and disable the secret tool `times` times, then enable it."""
+    for _ in range(times):
+        await ctx.enable_tools(["secret"])
+        await ctx.disable_tools(["secret"])
+    return await ctx.enable_tools(["secret"])
+
+
+@tool
 def lock() -> ToolResult:
     """Disable the secret tool through the result."""
     return ToolResult(content=["locked"], disable_tools=["secret"])

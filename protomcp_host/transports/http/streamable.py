@@ -20,6 +20,7 @@ import anyio
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.session import BATCH_VERSIONS, SERVER_BUSY, SUPPORTED_VERSIONS
 from protomcp_host.transports.http.asgi import (
     Receive,
@@ -157,7 +158,7 @@ class StreamableHTTP:
                 hs.router.feed(body)
                 if isinstance(message, rpc.Notification) and message.method == "notifications/cancelled":
                     request_id = message.params.get("requestId")
-                    if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+                    if is_id(request_id):
                         hs.cancelled(orjson.dumps(request_id))
                 await respond(send, 202)
         finally:

@@ -124,3 +124,10 @@ async def roots_changed_async() -> None:
 @tool
 async def roots_changes() -> str:
     return f"{ROOTS_CHANGES['sync']}/{ROOTS_CHANGES['async']}"
+
+
+@tool
+async def ask_twice(ctx: Context) -> str:
+    """Two questions to the client at once (both are released when the call ends)."""
+    await asyncio.gather(ctx.sample("one?"), ctx.sample("two?"))
+    return "answered"

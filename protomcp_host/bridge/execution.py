@@ -1,0 +1,238 @@
+"""One tools/call from the session's request to its one answer: the `Execution`.
+
+It owns everything the call starts — its timer, the requests it has tool processes work on
+(the tool's own call, middleware phases), the requests it makes of the client, its progress
+and log routing, its tool-list changes — and the session it belongs to. Every frame a tool
+process sends for it arrives here (it is the channel's `Leg`), so nothing of it can reach
+another session. It ends exactly once (answer, error, timeout, cancel, crash, reload), and
+ending releases all of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import orjson
+
+from protomcp_host.bridge.envelope import control_change, tool_answer
+from protomcp_host.bridge.middleware import ChainRun, Middleware
+from protomcp_host.processes.channel import Channel
+from protomcp_host.processes.events import Leg, Refused, Reply
+from protomcp_host.processes.output import TokenBucket
+from protomcp_host.protocol.session import Call, ToolAnswer
+from protomcp_sdk import protomcp_pb2 as pb
+
+_ids = itertools.count(1)
+
+PROGRESS_BURST = 32  # progress notifications a call sends at once; then PROGRESS_RATE per second,
+PROGRESS_RATE = 20.0  # the latest one kept and sent when its turn comes (a flood costs nothing)
+
+
+class ToolProcesses(Protocol):
+    """A tool file's serving process, as the bridge sees it (a processes.Supervisor)."""
+
+    def start(self, envelope: pb.Envelope, leg: Leg) -> None: ...
+    def notify(self, envelope: pb.Envelope) -> None: ...
+    async def channel(self) -> Channel | None: ...
+
+
+class CallSink(Protocol):
+    """The session side of a call (the bridge's Router): answers and what comes before them."""
+
+    def call_answered(self, call: Call, answer: ToolAnswer) -> None: ...
+    def call_failed(self, call: Call, message: str) -> None: ...
+    def call_progress(self, call: Call, progress: float, total: float | None, message: str) -> None: ...
+    def call_log(self, call: Call, level: str, logger: str, data: Any) -> None: ...
+    def call_task_status(self, call: Call, status: str, message: str) -> None: ...
+    def call_control(self, change: dict[str, Any]) -> list[str]: ...
+    def call_request(self, execution: Execution, method: str, params: dict[str, Any],
+                     timeout: float | None, reply: Reply) -> None: ...  # fmt: skip
+    def call_released(self, execution: Execution, reason: str) -> None: ...
+
+
+class Dispatcher:
+    """Starts executions: where each tool's file is served, the middleware chain, the timeout."""
+
+    def __init__(self, processes: Mapping[str, ToolProcesses], call_timeout: float | None) -> None:
+        self.processes = processes
+        self.call_timeout = call_timeout
+        self.middleware: list[Middleware] = []  # every file's, in chain order
+        self.spawn: Callable[..., None] | None = None  # runs a task in the host's task group
+
+    def execute(self, call: Call, sink: CallSink) -> Execution:
+        execution = Execution(self, call, sink)
+        execution.start()
+        return execution
+
+
+class Execution:
+    __slots__ = (
+        "_progress_timer",
+        "_progress_waiting",
+        "call",
+        "chain",
+        "dispatcher",
+        "finished",
+        "id",
+        "legs",
+        "progress_bucket",
+        "sink",
+        "timer",
+    )
+
+    def __init__(self, dispatcher: Dispatcher, call: Call, sink: CallSink) -> None:
+        self.id = next(_ids)
+        self.dispatcher = dispatcher
+        self.call = call
+        self.sink = sink
+        self.legs: list[tuple[Channel, str]] = []  # requests it has tool processes work on
+        self.timer: asyncio.TimerHandle | None = None
+        self.chain: ChainRun | None = None
+        self.finished = False
+        self.progress_bucket: TokenBucket | None = None  # made at the first progress
+        self._progress_waiting: tuple[float, float | None, str] | None = None
+        self._progress_timer: asyncio.TimerHandle | None = None
+        call.execution = self
+
+    def __str__(self) -> str:
+        return f"tool '{self.call.tool.name}'"
+
+    @property
+    def serving(self) -> Mapping[str, ToolProcesses]:
+        return self.dispatcher.processes
+
+    def start(self) -> None:
+        timeout = self.call.tool.timeout or self.dispatcher.call_timeout
+        if timeout:
+            self.timer = asyncio.get_running_loop().call_later(timeout, self._timed_out, timeout)
+        if self.dispatcher.middleware and self.dispatcher.spawn is not None:
+            self.chain = ChainRun(self, self.dispatcher.middleware)
+            self.dispatcher.spawn(self.chain.run)
+        else:
+            self.run_tool(self.call.arguments, self)
+
+    def run_tool(self, arguments: dict[str, Any], leg: Leg) -> None:
+        """Send the tool's own call to the process serving its file."""
+        call = self.call
+        request = pb.CallToolRequest(name=call.tool.name, arguments_json=orjson.dumps(arguments).decode())
+        if call.progress_token is not None:
+            request.progress_token = str(call.progress_token)
+        if call.task is not None:
+            request.task_id = call.task.id
+        if call.auth is not None:
+            request.auth_json = orjson.dumps(call.auth).decode()
+        self.dispatcher.processes[call.tool.owner].start(pb.Envelope(call_tool=request), leg)  # type: ignore[index]
+
+    # -- the channel's Leg (the tool's own call, without middleware) -------------------------
+    @property
+    def live(self) -> bool:
+        return not self.finished
+
+    def sent(self, channel: Channel, request_id: str) -> None:
+        self.legs.append((channel, request_id))
+
+    def answered(self, envelope: pb.Envelope, raw: list[bytes] | None, trusted: bool) -> None:
+        self._left(envelope.request_id)
+        response = envelope.call_result
+        self.finish(tool_answer(response, raw, trusted), response)
+
+    def failed(self, reason: str) -> None:
+        self.fail(reason)
+
+    def progress(self, note: pb.ProgressNotification) -> None:
+        if self.finished:
+            return
+        progress = note.progress_value or float(note.progress)
+        total = note.total_value or (float(note.total) if note.total else None)
+        bucket = self.progress_bucket
+        if bucket is None:
+            bucket = self.progress_bucket = TokenBucket(PROGRESS_RATE, PROGRESS_BURST)
+        if self._progress_timer is None and bucket.take():
+            self.sink.call_progress(self.call, progress, total, note.message)
+            return
+        self._progress_waiting = (progress, total, note.message)  # only the latest counts
+        if self._progress_timer is None:
+            self._progress_timer = asyncio.get_running_loop().call_later(
+                1 / PROGRESS_RATE, self._send_waiting_progress
+            )
+
+    def _send_waiting_progress(self) -> None:
+        self._progress_timer = None
+        waiting, self._progress_waiting = self._progress_waiting, None
+        if waiting is not None and not self.finished:
+            if self.progress_bucket is not None:
+                self.progress_bucket.take()
+            self.sink.call_progress(self.call, *waiting)
+
+    def log(self, level: str, logger: str, data: Any) -> None:
+        if not self.finished:
+            self.sink.call_log(self.call, level, logger, data)
+
+    def task_status(self, note: pb.TaskStatusResponse) -> None:
+        if not self.finished and self.call.task is not None:
+            message = note.message or (f"{note.progress}/{note.total}" if note.total else "")
+            self.sink.call_task_status(self.call, note.state, message)
+
+    def control(self, envelope: pb.Envelope) -> list[str]:
+        if self.finished:
+            raise Refused("the tool call is over: its session's tool list was not changed")
+        return self.sink.call_control(control_change(envelope))
+
+    def ask_client(self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply) -> None:
+        if self.finished:
+            reply(None, f"{method} can only be asked during a tool call that is still running")
+        else:
+            self.sink.call_request(self, method, params, timeout, reply)
+
+    # -- endings: each happens once ---------------------------------------------------------
+    def finish(self, answer: ToolAnswer, effects: pb.CallToolResponse | None) -> None:
+        """The call's answer (the tool's, or what the middleware made of it)."""
+        if self.finished:
+            return
+        self._end(cancel=False, reason="the tool call is over")
+        if effects is not None and (effects.enable_tools or effects.disable_tools):
+            self.sink.call_control({"enable": effects.enable_tools, "disable": effects.disable_tools})
+        self.sink.call_answered(self.call, answer)
+
+    def fail(self, message: str) -> None:
+        """An error answer; whatever still runs for the call is told to stop."""
+        if self.finished:
+            return
+        self._end(cancel=True, reason=f"the tool call failed: {message}")
+        self.sink.call_failed(self.call, message)
+
+    def cancel(self, reason: str = "the tool call was cancelled") -> None:
+        """The client dropped the call: no answer; whatever still runs is told to stop."""
+        if not self.finished:
+            self._end(cancel=True, reason=reason)
+
+    def _timed_out(self, timeout: float) -> None:
+        self.timer = None
+        if self.chain is not None and self.chain.stage:
+            self.fail(f"timed out after {timeout:g}s in {self.chain.stage}")
+        else:
+            self.fail(f"timed out after {timeout:g}s and was cancelled")
+
+    def _end(self, *, cancel: bool, reason: str) -> None:
+        self.finished = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self._progress_timer is not None:
+            self._progress_timer.cancel()
+            self._progress_timer = None
+            if self._progress_waiting is not None and not cancel:  # the last word before the answer
+                self.sink.call_progress(self.call, *self._progress_waiting)
+        legs, self.legs = self.legs, []
+        for channel, request_id in legs:
+            channel.drop(request_id, cancel=cancel)
+        if self.chain is not None:
+            self.chain.release(reason)
+        self.sink.call_released(self, reason)
+
+    def _left(self, request_id: str) -> None:
+        """A request of the call was answered: the channel has forgotten it already."""
+        self.legs = [leg for leg in self.legs if leg[1] != request_id]
