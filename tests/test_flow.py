@@ -450,7 +450,7 @@ async def test_a_call_beyond_max_in_flight_waits_bounded_then_is_refused() -> No
     await app(init.scope, init.receive, init.send)
     session_id = init.headers()[b"mcp-session-id"].decode()
     hs = app.sessions[session_id]
-    hs.session.in_flight[b"99"] = object()  # type: ignore[assignment]  # a call that runs on and on
+    hs.session.in_flight[b"99"] = SimpleNamespace(execution=None)  # type: ignore[assignment]  # a call that runs on and on
     given = {"mcp-session-id": session_id}
     refused = Exchange("POST", _call_body(1, "add", a=1, b=1), given)
     await app(refused.scope, refused.receive, refused.send)
@@ -478,7 +478,21 @@ async def test_a_call_beyond_max_in_flight_waits_bounded_then_is_refused() -> No
         with anyio.fail_after(10):
             await _answered(turn)
     assert "Unknown tool" in orjson.loads(turn.text())["error"]["message"]  # it ran (no tool files here)
-    app.close_all()
+
+    # Shutdown: a call still waiting for its turn is answered too (never started).
+    hs.session.in_flight[b"99"] = SimpleNamespace(execution=None)  # type: ignore[assignment]
+    async with anyio.create_task_group() as tg:
+        late = Exchange("POST", _call_body(4, "add", a=1, b=1), given)
+        tg.start_soon(app, late.scope, late.receive, late.send)
+        with anyio.fail_after(10):
+            while b"4" not in hs.pending:
+                await anyio.wait_all_tasks_blocked()
+        app.drain()
+        app.close_all()
+        with anyio.fail_after(10):
+            await _answered(late)
+    assert late.status == 200
+    assert orjson.loads(late.text())["error"]["message"] == NOT_STARTED
 
 
 def test_max_in_flight_help_says_what_each_transport_does() -> None:

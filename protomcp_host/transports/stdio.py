@@ -227,8 +227,9 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
     def pressure(full: bool) -> None:
         """Stop taking requests while the client leaves its answers unread; resume once it read."""
         nonlocal told
-        if not full:
-            unblock()
+        if not full:  # resume reading whether or not lines were held (a lone large answer)
+            asyncio.get_running_loop().call_soon(take_waiting)
+            moved[0].set()
             return
         for transport in inputs:
             transport.pause_reading()
@@ -240,9 +241,10 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
                 "temporary file; reported once)"
             )
 
-    def unblock() -> None:
-        """Held lines may move on (a call ended, the client read): take them, resume reading."""
-        asyncio.get_running_loop().call_soon(take_waiting)
+    def call_ended() -> None:
+        """Held lines may move on (a running call ended): take them."""
+        if waiting:
+            asyncio.get_running_loop().call_soon(take_waiting)
         moved[0].set()
 
     out = Outbox(take_stdout(), on_pressure=pressure)
@@ -254,7 +256,7 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
     router = host.connect(write)
     session = router.session
     moved = [anyio.Event()]  # set when held lines may move on (a call ended, the client read)
-    router.on_call_end = unblock
+    router.on_call_end = call_ended
     splitter = LineSplitter()
     too_long = rpc.error(
         rpc.NULL_ID, rpc.INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE} bytes"

@@ -203,6 +203,8 @@ class StreamableHTTP:
                     await respond_json(send, 200, self._busy(message.id))
                 elif waited == "cancelled":  # the client cancelled it: no answer will come
                     await respond(send, 202)
+                elif waited == "closed" and self.draining:  # shutdown: answered, never started
+                    await respond_json(send, 200, _not_started(message.id))
                 elif waited == "closed":
                     await refuse(send, 404, "Session not found: it ended while the request was waiting")
                 return
@@ -434,6 +436,10 @@ async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> N
         if message["type"] == "http.disconnect":
             scope.cancel()
             return
+
+
+def _not_started(request_id: bytes) -> bytes:
+    return rpc.error(request_id, SERVER_BUSY, "the host is shutting down; the request was not started")
 
 
 def _id_in_use(request_id: bytes) -> bytes:
