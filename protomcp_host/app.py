@@ -29,7 +29,7 @@ from protomcp_host.processes.worker import WorkerError
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
     from protomcp_host.transports.http.server import HttpSettings
@@ -177,6 +177,9 @@ class Host:
         if self.share_output:
             for router in self.routers:
                 router.log(LEVELS.get(stream, "info"), label, line)
+
+    def echo(self, label: str, line: str) -> None:
+        self.stderr(f"[{label}] {line}")
 
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         """A log message a tool process sent outside any call."""

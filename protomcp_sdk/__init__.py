@@ -11,7 +11,10 @@ def add(a: int, b: int) -> int:
 
 The public names are loaded on first use: the host imports only ``protomcp_sdk.wire`` and pays
 for none of the tool-authoring API. pydantic is imported only for tools whose signatures need
-it (see ``protomcp_sdk.schema``).
+it (see ``protomcp_sdk.authoring.schema``).
+
+Layers, each importing only the ones after it: ``runtime/`` (the tool process) -> ``authoring/``
+(what tool files use) -> ``wire/`` (the contract shared with the host). ``testing`` may use all.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from protomcp_sdk.wire.version import SDK_VERSION as __version__
 
 __all__ = [
     "Audio",
@@ -44,38 +47,53 @@ __all__ = [
     "tool",
 ]
 
+_DECORATORS = "protomcp_sdk.authoring.decorators"
+_RESULTS = "protomcp_sdk.authoring.results"
 _EXPORTS = {
-    "tool": "protomcp_sdk.registry",
-    "middleware": "protomcp_sdk.chain",
-    "ToolCall": "protomcp_sdk.chain",
-    "Context": "protomcp_sdk.context",
-    "ToolResult": "protomcp_sdk.results",
-    "ToolError": "protomcp_sdk.results",
-    "Text": "protomcp_sdk.results",
-    "Image": "protomcp_sdk.results",
-    "Audio": "protomcp_sdk.results",
-    "ResourceLink": "protomcp_sdk.results",
-    "EmbeddedResource": "protomcp_sdk.results",
-    "ClientRequestError": "protomcp_sdk.client",
-    "on_roots_changed": "protomcp_sdk.client",
-    "resource": "protomcp_sdk.resources",
-    "resource_updated": "protomcp_sdk.resources",
-    "ResourceNotFound": "protomcp_sdk.resources",
-    "prompt": "protomcp_sdk.prompts",
-    "completion": "protomcp_sdk.completions",
-    "Message": "protomcp_sdk.messages",
+    "tool": _DECORATORS,
+    "middleware": _DECORATORS,
+    "ToolCall": "protomcp_sdk.authoring.middleware",
+    "Context": "protomcp_sdk.runtime.context",
+    "ToolResult": _RESULTS,
+    "ToolError": _RESULTS,
+    "Text": _RESULTS,
+    "Image": _RESULTS,
+    "Audio": _RESULTS,
+    "ResourceLink": _RESULTS,
+    "EmbeddedResource": _RESULTS,
+    "ClientRequestError": "protomcp_sdk.runtime.client",
+    "on_roots_changed": _DECORATORS,
+    "resource": _DECORATORS,
+    "resource_updated": "protomcp_sdk.authoring.resources",
+    "ResourceNotFound": "protomcp_sdk.authoring.resources",
+    "prompt": _DECORATORS,
+    "completion": _DECORATORS,
+    "Message": "protomcp_sdk.authoring.messages",
 }
 
 if TYPE_CHECKING:
-    from protomcp_sdk.chain import ToolCall, middleware
-    from protomcp_sdk.client import ClientRequestError, on_roots_changed
-    from protomcp_sdk.completions import completion
-    from protomcp_sdk.context import Context
-    from protomcp_sdk.messages import Message
-    from protomcp_sdk.prompts import prompt
-    from protomcp_sdk.registry import tool
-    from protomcp_sdk.resources import ResourceNotFound, resource, resource_updated
-    from protomcp_sdk.results import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolError, ToolResult
+    from protomcp_sdk.authoring.decorators import (
+        completion,
+        middleware,
+        on_roots_changed,
+        prompt,
+        resource,
+        tool,
+    )
+    from protomcp_sdk.authoring.messages import Message
+    from protomcp_sdk.authoring.middleware import ToolCall
+    from protomcp_sdk.authoring.resources import ResourceNotFound, resource_updated
+    from protomcp_sdk.authoring.results import (
+        Audio,
+        EmbeddedResource,
+        Image,
+        ResourceLink,
+        Text,
+        ToolError,
+        ToolResult,
+    )
+    from protomcp_sdk.runtime.client import ClientRequestError
+    from protomcp_sdk.runtime.context import Context
 
 
 def __getattr__(name: str) -> Any:

@@ -2,11 +2,11 @@
 
 import sys
 
-from protomcp_sdk.lifeline import die_with_host
+from protomcp_sdk.runtime.lifeline import die_with_host
 
 die_with_host()  # first, before the (possibly slow) imports
 
-from protomcp_sdk.runtime import main  # noqa: E402
+from protomcp_sdk.runtime.process import main  # noqa: E402
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

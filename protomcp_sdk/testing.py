@@ -39,8 +39,9 @@ from typing import Any, Self
 
 import orjson
 
-from protomcp_sdk import protomcp_pb2 as pb
-from protomcp_sdk.context import Context
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.runtime.context import Context
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 __all__ = ["CallResult", "Client", "ClientError", "RecordingContext", "load_tool_module"]
 
@@ -310,8 +311,6 @@ def load_tool_module(path: str | os.PathLike[str]) -> types.ModuleType:
     Each call gives a new module (fresh module state); the tools it defines are not kept in
     this process's tool registry, so a file can be loaded by many tests.
     """
-    from protomcp_sdk.registry import REGISTRY
-
     file = Path(path).resolve()
     name = f"_protomcp_test_{file.stem}_{next(_modules)}"
     spec = importlib.util.spec_from_file_location(name, file)

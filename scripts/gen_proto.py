@@ -1,4 +1,4 @@
-"""Regenerate protomcp_sdk/protomcp_pb2.py from proto/protomcp.proto.
+"""Regenerate protomcp_sdk/wire/protomcp_pb2.py from proto/protomcp.proto.
 
 Usage: python scripts/gen_proto.py [--check]
 --check exits 1 when the committed module differs from a fresh generation.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO = ROOT / "proto" / "protomcp.proto"
-TARGET = ROOT / "protomcp_sdk" / "protomcp_pb2.py"
+TARGET = ROOT / "protomcp_sdk" / "wire" / "protomcp_pb2.py"
 
 
 def generate() -> str:

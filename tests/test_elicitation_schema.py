@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from protomcp_sdk.client import requested_schema
+from protomcp_sdk.runtime.client import requested_schema
 
 
 class Size(Enum):

@@ -18,8 +18,8 @@ import orjson
 import pytest
 from pydantic import Field
 
-from protomcp_sdk.context import Context
-from protomcp_sdk.schema import ArgumentError, Signature, analyze
+from protomcp_sdk.authoring.schema import ArgumentError, Signature, analyze
+from protomcp_sdk.runtime.context import Context
 
 EMPTY = inspect.Parameter.empty
 SIMPLE = [str, int, float, bool, Any, EMPTY, Optional[int], str | None, float | None, bool | None]  # noqa: UP045
@@ -287,9 +287,10 @@ def fails(n: int) -> str:
 
 CHECK = """
 import runpy, sys
-import protomcp_sdk.context, protomcp_sdk.wire
-from protomcp_sdk.registry import REGISTRY, ArgumentError
-from protomcp_sdk.results import error_response, to_response
+import protomcp_sdk.runtime.context, protomcp_sdk.wire.framing
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.authoring.schema import ArgumentError
+from protomcp_sdk.authoring.encoding import error_response, to_response
 
 runpy.run_path(sys.argv[1])
 definitions = [spec.definition() for spec in REGISTRY.tools.values()]

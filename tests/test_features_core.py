@@ -19,7 +19,7 @@ from protomcp_host.protocol.features import (
     template_entry,
 )
 from protomcp_host.protocol.session import Send, Session
-from protomcp_sdk.uritemplate import TemplateError, UriTemplate
+from protomcp_sdk.wire.uritemplate import TemplateError, UriTemplate
 
 # -- URI templates -----------------------------------------------------------------------------
 

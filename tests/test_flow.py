@@ -421,7 +421,7 @@ def test_a_legacy_sse_sessions_stream_is_bounded_in_bytes_too() -> None:
     from protomcp_host.transports.http.sse_legacy import LegacySession
 
     host = _Host()
-    session = LegacySession("l" * 32, host, replay_bytes=1 << 20)  # type: ignore[arg-type]
+    session = LegacySession("l" * 32, host, None, replay_bytes=1 << 20)  # type: ignore[arg-type]
     for i in range(100):  # 6 MB: was kept up to 10,000 messages whatever their size
         session.write(b'{"n":%d,"pad":"%s"}' % (i, b"y" * 60_000))
     assert session.budget.held <= 1 << 20 and session.stream.events[-1][1].startswith(b'{"n":99,')

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import HOST, TOOLS, RawHost
 
-from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 HOSTILE = TOOLS / "hostile.py"
 

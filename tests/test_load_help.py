@@ -12,8 +12,8 @@ import pytest
 from conftest import mcp_session
 from pydantic import Field
 
-from protomcp_sdk.docstrings import parse
-from protomcp_sdk.registry import ToolSpec
+from protomcp_sdk.authoring.docstrings import parse
+from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.testing import Client
 
 GOOGLE = """Forecast the weather.

@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 from google.protobuf.descriptor import FieldDescriptor
 
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 ROOT = Path(__file__).resolve().parent.parent
 GEN_PROTO = ROOT / "scripts" / "gen_proto.py"
@@ -122,7 +122,7 @@ def test_check_fails_on_a_stale_module(
 ) -> None:
     gen_proto = _load_gen_proto()
     stale = tmp_path / "protomcp_pb2.py"
-    stale.write_text((ROOT / "protomcp_sdk" / "protomcp_pb2.py").read_text() + "# edited by hand\n")
+    stale.write_text((ROOT / "protomcp_sdk" / "wire" / "protomcp_pb2.py").read_text() + "# edited by hand\n")
     monkeypatch.setattr(gen_proto, "TARGET", stale)
     monkeypatch.setattr(sys, "argv", ["gen_proto.py", "--check"])
     assert gen_proto.main() == 1

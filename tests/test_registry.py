@@ -12,7 +12,9 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from protomcp_sdk import Context, tool
-from protomcp_sdk.registry import REGISTRY, ArgumentError, DuplicateToolError, Registry, ToolSpec
+from protomcp_sdk.authoring.registry import REGISTRY, DuplicateToolError, Registry
+from protomcp_sdk.authoring.schema import ArgumentError
+from protomcp_sdk.authoring.tools import ToolSpec
 
 
 @pytest.fixture(autouse=True)

@@ -15,9 +15,10 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from protomcp_sdk import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolError, ToolResult
-from protomcp_sdk import protomcp_pb2 as pb
-from protomcp_sdk.registry import ArgumentError, ToolSpec
-from protomcp_sdk.results import error_response, to_response
+from protomcp_sdk.authoring.encoding import error_response, to_response
+from protomcp_sdk.authoring.schema import ArgumentError
+from protomcp_sdk.authoring.tools import ToolSpec
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 
 class Color(enum.Enum):

@@ -14,9 +14,9 @@ from jsonschema.exceptions import ValidationError as SchemaValidationError
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from protomcp_sdk.context import Context
-from protomcp_sdk.results import Image, Text, ToolResult
-from protomcp_sdk.schema import analyze, is_context_type, output_schema_for
+from protomcp_sdk.authoring.results import Image, Text, ToolResult
+from protomcp_sdk.authoring.schema import analyze, is_context_type, output_schema_for
+from protomcp_sdk.runtime.context import Context
 
 
 class Color(enum.Enum):

@@ -10,7 +10,7 @@ import pytest
 from protomcp_host.bridge.envelope import tool_answer, tool_from_definition
 from protomcp_host.protocol.catalog import Catalog, Tool
 from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 SERVER_INFO = {"name": "protomcp-test", "version": "9.9"}
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -1114,7 +1114,7 @@ def test_structured_content_must_be_an_object() -> None:
     from protomcp_host.bridge.envelope import tool_from_definition
     from protomcp_host.protocol.catalog import Catalog
     from protomcp_host.protocol.session import Session
-    from protomcp_sdk import protomcp_pb2 as pb
+    from protomcp_sdk.wire import protomcp_pb2 as pb
 
     catalog = Catalog()
     catalog.replace("a.py", [tool_from_definition(pb.ToolDefinition(name="t"), "a.py")])
@@ -1133,7 +1133,7 @@ def test_raw_content_is_spliced_and_untrusted_content_is_checked() -> None:
     from protomcp_host.bridge.envelope import tool_from_definition
     from protomcp_host.protocol.catalog import Catalog
     from protomcp_host.protocol.session import Session
-    from protomcp_sdk import protomcp_pb2 as pb
+    from protomcp_sdk.wire import protomcp_pb2 as pb
 
     catalog = Catalog()
     catalog.replace("a.py", [tool_from_definition(pb.ToolDefinition(name="t"), "a.py")])

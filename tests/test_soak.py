@@ -167,3 +167,120 @@ def check_answer(request_id: int, message: dict[str, Any], pid_calls: set[int]) 
         assert len(text) >= 300 * 1024 - 16 and text.startswith(f"t{request_id}")
     else:
         assert text == f"t{request_id}", (request_id, text)
+
+
+SESSION_CALLS = int(os.environ.get("PROTOMCP_SOAK_SESSION_CALLS", "") or 400)  # per session
+SESSION_WINDOW = 8  # concurrent POSTs per session
+
+
+@pytest.mark.soak
+async def test_soak_two_http_subjects_through_middleware(tmp_path: Path) -> None:
+    """Mixed calls from two HTTP sessions of two OAuth subjects, through a middleware loaded from
+    a second file: every request is answered exactly once, on its own session, and nothing of one
+    session (printed output, logs, answers) reaches the other, on its POST or its GET stream."""
+    import anyio
+    import httpx2
+    import orjson
+    from http_support import ACCEPT, HttpHost, open_raw_session, sse_events
+    from matrix_support import MATRIX_MW, SUBJECTS, Auth
+
+    file = tmp_path / "soak.py"
+    write_tools(file, 0)
+    auth = Auth(tmp_path)
+    host = HttpHost("run", str(file), str(MATRIX_MW), *auth.options())
+    received: dict[str, list[dict[str, Any]]] = {s: [] for s in SUBJECTS}
+    answers: dict[str, Counter[int]] = {s: Counter() for s in SUBJECTS}
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def run_session(subject: str) -> None:
+                headers = {"authorization": f"Bearer {auth.token(subject)}"}
+                async with httpx2.AsyncClient(headers=headers, timeout=60) as client:
+                    session_id = await open_raw_session(client, host.url)
+                    post_headers = {
+                        "accept": ACCEPT,
+                        "content-type": "application/json",
+                        "mcp-session-id": session_id,
+                    }
+                    get_done = anyio.Event()
+
+                    async def get_stream() -> None:
+                        with anyio.CancelScope() as scope:
+                            tg.start_soon(_cancel_when, get_done, scope)
+                            get_headers = {**post_headers, "accept": "text/event-stream"}
+                            async with client.stream("GET", host.url, headers=get_headers) as stream:
+                                buffer = ""
+                                async for chunk in stream.aiter_text():
+                                    buffer += chunk
+                                    *blocks, buffer = buffer.replace("\r\n", "\n").split("\n\n")
+                                    for event in sse_events("\n\n".join(blocks)):
+                                        if event.get("data"):
+                                            received[subject].append(orjson.loads(event["data"]))
+
+                    tg.start_soon(get_stream)
+                    ids = iter(range(1, SESSION_CALLS + 1))
+
+                    async def worker() -> None:
+                        for request_id in ids:
+                            kind = KINDS[request_id % len(KINDS)]
+                            text = f"{subject}-t{request_id}"
+                            params = {"name": kind, "arguments": {"text": text}}
+                            body = orjson.dumps(
+                                {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+                            )
+                            response = await client.post(host.url, content=body, headers=post_headers)
+                            assert response.status_code == 200, response.text
+                            if response.headers["content-type"].startswith("application/json"):
+                                messages = [response.json()]
+                            else:
+                                messages = [
+                                    orjson.loads(e["data"])
+                                    for e in sse_events(response.text)
+                                    if e.get("data")
+                                ]
+                            received[subject].extend(messages)
+                            for message in messages:
+                                if "method" not in message:
+                                    answers[subject][message["id"]] += 1
+                                    check_session_answer(request_id, subject, message)
+
+                    async with anyio.create_task_group() as workers:
+                        for _ in range(SESSION_WINDOW):
+                            workers.start_soon(worker)
+                    ping = await client.post(
+                        host.url, content=b'{"jsonrpc":"2.0","id":0,"method":"ping"}', headers=post_headers
+                    )
+                    assert ping.json()["result"] == {}
+                    get_done.set()
+
+            with anyio.fail_after(240):
+                for subject in SUBJECTS:
+                    tg.start_soon(run_session, subject)
+    finally:
+        host.terminate()
+    for subject in SUBJECTS:
+        counts = answers[subject]
+        assert sorted(counts) == list(range(1, SESSION_CALLS + 1)), subject
+        assert set(counts.values()) == {1}, {i: n for i, n in counts.items() if n != 1}
+        other = next(s for s in SUBJECTS if s != subject)
+        leaked = [m for m in received[subject] if f"{other}-t" in orjson.dumps(m).decode()]
+        assert not leaked, f"{subject}'s session received {len(leaked)} messages of {other}'s: {leaked[:3]}"
+
+
+async def _cancel_when(event: Any, scope: Any) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+def check_session_answer(request_id: int, subject: str, message: dict[str, Any]) -> None:
+    assert message["id"] == request_id, (request_id, message)
+    result = message["result"]
+    kind = KINDS[request_id % len(KINDS)]
+    text = result["content"][0]["text"]
+    expected = f"{subject}-t{request_id}"
+    if kind == "failing":
+        assert result["isError"] and expected in text, text
+    elif kind == "large":
+        assert not result["isError"] and text.startswith(expected) and len(text) >= 300 * 1024 - 32
+    else:
+        assert not result["isError"] and text == expected, (request_id, text)

@@ -13,7 +13,7 @@ from conftest import RawHost
 from protomcp_host.processes.output import LogLimiter, TokenBucket
 from protomcp_host.processes.reloader import SourceFilter, targets, watch_roots
 from protomcp_host.processes.supervisor import Backoff, Supervisor, WorkerError
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 pytestmark = pytest.mark.anyio
 
@@ -33,6 +33,9 @@ class Events:
         pass
 
     def output(self, label: str, stream: str, line: str) -> None:
+        pass
+
+    def echo(self, label: str, line: str) -> None:
         pass
 
     def log(self, label: str, level: str, logger: str, data: Any) -> None:

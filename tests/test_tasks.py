@@ -21,7 +21,7 @@ from protomcp_host.protocol.tasks import (
     TooManyTasks,
     iso,
 )
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 T0 = 1_700_000_000.0  # a fixed "now" (seconds since the epoch)
 
@@ -323,7 +323,7 @@ def test_session_limit_is_a_clear_error() -> None:
 
 
 def test_tool_task_option_sets_the_definition() -> None:
-    from protomcp_sdk.registry import ToolSpec
+    from protomcp_sdk.authoring.tools import ToolSpec
 
     def work() -> str:
         return "ok"
@@ -337,7 +337,7 @@ def test_tool_task_option_sets_the_definition() -> None:
 
 
 def test_context_task_status_frames() -> None:
-    from protomcp_sdk.context import Context
+    from protomcp_sdk.runtime.context import Context
 
     frames: list[pb.Envelope] = []
     ctx = Context("7", "", frames.append, "job", task_id="T")

@@ -23,7 +23,7 @@ from protomcp_host.processes.channel import Channel
 from protomcp_host.processes.events import Leg, Refused, Reply
 from protomcp_host.processes.output import TokenBucket
 from protomcp_host.protocol.session import Call, ToolAnswer
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 _ids = itertools.count(1)
 

@@ -17,7 +17,7 @@ from protomcp_host.processes.channel import Channel
 from protomcp_host.processes.events import Refused, Reply
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import Features, FileFeatures, Forward
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 
 def declares_completions(file: Path) -> bool:

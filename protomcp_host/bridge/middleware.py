@@ -24,7 +24,7 @@ from protomcp_host.bridge.envelope import tool_answer
 from protomcp_host.processes.channel import Channel, new_request_id
 from protomcp_host.processes.events import Leg, Reply
 from protomcp_host.protocol.session import Call, ToolAnswer
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 
 @dataclass(frozen=True, slots=True)

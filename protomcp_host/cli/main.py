@@ -125,7 +125,7 @@ HTTP_OPTIONS = [
         default=None,
         metavar="NAME",
         help="[http/sse] Require 'Authorization: Bearer <token>' where the token is the value of "
-        "the environment variable NAME.",
+        "the environment variable NAME (which tool processes do not get).",
     ),
     click.option(
         "--oauth-jwks",
@@ -153,6 +153,15 @@ HTTP_OPTIONS = [
         help="[http/sse] A scope every access token must grant (repeatable); else 403 insufficient_scope.",
     ),
     click.option(
+        "--oauth-jwks-refresh",
+        default=None,
+        type=click.FloatRange(min=0),
+        metavar="SECONDS",
+        help="[http/sse] A token signed with a key the JWKS did not have makes the host read the JWKS "
+        "URL again, at most once per SECONDS (whether it answers or not); the keys read last stay in "
+        "use, and a failure is reported here, not to the client.  [default: 60]",
+    ),
+    click.option(
         "--max-body",
         default=None,
         type=click.IntRange(min=1),
@@ -171,6 +180,29 @@ HTTP_OPTIONS = [
         help="[http] Seconds an idle session lives before it expires; its client then gets 404 and "
         "initializes again (0 = never).  [default: 1800]",
     ),
+    click.option(
+        "--header-timeout",
+        default=None,
+        type=click.FloatRange(min=0, min_open=True),
+        help="[http/sse] Seconds a connection may take to send a complete request header, counted "
+        "from when it opens or from the first byte of its next request; then it is closed.  "
+        "[default: 10]",
+    ),
+    click.option(
+        "--keep-alive-timeout",
+        default=None,
+        type=click.FloatRange(min=0, min_open=True),
+        help="[http/sse] Seconds a kept-alive connection may sit idle between requests before it is "
+        "closed.  [default: 5]",
+    ),
+    click.option(
+        "--max-connections",
+        default=None,
+        type=click.IntRange(min=1),
+        help="[http/sse] Most open connections. At the limit a new connection replaces the oldest one "
+        "with no request in progress (silent or idle); when every connection is serving a request "
+        "it gets 503. Lowered to fit the limit on open files (ulimit -n).  [default: 1000]",
+    ),
 ]
 HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags do not apply
     "host": "--host",
@@ -183,10 +215,15 @@ HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags d
     "oauth_issuer": "--oauth-issuer",
     "oauth_audience": "--oauth-audience",
     "oauth_scopes": "--oauth-scope",
+    "oauth_jwks_refresh": "--oauth-jwks-refresh",
     "max_body": "--max-body",
     "session_timeout": "--session-timeout",
     "max_sessions": "--max-sessions",
+    "header_timeout": "--header-timeout",
+    "keep_alive_timeout": "--keep-alive-timeout",
+    "max_connections": "--max-connections",
 }
+CONNECTION_LIMITS = ("header_timeout", "keep_alive_timeout", "max_connections")
 STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions")  # not used by the legacy SSE transport
 
 
@@ -210,6 +247,9 @@ def run(files: tuple[Path, ...], **options: Any) -> None:
 
     This is the command to put in your AI client's config. Each file, module and plugin
     runs in its own supervised tool process; a tool process that crashes is restarted.
+
+    Tool processes get this environment minus the variable --auth-token-env names, plus
+    PROTOMCP_FDS, PROTOMCP_HOST_PID, PROTOMCP_SPOOL and PYTHONUNBUFFERED=1, which the host sets.
     """
     _serve_command(files, options)
 
@@ -271,6 +311,7 @@ def _http_settings(transport: str, given: dict[str, Any]) -> Any:
         used = [HTTP_FLAGS[name] for name in STREAMABLE_ONLY if given.get(name) is not None]
         if used:
             raise click.UsageError(f"{', '.join(used)}: only with --transport http")
+    from protomcp_host.transports.http.connections import ConnectionLimits
     from protomcp_host.transports.http.guard import BearerToken
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.transports.http.streamable import HttpOptions
@@ -290,17 +331,24 @@ def _http_settings(transport: str, given: dict[str, Any]) -> Any:
         allow_hosts=tuple(given.get("allow_hosts") or ()),
         allow_origins=tuple(given.get("allow_origins") or ()),
         options=options,
+        limits=ConnectionLimits(
+            **{key: given[key] for key in CONNECTION_LIMITS if given.get(key) is not None}
+        ),
     )
     name = given.get("auth_token_env")
     if name:
         import os
 
+        from protomcp_host.processes.launch import SECRET_ENV
+
         token = os.environ.get(name, "")
         if not token:
             raise click.UsageError(f"--auth-token-env {name}: the environment variable {name} is not set")
         settings.auth = BearerToken(token)
+        SECRET_ENV.add(name)  # the token stays out of tool processes' environment
     oauth = {
-        name: given.get(name) for name in ("oauth_jwks", "oauth_issuer", "oauth_audience", "oauth_scopes")
+        name: given.get(name)
+        for name in ("oauth_jwks", "oauth_issuer", "oauth_audience", "oauth_scopes", "oauth_jwks_refresh")
     }
     if any(value not in (None, ()) for value in oauth.values()):
         settings.auth = _oauth(settings.auth, **oauth)
@@ -317,6 +365,8 @@ def _oauth(other: Any, oauth_jwks: str | None, oauth_issuer: str | None, **rest:
     resource = OAuthResource(
         oauth_jwks, oauth_issuer, audience=rest["oauth_audience"], scopes=tuple(rest["oauth_scopes"] or ())
     )
+    if rest["oauth_jwks_refresh"] is not None:
+        resource.refresh_after = rest["oauth_jwks_refresh"]
     try:
         resource.load_keys()
     except JwksError as exc:

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from protomcp_host.processes.launch import StartupError
+from protomcp_host.processes.launch import StartupError, child_environment
 
 GROUP = "protomcp.plugins"
 
@@ -69,6 +69,7 @@ def _ask(python: str, modules: list[str], plugins: list[str], everything: bool) 
         done = subprocess.run(
             [python, "-c", _HELPER, request],
             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+            env=child_environment(),
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise StartupError(f"cannot look up tool modules with {python}: {exc}") from None

@@ -21,8 +21,8 @@ import orjson
 from protomcp_host.processes.events import Leg, ProcessEvents, Refused
 from protomcp_host.processes.pipes import BatchedWriter
 from protomcp_host.processes.spool import read_spooled
-from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 _request_ids = itertools.count(1)  # host-wide and never reused: an id names one request for good
 
@@ -263,7 +263,15 @@ class Channel:
         entry = envelope.log
         data = _json_or_text(entry.data_json)
         leg = self.legs.get(envelope.request_id) if envelope.request_id else None
-        if leg is None:  # outside any request (or after it ended): nobody's session
+        if entry.output:  # a line a request printed: the host's stderr, and that request's session
+            line = data if isinstance(data, str) else entry.data_json
+            stream = "stdout" if entry.level == "info" else "stderr"
+            if leg is None:  # it ended meanwhile: like output outside any request
+                self.events.output(self.label, stream, line)
+            else:
+                self.events.echo(self.label, line)
+                leg.log(entry.level, self.label, line)
+        elif leg is None:  # outside any request (or after it ended): nobody's session
             self.events.log(self.label, entry.level, entry.logger, data)
         else:
             leg.log(entry.level, entry.logger, data)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 
 @dataclass(slots=True)
@@ -31,6 +31,9 @@ class ProcessEvents(Protocol):
 
     def output(self, label: str, stream: str, line: str) -> None:
         """A line the process printed (stdout/stderr), outside the frames: no call known."""
+
+    def echo(self, label: str, line: str) -> None:
+        """A line a request printed, for the host's stderr only (its session got it already)."""
 
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         """A log frame sent outside any request of the bridge."""

@@ -14,6 +14,9 @@ FD_ENV = "PROTOMCP_FDS"  # the same name as protomcp_sdk.wire.FD_ENV, without im
 SPOOL_ENV = "PROTOMCP_SPOOL"  # protomcp_sdk.spool: the one directory it may hand files over in
 SPOOL_PREFIX = "protomcp-spool-"  # protomcp_sdk.wire.SPOOL_PREFIX
 HOST_PID_ENV = "PROTOMCP_HOST_PID"  # protomcp_sdk.lifeline: the tool process dies with this process
+# Variables the host reads secrets from (--auth-token-env NAME): never passed on to the processes
+# it starts, which run code it does not control.
+SECRET_ENV: set[str] = set()
 
 
 class StartupError(Exception):
@@ -122,11 +125,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def child_environment() -> dict[str, str]:
+    """The environment of the processes the host starts: its own, minus SECRET_ENV."""
+    return {name: value for name, value in os.environ.items() if name not in SECRET_ENV}
+
+
 def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -> Launched:
     """Start `python -m protomcp_sdk FILE` with its frame pipes; raises OSError."""
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
-    env = dict(os.environ)
+    env = child_environment()
     env[FD_ENV] = f"{to_child_r},{from_child_w}"
     env["PYTHONUNBUFFERED"] = "1"
     env[HOST_PID_ENV] = str(os.getpid())

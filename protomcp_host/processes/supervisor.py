@@ -15,7 +15,7 @@ from protomcp_host.processes.channel import Channel, ChannelError
 from protomcp_host.processes.events import Leg, ProcessEvents
 from protomcp_host.processes.launch import Launched, label_of
 from protomcp_host.processes.worker import LoadError, Worker, WorkerError
-from protomcp_sdk import protomcp_pb2 as pb
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 
 class Backoff:

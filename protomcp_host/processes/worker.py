@@ -24,8 +24,8 @@ from protomcp_host.processes.launch import Launched, label_of
 from protomcp_host.processes.pipes import read_into
 from protomcp_host.processes.process import ToolProcess
 from protomcp_host.processes.spool import spool_path_safe
-from protomcp_sdk import protomcp_pb2 as pb
 from protomcp_sdk import wire
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
 EXIT_READ_GRACE = 0.2  # seconds to read what a dead process left in its frame pipe
 HELLO_WAIT = 2.0  # seconds to wait for Hello before trying the Envelope spec's own handshake

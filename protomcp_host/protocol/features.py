@@ -15,7 +15,7 @@ import orjson
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.events import Batch, Send
 from protomcp_host.protocol.listing import InvalidCursor, Listing
-from protomcp_sdk.uritemplate import TemplateError, UriTemplate
+from protomcp_sdk.wire.uritemplate import TemplateError, UriTemplate
 
 RESOURCE_NOT_FOUND = -32002
 

@@ -1,5 +1,7 @@
 """What every HTTP request passes before it reaches MCP: DNS-rebinding protection (Host and
-Origin checks), authentication, and the body-size limit announced by Content-Length.
+Origin checks), CORS for the browser origins those checks accept (preflights answered here,
+Access-Control-Allow-Origin on their responses), authentication, and the body-size limit
+announced by Content-Length.
 
 A refusal explains itself and names the flag that would allow the request, because the
 person reading it is usually setting up a reverse proxy or a browser client."""
@@ -13,11 +15,18 @@ from ipaddress import ip_address
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send, header, refuse
+from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send, header, refuse, respond
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
 IDENTITY = "protomcp.identity"  # scope["state"] key: who the authenticated caller is
+# CORS: what a browser page from an accepted origin may send, and read, across origins.
+CORS_METHODS = b"GET, POST, DELETE, OPTIONS"
+CORS_REQUEST_HEADERS = (
+    b"Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
+)
+CORS_EXPOSED_HEADERS = b"Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate"
+CORS_MAX_AGE = b"600"  # seconds a browser may reuse a preflight's answer
 
 
 def is_loopback(host: str) -> bool:
@@ -50,6 +59,12 @@ class Identity:
 
     principal: str  # sessions are bound to it
     claims: dict[str, Any] | None = None  # verified token claims, which tools see (never the token)
+
+
+def identity_of(scope: Scope) -> Identity | None:
+    """Who the guard authenticated for this request; None without authentication."""
+    state = scope.get("state")
+    return None if state is None else state.get(IDENTITY)
 
 
 class Authenticator(Protocol):
@@ -109,6 +124,13 @@ class Guard:
             await self.app(scope, receive, send)
             return
         refusal = self.inspect(scope)
+        if refusal is None:
+            origin = header(scope, b"origin")
+            if origin is not None:  # a browser page from an origin the checks accept
+                if scope["method"] == "OPTIONS" and header(scope, b"access-control-request-method"):
+                    await respond(send, 204, headers=_preflight(origin))  # never authenticated
+                    return
+                send = _with_cors(send, origin)
         if refusal is None and self.auth is not None and scope["path"] not in self.public_paths:
             checked = await self.auth.check(header(scope, b"authorization"))
             if isinstance(checked, Refusal):
@@ -162,3 +184,30 @@ class Guard:
             f"Forbidden: Origin {value!r} is not allowed (protection against DNS rebinding). "
             f"To let web pages from it call this server, start protomcp with --allow-origin {origin}",
         )
+
+
+def _preflight(origin: str) -> list[tuple[bytes, bytes]]:
+    return [
+        (b"access-control-allow-origin", origin.encode("latin-1")),
+        (b"access-control-allow-methods", CORS_METHODS),
+        (b"access-control-allow-headers", CORS_REQUEST_HEADERS),
+        (b"access-control-max-age", CORS_MAX_AGE),
+        (b"vary", b"Origin"),
+    ]
+
+
+def _with_cors(send: Send, origin: str) -> Send:
+    """`send` adding the CORS headers that let the page read the response (refusals included:
+    a browser client needs a 401's WWW-Authenticate to find the authorization server)."""
+    extra = [
+        (b"access-control-allow-origin", origin.encode("latin-1")),
+        (b"access-control-expose-headers", CORS_EXPOSED_HEADERS),
+        (b"vary", b"Origin"),
+    ]
+
+    async def send_with_cors(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", ()), *extra]
+        await send(message)
+
+    return send_with_cors

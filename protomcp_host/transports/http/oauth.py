@@ -10,8 +10,11 @@ itself never reaches a tool process.
 
 from __future__ import annotations
 
+import hashlib
+import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,9 @@ from protomcp_host.transports.http.guard import Identity, Refusal
 ASYMMETRIC = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 )
-REFRESH_AFTER = 60.0  # seconds between JWKS re-reads triggered by an unknown key id
+REFRESH_AFTER = 60.0  # seconds between JWKS re-reads triggered by an unknown key id (default)
+REPORT_EVERY = 60.0  # seconds between two stderr lines about refused tokens
+INVALID = "Unauthorized: the access token is not valid"  # all a refused caller is told
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 
 
@@ -55,17 +60,23 @@ class OAuthResource:
     audience: str | None = None  # default: the server's canonical URL, known once it listens
     scopes: tuple[str, ...] = ()
     leeway: float = 30.0
+    refresh_after: float = REFRESH_AFTER  # at most one JWKS re-read per this many seconds
     resource: str = ""  # canonical URL of this MCP server (set by the server)
+    log: Callable[[str], None] = field(default=lambda text: _print_stderr(text), repr=False)
     _keys: dict[str | None, Any] = field(default_factory=dict, repr=False)
-    _loaded_at: float = 0.0
+    _refetched_at: float = float("-inf")  # last re-read attempt, whether it worked or not
+    _refetching: Any = field(default=None, repr=False)  # anyio.Lock: one re-read at a time
+    _refused: list[float] = field(default_factory=lambda: [0, float("-inf")], repr=False)
 
     def load_keys(self) -> None:
         """Read the keys now (at startup, so a wrong source fails at once). Raises JwksError."""
         self._install(load_jwks(self.jwks_source))
 
-    def start(self, resource: str) -> None:
+    def start(self, resource: str, log: Callable[[str], None] | None = None) -> None:
         """Called once the server knows its URL, which is the default audience."""
         self.resource = resource
+        if log is not None:
+            self.log = log
         if self.audience is None:
             self.audience = resource
 
@@ -84,7 +95,6 @@ class OAuthResource:
             if key.algorithm_name in ASYMMETRIC:
                 keys[entry.get("kid")] = key
         self._keys = keys
-        self._loaded_at = time.monotonic()
 
     # -- the metadata endpoint -------------------------------------------------------
     def metadata_url(self) -> str:
@@ -123,26 +133,47 @@ class OAuthResource:
             return Refusal(401, "Unauthorized: this server needs an OAuth access token", (self._challenge(),))
         try:
             claims = await self._verify(token)
+            granted = _scopes_of(claims)
+            subject = claims.get("sub")
+            if subject is not None and not isinstance(subject, str):
+                raise ValueError(f"the 'sub' claim is a {type(subject).__name__}, not a string")
         except Exception as exc:  # every verification failure is the client's invalid token
-            message = f"Unauthorized: the access token is not valid: {exc}"
-            return Refusal(401, message, (self._challenge("invalid_token", str(exc)),))
-        granted = claims.get("scope", claims.get("scp", ""))
-        granted_set = set(granted.split() if isinstance(granted, str) else granted or ())
-        missing = [s for s in self.scopes if s not in granted_set]
+            # The caller learns only that the token is refused; why goes to the host's stderr
+            # (bounded), since it may name the JWKS or other configuration.
+            self._report_refusal(exc)
+            return Refusal(401, INVALID, (self._challenge("invalid_token"),))
+        missing = [s for s in self.scopes if s not in granted]
         if missing:
             message = f"Forbidden: the access token lacks the scope {' '.join(missing)}"
             return Refusal(403, message, (self._challenge("insufficient_scope", message),))
-        return Identity(f"{claims.get('iss')} {claims.get('sub', '')}", claims)
+        # Sessions are bound to the principal: the token's subject, or without one the token
+        # itself (hashed), so two tokens without 'sub' never share a session.
+        if subject is not None:
+            principal = f"sub {claims.get('iss')} {subject}"
+        else:
+            principal = "token " + hashlib.sha256(token.encode()).hexdigest()
+        return Identity(principal, claims)
+
+    def _report_refusal(self, exc: Exception) -> None:
+        count, reported_at = self._refused
+        count += 1
+        now = time.monotonic()
+        if now - reported_at < REPORT_EVERY:
+            self._refused[0] = count
+            return
+        more = f" (and {count - 1:.0f} more since the last report)" if count > 1 else ""
+        self.log(f"protomcp: refused an access token: {str(exc)[:300]}{more}")
+        self._refused[:] = [0, now]
 
     async def _verify(self, token: str) -> dict[str, Any]:
         import jwt
 
         kid = jwt.get_unverified_header(token).get("kid")
+        if kid is not None and not isinstance(kid, str):
+            raise jwt.InvalidTokenError("the key id ('kid') is not a string")
         key = self._key_for(kid)
-        if key is None and time.monotonic() - self._loaded_at > REFRESH_AFTER:
-            # The authorization server may have rotated its keys: read them again (off the loop).
-            self._install(await anyio.to_thread.run_sync(load_jwks, self.jwks_source))
-            key = self._key_for(kid)
+        if key is None:
+            key = await self._refetch_for(kid)
         if key is None:
             raise jwt.InvalidTokenError(f"no signing key with id {kid!r}")
         return jwt.decode(
@@ -155,9 +186,48 @@ class OAuthResource:
             options={"require": ["exp", "iss", "aud"]},
         )
 
+    async def _refetch_for(self, kid: str | None) -> Any:
+        """The authorization server may have rotated its keys: read them again (off the loop), at
+        most once per `refresh_after` seconds whether that works or not; a failure keeps the last
+        good keys and is reported on stderr, never to the caller."""
+        if self._refetching is None:
+            self._refetching = anyio.Lock()
+        async with self._refetching:  # callers that arrive meanwhile use what it read
+            key = self._key_for(kid)
+            if key is not None or time.monotonic() - self._refetched_at < self.refresh_after:
+                return key
+            self._refetched_at = time.monotonic()
+            try:
+                self._install(await anyio.to_thread.run_sync(load_jwks, self.jwks_source))
+            except JwksError as exc:
+                self.log(
+                    f"protomcp: {exc}; keeping the {len(self._keys)} keys read before "
+                    f"(next try in {self.refresh_after:g}s at the earliest)"
+                )
+                return None
+            return self._key_for(kid)
+
     def _key_for(self, kid: str | None) -> Any:
         if kid in self._keys:
             return self._keys[kid]
         if kid is None and len(self._keys) == 1:
             return next(iter(self._keys.values()))
         return None
+
+
+def _print_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _scopes_of(claims: dict[str, Any]) -> frozenset[str]:
+    """The scopes a token grants: 'scope' is a string of space-separated scopes (RFC 9068);
+    without it, 'scp' as such a string or a list of strings. Any other shape: ValueError."""
+    if "scope" in claims:
+        granted, name = claims["scope"], "scope"
+    else:
+        granted, name = claims.get("scp", ""), "scp"
+    if isinstance(granted, str):
+        return frozenset(granted.split())
+    if name == "scp" and isinstance(granted, list) and all(isinstance(s, str) for s in granted):
+        return frozenset(granted)
+    raise ValueError(f"the '{name}' claim is not a string of space-separated scopes")

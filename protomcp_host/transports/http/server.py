@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import socket
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -17,6 +17,7 @@ from starlette.routing import Route, Router
 from protomcp_host.processes.launch import StartupError
 from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send
 from protomcp_host.transports.http.batching import http_protocol
+from protomcp_host.transports.http.connections import ConnectionLimits, bounded, fit_to_fd_limit
 from protomcp_host.transports.http.guard import Authenticator, Guard, is_loopback
 from protomcp_host.transports.http.oauth import OAuthResource
 from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
@@ -33,14 +34,27 @@ class HttpSettings:
     allow_origins: tuple[str, ...] = ()
     auth: Authenticator | None = None
     options: HttpOptions = field(default_factory=HttpOptions)
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+
+
+LISTEN_QUEUE = 2048  # connections the kernel holds until they are accepted
+ACCEPT_BATCH = 16  # connections accepted per loop iteration (asyncio takes it from the backlog)
 
 
 class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: the host decides when to stop."""
+    """uvicorn without its own signal handling (the host decides when to stop), accepting a few
+    connections per loop iteration: asyncio accepts as many as the backlog says before any of
+    them is seen by the protocol, so a flood would use up the open files before the connection
+    cap (connections.py) could close one."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)  # listens with config.backlog = ACCEPT_BATCH
+        for sock in sockets or ():
+            sock.listen(LISTEN_QUEUE)  # the kernel's queue stays long; asyncio's batch stays short
 
 
 class _Endpoint:
@@ -62,7 +76,7 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host.strip("[]"), port))
-        sock.listen(2048)
+        sock.listen(LISTEN_QUEUE)
     except OSError:
         sock.close()
         raise
@@ -127,6 +141,14 @@ async def serve_http(
         raise StartupError(
             f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}"
         ) from None
+    limits = settings.limits
+    cap = fit_to_fd_limit(limits.max_connections)
+    if cap < limits.max_connections:
+        host.stderr(
+            f"protomcp: warning: --max-connections {limits.max_connections} exceeds what the limit on "
+            f"open files allows (ulimit -n); serving at most {cap} connections"
+        )
+        limits = replace(limits, max_connections=cap)
     config = uvicorn.Config(
         app,
         lifespan="off",
@@ -135,12 +157,14 @@ async def serve_http(
         access_log=False,
         server_header=False,
         timeout_graceful_shutdown=max(1, int(drain_timeout) + 1),
-        http=http_protocol(),
+        timeout_keep_alive=limits.keep_alive_timeout,
+        backlog=ACCEPT_BATCH,  # type: ignore[arg-type]  # a float works
+        http=bounded(http_protocol(), limits, host.stderr),
     )
     server = _Server(config)
     url = url_of(settings, sock.getsockname()[1])
     if isinstance(settings.auth, OAuthResource):
-        settings.auth.start(url)
+        settings.auth.start(url, host.stderr)
     announce(url)
     if not is_loopback(settings.host) and settings.auth is None:
         host.stderr(

@@ -2,7 +2,8 @@
 
 The client opens ``GET /sse``; the first event (``endpoint``) tells it where to POST its
 messages (``/messages?session_id=...``); every answer and notification comes back on the SSE
-stream. The session lives exactly as long as that stream.
+stream. The session lives exactly as long as that stream, and belongs to the caller who opened
+it: with authentication, a POST from anyone else gets 404, as an unknown session would.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from protomcp_host.transports.http.asgi import (
     respond,
 )
 from protomcp_host.transports.http.event_stream import KEEP_ALIVE, EventStream, ReplayBudget, dropped_line
+from protomcp_host.transports.http.guard import identity_of
 from protomcp_host.transports.http.sessions import REPLAY_BYTES
 from protomcp_host.transports.ports import Sessions
 
@@ -32,9 +34,12 @@ SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-
 
 
 class LegacySession:
-    def __init__(self, session_id: str, host: Sessions, replay_bytes: int = REPLAY_BYTES) -> None:
+    def __init__(
+        self, session_id: str, host: Sessions, principal: str | None, replay_bytes: int = REPLAY_BYTES
+    ) -> None:
         self.id = session_id
         self.host = host
+        self.principal = principal  # the authenticated caller that opened it: only it may use it
         # Sent messages stay (bounded by count and by bytes): the oldest go once it is full.
         self.budget = ReplayBudget(replay_bytes, lambda: host.stderr(dropped_line(session_id, replay_bytes)))
         self.stream = EventStream("0", budget=self.budget)
@@ -62,7 +67,9 @@ class LegacySSE:
         if self.draining:
             await refuse(send, 503, "Service Unavailable: the server is shutting down")
             return
-        session = LegacySession(secrets.token_urlsafe(24), self.host, self.options.replay_bytes)
+        identity = identity_of(scope)
+        principal = None if identity is None else identity.principal
+        session = LegacySession(secrets.token_urlsafe(24), self.host, principal, self.options.replay_bytes)
         self.sessions[session.id] = session
         endpoint = f"{self.messages_path}?session_id={session.id}".encode()
         try:
@@ -105,13 +112,16 @@ class LegacySSE:
             return
         session_id = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("session_id", [""])[0]
         session = self.sessions.get(session_id)
-        if session is None:
+        identity = identity_of(scope)
+        if session is None or session.principal != (None if identity is None else identity.principal):
             await refuse(send, 404, "Session not found: open GET /sse first and use the endpoint it names")
             return
         read = await read_json(receive, send, self.options.max_body, self.options.read_timeout)
         if read is None:
             return
         body = read[0]
+        # The verified claims of this request's token, for the calls it starts (ctx.auth).
+        session.router.session.auth = None if identity is None else identity.claims
         session.router.feed(body)
         await respond(send, 202, b"Accepted", content_type=b"text/plain")
 

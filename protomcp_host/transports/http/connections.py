@@ -1,0 +1,136 @@
+"""Bounds on HTTP connections, below the requests: a connection must send a complete request
+header soon after it opens (or after the first byte of its next request), an idle kept-alive
+connection is closed, and the number of open connections has a cap.
+
+Silent connections must not lock real clients out: at the cap, a new connection takes the place
+of the oldest one that has no request in progress (a silent one, or an idle kept-alive one, which
+HTTP clients reopen transparently); only when every connection is serving a request is the new
+one answered 503. uvicorn's own `limit_concurrency` does not fit: it counts silent connections
+too and answers the real client 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+REPORT_EVERY = 60.0  # seconds between two stderr lines about refused connections
+BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 57\r\nconnection: close\r\n\r\n"
+    b"Service Unavailable: too many connections are being served"
+)
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    header_timeout: float = 10.0  # seconds for a request's header (from connect / its first byte)
+    keep_alive_timeout: float = 5.0  # seconds an idle kept-alive connection stays open
+    max_connections: int = 1000  # open connections at once
+
+
+def bounded(protocol_class: type[Any], limits: ConnectionLimits, report: Callable[[str], None]) -> type[Any]:
+    """`protocol_class` (one of uvicorn's HTTP/1.1 protocols) with the header timeout and the
+    connection cap. (The keep-alive timeout is uvicorn's own `timeout_keep_alive`.)"""
+    # Connections without a request in progress, oldest first: the ones the cap may close.
+    waiting: dict[Any, None] = {}
+    refused: list[float] = [0, -REPORT_EVERY]  # refused since the last report; when that was
+
+    def make_room(newcomer: Any) -> bool:
+        for victim in waiting:
+            if victim is not newcomer:
+                del waiting[victim]
+                victim.transport.close()
+                return True
+        return False
+
+    class Bounded(protocol_class):  # type: ignore[misc, valid-type]
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            super().connection_made(transport)
+            waiting[self] = None
+            if len(self.connections) > limits.max_connections and not make_room(self):
+                del waiting[self]
+                self.transport.write(BUSY)
+                self.transport.close()
+                refused[0] += 1
+                if time.monotonic() - refused[1] >= REPORT_EVERY:
+                    report(
+                        f"protomcp: {len(self.connections) - 1} connections are serving requests "
+                        f"(--max-connections {limits.max_connections}): refused {refused[0]:.0f} with 503"
+                    )
+                    refused[:] = [0, time.monotonic()]
+                return
+            self._arm()
+
+        def _arm(self) -> None:
+            self._header_timer = self.loop.call_later(limits.header_timeout, self._header_late)
+
+        def _header_late(self) -> None:
+            self._header_timer = None
+            if not self._serving():
+                self.transport.close()
+
+        def _serving(self) -> bool:
+            cycle = self.cycle
+            return cycle is not None and not cycle.response_complete
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._serving():
+                if self._header_timer is not None:
+                    self._header_timer.cancel()
+                    self._header_timer = None
+                waiting.pop(self, None)
+            elif self.transport.get_protocol() is not self:  # upgraded (WebSocket): not ours now
+                self._forget()
+            elif self._header_timer is None and not self.transport.is_closing():
+                self._arm()  # the first bytes of the next request: its header has a deadline
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self._serving() and not self.transport.is_closing():
+                waiting.pop(self, None)
+                waiting[self] = None  # now the youngest idle connection
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._forget()
+            super().connection_lost(exc)
+
+        def _forget(self) -> None:
+            waiting.pop(self, None)
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+    Bounded.__name__ = f"Bounded{protocol_class.__name__}"
+    return Bounded
+
+
+FDS_RESERVED = 256  # file descriptors kept for tool processes' pipes, spool files, the listener
+
+
+def fit_to_fd_limit(wanted: int) -> int:
+    """The connection cap the process can hold: raises the soft limit on open files towards the
+    hard one if `wanted` connections need it; a cap beyond what is left is lowered. (Past the
+    limit, accept() fails and every client is locked out, whatever the cap says.)"""
+    try:
+        import resource
+    except ImportError:  # not on Unix: the platform's own limits apply
+        return wanted
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = wanted + FDS_RESERVED
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return wanted
+    return max(1, soft - FDS_RESERVED)

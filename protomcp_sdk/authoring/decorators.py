@@ -1,0 +1,182 @@
+"""The decorators a tool file uses: ``@tool``, ``@resource``, ``@prompt``, ``@completion``,
+``@middleware`` and ``@on_roots_changed``. Each inspects the function once and adds it to the
+registry; the function itself is returned unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, overload
+
+from protomcp_sdk.authoring.completions import completion_spec
+from protomcp_sdk.authoring.middleware import Middleware, middleware_spec
+from protomcp_sdk.authoring.prompts import prompt_spec
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.authoring.resources import resource_spec
+from protomcp_sdk.authoring.tools import _HINTS, TaskSupport, ToolSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M", bound=Middleware)
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+    hidden: bool = False,
+    tags: Iterable[str] = (),
+    timeout: float | None = None,
+    task: TaskSupport = "forbidden",
+    input_schema: dict[str, Any] | None = None,
+) -> Callable[[F], F]: ...
+
+
+def tool(
+    fn: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+    hidden: bool = False,
+    tags: Iterable[str] = (),
+    timeout: float | None = None,
+    task: TaskSupport = "forbidden",
+    input_schema: dict[str, Any] | None = None,
+) -> F | Callable[[F], F]:
+    """Register a function as an MCP tool; the function itself is returned unchanged.
+
+    Use bare (``@tool``) or with options. Hints left as None are not sent at all, so a
+    client applies the MCP defaults rather than reading them as false. ``hidden`` tools
+    start disabled in every session until a tool enables them (``ctx.enable_tools``);
+    ``tags`` let a host expose a subset (``--include-tag`` / ``--exclude-tag``);
+    ``timeout`` (seconds) overrides the host's ``--call-timeout`` for this tool.
+    ``task`` sets MCP ``execution.taskSupport``: "optional" or "required" let (or make)
+    clients run the tool as a task; the default "forbidden" does not.
+    ``input_schema`` replaces the schema built from the signature (the host validates
+    arguments against it; the function still receives them by parameter name).
+    """
+    set_hints = zip(_HINTS, (read_only, destructive, idempotent, open_world), strict=True)
+    annotations = {key: bool(value) for (key, _), value in set_hints if value is not None}
+
+    def register(func: F) -> F:
+        spec = ToolSpec.from_function(
+            func,
+            name=name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            hidden=hidden,
+            tags=tags,
+            timeout=timeout,
+            task=task,
+        )
+        if input_schema is not None:
+            spec.input_schema = dict(input_schema)
+        REGISTRY.add(spec)
+        return func
+
+    return register(fn) if fn is not None else register
+
+
+def resource(
+    uri: str,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    mime_type: str | None = None,
+    size: int | None = None,
+    annotations: dict[str, Any] | None = None,
+) -> Callable[[F], F]:
+    """Register a function as an MCP resource. A URI with ``{variables}`` (RFC 6570) is a
+    template: each variable is a parameter of the function, converted like a tool argument.
+    Return ``str`` (text), ``bytes`` (binary) or a list of contents."""
+
+    def register(fn: F) -> F:
+        REGISTRY.add_resource(resource_spec(fn, uri, name, title, description, mime_type, size, annotations))
+        return fn
+
+    return register
+
+
+@overload
+def prompt(fn: F, /) -> F: ...
+
+
+@overload
+def prompt(
+    *, name: str | None = None, title: str | None = None, description: str | None = None
+) -> Callable[[F], F]: ...
+
+
+def prompt(
+    fn: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+) -> F | Callable[[F], F]:
+    """Register a function as an MCP prompt. Its parameters are the prompt's arguments
+    (required unless they have a default; descriptions from ``Annotated[..., Field(...)]``)."""
+
+    def register(func: F) -> F:
+        REGISTRY.add_prompt(prompt_spec(func, name, title, description))
+        return func
+
+    return register(fn) if fn is not None else register
+
+
+def completion(*, argument: str, prompt: str | None = None, resource: str | None = None) -> Callable[[F], F]:
+    """Register ``fn(value, context) -> list[str]`` to complete `argument` of a prompt (by name)
+    or of a resource template (by its URI template). `context` holds the other arguments the
+    client already filled in; it may be left out of the signature."""
+    if (prompt is None) == (resource is None):
+        raise ValueError("@completion needs exactly one of prompt= or resource=")
+    if not argument:
+        raise ValueError("@completion needs argument=, the name of the argument to complete")
+
+    def register(fn: F) -> F:
+        REGISTRY.add_completion(completion_spec(fn, argument, prompt, resource))
+        return fn
+
+    return register
+
+
+@overload
+def middleware(fn: M, /) -> M: ...
+@overload
+def middleware(*, priority: int = 0, name: str | None = None) -> Callable[[M], M]: ...
+
+
+def middleware(fn: M | None = None, /, *, priority: int = 0, name: str | None = None) -> M | Callable[[M], M]:
+    """Register ``async def fn(call, call_next)`` as middleware for every tool call."""
+
+    def register(func: M) -> M:
+        REGISTRY.add_middleware(middleware_spec(func, priority, name))
+        return func
+
+    return register(fn) if fn is not None else register
+
+
+def on_roots_changed(fn: F) -> F:
+    """Register ``fn()`` (sync or async) to run when a client says its roots changed
+    (``notifications/roots/list_changed``), e.g. to drop what was cached about them; the next
+    ``ctx.list_roots()`` in a call sees the new roots. Sync hooks run on the event loop before
+    anything that arrives after the notification, so keep them short."""
+    REGISTRY.roots_hooks.append(fn)
+    return fn

@@ -1,0 +1,59 @@
+"""``PromptSpec``: a prompt is a function whose parameters are the prompt's arguments and whose
+return value (a str, a Message, or a list of them) is the prompt's messages."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from protomcp_sdk.authoring.schema import Converter, analyze
+from protomcp_sdk.authoring.tools import check_name
+from protomcp_sdk.wire import protomcp_pb2 as pb
+
+
+@dataclass
+class PromptSpec:
+    name: str
+    title: str | None
+    description: str
+    arguments: list[pb.PromptArgument]
+    fn: Callable[..., Any]
+    is_async: bool
+    context_param: str | None
+    converter: Converter = field(repr=False)
+
+    def definition(self) -> pb.PromptDefinition:
+        return pb.PromptDefinition(
+            name=self.name, title=self.title or "", description=self.description, arguments=self.arguments
+        )
+
+
+def prompt_spec(
+    fn: Callable[..., Any], name: str | None, title: str | None, description: str | None
+) -> PromptSpec:
+    prompt_name = name if name is not None else getattr(fn, "__name__", "")
+    check_name(prompt_name)
+    signature = analyze(fn, prompt_name, returns=False)
+    properties = signature.input_schema.get("properties", {})
+    required = set(signature.input_schema.get("required", ()))
+    arguments = [
+        pb.PromptArgument(
+            name=param,
+            description=str(properties.get(param, {}).get("description", "")),
+            required=param in required,
+        )
+        for param in signature.params
+    ]
+    doc = inspect.cleandoc(fn.__doc__) if fn.__doc__ else ""
+    return PromptSpec(
+        name=prompt_name,
+        title=title,
+        description=description if description is not None else doc,
+        arguments=arguments,
+        fn=fn,
+        is_async=inspect.iscoroutinefunction(fn),
+        context_param=signature.context_param,
+        converter=signature.convert,
+    )

@@ -1,0 +1,145 @@
+"""``ResourceSpec``: static resources and URI templates, what reading one returns, and
+``resource_updated`` (bound by the tool process to its frame output)."""
+
+from __future__ import annotations
+
+import binascii
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from protomcp_sdk.authoring.results import EmbeddedResource
+from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
+from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.uritemplate import UriTemplate, is_template
+
+RESOURCE_NOT_FOUND = -32002
+INTERNAL_ERROR = -32603
+
+
+class ResourceNotFound(LookupError):
+    """Raise from a resource function when the URI names nothing (answered with -32002)."""
+
+
+@dataclass
+class ResourceSpec:
+    uri: str  # the URI, or the URI template
+    name: str
+    title: str | None
+    description: str
+    mime_type: str | None
+    size: int | None
+    annotations: dict[str, Any] | None
+    fn: Callable[..., Any]
+    is_async: bool
+    template: UriTemplate | None
+    context_param: str | None
+    converter: Converter = field(repr=False)
+
+    def definition(self) -> pb.ResourceDefinition | pb.ResourceTemplateDefinition:
+        common = {
+            "name": self.name,
+            "title": self.title or "",
+            "description": self.description,
+            "mime_type": self.mime_type or "",
+            "annotations_json": orjson.dumps(self.annotations).decode() if self.annotations else "",
+        }
+        if self.template is not None:
+            return pb.ResourceTemplateDefinition(uri_template=self.uri, **common)
+        return pb.ResourceDefinition(uri=self.uri, size=self.size or 0, **common)
+
+    def arguments(self, uri: str) -> dict[str, Any]:
+        """The function's keyword arguments for reading `uri` (template variables converted)."""
+        values = self.template.match(uri) if self.template is not None else {}
+        if values is None:
+            raise ResourceNotFound(f"{uri} does not match {self.uri}")
+        try:
+            return self.converter(values)
+        except ArgumentError as exc:
+            raise ArgumentError(f"Invalid URI {uri} for resource template {self.uri}: {exc}") from None
+
+    def contents(self, value: Any, uri: str) -> list[dict[str, Any]]:
+        """A read's return value as MCP resource contents: str -> text, bytes -> base64 blob,
+        EmbeddedResource -> its contents; a list or tuple gives several."""
+        items = value if isinstance(value, (list, tuple)) else [value]
+        return [self._content(item, uri) for item in items]
+
+    def _content(self, item: Any, uri: str) -> dict[str, Any]:
+        if isinstance(item, str):
+            return {"uri": uri, "mimeType": self.mime_type or "text/plain", "text": item}
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            blob = binascii.b2a_base64(item, newline=False).decode("ascii")
+            return {"uri": uri, "mimeType": self.mime_type or "application/octet-stream", "blob": blob}
+        if isinstance(item, EmbeddedResource):
+            return item.to_mcp()["resource"]
+        raise TypeError(
+            f"resource {self.uri} returned a {type(item).__name__}; return str (text), bytes (binary), "
+            "an EmbeddedResource, or a list of them"
+        )
+
+
+def resource_spec(
+    fn: Callable[..., Any],
+    uri: str,
+    name: str | None,
+    title: str | None,
+    description: str | None,
+    mime_type: str | None,
+    size: int | None,
+    annotations: dict[str, Any] | None,
+) -> ResourceSpec:
+    if not isinstance(uri, str) or not uri:
+        raise ValueError("@resource needs a URI, e.g. @resource('notes://{id}')")
+    label = name or getattr(fn, "__name__", uri)
+    template = UriTemplate(uri) if is_template(uri) else None
+    signature = analyze(fn, label, returns=False)
+    variables = template.variables if template is not None else []
+    defaults = {
+        p.name for p in inspect.signature(fn).parameters.values() if p.default is not inspect.Parameter.empty
+    }
+    for param in signature.params:
+        if param not in variables and param not in defaults:
+            raise TypeError(
+                f"resource {uri!r}: parameter {param!r} of {fn.__qualname__} is not a variable of the URI"
+                + (" (a URI without {variables} is read without arguments)" if template is None else "")
+            )
+    for variable in variables:
+        if variable not in signature.params:
+            raise TypeError(f"resource {uri!r}: {fn.__qualname__} has no parameter for {{{variable}}}")
+    doc = inspect.cleandoc(fn.__doc__) if fn.__doc__ else ""
+    return ResourceSpec(
+        uri=uri,
+        name=label,
+        title=title,
+        description=description if description is not None else doc,
+        mime_type=mime_type,
+        size=size,
+        annotations=dict(annotations) if annotations else None,
+        fn=fn,
+        is_async=inspect.iscoroutinefunction(fn),
+        template=template,
+        context_param=signature.context_param,
+        converter=signature.convert,
+    )
+
+
+# -- notifications from the tool file -------------------------------------------------------
+
+_send: Callable[[pb.Envelope], None] | None = None
+
+
+def bind(send: Callable[[pb.Envelope], None] | None) -> None:
+    """The tool process sets where resource notifications go."""
+    global _send
+    _send = send
+
+
+def resource_updated(uri: str) -> None:
+    """Tell subscribed clients that the resource at `uri` changed (they will read it again).
+    Callable from anywhere in a tool file: a tool, a background task or another thread."""
+    if _send is None:
+        raise RuntimeError("resource_updated() works only inside a tool process served by protomcp")
+    _send(pb.Envelope(resource_changed=pb.ResourceChangedNotification(uri=uri)))

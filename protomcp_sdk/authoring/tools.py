@@ -1,0 +1,143 @@
+"""``ToolSpec``: everything known about one tool, computed once when it is decorated."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from protomcp_sdk.authoring import docstrings
+from protomcp_sdk.authoring.outputs import OutputCheck
+from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
+from protomcp_sdk.wire import protomcp_pb2 as pb
+
+TaskSupport = Literal["forbidden", "optional", "required"]
+TASK_MODES = ("forbidden", "optional", "required")
+_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+_HINTS = (
+    ("readOnlyHint", "read_only_hint"),
+    ("destructiveHint", "destructive_hint"),
+    ("idempotentHint", "idempotent_hint"),
+    ("openWorldHint", "open_world_hint"),
+)
+
+
+@dataclass
+class ToolSpec:
+    """Everything known about one tool, computed once when it is decorated."""
+
+    name: str
+    title: str | None
+    description: str
+    fn: Callable[..., Any]
+    is_async: bool
+    annotations: dict[str, bool] | None
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    context_param: str | None
+    wraps_result: bool
+    converter: Converter | None = field(default=None, repr=False, compare=False)
+    hidden: bool = False
+    tags: frozenset[str] = frozenset()
+    timeout: float | None = None
+    warnings: tuple[str, ...] = ()  # likely mistakes, printed when the tool file loads
+    output_checker: OutputCheck | None = field(default=None, repr=False, compare=False)  # built on first use
+    task: TaskSupport = "forbidden"  # MCP execution.taskSupport
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, bool] | None = None,
+        hidden: bool = False,
+        tags: Iterable[str] = (),
+        timeout: float | None = None,
+        task: TaskSupport = "forbidden",
+    ) -> ToolSpec:
+        """Inspect ``fn`` (without registering it). Raises ValueError/TypeError on misuse."""
+        tool_name = name if name is not None else getattr(fn, "__name__", "")
+        check_name(tool_name)
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise TypeError(f"tool {tool_name!r} is a generator; tools must return their result")
+        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise ValueError(f"tool {tool_name!r}: timeout must be a positive number of seconds")
+        if isinstance(tags, str):
+            raise TypeError(f"tool {tool_name!r}: tags must be a set of strings, e.g. tags={{{tags!r}}}")
+        if task not in TASK_MODES:
+            raise ValueError(f"tool {tool_name!r}: task must be one of {', '.join(map(repr, TASK_MODES))}")
+        signature = analyze(fn, tool_name)
+        summary, documented = docstrings.parse(inspect.cleandoc(fn.__doc__)) if fn.__doc__ else ("", {})
+        if description is None:
+            description = summary  # the parameter sections go into the schema instead
+        for param, text in documented.items():
+            prop = signature.input_schema.get("properties", {}).get(param)
+            if isinstance(prop, dict) and "description" not in prop:
+                prop["description"] = text
+        return cls(
+            name=tool_name,
+            title=title,
+            description=description,
+            fn=fn,
+            is_async=inspect.iscoroutinefunction(fn),
+            annotations=dict(annotations) if annotations else None,
+            input_schema=signature.input_schema,
+            output_schema=signature.output_schema,
+            context_param=signature.context_param,
+            wraps_result=signature.wraps_result,
+            converter=signature.convert,
+            hidden=bool(hidden),
+            tags=frozenset(tags),
+            timeout=float(timeout) if timeout is not None else None,
+            warnings=signature.warnings,
+            task=task,
+        )
+
+    def convert(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """Validate JSON arguments and convert them to the keyword arguments ``fn`` expects.
+
+        Defaults are filled in; the Context parameter is not included. Unknown keys are ignored.
+        """
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            raise ArgumentError(
+                f"Invalid arguments for tool '{self.name}': expected a JSON object, "
+                f"got {type(arguments).__name__}"
+            )
+        return self.converter(arguments) if self.converter is not None else dict(arguments)
+
+    def definition(self) -> pb.ToolDefinition:
+        hints = self.annotations or {}
+        definition = pb.ToolDefinition(
+            name=self.name,
+            description=self.description,
+            title=self.title or "",
+            input_schema_json=orjson.dumps(self.input_schema).decode(),
+            output_schema_json=orjson.dumps(self.output_schema).decode() if self.output_schema else "",
+            annotations_json=orjson.dumps(self.annotations).decode() if self.annotations else "",
+            hidden=self.hidden,
+            tags=sorted(self.tags),
+            timeout=self.timeout or 0.0,
+            task_support=self.task != "forbidden",
+            task_support_mode=self.task,
+        )
+        for key, attr in _HINTS:
+            setattr(definition, attr, bool(hints.get(key, False)))
+        return definition
+
+
+def check_name(name: str) -> None:
+    """MCP tool names: 1-128 characters of A-Z a-z 0-9 _ - ."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(
+            f"invalid tool name {name!r}: use 1-128 characters from A-Z, a-z, 0-9, '_', '-' and '.' "
+            "(set it with @tool(name=...))"
+        )

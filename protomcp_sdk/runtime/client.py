@@ -1,0 +1,250 @@
+"""Asking the client during a call: sampling (its model), elicitation (its user) and roots
+(its workspace). The Envelope requests go to the host, which asks the client session that
+made the call; the tool's call stays suspended in this process until the answer comes."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import itertools
+import traceback
+import uuid
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+from protomcp_sdk.authoring.messages import to_messages
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.authoring.results import Audio, Image, Text, ToolError
+from protomcp_sdk.wire import protomcp_pb2 as pb
+
+DEFAULT_TIMEOUT = 300.0  # seconds: a person may have to answer
+GRACE = 5.0  # the host answers at the timeout; wait a little longer for that answer
+
+
+class ClientRequestError(ToolError):
+    """The client could not answer (no such capability, an error, a timeout, the call ended).
+    Uncaught, it fails the tool call with its message, like any ToolError."""
+
+
+# -- sampling ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingResult:
+    """The client model's answer: ``.text`` for text, ``.content`` for any content block."""
+
+    content: Any  # Text, Image, Audio, or the MCP dict for other kinds (or a list of them)
+    model: str
+    stop_reason: str | None
+    role: str = "assistant"
+    raw: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The text of the answer ("" when it has none)."""
+        blocks = self.content if isinstance(self.content, list) else [self.content]
+        return "".join(block.text for block in blocks if isinstance(block, Text))
+
+
+def sampling_request(
+    messages: Any,
+    *,
+    max_tokens: int,
+    system_prompt: str | None,
+    temperature: float | None,
+    stop_sequences: list[str] | None,
+    model_preferences: dict[str, Any] | None,
+    include_context: str | None,
+    metadata: dict[str, Any] | None,
+    timeout: float,
+) -> pb.Envelope:
+    params: dict[str, Any] = {"messages": to_messages(messages, "ctx.sample"), "maxTokens": int(max_tokens)}
+    optional = {
+        "systemPrompt": system_prompt,
+        "temperature": temperature,
+        "stopSequences": stop_sequences,
+        "modelPreferences": model_preferences,
+        "includeContext": include_context,
+        "metadata": metadata,
+    }
+    params.update({key: value for key, value in optional.items() if value is not None})
+    request = pb.SamplingRequest(params_json=orjson.dumps(params).decode(), timeout=timeout)
+    return pb.Envelope(sampling_request=request)
+
+
+def sampling_result(reply: pb.Envelope) -> SamplingResult:
+    response = reply.sampling_response
+    if response.is_error:
+        raise ClientRequestError(f"sampling failed: {response.error}")
+    result = orjson.loads(response.result_json)
+    content = result.get("content")
+    blocks = [_block(c) for c in content] if isinstance(content, list) else _block(content)
+    model = str(result.get("model", ""))
+    return SamplingResult(blocks, model, result.get("stopReason"), result.get("role", "assistant"), result)
+
+
+def _block(content: Any) -> Any:
+    if not isinstance(content, dict):
+        return content
+    kind = content.get("type")
+    if kind == "text":
+        return Text(str(content.get("text", "")))
+    if kind in ("image", "audio"):
+        import base64
+
+        cls = Image if kind == "image" else Audio
+        return cls(base64.b64decode(content.get("data", "")), str(content.get("mimeType", "")))
+    return content
+
+
+# -- elicitation ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitResult:
+    """The user's answer: ``.action`` is "accept", "decline" or "cancel"; ``.data`` the form's
+    content (validated into the schema's type) when accepted, else None."""
+
+    action: Literal["accept", "decline", "cancel"]
+    data: Any = None
+    content: dict[str, Any] | None = None  # the content as the client sent it
+
+
+def elicit_request(
+    message: str, schema: Any, url: str | None, elicitation_id: str | None, timeout: float
+) -> pb.Envelope:
+    if url is not None:
+        if schema is not None:
+            raise ValueError("ctx.elicit: give either schema= (form mode) or url= (URL mode), not both")
+        params: dict[str, Any] = {
+            "mode": "url",
+            "message": message,
+            "url": url,
+            "elicitationId": elicitation_id or uuid.uuid4().hex,
+        }
+    else:
+        if schema is None:
+            raise ValueError("ctx.elicit needs schema= (a pydantic model, a dataclass or a JSON Schema dict)")
+        params = {"mode": "form", "message": message, "requestedSchema": requested_schema(schema)}
+    request = pb.ElicitRequest(params_json=orjson.dumps(params).decode(), timeout=timeout)
+    return pb.Envelope(elicit_request=request)
+
+
+def elicit_result(reply: pb.Envelope, schema: Any) -> ElicitResult:
+    response = reply.elicit_response
+    if response.is_error:
+        raise ClientRequestError(f"elicitation failed: {response.error}")
+    result = orjson.loads(response.result_json)
+    action = result.get("action")
+    if action not in ("accept", "decline", "cancel"):
+        raise ClientRequestError(f"elicitation failed: the client answered with action {action!r}")
+    content = result.get("content") if action == "accept" else None
+    data = None
+    if action == "accept" and schema is not None:
+        content = content if isinstance(content, dict) else {}
+        if isinstance(schema, dict):
+            data = content
+        else:
+            from pydantic import TypeAdapter, ValidationError
+
+            try:
+                data = TypeAdapter(schema).validate_python(content)
+            except ValidationError as exc:
+                raise ClientRequestError(f"the user's answer does not fit the form: {exc}") from None
+    return ElicitResult(action, data, content)
+
+
+def requested_schema(schema: Any) -> dict[str, Any]:
+    """The flat object schema MCP elicitation allows (2025-11-25: primitive properties, string
+    enums with or without titles, arrays of enums; defaults kept), from a pydantic model, a
+    dataclass, or a JSON Schema dict given as is."""
+    if isinstance(schema, dict):
+        return schema
+    from pydantic import TypeAdapter
+
+    full = TypeAdapter(schema).json_schema()
+    if full.get("type") != "object":
+        raise TypeError(f"an elicitation schema is a pydantic model or a dataclass, not {schema!r}")
+    defs = full.get("$defs", {})
+    properties = {}
+    for name, prop in full.get("properties", {}).items():
+        properties[name] = flat = _flat(prop, defs)
+        if not _elicitable(flat):
+            raise TypeError(
+                f"elicitation field {name!r} of {getattr(schema, '__name__', schema)} is not a plain "
+                "string, number, integer, boolean, enum or list of enum values; forms hold only those"
+            )
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if full.get("required"):
+        out["required"] = list(full["required"])
+    return out
+
+
+def _flat(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """Inline $refs and drop `null` from Optional so each property is one primitive schema."""
+    if "$ref" in prop:
+        target = dict(defs.get(prop["$ref"].rsplit("/", 1)[-1], {}))
+        target.update({k: v for k, v in prop.items() if k != "$ref"})
+        prop = target
+    if "anyOf" in prop and any(option.get("type") == "null" for option in prop["anyOf"]):
+        options = [option for option in prop["anyOf"] if option.get("type") != "null"]
+        if len(options) == 1:
+            merged = _flat(options[0], defs)
+            merged.update({k: v for k, v in prop.items() if k != "anyOf" and v is not None})
+            prop = merged
+    prop = dict(prop)
+    if "enum" in prop and "type" not in prop:
+        prop["type"] = "string"
+    if prop.get("type") == "array" and isinstance(prop.get("items"), dict):
+        prop["items"] = _flat(prop["items"], defs)
+    if prop.get("default", 0) is None:
+        del prop["default"]
+    return prop
+
+
+def _elicitable(prop: dict[str, Any]) -> bool:
+    kind = prop.get("type")
+    if kind in ("string", "number", "integer", "boolean"):
+        return True
+    items = prop.get("items")
+    return kind == "array" and isinstance(items, dict) and ("enum" in items or "anyOf" in items)
+
+
+# -- roots -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Root:
+    uri: str
+    name: str | None = None
+
+
+def roots_request(timeout: float) -> pb.Envelope:
+    return pb.Envelope(list_roots_request=pb.ListRootsRequest(timeout=timeout))
+
+
+_HOOK_RUNS = itertools.count(1)  # keys of running async hooks: never reused
+
+
+def run_roots_hooks(loop: asyncio.AbstractEventLoop, tasks: dict[str, asyncio.Task[Any]]) -> None:
+    for hook in REGISTRY.roots_hooks:
+        try:
+            if inspect.iscoroutinefunction(hook):
+                key = f"roots-hook-{next(_HOOK_RUNS)}"
+                task = tasks[key] = loop.create_task(hook())
+                task.add_done_callback(lambda _, key=key: tasks.pop(key, None))
+            else:
+                hook()
+        except Exception:
+            traceback.print_exc()
+
+
+def roots_result(reply: pb.Envelope) -> list[Root]:
+    response = reply.list_roots_response
+    if response.is_error:
+        raise ClientRequestError(f"listing the client's roots failed: {response.error}")
+    roots = orjson.loads(response.roots_json) if response.roots_json else []
+    return [Root(str(r.get("uri", "")), r.get("name")) for r in roots if isinstance(r, dict)]

@@ -1,0 +1,277 @@
+"""The per-call Context a tool can ask for by annotating a parameter with it."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Generator, Iterable
+from typing import Any
+
+import orjson
+
+from protomcp_sdk.authoring.context import CallContext
+from protomcp_sdk.runtime import client
+from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.toollist import ToolListChange
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class _Sent:
+    """Returned by Context methods: the message is already queued when the call returns,
+    so ``await ctx.info(...)`` (async tools) and plain ``ctx.info(...)`` (sync tools) both work."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        return
+        yield  # pragma: no cover - makes this a generator
+
+
+_SENT = _Sent()
+
+ASK_TIMEOUT = 30.0  # seconds a sync tool waits for the host to answer a request
+
+Ask = Callable[[pb.Envelope], "asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]"]
+"""Sends a request to the host: an asyncio future on the event loop (async tools), a
+concurrent future in a worker thread (sync tools)."""
+
+
+class ToolListControlError(RuntimeError):
+    """The host refused a tool-list change (the call it names is over, say)."""
+
+
+def _names(reply: pb.Envelope) -> list[str]:
+    if reply.active_tools.error:
+        raise ToolListControlError(reply.active_tools.error)
+    return list(reply.active_tools.tool_names)
+
+
+def answer_of(future: Any, convert: Callable[[pb.Envelope], Any], timeout: float = ASK_TIMEOUT) -> Any:
+    """What a Context request returns: an awaitable in async tools, the value in sync tools."""
+    if isinstance(future, asyncio.Future):
+        return asyncio.ensure_future(_converted(future, convert, timeout))
+    try:
+        return convert(future.result(timeout=timeout))
+    except concurrent.futures.TimeoutError:
+        raise TimeoutError(f"the host did not answer within {timeout:g}s") from None
+
+
+async def _converted(
+    future: asyncio.Future[pb.Envelope], convert: Callable[[pb.Envelope], Any], timeout: float = ASK_TIMEOUT
+) -> Any:
+    async with asyncio.timeout(timeout):
+        return convert(await future)
+
+
+class Context(CallContext):
+    """Talks back to the client while a tool runs: progress, log messages, cancellation.
+
+    Every method is safe to call from async tools (``await ctx.info("...")``) and from sync
+    tools running in a worker thread (``ctx.info("...")``).
+    """
+
+    def __init__(
+        self,
+        request_id: str,
+        progress_token: str,
+        send: Callable[[pb.Envelope], None],
+        tool_name: str = "",
+        ask: Ask | None = None,
+        task_id: str = "",
+        auth_json: str = "",
+    ) -> None:
+        self.request_id = request_id
+        self._auth_json = auth_json
+        self.progress_token = progress_token
+        self.tool_name = tool_name
+        self.task_id = task_id  # set when the client runs this call as an MCP task
+        self._send = send
+        self._ask = ask
+        self._cancelled = False  # a plain flag: set once by the loop, read by the tool's thread
+
+    @property
+    def auth(self) -> dict[str, Any] | None:
+        """The verified claims of the caller's access token (``sub``, ``scope``, ``iss``...) when
+        the host serves HTTP with OAuth; None otherwise. The token itself never reaches a tool."""
+        return orjson.loads(self._auth_json) if self._auth_json else None
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the client cancelled this call. Long sync loops should check it."""
+        return self._cancelled
+
+    def _cancel(self) -> None:
+        self._cancelled = True
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> _Sent:
+        """Report progress; reaches the client only if it asked for progress on this call.
+        In a task, it also becomes the task's status message (the message, or "progress/total")."""
+        if self.task_id and (message or total is not None):
+            self._task_status("", message or "", int(progress), int(total or 0))
+        if self.progress_token:
+            note = pb.ProgressNotification(
+                progress_token=self.progress_token,
+                progress=int(progress),
+                progress_value=float(progress),
+                message=message or "",
+            )
+            if total is not None:
+                note.total = int(total)
+                note.total_value = float(total)
+            self._send(pb.Envelope(request_id=self.request_id, progress=note))
+        return _SENT
+
+    def set_task_status(self, message: str, *, input_required: bool = False) -> _Sent:
+        """Set the status message of the task this call runs as (the client sees it in
+        tasks/get and notifications/tasks/status); ``input_required=True`` moves the task to
+        ``input_required`` until the next call with it False. Raises RuntimeError outside a task."""
+        if not self.task_id:
+            raise RuntimeError("set_task_status: this call is not running as a task (ctx.task_id is empty)")
+        self._task_status("input_required" if input_required else "working", message, 0, 0)
+        return _SENT
+
+    def _task_status(self, state: str, message: str, progress: int, total: int) -> None:
+        note = pb.TaskStatusResponse(
+            task_id=self.task_id, state=state, message=message, progress=progress, total=total
+        )
+        self._send(pb.Envelope(request_id=self.request_id, task_status_response=note))
+
+    def log(self, level: str, message: Any, *, logger: str | None = None) -> _Sent:
+        """Send a log message to the client (MCP ``notifications/message``)."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        entry = pb.LogMessage(
+            level=level,
+            logger=logger or self.tool_name,
+            data_json=orjson.dumps(message, default=str).decode(),
+        )
+        self._send(pb.Envelope(request_id=self.request_id, log=entry))
+        return _SENT
+
+    def resource_updated(self, uri: str) -> _Sent:
+        """Tell clients subscribed to `uri` that it changed (``notifications/resources/updated``)."""
+        self._send(pb.Envelope(resource_changed=pb.ResourceChangedNotification(uri=uri)))
+        return _SENT
+
+    def debug(self, message: Any) -> _Sent:
+        return self.log("debug", message)
+
+    def info(self, message: Any) -> _Sent:
+        return self.log("info", message)
+
+    def warning(self, message: Any) -> _Sent:
+        return self.log("warning", message)
+
+    def error(self, message: Any) -> _Sent:
+        return self.log("error", message)
+
+    # -- the session's tool list ---------------------------------------------------------
+    # Each changes the tool list of the client session that made this call and returns the
+    # names of the tools now active there (awaitable in async tools, a plain list in sync ones).
+    # The client gets one notifications/tools/list_changed when its list really changed.
+
+    def enable_tools(self, names: Iterable[str]) -> Any:
+        """Show these tools (also tools declared ``@tool(hidden=True)``)."""
+        return self._change(ToolListChange.of(enable=names))
+
+    def disable_tools(self, names: Iterable[str]) -> Any:
+        """Hide these tools; calling them is refused until they are enabled again."""
+        return self._change(ToolListChange.of(disable=names))
+
+    def set_allowed(self, names: Iterable[str]) -> Any:
+        """Allowlist mode: exactly these tools are active."""
+        return self._change(ToolListChange.of(allow=names))
+
+    def set_blocked(self, names: Iterable[str]) -> Any:
+        """Blocklist mode: every tool except these (and hidden ones) is active."""
+        return self._change(ToolListChange.of(block=names))
+
+    def update_tools(
+        self,
+        *,
+        enable: Iterable[str] = (),
+        disable: Iterable[str] = (),
+        allow: Iterable[str] | None = None,
+        block: Iterable[str] | None = None,
+    ) -> Any:
+        """One atomic change: a new allowlist or blocklist (None or empty: keep the mode),
+        then enables, then disables — one list_changed at most."""
+        return self._change(
+            ToolListChange.of(enable=enable, disable=disable, allow=allow or None, block=block or None)
+        )
+
+    def active_tools(self) -> Any:
+        """The names of the tools active in this call's session."""
+        return self._control(pb.Envelope(get_active_tools=pb.GetActiveToolsRequest()))
+
+    # -- asking the client (see client.py) -------------------------------------------------------
+    # Each is awaitable in async tools and a plain (blocking) call in sync ones; the call stays
+    # suspended here until the client answers. Failures raise ClientRequestError (a ToolError).
+
+    def sample(
+        self,
+        messages: Any,
+        *,
+        max_tokens: int = 1000,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: list[str] | None = None,
+        model_preferences: dict[str, Any] | None = None,
+        include_context: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        timeout: float = client.DEFAULT_TIMEOUT,
+    ) -> Any:
+        """Ask the client's model (``sampling/createMessage``): a str (one user message), a
+        Message or a list of them. Returns a SamplingResult (``.text``, ``.content``,
+        ``.model``, ``.stop_reason``)."""
+        request = client.sampling_request(
+            messages,
+            max_tokens=max_tokens,
+            system_prompt=system_prompt,
+            temperature=temperature,
+            stop_sequences=stop_sequences,
+            model_preferences=model_preferences,
+            include_context=include_context,
+            metadata=metadata,
+            timeout=timeout,
+        )
+        return self._ask_client(request, client.sampling_result, timeout)
+
+    def elicit(
+        self,
+        message: str,
+        schema: Any = None,
+        *,
+        url: str | None = None,
+        elicitation_id: str | None = None,
+        timeout: float = client.DEFAULT_TIMEOUT,
+    ) -> Any:
+        """Ask the user (``elicitation/create``). Form mode: `schema` is a pydantic model, a
+        dataclass or a JSON Schema dict; URL mode: `url` to open. Returns an ElicitResult
+        (``.action`` "accept"/"decline"/"cancel", ``.data`` validated into `schema`)."""
+        request = client.elicit_request(message, schema, url, elicitation_id, timeout)
+        return self._ask_client(request, lambda reply: client.elicit_result(reply, schema), timeout)
+
+    def list_roots(self, *, timeout: float = client.DEFAULT_TIMEOUT) -> Any:
+        """The client's roots (``roots/list``): a list of Root(uri, name)."""
+        return self._ask_client(client.roots_request(timeout), client.roots_result, timeout)
+
+    def _ask_client(
+        self, envelope: pb.Envelope, convert: Callable[[pb.Envelope], Any], timeout: float
+    ) -> Any:
+        if self._ask is None:
+            raise RuntimeError("this Context is not connected to a protomcp host")
+        envelope.call_id = self.request_id
+        return answer_of(self._ask(envelope), convert, timeout + client.GRACE)
+
+    def _change(self, change: ToolListChange) -> Any:
+        return self._control(change.envelope())
+
+    def _control(self, envelope: pb.Envelope) -> Any:
+        if self._ask is None:
+            raise RuntimeError("this Context is not connected to a protomcp host")
+        envelope.call_id = self.request_id
+        return answer_of(self._ask(envelope), _names)

@@ -1,0 +1,159 @@
+"""Running this process's ``@middleware`` for the host: one suspended invocation per call,
+from phase "before" (up to ``call_next``) to phase "after" (with the call's result)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any, Protocol
+
+import orjson
+
+from protomcp_sdk.authoring.encoding import mcp_result_json, tool_result_from_mcp
+from protomcp_sdk.authoring.middleware import MiddlewareSpec, ToolCall
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.authoring.results import ToolError, ToolResult
+from protomcp_sdk.wire import protomcp_pb2 as pb
+
+
+class Process(Protocol):
+    """What the runner needs of the tool process."""
+
+    loop: asyncio.AbstractEventLoop
+
+    def send(self, envelope: pb.Envelope) -> None: ...
+
+
+class MiddlewareRunner:
+    """Runs this process's middleware for the host: one suspended invocation per call."""
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+        self.running: dict[tuple[str, str], _Invocation] = {}  # (call id, middleware name)
+        self.serials = itertools.count(1)  # invocation ids: never reused in this process
+
+    def registrations(self) -> list[pb.RegisterMiddlewareRequest]:
+        return [
+            pb.RegisterMiddlewareRequest(name=spec.name, priority=spec.priority, methods=["tools/call"])
+            for spec in REGISTRY.middleware.values()
+        ]
+
+    def intercept(self, envelope: pb.Envelope) -> None:
+        request = envelope.middleware_intercept
+        key = (envelope.call_id, request.middleware_name)
+        if request.phase == "before":
+            spec = REGISTRY.middleware.get(request.middleware_name)
+            if spec is None:
+                self.reply(
+                    envelope.request_id, reject=True, reject_reason="no such middleware in this process"
+                )
+                return
+            stale = self.running.get(key)
+            if stale is not None:  # the host started this call again: the old one has ended
+                stale.abandon()
+            invocation = _Invocation(self, spec, key, envelope.request_id, next(self.serials))
+            self.running[key] = invocation
+            params = orjson.loads(request.params_json or "{}")
+            call = ToolCall(str(params.get("name", "")), dict(params.get("arguments") or {}))
+            invocation.task = self.process.loop.create_task(invocation.run(call))
+        else:
+            invocation = self.running.get(key)
+            if invocation is None:  # it answered the call itself, or it is gone: leave the result
+                self.reply(envelope.request_id)
+            else:
+                invocation.resume(envelope.request_id, request.params_json)
+
+    def reply(self, request_id: str, **fields: Any) -> None:
+        response = pb.MiddlewareInterceptResponse(**fields)
+        self.process.send(pb.Envelope(request_id=request_id, middleware_intercept_response=response))
+
+
+class _Invocation:
+    """One middleware wrapped around one call, from phase "before" to phase "after"."""
+
+    def __init__(
+        self,
+        runner: MiddlewareRunner,
+        spec: MiddlewareSpec,
+        key: tuple[str, str],
+        request_id: str,
+        serial: int,
+    ) -> None:
+        self.runner = runner
+        self.spec = spec
+        self.key = key
+        self.serial = serial  # unique for the process's lifetime
+        self.request_id = request_id  # the host request our next reply answers
+        self.after: asyncio.Future[str] = runner.process.loop.create_future()
+        self.passed_on = False  # call_next was called
+        self.received: ToolResult | None = None  # what call_next returned
+        self.task: asyncio.Task[None] | None = None
+        self.original_arguments = b""
+        self.abandoned = False
+
+    async def run(self, call: ToolCall) -> None:
+        self.original_arguments = orjson.dumps(call.arguments)
+        reply: dict[str, Any]
+        try:
+            result = await self.spec.fn(call, self.call_next)
+            if not self.passed_on:  # it answered the call itself
+                reply = {"result_json": mcp_result_json(_as_tool_result(result, self.spec.name))}
+            elif result is self.received:
+                reply = {}
+            else:
+                reply = {"params_json": mcp_result_json(_as_tool_result(result, self.spec.name))}
+        except ToolError as exc:
+            reply = {"reject": True, "reject_reason": exc.message}
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if self.abandoned or (task is not None and task.cancelling()):
+                raise  # cancelled from outside (abandoned, or the process is ending): nobody waits
+            reply = _failed(exc)  # its own code raised CancelledError: still one answer
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+            reply = _failed(exc)  # the host names the middleware: "middleware 'x' failed: ..."
+        finally:
+            if self.runner.running.get(self.key) is self:
+                del self.runner.running[self.key]
+        self._reply(**reply)
+
+    def abandon(self) -> None:
+        """Its call ended without a phase "after": stop waiting in call_next."""
+        self.abandoned = True
+        if self.task is not None:
+            self.task.cancel()
+
+    async def call_next(self, call: ToolCall) -> ToolResult:
+        if self.passed_on:
+            raise RuntimeError(f"middleware {self.spec.name!r} called call_next twice")
+        self.passed_on = True
+        changed = orjson.dumps(call.arguments) != self.original_arguments
+        params = orjson.dumps({"name": call.name, "arguments": call.arguments}).decode() if changed else ""
+        self._reply(params_json=params)
+        result_json = await self.after
+        self.received = tool_result_from_mcp(orjson.loads(result_json))
+        return self.received
+
+    def resume(self, request_id: str, result_json: str) -> None:
+        self.request_id = request_id
+        if not self.after.done():
+            self.after.set_result(result_json)
+
+    def _reply(self, **fields: Any) -> None:
+        self.runner.reply(self.request_id, **fields)
+
+
+def _failed(exc: BaseException) -> dict[str, Any]:
+    detail = str(exc)
+    return {
+        "reject": True,
+        "failed": True,
+        "reject_reason": f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__,
+    }
+
+
+def _as_tool_result(value: Any, name: str) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(content=[value])
+    raise TypeError(f"middleware {name!r} must return a ToolResult (or a str), not {type(value).__name__}")

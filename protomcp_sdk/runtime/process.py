@@ -1,0 +1,466 @@
+"""The tool process: imports a tool file and serves Envelope frames on dedicated pipes.
+
+One asyncio loop reads frames and dispatches them. Async tools run as tasks; sync
+tools run start to finish (argument conversion, the function, the result frame) in a
+worker thread, so a slow one never blocks another and a fast one costs one thread
+hand-off. Frames are written whole under a lock, from whichever thread has one ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+import itertools
+import os
+import sys
+import threading
+import traceback
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from protomcp_sdk.authoring import resources
+from protomcp_sdk.authoring.encoding import encode_error, encode_result
+from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.authoring.schema import ArgumentError
+from protomcp_sdk.authoring.tools import ToolSpec
+from protomcp_sdk.runtime import client, liveness, logs, output
+from protomcp_sdk.runtime.context import Context
+from protomcp_sdk.runtime.features import Features
+from protomcp_sdk.runtime.loading import load_tool_file, report_failure
+from protomcp_sdk.runtime.middleware import MiddlewareRunner
+from protomcp_sdk.runtime.spool import Spool
+from protomcp_sdk.runtime.threads import SyncWorkers
+from protomcp_sdk.wire import framing as wire
+from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.env import CANCEL_GRACE_ENV, EXIT_GRACE_ENV, FD_ENV
+from protomcp_sdk.wire.version import SDK_NAME, SDK_VERSION
+
+CANCEL_GRACE = float(os.environ.get(CANCEL_GRACE_ENV, "") or 10.0)
+"""Seconds a cancelled (or timed-out) sync call may keep its thread before a warning names it."""
+
+EXIT_GRACE = float(os.environ.get(EXIT_GRACE_ENV, "") or 30.0)
+"""Seconds running calls may take to finish once the host closed our input; then we exit anyway."""
+
+
+class ToolProcess:
+    """Serves the tools in REGISTRY over a pair of pipe file descriptors."""
+
+    def __init__(self, read_fd: int, write_fd: int, tool_file: str, *, standby: bool) -> None:
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+        self.tool_file = tool_file
+        self.loaded = not standby  # a standby process loads the file on the host's first frame
+        self.loop = asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()
+        self.decoder = wire.FrameDecoder()
+        self.tasks: dict[str, tuple[asyncio.Task[None], Context]] = {}
+        self.threads: dict[str, Context] = {}
+        self.stuck: dict[str, str] = {}  # request id -> tool: cancelled, thread not back after a grace period
+        self.on_call_end: Callable[[], None] | None = None  # set while exiting: waits for running calls
+        # Async resource reads, prompts, completions (by request id: cancellable) and roots hooks.
+        self.requests: dict[str, asyncio.Task[Any]] = {}
+        self.features = Features(self)
+        self.workers = SyncWorkers()
+        self.write_lock = threading.Lock()
+        self.outbox: deque[list[bytes]] = deque()
+        self.spool = Spool()
+        self.asks: dict[str, asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]] = {}
+        self._ask_ids = itertools.count(1)
+        self.middleware = MiddlewareRunner(self)
+        self.broken = False
+        self.exit_code: asyncio.Future[int] = self.loop.create_future()
+
+    # -- output --------------------------------------------------------------------
+    def send(self, envelope: pb.Envelope) -> None:
+        """Write one frame, whole; callable from the loop and from worker threads."""
+        self._send([wire.encode(envelope)])
+
+    def send_result(self, request_id: str, response: pb.CallToolResponse, content: bytes) -> None:
+        """A call's answer (see send_payload)."""
+
+        def answer(inline: str) -> pb.Envelope:
+            response.result_json = inline  # before the Envelope copies the response
+            return pb.Envelope(request_id=request_id, call_result=response)
+
+        self.send_payload(request_id, content, wire.RAW_RESULT_JSON, answer)
+
+    def send_payload(
+        self, request_id: str, content: bytes, content_type: str, answer: Callable[[str], pb.Envelope]
+    ) -> None:
+        """An answer carrying JSON `content`. Large content goes ahead of it outside the
+        Envelope: as a spool file the host maps (no pipe crossing), or as raw bytes on the
+        pipe; `answer("")` is then the frame that follows. Small content goes inside it."""
+        if len(content) > wire.RAW_THRESHOLD:
+            result = wire.encode(answer(""))
+            path = self.spool.put(request_id, content)
+            if path:
+                self._send([wire.raw_header(request_id, len(content), content_type, path), result])
+            else:
+                self._send([*wire.encode_raw(request_id, content, content_type), result])
+        else:
+            self._send([wire.encode(answer(content.decode()))])
+
+    def _send(self, pieces: list[bytes]) -> None:
+        """Queue pieces that must stay together and write what is queued.
+
+        Whoever holds the write lock also writes what others queued meanwhile, so no
+        thread ever waits for the lock and busy periods need fewer system calls."""
+        self.outbox.append(pieces)
+        while self.outbox and self.write_lock.acquire(blocking=False):
+            try:
+                small: list[bytes] = []
+                while self.outbox:
+                    for piece in self.outbox.popleft():
+                        if len(piece) > wire.RAW_THRESHOLD:  # write big pieces as they are
+                            self._write(b"".join(small))
+                            small.clear()
+                            self._write(piece)
+                        else:
+                            small.append(piece)
+                self._write(small[0] if len(small) == 1 else b"".join(small))
+            finally:
+                self.write_lock.release()
+            # Pieces queued after our last look are ours to write unless someone took the lock.
+
+    def flush(self) -> None:
+        """Write what is still queued, after any write under way in another thread."""
+        with self.write_lock:
+            while self.outbox:
+                for piece in self.outbox.popleft():
+                    self._write(piece)
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view and not self.broken:
+                view = view[os.write(self.write_fd, view) :]
+        except OSError:  # the host is gone; the read side will see EOF and end us
+            self.broken = True
+
+    def ask(
+        self, envelope: pb.Envelope
+    ) -> asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]:
+        """Send a request to the host; the future completes with its answer frame. An asyncio
+        future on the loop (async tools), a concurrent one from worker threads (sync tools)."""
+        envelope.request_id = request_id = f"p{next(self._ask_ids)}"  # p: asked by the process
+        future: asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]
+        if threading.get_ident() == self.loop_thread:
+            future = self.loop.create_future()
+        else:
+            future = concurrent.futures.Future()
+        self.asks[request_id] = future
+        self.send(envelope)
+        return future
+
+    def _answered(self, envelope: pb.Envelope) -> None:
+        future = self.asks.pop(envelope.request_id, None)
+        if future is not None and not future.done():
+            future.set_result(envelope)
+
+    # -- lifecycle -----------------------------------------------------------------
+    async def serve(self) -> int:
+        """Serve frames until the host closes our input; return the exit status."""
+        transport, _ = await self.loop.connect_read_pipe(
+            lambda: _Frames(self), os.fdopen(self.read_fd, "rb", buffering=0)
+        )
+        if self.loaded:
+            self.load()
+        watchdog = liveness.Watchdog(self.loop, self.loop_thread, self.send)
+        watchdog.start()
+        try:
+            code = await self.exit_code
+        finally:
+            transport.close()
+            watchdog.stop()
+        # Let running calls finish before exiting, within a bound: a stuck one must not keep
+        # the process alive once its host has let go of it. Cancelled calls are not waited
+        # for (nobody wants their answers; a thread that ignores cancellation may never end).
+        settled = asyncio.Event()
+
+        def check() -> None:
+            if not self.tasks and all(ctx.cancelled for ctx in list(self.threads.values())):
+                settled.set()
+
+        self.on_call_end = lambda: self.loop.call_soon_threadsafe(check)
+        check()
+        try:
+            async with asyncio.timeout(EXIT_GRACE):
+                await settled.wait()
+        except TimeoutError:
+            running = sorted({ctx.tool_name for ctx in self.threads.values()} | {
+                ctx.tool_name for _, ctx in self.tasks.values()})  # fmt: skip
+            print(
+                f"protomcp tool process: exiting with calls still running after {EXIT_GRACE:g}s "
+                f"({', '.join(running)})",
+                file=sys.stderr,
+            )
+            code = code or 1
+        self.workers.close()
+        self.flush()  # answers queued behind another thread's write are written before we exit
+        self.spool.remove(everything=self.broken)  # unread answer files stay for the host
+        return code
+
+    def load(self) -> None:
+        self.loaded = True
+        logs.install(self.send)
+        output.install(self.send)
+        resources.bind(self.send)
+        load_error = load_tool_file(self.tool_file)
+        for warning in [] if load_error else REGISTRY.warnings(Path(self.tool_file).name):
+            print(f"warning: {warning}", file=sys.stderr)
+        self.send(pb.Envelope(hello=self._hello(load_error)))
+        if load_error:
+            self.finish(1)
+            return
+        for registration in self.middleware.registrations():
+            self.ask(pb.Envelope(register_middleware=registration))
+
+    def finish(self, code: int) -> None:
+        if not self.exit_code.done():
+            self.exit_code.set_result(code)
+
+    def _hello(self, load_error: str) -> pb.Hello:
+        return pb.Hello(
+            protocol_version=wire.PROTOCOL_VERSION,
+            sdk_name=SDK_NAME,
+            sdk_version=SDK_VERSION,
+            tool_file=self.tool_file,
+            pid=os.getpid(),
+            python_version=sys.version.split()[0],
+            error=load_error,
+            completions=bool(REGISTRY.completions),
+        )
+
+    # -- input ---------------------------------------------------------------------
+    def received(self, data: bytes) -> None:
+        try:
+            for envelope in self.decoder.feed(data):
+                self.dispatch(envelope)
+        except wire.FrameError as exc:
+            print(f"protomcp tool process: bad frame from host: {exc}", file=sys.stderr)
+            self.finish(2)
+
+    def dispatch(self, envelope: pb.Envelope) -> None:
+        if self.exit_code.done():
+            return
+        if not self.loaded:
+            self.load()  # the first frame to a standby process means "load now"
+            return
+        kind = envelope.WhichOneof("msg")
+        try:
+            if kind == "call_tool":
+                self.start_call(envelope.request_id, envelope.call_tool)
+            elif kind == "cancel":
+                self.cancel_call(envelope.cancel.request_id)
+            elif kind == "list_tools":
+                tools = [spec.definition() for spec in REGISTRY.tools.values()]
+                self.send(
+                    pb.Envelope(request_id=envelope.request_id, tool_list=pb.ToolListResponse(tools=tools))
+                )
+            elif kind == "heartbeat":
+                self.send(
+                    pb.Envelope(
+                        request_id=envelope.request_id,
+                        heartbeat_reply=liveness.reply(self.workers, self.stuck),
+                    )
+                )
+            elif kind in (
+                "active_tools",
+                "register_middleware_response",
+                "sampling_response",
+                "elicit_response",
+                "list_roots_response",
+            ):
+                self._answered(envelope)
+            elif kind == "middleware_intercept":
+                self.middleware.intercept(envelope)
+            elif kind == "roots_changed":
+                client.run_roots_hooks(self.loop, self.requests)
+            elif kind in self.features.handlers:
+                self.features.handlers[kind](envelope)
+            else:
+                print(f"protomcp tool process: ignoring unsupported frame {kind!r}", file=sys.stderr)
+        except BaseException as exc:  # whatever a handler raised, its request still gets an answer
+            self._handler_failed(kind, envelope, exc)
+
+    def _handler_failed(self, kind: str | None, envelope: pb.Envelope, exc: BaseException) -> None:
+        print(
+            f"protomcp tool process: handling a {kind!r} frame failed: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            if kind == "call_tool":
+                self.threads.pop(envelope.request_id, None)  # not running: nothing to wait for
+                self.tasks.pop(envelope.request_id, None)
+                self.send_result(envelope.request_id, *encode_error(exc, envelope.call_tool.name))
+            elif kind == "middleware_intercept":
+                reason = f"{type(exc).__name__}: {exc}"
+                self.middleware.reply(envelope.request_id, reject=True, failed=True, reject_reason=reason)
+            else:
+                self.features.fail(kind, envelope.request_id, f"{type(exc).__name__}: {exc}")
+        except Exception:  # nothing more to be done; the host's timeout answers
+            traceback.print_exc()
+
+    def start_call(self, request_id: str, request: pb.CallToolRequest) -> None:
+        spec = REGISTRY.tools.get(request.name)
+        if spec is None:
+            error = ArgumentError(f"Unknown tool: {request.name}")
+            self.send_result(request_id, *encode_error(error, request.name))
+            return
+        ctx = Context(
+            request_id,
+            request.progress_token,
+            self.send,
+            spec.name,
+            self.ask,
+            request.task_id,
+            request.auth_json,
+        )
+        context = contextvars.copy_context()  # logging records made by the call carry its id
+        context.run(logs.CURRENT_CALL.set, request_id)
+        if spec.is_async:
+            coro = self.run_async(request_id, spec, request.arguments_json, ctx)
+            task = self.loop.create_task(coro, context=context)
+            self.tasks[request_id] = (task, ctx)
+        else:
+            self.threads[request_id] = ctx
+            self.workers.submit(
+                spec.name, context.run, self.run_sync, request_id, spec, request.arguments_json, ctx
+            )
+
+    def cancel_call(self, request_id: str) -> None:
+        ctx = self.threads.get(request_id)
+        if ctx is not None:
+            ctx._cancel()  # a thread cannot be interrupted: the tool may check ctx.cancelled
+            self.loop.call_later(CANCEL_GRACE, self._warn_if_running, request_id, ctx)
+        entry = self.tasks.get(request_id)
+        if entry is not None:
+            entry[1]._cancel()
+            entry[0].cancel()
+        request = self.requests.get(request_id)  # a resource read, prompt or completion
+        if request is not None:
+            request.cancel()
+
+    def _warn_if_running(self, request_id: str, ctx: Context) -> None:
+        if self.threads.get(request_id) is ctx:
+            self.stuck[request_id] = ctx.tool_name
+            print(
+                f"protomcp: tool '{ctx.tool_name}' was cancelled {CANCEL_GRACE:g}s ago and its thread "
+                "has not returned (it does not check ctx.cancelled, or is stuck in C code); "
+                "the thread stays busy until it does",
+                file=sys.stderr,
+            )
+
+    # A call is over (on_call_end) only once its answer is handed to the writer: a process told
+    # to exit waits for that, then flushes, so no finished call loses its answer.
+    async def run_async(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
+        try:
+            try:
+                value = await spec.fn(**_arguments(spec, arguments_json, ctx))
+                response, content = encode_result(value, spec)
+            except asyncio.CancelledError as exc:
+                task = asyncio.current_task()
+                if ctx.cancelled or (task is not None and task.cancelling()):
+                    return  # cancelled by the host (which has answered) or by the process ending
+                response, content = encode_error(exc, spec.name)  # the tool's own code raised it
+                report_failure(exc, ctx)
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+                response, content = encode_error(exc, spec.name)
+                report_failure(exc, ctx)
+            self.send_result(request_id, response, content)
+        finally:
+            self.tasks.pop(request_id, None)
+            if self.on_call_end is not None:
+                self.on_call_end()
+
+    def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
+        try:
+            try:
+                response, content = encode_result(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+                response, content = encode_error(exc, spec.name)
+                report_failure(exc, ctx)
+            if not ctx.cancelled:
+                self.send_result(request_id, response, content)
+        finally:
+            self.threads.pop(request_id, None)
+            self.stuck.pop(request_id, None)
+            if self.on_call_end is not None:
+                self.on_call_end()
+
+
+class _Frames(asyncio.Protocol):
+    def __init__(self, process: ToolProcess) -> None:
+        self.process = process
+
+    def data_received(self, data: bytes) -> None:
+        self.process.received(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        try:
+            self.process.decoder.close()
+        except wire.FrameError as error:
+            print(f"protomcp tool process: {error}", file=sys.stderr)
+        self.process.finish(0)  # the host closed our input: it is stopping us
+
+
+def _arguments(spec: ToolSpec, arguments_json: str, ctx: Context) -> dict[str, Any]:
+    arguments = orjson.loads(arguments_json) if arguments_json else {}
+    if not isinstance(arguments, dict):
+        raise ArgumentError(f"Arguments for tool '{spec.name}' must be a JSON object")
+    kwargs = spec.convert(arguments)
+    if spec.context_param:
+        kwargs[spec.context_param] = ctx
+    return kwargs
+
+
+def _let_go_of_frames(*fds: int) -> None:
+    """In a child the tool forked (os.fork, multiprocessing): point the frame fds at the null
+    device, so the child does not keep the host's pipe open after this process is gone (the
+    numbers stay valid for whatever Python objects still hold them)."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        return
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd, inheritable=False)
+    os.close(null)
+
+
+USAGE = "usage: python -m protomcp_sdk [--standby] TOOL_FILE  (started by the protomcp host)"
+
+
+def main(argv: list[str]) -> int:
+    standby = argv[:1] == ["--standby"]  # imported the SDK; load the file when the host says so
+    if standby:
+        argv = argv[1:]
+    if len(argv) != 1:
+        print(USAGE, file=sys.stderr)
+        return 2
+    fds = os.environ.get(FD_ENV, "")
+    try:
+        read_fd, write_fd = (int(part) for part in fds.split(","))
+    except ValueError:
+        print(
+            f"protomcp tool process: {FD_ENV} is not set; tool files are served by the host: "
+            f"run `protomcp run {argv[0]}`",
+            file=sys.stderr,
+        )
+        return 2
+    for fd in (read_fd, write_fd):  # keep them out of processes the tools start
+        os.set_inheritable(fd, False)
+    os.register_at_fork(after_in_child=lambda: _let_go_of_frames(read_fd, write_fd))
+    tool_file = str(Path(argv[0]).resolve())
+
+    async def run() -> int:
+        return await ToolProcess(read_fd, write_fd, tool_file, standby=standby).serve()
+
+    return asyncio.run(run())
