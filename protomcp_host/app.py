@@ -87,6 +87,7 @@ class Host:
         self.forwarding = Forwarding(self.features, self.supervisors, lambda: self.routers, call_timeout)
         self.features.completions_expected = any(declares_completions(file) for file in files)
         self.started = False
+        self.startup_error: str | None = None  # why the tool files did not load (start raised)
         for file in files:
             self.supervisors[label_of(file)] = Supervisor(
                 file,
@@ -117,7 +118,8 @@ class Host:
             for supervisor in self.supervisors.values():
                 starting.start_soon(start_one, supervisor)
         if errors:
-            raise StartupError("\n".join(errors))
+            self.startup_error = "\n".join(errors)
+            raise StartupError(self.startup_error)
         self.started = True
         self.ready.set()
 

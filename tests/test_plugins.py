@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -57,26 +58,54 @@ def test_unknown_module_and_plugin_are_clear_errors(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def plugin_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A virtualenv (seeing this interpreter's packages, so no network) with the example plugin."""
+    """A virtualenv with the example plugin installed, made from what this test run has alone.
+
+    Nothing is built: no pip, setuptools or wheel is asked for (the base interpreter of a test
+    virtualenv may lack them). The plugin's files go where an installer puts them, beside the
+    `.dist-info` an installer writes (metadata and entry points read from the example's
+    pyproject.toml), and a .pth file lets the new environment see this run's own packages
+    (protomcp_sdk and its dependencies)."""
     root = tmp_path_factory.mktemp("plugin")
-    source = root / "src"
-    shutil.copytree(PLUGIN, source)  # building writes into the source tree: not into the repo
     venv = root / "venv"
-    # --without-pip: the venv uses this interpreter's pip and setuptools (no downloads).
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-        timeout=120,
-    )
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    offline = ["--no-deps", "--no-build-isolation", "--no-index", "-q"]
-    subprocess.run(
-        [str(python), "-m", "pip", "install", *offline, str(source)],
-        check=True,
-        timeout=300,
-        capture_output=True,
+    where = [sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+    ours = {subprocess.run(where, capture_output=True, text=True, check=True).stdout.strip()}
+    ours.update(p for p in sys.path if p.endswith("-packages"))
+    site_packages = Path(
+        subprocess.run([str(python), *where[1:]], capture_output=True, text=True, check=True).stdout.strip()
     )
+    site_packages.mkdir(parents=True, exist_ok=True)
+    # addsitedir, not a bare path: the .pth files there (editable installs) are read too.
+    lines = [f"import site; site.addsitedir({folder!r})" for folder in sorted(ours)]
+    (site_packages / "zz_test_run_packages.pth").write_text("\n".join(lines) + "\n")
+    install_plugin(PLUGIN, site_packages)
     return python
+
+
+def install_plugin(source: Path, site_packages: Path) -> None:
+    """What `pip install` leaves for a pure-Python distribution: its package, and a .dist-info
+    with METADATA, entry_points.txt, INSTALLER and RECORD."""
+    pyproject = tomllib.loads((source / "pyproject.toml").read_text())
+    project, packages = pyproject["project"], pyproject["tool"]["setuptools"]["packages"]
+    for package in packages:
+        shutil.copytree(source / package, site_packages / package)
+    name, version = project["name"], project["version"]
+    info = site_packages / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: {project['description']}\n"
+    )
+    groups = project.get("entry-points", {})
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in entries.items()) + "\n"
+            for group, entries in groups.items()
+        )
+    )
+    (info / "INSTALLER").write_text("protomcp-tests\n")
+    files = [p.relative_to(site_packages) for p in site_packages.rglob("*") if p.is_file()]
+    (info / "RECORD").write_text("".join(f"{f},,\n" for f in files if f.parts[0] in (*packages, info.name)))
 
 
 def test_plugins_lists_the_installed_plugin(plugin_venv: Path) -> None:

@@ -60,13 +60,15 @@ def check_python(python: str) -> list[Finding]:
 
 async def check_file(file: Path, python: str) -> list[Finding]:
     """Load a tool file in the real host and tool process; time it, count tools, keep warnings."""
-    from protomcp_host.processes.launch import StartupError
+    from protomcp_host.app import Host
+    from protomcp_host.processes.launch import StartupError, tool_files
     from protomcp_host.transports.direct import RequestFailed, direct_client, list_tools
 
     lines: list[str] = []
     start = time.perf_counter()
     try:
-        async with direct_client([file], python=python, stderr=lines.append) as request:
+        host = Host(tool_files([file]), python=python, stderr=lines.append, share_output=True)
+        async with direct_client(host) as request:
             tools = await list_tools(request)
     except (StartupError, RequestFailed) as exc:
         return [

@@ -48,8 +48,9 @@ def _serve_options(fn: Any) -> Any:
     )(fn)  # fmt: skip
     fn = click.option(
         "--max-in-flight", default=1000, show_default=True, type=click.IntRange(min=1),
-        help="Tool calls one session may have running at once; further requests wait their turn "
-        "(calls in a batch beyond it are refused).",
+        help="Tool calls one session may have running at once. A call beyond it waits its turn: over "
+        "stdio it and the requests after it wait, in order; over HTTP it waits up to 30 s, then is "
+        "refused with a 'Server busy' error (-32000). Calls in a batch beyond it are refused at once.",
     )(fn)  # fmt: skip
     fn = PYTHON(fn)
     for option in reversed(HTTP_OPTIONS):
@@ -507,14 +508,16 @@ def _describe_block(block: dict[str, Any]) -> str:
     return orjson.dumps(block).decode()
 
 
-def _with_client(files: list[Path], python: str, action: Any, **options: Any) -> Any:
+def _with_client(files: list[Path], python: str, action: Any, on_message: Any = None, **options: Any) -> Any:
     import anyio
 
-    from protomcp_host.processes.launch import StartupError
+    from protomcp_host.app import Host
+    from protomcp_host.processes.launch import StartupError, tool_files
     from protomcp_host.transports.direct import RequestFailed, direct_client
 
     async def go() -> Any:
-        async with direct_client(files, python=python, stderr=_err, **options) as request:
+        host = Host(tool_files(files), python=python, stderr=_err, share_output=True, **options)
+        async with direct_client(host, on_message=on_message) as request:
             return await action(request)
 
     try:

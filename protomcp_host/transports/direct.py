@@ -10,15 +10,14 @@ import asyncio
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
 import orjson
 
-from protomcp_host.app import Host
-from protomcp_host.processes.launch import StartupError, tool_files
+from protomcp_host.processes.launch import StartupError
 from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.transports.ports import StartStop
 
 Request = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -29,10 +28,10 @@ class RequestFailed(Exception):
 
 @asynccontextmanager
 async def direct_client(
-    paths: list[Path], *, on_message: Callable[[dict[str, Any]], None] | None = None, **options: Any
+    host: StartStop, *, on_message: Callable[[dict[str, Any]], None] | None = None
 ) -> AsyncIterator[Request]:
-    """Start a host for `paths`, initialize a session, and yield `request(method, params)`."""
-    host = Host(tool_files(paths), share_output=True, **options)
+    """Start `host` (an app.Host the caller made), initialize a session, and yield
+    `request(method, params)`."""
     waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
     ids = itertools.count(1)
 

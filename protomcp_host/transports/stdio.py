@@ -10,17 +10,17 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import tempfile
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import BinaryIO
 
 import anyio
 import orjson
 
-from protomcp_host.processes.pipes import BatchedWriter, read_into
+from protomcp_host.processes.pipes import CHUNK, BatchedWriter, read_into
 from protomcp_host.protocol import jsonrpc as rpc
-
-if TYPE_CHECKING:
-    from protomcp_host.app import Host
+from protomcp_host.transports.ports import Sessions
 
 MAX_LINE = 256 * 1024 * 1024
 
@@ -90,6 +90,29 @@ def starts_calls(line: bytes | None) -> bool:
     return _method(line) in ("tools/call", "")
 
 
+SHUTTING_DOWN = -32000  # JSON-RPC's range for implementation-defined server errors
+
+
+def refuse_held(line: bytes | None, *, ready: bool, startup_error: str | None = None) -> bytes | None:
+    """At shutdown, the error answer for a held line that would start a tool call (or, before the
+    tool files loaded, needs them); None for lines that are handled as usual."""
+    if not (starts_calls(line) or (not ready and needs_tools(line))):
+        return None
+    assert line is not None
+    message = orjson.loads(line)
+    reason = "the host is shutting down; the request was not started"
+    if startup_error is not None:
+        reason = f"the tool files did not load, the host is shutting down: {startup_error}"
+    if isinstance(message, dict):
+        return rpc.error(orjson.dumps(message["id"]), SHUTTING_DOWN, reason) if "id" in message else b""
+    answers = [
+        orjson.loads(rpc.error(orjson.dumps(m["id"]), SHUTTING_DOWN, reason))
+        for m in message
+        if isinstance(m, dict) and "method" in m and "id" in m
+    ]
+    return orjson.dumps(answers) if answers else b""
+
+
 def take_stdout() -> int:
     """Reserve the real stdout for MCP and send everything else written to fd 1 to stderr."""
     mcp_fd = os.dup(1)
@@ -98,53 +121,142 @@ def take_stdout() -> int:
     return mcp_fd
 
 
-async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -> None:
+class Outbox:
+    """stdout for MCP, with memory for unread answers bounded in bytes.
+
+    Answers go to a BatchedWriter while the client reads them. Once more than its high-water mark
+    waits (the client is not reading), further answers wait, in order, in an unlinked temporary
+    file instead of memory; they move back a chunk at a time whenever the writer drains below its
+    low-water mark. So memory holds at most the high-water mark, the one answer that crossed it,
+    and one chunk, however many calls finish meanwhile (not --max-in-flight times their size).
+    """
+
+    def __init__(
+        self, fd: int, on_pressure: Callable[[bool], None], chunk: int = CHUNK, **marks: int
+    ) -> None:
+        self.writer = BatchedWriter(fd, on_pressure=self._pressure, **marks)
+        self.on_pressure = on_pressure  # True: the client stopped reading; False: it caught up
+        self.chunk = chunk
+        self.spilled = 0  # bytes waiting in the file
+        self.spilled_ever = 0  # bytes that ever went through the file (for the operator)
+        self._file: BinaryIO | None = None
+        self._read_at = 0
+        self._empty = asyncio.Event()
+        self._empty.set()
+
+    @property
+    def held(self) -> int:
+        """Bytes held in memory for the client (not yet handed to the pipe)."""
+        return self.writer.backlog
+
+    @property
+    def full(self) -> bool:
+        """The client leaves answers unread: take no new requests."""
+        return self.writer.pressed or self.spilled > 0
+
+    def write(self, data: bytes) -> None:
+        if self.spilled or self.writer.pressed:
+            self._spill(data)
+        else:
+            self.writer.write(data)
+
+    def _spill(self, data: bytes) -> None:
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="protomcp-unread-")  # noqa: SIM115 - owned here
+            self._read_at = 0
+        self._file.seek(0, os.SEEK_END)
+        self._file.write(data)
+        self.spilled += len(data)
+        self.spilled_ever += len(data)
+        self._empty.clear()
+
+    def _pressure(self, full: bool) -> None:
+        if full:
+            if not self.spilled:
+                self.on_pressure(True)
+            return
+        self._refill()
+        if not self.full:
+            self.on_pressure(False)
+
+    def _refill(self) -> None:
+        """Move answers from the file to the writer until it is full again or the file is empty."""
+        while self.spilled and not self.writer.pressed:
+            assert self._file is not None
+            self._file.flush()
+            data = os.pread(self._file.fileno(), min(self.chunk, self.spilled), self._read_at)
+            before = self.writer.backlog
+            self.writer.write(data)
+            if not data or self.writer.backlog == before:  # the reader is gone: nothing can be delivered
+                self.spilled = 0
+                break
+            self._read_at += len(data)
+            self.spilled -= len(data)
+        if not self.spilled and self._file is not None:
+            self._file.close()  # the space goes back at once
+            self._file = None
+            self._empty.set()
+
+    async def drain(self, timeout: float) -> None:
+        """Wait (bounded) until everything written has been handed to the pipe."""
+        with anyio.move_on_after(timeout):
+            await self._empty.wait()
+            await self.writer.drain(timeout)
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: float) -> None:
     """Serve one session on stdin/stdout until end of input or `shutdown`."""
     inputs: list[asyncio.ReadTransport] = []
     waiting: deque[bytes | None] = deque()  # lines read but held back while the client does not read
     told = False
-
-    def pressure(full: bool) -> None:
-        """Stop taking requests while the client leaves its answers unread."""
-        nonlocal told
-        if full:
-            for transport in inputs:
-                transport.pause_reading()
-            if not told:
-                told = True
-                host.stderr(
-                    f"protomcp: the client is not reading its answers; input paused while "
-                    f"{writer.high_water >> 20} MiB wait (reported once)"
-                )
-        else:
-            unblock()
+    closing = False  # the session is over: held lines are no longer taken
 
     def take_waiting() -> None:
-        while waiting and not writer.pressed:
+        while waiting and not out.full and not closing:
             if not host.ready.is_set() and needs_tools(waiting[0]):
                 break  # held (with everything after it) until the tool files have loaded
             if len(session.in_flight) >= host.max_in_flight and starts_calls(waiting[0]):
                 break  # held (with everything after it) until a running call ends
             handle(waiting.popleft())
         for transport in inputs:
-            transport.pause_reading() if waiting or writer.pressed else transport.resume_reading()
+            transport.pause_reading() if waiting or out.full else transport.resume_reading()
 
-    writer = BatchedWriter(take_stdout(), on_pressure=pressure)
+    def pressure(full: bool) -> None:
+        """Stop taking requests while the client leaves its answers unread; resume once it read."""
+        nonlocal told
+        if not full:  # resume reading whether or not lines were held (a lone large answer)
+            asyncio.get_running_loop().call_soon(take_waiting)
+            moved[0].set()
+            return
+        for transport in inputs:
+            transport.pause_reading()
+        if not told:
+            told = True
+            host.stderr(
+                f"protomcp: the client is not reading its answers; input paused while "
+                f"{out.writer.high_water >> 20} MiB wait (answers finished meanwhile wait in a "
+                "temporary file; reported once)"
+            )
 
-    def write(data: bytes, related: bytes | None = None) -> None:
-        writer.write(data)
-        writer.write(b"\n")
-
-    router = host.connect(write)
-    session = router.session
-    moved = [anyio.Event()]  # set when held lines may move on (a call ended, the client read)
-
-    def unblock() -> None:
+    def call_ended() -> None:
+        """Held lines may move on (a running call ended): take them."""
         if waiting:
             asyncio.get_running_loop().call_soon(take_waiting)
         moved[0].set()
 
-    router.on_call_end = unblock
+    out = Outbox(take_stdout(), on_pressure=pressure)
+
+    def write(data: bytes, related: bytes | None = None) -> None:
+        out.write(data)
+        out.write(b"\n")
+
+    router = host.connect(write)
+    session = router.session
+    moved = [anyio.Event()]  # set when held lines may move on (a call ended, the client read)
+    router.on_call_end = call_ended
     splitter = LineSplitter()
     too_long = rpc.error(
         rpc.NULL_ID, rpc.INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE} bytes"
@@ -166,13 +278,16 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
 
     def on_transport(transport: asyncio.ReadTransport) -> None:
         inputs.append(transport)
-        if waiting or writer.pressed:
+        if waiting or out.full:
             transport.pause_reading()
 
+    signalled = False
     async with anyio.create_task_group() as reading:
 
         async def stop_on_signal() -> None:
+            nonlocal signalled
             await shutdown.wait()
+            signalled = True
             reading.cancel_scope.cancel()
 
         async def release_when_ready() -> None:
@@ -182,22 +297,33 @@ async def serve_stdio(host: Host, shutdown: anyio.Event, drain_timeout: float) -
         reading.start_soon(stop_on_signal)
         reading.start_soon(release_when_ready)
         await read_into(0, on_data, closefd=False, on_transport=on_transport)
-        inputs.clear()
-        if tail := splitter.tail():
-            waiting.append(tail)
-        await host.ready.wait()  # held requests are answered once the files have loaded
-        with anyio.move_on_after(drain_timeout):  # the rest of the input, as the limits allow
-            while waiting:
-                moved[0] = anyio.Event()
-                take_waiting()
-                if waiting:
-                    await moved[0].wait()
-        while waiting:  # what is still held after that (at most one read's worth) is answered now
-            handle(waiting.popleft())
         reading.cancel_scope.cancel()
-    # Input is over: let in-flight calls finish (bounded); answer the rest, then stop.
+    inputs.clear()
+    if not signalled and (tail := splitter.tail()):
+        waiting.append(tail)
+    # Input is over (end of input, or a signal): what was read is answered, as the limits allow.
+    with anyio.move_on_after(drain_timeout if signalled else None):
+        await host.ready.wait()  # held requests are answered once the files have loaded
+    with anyio.move_on_after(drain_timeout):
+        while waiting:
+            moved[0] = anyio.Event()
+            take_waiting()
+            if waiting:
+                await moved[0].wait()
+    while waiting:  # what is still held after that (at most one read's worth) is answered now
+        line = waiting.popleft()
+        refusal = None
+        if signalled:
+            refusal = refuse_held(line, ready=host.ready.is_set(), startup_error=host.startup_error)
+        if refusal is not None:
+            if refusal:
+                write(refusal)  # not started: the host is going away
+        else:
+            handle(line)
+    # Let in-flight calls finish (bounded); answer the rest with an error, then stop.
     with anyio.move_on_after(drain_timeout):
         await router.wait_idle()
+    closing = True
     router.fail_all(f"the host is shutting down and the call did not finish within {drain_timeout:g}s")
     host.disconnect(router)
-    await writer.drain(drain_timeout)
+    await out.drain(drain_timeout)

@@ -8,6 +8,7 @@ from an anyio Event that wakes the connection writing the stream.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 import anyio
 
@@ -16,10 +17,62 @@ from protomcp_host.transports.http.timers import Deadline
 KEEP = 10_000  # messages kept for resumption per stream; the oldest go first
 
 
+class ReplayBudget:
+    """The bytes of stream messages one session keeps (unread, or kept for a resumption), bounded:
+    past `limit`, the oldest messages go, whatever their stream (never the newest one)."""
+
+    def __init__(self, limit: int, on_first_drop: Callable[[], None] | None = None) -> None:
+        self.limit = limit
+        self.on_first_drop = on_first_drop  # called once, the first time messages go (to tell)
+        self.held = 0  # bytes of messages kept
+        self.count = 0  # messages kept
+        self.dropped = 0  # messages dropped for the bound, ever
+        self._order: deque[tuple[EventStream, int]] = deque()  # (stream, seq) in push order
+
+    def add(self, stream: EventStream, seq: int, size: int) -> None:
+        self.held += size
+        self.count += 1
+        self._order.append((stream, seq))
+        if self.held > self.limit:
+            self._trim()
+        elif len(self._order) > 2 * self.count + 1024:  # entries of forgotten messages: compact
+            self._order = deque(e for e in self._order if e[0].events and e[0].events[0][0] <= e[1])
+
+    def removed(self, sizes: list[int]) -> None:
+        """Messages a stream let go of by itself (its count bound, or it is over)."""
+        self.held -= sum(sizes)
+        self.count -= len(sizes)
+
+    def _trim(self) -> None:
+        dropped = 0
+        while self.held > self.limit and len(self._order) > 1:
+            stream, seq = self._order.popleft()
+            if not stream.events or stream.events[0][0] != seq:
+                continue  # already gone (forgotten stream, count bound)
+            _, data = stream.events.popleft()
+            self.held -= len(data)
+            self.count -= 1
+            dropped += 1
+        if dropped:
+            first = not self.dropped
+            self.dropped += dropped
+            if first and self.on_first_drop is not None:
+                self.on_first_drop()
+
+
+def dropped_line(session_id: str, limit: int) -> str:
+    """What the host's stderr says the first time a session drops stream messages."""
+    return (
+        f"protomcp: session {session_id[:8]}… dropped its oldest stream messages: more than "
+        f"{limit >> 20} MiB waited for its client (reported once per session)"
+    )
+
+
 class EventStream:
-    def __init__(self, key: str, *, keep: int = KEEP) -> None:
+    def __init__(self, key: str, *, keep: int = KEEP, budget: ReplayBudget | None = None) -> None:
         self.key = key  # unique within its session; event ids are "<key>-<seq>"
         self.keep = keep
+        self.budget = budget  # the session's bound in bytes, shared by its streams
         self.events: deque[tuple[int, bytes]] = deque()
         self.seq = 0  # number of the last message pushed
         self.sent = 0  # highest number written to some connection
@@ -33,7 +86,11 @@ class EventStream:
         self.seq += 1
         self.events.append((self.seq, data))
         if len(self.events) > self.keep:
-            self.events.popleft()
+            _, old = self.events.popleft()
+            if self.budget is not None:
+                self.budget.removed([len(old)])
+        if self.budget is not None:
+            self.budget.add(self, self.seq, len(data))
         if last:
             self.done = True
         self._wake()
@@ -41,6 +98,12 @@ class EventStream:
     def close(self) -> None:
         self.closed = True
         self._wake()
+
+    def release(self) -> None:
+        """Nothing can be resumed here any more: let go of the messages (and their bytes)."""
+        if self.budget is not None and self.events:
+            self.budget.removed([len(data) for _, data in self.events])
+        self.events.clear()
 
     def after(self, seq: int) -> list[tuple[int, bytes]]:
         """Messages numbered above `seq`, oldest first."""
@@ -50,7 +113,8 @@ class EventStream:
 
     def finished(self, cursor: int) -> bool:
         """Nothing more will be written after `cursor`."""
-        return self.closed or (self.done and cursor >= self.seq)
+        # (done, and nothing after the cursor is left: sent, or dropped for the session's bound)
+        return self.closed or (self.done and (cursor >= self.seq or not self.events))
 
     def attach(self) -> int:
         """A connection takes the stream over (a resumed connection replaces an old one)."""

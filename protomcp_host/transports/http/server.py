@@ -8,7 +8,7 @@ import contextlib
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import uvicorn
@@ -21,9 +21,7 @@ from protomcp_host.transports.http.connections import ConnectionLimits, bounded,
 from protomcp_host.transports.http.guard import Authenticator, Guard, is_loopback
 from protomcp_host.transports.http.oauth import OAuthResource
 from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
-
-if TYPE_CHECKING:
-    from protomcp_host.app import Host
+from protomcp_host.transports.ports import Sessions
 
 
 @dataclass
@@ -95,7 +93,7 @@ def url_of(settings: HttpSettings, port: int) -> str:
     return f"http://{host}:{port}{path}"
 
 
-def build_app(host: Host, settings: HttpSettings) -> tuple[Any, Any]:
+def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
     """The ASGI app and the object that owns its sessions (drain / wait_idle / close_all)."""
     if settings.transport == "sse":
         from protomcp_host.transports.http.sse_legacy import LegacySSE
@@ -129,7 +127,7 @@ def build_app(host: Host, settings: HttpSettings) -> tuple[Any, Any]:
 
 
 async def serve_http(
-    host: Host,
+    host: Sessions,
     settings: HttpSettings,
     shutdown: anyio.Event,
     drain_timeout: float,
@@ -196,7 +194,8 @@ async def serve_http(
         server.should_exit = True
         with anyio.move_on_after(drain_timeout):
             await owner.wait_idle()
-        owner.close_all()
+        owner.fail_all(f"the host is shutting down and the call did not finish within {drain_timeout:g}s")
+        owner.close_all()  # (the error answers above still go out: streams end after their messages)
         with anyio.move_on_after(drain_timeout + 2):
             await stopped.wait()
         tg.cancel_scope.cancel()

@@ -5,17 +5,16 @@ other goes to the session's standalone (GET) stream."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
+import anyio
 import orjson
 
-from protomcp_host.transports.http.event_stream import EventStream
-
-if TYPE_CHECKING:
-    from protomcp_host.app import Host
+from protomcp_host.transports.http.event_stream import EventStream, ReplayBudget, dropped_line
+from protomcp_host.transports.ports import Sessions
 
 GET_STREAM = "0"
 GET_KEEP = 1_000  # unrelated messages kept for a GET stream that is not connected
+REPLAY_BYTES = 32 << 20  # bytes of stream messages a session keeps (unread or for resumption)
 RESPONSE_PREFIX = b'{"jsonrpc":"2.0","id":'
 DONE_STREAMS_KEPT = 32  # finished streams whose connection dropped, kept for a late resumption
 
@@ -27,14 +26,18 @@ def is_response(data: bytes, request_id: bytes) -> bool:
 
 
 class HttpSession:
-    def __init__(self, session_id: str, host: Host, principal: str | None = None) -> None:
+    def __init__(
+        self, session_id: str, host: Sessions, principal: str | None = None, replay_bytes: int = REPLAY_BYTES
+    ) -> None:
         self.id = session_id
         self.host = host
         self.principal = principal  # the authenticated caller that created it: only it may use it
         self.router = host.connect(self.write)
+        self.router.on_call_end = self._call_ended
         self.session = self.router.session
         self.pending: dict[bytes, EventStream] = {}  # request id -> the stream that carries its answer
-        self.get_stream = EventStream(GET_STREAM, keep=GET_KEEP)
+        self.budget = ReplayBudget(replay_bytes, lambda: host.stderr(dropped_line(session_id, replay_bytes)))
+        self.get_stream = EventStream(GET_STREAM, keep=GET_KEEP, budget=self.budget)
         self.streams: dict[str, EventStream] = {GET_STREAM: self.get_stream}
         self.batches: list[tuple[frozenset[bytes], EventStream]] = []
         self.connections = 0
@@ -42,20 +45,51 @@ class HttpSession:
         self.closed = False
         self._next_key = 0
         self._done_detached: list[str] = []
+        self._slot: anyio.Event | None = None  # set when a call ends, for requests waiting their turn
 
     # -- streams ---------------------------------------------------------------------
     def open_stream(self, request_id: bytes) -> EventStream:
         self._next_key += 1
-        stream = EventStream(str(self._next_key))
+        stream = EventStream(str(self._next_key), budget=self.budget)
         self.streams[stream.key] = stream
         self.pending[request_id] = stream
         return stream
 
     def open_batch(self, request_ids: frozenset[bytes]) -> EventStream:
         self._next_key += 1
-        stream = EventStream(str(self._next_key))
+        stream = EventStream(str(self._next_key), budget=self.budget)
         self.batches.append((request_ids, stream))
         return stream
+
+    def in_use(self, request_id: bytes) -> bool:
+        """Whether a request with this id is still in progress here (alone or in a batch)."""
+        return (
+            request_id in self.pending
+            or request_id in self.session.in_flight
+            or (bool(self.batches) and any(request_id in ids for ids, _ in self.batches))
+        )
+
+    def abandon(self, request_id: bytes, stream: EventStream) -> None:
+        """A request that was never handed to the session (its client left while it waited)."""
+        if self.pending.get(request_id) is stream:
+            del self.pending[request_id]
+        self.streams.pop(stream.key, None)
+        stream.release()
+
+    # -- --max-in-flight: calls beyond it wait their turn -----------------------------------
+    def full(self) -> bool:
+        return len(self.session.in_flight) >= self.host.max_in_flight
+
+    async def wait_turn(self) -> None:
+        """Until a running call of this session ends (the caller bounds the wait)."""
+        if self._slot is None:
+            self._slot = anyio.Event()
+        await self._slot.wait()
+
+    def _call_ended(self) -> None:
+        if self._slot is not None:
+            self._slot.set()
+            self._slot = None
 
     def cancelled(self, request_id: bytes) -> None:
         """The client cancelled this request: no answer will come, so its stream ends empty."""
@@ -64,11 +98,14 @@ class HttpSession:
             stream.done = True
             stream.close()
             self.streams.pop(stream.key, None)
+            stream.release()
+            self._call_ended()  # it may have been waiting for its turn
 
     def forget(self, stream: EventStream) -> None:
         """The stream's last message reached a connection: nothing is left to resume."""
         if stream is not self.get_stream:
             self.streams.pop(stream.key, None)
+            stream.release()
 
     def left_unfinished(self, stream: EventStream) -> None:
         """A connection dropped; if the stream has meanwhile ended, keep it (bounded) for a resume."""
@@ -76,10 +113,14 @@ class HttpSession:
             return
         self._done_detached.append(stream.key)
         while len(self._done_detached) > DONE_STREAMS_KEPT:
-            self.streams.pop(self._done_detached.pop(0), None)
+            old = self.streams.pop(self._done_detached.pop(0), None)
+            if old is not None:
+                old.release()
 
     # -- messages from the router ----------------------------------------------------
     def write(self, data: bytes, related: bytes | None = None) -> None:
+        if data[:1] == b"[" and self._to_batch(data):  # a batch's answer (its ids are its own)
+            return
         if related is not None:
             stream = self.pending.get(related)
             if stream is not None:
@@ -92,8 +133,6 @@ class HttpSession:
                 return
             if is_response(data, related):
                 return  # its request's stream is gone (session closing); never on the GET stream
-        if data[:1] == b"[" and self._to_batch(data):
-            return
         self.get_stream.push(data)
 
     def _to_batch(self, data: bytes) -> bool:
@@ -122,6 +161,7 @@ class HttpSession:
         if self.closed:
             return
         self.closed = True
+        self._call_ended()
         self.router.cancel_all()
         self.host.disconnect(self.router)
         for stream in self.streams.values():

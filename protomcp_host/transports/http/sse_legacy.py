@@ -22,22 +22,27 @@ from protomcp_host.transports.http.asgi import (
     refuse,
     respond,
 )
-from protomcp_host.transports.http.event_stream import KEEP_ALIVE, EventStream
+from protomcp_host.transports.http.event_stream import KEEP_ALIVE, EventStream, ReplayBudget, dropped_line
 from protomcp_host.transports.http.guard import identity_of
+from protomcp_host.transports.http.sessions import REPLAY_BYTES
+from protomcp_host.transports.ports import Sessions
 
 if TYPE_CHECKING:
-    from protomcp_host.app import Host
     from protomcp_host.transports.http.streamable import HttpOptions
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
 
 
 class LegacySession:
-    def __init__(self, session_id: str, host: Host, principal: str | None) -> None:
+    def __init__(
+        self, session_id: str, host: Sessions, principal: str | None, replay_bytes: int = REPLAY_BYTES
+    ) -> None:
         self.id = session_id
         self.host = host
         self.principal = principal  # the authenticated caller that opened it: only it may use it
-        self.stream = EventStream("0")
+        # Sent messages stay (bounded by count and by bytes): the oldest go once it is full.
+        self.budget = ReplayBudget(replay_bytes, lambda: host.stderr(dropped_line(session_id, replay_bytes)))
+        self.stream = EventStream("0", budget=self.budget)
         self.router = host.connect(self.write)
 
     def write(self, data: bytes, related: bytes | None = None) -> None:
@@ -50,7 +55,7 @@ class LegacySession:
 
 
 class LegacySSE:
-    def __init__(self, host: Host, options: HttpOptions, messages_path: str) -> None:
+    def __init__(self, host: Sessions, options: HttpOptions, messages_path: str) -> None:
         self.host = host
         self.options = options
         self.messages_path = messages_path
@@ -63,9 +68,8 @@ class LegacySSE:
             await refuse(send, 503, "Service Unavailable: the server is shutting down")
             return
         identity = identity_of(scope)
-        session = LegacySession(
-            secrets.token_urlsafe(24), self.host, None if identity is None else identity.principal
-        )
+        principal = None if identity is None else identity.principal
+        session = LegacySession(secrets.token_urlsafe(24), self.host, principal, self.options.replay_bytes)
         self.sessions[session.id] = session
         endpoint = f"{self.messages_path}?session_id={session.id}".encode()
         try:
@@ -131,6 +135,11 @@ class LegacySSE:
     async def wait_idle(self) -> None:
         for session in list(self.sessions.values()):
             await session.router.wait_idle()
+
+    def fail_all(self, message: str) -> None:
+        """The drain timed out: every call still running is answered with an error, on its stream."""
+        for session in list(self.sessions.values()):
+            session.router.fail_all(message)
 
     def close_all(self) -> None:
         for session in list(self.sessions.values()):

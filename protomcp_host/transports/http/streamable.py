@@ -14,14 +14,14 @@ import functools
 import secrets
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.jsontypes import is_id
-from protomcp_host.protocol.session import BATCH_VERSIONS, SUPPORTED_VERSIONS
+from protomcp_host.protocol.session import BATCH_VERSIONS, SERVER_BUSY, SUPPORTED_VERSIONS
 from protomcp_host.transports.http.asgi import (
     Receive,
     Scope,
@@ -40,10 +40,9 @@ from protomcp_host.transports.http.event_stream import (
     sse_priming,
 )
 from protomcp_host.transports.http.guard import IDENTITY, Identity
-from protomcp_host.transports.http.sessions import RESPONSE_PREFIX, HttpSession
-
-if TYPE_CHECKING:
-    from protomcp_host.app import Host
+from protomcp_host.transports.http.sessions import REPLAY_BYTES, RESPONSE_PREFIX, HttpSession
+from protomcp_host.transports.http.timers import Deadline
+from protomcp_host.transports.ports import Sessions
 
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
@@ -62,12 +61,14 @@ class HttpOptions:
     sse_after: float = 0.05  # an answer not ready this fast (or preceded by a message) streams as SSE
     read_timeout: float = 30.0  # seconds a client may take to send a request body
     send_timeout: float = 30.0  # seconds a client may take to accept a chunk of a stream
+    turn_timeout: float = 30.0  # seconds a tool call beyond --max-in-flight waits for its turn
+    replay_bytes: int = REPLAY_BYTES  # bytes of stream messages one session keeps; the oldest go
 
 
 class StreamableHTTP:
     """The MCP endpoint (mounted at --path by the server)."""
 
-    def __init__(self, host: Host, options: HttpOptions) -> None:
+    def __init__(self, host: Sessions, options: HttpOptions) -> None:
         self.host = host
         self.options = options
         self.sessions: dict[str, HttpSession] = {}
@@ -112,7 +113,7 @@ class StreamableHTTP:
 
     def _new_session(self, scope: Scope) -> HttpSession:
         session_id = secrets.token_urlsafe(24)  # 192 random bits, visible ASCII
-        hs = HttpSession(session_id, self.host, _principal(scope))
+        hs = HttpSession(session_id, self.host, _principal(scope), self.options.replay_bytes)
         self.sessions[session_id] = hs
         return hs
 
@@ -146,7 +147,7 @@ class StreamableHTTP:
         hs.connections += 1
         try:
             if isinstance(parsed, list):
-                await self._batch(hs, body, parsed, send)
+                await self._batch(hs, body, parsed, receive, send)
                 return
             message = rpc.classify(parsed)
             if isinstance(message, rpc.Invalid):
@@ -190,20 +191,30 @@ class StreamableHTTP:
     async def _request(
         self, hs: HttpSession, message: rpc.Request, body: bytes, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        if message.id in hs.pending:
-            await respond_json(
-                send,
-                200,
-                rpc.error(message.id, rpc.INVALID_REQUEST, "Invalid Request: this id is already in use"),
-            )
+        if hs.in_use(message.id):
+            await respond_json(send, 200, _id_in_use(message.id))
             return
         stream = hs.open_stream(message.id)
+        if message.method == "tools/call" and hs.full():  # beyond --max-in-flight: wait for a turn
+            waited = await self._wait_turn(hs, stream, receive)
+            if waited != "turn":
+                hs.abandon(message.id, stream)
+                if waited == "busy":
+                    await respond_json(send, 200, self._busy(message.id))
+                elif waited == "cancelled":  # the client cancelled it: no answer will come
+                    await respond(send, 202)
+                elif waited == "closed" and self.draining:  # shutdown: answered, never started
+                    await respond_json(send, 200, _not_started(message.id))
+                elif waited == "closed":
+                    await refuse(send, 404, "Session not found: it ended while the request was waiting")
+                return
         hs.router.feed(body)
         if stream.seq == 0 and not stream.closed:
             await stream.wait(self.options.sse_after)
-        if stream.done and stream.seq == 1:
+        if stream.done and stream.seq == 1 and stream.events:
+            answer = stream.events[0][1]
             hs.forget(stream)
-            await respond_json(send, 200, stream.events[0][1])
+            await respond_json(send, 200, answer)
             return
         if hs.closed and stream.seq == 0:
             await refuse(send, 404, "Session not found: it ended while the request was in progress")
@@ -218,7 +229,44 @@ class StreamableHTTP:
         )
         await self._pump(hs, stream, 0, receive, send)
 
-    async def _batch(self, hs: HttpSession, body: bytes, parsed: list[Any], send: Send) -> None:
+    async def _wait_turn(self, hs: HttpSession, stream: EventStream, receive: Receive) -> str:
+        """A tool call beyond --max-in-flight waits, at most `turn_timeout`, until this session has
+        room for it: "turn", or why not: "busy" (no call ended in time), "left" (the client went
+        away), "cancelled" (the client cancelled it), "closed" (the session ended)."""
+        left = False
+
+        async def watch(scope: anyio.CancelScope) -> None:
+            nonlocal left
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            left = True
+            scope.cancel()
+
+        with Deadline(self.options.turn_timeout):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch, tg.cancel_scope)
+                while hs.full() and not stream.closed:
+                    await hs.wait_turn()
+                tg.cancel_scope.cancel()
+        if left:
+            return "left"
+        if hs.closed:
+            return "closed"
+        if stream.closed:
+            return "cancelled"
+        return "busy" if hs.full() else "turn"
+
+    def _busy(self, request_id: bytes) -> bytes:
+        return rpc.error(
+            request_id,
+            SERVER_BUSY,
+            f"Server busy: {self.host.max_in_flight} tool calls are already running in this session "
+            f"and none ended within {self.options.turn_timeout:g}s; retry when some have finished",
+        )
+
+    async def _batch(
+        self, hs: HttpSession, body: bytes, parsed: list[Any], receive: Receive, send: Send
+    ) -> None:
         if hs.session.version not in BATCH_VERSIONS:
             await respond_json(
                 send,
@@ -231,18 +279,42 @@ class StreamableHTTP:
             )
             return
         messages = [rpc.classify(item) for item in parsed] if parsed else []
+        # A request whose id is in use (by a request in progress, or earlier in this batch) is
+        # answered here, inside the batch, and not run: its answer could not be told apart.
+        refused: list[bytes] = []
+        seen: set[bytes] = set()
+        keep: list[bool] = []
+        for m in messages:
+            clash = isinstance(m, rpc.Request) and (m.id in seen or hs.in_use(m.id))
+            if clash:
+                refused.append(_id_in_use(m.id))  # type: ignore[union-attr]
+            elif isinstance(m, rpc.Request):
+                seen.add(m.id)
+            keep.append(not clash)
+        if refused:
+            parsed = [item for item, kept in zip(parsed, keep, strict=True) if kept]
+            messages = [m for m, kept in zip(messages, keep, strict=True) if kept]
+            body = orjson.dumps(parsed)
         ids = frozenset(m.id for m in messages if isinstance(m, (rpc.Request, rpc.Invalid)))
-        if not messages or not ids:
-            hs.router.feed(body)
-            await respond(send, 202)
+        if not ids:
+            if parsed:
+                hs.router.feed(body)
+            if refused:
+                await respond_json(send, 200, b"[" + b",".join(refused) + b"]")
+            else:
+                await respond(send, 202)
             return
         stream = hs.open_batch(ids)
         hs.router.feed(body)
-        while not stream.done and not stream.closed:
-            await stream.wait(self.options.keepalive)
+        async with anyio.create_task_group() as tg:  # a client that leaves stops the wait
+            tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
+            while not stream.done and not stream.closed:
+                await stream.wait(self.options.keepalive)
+            tg.cancel_scope.cancel()
         if stream.done:
-            await respond_json(send, 200, stream.events[-1][1])
-        else:
+            answers = [stream.events[-1][1][1:-1]] if stream.events else []  # (gone: over the bound)
+            await respond_json(send, 200, b"[" + b",".join(answers + refused) + b"]")
+        elif stream.closed:
             await refuse(send, 404, "Session not found: it ended while the batch was in progress")
 
     # -- GET: the standalone stream, or a resumed one -------------------------------------
@@ -348,6 +420,11 @@ class StreamableHTTP:
         for hs in list(self.sessions.values()):
             await hs.router.wait_idle()
 
+    def fail_all(self, message: str) -> None:
+        """The drain timed out: every call still running is answered with an error, on its stream."""
+        for hs in list(self.sessions.values()):
+            hs.router.fail_all(message)
+
     def close_all(self) -> None:
         for hs in list(self.sessions.values()):
             self._end(hs)
@@ -359,6 +436,18 @@ async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> N
         if message["type"] == "http.disconnect":
             scope.cancel()
             return
+
+
+def _not_started(request_id: bytes) -> bytes:
+    return rpc.error(request_id, SERVER_BUSY, "the host is shutting down; the request was not started")
+
+
+def _id_in_use(request_id: bytes) -> bytes:
+    return rpc.error(
+        request_id,
+        rpc.INVALID_REQUEST,
+        f"Invalid Request: id {request_id.decode()} is already in use by a request in progress",
+    )
 
 
 def _accepts(accept: str, media_type: str) -> bool:

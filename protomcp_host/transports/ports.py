@@ -1,0 +1,68 @@
+"""What a transport needs from the rest of the host, and nothing more: narrow structural interfaces.
+
+Transports move bytes between clients and sessions. They never see `app.Host` or the bridge's
+`Router`; they are typed against these protocols, which `Host` and `Router` satisfy structurally
+(no base class, no registration, no wrapper: calls go straight to the real objects, so the hot
+path pays nothing for them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import anyio
+import anyio.abc
+
+from protomcp_host.protocol.session import Session
+
+Writer = Callable[[bytes, bytes | None], None]
+"""Writes one message to the client; the second argument is the id of the client request it
+relates to (None: no request, e.g. a log line outside any call), so a transport with several
+streams can put it on the right one."""
+
+
+class Connection(Protocol):
+    """One client session as a transport drives it (the bridge's Router)."""
+
+    session: Session  # the sans-IO protocol state: version, in-flight calls, auth
+    on_call_end: Callable[[], None] | None  # called after each call ends (held requests may move)
+
+    def feed(self, line: bytes) -> None:
+        """Handle one message (or batch) from the client."""
+
+    async def wait_idle(self) -> None:
+        """Return once no call is running."""
+
+    def fail_all(self, message: str) -> None:
+        """Answer every running call with an error (its tool process is told to cancel it)."""
+
+    def cancel_all(self) -> None:
+        """The client is gone: cancel everything it started, answering nothing."""
+
+
+class Sessions(Protocol):
+    """What every serving transport needs from the host."""
+
+    ready: anyio.Event  # set once every tool file has loaded (or, in dev, failed to)
+    max_in_flight: int  # tool calls one session may have running at once
+    startup_error: str | None  # why the tool files did not load (None: they did, or still load)
+
+    def connect(self, write: Writer) -> Connection:
+        """A new client session whose messages go to `write`."""
+
+    def disconnect(self, connection: Connection) -> None:
+        """The session is over: the host forgets it."""
+
+    def stderr(self, text: str) -> None:
+        """One line for the operator (the host's stderr)."""
+
+
+class StartStop(Sessions, Protocol):
+    """A host the in-process client (`transports.direct`) starts and stops itself."""
+
+    async def start(self, tg: anyio.abc.TaskGroup) -> None:
+        """Start the tool processes in `tg`; raises StartupError when one cannot start."""
+
+    async def stop(self, grace: float) -> None:
+        """Stop the tool processes (waiting up to `grace` seconds for each)."""
