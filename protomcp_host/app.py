@@ -264,6 +264,10 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
+Banner = Callable[["Host", str | None, bool], str]
+"""What to print for a person at a terminal: (host, the HTTP URL or None for stdio, dev mode)."""
+
+
 def _print_stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -276,16 +280,20 @@ async def serve(
     watch: tuple[str, ...] = (),
     http: HttpSettings | None = None,
     signalled: list[int] | None = None,
+    banner: Banner | None = None,
     **options: Any,
 ) -> int:
     """Serve the tool processes the CLI launched (one per tool file) over stdio until the
     client goes away or a signal arrives, or over HTTP (`http`) until a signal arrives.
-    Returns the exit code.
+    Returns the exit code. `banner(host, url, reload)` says what a person at a terminal needs
+    to know (url None: stdio).
 
     With `reload`, tool files are watched and reloaded (blue/green) when they change."""
     errout = ErrOut()  # stderr writes never block the loop, even when nobody reads them
     try:
-        return await _serve(launched, errout, drain_timeout, reload, watch, http, signalled, **options)
+        return await _serve(
+            launched, errout, drain_timeout, reload, watch, http, signalled, banner, **options
+        )
     finally:
         errout.close(timeout=1.0)
 
@@ -298,6 +306,7 @@ async def _serve(
     watch: tuple[str, ...],
     http: HttpSettings | None,
     signalled: list[int] | None,
+    banner: Banner | None,
     **options: Any,
 ) -> int:
     from protomcp_host.processes.reloader import watch_and_reload
@@ -346,7 +355,7 @@ async def _serve(
                         http,
                         shutdown,
                         drain_timeout,
-                        lambda url: host.stderr(http_banner(host, url, reload)),
+                        lambda url: banner and host.stderr(banner(host, url, reload)),
                     )
                 except StartupError as exc:
                     host.stderr(f"protomcp: cannot start: {exc}")
@@ -355,8 +364,8 @@ async def _serve(
             # stdio: the client is served while the files load; initialize is answered at once
             # and tools/* requests wait in the transport until this is done.
             async def start_and_greet() -> None:
-                if await start() and sys.stdin.isatty():
-                    host.stderr(banner(host, reload))
+                if await start() and sys.stdin.isatty() and banner is not None:
+                    host.stderr(banner(host, None, reload))
 
             tg.start_soon(start_and_greet)
             await serve_stdio(host, shutdown, drain_timeout)
@@ -369,52 +378,6 @@ async def _serve(
 async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
-
-
-def banner(host: Host, reload: bool) -> str:
-    """What a person who started protomcp in a terminal needs to know."""
-    from protomcp_host.cli.install import default_name, server_entry
-
-    entry = {"mcpServers": {default_name(host.files): server_entry(host.files, dev=reload)}}
-    files = ", ".join(map(label_of, host.files))
-    lines = [
-        f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files}",
-        f"  {', '.join(host.catalog.names())}",
-        f"Install it in a client with `protomcp install claude-desktop {' '.join(map(str, host.files))}`"
-        f"{' --dev' if reload else ''} (or claude-code, cursor, vscode, gemini-cli). The entry it writes:",
-        "  " + orjson.dumps(entry).decode(),
-    ]
-    if reload:
-        lines.append(
-            "Watching for changes: save a tool file and its process reloads; edited tool bodies work at "
-            "once in every client. Added or removed tools reach Claude Code, VS Code and Gemini CLI "
-            "(they follow tools/list_changed); Claude Desktop and Cursor need a restart (Cursor: refresh "
-            "the server in its MCP settings)."
-        )
-    lines.append(
-        "This terminal is now the MCP stdio channel (clients start protomcp themselves). Ctrl+C quits."
-    )
-    return "\n".join(lines)
-
-
-def http_banner(host: Host, url: str, reload: bool) -> str:
-    """The URL, and ready entries for clients configured by URL."""
-    from protomcp_host.cli.install import default_name
-
-    name = default_name(host.files)
-    files = ", ".join(map(label_of, host.files))
-    kind = "sse" if url.endswith("/sse") else "http"
-    lines = [
-        f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files} at {url}",
-        f"  {', '.join(host.catalog.names())}",
-        'Add to a client config under "mcpServers" (Cursor, VS Code, Claude Code\'s .mcp.json):',
-        "  " + orjson.dumps({name: {"type": kind, "url": url}}).decode(),
-        f"Claude Code: claude mcp add --transport {kind} {name} {url}",
-    ]
-    if reload:
-        lines.append("Watching for changes: save a tool file and every session sees the new tools.")
-    lines.append("SIGTERM or Ctrl+C stops the server (in-flight calls finish first).")
-    return "\n".join(lines)
 
 
 async def _on_signals(

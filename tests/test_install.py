@@ -166,7 +166,7 @@ async def test_installed_claude_desktop_entry_answers_tools_list(tmp_path: Path)
 def test_banner_prints_the_entry_install_writes(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from protomcp_host.app import banner
+    from protomcp_host.cli.banner import stdio_banner as banner
 
     catalog = type("Catalog", (), {"__len__": lambda self: 1, "names": lambda self: ["hello"]})()
     host = SimpleNamespace(files=[HELLO.resolve()], catalog=catalog)

@@ -20,7 +20,7 @@ from protomcp_host.cli.install import (
     is_protomcp_entry,
     read_config,
 )
-from protomcp_host.distribution import DIST_NAME, install_command
+from protomcp_host.processes.distribution import DIST_NAME, install_command
 
 # Claude Code keeps user-scope servers in ~/.claude.json ("mcpServers"); doctor only reads it.
 CLAUDE_CODE = ConfigFile("claude-code", "Claude Code", "mcpServers", lambda p: p.home / ".claude.json")

@@ -410,10 +410,11 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     import anyio
 
     from protomcp_host.app import serve
+    from protomcp_host.cli.banner import banner
 
     timeout = options.pop("call_timeout")
     code = anyio.run(
-        lambda: serve(launched, call_timeout=timeout or None, signalled=signalled, **options),
+        lambda: serve(launched, call_timeout=timeout or None, signalled=signalled, banner=banner, **options),
         backend="asyncio",
     )
     sys.exit(code)

@@ -17,8 +17,8 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from protomcp_host.distribution import DIST_NAME, install_command
 from protomcp_host.processes.channel import Channel, ChannelError
+from protomcp_host.processes.distribution import DIST_NAME, install_command
 from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
 from protomcp_host.processes.launch import Launched, label_of
 from protomcp_host.processes.pipes import read_into

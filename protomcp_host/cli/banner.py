@@ -1,0 +1,57 @@
+"""What `protomcp run`/`dev` print for a person at a terminal: what is served, and the
+client entry that serves it."""
+
+from __future__ import annotations
+
+import orjson
+
+from protomcp_host import __version__
+from protomcp_host.app import Host, plural
+from protomcp_host.cli.install import default_name, server_entry
+from protomcp_host.processes.launch import label_of
+
+
+def banner(host: Host, url: str | None, reload: bool) -> str:
+    return stdio_banner(host, reload) if url is None else http_banner(host, url, reload)
+
+
+def stdio_banner(host: Host, reload: bool) -> str:
+    """What a person who started protomcp in a terminal needs to know."""
+    entry = {"mcpServers": {default_name(host.files): server_entry(host.files, dev=reload)}}
+    files = ", ".join(map(label_of, host.files))
+    lines = [
+        f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files}",
+        f"  {', '.join(host.catalog.names())}",
+        f"Install it in a client with `protomcp install claude-desktop {' '.join(map(str, host.files))}`"
+        f"{' --dev' if reload else ''} (or claude-code, cursor, vscode, gemini-cli). The entry it writes:",
+        "  " + orjson.dumps(entry).decode(),
+    ]
+    if reload:
+        lines.append(
+            "Watching for changes: save a tool file and its process reloads; edited tool bodies work at "
+            "once in every client. Added or removed tools reach Claude Code, VS Code and Gemini CLI "
+            "(they follow tools/list_changed); Claude Desktop and Cursor need a restart (Cursor: refresh "
+            "the server in its MCP settings)."
+        )
+    lines.append(
+        "This terminal is now the MCP stdio channel (clients start protomcp themselves). Ctrl+C quits."
+    )
+    return "\n".join(lines)
+
+
+def http_banner(host: Host, url: str, reload: bool) -> str:
+    """The URL, and ready entries for clients configured by URL."""
+    name = default_name(host.files)
+    files = ", ".join(map(label_of, host.files))
+    kind = "sse" if url.endswith("/sse") else "http"
+    lines = [
+        f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files} at {url}",
+        f"  {', '.join(host.catalog.names())}",
+        'Add to a client config under "mcpServers" (Cursor, VS Code, Claude Code\'s .mcp.json):',
+        "  " + orjson.dumps({name: {"type": kind, "url": url}}).decode(),
+        f"Claude Code: claude mcp add --transport {kind} {name} {url}",
+    ]
+    if reload:
+        lines.append("Watching for changes: save a tool file and every session sees the new tools.")
+    lines.append("SIGTERM or Ctrl+C stops the server (in-flight calls finish first).")
+    return "\n".join(lines)
