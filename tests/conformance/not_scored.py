@@ -15,9 +15,10 @@ expected-failures file, whose `not_scored:` section lists the not-scored scenari
       - http-header-validation:sep-2243-some-check  # why this check fails
 
 Exit status 1 when a not-scored server scenario fails (a FAILURE check, as the suite counts
-them) that the file does not list, when one did not run, or when the file is malformed (an
-entry without a reason, a name that is not a not-scored server scenario of the revision). An
-entry that now passes is a warning: remove it. Standard library only.
+them) that the file does not list, when one left no results (it did not run, or crashed) and is
+not listed as a whole, or when the file is malformed (an entry without a reason, a name that is
+not a not-scored server scenario of the revision). An entry that now passes is a warning:
+remove it. Standard library only.
 
 Usage: python3 not_scored.py --list LIST.txt --results DIR --expected FILE.yml
 """
@@ -34,7 +35,7 @@ from pathlib import Path
 # Results: DIR/server-<scenario>-<ISO timestamp with - for :>/checks.json
 _RESULT_DIR = re.compile(r"^server-(?P<name>.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
 _SECTION = re.compile(r"^(?P<key>[A-Za-z_][\w-]*):\s*(?P<empty>\[\])?\s*(?:#.*)?$")
-_ENTRY = re.compile(r"^\s+-\s+(?P<entry>[^\s#]+)\s*(?:#\s*(?P<reason>.*\S))?\s*$")
+_ENTRY = re.compile(r"^\s+-\s+(?P<entry>[^\s#]+)\s*(?:#(?P<reason>.*))?$")
 _NOT_SCORED_HEADER = "Run and reported, but never scored:"
 _CATEGORY = re.compile(r"^\s+(?P<category>[\w-]+) \(\d+\):$")
 _LISTED = re.compile(r"^\s+- (?P<name>\S+) \[(?P<side>server|client)\]$")
@@ -104,11 +105,11 @@ def read_expected(text: str, section: str = "not_scored") -> dict[str, str]:
         match = _ENTRY.match(line)
         if match is None or current is None:
             raise BadInput(f"line {number}: expected `  - scenario  # reason`, got {line.strip()!r}")
-        if not match["reason"]:
+        if not (match["reason"] or "").strip():
             raise BadInput(f"line {number}: {match['entry']!r} has no reason (add `  # why it fails`)")
         if match["entry"] in current:
             raise BadInput(f"line {number}: {match['entry']!r} is listed twice")
-        current[match["entry"]] = match["reason"]
+        current[match["entry"]] = match["reason"].strip()
     return sections.get(section, {})
 
 
