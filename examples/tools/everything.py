@@ -1,6 +1,7 @@
 """The server side of the official MCP conformance suite: the tools, resources and prompts its
-server scenarios call by name (see docs/conformance.md). Also the most complete tour of the SDK:
-content blocks, logging, progress, sampling, elicitation, resources, templates, prompts and
+server scenarios call by name (see docs/conformance.md), for the 2025-11-25 and the 2026-07-28
+requirements. Also the most complete tour of the SDK: content blocks, logging, progress,
+sampling, elicitation, roots, tasks, tool-list control, resources, templates, prompts and
 completions.
 
 Serve it:  protomcp run examples/tools/everything.py --transport http
@@ -9,8 +10,10 @@ Test it:   see docs/conformance.md
 
 import asyncio
 import base64
+import inspect
 import struct
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import BaseModel, Field
@@ -239,6 +242,232 @@ def _json(value: object) -> str:
     return orjson.dumps(value).decode()
 
 
+# -- the 2026-07-28 revision: asking the client through the input-required round trip ------------
+# In the 2026-07-28 era ctx.sample / ctx.elicit / ctx.list_roots do not send requests to the
+# client: the host answers the call with an InputRequiredResult whose inputRequests are keyed by
+# name, and the client retries with the answers. The suite names those keys ("user_name",
+# "capital_question", "client_roots", ...), so the tools below pass key=. `_ask` drops key= on an
+# SDK whose ctx methods do not take it yet, so this file loads (and serves 2025-11-25) before the
+# 2026-07-28 era lands (issue 15); once it has, call ctx.elicit(..., key="user_name") directly and
+# delete `_ask` and `_client_capabilities`.
+
+
+def _ask(method: Callable[..., Any], *args: Any, key: str, **kwargs: Any) -> Any:
+    """``method(*args, key=key, **kwargs)``, without ``key`` when ``method`` does not take it."""
+    if "key" in inspect.signature(method).parameters:
+        kwargs["key"] = key
+    return method(*args, **kwargs)
+
+
+def _client_capabilities(ctx: Context) -> dict[str, Any]:
+    """What the client declared for this request (``ctx.client_capabilities``); {} on an SDK
+    without it, so a tool then asks only for what it cannot do without."""
+    return getattr(ctx, "client_capabilities", None) or {}
+
+
+class UserName(BaseModel):
+    name: str
+
+
+class Confirmation(BaseModel):
+    ok: bool
+
+
+class FavoriteColor(BaseModel):
+    color: str
+
+
+class UserContext(BaseModel):
+    context: str
+
+
+async def _user_name(ctx: Context, key: str = "user_name", message: str = "What is your name?") -> str:
+    answer = await _ask(ctx.elicit, message, schema=UserName, key=key)
+    return answer.data.name if answer.action == "accept" else f"({answer.action})"
+
+
+@tool
+async def test_missing_capability(ctx: Context) -> str:
+    """Ask the client's model a question, so the client must declare sampling: one that did not
+    gets a MissingRequiredClientCapability error (-32021) in the 2026-07-28 era."""
+    result = await _ask(ctx.sample, "Say hello.", max_tokens=20, key="hello")
+    return f"LLM response: {result.text}"
+
+
+@tool
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Ask the user for their name. In the 2026-07-28 era the question travels in the call's
+    result, never as a request on the response stream."""
+    return f"Hello, {await _user_name(ctx)}!"
+
+
+@tool
+async def test_logging_tool(ctx: Context) -> str:
+    """Send three log messages; they reach the client only if its request set a log level."""
+    await ctx.info("Logging tool started")
+    await ctx.info("Logging tool working")
+    await ctx.info("Logging tool finished")
+    return "Logging tool completed"
+
+
+@tool(hidden=True)
+def test_toggled_tool() -> str:
+    """Listed only while test_trigger_tool_change has shown it."""
+    return "The toggled tool is active."
+
+
+@tool
+async def test_trigger_tool_change(ctx: Context) -> str:
+    """Change the tool list: show test_toggled_tool if it is hidden, hide it if it is shown.
+    Clients listening for tool-list changes are told."""
+    if "test_toggled_tool" in await ctx.active_tools():
+        await ctx.disable_tools(["test_toggled_tool"])
+        return "test_toggled_tool is now hidden"
+    await ctx.enable_tools(["test_toggled_tool"])
+    return "test_toggled_tool is now shown"
+
+
+@tool
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Ask the user for their name (input request "user_name"), then greet them."""
+    return f"Hello, {await _user_name(ctx)}!"
+
+
+@tool
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    """Ask the client's model for the capital of France (input request "capital_question")."""
+    result = await _ask(ctx.sample, "What is the capital of France?", max_tokens=100, key="capital_question")
+    return f"LLM response: {result.text}"
+
+
+@tool
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    """List the client's roots (input request "client_roots")."""
+    roots = await _ask(ctx.list_roots, key="client_roots")
+    return "Client roots: " + ", ".join(f"{root.name or root.uri} ({root.uri})" for root in roots)
+
+
+@tool
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """Ask the user to confirm (input request "confirm"); the answer comes back with the
+    round trip's requestState, which the host verifies."""
+    answer = await _ask(ctx.elicit, "Please confirm", schema=Confirmation, key="confirm")
+    confirmed = answer.action == "accept" and answer.data.ok
+    return f"state-ok: confirmed={confirmed}"
+
+
+@tool
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Ask for three things at once: the user's name ("user_name"), a greeting from the client's
+    model ("greeting") and the client's roots ("client_roots")."""
+    name, greeting, roots = await asyncio.gather(
+        _user_name(ctx),
+        _ask(ctx.sample, "Generate a greeting", max_tokens=50, key="greeting"),
+        _ask(ctx.list_roots, key="client_roots"),
+    )
+    return f"{greeting.text} {name}! Roots: {', '.join(root.uri for root in roots)}"
+
+
+@tool
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Ask two questions one after the other: the name ("step1"), then a color ("step2")."""
+    name = await _user_name(ctx, key="step1", message="Step 1: What is your name?")
+    answer = await _ask(ctx.elicit, "Step 2: What is your favorite color?", schema=FavoriteColor, key="step2")
+    color = answer.data.color if answer.action == "accept" else f"({answer.action})"
+    return f"{name} likes {color}."
+
+
+@tool
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """Ask the user for their name ("user_name"); a retry whose requestState was altered is
+    refused with an error."""
+    return f"Hello, {await _user_name(ctx)}!"
+
+
+@tool
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Ask only for what the client declared: the model's answer ("capital_question") always,
+    the user's name ("user_name") only if the client declared elicitation."""
+    asks = [_ask(ctx.sample, "What is the capital of France?", max_tokens=100, key="capital_question")]
+    if "elicitation" in _client_capabilities(ctx):
+        asks.append(_user_name(ctx))
+    answers = await asyncio.gather(*asks)
+    return f"LLM response: {answers[0].text}" + (f"; name: {answers[1]}" if len(answers) > 1 else "")
+
+
+@tool(
+    input_schema={
+        "type": "object",
+        "properties": {
+            "region": {
+                "type": "string",
+                "description": "Region to report on (also sent as the Mcp-Param-Region header)",
+                "x-mcp-header": "Region",
+            }
+        },
+        "required": ["region"],
+    }
+)
+def test_custom_header(region: str) -> str:
+    """Echo a region; over Streamable HTTP the client mirrors it into the Mcp-Param-Region
+    header (x-mcp-header), which the host checks against the body."""
+    return f"Region: {region}"
+
+
+# -- tools for the tasks extension (io.modelcontextprotocol/tasks) ---------------------------------
+
+
+@tool
+def greet(name: str) -> str:
+    """Greet someone, synchronously (never a task)."""
+    return f"Hello, {name}!"
+
+
+@tool(task="optional")
+async def slow_compute(seconds: float, label: str = "") -> str:
+    """Wait `seconds` seconds, then report; a client may run it as a task and cancel it."""
+    await asyncio.sleep(seconds)
+    return f"Computed {label or 'result'} after {seconds:g}s"
+
+
+@tool(task="required")
+async def failing_job() -> str:
+    """A job that runs only as a task and fails (a tool error) after about a second."""
+    await asyncio.sleep(1)
+    raise ToolError("failing_job failed on purpose")
+
+
+@tool(task="optional")
+def protocol_error_job() -> str:
+    """A job that crashes with an unexpected exception (not a ToolError)."""
+    raise RuntimeError("protocol_error_job crashed on purpose")
+
+
+@tool(task="optional")
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    """Ask the user to confirm before (pretending to) delete a file."""
+    answer = await _ask(ctx.elicit, f"Delete {filename}?", schema=Confirmation, key="confirm_delete")
+    if answer.action == "accept" and answer.data.ok:
+        return f"Deleted {filename}"
+    return f"Kept {filename}"
+
+
+@tool(task="optional")
+async def multi_input(ctx: Context) -> str:
+    """Ask the user two questions at once: their name and their favorite color."""
+    name, color = await asyncio.gather(
+        _user_name(ctx),
+        _ask(ctx.elicit, "What is your favorite color?", schema=FavoriteColor, key="favorite_color"),
+    )
+    return f"{name} likes {color.data.color if color.action == 'accept' else '(no color)'}."
+
+
+@tool(task="required")
+async def test_tool_with_task(ctx: Context) -> str:
+    """Ask the user for their name ("user_name") first, then run as a task and greet them."""
+    return f"Hello, {await _user_name(ctx)}!"
+
+
 # -- resources ---------------------------------------------------------------------------------
 
 
@@ -309,3 +538,13 @@ def test_prompt_with_embedded_resource(
 def test_prompt_with_image() -> list[Message]:
     """A prompt with an image."""
     return [Message("user", Image(PNG, "image/png")), Message("user", "Please analyze the image above.")]
+
+
+@prompt
+async def test_input_required_result_prompt(ctx: Context) -> str:
+    """A prompt that asks the user for context ("user_context") before it is written."""
+    answer = await _ask(
+        ctx.elicit, "What context should the prompt use?", schema=UserContext, key="user_context"
+    )
+    context = answer.data.context if answer.action == "accept" else "none given"
+    return f"Answer with this context in mind: {context}"
