@@ -211,3 +211,17 @@ def test_cancelling_a_call_releases_every_client_request(raw_host: Any) -> None:
     assert sorted(m["params"]["requestId"] for m in cancelled) == sorted(asked)
     assert all(m["method"] == "notifications/cancelled" for m in cancelled)
     assert host.request(2, "ping")["result"] == {}
+
+
+def test_a_reload_lets_old_calls_run_as_long_as_the_call_timeout(tmp_path: Path) -> None:
+    """A save must not kill a long call (a 40 s task) that its timeout still allows: the old
+    process drains for the call timeout plus a margin, never less than 30 s."""
+    from protomcp_host.app import Host
+
+    file = tmp_path / "t.py"
+    file.write_text("")
+    drains = {
+        timeout: next(iter(Host([file], call_timeout=timeout).supervisors.values())).drain_timeout
+        for timeout in (10.0, 300.0, None)
+    }
+    assert drains == {10.0: 30.0, 300.0: 305.0, None: 3605.0}
