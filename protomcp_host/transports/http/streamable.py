@@ -208,6 +208,8 @@ class StreamableHTTP:
                 elif waited == "closed":
                     await refuse(send, 404, "Session not found: it ended while the request was waiting")
                 return
+            identity = _identity(scope)  # other requests set theirs meanwhile: the call gets its own
+            hs.session.auth = None if identity is None else identity.claims
         hs.router.feed(body)
         if stream.seq == 0 and not stream.closed:
             await stream.wait(self.options.sse_after)
