@@ -6,7 +6,7 @@
   leaves on the next loop iteration.
 
 Pipes, sockets and terminals go through the event loop; regular files (``< file``,
-``> file``) fall back to blocking calls, as the loop cannot poll them.
+``> file``) and devices the loop cannot poll (``< /dev/null``) fall back to blocking calls.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import selectors
 import stat
 from collections import deque
 from collections.abc import Callable
@@ -29,6 +30,22 @@ F_SETPIPE_SZ = 1031  # Linux; larger pipes mean fewer wake-ups for big messages
 def enlarge_pipe(fd: int, size: int = 1 << 20) -> None:
     with contextlib.suppress(OSError):
         fcntl.fcntl(fd, F_SETPIPE_SZ, size)
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can watch fd: not for regular files, nor for character devices
+    such as /dev/null that epoll refuses (asyncio would accept them, then fail in a callback)."""
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISREG(mode):
+        return False
+    if not stat.S_ISCHR(mode):
+        return True
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+    except OSError:
+        return False
+    return True
 
 
 class _Feed(asyncio.Protocol):
@@ -57,10 +74,12 @@ async def read_into(
     enlarge_pipe(fd)
     feed = _Feed(on_data)
     try:
+        if not _pollable(fd):
+            raise ValueError("not pollable")
         transport, _ = await loop.connect_read_pipe(
             lambda: feed, os.fdopen(fd, "rb", buffering=0, closefd=closefd)
         )
-    except ValueError:  # a regular file
+    except ValueError:  # a regular file, or a device the loop cannot poll
         while data := await anyio.to_thread.run_sync(os.read, fd, CHUNK, abandon_on_cancel=True):
             on_data(data)
         return

@@ -1,0 +1,48 @@
+"""What a new user trips over on the first steps (issue 21): each test does what the user did."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import HOST
+
+ADD = """from protomcp_sdk import tool
+
+@tool
+def add(a: int, b: int) -> int:
+    return a + b
+"""
+
+
+@pytest.fixture
+def add_file(tmp_path: Path) -> Path:
+    file = tmp_path / "adding.py"
+    file.write_text(ADD)
+    return file
+
+
+def run_host(*args: str, timeout: float = 60, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    """Run `protomcp ARGS` to completion; on a hang, stop its whole process group and fail."""
+    proc = subprocess.Popen(
+        [*HOST, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, **kwargs,  # type: ignore[call-overload]
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"protomcp {' '.join(args)} did not exit")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_run_with_stdin_from_dev_null_exits_quietly(add_file: Path) -> None:
+    with open(os.devnull, "rb") as devnull:
+        done = run_host("run", str(add_file), stdin=devnull)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "PermissionError" not in done.stderr
+    assert done.stdout == ""
