@@ -106,10 +106,10 @@ def test_env_file_and_env_options(tmp_path: Path) -> None:
 
 def test_claude_code_prints_the_command_without_the_cli(tmp_path: Path) -> None:
     message = installer.install("claude-code", [HELLO], env={"K": "v"}, which=lambda name: None)
-    assert "claude mcp add --scope user --env K=v hello -- " in message
+    assert "claude mcp add --scope user hello --env K=v -- " in message
     assert f"run {HELLO.resolve()}" in message
     removal = installer.uninstall("claude-code", "hello", which=lambda name: None)
-    assert "claude mcp remove --scope user hello" in removal
+    assert "claude mcp remove hello --scope user" in removal
 
 
 def test_claude_code_runs_its_cli_when_present(tmp_path: Path) -> None:
@@ -175,3 +175,61 @@ def test_banner_prints_the_entry_install_writes(tmp_path: Path) -> None:
         line = next(line for line in printed.splitlines() if '"mcpServers"' in line)
         written = orjson.loads(installer.install("mcp-json", [HELLO], dev=dev))
         assert orjson.loads(line) == written
+
+
+@pytest.fixture
+def claude_on_path(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An environment whose PATH has a `claude` that parses arguments as Claude Code's does."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    fake = Path(__file__).resolve().parent / "fake_claude.py"
+    claude.write_text(f'#!/bin/sh\nexec {sys.executable} {fake} "$@"\n')
+    claude.chmod(0o755)
+    store = tmp_path / "claude.json"
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_CLAUDE_CONFIG": str(store),
+    }
+    return env, store
+
+
+def protomcp(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*HOST, *args], capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL
+    )
+
+
+def test_install_claude_code_with_env_and_force_through_its_cli(
+    claude_on_path: tuple[dict[str, str], Path],
+) -> None:
+    env, store = claude_on_path
+    first = protomcp(env, "install", "claude-code", str(HELLO), "--env", "GREETING=hi")
+    assert first.returncode == 0, first.stderr
+    server = orjson.loads(store.read_bytes())["user"]["hello"]
+    assert server["env"] == {"GREETING": "hi"} and server["args"][-1] == str(HELLO.resolve())
+    again = protomcp(env, "install", "claude-code", str(HELLO), "--env", "GREETING=hey")
+    assert again.returncode != 0 and "already exists" in again.stderr and "--force" in again.stderr
+    forced = protomcp(env, "install", "claude-code", str(HELLO), "--env", "GREETING=hey", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert orjson.loads(store.read_bytes())["user"]["hello"]["env"] == {"GREETING": "hey"}
+    removed = protomcp(env, "uninstall", "claude-code", "hello")
+    assert removed.returncode == 0, removed.stderr
+    assert orjson.loads(store.read_bytes())["user"] == {}
+
+
+def test_printed_claude_code_commands_work_when_pasted(claude_on_path: tuple[dict[str, str], Path]) -> None:
+    import shlex
+
+    env, store = claude_on_path
+    for force in (False, True):
+        message = installer.install(
+            "claude-code", [HELLO], env={"K": "v", "L": "w x"}, force=force, which=lambda name: None
+        )
+        commands = [line.strip() for line in message.splitlines()[1:]]
+        assert len(commands) == (2 if force else 1)
+        for command in commands:  # as the user would paste them into a shell
+            done = subprocess.run(shlex.split(command), capture_output=True, text=True, env=env, timeout=60)
+            assert done.returncode == 0, done.stderr
+        assert orjson.loads(store.read_bytes())["user"]["hello"]["env"] == {"K": "v", "L": "w x"}

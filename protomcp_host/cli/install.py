@@ -275,21 +275,54 @@ def _write(path: Path, config: dict[str, Any]) -> Path | None:
 
 
 def claude_code_add(name: str, entry: dict[str, Any]) -> list[str]:
-    argv = ["claude", "mcp", "add", "--scope", "user"]
+    """`claude mcp add`: the name comes before `--env`, whose values are variadic (they would
+    swallow a name that followed), and `--` ends them before the command."""
+    argv = ["claude", "mcp", "add", "--scope", "user", name]
     for key, value in (entry.get("env") or {}).items():
         argv += ["--env", f"{key}={value}"]
-    return [*argv, name, "--", entry["command"], *entry["args"]]
+    return [*argv, "--", entry["command"], *entry["args"]]
 
 
 def claude_code_remove(name: str) -> list[str]:
-    return ["claude", "mcp", "remove", "--scope", "user", name]
+    return ["claude", "mcp", "remove", name, "--scope", "user"]
+
+
+def _claude_code_install(
+    name: str, entry: dict[str, Any], *, force: bool, which: Callable[[str], str | None]
+) -> str:
+    """`claude mcp add`; with `force`, `claude mcp remove` first (Claude Code has no replace)."""
+    add, remove = claude_code_add(name, entry), claude_code_remove(name)
+    if which(add[0]) is None:
+        steps = [remove, add] if force else [add]
+        commands = "\n".join(f"  {_printable(argv)}" for argv in steps)
+        return f"The claude command is not on PATH; run this to add '{name}' to Claude Code:\n{commands}"
+    replaced = ""
+    if force:
+        try:
+            run_client_cli(remove, which)
+            replaced = " (replaced the previous entry)"
+        except InstallError as exc:
+            if "no mcp server found" not in str(exc).lower() and "not found" not in str(exc).lower():
+                raise
+    try:
+        _, output = run_client_cli(add, which)
+    except InstallError as exc:
+        if "already exists" in str(exc):
+            raise InstallError(f"{exc}\npass --force to replace it") from None
+        raise
+    added = f"Claude Code: added '{name}' (claude mcp add --scope user){replaced}"
+    return added + (f"\n{output}" if output else "")
+
+
+def _printable(argv: list[str]) -> str:
+    return subprocess.list2cmdline(argv) if sys.platform.startswith("win") else _shell(argv)
 
 
 def run_client_cli(argv: list[str], which: Callable[[str], str | None] = shutil.which) -> tuple[bool, str]:
     """Run the client's own CLI if it is installed. Returns (ran, output or the command to run)."""
     executable = which(argv[0])
     if executable is None:
-        return False, subprocess.list2cmdline(argv) if sys.platform.startswith("win") else _shell(argv)
+        return False, _printable(argv)
     try:
         done = subprocess.run(
             [executable, *argv[1:]], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
@@ -334,11 +367,7 @@ def install(
     if client == "mcp-json":
         return portable_json(name, entry)
     if client == "claude-code":
-        ran, output = run_client_cli(claude_code_add(name, entry), which)
-        if ran:
-            added = f"Claude Code: added '{name}' (claude mcp add --scope user)"
-            return added + (f"\n{output}" if output else "")
-        return f"The claude command is not on PATH; run this to add '{name}' to Claude Code:\n  {output}"
+        return _claude_code_install(name, entry, force=force, which=which)
     outcome = add_server(CONFIG_FILES[client], place or Place.current(), name, entry, force=force)
     lines = [outcome.message]
     if outcome.backup is not None:
