@@ -233,3 +233,45 @@ def test_printed_claude_code_commands_work_when_pasted(claude_on_path: tuple[dic
             done = subprocess.run(shlex.split(command), capture_output=True, text=True, env=env, timeout=60)
             assert done.returncode == 0, done.stderr
         assert orjson.loads(store.read_bytes())["user"]["hello"]["env"] == {"K": "v", "L": "w x"}
+
+
+VSCODE_JSONC = """{
+  // my servers; VS Code accepts comments and trailing commas here
+  "servers": {
+    /* a server someone else added */
+    "other": {"type": "stdio", "command": "/usr/bin/other", "args": ["a // b", "c,"],},
+  },
+}
+"""
+
+
+def test_vscode_config_with_comments_and_trailing_commas(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CONFIG_HOME"} | {"HOME": str(tmp_path)}
+    relative = EXPECTED["vscode", "darwin" if sys.platform == "darwin" else "linux"]
+    config = tmp_path / relative
+    config.parent.mkdir(parents=True)
+    config.write_text(VSCODE_JSONC)
+    doctor = subprocess.run(
+        [*HOST, "doctor"], capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+    )
+    assert doctor.returncode == 0 and "No problems found." in doctor.stdout, doctor.stdout
+    done = subprocess.run(
+        [*HOST, "install", "vscode", str(HELLO)],
+        capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "comments and trailing commas are not kept" in done.stdout
+    servers = orjson.loads(config.read_bytes())["servers"]
+    assert servers["other"]["args"] == ["a // b", "c,"] and "hello" in servers
+    assert config.with_name("mcp.json.bak").read_text() == VSCODE_JSONC
+    doctor = subprocess.run(
+        [*HOST, "doctor"], capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+    )
+    assert doctor.returncode == 0 and "No problems found." in doctor.stdout, doctor.stdout
+
+
+def test_strip_jsonc_keeps_strings_and_rejects_what_is_not_json() -> None:
+    text = '{"a": "x // y /* z */", "b": [1, 2, /* c */ ], // d\n "e": "\\",",}'
+    assert orjson.loads(installer.strip_jsonc(text)) == {"a": "x // y /* z */", "b": [1, 2], "e": '",'}
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(installer.strip_jsonc('{"a": 1 "b": 2}'))

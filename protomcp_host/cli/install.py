@@ -189,31 +189,86 @@ class Outcome:
     message: str
 
 
-def read_config(path: Path) -> dict[str, Any]:
-    """The config as a dict ({} when the file does not exist); InstallError if it is not JSON."""
+def strip_jsonc(text: str) -> str:
+    """JSON with comments (`//`, `/* */`) and trailing commas, as VS Code's settings files allow,
+    turned into plain JSON. Strings are kept as they are; line numbers do not change."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    pending_comma = -1  # index in `out` of a comma that may turn out to be trailing
+    while i < n:
+        c = text[i]
+        if c == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i : end + 1])
+            pending_comma = -1
+            i = end + 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end == -1 else end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            comment = text[i : n if end == -1 else end + 2]
+            out.append("\n" * comment.count("\n"))
+            i += len(comment)
+        elif c == ",":
+            pending_comma = len(out)
+            out.append(c)
+            i += 1
+        elif c in "}]" and pending_comma != -1:
+            out[pending_comma] = ""
+            pending_comma = -1
+            out.append(c)
+            i += 1
+        else:
+            if not c.isspace():
+                pending_comma = -1
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def load_config(path: Path) -> tuple[dict[str, Any], bool]:
+    """The config as a dict ({} when the file does not exist) and whether it had comments or
+    trailing commas (JSONC, which VS Code, Cursor and Gemini CLI accept); InstallError if it is
+    not JSON even so."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return {}
+        return {}, False
     except OSError as exc:
         raise InstallError(f"cannot read {path}: {exc.strerror}") from None
     if not data.strip():
-        return {}
+        return {}, False
+    lenient = False
     try:
         config = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise InstallError(
-            f"{path} is not valid JSON ({exc}); fix it by hand (protomcp will not overwrite it)"
-        ) from None
+        try:
+            config = orjson.loads(strip_jsonc(data.decode("utf-8", errors="replace")))
+            lenient = True
+        except orjson.JSONDecodeError:
+            raise InstallError(
+                f"{path} is not valid JSON ({exc}); fix it by hand (protomcp will not overwrite it)"
+            ) from None
     if not isinstance(config, dict):
         raise InstallError(f"{path} does not hold a JSON object; fix it by hand")
-    return config
+    return config, lenient
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The config as a dict (see load_config)."""
+    return load_config(path)[0]
+
+
+_DROPPED = " (its comments and trailing commas are not kept: the file is rewritten as plain JSON)"
 
 
 def add_server(client: ConfigFile, place: Place, name: str, entry: dict[str, Any], *, force: bool) -> Outcome:
     """Write `name` into the client's config, keeping every other setting and server."""
     path = client.path(place)
-    config = read_config(path)
+    config, lenient = load_config(path)
     servers = config.setdefault(client.key, {})
     if not isinstance(servers, dict):
         raise InstallError(f'{path}: "{client.key}" is not an object; fix it by hand')
@@ -229,12 +284,12 @@ def add_server(client: ConfigFile, place: Place, name: str, entry: dict[str, Any
     servers[name] = shaped
     backup = _write(path, config)
     verb = "replaced" if existing is not None else "added"
-    return Outcome(path, backup, f"{client.title}: {verb} '{name}' in {path}")
+    return Outcome(path, backup, f"{client.title}: {verb} '{name}' in {path}" + (_DROPPED if lenient else ""))
 
 
 def remove_server(client: ConfigFile, place: Place, name: str, *, force: bool) -> Outcome:
     path = client.path(place)
-    config = read_config(path)
+    config, lenient = load_config(path)
     servers = config.get(client.key)
     if not isinstance(servers, dict) or name not in servers:
         raise InstallError(f"{path}: no server named '{name}'")
@@ -244,7 +299,9 @@ def remove_server(client: ConfigFile, place: Place, name: str, *, force: bool) -
         )
     del servers[name]
     backup = _write(path, config)
-    return Outcome(path, backup, f"{client.title}: removed '{name}' from {path}")
+    return Outcome(
+        path, backup, f"{client.title}: removed '{name}' from {path}" + (_DROPPED if lenient else "")
+    )
 
 
 def is_protomcp_entry(entry: Any) -> bool:
