@@ -275,3 +275,34 @@ def test_strip_jsonc_keeps_strings_and_rejects_what_is_not_json() -> None:
     assert orjson.loads(installer.strip_jsonc(text)) == {"a": "x // y /* z */", "b": [1, 2], "e": '",'}
     with pytest.raises(orjson.JSONDecodeError):
         orjson.loads(installer.strip_jsonc('{"a": 1 "b": 2}'))
+
+
+def test_a_file_that_does_not_load_is_not_installed_and_doctor_says_so(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CONFIG_HOME"} | {"HOME": str(tmp_path)}
+    broken = tmp_path / "broken.py"
+    broken.write_text("from protomcp_sdk import tool\nimport no_such_module_here\n")
+    needs_key = tmp_path / "needs_key.py"
+    needs_key.write_text(
+        "import os\nfrom protomcp_sdk import tool\nKEY = os.environ['API_KEY']\n\n"
+        "@tool\ndef key() -> str:\n    return KEY\n"
+    )
+    config = tmp_path / ".cursor" / "mcp.json"
+
+    def protomcp(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*HOST, *args], capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+        )
+
+    refused = protomcp("install", "cursor", str(broken))
+    assert refused.returncode == 1 and not config.exists()
+    assert "does not load" in refused.stderr and "No module named 'no_such_module_here'" in refused.stderr
+    assert protomcp("install", "cursor", str(needs_key)).returncode == 1  # KeyError without the key
+    with_key = protomcp("install", "cursor", str(needs_key), "--env", "API_KEY=k")  # loads with it
+    assert with_key.returncode == 0, with_key.stderr
+    forced = protomcp("install", "cursor", str(broken), "--no-check")
+    assert forced.returncode == 0, forced.stderr
+    doctor = protomcp("doctor")  # no FILES: it loads what the clients would start
+    assert doctor.returncode == 1, doctor.stdout
+    assert f"Cursor 'broken' ({config}): {broken} does not load" in doctor.stdout
+    assert "No module named 'no_such_module_here'" in doctor.stdout
+    assert "1 problem found." in doctor.stdout  # needs_key loads with its entry's env

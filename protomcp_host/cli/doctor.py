@@ -3,10 +3,12 @@ about every problem found."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,8 +60,29 @@ def check_python(python: str) -> list[Finding]:
     return findings
 
 
-async def check_file(file: Path, python: str) -> list[Finding]:
-    """Load a tool file in the real host and tool process; time it, count tools, keep warnings."""
+@contextlib.contextmanager
+def environment(env: Mapping[str, str] | None) -> Iterator[None]:
+    """os.environ with `env` over it (the tool processes inherit it), restored afterwards."""
+    saved = {key: os.environ.get(key) for key in env or {}}
+    os.environ.update(env or {})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+async def check_file(file: Path, python: str, env: Mapping[str, str] | None = None) -> list[Finding]:
+    """Load a tool file in the real host and tool process (with `env` set, as a client would);
+    time it, count tools, keep warnings."""
+    with environment(env):
+        return await _check_file(file, python)
+
+
+async def _check_file(file: Path, python: str) -> list[Finding]:
     from protomcp_host.app import Host
     from protomcp_host.processes.launch import StartupError, tool_files
     from protomcp_host.transports.direct import RequestFailed, direct_client, list_tools
@@ -105,6 +128,32 @@ def check_clients(place: Place, clients: list[ConfigFile] | None = None) -> list
     return findings
 
 
+def installed_files(place: Place) -> list[tuple[str, Path, dict[str, str]]]:
+    """The tool files the protomcp entries of client configs serve, with the entry's environment
+    and a description of the entry (files that do not exist are check_clients' business)."""
+    found: list[tuple[str, Path, dict[str, str]]] = []
+    for client in [*CONFIG_FILES.values(), CLAUDE_CODE]:
+        path = client.path(place)
+        try:
+            servers = read_config(path).get(client.key) or {} if path.exists() else {}
+        except InstallError:
+            continue
+        for name, entry in servers.items() if isinstance(servers, dict) else ():
+            if not is_protomcp_entry(entry):
+                continue
+            env = entry.get("env") if isinstance(entry.get("env"), dict) else {}
+            for file in _entry_files(entry):
+                if Path(file).is_absolute() and Path(file).exists():
+                    found.append((f"{client.title} '{name}' ({path})", Path(file), {**env}))
+    return found
+
+
+def _entry_files(entry: dict[str, Any]) -> list[str]:
+    args = [str(a) for a in entry.get("args", [])]
+    verb = next((i for i, a in enumerate(args) if a in ("run", "dev")), None)
+    return [a for a in args[verb + 1 :] if not a.startswith("-")] if verb is not None else []
+
+
 def _check_entry(client: ConfigFile, path: Path, name: str, entry: dict[str, Any]) -> list[Finding]:
     where = f"{client.title} '{name}' ({path})"
     reinstall = f"reinstall it: protomcp install {client.name} FILE... --name {name} --force"
@@ -121,9 +170,7 @@ def _check_entry(client: ConfigFile, path: Path, name: str, entry: dict[str, Any
                 Finding(False, f"{where}: {command} runs {interpreter}, which no longer exists", reinstall)
             )
     args = [str(a) for a in entry.get("args", [])]
-    verb = next((i for i, a in enumerate(args) if a in ("run", "dev")), None)
-    files = [a for a in args[verb + 1 :] if not a.startswith("-")] if verb is not None else []
-    for file in files:
+    for file in _entry_files(entry):
         if not Path(file).is_absolute():
             problems.append(Finding(False, f"{where}: tool file {file} is not an absolute path", reinstall))
         elif not Path(file).exists():
@@ -158,6 +205,17 @@ async def diagnose(files: list[Path], python: str, place: Place, out: Callable[[
     for finding in check_clients(place):
         out(finding)
         checks.append(finding)
+    loaded = {file.resolve() for file in files}
+    for where, file, env in installed_files(place):  # what the clients start must load too
+        if file in loaded:
+            continue
+        loaded.add(file)
+        for finding in await check_file(file, python, env):
+            if not finding.ok:
+                finding.text = f"{where}: {finding.text}"
+                finding.fix = finding.fix.replace("run `protomcp doctor` again", "restart the client")
+                out(finding)
+                checks.append(finding)
     return sum(not f.ok for f in checks)
 
 

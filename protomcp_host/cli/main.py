@@ -596,9 +596,13 @@ CLIENT = click.argument("client", type=click.Choice(
 )
 @click.option("--dev", is_flag=True, help="Install `protomcp dev` (hot reload) instead of `protomcp run`.")
 @click.option("--force", is_flag=True, help="Replace an existing server of the same name.")
+@click.option(
+    "--no-check", is_flag=True,
+    help="Install even if FILES do not load now (by default they are loaded first, with the --env given).",
+)  # fmt: skip
 def install(
     client: str, files: tuple[Path, ...], name: str | None, env: tuple[str, ...], env_file: Path | None,
-    dev: bool, force: bool,
+    dev: bool, force: bool, no_check: bool,
 ) -> None:  # fmt: skip
     """Add the tools in FILES to an AI client's MCP configuration.
 
@@ -610,9 +614,29 @@ def install(
 
     try:
         variables = installer.parse_env(env, env_file)
+        if not no_check:
+            _refuse_unloadable(files, variables)
         click.echo(installer.install(client, list(files), name=name, env=variables, dev=dev, force=force))
     except installer.InstallError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _refuse_unloadable(files: tuple[Path, ...], env: dict[str, str]) -> None:
+    """Load FILES as the client will (with its environment); stop with the error if one fails."""
+    import anyio
+
+    from protomcp_host.cli.doctor import check_file
+
+    for file in files:
+        if not file.exists():
+            continue  # install says which are missing
+        findings = anyio.run(check_file, file.resolve(), sys.executable, env, backend="asyncio")
+        failed = next((f for f in findings if not f.ok and f.detail), None)
+        if failed is not None:
+            raise click.ClickException(
+                f"{failed.text}, so the client could not start it; nothing was installed:\n{failed.detail}\n"
+                "fix the file (or pass --no-check to install it anyway)"
+            )
 
 
 @main.command()
