@@ -60,8 +60,22 @@ def test_version_matches_pyproject() -> None:
             ("run",),
             ["[FILES]...", "Serve the tools in FILES", "--python", "--call-timeout", "--module", "--plugin"],
         ),
-        (("list",), ["FILE", "name, description and parameters", "--json", "--python"]),
-        (("call",), ["FILE TOOL", "Call TOOL from FILE", "--args", "JSON object", "--json", "exit status 1"]),
+        (
+            ("list",),
+            ["[FILES]...", "name, description", "--json", "--python", "--module", "--plugin"],
+        ),
+        (
+            ("call",),
+            [
+                "[FILE] TOOL",
+                "Call TOOL from FILE",
+                "--args",
+                "JSON object",
+                "--json",
+                "exit status 1",
+                "--plugin",
+            ],
+        ),
     ],
 )
 def test_help(command: tuple[str, ...], expected: list[str]) -> None:

@@ -9,6 +9,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import orjson
 import pytest
 from conftest import HOST, ROOT
 
@@ -132,3 +133,48 @@ async def test_installed_plugin_is_served_beside_a_file(plugin_venv: Path, tmp_p
     with pytest.raises(ClientError, match="no such plugin"):
         async with Client(file, options=("--plugin", "unit-converter")):
             pass
+
+
+def test_list_call_doctor_and_install_take_modules(tmp_path: Path) -> None:
+    make_package(tmp_path / "more", "beta", "from beta")
+    home = tmp_path / "home"
+    env = {k: v for k, v in env_with_path(tmp_path / "more").items() if k != "XDG_CONFIG_HOME"}
+    env["HOME"] = str(home)
+
+    def protomcp(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*HOST, *args], capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL
+        )
+
+    listed = protomcp("list", "-m", "beta.tools")
+    assert listed.returncode == 0 and listed.stdout.startswith("beta_value()"), listed.stderr
+    called = protomcp("call", "-m", "beta.tools", "beta_value")
+    assert called.returncode == 0 and called.stdout == "from beta\n", called.stderr
+    doctor = protomcp("doctor", "-m", "beta.tools")
+    assert doctor.returncode == 0 and "1 tool loaded" in doctor.stdout, doctor.stdout
+    installed = protomcp("install", "cursor", "-m", "beta.tools", "--env", f"PYTHONPATH={tmp_path / 'more'}")
+    assert installed.returncode == 0, installed.stderr
+    entry = orjson.loads((home / ".cursor" / "mcp.json").read_bytes())["mcpServers"]["beta"]
+    assert entry["args"][-3:] == ["run", "-m", "beta.tools"]
+    doctor = protomcp("doctor")  # the entry's module is no tool file
+    assert doctor.returncode == 0 and "No problems found." in doctor.stdout, doctor.stdout
+    missing = protomcp("list", "-m", "no_such_module_here.tools")
+    assert missing.returncode == 1 and "No module named" in missing.stderr
+
+
+def test_list_call_and_install_take_plugins(plugin_venv: Path) -> None:
+    def protomcp(*args: str, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [python, "-m", "protomcp_host", *args], capture_output=True, text=True, timeout=120,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    plugin = ("--python", str(plugin_venv), "--plugin", "unit-converter")
+    listed = protomcp("list", *plugin)
+    assert listed.returncode == 0 and listed.stdout.startswith("convert_length("), listed.stderr
+    called = protomcp("call", *plugin, "convert_length", "value=1", "from_unit=km", "to_unit=m")
+    assert called.returncode == 0 and "1000" in called.stdout, called.stderr
+    printed = protomcp("install", "mcp-json", "--plugin", "unit-converter", python=str(plugin_venv))
+    assert printed.returncode == 0, printed.stderr
+    entry = orjson.loads(printed.stdout)["mcpServers"]["unit-converter"]
+    assert entry["args"][-3:] == ["run", "--plugin", "unit-converter"]

@@ -151,7 +151,11 @@ def installed_files(place: Place) -> list[tuple[str, Path, dict[str, str]]]:
 def _entry_files(entry: dict[str, Any]) -> list[str]:
     args = [str(a) for a in entry.get("args", [])]
     verb = next((i for i, a in enumerate(args) if a in ("run", "dev")), None)
-    return [a for a in args[verb + 1 :] if not a.startswith("-")] if verb is not None else []
+    if verb is None:
+        return []
+    rest = args[verb + 1 :]
+    valued = ("-m", "--module", "--plugin", "--python", "--name", "--instructions")  # not files
+    return [a for i, a in enumerate(rest) if not a.startswith("-") and (i == 0 or rest[i - 1] not in valued)]
 
 
 def _check_entry(client: ConfigFile, path: Path, name: str, entry: dict[str, Any]) -> list[Finding]:

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,20 +132,25 @@ def server_entry(
     dev: bool = False,
     env: Mapping[str, str] | None = None,
     command: list[str] | None = None,
+    modules: Sequence[str] = (),
+    plugins: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The portable `mcpServers` entry: absolute command and absolute tool files."""
+    """The portable `mcpServers` entry: absolute command and absolute tool files; modules and
+    plugins by name (the client's protomcp finds them in its interpreter)."""
     argv = command or protomcp_command()
-    entry: dict[str, Any] = {
-        "command": argv[0],
-        "args": [*argv[1:], "dev" if dev else "run", *(str(f.resolve()) for f in files)],
-    }
+    sources = [*(str(f.resolve()) for f in files)]
+    sources += [word for module in modules for word in ("-m", module)]
+    sources += [word for plugin in plugins for word in ("--plugin", plugin)]
+    entry: dict[str, Any] = {"command": argv[0], "args": [*argv[1:], "dev" if dev else "run", *sources]}
     if env:
         entry["env"] = dict(env)
     return entry
 
 
-def default_name(files: list[Path]) -> str:
-    return files[0].stem if len(files) == 1 else "tools"
+def default_name(files: list[Path], modules: Sequence[str] = (), plugins: Sequence[str] = ()) -> str:
+    """A file's stem, a module's top-level package, a plugin's name; "tools" for several."""
+    names = [f.stem for f in files] + [m.split(".")[0] for m in modules] + list(plugins)
+    return names[0] if len(names) == 1 else "tools"
 
 
 def parse_env(pairs: tuple[str, ...] | list[str], env_file: Path | None = None) -> dict[str, str]:
@@ -414,13 +419,18 @@ def install(
     force: bool = False,
     place: Place | None = None,
     which: Callable[[str], str | None] = shutil.which,
+    modules: Sequence[str] = (),
+    plugins: Sequence[str] = (),
 ) -> str:
-    """Install `files` into `client`; returns what to tell the user. Raises InstallError."""
+    """Install `files` (and tool modules and plugins, by name) into `client`; returns what to
+    tell the user. Raises InstallError."""
     missing = [str(f) for f in files if not f.exists()]  # files, or folders of tool files
     if missing:
         raise InstallError("no such tool file or folder: " + ", ".join(missing))
-    name = name or default_name(files)
-    entry = server_entry(files, dev=dev, env=env)
+    if not (files or modules or plugins):
+        raise InstallError("nothing to install: give tool FILES, -m MODULE or --plugin NAME")
+    name = name or default_name(files, modules, plugins)
+    entry = server_entry(files, dev=dev, env=env, modules=modules, plugins=plugins)
     if client == "mcp-json":
         return portable_json(name, entry)
     if client == "claude-code":

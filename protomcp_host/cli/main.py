@@ -421,14 +421,17 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
 
 
 @main.command(name="list")
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@_source_options
 @click.option("--json", "as_json", is_flag=True, help="Print the MCP tools/list result as JSON.")
 @PYTHON
-def list_command(file: Path, as_json: bool, python: str) -> None:
-    """Print the tools FILE offers: name, description and parameters."""
+def list_command(
+    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], as_json: bool, python: str
+) -> None:
+    """Print the tools in FILES, -m modules and --plugin plugins: name, description and parameters."""
     from protomcp_host.transports.direct import list_tools
 
-    tools = _with_client([file], python, list_tools)
+    tools = _with_client(_sources(files, modules, plugins, python), python, list_tools)
     if as_json:
         click.echo(orjson.dumps({"tools": tools}, option=orjson.OPT_INDENT_2).decode())
         return
@@ -441,10 +444,27 @@ def list_command(file: Path, as_json: bool, python: str) -> None:
             click.echo(f"    {description.splitlines()[0]}")
 
 
+def _sources(
+    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], python: str
+) -> list[Path]:
+    """FILES plus the source files of -m modules and --plugin plugins (as run finds them)."""
+    from protomcp_host.processes.launch import StartupError
+
+    if not (files or modules or plugins):
+        raise click.UsageError("nothing to load: give tool FILES, -m MODULE or --plugin NAME")
+    if not (modules or plugins):
+        return list(files)
+    from protomcp_host.cli.plugins import resolve
+
+    try:
+        return [*files, *resolve(list(modules), list(plugins), python)]
+    except StartupError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 @main.command()
-@click.argument("file", type=click.Path(path_type=Path))
-@click.argument("tool")
-@click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
+@click.argument("words", nargs=-1, metavar="[FILE] TOOL [KEY=VALUE]...")
+@_source_options
 @click.option(
     "--args", "args", default="{}", show_default=True, help="Arguments as a JSON object, e.g. '{\"a\": 1}'."
 )
@@ -455,9 +475,11 @@ def list_command(file: Path, as_json: bool, python: str) -> None:
 )  # fmt: skip
 @PYTHON
 def call(
-    file: Path, tool: str, pairs: tuple[str, ...], args: str, as_json: bool, call_timeout: float, python: str
-) -> None:
-    """Call TOOL from FILE once and print its result (exit status 1 if it is an error).
+    words: tuple[str, ...], modules: tuple[str, ...], plugins: tuple[str, ...], args: str, as_json: bool,
+    call_timeout: float, python: str,
+) -> None:  # fmt: skip
+    """Call TOOL from FILE (or from -m MODULE / --plugin NAME, then without FILE) once and print
+    its result (exit status 1 if it is an error).
 
     Arguments are KEY=VALUE pairs (VALUE is read as JSON, e.g. n=3 or tags='["a"]', except
     for text parameters) and/or --args JSON. Progress and log messages go to stderr.
@@ -465,6 +487,13 @@ def call(
     from protomcp_host.cli.show import CallDisplay, parse_pairs
     from protomcp_host.transports.direct import list_tools
 
+    files: tuple[Path, ...] = ()
+    if not (modules or plugins) or (len(words) > 1 and "=" not in words[0] and Path(words[0]).exists()):
+        files, words = tuple(Path(w) for w in words[:1]), words[1:]
+    if not words:
+        raise click.UsageError("missing TOOL (give FILE TOOL, or -m MODULE TOOL)")
+    tool, pairs = words[0], words[1:]
+    sources = _sources(files, modules, plugins, python)
     try:
         arguments = orjson.loads(args)
     except orjson.JSONDecodeError as exc:
@@ -486,7 +515,7 @@ def call(
         finally:
             display.close()
 
-    result = _with_client([file], python, one_call, call_timeout=call_timeout or None, on_message=display)
+    result = _with_client(sources, python, one_call, call_timeout=call_timeout or None, on_message=display)
     if as_json:
         click.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     else:
@@ -555,8 +584,9 @@ def plugins(python: str) -> None:
 
 @main.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@_source_options
 @PYTHON
-def doctor(files: tuple[Path, ...], python: str) -> None:
+def doctor(files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], python: str) -> None:
     """Check the interpreter, tool FILES and AI client configs; say how to fix each problem.
 
     Exits with status 1 when a problem was found.
@@ -575,7 +605,8 @@ def doctor(files: tuple[Path, ...], python: str) -> None:
             click.echo("   -> " + finding.fix)
 
     click.echo(interpreter_line())
-    problems = anyio.run(diagnose, list(files), python, Place.current(), show, backend="asyncio")
+    sources = _sources(files, modules, plugins, python) if modules or plugins else list(files)
+    problems = anyio.run(diagnose, sources, python, Place.current(), show, backend="asyncio")
     click.echo(f"{problems} problem{'s' * (problems != 1)} found." if problems else "No problems found.")
     sys.exit(1 if problems else 0)
 
@@ -586,7 +617,8 @@ CLIENT = click.argument("client", type=click.Choice(
 
 @main.command()
 @CLIENT
-@FILES
+@SOURCES
+@_source_options
 @click.option("--name", help="Server name in the client's config (default: the tool file's name).")
 @click.option(
     "--env", "env", multiple=True, metavar="KEY=VALUE", help="Environment for the server (repeatable)."
@@ -601,22 +633,29 @@ CLIENT = click.argument("client", type=click.Choice(
     help="Install even if FILES do not load now (by default they are loaded first, with the --env given).",
 )  # fmt: skip
 def install(
-    client: str, files: tuple[Path, ...], name: str | None, env: tuple[str, ...], env_file: Path | None,
-    dev: bool, force: bool, no_check: bool,
+    client: str, files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...],
+    name: str | None, env: tuple[str, ...], env_file: Path | None, dev: bool, force: bool, no_check: bool,
 ) -> None:  # fmt: skip
-    """Add the tools in FILES to an AI client's MCP configuration.
+    """Add the tools in FILES (and -m modules, --plugin plugins) to an AI client's MCP configuration.
 
     CLIENT is claude-desktop, claude-code, cursor, vscode, gemini-cli, or mcp-json (print a
-    portable "mcpServers" entry). Paths are made absolute; other servers in the config are
+    portable "mcpServers" entry). Paths are made absolute, modules and plugins are kept by
+    name; other servers in the config are
     kept and the previous file is saved next to it as .bak.
     """
     from protomcp_host.cli import install as installer
 
     try:
         variables = installer.parse_env(env, env_file)
+        sources = _sources(files, modules, plugins, sys.executable)  # checks the modules exist
         if not no_check:
-            _refuse_unloadable(files, variables)
-        click.echo(installer.install(client, list(files), name=name, env=variables, dev=dev, force=force))
+            _refuse_unloadable(tuple(sources), variables)
+        click.echo(
+            installer.install(
+                client, list(files), name=name, env=variables, dev=dev, force=force,
+                modules=modules, plugins=plugins,
+            )
+        )  # fmt: skip
     except installer.InstallError as exc:
         raise click.ClickException(str(exc)) from None
 
