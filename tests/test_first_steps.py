@@ -46,3 +46,29 @@ def test_run_with_stdin_from_dev_null_exits_quietly(add_file: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "PermissionError" not in done.stderr
     assert done.stdout == ""
+
+
+async def test_http_banner_with_a_token_prints_entries_that_authenticate(add_file: Path) -> None:
+    import re
+    import shlex
+
+    import orjson
+    from http_support import HttpHost, http_session
+
+    host = HttpHost("run", str(add_file), "--auth-token-env", "MY_TOKEN", env={"MY_TOKEN": "s3cret"})
+    try:
+        line = host.wait_stderr(lambda text: text.startswith('  {"adding"'))
+        claude = host.wait_stderr(lambda text: text.startswith("Claude Code: claude mcp add"))
+        entry = orjson.loads(line)["adding"]
+        # What Cursor and VS Code do with ${env:NAME} in mcp.json, in an environment that has it:
+        headers = {
+            key: re.sub(r"\$\{env:(\w+)\}", lambda m: {"MY_TOKEN": "s3cret"}[m.group(1)], value)
+            for key, value in entry["headers"].items()
+        }
+        async with http_session(entry["url"], headers=headers) as session:
+            assert (await session.call_tool("add", {"a": 1, "b": 2})).content[0].text == "3"
+    finally:
+        host.terminate()
+    # The Claude Code command, as a shell with MY_TOKEN set expands it:
+    words = shlex.split(claude.removeprefix("Claude Code: ").replace("$MY_TOKEN", "s3cret"))
+    assert words[words.index("--header") + 1] == "Authorization: Bearer s3cret"

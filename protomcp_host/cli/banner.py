@@ -11,8 +11,9 @@ from protomcp_host.cli.install import default_name, server_entry
 from protomcp_host.processes.launch import label_of
 
 
-def banner(host: Host, url: str | None, reload: bool) -> str:
-    return stdio_banner(host, reload) if url is None else http_banner(host, url, reload)
+def banner(host: Host, url: str | None, reload: bool, token_env: str | None = None) -> str:
+    """`token_env`: the variable --auth-token-env names (the entries then send its token)."""
+    return stdio_banner(host, reload) if url is None else http_banner(host, url, reload, token_env)
 
 
 def stdio_banner(host: Host, reload: bool) -> str:
@@ -39,18 +40,31 @@ def stdio_banner(host: Host, reload: bool) -> str:
     return "\n".join(lines)
 
 
-def http_banner(host: Host, url: str, reload: bool) -> str:
-    """The URL, and ready entries for clients configured by URL."""
+def http_banner(host: Host, url: str, reload: bool, token_env: str | None = None) -> str:
+    """The URL, and ready entries for clients configured by URL (with the bearer token, read
+    from the client's environment, when the server requires one)."""
     name = default_name(host.files)
     files = ", ".join(map(label_of, host.files))
     kind = "sse" if url.endswith("/sse") else "http"
+    entry: dict[str, object] = {"type": kind, "url": url}
+    claude = f"claude mcp add --transport {kind} {name} {url}"
+    if token_env:
+        # ${env:NAME} is how Cursor and VS Code read a variable in mcp.json; the shell expands $NAME.
+        entry["headers"] = {"Authorization": f"Bearer ${{env:{token_env}}}"}
+        claude += f' --header "Authorization: Bearer ${token_env}"'
+    where = "Cursor, VS Code" if token_env else "Cursor, VS Code, Claude Code's .mcp.json"
     lines = [
         f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files} at {url}",
         f"  {', '.join(host.catalog.names())}",
-        'Add to a client config under "mcpServers" (Cursor, VS Code, Claude Code\'s .mcp.json):',
-        "  " + orjson.dumps({name: {"type": kind, "url": url}}).decode(),
-        f"Claude Code: claude mcp add --transport {kind} {name} {url}",
+        f'Add to a client config under "mcpServers" ({where}):',
+        "  " + orjson.dumps({name: entry}).decode(),
+        f"Claude Code: {claude}",
     ]
+    if token_env:
+        lines.append(
+            f"Clients must send 'Authorization: Bearer <token>' with the value of ${token_env}: set "
+            f"{token_env} where the client runs (or paste the token in place of the variable)."
+        )
     if reload:
         lines.append("Watching for changes: save a tool file and every session sees the new tools.")
     lines.append("SIGTERM or Ctrl+C stops the server (in-flight calls finish first).")

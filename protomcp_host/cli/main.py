@@ -288,7 +288,9 @@ def _serve_command(files: tuple[Path, ...], options: dict[str, Any], **extra: An
     limits = _pop_limits(options)
     transport = options.pop("transport")
     settings = {key: options.pop(key) for key in SERVE_KEYS}
-    _serve(files, **settings, **extra, http=_http_settings(transport, options), **limits)
+    token_env = options.get("auth_token_env")
+    http = _http_settings(transport, options)
+    _serve(files, **settings, **extra, http=http, token_env=token_env, **limits)
 
 
 LIMITS = ("drain_timeout", "max_in_flight", "startup_timeout", "heartbeat_timeout")
@@ -384,6 +386,7 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     from protomcp_host.processes.launch import StartupError, launch, tool_files
 
     modules, plugins = options.pop("modules"), options.pop("plugins")
+    token_env = options.pop("token_env", None)
     if not (files or modules or plugins):
         raise click.UsageError("nothing to serve: give tool FILES, -m MODULE or --plugin NAME")
     # Start the tool processes first, so they boot while this process imports the host.
@@ -412,9 +415,12 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     from protomcp_host.app import serve
     from protomcp_host.cli.banner import banner
 
+    def say(host: Any, url: str | None, reload: bool) -> str:
+        return banner(host, url, reload, token_env)
+
     timeout = options.pop("call_timeout")
     code = anyio.run(
-        lambda: serve(launched, call_timeout=timeout or None, signalled=signalled, banner=banner, **options),
+        lambda: serve(launched, call_timeout=timeout or None, signalled=signalled, banner=say, **options),
         backend="asyncio",
     )
     sys.exit(code)
