@@ -72,3 +72,85 @@ async def test_http_banner_with_a_token_prints_entries_that_authenticate(add_fil
     # The Claude Code command, as a shell with MY_TOKEN set expands it:
     words = shlex.split(claude.removeprefix("Claude Code: ").replace("$MY_TOKEN", "s3cret"))
     assert words[words.index("--header") + 1] == "Authorization: Bearer s3cret"
+
+
+SERVED = '''from protomcp_sdk import prompt, resource, tool
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+@resource("notes://index", name="index")
+def index() -> str:
+    """All notes."""
+    return "a, b"
+
+@resource("notes://{id}", name="note")
+def note(id: str) -> str:
+    """One note."""
+    return id
+
+@prompt
+def summarize(topic: str, style: str = "short") -> str:
+    """Summarize a topic."""
+    return topic
+'''
+
+MIDDLEWARE_ONLY = """from protomcp_sdk import middleware
+
+@middleware
+async def passing(call, call_next):
+    return await call_next(call)
+"""
+
+
+def test_list_shows_resources_templates_and_prompts(tmp_path: Path) -> None:
+    import orjson
+
+    file = tmp_path / "served.py"
+    file.write_text(SERVED)
+    done = run_host("list", str(file))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "add(a: int, b: int)", "    Add two numbers.",
+        "", "Resources:", "notes://index  index", "    All notes.",
+        "", "Resource templates:", "notes://{id}  note", "    One note.",
+        "", "Prompts:", "summarize(topic, style?)", "    Summarize a topic.",
+    ]  # fmt: skip
+    listed = orjson.loads(run_host("list", str(file), "--json").stdout)
+    assert [len(listed[key]) for key in ("tools", "resources", "resourceTemplates", "prompts")] == [
+        1,
+        1,
+        1,
+        1,
+    ]
+
+
+def test_a_middleware_file_is_not_warned_about(add_file: Path, tmp_path: Path) -> None:
+    guard = tmp_path / "guard.py"
+    guard.write_text(MIDDLEWARE_ONLY)
+    done = run_host("list", str(add_file), str(guard))
+    assert done.returncode == 0 and done.stdout.startswith("add("), done.stderr
+    assert "defines no tools" not in done.stderr
+    empty = tmp_path / "empty.py"
+    empty.write_text("from protomcp_sdk import tool\n\ndef forgot() -> int:\n    return 1\n")
+    done = run_host("list", str(add_file), str(empty))
+    assert "empty.py defines no tools" in done.stderr  # a file with nothing at all still is
+
+
+def test_doctor_fix_names_the_tool_file_it_knows(add_file: Path, tmp_path: Path) -> None:
+    import orjson
+
+    config = tmp_path / ".cursor" / "mcp.json"
+    config.parent.mkdir()
+    gone = tmp_path / "old-venv" / "bin" / "protomcp"
+    config.write_bytes(
+        orjson.dumps({"mcpServers": {"adding": {"command": str(gone), "args": ["run", str(add_file)]}}})
+    )
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CONFIG_HOME"} | {"HOME": str(tmp_path)}
+    done = run_host("doctor", env=env, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    assert f"reinstall it: protomcp install cursor {add_file} --name adding --force" in done.stdout, (
+        done.stdout
+    )

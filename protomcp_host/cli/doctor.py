@@ -160,7 +160,9 @@ def _entry_files(entry: dict[str, Any]) -> list[str]:
 
 def _check_entry(client: ConfigFile, path: Path, name: str, entry: dict[str, Any]) -> list[Finding]:
     where = f"{client.title} '{name}' ({path})"
-    reinstall = f"reinstall it: protomcp install {client.name} FILE... --name {name} --force"
+    known = _entry_files(entry)
+    sources = " ".join(known) if known and all(Path(f).exists() for f in known) else "FILE..."
+    reinstall = f"reinstall it: protomcp install {client.name} {sources} --name {name} --force"
     problems: list[Finding] = []
     command = Path(entry["command"])
     if not command.is_absolute():

@@ -434,20 +434,72 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
 def list_command(
     files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], as_json: bool, python: str
 ) -> None:
-    """Print the tools in FILES, -m modules and --plugin plugins: name, description and parameters."""
-    from protomcp_host.transports.direct import list_tools
-
-    tools = _with_client(_sources(files, modules, plugins, python), python, list_tools)
+    """Print the tools in FILES, -m modules and --plugin plugins: name, description and parameters;
+    then their resources, resource templates and prompts, if any."""
+    served = _with_client(_sources(files, modules, plugins, python), python, _list_everything)
     if as_json:
-        click.echo(orjson.dumps({"tools": tools}, option=orjson.OPT_INDENT_2).decode())
+        shown = {key: value for key, value in served.items() if value or key == "tools"}
+        click.echo(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
         return
     from protomcp_host.cli.show import signature
 
-    for entry in tools:
+    for entry in served["tools"]:
         click.echo(f"{entry['name']}{signature(entry.get('inputSchema', {}))}")
-        description = (entry.get("description") or "").strip()
-        if description:
-            click.echo(f"    {description.splitlines()[0]}")
+        _describe(entry)
+    for key, title, name_of in LISTED[1:]:
+        if served[key]:
+            click.echo(f"\n{title}:")
+            for entry in served[key]:
+                click.echo(name_of(entry))
+                _describe(entry)
+
+
+def _describe(entry: dict[str, Any]) -> None:
+    description = (entry.get("description") or "").strip()
+    if description:
+        click.echo(f"    {description.splitlines()[0]}")
+
+
+def _prompt_line(entry: dict[str, Any]) -> str:
+    arguments = [a["name"] + ("" if a.get("required") else "?") for a in entry.get("arguments") or []]
+    return f"{entry['name']}({', '.join(arguments)})"
+
+
+LISTED: list[tuple[str, str, Any]] = [  # result key, heading, how an entry is shown
+    ("tools", "Tools", None),
+    ("resources", "Resources", lambda entry: f"{entry['uri']}  {entry.get('name', '')}".rstrip()),
+    (
+        "resourceTemplates",
+        "Resource templates",
+        lambda e: f"{e['uriTemplate']}  {e.get('name', '')}".rstrip(),
+    ),
+    ("prompts", "Prompts", _prompt_line),
+]
+LIST_METHODS = {
+    "tools": "tools/list", "resources": "resources/list",
+    "resourceTemplates": "resources/templates/list", "prompts": "prompts/list",
+}  # fmt: skip
+
+
+async def _list_everything(request: Any) -> dict[str, list[dict[str, Any]]]:
+    """Every page of tools/list, resources/list, resources/templates/list and prompts/list."""
+    from protomcp_host.transports.direct import RequestFailed
+
+    served: dict[str, list[dict[str, Any]]] = {}
+    for key, method in LIST_METHODS.items():
+        served[key] = []
+        cursor: str | None = None
+        while True:
+            try:
+                page = await request(method, {"cursor": cursor} if cursor else {})
+            except RequestFailed:
+                if key == "tools":
+                    raise
+                break  # not offered (no resources or prompts at all)
+            served[key].extend(page.get(key) or [])
+            if not (cursor := page.get("nextCursor")):
+                break
+    return served
 
 
 def _sources(

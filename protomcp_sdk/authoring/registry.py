@@ -79,7 +79,8 @@ class Registry:
 
     def warnings(self, file_name: str) -> list[str]:
         """What the author of a just-loaded tool file should hear about."""
-        if not self.tools:
+        served = (self.resources, self.templates, self.prompts, self.middleware, self.completions)
+        if not self.tools and not any(served):  # middleware alone acts on the other files' tools
             return [
                 f"{file_name} defines no tools: decorate functions with @tool (from protomcp_sdk import tool)"
             ]
