@@ -179,7 +179,7 @@ class Host:
                 router.log(LEVELS.get(stream, "info"), label, line)
 
     def echo(self, label: str, line: str) -> None:
-        self.stderr(f"[{label}] {line}")
+        self.stderr("\n".join(f"[{label}] {part}" for part in line.split("\n")))
 
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         """A log message a tool process sent outside any call."""

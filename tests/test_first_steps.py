@@ -154,3 +154,40 @@ def test_doctor_fix_names_the_tool_file_it_knows(add_file: Path, tmp_path: Path)
     assert f"reinstall it: protomcp install cursor {add_file} --name adding --force" in done.stdout, (
         done.stdout
     )
+
+
+BOOM = """from protomcp_sdk import tool
+
+@tool
+def boom(x: int) -> int:
+    return 1 // x
+"""
+
+
+async def test_one_tool_exception_is_reported_once(tmp_path: Path) -> None:
+    """The client gets the error result and one log message; stderr has the traceback once."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    file = tmp_path / "booming.py"
+    file.write_text(BOOM)
+    logs: list[object] = []
+
+    async def on_log(params: object) -> None:
+        logs.append(params)
+
+    params = StdioServerParameters(command=HOST[0], args=[*HOST[1:], "run", str(file)], env=dict(os.environ))
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, logging_callback=on_log) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool("boom", {"x": 0})
+            assert result.is_error and "ZeroDivisionError" in result.content[0].text  # type: ignore[union-attr]
+            assert (await session.call_tool("boom", {"x": 1})).content[0].text == "1"  # type: ignore[union-attr]
+    stderr = (tmp_path / "stderr.txt").read_text()
+    assert stderr.count("Traceback") == 1 and stderr.count("ZeroDivisionError") == 1, stderr
+    assert len(stderr.splitlines()) <= 8, stderr
+    assert len(logs) == 1 and logs[0].level == "debug", logs  # type: ignore[attr-defined]
+    assert "ZeroDivisionError" in str(logs[0].data) and "line 5, in boom" in str(logs[0].data)  # type: ignore[attr-defined]

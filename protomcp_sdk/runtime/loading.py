@@ -37,14 +37,18 @@ def load_tool_file(path: str) -> str:
 
 
 def report_failure(exc: BaseException, ctx: Context) -> None:
-    """Where an unexpected exception came from, in the user's own frames: on stderr (the host
-    shows it) and as a debug log message. ToolError and bad arguments are answers, not bugs."""
+    """Where an unexpected exception came from, in the user's own frames: once on stderr (the
+    host shows it; the calling session gets it as one debug log message). ToolError and bad
+    arguments are answers, not bugs."""
     if isinstance(exc, (ToolError, ArgumentError)):
         return
-    trace = user_traceback(exc)
-    print(f"tool '{ctx.tool_name}' raised:\n{trace}", end="", file=sys.stderr, flush=True)
-    with contextlib.suppress(Exception):  # nothing about reporting may change the answer
-        ctx.log("debug", f"tool '{ctx.tool_name}' raised:\n{trace}")
+    text = f"tool '{ctx.tool_name}' raised:\n{user_traceback(exc)}"
+    block = getattr(sys.stderr, "block", None)  # output.CallOutput: the call's output
+    if block is not None:
+        with contextlib.suppress(Exception):  # nothing about reporting may change the answer
+            block(text, "debug")
+    else:
+        print(text, end="", file=sys.stderr, flush=True)
 
 
 def user_traceback(exc: BaseException) -> str:

@@ -60,8 +60,19 @@ class CallOutput:
                 self._line(call, rest)
         self.real.flush()
 
-    def _line(self, call: str, line: str) -> None:
-        entry = pb.LogMessage(level=self.level, data_json=orjson.dumps(line).decode(), output=True)
+    def block(self, text: str, level: str | None = None) -> None:
+        """Several lines that belong together (a traceback) as one message of the current call:
+        one log notification for the client (at `level`), not one per line."""
+        call = CURRENT_CALL.get()
+        if not call or self.forked:
+            self.real.write(text)
+            self.real.flush()
+            return
+        self.flush()
+        self._line(call, text.rstrip("\n"), level)
+
+    def _line(self, call: str, line: str, level: str | None = None) -> None:
+        entry = pb.LogMessage(level=level or self.level, data_json=orjson.dumps(line).decode(), output=True)
         self.send(pb.Envelope(request_id=call, log=entry))
 
     def writelines(self, lines: Any) -> None:
