@@ -191,3 +191,16 @@ async def test_one_tool_exception_is_reported_once(tmp_path: Path) -> None:
     assert len(stderr.splitlines()) <= 8, stderr
     assert len(logs) == 1 and logs[0].level == "debug", logs  # type: ignore[attr-defined]
     assert "ZeroDivisionError" in str(logs[0].data) and "line 5, in boom" in str(logs[0].data)  # type: ignore[attr-defined]
+
+
+def test_an_unsupported_parameter_type_is_explained_in_our_words(tmp_path: Path) -> None:
+    file = tmp_path / "typed.py"
+    file.write_text(
+        "from protomcp_sdk import tool\n\nclass Point:\n    pass\n\n"
+        "@tool\ndef move(to: list[Point]) -> int:\n    return 1\n"
+    )
+    done = run_host("list", str(file))
+    assert done.returncode == 1
+    assert "parameter 'to' has type list[Point], which has no JSON Schema" in done.stderr, done.stderr
+    assert "a dataclass, a TypedDict or a pydantic model" in done.stderr
+    assert "arbitrary_types_allowed" not in done.stderr and "__protomcp_tools__" not in done.stderr

@@ -461,7 +461,7 @@ class Opaque:
 def test_unsupported_parameter_type_names_the_parameter() -> None:
     def f(a: int, thing: Opaque) -> None: ...
 
-    with pytest.raises(TypeError, match="tool 'f': cannot build an input schema from parameter 'thing'"):
+    with pytest.raises(TypeError, match="tool 'f': parameter 'thing' has type Opaque, which has no JSON"):
         analyze(f, "f")
 
 

@@ -450,10 +450,28 @@ def _arguments_model(
         return create_model(f"{tool_name}_arguments", __config__=config, **definitions)
     except Exception as exc:
         culprit = _failing_parameter(annotations)
+        if culprit is not None and _unsupported_type(exc):
+            raise TypeError(
+                f"tool {tool_name!r}: parameter {culprit!r} has type {_type_name(annotations[culprit])}, "
+                f"which has no JSON Schema, so a client cannot send it. {SUPPORTED_TYPES}"
+            ) from None
         where = f"parameter {culprit!r}" if culprit else "its parameters"
         raise TypeError(
             f"tool {tool_name!r}: cannot build an input schema from {where}: {_pydantic_message(exc)}"
         ) from None  # pydantic's own frames say nothing to the tool's author
+
+
+SUPPORTED_TYPES = (
+    "Use str, int, float, bool, a Literal, an Enum, list/dict of those, a dataclass, a TypedDict or "
+    "a pydantic model (and convert to your own type inside the tool)."
+)
+
+
+def _unsupported_type(exc: Exception) -> bool:
+    """pydantic cannot describe the type at all (an arbitrary class)."""
+    from pydantic.errors import PydanticSchemaGenerationError
+
+    return isinstance(exc, PydanticSchemaGenerationError)
 
 
 def _failing_parameter(annotations: dict[str, Any]) -> str | None:
@@ -475,9 +493,10 @@ def _pydantic_output_schema(annotation: Any, tool_name: str) -> dict[str, Any]:
         adapter = TypeAdapter(annotation)
         schema = _generate(lambda gen: adapter.json_schema(mode="serialization", schema_generator=gen))
     except Exception as exc:
+        why = "it has no JSON Schema" if _unsupported_type(exc) else _pydantic_message(exc)
         raise TypeError(
             f"tool {tool_name!r}: cannot build an output schema from the return annotation "
-            f"{_type_name(annotation)} ({_pydantic_message(exc)}). Return str, a dict, a list, a "
+            f"{_type_name(annotation)} ({why}). Return str, a dict, a list, a "
             "dataclass or a pydantic model, or remove the return annotation"
         ) from None  # pydantic's own frames say nothing to the tool's author
     return _inline_root_ref(schema)
@@ -559,8 +578,15 @@ def _shown(value: Any) -> str:
 def _pydantic_message(exc: Exception) -> str:
     """pydantic's error text without its documentation links."""
     lines = [line for line in str(exc).splitlines() if not line.strip().startswith("For further information")]
-    return " ".join(line.strip() for line in lines if line.strip()) or type(exc).__name__
+    text = " ".join(line.strip() for line in lines if line.strip()) or type(exc).__name__
+    return text.replace(f"{TOOL_MODULE}.", "")  # the tool file's classes by their own names
 
 
 def _type_name(annotation: Any) -> str:
-    return getattr(annotation, "__qualname__", None) or repr(annotation)
+    import typing
+
+    name = None if typing.get_args(annotation) else getattr(annotation, "__qualname__", None)
+    return (name or repr(annotation)).replace(f"{TOOL_MODULE}.", "")
+
+
+TOOL_MODULE = "__protomcp_tools__"  # the module name a tool file runs under (runtime.loading)
