@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import importlib.util
 import itertools
 import os
@@ -317,16 +318,19 @@ def load_tool_module(path: str | os.PathLike[str]) -> types.ModuleType:
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {file} as a module")
     module = importlib.util.module_from_spec(spec)
-    before = dict(REGISTRY.tools)
+    kept = ("tools", "resources", "templates", "prompts", "completions", "middleware", "roots_hooks")
+    before = {field: copy.copy(getattr(REGISTRY, field)) for field in kept}
     sys.modules[name] = module  # dataclasses and pydantic look their module up while the file runs
     try:
         spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[name]
         raise
-    finally:
-        REGISTRY.tools.clear()
-        REGISTRY.tools.update(before)
+    finally:  # what the file registered (tools, resources, middleware...) is not kept
+        for field, value in before.items():
+            current = getattr(REGISTRY, field)
+            current.clear()  # in place: others may hold these dicts and lists
+            current.update(value) if isinstance(current, dict) else current.extend(value)
     return module
 
 

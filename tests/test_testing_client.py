@@ -109,3 +109,20 @@ async def test_resources_prompts_and_completions() -> None:
         assert await c.complete(resource="notes://{id}", argument="id", value="2") == ["2"]
         with pytest.raises(ClientError, match="-32002"):
             await c.read_resource("test://none")
+
+
+def test_a_file_with_resources_and_middleware_loads_twice(tmp_path: Path) -> None:
+    from protomcp_sdk.authoring.registry import REGISTRY
+    from protomcp_sdk.testing import load_tool_module
+
+    file = tmp_path / "full.py"
+    file.write_text(
+        "from protomcp_sdk import middleware, prompt, resource, tool\n\n"
+        "@tool\ndef a() -> int:\n    return 1\n\n"
+        "@resource('x://y')\ndef r() -> str:\n    return 'y'\n\n"
+        "@prompt\ndef p() -> str:\n    return 'p'\n\n"
+        "@middleware\nasync def m(call, call_next):\n    return await call_next(call)\n"
+    )
+    for _ in range(2):  # one per test that loads it
+        assert load_tool_module(file).a() == 1
+    assert not REGISTRY.resources and not REGISTRY.prompts and not REGISTRY.middleware
