@@ -303,7 +303,9 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
         waiting.append(tail)
     # Input is over (end of input, or a signal): what was read is answered, as the limits allow.
     with anyio.move_on_after(drain_timeout if signalled else None):
-        await host.ready.wait()  # held requests are answered once the files have loaded
+        await _first(host.ready, shutdown)  # held requests are answered once the files have loaded
+    if not host.ready.is_set():  # they did not load (or a signal came first): the host is going away
+        signalled = True
     with anyio.move_on_after(drain_timeout):
         while waiting:
             moved[0] = anyio.Event()
@@ -327,3 +329,15 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
     router.fail_all(f"the host is shutting down and the call did not finish within {drain_timeout:g}s")
     host.disconnect(router)
     await out.drain(drain_timeout)
+
+
+async def _first(*events: anyio.Event) -> None:
+    """Return once any of `events` is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(wait, event)
