@@ -183,6 +183,6 @@ def test_pydantic_frames_are_trimmed_from_schema_errors(tmp_path: Path) -> None:
         [*HOST, "list", str(file)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
     )
     assert done.returncode == 1
-    assert "cannot build an input schema from parameter 't'" in done.stderr
+    assert "parameter 't' has type Thing, which has no JSON Schema" in done.stderr
     assert "site-packages" not in done.stderr  # no frames of pydantic (or of anything installed)
     assert "errors.pydantic.dev" not in done.stderr
