@@ -92,8 +92,10 @@ class Router:
 
     def log(self, level: str, logger: str, data: Any, related: bytes | None = None) -> None:
         """A log message for this session's client (rate-limited per session)."""
-        if self.log_limit.allow(lambda lv, lg, d: self._emit(self.session.log(lv, lg, d), related)):
-            self._emit(self.session.log(level, logger, data), related)
+        if self.log_limit.allow(
+            lambda lv, lg, d: self._emit(self.session.log(lv, lg, d, None, related), related)
+        ):
+            self._emit(self.session.log(level, logger, data, None, related), related)
 
     def _send(self, event: Send) -> None:
         self.write(event.data, event.related)
@@ -150,9 +152,9 @@ class Router:
 
     def call_log(self, call: Call, level: str, logger: str, data: Any) -> None:
         if self.log_limit.allow(
-            lambda lv, lg, d: self._emit(self.session.log(lv, lg, d, call.task), call.id)
+            lambda lv, lg, d: self._emit(self.session.log(lv, lg, d, call.task, call.id), call.id)
         ):
-            self._emit(self.session.log(level, logger, data, call.task), call.id)
+            self._emit(self.session.log(level, logger, data, call.task, call.id), call.id)
 
     def call_control(self, change: dict[str, Any]) -> list[str]:
         """A running call changes this session's tool list: the tools now active here."""

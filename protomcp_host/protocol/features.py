@@ -165,6 +165,8 @@ class FeatureMethods:
     server→client requests. Lives next to a Session (its `session`, read through `Peer`);
     its table joins the session's."""
 
+    not_found = RESOURCE_NOT_FOUND  # the error code for an unknown resource
+
     def __init__(self, session: Peer, features: Features, *, offered: bool = True) -> None:
         self.session = session
         self.features = features
@@ -225,7 +227,7 @@ class FeatureMethods:
             return _invalid(request, '"uri" must be a string')
         entry = self.features.resource_owner(uri)
         if entry is None:
-            return Send(rpc.error(request.id, RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri}))
+            return Send(rpc.error(request.id, self.not_found, f"Resource not found: {uri}", {"uri": uri}))
         return self._forward(request, entry.owner, {"uri": uri}, batch)
 
     def _get_prompt(self, request: rpc.Request, batch: Batch | None) -> FeatureEvent:
@@ -312,7 +314,7 @@ class FeatureMethods:
         if not isinstance(uri, str):
             return _invalid(request, '"uri" must be a string')
         if self.features.resource_owner(uri) is None:
-            return Send(rpc.error(request.id, RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri}))
+            return Send(rpc.error(request.id, self.not_found, f"Resource not found: {uri}", {"uri": uri}))
         self.subscriptions.add(uri)
         return Send(rpc.result(request.id, {}))
 

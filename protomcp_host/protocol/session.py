@@ -32,7 +32,7 @@ from protomcp_host.protocol.visibility import ToolVisibility
 SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_VERSION = SUPPORTED_VERSIONS[-1]
 BATCH_VERSIONS = frozenset({"2025-03-26"})
-STRUCTURED_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})
+STRUCTURED_VERSIONS = frozenset({"2025-06-18", "2025-11-25", "2026-07-28"})
 TASK_VERSIONS = frozenset({"2025-11-25"})
 TASKS_CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 DEFAULT_MAX_IN_FLIGHT = 1000
@@ -79,6 +79,8 @@ Handler = Callable[[rpc.Request, Batch | None], Event | list[Event] | None]
 
 
 class Session:
+    feature_methods: type[FeatureMethods] = FeatureMethods  # the modern era's differ (modern.py)
+
     def __init__(
         self,
         catalog: Catalog,
@@ -113,7 +115,7 @@ class Session:
         }
         # resources, prompts, completions; requests to the client (protocol/features.py)
         # (without `features`, a tools-only server: no resources/prompts methods or capabilities)
-        self.features = FeatureMethods(
+        self.features = self.feature_methods(
             self, features or Features(catalog.page_size), offered=features is not None
         )
         if features is not None:
@@ -508,7 +510,14 @@ class Session:
         return [Send(rpc.notification("notifications/tools/list_changed"))]
 
     # -- server-initiated messages ----------------------------------------------------
-    def log(self, level: str, logger: str | None, data: Any, task: Task | None = None) -> bytes | None:
+    def log(
+        self,
+        level: str,
+        logger: str | None,
+        data: Any,
+        task: Task | None = None,
+        related: bytes | None = None,  # the request it is for (the modern era's logLevel is per request)
+    ) -> bytes | None:
         if self.version is None:
             return None
         if level not in LOG_LEVELS:
