@@ -19,8 +19,8 @@ MODERN_META = {
 
 
 @pytest.fixture
-def modern_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROTOMCP_EXPERIMENTAL_MODERN", "1")
+def legacy_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROTOMCP_MODERN", "0")
 
 
 def _client(*files: str, mode: str = "auto", **kwargs: Any) -> Any:
@@ -30,7 +30,7 @@ def _client(*files: str, mode: str = "auto", **kwargs: Any) -> Any:
     return Client(params, mode=mode, cache=None, **kwargs)  # type: ignore[arg-type]
 
 
-async def test_auto_mode_is_served_in_the_modern_era(modern_env: None) -> None:
+async def test_auto_mode_is_served_in_the_modern_era() -> None:
     async with _client(str(BEHAVIOURS), str(FEATURES)) as client:
         assert client.session.protocol_version == "2026-07-28"
         tools = await client.list_tools()
@@ -53,7 +53,7 @@ async def test_auto_mode_is_served_in_the_modern_era(modern_env: None) -> None:
         assert any(r.uri == "test://static-text" for r in resources.resources)
 
 
-async def test_legacy_mode_beside_modern_against_the_same_files(modern_env: None) -> None:
+async def test_legacy_mode_beside_modern_against_the_same_files() -> None:
     async with _client(str(BEHAVIOURS), mode="legacy") as legacy, _client(str(BEHAVIOURS)) as modern:
         assert legacy.session.protocol_version == "2025-11-25"
         assert modern.session.protocol_version == "2026-07-28"
@@ -61,7 +61,7 @@ async def test_legacy_mode_beside_modern_against_the_same_files(modern_env: None
         assert (await modern.call_tool("add", {"a": 2, "b": 2})).structured_content == {"result": 4}
 
 
-async def test_auto_mode_falls_back_while_the_modern_era_is_not_offered() -> None:
+async def test_auto_mode_falls_back_when_the_modern_era_is_off(legacy_only: None) -> None:
     """Without the modern era offered, discover gets -32022 naming handshake versions: the
     official client falls back to initialize on the same process."""
     async with _client(str(BEHAVIOURS)) as client:
@@ -69,7 +69,7 @@ async def test_auto_mode_falls_back_while_the_modern_era_is_not_offered() -> Non
         assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
 
 
-def test_raw_probe_then_fallback_to_initialize(raw_host: Any) -> None:
+def test_raw_probe_then_fallback_to_initialize(raw_host: Any, legacy_only: None) -> None:
     """Claude Code's way: server/discover first; on -32022 initialize on the same process."""
     host = raw_host("run", str(BEHAVIOURS))
     reply = host.request(1, "server/discover", {"_meta": MODERN_META})
@@ -84,10 +84,9 @@ def test_raw_probe_then_fallback_to_initialize(raw_host: Any) -> None:
     assert "add" in [t["name"] for t in tools["result"]["tools"]]
 
 
-def test_raw_probe_modern(raw_host: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_raw_probe_modern(raw_host: Any) -> None:
     """Served: discover, then a tools/list result that has resultType (Claude Code rejects one
     without), errors with the request's id, removed methods not found; legacy still works."""
-    monkeypatch.setenv("PROTOMCP_EXPERIMENTAL_MODERN", "1")
     host = raw_host("run", str(BEHAVIOURS))
     discover = host.request(1, "server/discover", {"_meta": MODERN_META})["result"]
     assert discover["supportedVersions"][0] == "2026-07-28" and discover["resultType"] == "complete"
@@ -115,8 +114,7 @@ def test_raw_probe_modern(raw_host: Any, monkeypatch: pytest.MonkeyPatch) -> Non
     assert legacy["result"]["structuredContent"] == {"result": 4} and "resultType" not in legacy["result"]
 
 
-def test_modern_logs_only_when_asked(raw_host: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROTOMCP_EXPERIMENTAL_MODERN", "1")
+def test_modern_logs_only_when_asked(raw_host: Any) -> None:
     host = raw_host("run", str(BEHAVIOURS))
     quiet = host.request(
         1, "tools/call", {"name": "progress", "arguments": {"steps": 2}, "_meta": MODERN_META}

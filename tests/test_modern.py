@@ -108,8 +108,8 @@ def test_unknown_version_names_the_same_list_as_discover() -> None:
     assert reply["error"]["data"] == {"supported": supported_versions(True), "requested": "1999-01-01"}
 
 
-def test_not_served_yet_lists_only_handshake_versions() -> None:
-    """Until every modern shape is served, 2026-07-28 is refused so clients fall back."""
+def test_modern_era_off_lists_only_handshake_versions() -> None:
+    """With the modern era off (PROTOMCP_MODERN=0), 2026-07-28 is refused so clients fall back."""
     reply = answer(make(serve=False), request("server/discover"))
     assert reply["error"]["code"] == -32022
     assert "2026-07-28" not in reply["error"]["data"]["supported"]
@@ -228,3 +228,76 @@ def test_cancelled_call_gets_no_answer() -> None:
 def test_stamp_pieces() -> None:
     assert stamp([b"{}"], b'"a":1') == [b'{"a":1}']
     assert stamp([b'{"x":', b"[1]}"], b'"a":1') == [b'{"x":', b'[1],"a":1}']
+
+
+def test_listen_ack_filter_tags_and_cancel() -> None:
+    session = make()
+    wanted = {"toolsListChanged": True, "promptsListChanged": False, "resourceSubscriptions": ["test://r"]}
+    [ack] = session.receive(request("subscriptions/listen", {"notifications": wanted}, id_=9))
+    message = orjson.loads(ack.data)
+    assert ack.related == b"9" and message["method"] == "notifications/subscriptions/acknowledged"
+    assert message["params"] == {
+        "_meta": {"io.modelcontextprotocol/subscriptionId": 9},
+        "notifications": {"toolsListChanged": True, "resourceSubscriptions": ["test://r"]},
+    }
+    assert (
+        answer(session, request("subscriptions/listen", {"notifications": {}}, id_=9))["error"]["code"]
+        == -32600
+    )
+    changed = session.features.list_changed(["notifications/prompts/list_changed"])
+    assert changed == []  # not asked for
+    [updated] = session.features.updates("test://r")
+    assert orjson.loads(updated)["params"] == {
+        "_meta": {"io.modelcontextprotocol/subscriptionId": 9},
+        "uri": "test://r",
+    }
+    session.update_tools(enable=["h"])
+    [note] = session.flush_notifications()
+    assert orjson.loads(note.data)["method"] == "notifications/tools/list_changed" and note.related == b"9"
+    [closing] = session.close_listens()
+    assert orjson.loads(closing.data)["result"] == {
+        "resultType": "complete",
+        "_meta": {"io.modelcontextprotocol/subscriptionId": 9},
+    }
+
+
+def test_listen_needs_a_filter_and_tasks_need_the_extension() -> None:
+    session = make()
+    assert answer(session, request("subscriptions/listen", {}))["error"]["code"] == -32602
+    refused = answer(session, request("subscriptions/listen", {"notifications": {"taskIds": ["t"]}}))
+    assert refused["error"]["code"] == -32021
+
+
+def test_cancelled_listen_gets_nothing_more() -> None:
+    session = make()
+    session.receive(request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, id_=3))
+    cancel = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+    assert session.receive(cancel) == []
+    session.update_tools(enable=["h"])
+    assert session.flush_notifications() == [] and session.close_listens() == []
+
+
+def test_retry_fields_are_checked() -> None:
+    session = make()
+    reply = answer(session, request("tools/call", {"name": "alpha", "arguments": {}, "inputResponses": None}))
+    assert reply["error"]["code"] == -32602
+    reply = answer(session, request("tools/call", {"name": "alpha", "arguments": {}, "requestState": 5}))
+    assert reply["error"]["code"] == -32602
+    [call] = session.receive(
+        request("tools/call", {"name": "alpha", "arguments": {}, "inputResponses": {"k": {}}})
+    )
+    assert isinstance(call, Call) and call.retry.responses == {"k": {}} and call.retry.state is None
+
+
+def test_input_required_result_has_no_cache_hints() -> None:
+    session = make()
+    [call] = session.receive(request("tools/call", {"name": "alpha", "arguments": {}}))
+    data = session.input_required(call.id, {"k": {"method": "roots/list", "params": {}}}, "v1.x")
+    result = orjson.loads(data)["result"]
+    assert result == {
+        "resultType": "input_required",
+        "requestState": "v1.x",
+        "inputRequests": {"k": {"method": "roots/list", "params": {}}},
+        "_meta": {SERVER_INFO: INFO},
+    }
+    assert call.id not in session.in_flight

@@ -118,6 +118,19 @@ class Router:
         if event.forward.cancel is not None:
             event.forward.cancel()
 
+    def forward_request(
+        self, leg: Any, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str
+    ) -> None:
+        """A resource or prompt function asks the client: only in the 2026-07-28 round trip
+        (rounds.ModernRouter); a legacy session's reads and prompts cannot."""
+        reply(None, f"{method} can only be asked during a tool call")
+
+    def end_streams(self) -> None:
+        """Shutdown: streams that only the server ends are ended (modern listen streams)."""
+
+    def forward_released(self, leg: Any) -> None:
+        """A forwarded request ended (answered, failed, cancelled)."""
+
     def forward_answered(self, forward: Forward, result: list[bytes]) -> None:
         self._emit(self.session.features.answered(forward, *result), forward.id)
 
@@ -162,7 +175,13 @@ class Router:
         return self.session.active_tools()
 
     def call_request(
-        self, execution: Execution, method: str, params: dict[str, Any], timeout: float | None, reply: Reply
+        self,
+        execution: Execution,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        reply: Reply,
+        key: str = "",
     ) -> None:
         """Sampling, elicitation, roots: sent to this session's client; `reply` gets its answer
         exactly once (or an error: no capability, timeout, the call ended)."""

@@ -104,6 +104,7 @@ class Forward:
     params: dict[str, Any]
     batch: Batch | None = None
     cancel: Callable[[], None] | None = None  # set by the host while the process works on it
+    retry: Any = None  # 2026-07-28: (inputResponses, requestState) of a retried request
 
 
 @dataclass(slots=True)
@@ -330,6 +331,11 @@ class FeatureMethods:
         if uri not in self.subscriptions or not self.session.initialized:
             return None
         return rpc.notification("notifications/resources/updated", {"uri": uri})
+
+    def updates(self, uri: str) -> list[bytes]:
+        """The notifications a change of `uri` calls for in this session."""
+        message = self.updated(uri)
+        return [message] if message is not None else []
 
     def list_changed(self, notes: list[str]) -> list[bytes]:
         return [rpc.notification(note) for note in notes] if self.session.initialized else []

@@ -140,6 +140,35 @@ def stamp(result: Sequence[bytes], extra: bytes) -> list[bytes]:
     return pieces
 
 
+LIST_FLAGS = {
+    "notifications/tools/list_changed": "toolsListChanged",
+    "notifications/prompts/list_changed": "promptsListChanged",
+    "notifications/resources/list_changed": "resourcesListChanged",
+}
+
+
+@dataclass(slots=True)
+class Listen:
+    """One subscriptions/listen request in progress: what it asked for and was granted."""
+
+    id: bytes
+    honored: dict[str, Any]
+
+    @property
+    def subscription_id(self) -> Any:
+        return orjson.loads(self.id)
+
+    def tagged(self, method: str, params: dict[str, Any] | None = None) -> bytes:
+        """A notification for this stream, carrying its subscription id."""
+        return rpc.notification(method, {"_meta": {SUBSCRIPTION_ID: self.subscription_id}, **(params or {})})
+
+    def closing(self) -> bytes:
+        """The result that ends the stream gracefully."""
+        return rpc.result(
+            self.id, {"resultType": "complete", "_meta": {SUBSCRIPTION_ID: self.subscription_id}}
+        )
+
+
 class ModernFeatureMethods(FeatureMethods):
     """Resources, prompts and completions in the modern era: an unknown resource is -32602,
     and answers from tool processes are stamped."""
@@ -160,10 +189,23 @@ class ModernFeatureMethods(FeatureMethods):
         return super().failed(forward, code, message, data)
 
     def list_changed(self, notes: list[str]) -> list[bytes]:
-        return []  # only on subscriptions/listen streams
+        """Only on subscriptions/listen streams that asked for them, tagged."""
+        out = []
+        for listen in self.session.listens.values():
+            for note in notes:
+                if listen.honored.get(LIST_FLAGS.get(note, "")) is True:
+                    out.append(listen.tagged(note))
+        return out
 
     def updated(self, uri: str) -> bytes | None:
-        return None  # only on subscriptions/listen streams
+        return None  # see updates: one per listen stream
+
+    def updates(self, uri: str) -> list[bytes]:
+        return [
+            listen.tagged("notifications/resources/updated", {"uri": uri})
+            for listen in self.session.listens.values()
+            if uri in listen.honored.get("resourceSubscriptions", ())
+        ]
 
 
 class ModernSession(Session):
@@ -189,6 +231,7 @@ class ModernSession(Session):
         if visibility is not None:
             self.visibility = visibility  # the principal's, shared with its other connections
         self.envelopes: dict[bytes, RequestEnvelope] = {}  # requests in progress: what they declared
+        self.listens: dict[bytes, Listen] = {}  # subscriptions/listen requests in progress
         meta = orjson.dumps({SERVER_INFO: server_info})
         self._complete = b'"resultType":"complete","_meta":' + meta
         self._cacheable = (
@@ -200,6 +243,7 @@ class ModernSession(Session):
             "server/discover": self._discover,
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
+            "subscriptions/listen": self._listen,
         }
         for method in ("resources/list", "resources/templates/list", "resources/read",
                        "prompts/list", "prompts/get", "completion/complete"):  # fmt: skip
@@ -217,7 +261,11 @@ class ModernSession(Session):
         envelope = read_envelope(message, self.serve_modern)
         if not isinstance(envelope, RequestEnvelope):
             return Send(rpc.error(message.id, *envelope))
-        if message.id in self.in_flight or message.id in self.features.forwarded:
+        if (
+            message.id in self.in_flight
+            or message.id in self.features.forwarded
+            or message.id in self.listens
+        ):
             return Send(
                 rpc.error(
                     message.id,
@@ -229,7 +277,15 @@ class ModernSession(Session):
         if handler is None:
             return Send(rpc.error(message.id, rpc.METHOD_NOT_FOUND, f"Method not found: {message.method}"))
         self.client_capabilities = envelope.capabilities
+        self.capabilities_json = orjson.dumps(envelope.capabilities).decode()
+        retry = None
+        if message.method in ROUND_TRIP_METHODS:
+            retry = _retry(message.params)
+            if isinstance(retry, str):
+                return Send(rpc.error(message.id, rpc.INVALID_PARAMS, retry))
         event = handler(message, batch)
+        if retry is not None and isinstance(event, (Call, Forward)):
+            event.retry = retry
         if isinstance(event, Send):
             return self._stamp_send(message, event)
         if isinstance(event, (Call, Forward)):
@@ -277,6 +333,40 @@ class ModernSession(Session):
             result["instructions"] = self.instructions
         return Send(rpc.result(request.id, result))
 
+    def _listen(self, request: rpc.Request, _: Batch | None) -> Event:
+        """Acknowledged at once (the first message of the stream); the stream then carries the
+        notifications asked for, tagged, until the client cancels it or the server ends it."""
+        wanted = request.params.get("notifications")
+        if not isinstance(wanted, dict):
+            return Send(
+                rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "notifications" must be an object')
+            )
+        if wanted.get("taskIds") and TASKS_EXTENSION not in self.client_capabilities.get("extensions", {}):
+            return Send(
+                rpc.error(
+                    request.id,
+                    MISSING_CAPABILITY,
+                    f"Listening to tasks needs the {TASKS_EXTENSION} extension",
+                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+                )
+            )
+        honored: dict[str, Any] = {}
+        offered = self.features.offered
+        for flag in ("toolsListChanged", "promptsListChanged", "resourcesListChanged"):
+            if wanted.get(flag) is True and (offered or flag == "toolsListChanged"):
+                honored[flag] = True
+        uris = wanted.get("resourceSubscriptions")
+        if offered and isinstance(uris, list) and (kept := [u for u in uris if isinstance(u, str)]):
+            honored["resourceSubscriptions"] = kept
+        listen = self.listens[request.id] = Listen(request.id, honored)
+        ack = listen.tagged("notifications/subscriptions/acknowledged", {"notifications": honored})
+        return Send(ack, request.id)
+
+    def close_listens(self) -> list[Send]:
+        """The server ends every listen stream gracefully (shutdown)."""
+        listens, self.listens = self.listens, {}
+        return [Send(listen.closing(), listen.id) for listen in listens.values()]
+
     def _tools_list(self, request: rpc.Request, batch: Batch | None) -> Event:
         cursor = request.params.get("cursor")
         if cursor is not None and not isinstance(cursor, str):
@@ -308,7 +398,40 @@ class ModernSession(Session):
     # -- answers ---------------------------------------------------------------------
     def call_done(self, call: Call, answer: ToolAnswer) -> bytes | None:
         self.envelopes.pop(call.id, None)
+        if answer.is_error and answer.meta and MISSING_CAPABILITY_CODE in answer.meta:
+            required = _required_capability(answer.meta)
+            if required is not None and self.in_flight.pop(call.id, None) is not None:
+                return rpc.error(
+                    call.id,
+                    MISSING_CAPABILITY,
+                    f"Tool '{call.tool.name}' needs a client capability the request did not declare",
+                    {"requiredCapabilities": required},
+                )
         return super().call_done(call, answer)
+
+    def input_required(self, request_id: bytes, requests: dict[str, Any], state: str) -> bytes | None:
+        """The request (a call or a forwarded one) needs input from the client: it ends here
+        with an InputRequiredResult; the client retries with the answers and `state`."""
+        call = self.in_flight.pop(request_id, None)
+        forward = self.features.forwarded.pop(request_id, None) if call is None else None
+        if call is None and forward is None:
+            return None
+        self.envelopes.pop(request_id, None)
+        result: dict[str, Any] = {"resultType": "input_required", "requestState": state}
+        if requests:
+            result["inputRequests"] = requests
+        result["_meta"] = {SERVER_INFO: self.server_info}
+        return rpc.result(request_id, result)
+
+    def refuse(self, request_id: bytes, code: int, message: str, data: Any = None) -> bytes | None:
+        """End a request in progress with an error (e.g. a requestState that fails verification)."""
+        if (
+            self.in_flight.pop(request_id, None) is None
+            and self.features.forwarded.pop(request_id, None) is None
+        ):
+            return None
+        self.envelopes.pop(request_id, None)
+        return rpc.error(request_id, code, message, data)
 
     def call_failed(self, call: Call, message: str) -> bytes | None:
         if self.in_flight.pop(call.id, None) is None:
@@ -326,6 +449,8 @@ class ModernSession(Session):
         request_id = message.params.get("requestId")
         if is_id(request_id):
             self.envelopes.pop(orjson.dumps(request_id), None)
+            if self.listens.pop(orjson.dumps(request_id), None) is not None:
+                return None  # the stream ends; nothing more is sent for it
         return super()._notification(message)
 
     # -- what reaches the client besides answers ----------------------------------------
@@ -351,13 +476,58 @@ class ModernSession(Session):
         return rpc.notification("notifications/message", params)
 
     def flush_notifications(self) -> list[Event]:
-        self._tools_seen = None  # list changes reach subscriptions/listen streams only
-        return []
+        """tools/list_changed on the listen streams that asked, if the principal's list changed."""
+        seen, self._tools_seen = self._tools_seen, None
+        if seen is None or not self.listens or self.visible_tools() == seen:
+            return []
+        note = "notifications/tools/list_changed"
+        return [Send(listen.tagged(note), listen.id) for listen in self.listens.values()
+                if listen.honored.get("toolsListChanged")]  # fmt: skip
 
     def capabilities_of(self, request_id: bytes) -> dict[str, Any]:
         """What the client declared on a request still in progress ({} if none)."""
         envelope = self.envelopes.get(request_id)
         return envelope.capabilities if envelope is not None else {}
+
+
+ROUND_TRIP_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
+MISSING_CAPABILITY_CODE = b"missing_client_capability:"
+
+
+@dataclass(slots=True)
+class Retry:
+    """A retried request's inputResponses (answers by key) and requestState."""
+
+    responses: dict[str, Any]
+    state: str | None
+
+
+def _retry(params: dict[str, Any]) -> Retry | str | None:
+    """The retry fields of an input-required round trip; a str says what is wrong with them."""
+    if "inputResponses" not in params and "requestState" not in params:
+        return None
+    responses = params.get("inputResponses", {})
+    state = params.get("requestState")
+    if not isinstance(responses, dict):
+        return 'Invalid params: "inputResponses" must be an object'
+    if state is not None and not isinstance(state, str):
+        return 'Invalid params: "requestState" must be a string'
+    return Retry(responses, state)
+
+
+def _required_capability(meta: bytes) -> dict[str, Any] | None:
+    """The capabilities object a tool's escaped missing-capability error names."""
+    try:
+        code = orjson.loads(meta)["protomcp/error"]["code"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    if not isinstance(code, str) or ":" not in code:
+        return None
+    name = code.split(":", 1)[1]
+    capability, _, mode = name.partition(".")
+    if capability not in ("sampling", "elicitation", "roots"):
+        return None
+    return {capability: {mode: {}} if mode else {}}
 
 
 def _error_result(message: str) -> dict[str, Any]:

@@ -54,6 +54,9 @@ class Call:
     task: Task | None = None  # a task-augmented call: its answer goes to this task, not a response
     auth: dict[str, Any] | None = None  # verified claims of the caller (HTTP + OAuth) for the tool
     execution: Any = None  # what the host runs it as (bridge.execution.Execution)
+    capabilities: str = ""  # what the client declared (JSON), for ctx.client_capabilities
+    answers: str = ""  # 2026-07-28: answers its requests for the client already have (JSON, by key)
+    retry: Any = None  # 2026-07-28: (inputResponses, requestState) of a retried request
 
 
 @dataclass(slots=True)
@@ -100,6 +103,7 @@ class Session:
         self.initialized = False  # notifications/initialized received
         self.log_level: str | None = None
         self.auth: dict[str, Any] | None = None  # the transport sets the caller's verified claims
+        self.capabilities_json = ""  # client_capabilities as JSON, for the calls (ctx.client_capabilities)
         self.in_flight: dict[bytes, Call] = {}
         self.visibility = ToolVisibility()
         # What tools/list showed at the last flush, while a tool-list change is pending.
@@ -256,6 +260,7 @@ class Session:
         self.version = requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
         self.client_info = params.get("clientInfo", {})
         self.client_capabilities = params.get("capabilities", {})
+        self.capabilities_json = orjson.dumps(self.client_capabilities).decode()
         capabilities: dict[str, Any] = {"logging": {}, "tools": {"listChanged": True}}
         if self.version in TASK_VERSIONS:
             capabilities["tasks"] = TASKS_CAPABILITY
@@ -345,7 +350,9 @@ class Session:
             call = Call(request.id, tool, arguments, token, auth=self.auth)
             events = self._carry(self.tasks.create(request.id, task, call, problem))
             return [*events, call] if call.task is not None else events
-        call = Call(request.id, tool, arguments, token, batch, auth=self.auth)
+        call = Call(
+            request.id, tool, arguments, token, batch, auth=self.auth, capabilities=self.capabilities_json
+        )
         self.in_flight[request.id] = call
         return call
 

@@ -40,6 +40,9 @@ class Connection(Protocol):
     def cancel_all(self) -> None:
         """The client is gone: cancel everything it started, answering nothing."""
 
+    def end_streams(self) -> None:
+        """Shutdown: end the streams only the server ends (2026-07-28 listen streams)."""
+
 
 class Sessions(Protocol):
     """What every serving transport needs from the host."""

@@ -357,6 +357,8 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
             handle(line)
     # Let in-flight calls finish (bounded); answer the rest with an error, then stop.
     connections = [router, *modern]
+    for connection in modern:
+        connection.end_streams()
     with anyio.move_on_after(drain_timeout):
         for connection in connections:
             await connection.wait_idle()
