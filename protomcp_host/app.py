@@ -3,6 +3,7 @@ sessions, and the transport. Also the home of what the host prints on stderr."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from protomcp_host.bridge.envelope import file_features, tool_from_definition
 from protomcp_host.bridge.execution import Dispatcher
 from protomcp_host.bridge.forwarding import Forwarding, declares_completions
 from protomcp_host.bridge.middleware import Middleware
+from protomcp_host.bridge.rounds import ModernRouter, Rounds
 from protomcp_host.bridge.router import Router, Writer
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
@@ -28,7 +30,9 @@ from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.worker import WorkerError
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
 from protomcp_host.protocol.features import Features
+from protomcp_host.protocol.modern import ModernSession
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
+from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_sdk.wire import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
@@ -37,6 +41,9 @@ if TYPE_CHECKING:
 SERVER_INFO = {"name": "protomcp", "version": __version__}
 DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds a tool file may take to import and list its tools
 DEFAULT_HEARTBEAT_TIMEOUT = 15.0  # seconds a tool process may leave a heartbeat unanswered
+MODERN_ENV = "PROTOMCP_MODERN"
+MAX_PRINCIPALS = 10_000  # modern era: principals whose tool-list state is kept (the idle ones go first)
+LOCAL_PRINCIPAL = "local"  # the one principal of a stdio client
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
 RELOAD_DRAIN = 30.0  # at least this long, an outdated process may finish its calls after a reload
 
@@ -64,6 +71,7 @@ class Host:
         heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
         wait_for_fix: bool = False,
         share_output: bool = False,
+        serve_modern: bool | None = None,
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -77,6 +85,14 @@ class Host:
         # Output and log messages outside any call reach clients only where there is exactly
         # one (stdio); over HTTP they go to the host's stderr alone.
         self.share_output = share_output
+        # The 2026-07-28 era is served beside the legacy one. PROTOMCP_MODERN=0 turns it off:
+        # modern requests then get -32022 naming only the handshake revisions, so clients fall
+        # back to initialize.
+        if serve_modern is None:
+            serve_modern = os.environ.get(MODERN_ENV) != "0"
+        self.serve_modern = serve_modern
+        self.principals: dict[str, ToolVisibility] = {}  # modern era: tool-list state per principal
+        self.rounds = Rounds()  # modern era: calls waiting for their client's input (bridge/rounds.py)
         self.supervisors: dict[str, Supervisor] = {}
         self.routers: list[Router] = []  # one per client session
         self._middleware_of: dict[str, list[Middleware]] = {}
@@ -149,6 +165,38 @@ class Host:
         )
         self.routers.append(router)
         return router
+
+    def connect_modern(self, write: Writer, principal: str = LOCAL_PRINCIPAL) -> Router:
+        """A connection serving modern-era (2026-07-28) requests for `principal`, whose
+        tool-list control state it shares with the principal's other connections."""
+        visibility = self.principals.get(principal)
+        if visibility is None:
+            if len(self.principals) >= MAX_PRINCIPALS:
+                self._forget_idle_principals()
+            visibility = self.principals[principal] = ToolVisibility()
+        session = ModernSession(
+            self.catalog,
+            self.server_info,
+            self.instructions,
+            self.features,
+            visibility=visibility,
+            serve_modern=self.serve_modern,
+            max_in_flight=self.max_in_flight,
+        )
+        router = ModernRouter(
+            self.dispatcher, self.forwarding, session, write, self.rounds, principal, lambda: self.routers
+        )
+        self.routers.append(router)
+        return router
+
+    def _forget_idle_principals(self) -> None:
+        """Keep the principals map bounded: drop those with no connection now (oldest first)."""
+        connected = {r.principal for r in self.routers if isinstance(r, ModernRouter)}
+        for name in list(self.principals):
+            if name not in connected:
+                del self.principals[name]
+                if len(self.principals) < MAX_PRINCIPALS // 2:
+                    return
 
     def disconnect(self, router: Router) -> None:
         self.routers = [r for r in self.routers if r is not router]

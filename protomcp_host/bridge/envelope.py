@@ -136,12 +136,16 @@ def forward_request(forward: Forward) -> pb.Envelope:
     """The Envelope request for a forwarded resources/read, prompts/get or completion/complete."""
     params = forward.params
     if forward.method == "resources/read":
-        return pb.Envelope(read_resource_request=pb.ReadResourceRequest(uri=params["uri"]))
+        read = pb.ReadResourceRequest(uri=params["uri"])
+        read.client_capabilities_json = params.get("capabilities", "")
+        read.input_answers_json = params.get("answers", "")
+        return pb.Envelope(read_resource_request=read)
     if forward.method == "prompts/get":
         arguments = orjson.dumps(params["arguments"]).decode()
-        return pb.Envelope(
-            get_prompt_request=pb.GetPromptRequest(name=params["name"], arguments_json=arguments)
-        )
+        get = pb.GetPromptRequest(name=params["name"], arguments_json=arguments)
+        get.client_capabilities_json = params.get("capabilities", "")
+        get.input_answers_json = params.get("answers", "")
+        return pb.Envelope(get_prompt_request=get)
     request = pb.CompletionRequest(
         ref_type=params["ref_type"],
         ref_name=params["ref"],

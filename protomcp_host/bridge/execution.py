@@ -50,7 +50,7 @@ class CallSink(Protocol):
     def call_task_status(self, call: Call, status: str, message: str) -> None: ...
     def call_control(self, change: ToolListChange | None) -> list[str]: ...
     def call_request(self, execution: Execution, method: str, params: dict[str, Any],
-                     timeout: float | None, reply: Reply) -> None: ...  # fmt: skip
+                     timeout: float | None, reply: Reply, key: str = "") -> None: ...  # fmt: skip
     def call_released(self, execution: Execution, reason: str) -> None: ...
 
 
@@ -125,6 +125,10 @@ class Execution:
             request.task_id = call.task.id
         if call.auth is not None:
             request.auth_json = orjson.dumps(call.auth).decode()
+        if call.capabilities:
+            request.client_capabilities_json = call.capabilities
+        if call.answers:
+            request.input_answers_json = call.answers
         self.dispatcher.processes[call.tool.owner].start(pb.Envelope(call_tool=request), leg)  # type: ignore[index]
 
     # -- the channel's Leg (the tool's own call, without middleware) -------------------------
@@ -182,11 +186,13 @@ class Execution:
             raise Refused("the tool call is over: its session's tool list was not changed")
         return self.sink.call_control(ToolListChange.from_envelope(envelope))  # None: get_active_tools
 
-    def ask_client(self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply) -> None:
+    def ask_client(
+        self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str = ""
+    ) -> None:
         if self.finished:
             reply(None, f"{method} can only be asked during a tool call that is still running")
         else:
-            self.sink.call_request(self, method, params, timeout, reply)
+            self.sink.call_request(self, method, params, timeout, reply, key)
 
     # -- endings: each happens once ---------------------------------------------------------
     def finish(self, answer: ToolAnswer, effects: pb.CallToolResponse | None) -> None:

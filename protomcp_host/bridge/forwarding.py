@@ -76,8 +76,7 @@ class Forwarding:
     def on_notice(self, envelope: pb.Envelope) -> None:
         if envelope.WhichOneof("msg") == "resource_changed" and envelope.resource_changed.uri:
             for router in self.routers():
-                message = router.session.features.updated(envelope.resource_changed.uri)
-                if message is not None:
+                for message in router.session.features.updates(envelope.resource_changed.uri):
                     router.write(message, None)
 
     def roots_changed(self) -> None:
@@ -131,9 +130,10 @@ class _ForwardLeg:
         self.finished = True
         self.timer.cancel()
         self.forward.cancel = None
+        self.router.forward_released(self)
         return True
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str = "") -> None:
         """The client cancelled it: no answer; the process is told to stop."""
         if self._end() and self.channel is not None:
             self.channel.drop(self.request_id, cancel=True)
@@ -171,5 +171,10 @@ class _ForwardLeg:
     def control(self, envelope: pb.Envelope) -> list[str]:
         raise Refused("tool-list control works only during a tool call")
 
-    def ask_client(self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply) -> None:
-        reply(None, f"{method} can only be asked during a tool call")
+    def ask_client(
+        self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str = ""
+    ) -> None:
+        if self.finished:
+            reply(None, f"{method} can only be asked while the request is still running")
+        else:
+            self.router.forward_request(self, method, params, timeout, reply, key)

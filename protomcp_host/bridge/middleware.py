@@ -67,7 +67,7 @@ class Chained(Protocol):
     def task_status(self, note: pb.TaskStatusResponse) -> None: ...
     def control(self, envelope: pb.Envelope) -> list[str]: ...
     def ask_client(
-        self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply
+        self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str = ""
     ) -> None: ...
     def _left(self, request_id: str) -> None: ...
 
@@ -240,8 +240,10 @@ class _Leg:
     def control(self, envelope: pb.Envelope) -> list[str]:
         return self.execution.control(envelope)
 
-    def ask_client(self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply) -> None:
-        self.execution.ask_client(method, params, timeout, reply)
+    def ask_client(
+        self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str = ""
+    ) -> None:
+        self.execution.ask_client(method, params, timeout, reply, key)
 
 
 def _error(message: str) -> ToolAnswer:

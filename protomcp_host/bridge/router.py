@@ -93,8 +93,10 @@ class Router:
 
     def log(self, level: str, logger: str, data: Any, related: bytes | None = None) -> None:
         """A log message for this session's client (rate-limited per session)."""
-        if self.log_limit.allow(lambda lv, lg, d: self._emit(self.session.log(lv, lg, d), related)):
-            self._emit(self.session.log(level, logger, data), related)
+        if self.log_limit.allow(
+            lambda lv, lg, d: self._emit(self.session.log(lv, lg, d, None, related), related)
+        ):
+            self._emit(self.session.log(level, logger, data, None, related), related)
 
     def _send(self, event: Send) -> None:
         self.write(event.data, event.related)
@@ -116,6 +118,19 @@ class Router:
     def _cancel_forward(self, event: CancelForward) -> None:
         if event.forward.cancel is not None:
             event.forward.cancel()
+
+    def forward_request(
+        self, leg: Any, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str
+    ) -> None:
+        """A resource or prompt function asks the client: only in the 2026-07-28 round trip
+        (rounds.ModernRouter); a legacy session's reads and prompts cannot."""
+        reply(None, f"{method} can only be asked during a tool call")
+
+    def end_streams(self) -> None:
+        """Shutdown: streams that only the server ends are ended (modern listen streams)."""
+
+    def forward_released(self, leg: Any) -> None:
+        """A forwarded request ended (answered, failed, cancelled)."""
 
     def forward_answered(self, forward: Forward, result: list[bytes]) -> None:
         self._emit(self.session.features.answered(forward, *result), forward.id)
@@ -151,9 +166,9 @@ class Router:
 
     def call_log(self, call: Call, level: str, logger: str, data: Any) -> None:
         if self.log_limit.allow(
-            lambda lv, lg, d: self._emit(self.session.log(lv, lg, d, call.task), call.id)
+            lambda lv, lg, d: self._emit(self.session.log(lv, lg, d, call.task, call.id), call.id)
         ):
-            self._emit(self.session.log(level, logger, data, call.task), call.id)
+            self._emit(self.session.log(level, logger, data, call.task, call.id), call.id)
 
     def call_control(self, change: ToolListChange | None) -> list[str]:
         """A running call changes this session's tool list (None: it only asks): the tools
@@ -163,7 +178,13 @@ class Router:
         return self.session.active_tools()
 
     def call_request(
-        self, execution: Execution, method: str, params: dict[str, Any], timeout: float | None, reply: Reply
+        self,
+        execution: Execution,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        reply: Reply,
+        key: str = "",
     ) -> None:
         """Sampling, elicitation, roots: sent to this session's client; `reply` gets its answer
         exactly once (or an error: no capability, timeout, the call ended)."""

@@ -341,7 +341,8 @@ class Channel:
             return
         params_json = getattr(message, "params_json", "")
         params = orjson.loads(params_json) if params_json else {}
-        leg.ask_client(method, params if isinstance(params, dict) else {}, message.timeout or None, reply)
+        params = params if isinstance(params, dict) else {}
+        leg.ask_client(method, params, message.timeout or None, reply, getattr(message, "key", ""))
 
     def _register_middleware(self, envelope: pb.Envelope) -> None:
         self.middleware.append(envelope.register_middleware)

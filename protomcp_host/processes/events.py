@@ -80,5 +80,7 @@ class Leg(Protocol):
         ...
 
     def ask_client(
-        self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply
-    ) -> None: ...
+        self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str = ""
+    ) -> None:
+        """A request for the client (`key`: its name in a 2026-07-28 input-required round)."""
+        ...

@@ -25,6 +25,7 @@ _FIELDS_BY_VERSION = {
     "2024-11-05": ("name", "description", "inputSchema"),
     "2025-03-26": ("name", "description", "inputSchema", "annotations"),
     "2025-06-18": ("name", "title", "description", "inputSchema", "outputSchema", "annotations"),
+    "2026-07-28": ("name", "title", "description", "inputSchema", "outputSchema", "annotations"),
 }
 _ALL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "execution")
 

@@ -104,6 +104,7 @@ class Forward:
     params: dict[str, Any]
     batch: Batch | None = None
     cancel: Callable[[], None] | None = None  # set by the host while the process works on it
+    retry: Any = None  # 2026-07-28: (inputResponses, requestState) of a retried request
 
 
 @dataclass(slots=True)
@@ -165,6 +166,8 @@ class FeatureMethods:
     server→client requests. Lives next to a Session (its `session`, read through `Peer`);
     its table joins the session's."""
 
+    not_found = RESOURCE_NOT_FOUND  # the error code for an unknown resource
+
     def __init__(self, session: Peer, features: Features, *, offered: bool = True) -> None:
         self.session = session
         self.features = features
@@ -225,7 +228,7 @@ class FeatureMethods:
             return _invalid(request, '"uri" must be a string')
         entry = self.features.resource_owner(uri)
         if entry is None:
-            return Send(rpc.error(request.id, RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri}))
+            return Send(rpc.error(request.id, self.not_found, f"Resource not found: {uri}", {"uri": uri}))
         return self._forward(request, entry.owner, {"uri": uri}, batch)
 
     def _get_prompt(self, request: rpc.Request, batch: Batch | None) -> FeatureEvent:
@@ -312,7 +315,7 @@ class FeatureMethods:
         if not isinstance(uri, str):
             return _invalid(request, '"uri" must be a string')
         if self.features.resource_owner(uri) is None:
-            return Send(rpc.error(request.id, RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri}))
+            return Send(rpc.error(request.id, self.not_found, f"Resource not found: {uri}", {"uri": uri}))
         self.subscriptions.add(uri)
         return Send(rpc.result(request.id, {}))
 
@@ -328,6 +331,11 @@ class FeatureMethods:
         if uri not in self.subscriptions or not self.session.initialized:
             return None
         return rpc.notification("notifications/resources/updated", {"uri": uri})
+
+    def updates(self, uri: str) -> list[bytes]:
+        """The notifications a change of `uri` calls for in this session."""
+        message = self.updated(uri)
+        return [message] if message is not None else []
 
     def list_changed(self, notes: list[str]) -> list[bytes]:
         return [rpc.notification(note) for note in notes] if self.session.initialized else []

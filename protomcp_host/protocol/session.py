@@ -33,7 +33,7 @@ from protomcp_sdk.wire.toollist import ToolListChange
 SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_VERSION = SUPPORTED_VERSIONS[-1]
 BATCH_VERSIONS = frozenset({"2025-03-26"})
-STRUCTURED_VERSIONS = frozenset({"2025-06-18", "2025-11-25"})
+STRUCTURED_VERSIONS = frozenset({"2025-06-18", "2025-11-25", "2026-07-28"})
 TASK_VERSIONS = frozenset({"2025-11-25"})
 TASKS_CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 DEFAULT_MAX_IN_FLIGHT = 1000
@@ -55,6 +55,9 @@ class Call:
     task: Task | None = None  # a task-augmented call: its answer goes to this task, not a response
     auth: dict[str, Any] | None = None  # verified claims of the caller (HTTP + OAuth) for the tool
     execution: Any = None  # what the host runs it as (bridge.execution.Execution)
+    capabilities: str = ""  # what the client declared (JSON), for ctx.client_capabilities
+    answers: str = ""  # 2026-07-28: answers its requests for the client already have (JSON, by key)
+    retry: Any = None  # 2026-07-28: (inputResponses, requestState) of a retried request
 
 
 @dataclass(slots=True)
@@ -80,6 +83,8 @@ Handler = Callable[[rpc.Request, Batch | None], Event | list[Event] | None]
 
 
 class Session:
+    feature_methods: type[FeatureMethods] = FeatureMethods  # the modern era's differ (modern.py)
+
     def __init__(
         self,
         catalog: Catalog,
@@ -99,6 +104,7 @@ class Session:
         self.initialized = False  # notifications/initialized received
         self.log_level: str | None = None
         self.auth: dict[str, Any] | None = None  # the transport sets the caller's verified claims
+        self.capabilities_json = ""  # client_capabilities as JSON, for the calls (ctx.client_capabilities)
         self.in_flight: dict[bytes, Call] = {}
         self.visibility = ToolVisibility()
         # What tools/list showed at the last flush, while a tool-list change is pending.
@@ -114,7 +120,7 @@ class Session:
         }
         # resources, prompts, completions; requests to the client (protocol/features.py)
         # (without `features`, a tools-only server: no resources/prompts methods or capabilities)
-        self.features = FeatureMethods(
+        self.features = self.feature_methods(
             self, features or Features(catalog.page_size), offered=features is not None
         )
         if features is not None:
@@ -255,6 +261,7 @@ class Session:
         self.version = requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
         self.client_info = params.get("clientInfo", {})
         self.client_capabilities = params.get("capabilities", {})
+        self.capabilities_json = orjson.dumps(self.client_capabilities).decode()
         capabilities: dict[str, Any] = {"logging": {}, "tools": {"listChanged": True}}
         if self.version in TASK_VERSIONS:
             capabilities["tasks"] = TASKS_CAPABILITY
@@ -344,7 +351,9 @@ class Session:
             call = Call(request.id, tool, arguments, token, auth=self.auth)
             events = self._carry(self.tasks.create(request.id, task, call, problem))
             return [*events, call] if call.task is not None else events
-        call = Call(request.id, tool, arguments, token, batch, auth=self.auth)
+        call = Call(
+            request.id, tool, arguments, token, batch, auth=self.auth, capabilities=self.capabilities_json
+        )
         self.in_flight[request.id] = call
         return call
 
@@ -502,7 +511,14 @@ class Session:
         return [Send(rpc.notification("notifications/tools/list_changed"))]
 
     # -- server-initiated messages ----------------------------------------------------
-    def log(self, level: str, logger: str | None, data: Any, task: Task | None = None) -> bytes | None:
+    def log(
+        self,
+        level: str,
+        logger: str | None,
+        data: Any,
+        task: Task | None = None,
+        related: bytes | None = None,  # the request it is for (the modern era's logLevel is per request)
+    ) -> bytes | None:
         if self.version is None:
             return None
         if level not in LOG_LEVELS:

@@ -40,6 +40,9 @@ class Connection(Protocol):
     def cancel_all(self) -> None:
         """The client is gone: cancel everything it started, answering nothing."""
 
+    def end_streams(self) -> None:
+        """Shutdown: end the streams only the server ends (2026-07-28 listen streams)."""
+
 
 class Sessions(Protocol):
     """What every serving transport needs from the host."""
@@ -50,6 +53,10 @@ class Sessions(Protocol):
 
     def connect(self, write: Writer) -> Connection:
         """A new client session whose messages go to `write`."""
+
+    def connect_modern(self, write: Writer, principal: str = ...) -> Connection:
+        """A connection for modern-era (2026-07-28) requests of `principal` (tool-list state
+        is the principal's)."""
 
     def disconnect(self, connection: Connection) -> None:
         """The session is over: the host forgets it."""

@@ -20,7 +20,8 @@ import orjson
 
 from protomcp_host.processes.pipes import CHUNK, BatchedWriter, read_into
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.transports.ports import Sessions
+from protomcp_host.protocol.modern import is_modern, maybe_modern
+from protomcp_host.transports.ports import Connection, Sessions
 
 MAX_LINE = 256 * 1024 * 1024
 
@@ -61,7 +62,7 @@ class LineSplitter:
         return b"" if self._discarding else bytes(self._buffer).strip()
 
 
-_LIFECYCLE = frozenset({"initialize", "ping", "logging/setLevel"})
+_LIFECYCLE = frozenset({"initialize", "ping", "logging/setLevel", "server/discover"})
 
 
 def _method(line: bytes | None) -> str | None:
@@ -111,6 +112,18 @@ def refuse_held(line: bytes | None, *, ready: bool, startup_error: str | None = 
         if isinstance(m, dict) and "method" in m and "id" in m
     ]
     return orjson.dumps(answers) if answers else b""
+
+
+def is_modern_line(line: bytes) -> bool:
+    """Whether a line is a modern-era (2026-07-28) request: its params._meta names the protocol
+    version. A cheap byte test first, so legacy lines are parsed only once (by their session)."""
+    if not maybe_modern(line):
+        return False
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(message, dict) and is_modern(message.get("params"))
 
 
 def take_stdout() -> int:
@@ -208,7 +221,12 @@ class Outbox:
 
 
 async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: float) -> None:
-    """Serve one session on stdin/stdout until end of input or `shutdown`."""
+    """Serve one client on stdin/stdout until end of input or `shutdown`.
+
+    Each message finds its era: a request whose params._meta names the protocol version is
+    served statelessly in the 2026-07-28 era (one connection, made at the first such request);
+    everything else belongs to the process's legacy session (started by initialize). So a client
+    may probe with server/discover and fall back to initialize on the same process."""
     inputs: list[asyncio.ReadTransport] = []
     waiting: deque[bytes | None] = deque()  # lines read but held back while the client does not read
     told = False
@@ -218,7 +236,7 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
         while waiting and not out.full and not closing:
             if not host.ready.is_set() and needs_tools(waiting[0]):
                 break  # held (with everything after it) until the tool files have loaded
-            if len(session.in_flight) >= host.max_in_flight and starts_calls(waiting[0]):
+            if running() >= host.max_in_flight and starts_calls(waiting[0]):
                 break  # held (with everything after it) until a running call ends
             handle(waiting.popleft())
         for transport in inputs:
@@ -255,6 +273,18 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
 
     router = host.connect(write)
     session = router.session
+    modern: list[Connection] = []  # the modern era's connection, once a modern request came
+
+    def running() -> int:
+        return len(session.in_flight) + (len(modern[0].session.in_flight) if modern else 0)
+
+    def modern_router() -> Connection:
+        if not modern:
+            connection = host.connect_modern(write)
+            connection.on_call_end = call_ended
+            modern.append(connection)
+        return modern[0]
+
     moved = [anyio.Event()]  # set when held lines may move on (a call ended, the client read)
     router.on_call_end = call_ended
     splitter = LineSplitter()
@@ -267,7 +297,12 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
             write(too_long)
             return
         try:
-            router.feed(line)
+            if is_modern_line(line):
+                modern_router().feed(line)
+            else:
+                if modern and b"notifications/cancelled" in line:  # ids of either era
+                    modern[0].feed(line)
+                router.feed(line)
         except Exception as exc:  # a bug must not cost the other messages of this chunk
             host.stderr(f"protomcp: internal error handling a message: {exc!r}")
             write(rpc.error(rpc.NULL_ID, rpc.INTERNAL_ERROR, f"Internal error: {exc!r}"))
@@ -323,11 +358,18 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
         else:
             handle(line)
     # Let in-flight calls finish (bounded); answer the rest with an error, then stop.
+    connections = [router, *modern]
+    for connection in modern:
+        connection.end_streams()
     with anyio.move_on_after(drain_timeout):
-        await router.wait_idle()
+        for connection in connections:
+            await connection.wait_idle()
     closing = True
-    router.fail_all(f"the host is shutting down and the call did not finish within {drain_timeout:g}s")
-    host.disconnect(router)
+    for connection in connections:
+        connection.fail_all(
+            f"the host is shutting down and the call did not finish within {drain_timeout:g}s"
+        )
+        host.disconnect(connection)
     await out.drain(drain_timeout)
 
 

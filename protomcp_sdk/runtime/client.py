@@ -29,6 +29,51 @@ class ClientRequestError(ToolError):
     Uncaught, it fails the tool call with its message, like any ToolError."""
 
 
+MISSING_CAPABILITY = "missing_client_capability"  # the code of the error a request without one raises
+_KINDS = {  # frame kind -> (MCP capability, what failed, the answer's frame kind)
+    "sampling_request": ("sampling", "sampling", "sampling_response"),
+    "elicit_request": ("elicitation", "elicitation", "elicit_response"),
+    "list_roots_request": ("roots", "listing the client's roots", "list_roots_response"),
+}
+
+
+def check_capability(envelope: pb.Envelope, capabilities: dict[str, Any]) -> None:
+    """Raise ClientRequestError when the client did not declare what this request needs.
+    Its code names the capability, so a host can tell the client what was missing."""
+    kind = envelope.WhichOneof("msg") or ""
+    capability, what, _ = _KINDS[kind]
+    declared = capabilities.get(capability)
+    problem = ""
+    if not isinstance(declared, dict):
+        problem = f"the client does not support {capability} (it did not declare the capability)"
+    elif kind == "elicit_request":
+        mode = orjson.loads(envelope.elicit_request.params_json).get("mode", "form")
+        modes = {m for m in ("form", "url") if m in declared} or {"form"}
+        if mode not in modes:
+            problem = f"the client does not support {mode}-mode elicitation"
+            capability = f"elicitation.{mode}"
+    if problem:
+        raise ClientRequestError(f"{what} failed: {problem}", code=f"{MISSING_CAPABILITY}:{capability}")
+
+
+def known_answer(envelope: pb.Envelope, key: str, answers_json: str) -> pb.Envelope | None:
+    """The answer frame for a request whose answer the call already knows (a re-run of a
+    2026-07-28 request retried with its answers), or None."""
+    if not answers_json:
+        return None
+    result = orjson.loads(answers_json).get(key)
+    if not isinstance(result, dict):
+        return None
+    reply_kind = _KINDS[envelope.WhichOneof("msg") or ""][2]
+    if reply_kind == "list_roots_response":
+        roots = result.get("roots")
+        return pb.Envelope(
+            list_roots_response=pb.ListRootsResponse(roots_json=orjson.dumps(roots or []).decode())
+        )
+    response_type = pb.SamplingResponse if reply_kind == "sampling_response" else pb.ElicitResponse
+    return pb.Envelope(**{reply_kind: response_type(result_json=orjson.dumps(result).decode())})
+
+
 # -- sampling ------------------------------------------------------------------------------
 
 

@@ -47,6 +47,16 @@ def _names(reply: pb.Envelope) -> list[str]:
     return list(reply.active_tools.tool_names)
 
 
+def _done(envelope: pb.Envelope) -> Any:
+    """A future already answered: an asyncio one on a running loop, a concurrent one elsewhere."""
+    try:
+        future: Any = asyncio.get_running_loop().create_future()
+    except RuntimeError:
+        future = concurrent.futures.Future()
+    future.set_result(envelope)
+    return future
+
+
 def answer_of(future: Any, convert: Callable[[pb.Envelope], Any], timeout: float = ASK_TIMEOUT) -> Any:
     """What a Context request returns: an awaitable in async tools, the value in sync tools."""
     if isinstance(future, asyncio.Future):
@@ -80,9 +90,15 @@ class Context(CallContext):
         ask: Ask | None = None,
         task_id: str = "",
         auth_json: str = "",
+        capabilities_json: str = "",
+        answers_json: str = "",
     ) -> None:
         self.request_id = request_id
         self._auth_json = auth_json
+        self._capabilities_json = capabilities_json
+        self._capabilities: dict[str, Any] | None = None
+        self._answers_json = answers_json
+        self._asked: dict[str, int] = {}  # requests for the client made so far, per kind
         self.progress_token = progress_token
         self.tool_name = tool_name
         self.task_id = task_id  # set when the client runs this call as an MCP task
@@ -95,6 +111,16 @@ class Context(CallContext):
         """The verified claims of the caller's access token (``sub``, ``scope``, ``iss``...) when
         the host serves HTTP with OAuth; None otherwise. The token itself never reaches a tool."""
         return orjson.loads(self._auth_json) if self._auth_json else None
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """What the client declared it can do for this request (MCP ClientCapabilities:
+        ``sampling``, ``elicitation``, ``roots``...), in both protocol eras. A tool can adapt
+        to it; ``ctx.sample``/``elicit``/``list_roots`` the client cannot serve raise."""
+        if self._capabilities is None:
+            value = orjson.loads(self._capabilities_json) if self._capabilities_json else {}
+            self._capabilities = value if isinstance(value, dict) else {}
+        return self._capabilities
 
     @property
     def cancelled(self) -> bool:
@@ -223,10 +249,12 @@ class Context(CallContext):
         include_context: str | None = None,
         metadata: dict[str, Any] | None = None,
         timeout: float = client.DEFAULT_TIMEOUT,
+        key: str | None = None,
     ) -> Any:
         """Ask the client's model (``sampling/createMessage``): a str (one user message), a
         Message or a list of them. Returns a SamplingResult (``.text``, ``.content``,
-        ``.model``, ``.stop_reason``)."""
+        ``.model``, ``.stop_reason``). `key` names the request in a 2026-07-28 input-required
+        round (default: ``sample-1``, ``sample-2``... in the order the call asks)."""
         request = client.sampling_request(
             messages,
             max_tokens=max_tokens,
@@ -238,7 +266,7 @@ class Context(CallContext):
             metadata=metadata,
             timeout=timeout,
         )
-        return self._ask_client(request, client.sampling_result, timeout)
+        return self._ask_client(request, client.sampling_result, timeout, key, "sample")
 
     def elicit(
         self,
@@ -248,22 +276,40 @@ class Context(CallContext):
         url: str | None = None,
         elicitation_id: str | None = None,
         timeout: float = client.DEFAULT_TIMEOUT,
+        key: str | None = None,
     ) -> Any:
         """Ask the user (``elicitation/create``). Form mode: `schema` is a pydantic model, a
         dataclass or a JSON Schema dict; URL mode: `url` to open. Returns an ElicitResult
-        (``.action`` "accept"/"decline"/"cancel", ``.data`` validated into `schema`)."""
+        (``.action`` "accept"/"decline"/"cancel", ``.data`` validated into `schema`). `key`
+        names the request in an input-required round (default ``elicit-1``, ``elicit-2``...)."""
         request = client.elicit_request(message, schema, url, elicitation_id, timeout)
-        return self._ask_client(request, lambda reply: client.elicit_result(reply, schema), timeout)
+        convert = lambda reply: client.elicit_result(reply, schema)  # noqa: E731
+        return self._ask_client(request, convert, timeout, key, "elicit")
 
-    def list_roots(self, *, timeout: float = client.DEFAULT_TIMEOUT) -> Any:
-        """The client's roots (``roots/list``): a list of Root(uri, name)."""
-        return self._ask_client(client.roots_request(timeout), client.roots_result, timeout)
+    def list_roots(self, *, timeout: float = client.DEFAULT_TIMEOUT, key: str | None = None) -> Any:
+        """The client's roots (``roots/list``): a list of Root(uri, name). `key` names the
+        request in an input-required round (default ``roots-1``, ``roots-2``...)."""
+        return self._ask_client(client.roots_request(timeout), client.roots_result, timeout, key, "roots")
 
     def _ask_client(
-        self, envelope: pb.Envelope, convert: Callable[[pb.Envelope], Any], timeout: float
+        self,
+        envelope: pb.Envelope,
+        convert: Callable[[pb.Envelope], Any],
+        timeout: float,
+        key: str | None,
+        kind: str,
     ) -> Any:
         if self._ask is None:
             raise RuntimeError("this Context is not connected to a protomcp host")
+        count = self._asked[kind] = self._asked.get(kind, 0) + 1
+        if key is None:
+            key = f"{kind}-{count}"  # stable across re-runs of the same call
+        if self._capabilities_json:
+            client.check_capability(envelope, self.client_capabilities)
+        known = client.known_answer(envelope, key, self._answers_json)
+        if known is not None:
+            return answer_of(_done(known), convert, timeout)
+        getattr(envelope, envelope.WhichOneof("msg") or "").key = key
         envelope.call_id = self.request_id
         return answer_of(self._ask(envelope), convert, timeout + client.GRACE)
 

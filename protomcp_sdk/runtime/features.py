@@ -36,6 +36,8 @@ class Process(Protocol):
 
     def send(self, envelope: pb.Envelope) -> None: ...
 
+    def ask(self, envelope: pb.Envelope) -> Any: ...  # a request to the host (see Context)
+
     def send_payload(
         self, request_id: str, content: bytes, content_type: str, answer: Callable[[str], pb.Envelope]
     ) -> None: ...
@@ -124,9 +126,11 @@ class Features:
             else:
                 self._read_failed(request_id, INTERNAL_ERROR, _describe(error, f"resource {spec.uri}"))
 
+        request = envelope.read_resource_request
         self._run(
             f"resource {spec.uri}", request_id, spec.fn, spec.is_async, spec.context_param,
             lambda: spec.arguments(uri), finish, "read_resource_request",
+            (request.client_capabilities_json, request.input_answers_json),
         )  # fmt: skip
 
     def _read_failed(self, request_id: str, code: int, message: str) -> None:
@@ -171,7 +175,7 @@ class Features:
 
         self._run(
             f"prompt {spec.name}", request_id, spec.fn, spec.is_async, spec.context_param, arguments, finish,
-            "get_prompt_request",
+            "get_prompt_request", (request.client_capabilities_json, request.input_answers_json),
         )  # fmt: skip
 
     def _prompt_failed(self, request_id: str, code: int, message: str) -> None:
@@ -220,6 +224,7 @@ class Features:
         arguments: Callable[[], dict[str, Any]],
         finish: Finish,
         kind: str,  # the request's frame kind, to answer it if even `finish` fails
+        client: tuple[str, str] = ("", ""),  # what the client declared; answers known (JSON)
     ) -> None:
         process = self.process
 
@@ -233,7 +238,9 @@ class Features:
         def kwargs() -> dict[str, Any]:
             values = arguments()
             if context_param:
-                values[context_param] = Context(request_id, "", process.send, "")
+                values[context_param] = Context(
+                    request_id, "", process.send, "", process.ask, "", "", client[0], client[1]
+                )
             return values
 
         if is_async:

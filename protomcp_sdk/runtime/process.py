@@ -322,6 +322,8 @@ class ToolProcess:
             self.ask,
             request.task_id,
             request.auth_json,
+            request.client_capabilities_json,
+            request.input_answers_json,
         )
         context = contextvars.copy_context()  # logging records made by the call carry its id
         context.run(logs.CURRENT_CALL.set, request_id)

@@ -40,6 +40,7 @@ from protomcp_host.transports.http.event_stream import (
     sse_priming,
 )
 from protomcp_host.transports.http.guard import IDENTITY, Identity
+from protomcp_host.transports.http.modern import ModernEndpoint, is_modern_request, modern_header
 from protomcp_host.transports.http.sessions import REPLAY_BYTES, RESPONSE_PREFIX, HttpSession
 from protomcp_host.transports.http.timers import Deadline
 from protomcp_host.transports.ports import Sessions
@@ -74,10 +75,13 @@ class StreamableHTTP:
         self.sessions: dict[str, HttpSession] = {}
         self.draining = False
         self.expired = 0
+        self.modern = ModernEndpoint(host, options.keepalive, _principal, _claims)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
-        if method == "POST":
+        if method != "POST" and self._modern(scope):  # the 2026-07-28 era is POST only
+            await respond(send, 405, b"", headers=[(b"allow", b"POST")])
+        elif method == "POST":
             await self._post(scope, receive, send)
         elif method == "GET":
             await self._get(scope, receive, send)
@@ -85,6 +89,16 @@ class StreamableHTTP:
             await self._delete(scope, send)
         else:
             await respond(send, 405, b"", headers=[(b"allow", b"GET, POST, DELETE")])
+
+    # -- the era of a request -----------------------------------------------------------
+    def _legacy(self, scope: Scope) -> bool:
+        """It names a live legacy session (modern requests carry none; one they do is ignored)."""
+        session_id = header(scope, b"mcp-session-id")
+        return session_id is not None and session_id in self.sessions
+
+    def _modern(self, scope: Scope) -> bool:
+        """Its MCP-Protocol-Version header names no handshake revision, outside a legacy session."""
+        return modern_header(scope) and not self._legacy(scope)
 
     # -- session lookup ----------------------------------------------------------------
     async def _find(self, scope: Scope, send: Send) -> HttpSession | None:
@@ -127,7 +141,8 @@ class StreamableHTTP:
             await refuse(send, 503, "Service Unavailable: the server is shutting down")
             return
         accept = header(scope, b"accept") or ""
-        if not _accepts(accept, "application/json") or not _accepts(accept, "text/event-stream"):
+        modern = self._modern(scope)
+        if not _accepts(accept, "application/json") or not (modern or _accepts(accept, "text/event-stream")):
             await refuse(send, 406, "Not Acceptable: Accept must list application/json and text/event-stream")
             return
         content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
@@ -138,6 +153,9 @@ class StreamableHTTP:
         if read is None:
             return
         body, parsed = read
+        if modern or (is_modern_request(scope, parsed) and not self._legacy(scope)):  # no session
+            await self.modern.post(scope, body, parsed, receive, send)
+            return
         if isinstance(parsed, dict) and parsed.get("method") == "initialize":
             await self._initialize(body, parsed, scope, send)
             return
@@ -417,15 +435,21 @@ class StreamableHTTP:
         self.draining = True
         for hs in self.sessions.values():
             hs.get_stream.close()
+        for connection in list(self.modern.connections):
+            connection.end_streams()
 
     async def wait_idle(self) -> None:
         for hs in list(self.sessions.values()):
             await hs.router.wait_idle()
+        for connection in list(self.modern.connections):
+            await connection.wait_idle()
 
     def fail_all(self, message: str) -> None:
         """The drain timed out: every call still running is answered with an error, on its stream."""
         for hs in list(self.sessions.values()):
             hs.router.fail_all(message)
+        for connection in list(self.modern.connections):
+            connection.fail_all(message)
 
     def close_all(self) -> None:
         for hs in list(self.sessions.values()):
@@ -465,6 +489,11 @@ def _media_types(accept: str) -> frozenset[str]:
 def _identity(scope: Scope) -> Identity | None:
     """Who authenticated this request; None without authentication."""
     return scope.get("state", {}).get(IDENTITY)
+
+
+def _claims(scope: Scope) -> dict[str, Any] | None:
+    identity = _identity(scope)
+    return None if identity is None else identity.claims
 
 
 def _principal(scope: Scope) -> str | None:

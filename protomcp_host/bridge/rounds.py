@@ -1,0 +1,387 @@
+"""The 2026-07-28 input-required round trip (MRTR) on the host's side.
+
+In the modern era a tool's ``ctx.sample`` / ``ctx.elicit`` / ``ctx.list_roots`` does not become
+a request to the client: the requests a call makes in one moment (``ROUND_WINDOW``) are
+gathered into an ``InputRequiredResult`` that ends the client's request, and the call stays
+suspended in its tool process. The result carries a ``requestState`` sealed with AES-GCM: it
+binds the principal, the method, the tool name, a digest of the arguments and an expiry, names
+the suspension, and carries the answers given so far (bounded). When the client retries with
+``inputResponses`` and that state, the suspended call is found (``Rounds``), re-attached to the
+new request and its requests are answered by key; one still unanswered (or a new one) makes
+another round. A retry that finds no suspended call here (a restart, another host) re-runs the
+tool with every answer known so far: the tool process answers requests with a known key itself.
+
+``ModernRouter`` is the Router of a modern-era connection; everything else a call does
+(progress, logs, answers) goes the Router's way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import os
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import orjson
+
+from protomcp_host.bridge.execution import Dispatcher, Execution
+from protomcp_host.bridge.router import LIST_CHANGED_DELAY, Forwarder, Router, Writer
+from protomcp_host.processes.events import Reply
+from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.features import Forward
+from protomcp_host.protocol.modern import ModernSession, Retry
+from protomcp_host.protocol.session import Call
+
+STATE_KEY_ENV = "PROTOMCP_STATE_KEY"  # a shared secret: hosts behind one name accept each other's state
+STATE_TTL = 600.0  # seconds a requestState (and the call it suspends) stays valid
+ROUND_WINDOW = 0.02  # seconds the requests a call makes at once gather into one round
+MAX_SUSPENDED = 1000  # suspended calls per host; beyond it the oldest is cancelled
+MAX_ANSWERS = 64 * 1024  # bytes of answers a requestState carries (beyond: not carried)
+INVALID_STATE = "Invalid or expired requestState"
+_AAD = b"protomcp requestState v1"
+
+
+class StateCodec:
+    """Seals and opens requestState tokens (AES-256-GCM; ``v1.`` + base64url)."""
+
+    def __init__(self, key: bytes | None = None) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        if key is None:
+            shared = os.environ.get(STATE_KEY_ENV)
+            key = hashlib.sha256(shared.encode()).digest() if shared else os.urandom(32)
+        self._aead = AESGCM(key)
+
+    def seal(self, claims: dict[str, Any]) -> str:
+        nonce = os.urandom(12)
+        sealed = self._aead.encrypt(nonce, orjson.dumps(claims), _AAD)
+        return "v1." + base64.urlsafe_b64encode(nonce + sealed).decode().rstrip("=")
+
+    def open(self, token: str, now: float) -> dict[str, Any] | None:
+        """The claims, or None when the token was not sealed here, was changed or has expired."""
+        from cryptography.exceptions import InvalidTag
+
+        if not token.startswith("v1.") or len(token) > 1 << 20:
+            return None
+        body = token[3:]
+        try:
+            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+            claims = orjson.loads(self._aead.decrypt(raw[:12], raw[12:], _AAD))
+        except (ValueError, InvalidTag, orjson.JSONDecodeError):
+            return None
+        if not isinstance(claims, dict) or not isinstance(claims.get("e"), (int, float)) or claims["e"] < now:
+            return None
+        return claims
+
+
+def digest(arguments: Any) -> str:
+    """What binds a requestState to the request's arguments."""
+    return hashlib.sha256(orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
+
+
+def valid_answer(method: str, answer: Any) -> bool:
+    """Whether a client's input response has the shape its request's result needs."""
+    if not isinstance(answer, dict):
+        return False
+    if method == "elicitation/create":
+        content = answer.get("content")
+        return answer.get("action") in ("accept", "decline", "cancel") and (
+            content is None or isinstance(content, dict)
+        )
+    if method == "sampling/createMessage":
+        return isinstance(answer.get("content"), (dict, list))
+    return isinstance(answer.get("roots"), list)  # roots/list
+
+
+@dataclass(slots=True, eq=False)
+class Ask:
+    method: str
+    params: dict[str, Any]
+    reply: Reply
+
+
+@dataclass(slots=True, eq=False)
+class Round:
+    """One call's input rounds: what it asked and awaits, what it was answered."""
+
+    owner: Any  # the Execution of a call, or the _ForwardLeg of a read or a prompt
+    pending: dict[str, Ask] = field(default_factory=dict)
+    known: dict[str, Any] = field(default_factory=dict)  # answers given so far, by key
+    gathering: asyncio.TimerHandle | None = None
+    suspension: str | None = None  # its id while the call waits for the client's retry
+    expiry: asyncio.TimerHandle | None = None
+    asked: int = 0
+
+
+class Rounds:
+    """The host's calls in input rounds, and the ones suspended until their retry."""
+
+    def __init__(self, codec: StateCodec | None = None) -> None:
+        self._codec = codec  # made at first use: cryptography is imported only then
+        self.of: dict[Any, Round] = {}  # by owner
+        self.suspended: OrderedDict[str, Round] = OrderedDict()
+
+    @property
+    def codec(self) -> StateCodec:
+        if self._codec is None:
+            self._codec = StateCodec()
+        return self._codec
+
+    def suspend(self, round_: Round) -> str:
+        while len(self.suspended) >= MAX_SUSPENDED:
+            _, oldest = self.suspended.popitem(last=False)
+            oldest.suspension = None
+            oldest.owner.cancel("too many calls wait for their clients' input")
+        sid = round_.suspension = secrets.token_urlsafe(16)
+        self.suspended[sid] = round_
+        return sid
+
+    def resume(self, sid: Any) -> Round | None:
+        round_ = self.suspended.pop(sid, None) if isinstance(sid, str) else None
+        if round_ is None or round_.owner.finished:
+            return None
+        round_.suspension = None
+        if round_.expiry is not None:
+            round_.expiry.cancel()
+            round_.expiry = None
+        return round_
+
+    def release(self, owner: Any, reason: str) -> None:
+        """The request ended: its round goes, and requests it still awaits are answered."""
+        round_ = self.of.pop(owner, None)
+        if round_ is None:
+            return
+        for timer in (round_.gathering, round_.expiry):
+            if timer is not None:
+                timer.cancel()
+        if round_.suspension is not None:
+            self.suspended.pop(round_.suspension, None)
+        pending, round_.pending = round_.pending, {}
+        for ask in pending.values():
+            ask.reply(None, reason)
+
+
+def _request(owner: Any) -> tuple[bytes, str, str, Any, Any]:
+    """The request an owner serves now: id, method, target (name or URI), arguments, router."""
+    if isinstance(owner, Execution):
+        call = owner.call
+        return call.id, "tools/call", call.tool.name, call.arguments, owner.sink
+    forward: Forward = owner.forward
+    target = forward.params.get("uri") or forward.params.get("name") or ""
+    return forward.id, forward.method, target, forward.params.get("arguments", {}), owner.router
+
+
+class ModernRouter(Router):
+    """A modern-era connection: requests for the client become input rounds."""
+
+    session: ModernSession
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        forwarder: Forwarder,
+        session: ModernSession,
+        write: Writer,
+        rounds: Rounds,
+        principal: str,
+        peers: Callable[[], list[Router]] = list,
+    ) -> None:
+        super().__init__(dispatcher, forwarder, session, write)
+        self.rounds = rounds
+        self.principal = principal
+        self.peers = peers  # every connection of the host (the principal's get its list changes)
+
+    # -- tool-list control: the principal's, so its listen streams everywhere hear of it -------
+    def update_tools(self, **change: Any) -> None:
+        listening = [
+            peer
+            for peer in self.peers()
+            if isinstance(peer, ModernRouter) and peer is not self and peer.principal == self.principal
+            and peer.session.listens
+        ]  # fmt: skip
+        for peer in listening:
+            if not peer.session.list_changed_pending:
+                peer.session._tools_seen = peer.session.visible_tools()
+        super().update_tools(**change)
+        for peer in listening:
+            if peer._flush_timer is None:
+                loop = asyncio.get_running_loop()
+                peer._flush_timer = loop.call_later(LIST_CHANGED_DELAY, peer.flush_notifications)
+
+    def end_streams(self) -> None:
+        """The server ends its listen streams gracefully (shutdown)."""
+        self.carry_out(list(self.session.close_listens()))
+
+    def cancel_all(self) -> None:
+        self.session.listens.clear()  # the client went away: its streams end without a word
+        super().cancel_all()
+
+    # -- a request starts: fresh, retried with its suspended owner here, or re-run -----------
+    def _start(self, call: Call) -> None:
+        retry: Retry | None = call.retry
+        if retry is None:
+            super()._start(call)
+            return
+        found = self._retried(call.id, "tools/call", call.tool.name, call.arguments, retry)
+        if found is None:
+            return
+        round_, answers = found
+        if round_ is not None:
+            execution = round_.owner
+            execution.call, execution.sink, call.execution = call, self, execution
+            self._resume(round_, answers)
+            return
+        if answers:
+            call.answers = orjson.dumps(answers).decode()
+        super()._start(call)
+        if call.execution is not None and answers:
+            self.rounds.of[call.execution] = Round(call.execution, known=answers)
+
+    def _forward(self, forward: Forward) -> None:
+        if forward.method not in ("resources/read", "prompts/get"):
+            super()._forward(forward)
+            return
+        forward.params["capabilities"] = self.session.capabilities_json
+        retry: Retry | None = forward.retry
+        if retry is None:
+            super()._forward(forward)
+            return
+        target = forward.params.get("uri") or forward.params.get("name") or ""
+        found = self._retried(forward.id, forward.method, target, forward.params.get("arguments", {}), retry)
+        if found is None:
+            return
+        round_, answers = found
+        if round_ is not None:
+            leg = round_.owner
+            leg.forward, leg.router, forward.cancel = forward, self, leg.cancel
+            self._resume(round_, answers)
+            return
+        if answers:
+            forward.params["answers"] = orjson.dumps(answers).decode()
+        super()._forward(forward)
+        leg = forward.cancel.__self__ if forward.cancel is not None else None  # the _ForwardLeg
+        if leg is not None and answers:
+            self.rounds.of[leg] = Round(leg, known=answers)
+
+    def _retried(
+        self, request_id: bytes, method: str, target: str, arguments: Any, retry: Retry
+    ) -> tuple[Round | None, dict[str, Any]] | None:
+        """The suspended round a retry continues (if it is here) and the answers it brings;
+        None after refusing a requestState that fails verification."""
+        answers: dict[str, Any] = {}
+        round_ = None
+        if retry.state is not None:
+            claims = self.rounds.codec.open(retry.state, time.time())
+            if claims is None or claims.get("p") != self.principal or claims.get("m") != method or (
+                claims.get("t") != target or claims.get("a") != digest(arguments)
+            ):  # fmt: skip
+                data = {"reason": "invalid_request_state"}
+                self._emit(
+                    self.session.refuse(request_id, rpc.INVALID_PARAMS, INVALID_STATE, data), request_id
+                )
+                self._check_idle()
+                return None
+            known = claims.get("r")
+            if isinstance(known, dict):
+                answers.update(known)
+            round_ = self.rounds.resume(claims.get("s"))
+        answers.update(retry.responses)
+        return round_, {key: value for key, value in answers.items() if isinstance(value, dict)}
+
+    def _resume(self, round_: Round, answers: dict[str, Any]) -> None:
+        """The suspended owner carries on as this request: its requests get their answers."""
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+        round_.known.update(answers)
+        for key, ask in list(round_.pending.items()):
+            answer = answers.get(key)
+            if valid_answer(ask.method, answer):
+                del round_.pending[key]
+                ask.reply(answer, None)
+        if round_.pending:
+            self._gather(round_)
+
+    # -- the request asks the client for something ------------------------------------------
+    def call_request(
+        self,
+        execution: Execution,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        reply: Reply,
+        key: str = "",
+    ) -> None:
+        self._ask(execution, method, params, reply, key)
+
+    def forward_request(
+        self, leg: Any, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str
+    ) -> None:
+        self._ask(leg, method, params, reply, key)
+
+    def _ask(self, owner: Any, method: str, params: dict[str, Any], reply: Reply, key: str) -> None:
+        round_ = self.rounds.of.get(owner)
+        if round_ is None:
+            round_ = self.rounds.of[owner] = Round(owner)
+        round_.asked += 1
+        if not key:  # a tool process of another SDK: keys by order
+            key = f"{method}-{round_.asked}"
+        known = round_.known.get(key)
+        if valid_answer(method, known):
+            reply(known, None)
+            return
+        if method == "elicitation/create":
+            params = {k: v for k, v in params.items() if k != "elicitationId"}  # not in this era
+        round_.pending[key] = Ask(method, params, reply)
+        self._gather(round_)
+
+    def _gather(self, round_: Round) -> None:
+        if round_.gathering is None:
+            loop = asyncio.get_running_loop()
+            round_.gathering = loop.call_later(ROUND_WINDOW, self._close_round, round_)
+
+    def _close_round(self, round_: Round) -> None:
+        """The requests gathered so far go to the client; the owner waits for its retry."""
+        round_.gathering = None
+        if round_.owner.finished or not round_.pending or round_.suspension is not None:
+            return
+        request_id, method, target, arguments, router = _request(round_.owner)
+        if not isinstance(router, ModernRouter):
+            return
+        sid = self.rounds.suspend(round_)
+        claims: dict[str, Any] = {
+            "v": 1,
+            "p": router.principal,
+            "m": method,
+            "t": target,
+            "a": digest(arguments),
+            "e": int(time.time() + STATE_TTL),
+            "s": sid,
+        }
+        if round_.known and len(known := orjson.dumps(round_.known)) <= MAX_ANSWERS:
+            claims["r"] = orjson.loads(known)
+        state = self.rounds.codec.seal(claims)
+        requests = {key: {"method": ask.method, "params": ask.params} for key, ask in round_.pending.items()}
+        round_.expiry = asyncio.get_running_loop().call_later(STATE_TTL, self._expire, round_)
+        router._emit(router.session.input_required(request_id, requests, state), request_id)
+        router._check_idle()
+
+    def _expire(self, round_: Round) -> None:
+        round_.expiry = None
+        if round_.suspension is not None:
+            self.rounds.suspended.pop(round_.suspension, None)
+            round_.suspension = None
+        round_.owner.cancel(f"the client did not retry within {STATE_TTL:g}s")
+
+    def call_released(self, execution: Execution, reason: str) -> None:
+        self.rounds.release(execution, reason)
+        super().call_released(execution, reason)
+
+    def forward_released(self, leg: Any) -> None:
+        self.rounds.release(leg, "the request is over")

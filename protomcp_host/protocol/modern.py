@@ -1,0 +1,534 @@
+"""The 2026-07-28 era of MCP, sans-IO: every request carries its protocol version and the
+client's capabilities in ``params._meta`` and is served on its own, without a handshake.
+
+``ModernSession`` is a ``Session`` (the call record, argument checks, the catalog, resources
+and prompts are the same) whose requests go through the ``_meta`` ladder instead of the
+lifecycle, and whose results are stamped: ``resultType``, the server's info in ``_meta``, and
+cache hints where the revision asks for them. Its tool-list control state is the principal's
+(``visibility`` is shared by every connection of one principal), not the connection's.
+
+A transport decides the era of each message (``is_modern``); this module decides nothing
+about connections.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.catalog import Catalog, InvalidCursor
+from protomcp_host.protocol.events import Batch, Send
+from protomcp_host.protocol.features import FeatureMethods, Features, Forward
+from protomcp_host.protocol.jsontypes import is_id
+from protomcp_host.protocol.session import (
+    DEFAULT_MAX_IN_FLIGHT,
+    LOG_LEVELS,
+    SUPPORTED_VERSIONS,
+    Call,
+    Event,
+    Session,
+    ToolAnswer,
+)
+from protomcp_host.protocol.tasks import Task
+from protomcp_host.protocol.visibility import ToolVisibility
+
+MODERN_VERSION = "2026-07-28"
+MODERN_VERSIONS = (MODERN_VERSION,)
+LEGACY_VERSIONS = tuple(reversed(SUPPORTED_VERSIONS))  # newest first
+
+PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+
+HEADER_MISMATCH = -32020
+MISSING_CAPABILITY = -32021
+UNSUPPORTED_VERSION = -32022
+
+CACHE_TTL_MS = 0  # lists change with reloads and tool-list control: clients re-ask each time
+
+# Methods the 2026-07-28 revision removed: -32601 (HTTP 404) like any unknown method.
+REMOVED = frozenset(
+    {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+     "tasks/result", "tasks/list"}
+)  # fmt: skip
+
+_MODERN_MARK = PROTOCOL_VERSION.encode()
+
+
+def supported_versions(serve_modern: bool) -> list[str]:
+    """The one list server/discover and -32022 name: the modern revision (only once every
+    modern request shape is served), then the handshake revisions, newest first."""
+    return [*MODERN_VERSIONS, *LEGACY_VERSIONS] if serve_modern else list(LEGACY_VERSIONS)
+
+
+def is_modern(params: Any) -> bool:
+    """Whether a request's params carry the modern per-request envelope."""
+    if not isinstance(params, dict):
+        return False
+    meta = params.get("_meta")
+    return isinstance(meta, dict) and PROTOCOL_VERSION in meta
+
+
+def maybe_modern(line: bytes) -> bool:
+    """A cheap test on the raw line: False means certainly not modern (the hot path)."""
+    return _MODERN_MARK in line
+
+
+@dataclass(slots=True)
+class RequestEnvelope:
+    """What one modern request declared in its _meta."""
+
+    version: str
+    capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None
+    log_level: str | None
+
+
+def read_envelope(request: rpc.Request, serve_modern: bool) -> RequestEnvelope | tuple[int, str, Any]:
+    """The request's envelope, or the error (code, message, data) the ladder answers."""
+    meta = request.params.get("_meta")
+    missing = []
+    if not isinstance(meta, dict):
+        meta = {}
+        missing = [PROTOCOL_VERSION, CLIENT_CAPABILITIES]
+    else:
+        missing = [key for key in (PROTOCOL_VERSION, CLIENT_CAPABILITIES) if key not in meta]
+    if missing:
+        return (
+            rpc.INVALID_PARAMS,
+            f"Invalid params: params._meta is missing the required key(s): {', '.join(missing)}",
+            None,
+        )
+    version = meta[PROTOCOL_VERSION]
+    capabilities = meta[CLIENT_CAPABILITIES]
+    if not isinstance(version, str):
+        return (rpc.INVALID_PARAMS, f"Invalid params: {PROTOCOL_VERSION} must be a string", None)
+    if not isinstance(capabilities, dict):
+        return (rpc.INVALID_PARAMS, f"Invalid params: {CLIENT_CAPABILITIES} must be an object", None)
+    if not serve_modern or version not in MODERN_VERSIONS:
+        return (
+            UNSUPPORTED_VERSION,
+            "Unsupported protocol version",
+            {"supported": supported_versions(serve_modern), "requested": version},
+        )
+    info = meta.get(CLIENT_INFO)
+    level = meta.get(LOG_LEVEL)
+    if level is not None and level not in LOG_LEVELS:
+        return (
+            rpc.INVALID_PARAMS,
+            f"Invalid params: {LOG_LEVEL} must be one of {', '.join(LOG_LEVELS)}",
+            None,
+        )
+    return RequestEnvelope(version, capabilities, info if isinstance(info, dict) else None, level)
+
+
+def stamp(result: Sequence[bytes], extra: bytes) -> list[bytes]:
+    """A JSON object given in pieces, with `extra` (``"key":value,...``) added at its end."""
+    pieces = list(result)
+    if len(pieces) == 1 and pieces[0] == b"{}":
+        return [b"{" + extra + b"}"]
+    last = pieces[-1]
+    pieces[-1] = last[: last.rindex(b"}")] + b"," + extra + b"}"
+    return pieces
+
+
+LIST_FLAGS = {
+    "notifications/tools/list_changed": "toolsListChanged",
+    "notifications/prompts/list_changed": "promptsListChanged",
+    "notifications/resources/list_changed": "resourcesListChanged",
+}
+
+
+@dataclass(slots=True)
+class Listen:
+    """One subscriptions/listen request in progress: what it asked for and was granted."""
+
+    id: bytes
+    honored: dict[str, Any]
+
+    @property
+    def subscription_id(self) -> Any:
+        return orjson.loads(self.id)
+
+    def tagged(self, method: str, params: dict[str, Any] | None = None) -> bytes:
+        """A notification for this stream, carrying its subscription id."""
+        return rpc.notification(method, {"_meta": {SUBSCRIPTION_ID: self.subscription_id}, **(params or {})})
+
+    def closing(self) -> bytes:
+        """The result that ends the stream gracefully."""
+        return rpc.result(
+            self.id, {"resultType": "complete", "_meta": {SUBSCRIPTION_ID: self.subscription_id}}
+        )
+
+
+class ModernFeatureMethods(FeatureMethods):
+    """Resources, prompts and completions in the modern era: an unknown resource is -32602,
+    and answers from tool processes are stamped."""
+
+    not_found = rpc.INVALID_PARAMS
+    session: ModernSession
+
+    def answered(self, forward: Forward, *result: bytes) -> bytes | None:
+        if forward.id not in self.forwarded:
+            return None
+        session = self.session
+        session.envelopes.pop(forward.id, None)
+        cache = forward.method == "resources/read"
+        return super().answered(forward, *session.stamped(result, cache=cache))
+
+    def failed(self, forward: Forward, code: int, message: str, data: Any = None) -> bytes | None:
+        self.session.envelopes.pop(forward.id, None)
+        return super().failed(forward, code, message, data)
+
+    def list_changed(self, notes: list[str]) -> list[bytes]:
+        """Only on subscriptions/listen streams that asked for them, tagged."""
+        out = []
+        for listen in self.session.listens.values():
+            for note in notes:
+                if listen.honored.get(LIST_FLAGS.get(note, "")) is True:
+                    out.append(listen.tagged(note))
+        return out
+
+    def updated(self, uri: str) -> bytes | None:
+        return None  # see updates: one per listen stream
+
+    def updates(self, uri: str) -> list[bytes]:
+        return [
+            listen.tagged("notifications/resources/updated", {"uri": uri})
+            for listen in self.session.listens.values()
+            if uri in listen.honored.get("resourceSubscriptions", ())
+        ]
+
+
+class ModernSession(Session):
+    """One connection's modern-era requests (a stdio process, an HTTP request). Nothing
+    carries over from one request to the next but the principal's tool-list state."""
+
+    feature_methods = ModernFeatureMethods
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        server_info: dict[str, Any],
+        instructions: str | None = None,
+        features: Features | None = None,
+        *,
+        visibility: ToolVisibility | None = None,
+        serve_modern: bool = False,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> None:
+        super().__init__(catalog, server_info, instructions, features, max_in_flight=max_in_flight)
+        self.version = MODERN_VERSION
+        self.serve_modern = serve_modern
+        if visibility is not None:
+            self.visibility = visibility  # the principal's, shared with its other connections
+        self.envelopes: dict[bytes, RequestEnvelope] = {}  # requests in progress: what they declared
+        self.listens: dict[bytes, Listen] = {}  # subscriptions/listen requests in progress
+        meta = orjson.dumps({SERVER_INFO: server_info})
+        self._complete = b'"resultType":"complete","_meta":' + meta
+        self._cacheable = (
+            b'"resultType":"complete","ttlMs":%d,"cacheScope":"public","_meta":' % CACHE_TTL_MS + meta
+        )
+        self._private = self._cacheable.replace(b'"public"', b'"private"')
+        legacy = self._methods
+        self._methods = {
+            "server/discover": self._discover,
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+            "subscriptions/listen": self._listen,
+        }
+        for method in ("resources/list", "resources/templates/list", "resources/read",
+                       "prompts/list", "prompts/get", "completion/complete"):  # fmt: skip
+            if method in legacy:
+                self._methods[method] = legacy[method]
+
+    # -- the ladder --------------------------------------------------------------------
+    def _dispatch(self, message: rpc.Message, batch: Batch | None) -> Event | list[Event] | None:
+        if isinstance(message, rpc.Invalid):
+            return Send(rpc.error(message.id, message.code, message.message))
+        if isinstance(message, rpc.Notification):
+            return self._notification(message) if message.method == "notifications/cancelled" else None
+        if isinstance(message, rpc.Response):
+            return None  # this era sends no requests to the client
+        envelope = read_envelope(message, self.serve_modern)
+        if not isinstance(envelope, RequestEnvelope):
+            return Send(rpc.error(message.id, *envelope))
+        if (
+            message.id in self.in_flight
+            or message.id in self.features.forwarded
+            or message.id in self.listens
+        ):
+            return Send(
+                rpc.error(
+                    message.id,
+                    rpc.INVALID_REQUEST,
+                    "Invalid Request: this id is already in use by a request in progress",
+                )
+            )
+        handler = self._methods.get(message.method)
+        if handler is None:
+            return Send(rpc.error(message.id, rpc.METHOD_NOT_FOUND, f"Method not found: {message.method}"))
+        self.client_capabilities = envelope.capabilities
+        self.capabilities_json = orjson.dumps(envelope.capabilities).decode()
+        retry = None
+        if message.method in ROUND_TRIP_METHODS:
+            retry = _retry(message.params)
+            if isinstance(retry, str):
+                return Send(rpc.error(message.id, rpc.INVALID_PARAMS, retry))
+        event = handler(message, batch)
+        if retry is not None and isinstance(event, (Call, Forward)):
+            event.retry = retry
+        if isinstance(event, Send):
+            return self._stamp_send(message, event)
+        if isinstance(event, (Call, Forward)):
+            self.envelopes[message.id] = envelope
+        return event
+
+    def _stamp_send(self, request: rpc.Request, event: Send) -> Send:
+        """A result answered at once, stamped (errors pass as they are)."""
+        data = event.data
+        head = 22 + len(request.id)  # len(b'{"jsonrpc":"2.0","id":') + the id
+        if data[head : head + 10] != b',"result":':
+            return event
+        method = request.method
+        if method == "tools/list":
+            extra = self._cacheable if self.visibility.is_default else self._private
+        elif method in ("server/discover", "resources/list", "resources/templates/list", "prompts/list"):
+            extra = self._cacheable
+        else:
+            extra = self._complete
+        body = stamp([data[head + 10 : -1]], extra)[0]
+        return Send(data[: head + 10] + body + b"}", event.related)
+
+    def stamped(self, result: Sequence[bytes], *, cache: bool = False) -> list[bytes]:
+        """A result object from a tool process, stamped; a _meta it has keeps its keys."""
+        joined = b"".join(result)
+        if b'"_meta"' in joined:
+            value = orjson.loads(joined)
+            if isinstance(value, dict) and isinstance(value.get("_meta"), dict):
+                value["_meta"] = {**value["_meta"], SERVER_INFO: self.server_info}
+                value["resultType"] = "complete"
+                if cache:
+                    value.update(ttlMs=CACHE_TTL_MS, cacheScope="public")
+                return [orjson.dumps(value)]
+        return stamp(result, self._cacheable if cache else self._complete)
+
+    # -- requests --------------------------------------------------------------------
+    def _discover(self, request: rpc.Request, _: Batch | None) -> Event:
+        capabilities: dict[str, Any] = {"logging": {}, "tools": {"listChanged": True}}
+        capabilities.update(self.features.capabilities())
+        result: dict[str, Any] = {
+            "supportedVersions": supported_versions(self.serve_modern),
+            "capabilities": capabilities,
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return Send(rpc.result(request.id, result))
+
+    def _listen(self, request: rpc.Request, _: Batch | None) -> Event:
+        """Acknowledged at once (the first message of the stream); the stream then carries the
+        notifications asked for, tagged, until the client cancels it or the server ends it."""
+        wanted = request.params.get("notifications")
+        if not isinstance(wanted, dict):
+            return Send(
+                rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "notifications" must be an object')
+            )
+        if wanted.get("taskIds") and TASKS_EXTENSION not in self.client_capabilities.get("extensions", {}):
+            return Send(
+                rpc.error(
+                    request.id,
+                    MISSING_CAPABILITY,
+                    f"Listening to tasks needs the {TASKS_EXTENSION} extension",
+                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+                )
+            )
+        honored: dict[str, Any] = {}
+        offered = self.features.offered
+        for flag in ("toolsListChanged", "promptsListChanged", "resourcesListChanged"):
+            if wanted.get(flag) is True and (offered or flag == "toolsListChanged"):
+                honored[flag] = True
+        uris = wanted.get("resourceSubscriptions")
+        if offered and isinstance(uris, list) and (kept := [u for u in uris if isinstance(u, str)]):
+            honored["resourceSubscriptions"] = kept
+        listen = self.listens[request.id] = Listen(request.id, honored)
+        ack = listen.tagged("notifications/subscriptions/acknowledged", {"notifications": honored})
+        return Send(ack, request.id)
+
+    def close_listens(self) -> list[Send]:
+        """The server ends every listen stream gracefully (shutdown)."""
+        listens, self.listens = self.listens, {}
+        return [Send(listen.closing(), listen.id) for listen in listens.values()]
+
+    def _tools_list(self, request: rpc.Request, batch: Batch | None) -> Event:
+        cursor = request.params.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            return Send(
+                rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "cursor" must be a string')
+            )
+        try:
+            page = self.catalog.page(cursor, MODERN_VERSION, self._shown())
+        except InvalidCursor as exc:
+            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
+        return Send(rpc.raw_result(request.id, page))
+
+    def _tools_call(self, request: rpc.Request, batch: Batch | None) -> Event | list[Event]:
+        name = request.params.get("name")
+        tool = self.catalog.get(name) if isinstance(name, str) else None
+        if tool is not None and tool.mcp.get("execution", {}).get("taskSupport") == "required":
+            # The tasks extension is not offered yet: such a tool needs it (task="optional" runs
+            # synchronously, as the extension prescribes for clients that did not declare it).
+            return Send(
+                rpc.error(
+                    request.id,
+                    MISSING_CAPABILITY,
+                    f"Tool '{name}' must run as a task: it needs the {TASKS_EXTENSION} extension",
+                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+                )
+            )
+        return super()._tools_call(request, batch)
+
+    # -- answers ---------------------------------------------------------------------
+    def call_done(self, call: Call, answer: ToolAnswer) -> bytes | None:
+        self.envelopes.pop(call.id, None)
+        if answer.is_error and answer.meta and MISSING_CAPABILITY_CODE in answer.meta:
+            required = _required_capability(answer.meta)
+            if required is not None and self.in_flight.pop(call.id, None) is not None:
+                return rpc.error(
+                    call.id,
+                    MISSING_CAPABILITY,
+                    f"Tool '{call.tool.name}' needs a client capability the request did not declare",
+                    {"requiredCapabilities": required},
+                )
+        return super().call_done(call, answer)
+
+    def input_required(self, request_id: bytes, requests: dict[str, Any], state: str) -> bytes | None:
+        """The request (a call or a forwarded one) needs input from the client: it ends here
+        with an InputRequiredResult; the client retries with the answers and `state`."""
+        call = self.in_flight.pop(request_id, None)
+        forward = self.features.forwarded.pop(request_id, None) if call is None else None
+        if call is None and forward is None:
+            return None
+        self.envelopes.pop(request_id, None)
+        result: dict[str, Any] = {"resultType": "input_required", "requestState": state}
+        if requests:
+            result["inputRequests"] = requests
+        result["_meta"] = {SERVER_INFO: self.server_info}
+        return rpc.result(request_id, result)
+
+    def refuse(self, request_id: bytes, code: int, message: str, data: Any = None) -> bytes | None:
+        """End a request in progress with an error (e.g. a requestState that fails verification)."""
+        if (
+            self.in_flight.pop(request_id, None) is None
+            and self.features.forwarded.pop(request_id, None) is None
+        ):
+            return None
+        self.envelopes.pop(request_id, None)
+        return rpc.error(request_id, code, message, data)
+
+    def call_failed(self, call: Call, message: str) -> bytes | None:
+        if self.in_flight.pop(call.id, None) is None:
+            return None
+        self.envelopes.pop(call.id, None)
+        return rpc.raw_result(call.id, *stamp([orjson.dumps(_error_result(message))], self._complete))
+
+    def _call_result(self, call: Call, answer: ToolAnswer) -> list[bytes]:
+        parts = super()._call_result(call, answer)
+        if answer.meta:
+            return self.stamped(parts)
+        return stamp(parts, self._complete)
+
+    def _notification(self, message: rpc.Notification) -> Event | None:
+        request_id = message.params.get("requestId")
+        if is_id(request_id):
+            self.envelopes.pop(orjson.dumps(request_id), None)
+            if self.listens.pop(orjson.dumps(request_id), None) is not None:
+                return None  # the stream ends; nothing more is sent for it
+        return super()._notification(message)
+
+    # -- what reaches the client besides answers ----------------------------------------
+    def log(
+        self,
+        level: str,
+        logger: str | None,
+        data: Any,
+        task: Task | None = None,
+        related: bytes | None = None,
+    ) -> bytes | None:
+        """Only for a request that asked for logs (its logLevel), at or above that level."""
+        envelope = self.envelopes.get(related) if related is not None else None
+        if envelope is None or envelope.log_level is None:
+            return None
+        if level not in LOG_LEVELS:
+            level = "warning" if level == "warn" else "info"
+        if LOG_LEVELS.index(level) < LOG_LEVELS.index(envelope.log_level):
+            return None
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger:
+            params["logger"] = logger
+        return rpc.notification("notifications/message", params)
+
+    def flush_notifications(self) -> list[Event]:
+        """tools/list_changed on the listen streams that asked, if the principal's list changed."""
+        seen, self._tools_seen = self._tools_seen, None
+        if seen is None or not self.listens or self.visible_tools() == seen:
+            return []
+        note = "notifications/tools/list_changed"
+        return [Send(listen.tagged(note), listen.id) for listen in self.listens.values()
+                if listen.honored.get("toolsListChanged")]  # fmt: skip
+
+    def capabilities_of(self, request_id: bytes) -> dict[str, Any]:
+        """What the client declared on a request still in progress ({} if none)."""
+        envelope = self.envelopes.get(request_id)
+        return envelope.capabilities if envelope is not None else {}
+
+
+ROUND_TRIP_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
+MISSING_CAPABILITY_CODE = b"missing_client_capability:"
+
+
+@dataclass(slots=True)
+class Retry:
+    """A retried request's inputResponses (answers by key) and requestState."""
+
+    responses: dict[str, Any]
+    state: str | None
+
+
+def _retry(params: dict[str, Any]) -> Retry | str | None:
+    """The retry fields of an input-required round trip; a str says what is wrong with them."""
+    if "inputResponses" not in params and "requestState" not in params:
+        return None
+    responses = params.get("inputResponses", {})
+    state = params.get("requestState")
+    if not isinstance(responses, dict):
+        return 'Invalid params: "inputResponses" must be an object'
+    if state is not None and not isinstance(state, str):
+        return 'Invalid params: "requestState" must be a string'
+    return Retry(responses, state)
+
+
+def _required_capability(meta: bytes) -> dict[str, Any] | None:
+    """The capabilities object a tool's escaped missing-capability error names."""
+    try:
+        code = orjson.loads(meta)["protomcp/error"]["code"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    if not isinstance(code, str) or ":" not in code:
+        return None
+    name = code.split(":", 1)[1]
+    capability, _, mode = name.partition(".")
+    if capability not in ("sampling", "elicitation", "roots"):
+        return None
+    return {capability: {mode: {}} if mode else {}}
+
+
+def _error_result(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}

@@ -1,0 +1,301 @@
+"""Streamable HTTP in the 2026-07-28 era: one POST, one request, no session.
+
+The routing headers are checked against the body (``MCP-Protocol-Version``, ``Mcp-Method``,
+``Mcp-Name`` with its ``=?base64?…?=`` form, ``Mcp-Param-*`` for arguments the tool's schema
+marks with ``x-mcp-header``) in the revision's order: envelope keys (-32602), headers (-32020),
+version (-32022), then the method (-32601 → 404). Each request gets a connection of its own
+(``Sessions.connect_modern``) that lives as long as the POST: its response is JSON when the
+answer comes before anything else, otherwise an SSE stream of that request's notifications
+ending with the answer (keep-alive comments meanwhile). The client closing it cancels the
+request. ``Mcp-Session-Id`` and ``Last-Event-ID`` are ignored; no session id is minted.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any
+
+import anyio
+import orjson
+
+from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.modern import (
+    HEADER_MISMATCH,
+    MISSING_CAPABILITY,
+    PROTOCOL_VERSION,
+    UNSUPPORTED_VERSION,
+    RequestEnvelope,
+    read_envelope,
+)
+from protomcp_host.protocol.session import SUPPORTED_VERSIONS
+from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond, respond_json
+from protomcp_host.transports.http.event_stream import KEEP_ALIVE
+from protomcp_host.transports.ports import Connection, Sessions
+
+ERROR_STATUS = {
+    rpc.PARSE_ERROR: 400,
+    rpc.INVALID_REQUEST: 400,
+    rpc.INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_CAPABILITY: 400,
+    UNSUPPORTED_VERSION: 400,
+    rpc.METHOD_NOT_FOUND: 404,
+}
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_ROUTING = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
+_CTL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_ANSWER = b'{"jsonrpc":"2.0","id":'
+
+
+def is_modern_request(scope: Scope, parsed: Any) -> bool:
+    """The era of a POST: modern when its MCP-Protocol-Version header names no handshake
+    revision, or its body carries the modern _meta."""
+    version = _header(scope, b"mcp-protocol-version")
+    if version is not None and version not in SUPPORTED_VERSIONS:
+        return True
+    if isinstance(parsed, dict):
+        params = parsed.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        return isinstance(meta, dict) and PROTOCOL_VERSION in meta
+    return False
+
+
+def modern_header(scope: Scope) -> bool:
+    """A GET or DELETE that says it speaks the modern era (which has neither: 405)."""
+    version = _header(scope, b"mcp-protocol-version")
+    return version is not None and version not in SUPPORTED_VERSIONS
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1").strip(" \t")
+    return None
+
+
+def decode_header_value(value: str) -> str | None:
+    """A header value as the body would hold it: ``=?base64?…?=`` decoded (None when that form
+    is malformed), any other value literal; None for control characters."""
+    if _CTL.search(value):
+        return None
+    if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:
+        encoded = value[9:-2]
+        try:
+            raw = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        if base64.b64encode(raw).decode() != encoded:
+            return None
+        try:
+            return raw.decode()
+        except UnicodeDecodeError:
+            return None
+    return value
+
+
+def check_headers(scope: Scope, message: rpc.Request, envelope_version: Any) -> str | None:
+    """Why the routing headers disagree with the body (-32020), or None."""
+    seen: dict[bytes, int] = {}
+    for key, _ in scope["headers"]:
+        if key in _ROUTING:
+            seen[key] = seen.get(key, 0) + 1
+    duplicated = [key.decode() for key, count in seen.items() if count > 1]
+    if duplicated:
+        return f"Header mismatch: {', '.join(duplicated)} given more than once"
+    version = _header(scope, b"mcp-protocol-version")
+    if version is None:
+        return "Header mismatch: the MCP-Protocol-Version header is missing"
+    if version != envelope_version:
+        return (
+            f"Header mismatch: MCP-Protocol-Version header value {version!r} does not match "
+            f"body value {envelope_version!r}"
+        )
+    method = _header(scope, b"mcp-method")
+    if method is None:
+        return "Header mismatch: the Mcp-Method header is missing"
+    if method != message.method:
+        body = message.method
+        return f"Header mismatch: Mcp-Method header value {method!r} does not match body value {body!r}"
+    field = NAMED.get(message.method)
+    if field is not None:
+        raw = _header(scope, b"mcp-name")
+        if raw is None:
+            return "Header mismatch: the Mcp-Name header is missing"
+        name = decode_header_value(raw)
+        if name is None:
+            return "Header mismatch: the Mcp-Name header value is not valid"
+        if name != message.params.get(field):
+            return f"Header mismatch: Mcp-Name header value {name!r} does not match body value"
+    return None
+
+
+def check_param_headers(scope: Scope, schema: Any, arguments: Any) -> str | None:
+    """Mcp-Param-* headers against the arguments the tool's schema marks with x-mcp-header."""
+    if not isinstance(schema, dict) or not isinstance(arguments, dict):
+        return None
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return None
+    for prop, spec in properties.items():
+        name = spec.get("x-mcp-header") if isinstance(spec, dict) else None
+        if not isinstance(name, str) or not name:
+            continue
+        raw = _header(scope, b"mcp-param-" + name.lower().encode("latin-1", "replace"))
+        value = arguments.get(prop)
+        if raw is None:
+            if value is not None:
+                return f"Header mismatch: the Mcp-Param-{name} header is missing"
+            continue
+        decoded = decode_header_value(raw)
+        if decoded is None:
+            return f"Header mismatch: the Mcp-Param-{name} header value is not valid"
+        if value is None:
+            continue
+        if not _same(decoded, value):
+            return f"Header mismatch: Mcp-Param-{name} header value does not match body value"
+    return None
+
+
+def _same(text: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return text == ("true" if value else "false")
+    if isinstance(value, (int, float)):
+        try:
+            return float(text) == float(value)
+        except ValueError:
+            return False
+    return text == value
+
+
+class ModernEndpoint:
+    """The modern-era POSTs of the MCP endpoint."""
+
+    def __init__(self, host: Sessions, keepalive: float, principal_of: Any, claims_of: Any) -> None:
+        self.host = host
+        self.keepalive = keepalive
+        self.principal_of = principal_of  # scope -> the principal (token subject), or None
+        self.claims_of = claims_of  # scope -> the verified claims for the calls, or None
+        self.connections: set[Connection] = set()  # requests in progress (for the drain)
+
+    async def post(self, scope: Scope, body: bytes, parsed: Any, receive: Receive, send: Send) -> None:
+        message = rpc.classify(parsed)
+        if isinstance(message, rpc.Invalid):
+            await respond_json(send, 400, rpc.error(message.id, message.code, message.message))
+            return
+        if isinstance(message, rpc.Response):
+            error = rpc.error(message.id, rpc.INVALID_REQUEST, "Invalid Request: clients send no responses")
+            await respond_json(send, 400, error)
+            return
+        if isinstance(message, rpc.Notification):
+            await respond(send, 202)  # this era defines none over HTTP (cancelling is disconnecting)
+            return
+        accept = _header(scope, b"accept") or ""
+        if (
+            message.method == "subscriptions/listen"
+            and "text/event-stream" not in accept
+            and "*/*" not in accept
+        ):
+            await respond_json(
+                send,
+                406,
+                rpc.error(message.id, rpc.INVALID_REQUEST, "Not Acceptable: a listen stream is SSE"),
+            )
+            return
+        envelope = read_envelope(message, True)
+        if isinstance(envelope, tuple) and envelope[0] == rpc.INVALID_PARAMS and "missing" in envelope[1]:
+            await self._error(send, message.id, *envelope)
+            return
+        body_version = message.params.get("_meta", {}).get(PROTOCOL_VERSION)
+        mismatch = check_headers(scope, message, body_version)
+        if mismatch is not None:
+            await self._error(send, message.id, HEADER_MISMATCH, mismatch, None)
+            return
+        if not isinstance(envelope, RequestEnvelope):
+            await self._error(send, message.id, *envelope)
+            return
+        if message.method == "tools/call":
+            tool = getattr(self.host, "catalog", None)
+            found = tool.get(message.params.get("name")) if tool is not None else None
+            if found is not None:
+                problem = check_param_headers(
+                    scope, found.mcp.get("inputSchema"), message.params.get("arguments")
+                )
+                if problem is not None:
+                    await self._error(send, message.id, HEADER_MISMATCH, problem, None)
+                    return
+        await self._serve(scope, body, message, receive, send)
+
+    async def _error(self, send: Send, request_id: bytes, code: int, text: str, data: Any) -> None:
+        await respond_json(send, ERROR_STATUS.get(code, 200), rpc.error(request_id, code, text, data))
+
+    async def _serve(
+        self, scope: Scope, body: bytes, message: rpc.Request, receive: Receive, send: Send
+    ) -> None:
+        outbox: list[bytes] = []
+        arrived = anyio.Event()
+        answer_prefix = _ANSWER + message.id + b","
+
+        def write(data: bytes, related: bytes | None = None) -> None:
+            if related is not None and related != message.id:
+                return  # not this request's (nothing else travels on its stream)
+            outbox.append(data)
+            arrived.set()
+
+        connection = self.host.connect_modern(write, self.principal_of(scope) or "anonymous")
+        connection.session.auth = self.claims_of(scope)
+        self.connections.add(connection)
+        try:
+            connection.feed(body)
+            streaming = False
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
+                while True:
+                    if not outbox:
+                        arrived = anyio.Event()
+                        with anyio.move_on_after(self.keepalive):
+                            await arrived.wait()
+                    items, outbox[:] = list(outbox), []
+                    final = next((i for i, d in enumerate(items) if d.startswith(answer_prefix)), None)
+                    if not streaming and final == 0 and len(items) == 1:
+                        data = items[0]
+                        await respond_json(send, _status(data, len(answer_prefix)), data)
+                        break
+                    if not streaming:
+                        streaming = True
+                        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+                    chunk = b"".join(b"event: message\ndata: " + d + b"\n\n" for d in items) or KEEP_ALIVE
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    if final is not None:
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                        break
+                tg.cancel_scope.cancel()
+        finally:
+            self.connections.discard(connection)
+            connection.cancel_all()  # the client left (or it is over): what runs for it stops
+            self.host.disconnect(connection)
+
+
+def _status(data: bytes, head: int) -> int:
+    """The HTTP status of a JSON answer: 200 for a result, per the revision's table for errors."""
+    if data[head : head + 8] != b'"error":':
+        return 200
+    try:
+        code = orjson.loads(data)["error"]["code"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return 200
+    return ERROR_STATUS.get(code, 200)
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return
