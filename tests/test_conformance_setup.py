@@ -194,7 +194,7 @@ def test_run_sh_parses_and_runs_every_revision_it_should() -> None:
     text = run_sh.read_text()
     assert '--expected-failures "$here/expected-failures.yml"' in text  # 0.1.16, as before
     assert "run_requirements 2025-11-25\n" in text
-    assert 'if [ "${PROTOMCP_CONFORMANCE_2026:-0}" = 1 ]; then\n  run_requirements 2026-07-28' in text
+    assert 'if [ "${PROTOMCP_CONFORMANCE_2026:-1}" = 1 ]; then\n  run_requirements 2026-07-28' in text
     package = json.loads((CONFORMANCE / "package.json").read_text())["devDependencies"]
     assert package["@modelcontextprotocol/conformance"] == "0.1.16"
     assert package["conformance-next"] == "npm:@modelcontextprotocol/conformance@0.2.0-alpha.12"

@@ -6,8 +6,8 @@
 #      scenario fails that is not listed in expected-failures.yml, or when a listed one now passes.
 #   2. 0.2.0-alpha.12 (the `conformance-next` alias) --requirements 2025-11-25, judged by
 #      expected-failures-2025-11-25.yml.
-#   3. 0.2.0-alpha.12 --requirements 2026-07-28, judged by expected-failures-2026-07-28.yml;
-#      only with PROTOMCP_CONFORMANCE_2026=1 until protomcp serves the 2026-07-28 era.
+#   3. 0.2.0-alpha.12 --requirements 2026-07-28, judged by expected-failures-2026-07-28.yml
+#      (PROTOMCP_CONFORMANCE_2026=0 skips it).
 # Under --requirements the suite scores only the revision's required scenarios (its
 # --expected-failures judges those: the file's `server:` list); the scenarios it runs but does
 # not score (extension, pending: tasks-*, json-schema-2020-12, header validation...) are judged
@@ -67,10 +67,10 @@ run_requirements() {
     --results "$out" --expected "$expected" || failed+=("$revision (not scored)")
 }
 run_requirements 2025-11-25
-if [ "${PROTOMCP_CONFORMANCE_2026:-0}" = 1 ]; then
+if [ "${PROTOMCP_CONFORMANCE_2026:-1}" = 1 ]; then
   run_requirements 2026-07-28
 else
-  echo "== conformance 0.2.0-alpha.12: --requirements 2026-07-28 skipped (set PROTOMCP_CONFORMANCE_2026=1)"
+  echo "== conformance 0.2.0-alpha.12: --requirements 2026-07-28 skipped (PROTOMCP_CONFORMANCE_2026=0)"
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then
