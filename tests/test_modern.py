@@ -25,6 +25,7 @@ from protomcp_host.protocol.modern import (
 from protomcp_host.protocol.session import Call, CancelCall, Send, ToolAnswer
 from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.toollist import ToolListChange
 
 INFO = {"name": "protomcp-test", "version": "9.9"}
 META = {PROTOCOL_VERSION: "2026-07-28", CLIENT_CAPABILITIES: {}}
@@ -142,7 +143,7 @@ def test_tools_list_is_stamped_ordered_and_without_execution() -> None:
 def test_controlled_list_is_private_and_shared_by_the_principal() -> None:
     shared = ToolVisibility()
     one, two = make(visibility=shared), make(visibility=shared)
-    one.update_tools(enable=["h"])
+    one.update_tools(ToolListChange.of(enable=["h"]))
     result = answer(two, request("tools/list"))["result"]
     assert "h" in [t["name"] for t in result["tools"]] and result["cacheScope"] == "private"
     assert answer(make(), request("tools/list"))["result"]["cacheScope"] == "public"  # another principal
@@ -251,7 +252,7 @@ def test_listen_ack_filter_tags_and_cancel() -> None:
         "_meta": {"io.modelcontextprotocol/subscriptionId": 9},
         "uri": "test://r",
     }
-    session.update_tools(enable=["h"])
+    session.update_tools(ToolListChange.of(enable=["h"]))
     [note] = session.flush_notifications()
     assert orjson.loads(note.data)["method"] == "notifications/tools/list_changed" and note.related == b"9"
     [closing] = session.close_listens()
@@ -273,7 +274,7 @@ def test_cancelled_listen_gets_nothing_more() -> None:
     session.receive(request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, id_=3))
     cancel = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
     assert session.receive(cancel) == []
-    session.update_tools(enable=["h"])
+    session.update_tools(ToolListChange.of(enable=["h"]))
     assert session.flush_notifications() == [] and session.close_listens() == []
 
 

@@ -38,6 +38,7 @@ from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import Forward
 from protomcp_host.protocol.modern import ModernSession, Retry
 from protomcp_host.protocol.session import Call
+from protomcp_sdk.wire.toollist import ToolListChange
 
 STATE_KEY_ENV = "PROTOMCP_STATE_KEY"  # a shared secret: hosts behind one name accept each other's state
 STATE_TTL = 600.0  # seconds a requestState (and the call it suspends) stays valid
@@ -199,7 +200,7 @@ class ModernRouter(Router):
         self.peers = peers  # every connection of the host (the principal's get its list changes)
 
     # -- tool-list control: the principal's, so its listen streams everywhere hear of it -------
-    def update_tools(self, **change: Any) -> None:
+    def update_tools(self, change: ToolListChange) -> None:
         listening = [
             peer
             for peer in self.peers()
@@ -209,7 +210,7 @@ class ModernRouter(Router):
         for peer in listening:
             if not peer.session.list_changed_pending:
                 peer.session._tools_seen = peer.session.visible_tools()
-        super().update_tools(**change)
+        super().update_tools(change)
         for peer in listening:
             if peer._flush_timer is None:
                 loop = asyncio.get_running_loop()
