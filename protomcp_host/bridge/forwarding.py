@@ -85,17 +85,19 @@ class Forwarding:
             self.processes[label].notify(pb.Envelope(roots_changed=pb.RootsChangedNotification()))
 
     # -- forwarded requests ------------------------------------------------------------------
-    def forward(self, forward: Forward, router: Router) -> None:
+    def forward(self, forward: Forward, router: Router) -> Any:
         """Ask the owning tool process; the answer (or why there is none) goes to the router,
-        exactly once. While the process restarts, the request waits for it (bounded), like a call."""
+        exactly once. While the process restarts, the request waits for it (bounded), like a call.
+        Returns what runs it (None when nothing does)."""
         processes = self.processes.get(forward.owner)  # type: ignore[call-overload]
         if processes is None:
             router.forward_failed(
                 forward, rpc.INTERNAL_ERROR, f"{forward.owner}: tool process is not running"
             )
-            return
+            return None
         leg = _ForwardLeg(forward, router, self.timeout)
         processes.start(forward_request(forward), leg)
+        return leg
 
 
 class _ForwardLeg:

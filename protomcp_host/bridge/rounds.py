@@ -266,8 +266,7 @@ class ModernRouter(Router):
             return
         if answers:
             forward.params["answers"] = orjson.dumps(answers).decode()
-        super()._forward(forward)
-        leg = forward.cancel.__self__ if forward.cancel is not None else None  # the _ForwardLeg
+        leg = self.forwarder.forward(forward, self)
         if leg is not None and answers:
             self.rounds.of[leg] = Round(leg, known=answers)
 

@@ -33,7 +33,9 @@ Writer = Callable[[bytes, bytes | None], None]
 class Forwarder(Protocol):
     """Where resources/read, prompts/get and completion/complete go (bridge.forwarding)."""
 
-    def forward(self, forward: Forward, router: Router) -> None: ...
+    def forward(self, forward: Forward, router: Router) -> Any:
+        """Returns what runs the request (its leg), or None."""
+
     def roots_changed(self) -> None: ...
 
 

@@ -14,6 +14,7 @@ from typing import Protocol
 import anyio
 import anyio.abc
 
+from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.session import Session
 
 Writer = Callable[[bytes, bytes | None], None]
@@ -50,6 +51,7 @@ class Sessions(Protocol):
     ready: anyio.Event  # set once every tool file has loaded (or, in dev, failed to)
     max_in_flight: int  # tool calls one session may have running at once
     startup_error: str | None  # why the tool files did not load (None: they did, or still load)
+    catalog: Catalog  # the tools (HTTP checks Mcp-Param-* headers against their schemas)
 
     def connect(self, write: Writer) -> Connection:
         """A new client session whose messages go to `write`."""

@@ -221,8 +221,8 @@ class ModernEndpoint:
             await self._error(send, message.id, *envelope)
             return
         if message.method == "tools/call":
-            tool = getattr(self.host, "catalog", None)
-            found = tool.get(message.params.get("name")) if tool is not None else None
+            name = message.params.get("name")
+            found = self.host.catalog.get(name) if isinstance(name, str) else None
             if found is not None:
                 problem = check_param_headers(
                     scope, found.mcp.get("inputSchema"), message.params.get("arguments")
