@@ -239,3 +239,11 @@ def test_the_readme_testing_example_passes_as_copied(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout
+
+
+def test_run_with_stdin_from_dev_null_and_a_broken_file_exits_with_the_error(tmp_path: Path) -> None:
+    (tmp_path / "one.py").write_text(ADD)
+    (tmp_path / "two.py").write_text(ADD)  # the same tool name: the files do not load
+    with open(os.devnull, "rb") as devnull:
+        done = run_host("run", str(tmp_path), stdin=devnull, timeout=30)
+    assert done.returncode == 1 and "'add' is defined in both" in done.stderr, done.stderr
