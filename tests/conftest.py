@@ -159,3 +159,20 @@ def raw_host() -> Iterator[Any]:
     yield start
     for host in hosts:
         host.close()
+
+
+@pytest.fixture
+def http_host() -> Iterator[Any]:
+    """Start `protomcp run ... --transport http` hosts (http_support.HttpHost); all end with the test."""
+    from http_support import HttpHost
+
+    hosts: list[HttpHost] = []
+
+    def start(*args: str, **kwargs: Any) -> HttpHost:
+        host = HttpHost(*args, **kwargs)
+        hosts.append(host)
+        return host
+
+    yield start
+    for host in hosts:
+        host.terminate()

@@ -22,26 +22,12 @@ import httpx2
 import orjson
 import pytest
 from conftest import HOST, TOOLS
-from http_support import ACCEPT, INITIALIZE, INITIALIZED, HttpHost, http_session, rpc, sse_events
+from http_support import ACCEPT, INITIALIZE, INITIALIZED, http_session, rpc, sse_events
 
 STREAMS = str(TOOLS / "streams.py")
 ENVIRONMENT = str(TOOLS / "environment.py")
 JSON = {"accept": ACCEPT, "content-type": "application/json"}
 ISSUER = "https://auth.example.com"
-
-
-@pytest.fixture
-def http_host() -> Iterator[Any]:
-    hosts: list[HttpHost] = []
-
-    def start(*args: str, **kwargs: Any) -> HttpHost:
-        host = HttpHost(*args, **kwargs)
-        hosts.append(host)
-        return host
-
-    yield start
-    for host in hosts:
-        host.terminate()
 
 
 def address(url: str) -> tuple[str, int]:

@@ -3,7 +3,6 @@ raw HTTP where the wire itself is the subject)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ from conftest import BEHAVIOURS, TOOLS
 from http_support import (
     ACCEPT,
     INITIALIZE,
-    HttpHost,
     answer_of,
     headers_for,
     http_session,
@@ -26,20 +24,6 @@ from http_support import (
 from test_e2e_dev import Watcher, tool_source, write_atomic
 
 STREAMS = TOOLS / "streams.py"
-
-
-@pytest.fixture
-def http_host() -> Iterator[Any]:
-    hosts: list[HttpHost] = []
-
-    def start(*args: str, **kwargs: Any) -> HttpHost:
-        host = HttpHost(*args, **kwargs)
-        hosts.append(host)
-        return host
-
-    yield start
-    for host in hosts:
-        host.terminate()
 
 
 def text_of(result: Any) -> str:

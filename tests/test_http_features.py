@@ -3,31 +3,15 @@ server→client requests and resource updates travel on the right streams."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
-import pytest
 from conftest import TOOLS
-from http_support import HttpHost, http_session
+from http_support import http_session
 from mcp import types
 
 ASKING = str(TOOLS / "features" / "asking.py")
 CONTENT = str(TOOLS / "features" / "content.py")
-
-
-@pytest.fixture
-def http_host() -> Iterator[Any]:
-    hosts: list[HttpHost] = []
-
-    def start(*args: str) -> HttpHost:
-        host = HttpHost(*args)
-        hosts.append(host)
-        return host
-
-    yield start
-    for host in hosts:
-        host.terminate()
 
 
 def _text(result: types.CallToolResult) -> str:

@@ -4,15 +4,13 @@ and error-code rules."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx2
 import mcp_types as types
 import orjson
-import pytest
 from conftest import BEHAVIOURS, TOOLS
-from http_support import ACCEPT, HttpHost, open_raw_session, rpc, sse_events
+from http_support import ACCEPT, open_raw_session, rpc, sse_events
 
 ROUNDS = TOOLS / "rounds" / "rounds.py"
 MODERN: dict[str, str] = {}  # the modern era is served by default
@@ -20,20 +18,6 @@ META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-
-
-@pytest.fixture
-def http_host() -> Iterator[Any]:
-    hosts: list[HttpHost] = []
-
-    def start(*args: str, **kwargs: Any) -> HttpHost:
-        host = HttpHost(*args, **kwargs)
-        hosts.append(host)
-        return host
-
-    yield start
-    for host in hosts:
-        host.terminate()
 
 
 async def _sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:

@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
 import orjson
-import pytest
 from conftest import TOOLS
-from http_support import ACCEPT, INITIALIZE, HttpHost, http_session, open_raw_session
+from http_support import ACCEPT, INITIALIZE, http_session, open_raw_session
 
 STREAMS = str(TOOLS / "streams.py")
 JSON = {"accept": ACCEPT, "content-type": "application/json"}
-
-
-@pytest.fixture
-def http_host() -> Iterator[Any]:
-    hosts: list[HttpHost] = []
-
-    def start(*args: str, **kwargs: Any) -> HttpHost:
-        host = HttpHost(*args, **kwargs)
-        hosts.append(host)
-        return host
-
-    yield start
-    for host in hosts:
-        host.terminate()
 
 
 async def test_host_and_origin_checks(http_host: Any) -> None:

@@ -261,21 +261,9 @@ class ModernSession(Session):
         envelope = read_envelope(message, self.serve_modern)
         if not isinstance(envelope, RequestEnvelope):
             return Send(rpc.error(message.id, *envelope))
-        if (
-            message.id in self.in_flight
-            or message.id in self.features.forwarded
-            or message.id in self.listens
-        ):
-            return Send(
-                rpc.error(
-                    message.id,
-                    rpc.INVALID_REQUEST,
-                    "Invalid Request: this id is already in use by a request in progress",
-                )
-            )
-        handler = self._methods.get(message.method)
-        if handler is None:
-            return Send(rpc.error(message.id, rpc.METHOD_NOT_FOUND, f"Method not found: {message.method}"))
+        refused = self.refuse_early(message)
+        if refused is not None:
+            return refused
         self.client_capabilities = envelope.capabilities
         self.capabilities_json = orjson.dumps(envelope.capabilities).decode()
         retry = None
@@ -283,7 +271,7 @@ class ModernSession(Session):
             retry = _retry(message.params)
             if isinstance(retry, str):
                 return Send(rpc.error(message.id, rpc.INVALID_PARAMS, retry))
-        event = handler(message, batch)
+        event = self._methods[message.method](message, batch)
         if retry is not None and isinstance(event, (Call, Forward)):
             event.retry = retry
         if isinstance(event, Send):
@@ -361,6 +349,9 @@ class ModernSession(Session):
         listen = self.listens[request.id] = Listen(request.id, honored)
         ack = listen.tagged("notifications/subscriptions/acknowledged", {"notifications": honored})
         return Send(ack, request.id)
+
+    def in_use(self, request_id: bytes) -> bool:
+        return super().in_use(request_id) or request_id in self.listens
 
     def close_listens(self) -> list[Send]:
         """The server ends every listen stream gracefully (shutdown)."""

@@ -199,17 +199,9 @@ class Session:
             return self._notification(message)
         if isinstance(message, rpc.Response):
             return self.features.client_answer(message)
-        if message.id in self.in_flight or message.id in self.features.forwarded:
-            return Send(
-                rpc.error(
-                    message.id,
-                    rpc.INVALID_REQUEST,
-                    "Invalid Request: this id is already in use by a request in progress",
-                )
-            )
-        handler = self._methods.get(message.method)
-        if handler is None:
-            return Send(rpc.error(message.id, rpc.METHOD_NOT_FOUND, f"Method not found: {message.method}"))
+        refused = self.refuse_early(message)
+        if refused is not None:
+            return refused
         if self.version is None and message.method not in ("initialize", "ping"):
             return Send(
                 rpc.error(
@@ -218,7 +210,25 @@ class Session:
                     "Invalid Request: the session is not initialized; send initialize first",
                 )
             )
-        return handler(message, batch)
+        return self._methods[message.method](message, batch)
+
+    def in_use(self, request_id: bytes) -> bool:
+        """A request with this id is still in progress (its answer could not be told apart)."""
+        return request_id in self.in_flight or request_id in self.features.forwarded
+
+    def refuse_early(self, message: rpc.Request) -> Send | None:
+        """The errors every era gives before a handler runs: an id in use, an unknown method."""
+        if self.in_use(message.id):
+            return Send(
+                rpc.error(
+                    message.id,
+                    rpc.INVALID_REQUEST,
+                    "Invalid Request: this id is already in use by a request in progress",
+                )
+            )
+        if message.method not in self._methods:
+            return Send(rpc.error(message.id, rpc.METHOD_NOT_FOUND, f"Method not found: {message.method}"))
+        return None
 
     def _notification(self, message: rpc.Notification) -> Event | None:
         if message.method == "notifications/initialized" and self.version is not None:
