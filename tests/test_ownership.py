@@ -180,8 +180,15 @@ def test_a_failing_frame_handler_answers_the_request() -> None:
         channel.start(pb.Envelope(call_tool=pb.CallToolRequest(name="t")), leg)  # type: ignore[arg-type]
         control = pb.Envelope(request_id="c1", call_id=leg.request_id, enable_tools=pb.EnableToolsRequest())
         channel.feed(wire.encode(control))
-        await asyncio.sleep(0)  # the batched writer flushes on the next loop turn
-        data = os.read(read_end, 65536)
+        os.set_blocking(read_end, False)
+        data = b""
+        for _ in range(100):  # the batched writer flushes on a later loop turn; never block here
+            await asyncio.sleep(0)
+            try:
+                data = os.read(read_end, 65536)
+                break
+            except BlockingIOError:
+                continue
         channel.close()
         os.close(read_end)
         return list(wire.FrameDecoder().feed(data))
