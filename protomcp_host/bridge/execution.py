@@ -140,7 +140,7 @@ class Execution:
         self.legs.append((channel, request_id))
 
     def answered(self, envelope: pb.Envelope, raw: list[bytes] | None, trusted: bool) -> None:
-        self._left(envelope.request_id)
+        self.legs.clear()  # it is its own leg only without middleware: the tool's call was its one leg
         response = envelope.call_result
         self.finish(tool_answer(response, raw, trusted), response)
 
