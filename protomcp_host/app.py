@@ -37,6 +37,7 @@ from protomcp_sdk.wire import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
     from protomcp_host.transports.http.server import HttpSettings
+    from protomcp_host.upstream.spec import UpstreamSpec
 
 SERVER_INFO = {"name": "protomcp", "version": __version__}
 DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds a tool file may take to import and list its tools
@@ -72,6 +73,7 @@ class Host:
         wait_for_fix: bool = False,
         share_output: bool = False,
         serve_modern: bool | None = None,
+        upstreams: list[UpstreamSpec] | None = None,
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -94,13 +96,15 @@ class Host:
         self.principals: dict[str, ToolVisibility] = {}  # modern era: tool-list state per principal
         self.rounds = Rounds()  # modern era: calls waiting for their client's input (bridge/rounds.py)
         self.supervisors: dict[str, Supervisor] = {}
+        self.upstreams: dict[str, Any] = {}  # label -> upstream.source.Upstream (--upstream)
+        self.sources: dict[str, Any] = {}  # every source of tools the bridge calls: supervisors, upstreams
         self.routers: list[Router] = []  # one per client session
         self._middleware_of: dict[str, list[Middleware]] = {}
         self.ready = anyio.Event()  # set once every file has loaded (or, in dev, failed to)
         self._tg: anyio.abc.TaskGroup | None = None
-        self.dispatcher = Dispatcher(self.supervisors, call_timeout)
+        self.dispatcher = Dispatcher(self.sources, call_timeout)
         self.features = Features(page_size)  # resources, templates, prompts of every file
-        self.forwarding = Forwarding(self.features, self.supervisors, lambda: self.routers, call_timeout)
+        self.forwarding = Forwarding(self.features, self.sources, lambda: self.routers, call_timeout)
         self.features.completions_expected = any(declares_completions(file) for file in files)
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
@@ -116,6 +120,15 @@ class Host:
                 heartbeat_timeout=heartbeat_timeout,
                 wait_for_fix=wait_for_fix,
             )
+        if upstreams:
+            from protomcp_host.upstream.source import Upstream  # imports mcp only when it runs
+
+            for spec in upstreams:
+                self.upstreams[spec.label] = Upstream(
+                    spec, self, connect_timeout=startup_timeout, version=__version__
+                )
+        self.sources.update(self.supervisors)
+        self.sources.update(self.upstreams)
 
     # -- lifecycle -----------------------------------------------------------------
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
@@ -133,6 +146,8 @@ class Host:
         async with anyio.create_task_group() as starting:
             for supervisor in self.supervisors.values():
                 starting.start_soon(start_one, supervisor)
+            for upstream in self.upstreams.values():
+                starting.start_soon(start_one, upstream)
         if errors:
             self.startup_error = "\n".join(errors)
             raise StartupError(self.startup_error)
@@ -141,8 +156,8 @@ class Host:
 
     async def stop(self, grace: float) -> None:
         async with anyio.create_task_group() as tg:
-            for supervisor in self.supervisors.values():
-                tg.start_soon(supervisor.stop, grace)
+            for source in self.sources.values():
+                tg.start_soon(source.stop, grace)
 
     @property
     def middleware(self) -> list[Middleware]:

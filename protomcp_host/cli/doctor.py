@@ -4,11 +4,12 @@ about every problem found."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,13 +149,31 @@ def installed_files(place: Place) -> list[tuple[str, Path, dict[str, str]]]:
     return found
 
 
+def installed_upstreams(place: Place) -> list[tuple[str, Any]]:
+    """The upstreams the protomcp entries of client configs serve, with where each is."""
+    found: list[tuple[str, Any]] = []
+    for client in [*CONFIG_FILES.values(), CLAUDE_CODE]:
+        path = client.path(place)
+        try:
+            servers = read_config(path).get(client.key) or {} if path.exists() else {}
+        except InstallError:
+            continue
+        for name, entry in servers.items() if isinstance(servers, dict) else ():
+            if is_protomcp_entry(entry):
+                found += [(f"{client.title} '{name}' ({path})", spec) for spec in entry_upstreams(entry)]
+    return found
+
+
 def _entry_files(entry: dict[str, Any]) -> list[str]:
     args = [str(a) for a in entry.get("args", [])]
     verb = next((i for i, a in enumerate(args) if a in ("run", "dev")), None)
     if verb is None:
         return []
     rest = args[verb + 1 :]
-    valued = ("-m", "--module", "--plugin", "--python", "--name", "--instructions")  # not files
+    valued = (  # options whose values are not files
+        "-m", "--module", "--plugin", "--python", "--name", "--instructions",
+        "--upstream", "--upstream-token-env", "--upstream-prefix",
+    )  # fmt: skip
     return [a for i, a in enumerate(rest) if not a.startswith("-") and (i == 0 or rest[i - 1] not in valued)]
 
 
@@ -199,8 +218,32 @@ def _script_interpreter(command: Path) -> str | None:
     return parts[0]
 
 
-async def diagnose(files: list[Path], python: str, place: Place, out: Callable[[Finding], None]) -> int:
+def entry_upstreams(entry: dict[str, Any]) -> list[Any]:
+    """The upstreams (UpstreamSpec) a client config entry serves; [] when it names none or
+    they do not parse."""
+    from protomcp_host.upstream.spec import SpecError, parse_specs
+
+    args = [str(a) for a in entry.get("args", [])]
+    found: dict[str, list[str]] = {"--upstream": [], "--upstream-token-env": [], "--upstream-prefix": []}
+    for flag, value in itertools.pairwise(args):
+        if flag in found:
+            found[flag].append(value)
+    try:
+        return parse_specs(*found.values())
+    except SpecError:
+        return []
+
+
+async def diagnose(
+    files: list[Path],
+    python: str,
+    place: Place,
+    out: Callable[[Finding], None],
+    upstreams: Sequence[Any] = (),
+) -> int:
     """Run every check, report each finding as it is made; return the number of problems."""
+    from protomcp_host.cli.upstreams import check_upstream
+
     checks: list[Finding] = [*check_python(python)]
     for finding in checks:
         out(finding)
@@ -208,9 +251,23 @@ async def diagnose(files: list[Path], python: str, place: Place, out: Callable[[
         for finding in await check_file(file.resolve(), python):
             out(finding)
             checks.append(finding)
+    for spec in upstreams:
+        finding = Finding(*await check_upstream(spec))
+        out(finding)
+        checks.append(finding)
     for finding in check_clients(place):
         out(finding)
         checks.append(finding)
+    checked = {spec for spec in upstreams}
+    for where, spec in installed_upstreams(place):  # the upstreams clients start must answer too
+        if spec in checked:
+            continue
+        checked.add(spec)
+        finding = Finding(*await check_upstream(spec))
+        if not finding.ok:
+            finding.text = f"{where}: {finding.text}"
+            out(finding)
+            checks.append(finding)
     loaded = {file.resolve() for file in files}
     for where, file, env in installed_files(place):  # what the clients start must load too
         if file in loaded:

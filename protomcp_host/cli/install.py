@@ -134,13 +134,16 @@ def server_entry(
     command: list[str] | None = None,
     modules: Sequence[str] = (),
     plugins: Sequence[str] = (),
+    upstreams: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """The portable `mcpServers` entry: absolute command and absolute tool files; modules and
-    plugins by name (the client's protomcp finds them in its interpreter)."""
+    plugins by name (the client's protomcp finds them in its interpreter); upstreams
+    (upstream.spec.UpstreamSpec) as their --upstream options."""
     argv = command or protomcp_command()
     sources = [*(str(f.resolve()) for f in files)]
     sources += [word for module in modules for word in ("-m", module)]
     sources += [word for plugin in plugins for word in ("--plugin", plugin)]
+    sources += [word for spec in upstreams for word in spec.argv()]
     entry: dict[str, Any] = {"command": argv[0], "args": [*argv[1:], "dev" if dev else "run", *sources]}
     if env:
         entry["env"] = dict(env)
@@ -421,16 +424,18 @@ def install(
     which: Callable[[str], str | None] = shutil.which,
     modules: Sequence[str] = (),
     plugins: Sequence[str] = (),
+    upstreams: Sequence[Any] = (),
 ) -> str:
-    """Install `files` (and tool modules and plugins, by name) into `client`; returns what to
-    tell the user. Raises InstallError."""
+    """Install `files` (and tool modules and plugins, by name, and upstream MCP servers) into
+    `client`; returns what to tell the user. Raises InstallError."""
     missing = [str(f) for f in files if not f.exists()]  # files, or folders of tool files
     if missing:
         raise InstallError("no such tool file or folder: " + ", ".join(missing))
-    if not (files or modules or plugins):
-        raise InstallError("nothing to install: give tool FILES, -m MODULE or --plugin NAME")
-    name = name or default_name(files, modules, plugins)
-    entry = server_entry(files, dev=dev, env=env, modules=modules, plugins=plugins)
+    if not (files or modules or plugins or upstreams):
+        raise InstallError("nothing to install: give tool FILES, -m MODULE, --plugin NAME or --upstream")
+    name = name or default_name(files, modules, plugins) if (files or modules or plugins) else name
+    name = name or (upstreams[0].name if len(upstreams) == 1 else "tools")
+    entry = server_entry(files, dev=dev, env=env, modules=modules, plugins=plugins, upstreams=upstreams)
     if client == "mcp-json":
         return portable_json(name, entry)
     if client == "claude-code":

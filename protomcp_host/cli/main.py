@@ -84,6 +84,40 @@ def _source_options(fn: Any) -> Any:
     return fn
 
 
+def _upstream_options(fn: Any) -> Any:
+    fn = click.option(
+        "--upstream", "upstreams", multiple=True, metavar="NAME=CMD|URL",
+        help="Also serve the tools, resources and prompts of another MCP server, its tools and prompts "
+        "named NAME_<name>: a stdio server's command line (NAME='npx -y some-server --flag'), or a "
+        "Streamable HTTP URL (NAME=https://host/mcp). Restarted (stdio) or reconnected (HTTP) when it "
+        "goes away. Repeatable. Needs the mcp client library: pip install 'protomcp-tools[upstream]'.",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--upstream-token-env", "upstream_token_envs", multiple=True, metavar="NAME=VAR",
+        help="Send 'Authorization: Bearer <token>' to the HTTP upstream NAME, the token being the value "
+        "of the environment variable VAR (which tool processes and stdio upstreams do not get).",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--upstream-prefix", "upstream_prefixes", multiple=True, metavar="NAME=PREFIX",
+        help="Name the upstream NAME's tools and prompts PREFIX<name> instead of NAME_<name> "
+        "(NAME= serves them under their own names).",
+    )(fn)  # fmt: skip
+    return fn
+
+
+def upstream_specs(options: dict[str, Any]) -> list[Any]:
+    """Take the --upstream options out of `options` as UpstreamSpecs (UsageError when malformed)."""
+    from protomcp_host.upstream.spec import SpecError, parse_specs
+
+    try:
+        return parse_specs(
+            options.pop("upstreams", ()), options.pop("upstream_token_envs", ()),
+            options.pop("upstream_prefixes", ()),
+        )  # fmt: skip
+    except SpecError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 def _identity_options(fn: Any) -> Any:
     fn = click.option(
         "--instructions", metavar="TEXT",
@@ -240,6 +274,7 @@ def main() -> None:
 @main.command()
 @SOURCES
 @_source_options
+@_upstream_options
 @_identity_options
 @_serve_options
 def run(files: tuple[Path, ...], **options: Any) -> None:
@@ -257,6 +292,7 @@ def run(files: tuple[Path, ...], **options: Any) -> None:
 @main.command()
 @SOURCES
 @_source_options
+@_upstream_options
 @_identity_options
 @_serve_options
 @click.option(
@@ -286,11 +322,12 @@ def _serve_command(files: tuple[Path, ...], options: dict[str, Any], **extra: An
     """What run and dev share: split the options into serve settings, hardening bounds and
     HTTP settings (what is left), then serve."""
     limits = _pop_limits(options)
+    upstreams = upstream_specs(options)
     transport = options.pop("transport")
     settings = {key: options.pop(key) for key in SERVE_KEYS}
     token_env = options.get("auth_token_env")
     http = _http_settings(transport, options)
-    _serve(files, **settings, **extra, http=http, token_env=token_env, **limits)
+    _serve(files, **settings, **extra, http=http, token_env=token_env, upstreams=upstreams, **limits)
 
 
 LIMITS = ("drain_timeout", "max_in_flight", "startup_timeout", "heartbeat_timeout")
@@ -376,6 +413,27 @@ def _oauth(other: Any, oauth_jwks: str | None, oauth_issuer: str | None, **rest:
     return resource
 
 
+def _check_upstreams(specs: list[Any]) -> None:
+    """Before anything starts: the mcp library is there, and the upstreams' tokens are set
+    (and kept out of the processes the host starts)."""
+    import importlib.util
+    import os
+
+    from protomcp_host.processes.launch import SECRET_ENV
+    from protomcp_host.upstream.spec import EXTRA_HINT
+
+    if importlib.util.find_spec("mcp") is None:
+        raise click.UsageError(f"--upstream needs the official MCP client library: {EXTRA_HINT}")
+    for spec in specs:
+        if spec.token_env:
+            if not os.environ.get(spec.token_env):
+                raise click.UsageError(
+                    f"--upstream-token-env {spec.name}={spec.token_env}: the environment variable "
+                    f"{spec.token_env} is not set"
+                )
+            SECRET_ENV.add(spec.token_env)
+
+
 def _serve(files: tuple[Path, ...], **options: Any) -> None:
     import signal
 
@@ -387,8 +445,10 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
 
     modules, plugins = options.pop("modules"), options.pop("plugins")
     token_env = options.pop("token_env", None)
-    if not (files or modules or plugins):
-        raise click.UsageError("nothing to serve: give tool FILES, -m MODULE or --plugin NAME")
+    if not (files or modules or plugins or options["upstreams"]):
+        raise click.UsageError("nothing to serve: give tool FILES, -m MODULE, --plugin NAME or --upstream")
+    if options["upstreams"]:
+        _check_upstreams(options["upstreams"])
     # Start the tool processes first, so they boot while this process imports the host.
     try:
         sources = list(files)
@@ -643,12 +703,18 @@ def plugins(python: str) -> None:
 @main.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @_source_options
+@_upstream_options
 @PYTHON
-def doctor(files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], python: str) -> None:
-    """Check the interpreter, tool FILES and AI client configs; say how to fix each problem.
+def doctor(
+    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], python: str, **given: Any
+) -> None:
+    """Check the interpreter, tool FILES, upstream MCP servers and AI client configs; say how to
+    fix each problem. Upstreams (given here or in a client's protomcp entry) are connected to
+    once and their tools counted.
 
     Exits with status 1 when a problem was found.
     """
+    upstreams = upstream_specs(given)
     import anyio
 
     from protomcp_host.cli.doctor import Finding, diagnose, interpreter_line
@@ -664,7 +730,7 @@ def doctor(files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str
 
     click.echo(interpreter_line())
     sources = _sources(files, modules, plugins, python) if modules or plugins else list(files)
-    problems = anyio.run(diagnose, sources, python, Place.current(), show, backend="asyncio")
+    problems = anyio.run(diagnose, sources, python, Place.current(), show, upstreams, backend="asyncio")
     click.echo(f"{problems} problem{'s' * (problems != 1)} found." if problems else "No problems found.")
     sys.exit(1 if problems else 0)
 
@@ -677,6 +743,7 @@ CLIENT = click.argument("client", type=click.Choice(
 @CLIENT
 @SOURCES
 @_source_options
+@_upstream_options
 @click.option("--name", help="Server name in the client's config (default: the tool file's name).")
 @click.option(
     "--env", "env", multiple=True, metavar="KEY=VALUE", help="Environment for the server (repeatable)."
@@ -693,6 +760,7 @@ CLIENT = click.argument("client", type=click.Choice(
 def install(
     client: str, files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...],
     name: str | None, env: tuple[str, ...], env_file: Path | None, dev: bool, force: bool, no_check: bool,
+    **given: Any,
 ) -> None:  # fmt: skip
     """Add the tools in FILES (and -m modules, --plugin plugins) to an AI client's MCP configuration.
 
@@ -703,15 +771,21 @@ def install(
     """
     from protomcp_host.cli import install as installer
 
+    # kept as options (commands made absolute); an upstream's token variable needs --env
+    upstreams = [spec.absolute() for spec in upstream_specs(given)]
     try:
         variables = installer.parse_env(env, env_file)
-        sources = _sources(files, modules, plugins, sys.executable)  # checks the modules exist
+        sources = (  # checks the modules exist
+            _sources(files, modules, plugins, sys.executable)
+            if files or modules or plugins or not upstreams
+            else []
+        )
         if not no_check:
             _refuse_unloadable(tuple(sources), variables)
         click.echo(
             installer.install(
                 client, list(files), name=name, env=variables, dev=dev, force=force,
-                modules=modules, plugins=plugins,
+                modules=modules, plugins=plugins, upstreams=upstreams,
             )
         )  # fmt: skip
     except installer.InstallError as exc:

@@ -1,0 +1,548 @@
+"""One upstream MCP server served as a source of tools: `Upstream`.
+
+To the bridge it is what a tool file's Supervisor is (`ToolProcesses`): `start(envelope, leg)`
+runs a tools/call, resources/read, prompts/get or completion/complete on the upstream with the
+official `mcp` client and hands the answer to the leg as the Envelope a tool process would
+have sent. What it offers (tools namespaced `NAME_`, resources, prompts) reaches the host as a
+`Loaded`, again on every list change. A stdio upstream that dies is started again, an HTTP one
+reconnected, with the supervisor's backoff; calls made meanwhile wait for it (bounded), then
+fail with a message that says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import orjson
+
+from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
+from protomcp_host.processes.launch import child_environment
+from protomcp_host.processes.supervisor import Backoff
+from protomcp_host.upstream.spec import EXTRA_HINT, UpstreamSpec
+from protomcp_sdk.wire import protomcp_pb2 as pb
+
+PING_INTERVAL = 1.0  # seconds between liveness pings of a connected upstream
+PING_TIMEOUT = 10.0  # a ping unanswered this long: the upstream is gone
+CONNECTION_CLOSED = -32000  # mcp's code for a connection that closed under a request
+INVALID_REQUEST = -32600
+
+
+class UpstreamError(ValueError):
+    """An upstream cannot be served (at start-up: the host does not start)."""
+
+
+def import_mcp() -> Any:
+    """The `mcp` client library, or an UpstreamError saying how to install it."""
+    try:
+        import mcp
+        import mcp.client.session
+    except ImportError as exc:
+        raise UpstreamError(
+            f"--upstream needs the official MCP client library ({exc}): {EXTRA_HINT}"
+        ) from None
+    return mcp
+
+
+class Upstream:
+    """Keeps one upstream connected and forwards requests of the bridge to it."""
+
+    def __init__(
+        self,
+        spec: UpstreamSpec,
+        events: ProcessEvents,
+        *,
+        connect_timeout: float = 30.0,
+        restart_wait: float = 10.0,
+        ping_interval: float = PING_INTERVAL,
+        version: str = "",
+    ) -> None:
+        self.spec = spec
+        self.label = spec.label
+        self.events = events
+        self.connect_timeout = connect_timeout
+        self.restart_wait = restart_wait  # how long a call waits for a reconnect
+        self.ping_interval = ping_interval
+        self.version = version  # protomcp's, for the upstream's clientInfo
+        self._stopped = asyncio.Event()
+        self.backoff = Backoff()
+        self.connects = 0  # successful connections, for diagnostics and tests
+        self.session: Any = None  # the mcp ClientSession while connected
+        self.server_name = ""
+        self._ready = asyncio.Event()
+        self._lost = asyncio.Event()
+        self._relist = False
+        self._running: dict[str, _Request] = {}  # by request id
+        self._ids = itertools.count(1)
+        self._tools: dict[str, str] = {}  # served name -> the upstream's name
+        self._prompts: dict[str, str] = {}
+        self._stopping = False
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    def __str__(self) -> str:
+        return self.label
+
+    # -- lifecycle -----------------------------------------------------------------
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Connect (errors of the first connection propagate), then keep the upstream served."""
+        import_mcp()
+        failure: UpstreamError | None = None
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            while not self._stopping:
+                began = time.monotonic()
+                try:
+                    reason = await self._connection(task_status if not self.connects else None)
+                except Exception as exc:
+                    reason = _describe(exc)
+                    if not self.connects:  # raised below, outside the task group, so it is not wrapped
+                        failure = UpstreamError(f"{self.label}: cannot connect to {self._target()}: {reason}")
+                        break
+                self._fail_running(f"{self.label} went away ({reason})")
+                if self._stopping:
+                    break
+                delay = self.backoff.next_delay(time.monotonic() - began)
+                what = "restarting" if not self.spec.is_http else "reconnecting"
+                self.events.problem(f"{self.label} went away ({reason}); {what} in {delay:g}s")
+                with anyio.move_on_after(delay):
+                    await self._stopped.wait()
+            tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+
+    async def stop(self, grace: float) -> None:
+        """Let running requests finish (up to `grace` seconds), then close the connection."""
+        with anyio.move_on_after(grace):
+            while self._running:
+                await anyio.sleep(0.02)
+        self._stopping = True
+        self._stopped.set()
+        self._lost.set()
+
+    def _target(self) -> str:
+        return self.spec.url or " ".join(self.spec.command)
+
+    async def _connection(self, task_status: anyio.abc.TaskStatus[None] | None) -> str:
+        """One connection, from connect to loss; returns why it ended."""
+        async with self._client() as session:
+            with anyio.fail_after(self.connect_timeout):
+                init = await session.initialize()
+                offer = await self._offer(session)
+            info = getattr(init, "server_info", None)
+            self.server_name = getattr(info, "name", "") or ""
+            self.events.loaded(self.label, offer)  # may raise: a name clash
+            self.session = session
+            self._lost = asyncio.Event()
+            self._ready.set()
+            self.connects += 1
+            if task_status is not None:
+                task_status.started()
+            try:
+                return await self._watch(session)
+            finally:
+                self._lose(session)
+                self._fail_running(f"{self.label} went away")
+
+    @asynccontextmanager
+    async def _client(self) -> AsyncIterator[Any]:
+        from mcp import ClientSession, types
+
+        async with AsyncExitStack() as stack:
+            if self.spec.is_http:
+                import os
+
+                from mcp.client.streamable_http import streamable_http_client
+                from mcp.shared._httpx_utils import create_mcp_http_client
+
+                headers = {}
+                if self.spec.token_env:
+                    token = os.environ.get(self.spec.token_env, "")
+                    if not token:
+                        raise UpstreamError(f"the environment variable {self.spec.token_env} is not set")
+                    headers["Authorization"] = f"Bearer {token}"
+                client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+                read, write = await stack.enter_async_context(
+                    streamable_http_client(self.spec.url, http_client=client)
+                )
+            else:
+                from mcp import StdioServerParameters
+                from mcp.client.stdio import stdio_client
+
+                command, *args = self.spec.command
+                params = StdioServerParameters(command=command, args=args, env=child_environment())
+                read, write = await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
+            session = await stack.enter_async_context(
+                ClientSession(
+                    read,
+                    write,
+                    sampling_callback=self._sampling,
+                    elicitation_callback=self._elicitation,
+                    logging_callback=self._logging,
+                    message_handler=self._message,
+                    client_info=types.Implementation(name="protomcp", version=self.version or "0"),
+                )
+            )
+            yield session
+
+    async def _watch(self, session: Any) -> str:
+        """Until the connection is lost: pings, and lists read again when they change."""
+        while not self._stopping:
+            with anyio.move_on_after(self.ping_interval):
+                await self._lost.wait()
+            if self._stopping:
+                return "the host is stopping"
+            if self._lost.is_set():
+                return "its connection closed"
+            if self._relist:
+                self._relist = False
+                try:
+                    with anyio.fail_after(PING_TIMEOUT):
+                        offer = await self._offer(session)
+                    self.events.loaded(self.label, offer)
+                except Exception as exc:
+                    self.events.problem(f"{self.label}: its new lists were not taken: {_describe(exc)}")
+                continue
+            try:
+                with anyio.fail_after(PING_TIMEOUT):
+                    await session.send_ping()
+            except TimeoutError:
+                return f"no answer to a ping for {PING_TIMEOUT:g}s"
+            except Exception as exc:
+                return _describe(exc)
+        return "the host is stopping"
+
+    async def _message(self, message: Any) -> None:
+        """Notifications from the upstream: list changes, resource updates."""
+        from mcp import types
+
+        if isinstance(message, Exception):
+            return
+        root = getattr(message, "root", message)
+        if isinstance(
+            root,
+            types.ToolListChangedNotification
+            | types.ResourceListChangedNotification
+            | types.PromptListChangedNotification,
+        ):
+            self._relist = True
+        elif isinstance(root, types.ResourceUpdatedNotification):
+            uri = str(root.params.uri)
+            self.events.notice(
+                self.label, pb.Envelope(resource_changed=pb.ResourceChangedNotification(uri=uri))
+            )
+
+    async def _logging(self, params: Any) -> None:
+        self.events.log(self.label, params.level, params.logger or self.label, params.data)
+
+    # -- what it offers ------------------------------------------------------------
+    async def _offer(self, session: Any) -> Loaded:
+        caps = session.server_capabilities
+        namespace = self.spec.namespace
+        tools: list[pb.ToolDefinition] = []
+        names: dict[str, str] = {}
+        if caps is None or caps.tools is not None:
+            for tool in await _all(session.list_tools, "tools"):
+                definition = tool_definition(_dump(tool), namespace, self.spec.name)
+                names[definition.name] = tool.name
+                tools.append(definition)
+        resources = pb.ResourceListResponse()
+        templates = pb.ResourceTemplateListResponse()
+        if caps is not None and caps.resources is not None:
+            for resource in await _all(session.list_resources, "resources"):
+                d = _dump(resource)
+                resources.resources.append(
+                    pb.ResourceDefinition(
+                        uri=d["uri"], name=d.get("name", ""), title=d.get("title", ""),
+                        description=d.get("description", ""), mime_type=d.get("mimeType", ""),
+                        size=d.get("size") or 0, annotations_json=_json(d.get("annotations")),
+                    )
+                )  # fmt: skip
+            for template in await _all(session.list_resource_templates, "resource_templates"):
+                d = _dump(template)
+                templates.templates.append(
+                    pb.ResourceTemplateDefinition(
+                        uri_template=d["uriTemplate"], name=d.get("name", ""), title=d.get("title", ""),
+                        description=d.get("description", ""), mime_type=d.get("mimeType", ""),
+                        annotations_json=_json(d.get("annotations")),
+                    )
+                )  # fmt: skip
+        prompts = pb.PromptListResponse()
+        prompt_names: dict[str, str] = {}
+        if caps is not None and caps.prompts is not None:
+            for prompt in await _all(session.list_prompts, "prompts"):
+                d = _dump(prompt)
+                served = namespace + d["name"]
+                prompt_names[served] = d["name"]
+                prompts.prompts.append(
+                    pb.PromptDefinition(
+                        name=served, title=d.get("title", ""), description=d.get("description", ""),
+                        arguments=[
+                            pb.PromptArgument(name=a["name"], description=a.get("description", ""),
+                                              required=bool(a.get("required")))
+                            for a in d.get("arguments") or []
+                        ],
+                    )
+                )  # fmt: skip
+        self._tools, self._prompts = names, prompt_names
+        completions = caps is not None and caps.completions is not None
+        return Loaded(tools, [], resources, templates, prompts, completions)
+
+    # -- ToolProcesses: what the bridge asks of it -----------------------------------------
+    def start(self, envelope: pb.Envelope, leg: Leg) -> None:
+        if self._tg is None or self._stopping:
+            leg.failed(f"{self.label} is not running")
+            return
+        request_id = f"u{next(self._ids)}"
+        request = self._running[request_id] = _Request(leg, envelope.WhichOneof("msg") or "")
+        leg.sent(self, request_id)
+        self._tg.start_soon(self._serve, envelope, request, request_id)
+
+    def notify(self, envelope: pb.Envelope) -> None:
+        """Notifications for tool processes (roots changed) are not forwarded to upstreams."""
+
+    async def channel(self) -> None:
+        """An upstream has no Envelope channel: it registers no middleware of its own."""
+        return None
+
+    def drop(self, request_id: str, cancel: bool = True) -> None:
+        """The request's owner is done with it: stop it (the mcp client tells the upstream)."""
+        request = self._running.pop(request_id, None)
+        if request is not None:
+            request.scope.cancel()
+
+    def running(self) -> list[str]:
+        return [str(request.leg) for request in self._running.values()]
+
+    async def _serve(self, envelope: pb.Envelope, request: _Request, request_id: str) -> None:
+        from mcp.shared.exceptions import MCPError
+
+        kind, leg = request.kind, request.leg
+        reply: pb.Envelope | None = None
+        failure = ""
+        session = None
+        with request.scope:
+            try:
+                session = await self._connected()
+                request.sent = True
+                if kind == "call_tool":
+                    reply = await self._call_tool(session, envelope.call_tool, leg)
+                elif kind == "read_resource_request":
+                    reply = await self._read(session, envelope.read_resource_request.uri)
+                elif kind == "get_prompt_request":
+                    reply = await self._prompt(session, envelope.get_prompt_request)
+                elif kind == "completion_request":
+                    reply = await self._complete(session, envelope.completion_request)
+                else:
+                    failure = f"{kind} is not forwarded to an upstream"
+            except MCPError as exc:
+                reply = _error_reply(kind, exc.error.code, exc.error.message)
+                if exc.error.code == CONNECTION_CLOSED:
+                    self._lose(session)  # calls from now on wait for the next connection
+                    failure = f"{self.label} went away during the request ({exc.error.message})"
+                elif reply is None:
+                    failure = f"{self.label}: {exc.error.message}"
+            except UpstreamError as exc:
+                failure = str(exc)
+            except Exception as exc:
+                failure = f"{self.label}: {_describe(exc)}"
+        if self._running.pop(request_id, None) is None:
+            return  # dropped (cancelled, timed out) or failed already: nobody waits for it
+        if reply is not None:
+            leg.answered(reply, None, True)
+        else:
+            leg.failed(failure or f"{self.label}: no answer")
+
+    async def _connected(self) -> Any:
+        if self.session is None:
+            with anyio.move_on_after(self.restart_wait):
+                await self._ready.wait()
+        if self.session is None:
+            raise UpstreamError(f"{self.label} is not connected (it is being restarted); try again shortly")
+        return self.session
+
+    def _lose(self, session: Any) -> None:
+        if session is not None and session is self.session:
+            self.session = None
+            self._ready.clear()
+            self._lost.set()
+
+    def _fail_running(self, reason: str) -> None:
+        """Fail the requests sent on the lost connection (not those waiting for the next one)."""
+        for request_id, request in list(self._running.items()):
+            if request.sent:
+                del self._running[request_id]
+                request.scope.cancel()
+                request.leg.failed(reason)
+
+    async def _call_tool(self, session: Any, request: pb.CallToolRequest, leg: Leg) -> pb.Envelope:
+        name = self._tools.get(request.name, request.name)
+        arguments = orjson.loads(request.arguments_json) if request.arguments_json else {}
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            note = pb.ProgressNotification(
+                progress_value=value, total_value=total or 0.0, message=message or ""
+            )
+            leg.progress(note)
+
+        result = await session.call_tool(name, arguments, progress_callback=progress)
+        dumped = _dump(result)
+        response = pb.CallToolResponse(
+            is_error=bool(dumped.get("isError")), result_json=orjson.dumps(dumped.get("content", [])).decode()
+        )
+        if dumped.get("structuredContent") is not None:
+            response.structured_content_json = orjson.dumps(dumped["structuredContent"]).decode()
+        return pb.Envelope(call_result=response)
+
+    async def _read(self, session: Any, uri: str) -> pb.Envelope:
+        result = _dump(await session.read_resource(uri))
+        contents = orjson.dumps(result.get("contents", [])).decode()
+        return pb.Envelope(read_resource_response=pb.ReadResourceResponse(contents_json=contents))
+
+    async def _prompt(self, session: Any, request: pb.GetPromptRequest) -> pb.Envelope:
+        arguments = orjson.loads(request.arguments_json) if request.arguments_json else {}
+        name = self._prompts.get(request.name, request.name)
+        result = _dump(await session.get_prompt(name, {k: str(v) for k, v in arguments.items()}))
+        response = pb.GetPromptResponse(
+            description=result.get("description") or "",
+            messages_json=orjson.dumps(result["messages"]).decode(),
+        )
+        return pb.Envelope(get_prompt_response=response)
+
+    async def _complete(self, session: Any, request: pb.CompletionRequest) -> pb.Envelope:
+        from mcp import types
+
+        ref: Any
+        if request.ref_type == "ref/prompt":
+            ref = types.PromptReference(
+                type="ref/prompt", name=self._prompts.get(request.ref_name, request.ref_name)
+            )
+        else:
+            ref = types.ResourceTemplateReference(type="ref/resource", uri=request.ref_name)
+        context = orjson.loads(request.context_arguments_json) if request.context_arguments_json else None
+        argument = {"name": request.argument_name, "value": request.argument_value}
+        completion = (await session.complete(ref, argument, context or None)).completion
+        response = pb.CompletionResponse(
+            values=completion.values, total=completion.total or 0, has_more=bool(completion.has_more)
+        )
+        return pb.Envelope(completion_response=response)
+
+    # -- requests of the upstream for the client (sampling, elicitation) ---------------------
+    async def _sampling(self, context: Any, params: Any) -> Any:
+        from mcp import types
+
+        return await self._ask("sampling/createMessage", params, types.CreateMessageResult)
+
+    async def _elicitation(self, context: Any, params: Any) -> Any:
+        from mcp import types
+
+        return await self._ask("elicitation/create", params, types.ElicitResult)
+
+    async def _ask(self, method: str, params: Any, model: Any) -> Any:
+        """Ask the client of the one call in flight. The upstream's request does not say which
+        call it belongs to, so with several calls in flight it is refused rather than guessed
+        (it could reach another session's client)."""
+        from mcp import types
+
+        calls = [r.leg for r in self._running.values() if r.kind == "call_tool" and r.leg.live]
+        if len(calls) != 1:
+            why = "no tool call is running" if not calls else f"{len(calls)} tool calls are running"
+            return types.ErrorData(code=INVALID_REQUEST, message=f"{method} refused by protomcp: {why}")
+        answer: asyncio.Future[tuple[Any, str | None]] = asyncio.get_running_loop().create_future()
+
+        def reply(result: dict[str, Any] | None, error: str | None) -> None:
+            if not answer.done():
+                answer.set_result((result, error))
+
+        calls[0].ask_client(
+            method, params.model_dump(by_alias=True, mode="json", exclude_none=True), None, reply
+        )
+        result, error = await answer
+        if error is not None or result is None:
+            return types.ErrorData(code=INVALID_REQUEST, message=error or "no answer")
+        return model.model_validate(result)
+
+
+class _Request:
+    """A request of the bridge the upstream works on."""
+
+    __slots__ = ("kind", "leg", "scope", "sent")
+
+    def __init__(self, leg: Leg, kind: str) -> None:
+        self.leg, self.kind = leg, kind
+        self.scope = anyio.CancelScope()
+        self.sent = False  # on a connection (else waiting for one)
+
+
+def tool_definition(tool: dict[str, Any], namespace: str, tag: str) -> pb.ToolDefinition:
+    """An upstream's MCP Tool as the Envelope definition a tool process would send. Tags (for
+    --include-tag/--exclude-tag): `upstream`, the upstream's name, and any the tool declares in
+    `_meta` (`tags`, or FastMCP's `_fastmcp.tags`)."""
+    meta = tool.get("_meta") or {}
+    tags = {"upstream", tag}
+    for found in (meta.get("tags"), (meta.get("_fastmcp") or {}).get("tags")):
+        if isinstance(found, list):
+            tags.update(str(t) for t in found)
+    definition = pb.ToolDefinition(
+        name=namespace + tool["name"],
+        description=tool.get("description") or "",
+        input_schema_json=orjson.dumps(tool.get("inputSchema") or {"type": "object"}).decode(),
+        title=tool.get("title") or "",
+        annotations_json=_json(tool.get("annotations")),
+        tags=sorted(tags),
+        task_support_mode="forbidden",  # tasks are not forwarded
+    )
+    if tool.get("outputSchema"):
+        definition.output_schema_json = orjson.dumps(tool["outputSchema"]).decode()
+    return definition
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode() if value else ""
+
+
+async def _all(method: Any, field: str) -> list[Any]:
+    """Every page of a list request."""
+    from mcp import types
+
+    items: list[Any] = []
+    cursor = None
+    for _ in range(1000):
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await method(params=params)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
+
+
+def _error_reply(kind: str, code: int, message: str) -> pb.Envelope | None:
+    """A forwarded request's JSON-RPC error as the Envelope answer (None: a call, which fails)."""
+    if kind == "read_resource_request":
+        return pb.Envelope(
+            read_resource_response=pb.ReadResourceResponse(is_error=True, error=message, error_code=code)
+        )
+    if kind == "get_prompt_request":
+        return pb.Envelope(
+            get_prompt_response=pb.GetPromptResponse(is_error=True, error=message, error_code=code)
+        )
+    return None
+
+
+def _describe(exc: BaseException) -> str:
+    """One readable line for an exception (the first of a group)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0] if text else type(exc).__name__

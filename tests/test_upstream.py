@@ -1,0 +1,329 @@
+"""Upstream MCP servers served through a protomcp host (`--upstream NAME=CMD|URL`): an official
+SDK server over stdio, and a protomcp host over Streamable HTTP, each reached with the
+official SDK client through the real host."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import TOOLS, mcp_session
+from http_support import HttpHost
+
+pytest.importorskip("mcp")
+
+SERVER = TOOLS / "upstream_server.py"
+POLICY = TOOLS / "upstream_policy.py"
+REMOTE = TOOLS / "upstream_tools.py"
+
+
+def upstream_arg(name: str = "ex") -> str:
+    return f"{name}={sys.executable} {SERVER}"
+
+
+async def wait_for_file(path: Path, timeout: float = 20) -> None:
+    """Wait (bounded) for a mark a tool process leaves."""
+    with anyio.fail_after(timeout):
+        while not path.exists():
+            await anyio.sleep(0.02)
+
+
+def texts(result: Any) -> list[str]:
+    return [block.text for block in result.content]
+
+
+@pytest.fixture
+def marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("UPSTREAM_MARKS", str(tmp_path))
+    return tmp_path
+
+
+async def test_stdio_upstream_list_call_progress_resources_prompts(marks: Path) -> None:
+    async with mcp_session("run", str(POLICY), "--upstream", upstream_arg()) as session:
+        names = [tool.name for tool in (await session.list_tools()).tools]
+        assert "local_hello" in names
+        assert {"ex_add", "ex_count", "ex_wait_forever", "ex_crash", "ex_ask_name"} <= set(names)
+        result = await session.call_tool("ex_add", {"a": 1, "b": 2})
+        assert result.structured_content == {"result": 3}
+        assert texts(result) == ["3 [checked]"]  # the local middleware ran around the upstream tool
+
+        seen: list[tuple[float, float | None, str | None]] = []
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            seen.append((value, total, message))
+
+        result = await session.call_tool("ex_count", {"n": 3}, progress_callback=progress)
+        assert texts(result) == ["counted to 3"]
+        assert seen[-1] == (3.0, 3.0, "step 3")
+
+        resources = (await session.list_resources()).resources
+        assert [str(r.uri) for r in resources] == ["memo://upstream/readme"]
+        read = await session.read_resource("memo://upstream/readme")
+        assert read.contents[0].text == "read me from upstream"
+        prompt = await session.get_prompt("ex_greet", {"who": "Ada"})
+        assert prompt.messages[0].content.text == "Say hello to Ada."
+
+
+async def test_stdio_upstream_middleware_rejects_and_bad_arguments(marks: Path) -> None:
+    async with mcp_session("run", str(POLICY), "--upstream", upstream_arg()) as session:
+        refused = await session.call_tool("ex_add", {"a": 13, "b": 1})
+        assert refused.is_error and "13 is not allowed here" in texts(refused)[0]
+        bad = await session.call_tool("ex_add", {"a": "x", "b": 1})
+        assert bad.is_error  # the host validates against the upstream's inputSchema
+
+
+async def test_stdio_upstream_cancel_reaches_the_upstream(marks: Path) -> None:
+    async with mcp_session("run", str(POLICY), "--upstream", upstream_arg()) as session:
+        with anyio.move_on_after(30) as scope:
+            async with anyio.create_task_group() as tg:
+
+                async def call() -> None:
+                    await session.call_tool("ex_wait_forever", {})
+
+                tg.start_soon(call)
+                await wait_for_file(marks / "waiting")
+                tg.cancel_scope.cancel()  # the SDK client sends notifications/cancelled
+        assert not scope.cancelled_caught
+        await wait_for_file(marks / "cancelled")
+        assert texts(await session.call_tool("ex_add", {"a": 2, "b": 2})) == ["4 [checked]"]
+
+
+async def test_stdio_upstream_crash_fails_the_call_and_restarts(marks: Path) -> None:
+    async with mcp_session("run", str(POLICY), "--upstream", upstream_arg()) as session:
+        crashed = await session.call_tool("ex_crash", {})
+        assert crashed.is_error and "upstream ex went away" in texts(crashed)[0]
+        again = await session.call_tool("ex_add", {"a": 20, "b": 22})  # waits for the restart
+        assert again.structured_content == {"result": 42}
+        assert len((marks / "started").read_text().split()) == 2
+        assert texts(await session.call_tool("local_hello", {})) == ["hello"]
+
+
+async def test_stdio_upstream_elicitation_reaches_the_client(marks: Path) -> None:
+    from mcp import types
+
+    async def elicit(context: Any, params: Any) -> Any:
+        assert params.message == "What is your name?"
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with mcp_session(
+        "run", str(POLICY), "--upstream", upstream_arg(), elicitation_callback=elicit
+    ) as session:
+        result = await session.call_tool("ex_ask_name", {})
+        assert texts(result) == ["hello Ada"]
+
+
+async def test_prefix_and_tag_filter(marks: Path) -> None:
+    async with mcp_session(
+        "run", str(POLICY), "--upstream", upstream_arg(), "--upstream-prefix", "ex=up.",
+        "--exclude-tag", "upstream",
+    ) as session:  # fmt: skip
+        names = [tool.name for tool in (await session.list_tools()).tools]
+        assert names == ["local_hello"]
+    async with mcp_session(
+        "run", str(POLICY), "--upstream", upstream_arg(), "--upstream-prefix", "ex=up."
+    ) as session:
+        names = [tool.name for tool in (await session.list_tools()).tools]
+        assert "up.add" in names
+        assert (await session.call_tool("up.add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+
+
+def test_bad_upstream_options_are_usage_errors() -> None:
+    from click.testing import CliRunner
+
+    from protomcp_host.cli.main import main
+
+    runner = CliRunner()
+    for args, message in (
+        (["--upstream", "noequals"], "expected NAME=..."),
+        (["--upstream", "a=x", "--upstream", "a=y"], "given twice"),
+        (["--upstream", "a=cmd", "--upstream-token-env", "a=TOKEN"], "not an http(s) upstream"),
+        (["--upstream", "a=http://h/mcp", "--upstream-token-env", "a=PROTOMCP_UNSET_VAR"], "is not set"),
+        (["--upstream-prefix", "b=x", "--upstream", "a=cmd"], "no --upstream named b"),
+    ):
+        result = runner.invoke(main, ["run", *args])
+        assert result.exit_code == 2, result.output
+        assert message in result.output
+
+
+async def test_an_upstream_that_cannot_start_stops_the_host() -> None:
+    from conftest import RawHost
+
+    host = RawHost("run", str(POLICY), "--upstream", f"bad={sys.executable} -c 'raise SystemExit(3)'")
+    try:
+        assert host.proc.wait(30) == 1
+        assert "upstream bad: cannot connect" in host.stderr_text()
+    finally:
+        host.close()
+
+
+# -- a protomcp host over Streamable HTTP as the upstream ----------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_remote(port: int, token: str) -> HttpHost:
+    import subprocess
+    import threading
+
+    from conftest import HOST
+
+    host = HttpHost.__new__(HttpHost)
+    host.proc = subprocess.Popen(
+        [
+            *HOST,
+            "run",
+            str(REMOTE),
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--auth-token-env",
+            "REMOTE_TOKEN",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "REMOTE_TOKEN": token},
+        start_new_session=True,
+    )
+    host.stderr = []
+    host._lines = threading.Condition()
+    threading.Thread(target=host._read_stderr, daemon=True).start()
+    host.wait_stderr(lambda line: "http://" in line)
+    host.url = f"http://127.0.0.1:{port}/mcp"
+    return host
+
+
+async def test_http_upstream_with_bearer_list_call_progress_cancel_reconnect(tmp_path: Path) -> None:
+    port = free_port()
+    remote = start_remote(port, "s3cret")
+    os.environ["UPSTREAM_TOKEN"] = "s3cret"
+    try:
+        async with mcp_session(
+            "run",
+            str(POLICY),
+            "--upstream",
+            f"remote={remote.url}",
+            "--upstream-token-env",
+            "remote=UPSTREAM_TOKEN",
+        ) as session:
+            names = [tool.name for tool in (await session.list_tools()).tools]
+            assert {"remote_multiply", "remote_steps", "remote_hold", "local_hello"} <= set(names)
+            result = await session.call_tool("remote_multiply", {"a": 6, "b": 7})
+            assert texts(result) == ["42 [checked]"]
+            seen: list[float] = []
+
+            async def progress(value: float, total: float | None, message: str | None) -> None:
+                seen.append(value)
+
+            assert texts(await session.call_tool("remote_steps", {"n": 2}, progress_callback=progress)) == [
+                "2 steps"
+            ]
+            assert seen[-1] == 2.0
+
+            mark = str(tmp_path / "hold")
+            async with anyio.create_task_group() as tg:
+
+                async def call() -> None:
+                    await session.call_tool("remote_hold", {"path": mark})
+
+                tg.start_soon(call)
+                await wait_for_file(Path(mark + ".started"))
+                tg.cancel_scope.cancel()
+            await wait_for_file(Path(mark + ".cancelled"))
+
+            remote.terminate()  # the upstream goes away ...
+            down = await session.call_tool("remote_multiply", {"a": 1, "b": 1})
+            assert down.is_error
+            assert "upstream remote" in texts(down)[0]
+            remote = start_remote(port, "s3cret")  # ... and comes back: the host reconnects
+            with anyio.fail_after(30):
+                while True:
+                    result = await session.call_tool("remote_multiply", {"a": 2, "b": 3})
+                    if not result.is_error:
+                        break
+                    await anyio.sleep(0.1)
+            assert texts(result) == ["6 [checked]"]
+    finally:
+        os.environ.pop("UPSTREAM_TOKEN", None)
+        remote.terminate()
+
+
+async def test_http_upstream_with_a_wrong_token_does_not_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import RawHost
+
+    port = free_port()
+    remote = start_remote(port, "right")
+    monkeypatch.setenv("WRONG_TOKEN", "wrong")
+    host = RawHost(
+        "run", str(POLICY), "--upstream", f"remote=http://127.0.0.1:{port}/mcp",
+        "--upstream-token-env", "remote=WRONG_TOKEN",
+    )  # fmt: skip
+    try:
+        assert host.proc.wait(30) == 1
+        assert "upstream remote: cannot connect" in host.stderr_text()
+    finally:
+        host.close()
+        remote.terminate()
+
+
+# -- specs, install, doctor ----------------------------------------------------------------------
+
+
+def test_specs_parse_and_round_trip_as_options() -> None:
+    from protomcp_host.upstream.spec import parse_specs
+
+    specs = parse_specs(
+        ["files=npx -y server-files '/my dir'", "remote=https://example.com/mcp"],
+        ["remote=REMOTE_TOKEN"],
+        ["files="],
+    )
+    files, remote = specs
+    assert files.command == ("npx", "-y", "server-files", "/my dir") and files.namespace == ""
+    assert remote.is_http and remote.token_env == "REMOTE_TOKEN" and remote.namespace == "remote_"
+    argv = files.argv() + remote.argv()
+    flags = {flag: [v for f, v in itertools.pairwise(argv) if f == flag] for flag in set(argv[::2])}
+    assert (
+        parse_specs(flags["--upstream"], flags["--upstream-token-env"], flags["--upstream-prefix"]) == specs
+    )
+
+
+def test_install_writes_upstreams_and_doctor_reads_them_back(tmp_path: Path) -> None:
+    from protomcp_host.cli.doctor import _entry_files, entry_upstreams
+    from protomcp_host.cli.install import server_entry
+    from protomcp_host.upstream.spec import parse_specs
+
+    specs = [spec.absolute() for spec in parse_specs([upstream_arg(), "r=http://127.0.0.1:1/mcp"])]
+    entry = server_entry([POLICY], upstreams=specs)
+    assert _entry_files(entry) == [str(POLICY.resolve())]  # upstream commands are not files
+    assert entry_upstreams(entry) == specs
+
+
+def test_doctor_connects_to_upstreams(marks: Path) -> None:
+    import subprocess
+
+    from conftest import HOST
+
+    good = subprocess.run(
+        [*HOST, "doctor", "--upstream", upstream_arg()], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "HOME": str(marks)},
+    )  # fmt: skip
+    assert (
+        "upstream ex 'upstream-example'" in good.stdout and "5 tools, 1 resources, 1 prompts" in good.stdout
+    )
+    bad = subprocess.run(
+        [*HOST, "doctor", "--upstream", "gone=http://127.0.0.1:1/mcp"], capture_output=True, text=True,
+        timeout=60, env={**os.environ, "HOME": str(marks)},
+    )  # fmt: skip
+    assert bad.returncode == 1
+    assert "upstream gone (http://127.0.0.1:1/mcp) cannot be served" in bad.stdout

@@ -1,0 +1,82 @@
+"""A small MCP server written with the official SDK (MCPServer), run over stdio as an upstream.
+
+The SDK ships no runnable example server with tools, so this is the stand-in: plain SDK code,
+nothing of protomcp. `UPSTREAM_MARKS` names a folder where tools leave marks for the tests
+(a cancelled call, a start count)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
+
+server = MCPServer("upstream-example")
+MARKS = Path(os.environ.get("UPSTREAM_MARKS", "/tmp"))
+
+
+def _mark(name: str, text: str = "") -> None:
+    with open(MARKS / name, "a") as out:
+        out.write(text + "\n")
+
+
+_mark("started", str(os.getpid()))
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@server.tool()
+async def count(n: int, ctx: Context) -> str:
+    """Count to n, reporting progress."""
+    for i in range(n):
+        await ctx.report_progress(i + 1, n, f"step {i + 1}")
+    return f"counted to {n}"
+
+
+@server.tool()
+async def wait_forever(ctx: Context) -> str:
+    """Never answers by itself; leaves a mark when it is cancelled."""
+    _mark("waiting")
+    try:
+        await anyio.sleep_forever()
+    finally:
+        _mark("cancelled")
+    return "unreachable"
+
+
+@server.tool()
+def crash() -> str:
+    """The server process dies."""
+    os._exit(7)
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool()
+async def ask_name(ctx: Context) -> str:
+    """Asks the client for a name (elicitation)."""
+    answer = await ctx.elicit("What is your name?", Name)
+    return f"hello {answer.data.name}" if answer.action == "accept" and answer.data else answer.action
+
+
+@server.resource("memo://upstream/readme", mime_type="text/plain")
+def readme() -> str:
+    return "read me from upstream"
+
+
+@server.prompt()
+def greet(who: str) -> str:
+    """Greet someone."""
+    return f"Say hello to {who}."
+
+
+if __name__ == "__main__":
+    server.run("stdio")
