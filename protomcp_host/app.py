@@ -36,6 +36,7 @@ from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_sdk.wire import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
+    from protomcp_host.peers.hub import BridgeSettings
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
 
@@ -74,6 +75,7 @@ class Host:
         share_output: bool = False,
         serve_modern: bool | None = None,
         upstreams: list[UpstreamSpec] | None = None,
+        bridge: BridgeSettings | None = None,
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -129,6 +131,14 @@ class Host:
                 )
         self.sources.update(self.supervisors)
         self.sources.update(self.upstreams)
+        self.peers: Any = None  # peers.hub.PeerHub when this host is an agent of a swarm (--agent-id)
+        if bridge is not None:
+            from protomcp_host.peers.hub import PeerHub
+
+            self.peers = PeerHub(
+                bridge, self, self, self.sources, call_timeout=call_timeout, on_event=self._peer_event,
+                stderr=self.stderr,
+            )  # fmt: skip
 
     # -- lifecycle -----------------------------------------------------------------
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
@@ -151,10 +161,14 @@ class Host:
         if errors:
             self.startup_error = "\n".join(errors)
             raise StartupError(self.startup_error)
+        if self.peers is not None:
+            await tg.start(self.peers.run)
         self.started = True
         self.ready.set()
 
     async def stop(self, grace: float) -> None:
+        if self.peers is not None:
+            await self.peers.stop(grace)
         async with anyio.create_task_group() as tg:
             for source in self.sources.values():
                 tg.start_soon(source.stop, grace)
@@ -284,6 +298,8 @@ class Host:
         if changed or before != after:
             for router, visible in seen:
                 router.carry_out(router.session.catalog_changed(visible))
+            if self.peers is not None and (label in self.supervisors or label in self.upstreams):
+                self.peers.tools_changed()  # peers see this host's own tools
 
     def _exposed(self, definition: pb.ToolDefinition) -> bool:
         """--include-tag / --exclude-tag: which tools this host exposes at all."""
@@ -291,6 +307,20 @@ class Host:
         if self.include_tags and not tags & self.include_tags:
             return False
         return not tags & self.exclude_tags
+
+    def _peer_event(self, message: Any) -> None:
+        """A notification from a peer host (bridge): stderr, and every client as a log message."""
+        event = {
+            "sender_id": message.sender_id,
+            "event_type": message.payload.event_type,
+            "data": message.payload.data,
+            "priority": message.priority.value,
+        }
+        if message.receiver_id is not None:
+            event["receiver_id"] = message.receiver_id
+        self.stderr(f"protomcp: bridge: event {orjson.dumps(event).decode()}")
+        for router in self.routers:
+            router.log("info", "bridge", event)
 
     def report_problem(self, message: str) -> None:
         """Crashes, restarts, failed reloads: the host's stderr, and the client where there is
@@ -408,7 +438,13 @@ async def _serve(
         tg.start_soon(host.expire_tasks)
         if reload:
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
+        if host.peers is not None:
+            tg.start_soon(_close_links_on, shutdown, host.peers)
         if http is not None:
+            if host.peers is not None:
+                from protomcp_host.peers.endpoint import BRIDGE_PATH, BridgeEndpoint
+
+                http.websockets[BRIDGE_PATH] = BridgeEndpoint(host.peers)
             if await start():  # HTTP clients come and go: serve once the files have loaded
                 from protomcp_host.transports.http.server import serve_http
 
@@ -436,6 +472,12 @@ async def _serve(
         await host.stop(STOP_GRACE)  # every call is answered by now: the processes may go
         tg.cancel_scope.cancel()
     return code
+
+
+async def _close_links_on(event: anyio.Event, peers: Any) -> None:
+    """Shutdown: peer links close first (uvicorn would wait for open WebSockets)."""
+    await event.wait()
+    await peers.stop(0)
 
 
 async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:

@@ -105,6 +105,81 @@ def _upstream_options(fn: Any) -> Any:
     return fn
 
 
+def _bridge_options(fn: Any) -> Any:
+    fn = click.option(
+        "--agent-id", metavar="ID",
+        help="Take part in a swarm of hosts (the MCP-to-MCP bridge protocol) as agent ID: serve the "
+        "bridge at /bridge beside the MCP endpoint (with --transport http; same host checks and "
+        "authentication), add the tools bridge_notify and bridge_peers, and serve each connected "
+        "peer's tools as PEERID_<name>.",
+    )(fn)  # fmt: skip
+    fn = click.option("--agent-name", metavar="TEXT", help="The agent_name this host tells peers.")(fn)
+    fn = click.option("--agent-role", metavar="TEXT", help="The agent_role this host tells peers.")(fn)
+    fn = click.option(
+        "--peer", "peers", multiple=True, metavar="ws://HOST:PORT/bridge",
+        help="Connect to another host's bridge (needs --agent-id); connected again with backoff when "
+        "the link drops. Repeatable.",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--peer-token-env", metavar="VAR",
+        help="Send 'Authorization: Bearer <token>' to the --peer hosts, the token being the value of "
+        "the environment variable VAR (kept out of tool processes).",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--bridge-max-in-flight", default=16, show_default=True, type=click.IntRange(min=1),
+        help="Peer requests this host runs at once; the rest wait, urgent before high before normal "
+        "before low, in order of arrival within one priority.",
+    )(fn)  # fmt: skip
+    return fn
+
+
+BRIDGE_KEYS = ("agent_id", "agent_name", "agent_role", "peers", "peer_token_env", "bridge_max_in_flight")
+
+
+def bridge_settings(options: dict[str, Any]) -> Any:
+    """Take the bridge options out of `options`: BridgeSettings, or None without --agent-id."""
+    given = {key: options.pop(key, None) for key in BRIDGE_KEYS}
+    if not given["agent_id"]:
+        used = [
+            f"--{key.replace('_', '-')}"
+            for key in ("agent_name", "agent_role", "peer_token_env")
+            if given[key]
+        ]
+        if given["peers"]:
+            used.insert(0, "--peer")
+        if used:
+            raise click.UsageError(f"{', '.join(used)}: only with --agent-id (this host's name in the swarm)")
+        return None
+    from protomcp_host.peers.hub import AGENT_ID, BridgeSettings
+
+    if not AGENT_ID.match(given["agent_id"]):
+        raise click.UsageError(
+            "--agent-id: a letter, then letters, digits, _ or - (peers name its tools ID_<name>)"
+        )
+    for url in given["peers"]:
+        if not url.startswith(("ws://", "wss://")):
+            raise click.UsageError(
+                f"--peer {url}: give the peer's bridge as ws://HOST:PORT/bridge (or wss://)"
+            )
+    token = ""
+    if given["peer_token_env"]:
+        import os
+
+        from protomcp_host.processes.launch import SECRET_ENV
+
+        token = os.environ.get(given["peer_token_env"], "")
+        if not token:
+            raise click.UsageError(
+                f"--peer-token-env: the environment variable {given['peer_token_env']} is not set"
+            )
+        SECRET_ENV.add(given["peer_token_env"])
+    return BridgeSettings(
+        agent_id=given["agent_id"], agent_name=given["agent_name"] or "",
+        agent_role=given["agent_role"] or "", peers=tuple(given["peers"]), token=token,
+        max_in_flight=given["bridge_max_in_flight"] or 16,
+    )  # fmt: skip
+
+
 def upstream_specs(options: dict[str, Any]) -> list[Any]:
     """Take the --upstream options out of `options` as UpstreamSpecs (UsageError when malformed)."""
     from protomcp_host.upstream.spec import SpecError, parse_specs
@@ -275,6 +350,7 @@ def main() -> None:
 @SOURCES
 @_source_options
 @_upstream_options
+@_bridge_options
 @_identity_options
 @_serve_options
 def run(files: tuple[Path, ...], **options: Any) -> None:
@@ -293,6 +369,7 @@ def run(files: tuple[Path, ...], **options: Any) -> None:
 @SOURCES
 @_source_options
 @_upstream_options
+@_bridge_options
 @_identity_options
 @_serve_options
 @click.option(
@@ -323,11 +400,21 @@ def _serve_command(files: tuple[Path, ...], options: dict[str, Any], **extra: An
     HTTP settings (what is left), then serve."""
     limits = _pop_limits(options)
     upstreams = upstream_specs(options)
+    bridge = bridge_settings(options)
     transport = options.pop("transport")
     settings = {key: options.pop(key) for key in SERVE_KEYS}
     token_env = options.get("auth_token_env")
     http = _http_settings(transport, options)
-    _serve(files, **settings, **extra, http=http, token_env=token_env, upstreams=upstreams, **limits)
+    _serve(
+        files,
+        **settings,
+        **extra,
+        http=http,
+        token_env=token_env,
+        upstreams=upstreams,
+        bridge=bridge,
+        **limits,
+    )
 
 
 LIMITS = ("drain_timeout", "max_in_flight", "startup_timeout", "heartbeat_timeout")
@@ -445,8 +532,10 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
 
     modules, plugins = options.pop("modules"), options.pop("plugins")
     token_env = options.pop("token_env", None)
-    if not (files or modules or plugins or options["upstreams"]):
-        raise click.UsageError("nothing to serve: give tool FILES, -m MODULE, --plugin NAME or --upstream")
+    if not (files or modules or plugins or options["upstreams"] or options["bridge"]):
+        raise click.UsageError(
+            "nothing to serve: give tool FILES, -m MODULE, --plugin NAME, --upstream or --peer"
+        )
     if options["upstreams"]:
         _check_upstreams(options["upstreams"])
     # Start the tool processes first, so they boot while this process imports the host.

@@ -120,6 +120,9 @@ class Guard:
         self.public_paths = frozenset(public_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -141,6 +144,22 @@ class Guard:
             await refuse(send, refusal.status, refusal.message, refusal.headers)
             return
         await self.app(scope, receive, send)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket handshake (the peers' /bridge) passes the same Host, Origin and
+        authentication checks; a refused one is closed before it is accepted (HTTP 403)."""
+        refusal = self._check_host(header(scope, b"host")) or self._check_origin(header(scope, b"origin"))
+        if refusal is None and self.auth is not None:
+            checked = await self.auth.check(header(scope, b"authorization"))
+            if isinstance(checked, Refusal):
+                refusal = checked
+            else:
+                scope.setdefault("state", {})[IDENTITY] = checked
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        await receive()  # websocket.connect
+        await send({"type": "websocket.close", "code": 1008, "reason": refusal.message[:120]})
 
     def inspect(self, scope: Scope) -> Refusal | None:
         """The checks that need no I/O: Host, Origin, declared body size."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import uvicorn
-from starlette.routing import Route, Router
+from starlette.routing import Route, Router, WebSocketRoute
 
 from protomcp_host.processes.launch import StartupError
 from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send
@@ -35,6 +35,7 @@ class HttpSettings:
     auth: Authenticator | None = None
     options: HttpOptions = field(default_factory=HttpOptions)
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    websockets: dict[str, ASGIApp] = field(default_factory=dict)  # path -> app (the peers' /bridge)
 
 
 LISTEN_QUEUE = 2048  # connections the kernel holds until they are accepted
@@ -108,6 +109,7 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         mcp = StreamableHTTP(host, settings.options)
         routes = [Route(settings.path, endpoint=mcp, methods=["GET", "POST", "DELETE"])]
         owner = mcp
+    routes += [WebSocketRoute(path, endpoint=_Endpoint(app)) for path, app in settings.websockets.items()]
     public: list[str] = []
     if isinstance(settings.auth, OAuthResource):
         public = settings.auth.metadata_paths(settings.path)

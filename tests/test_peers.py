@@ -1,0 +1,184 @@
+"""Three protomcp hosts bridged on loopback (seed 004 over WebSocket at /bridge): B and C serve
+HTTP with /bridge; A dials both (`--peer`) and is driven by the official SDK client over stdio."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from conftest import BEHAVIOURS, HOST, TOOLS, mcp_session
+from http_support import HttpHost
+
+pytest.importorskip("mcp")
+pytest.importorskip("websockets")
+
+REMOTE = TOOLS / "upstream_tools.py"
+LOCAL = TOOLS / "upstream_policy.py"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_host(port: int, *args: str, env: dict[str, str] | None = None) -> HttpHost:
+    """`protomcp run ARGS --transport http --port PORT` (a fixed port: a restarted host is found again)."""
+    host = HttpHost.__new__(HttpHost)
+    host.proc = subprocess.Popen(
+        [*HOST, "run", *args, "--transport", "http", "--port", str(port)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )
+    host.stderr = []
+    host._lines = threading.Condition()
+    threading.Thread(target=host._read_stderr, daemon=True).start()
+    host.wait_stderr(lambda line: "http://" in line)
+    host.url = f"http://127.0.0.1:{port}/mcp"
+    return host
+
+
+def bridge_url(port: int) -> str:
+    return f"ws://127.0.0.1:{port}/bridge"
+
+
+@pytest.fixture
+def hosts() -> Iterator[list[HttpHost]]:
+    started: list[HttpHost] = []
+    yield started
+    for host in started:
+        host.terminate()
+
+
+class Watcher:
+    """Collects what the A host tells its client: tools/list_changed, bridge log messages."""
+
+    def __init__(self) -> None:
+        self.list_changed = 0
+        self.events: list[dict[str, Any]] = []
+        self.changed = anyio.Event()
+
+    async def message(self, message: Any) -> None:
+        from mcp import types
+
+        root = getattr(message, "root", message)
+        if isinstance(root, types.ToolListChangedNotification):
+            self.list_changed += 1
+            self.changed.set()
+
+    async def log(self, params: Any) -> None:
+        if params.logger == "bridge":
+            self.events.append(params.data)
+
+
+async def tool_names(session: Any) -> set[str]:
+    return {tool.name for tool in (await session.list_tools()).tools}
+
+
+async def wait_tools(session: Any, wanted: set[str], present: bool = True, timeout: float = 30) -> set[str]:
+    """Wait (bounded) until the tools are listed (or gone)."""
+    with anyio.fail_after(timeout):
+        while True:
+            names = await tool_names(session)
+            if (wanted <= names) if present else not (wanted & names):
+                return names
+            await anyio.sleep(0.05)
+
+
+def texts(result: Any) -> list[str]:
+    return [block.text for block in result.content]
+
+
+async def test_three_hosts_handshake_calls_notifications_peer_loss_and_reconnect(
+    hosts: list[HttpHost], tmp_path: Path
+) -> None:
+    port_b, port_c = free_port(), free_port()
+    b = start_host(port_b, str(BEHAVIOURS), "--agent-id", "b", "--agent-role", "worker")
+    c = start_host(port_c, str(REMOTE), "--agent-id", "c")
+    hosts += [b, c]
+    watcher = Watcher()
+    async with mcp_session(
+        "run", str(LOCAL), "--agent-id", "a", "--peer", bridge_url(port_b), "--peer", bridge_url(port_c),
+        message_handler=watcher.message, logging_callback=watcher.log,
+    ) as session:  # fmt: skip
+        names = await wait_tools(session, {"b_add", "b_wait_async", "c_multiply"})
+        assert {"local_hello", "bridge_notify", "bridge_peers"} <= names
+        assert not {
+            n for n in names if n.startswith(("b_c_", "c_b_", "b_bridge", "c_bridge"))
+        }  # no re-export
+
+        # capabilities exchanged at the handshake
+        peers = orjson.loads(texts(await session.call_tool("bridge_peers", {}))[0])
+        by_id = {peer["agent_id"]: peer for peer in peers["peers"]}
+        assert peers["agent_id"] == "a" and set(by_id) == {"b", "c"}
+        assert by_id["b"]["agent_role"] == "worker" and "add" in by_id["b"]["tools"]
+        assert by_id["b"]["version"] == "0.1.0"
+        b.wait_stderr(lambda line: "peer a connected" in line)
+
+        # calls A -> B and A -> C
+        result = await session.call_tool("b_add", {"a": 2, "b": 3})
+        assert texts(result) == ["5"] and result.structured_content == {"result": 5}
+        assert texts(await session.call_tool("c_multiply", {"a": 6, "b": 7})) == ["42"]
+        failed = await session.call_tool("b_fail", {"message": "boom"})
+        assert failed.is_error and "boom" in texts(failed)[0]
+
+        # a broadcast notification, then a targeted one
+        sent = await session.call_tool("bridge_notify", {"event_type": "status", "data": {"busy": True}})
+        assert sorted(orjson.loads(texts(sent)[0])["sent_to"]) == ["b", "c"]
+        for host in (b, c):
+            host.wait_stderr(lambda line: '"event_type":"status"' in line and '"sender_id":"a"' in line)
+        sent = await session.call_tool(
+            "bridge_notify", {"event_type": "only_c", "data": {}, "receiver_id": "c", "priority": "high"}
+        )
+        assert orjson.loads(texts(sent)[0])["sent_to"] == ["c"]
+        c.wait_stderr(lambda line: '"event_type":"only_c"' in line and '"receiver_id":"c"' in line)
+        await session.call_tool("bridge_notify", {"event_type": "marker", "data": {}, "receiver_id": "b"})
+        b.wait_stderr(lambda line: '"event_type":"marker"' in line)
+        assert not any("only_c" in line for line in b.stderr)
+        unknown = await session.call_tool("bridge_notify", {"event_type": "x", "receiver_id": "nobody"})
+        assert unknown.is_error and "no peer 'nobody'" in texts(unknown)[0]
+
+        # C is killed in the middle of a call: the call fails with the seed's code, C's tools leave
+        watcher.changed = anyio.Event()
+        mark = tmp_path / "hold"
+        outcome: list[Any] = []
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                outcome.append(await session.call_tool("c_hold", {"path": str(mark)}))
+
+            tg.start_soon(call)
+            with anyio.fail_after(20):
+                while not (tmp_path / "hold.started").exists():
+                    await anyio.sleep(0.02)
+            os.killpg(c.proc.pid, signal.SIGKILL)
+        assert outcome[0].is_error
+        assert "INTERNAL_ERROR" in texts(outcome[0])[0] and "peer c" in texts(outcome[0])[0]
+        with anyio.fail_after(20):
+            await watcher.changed.wait()
+        names = await wait_tools(session, {"c_multiply"}, present=False)
+        assert "b_add" in names
+        assert texts(await session.call_tool("b_add", {"a": 1, "b": 1})) == ["2"]  # B is unaffected
+        gone = await session.call_tool("bridge_peers", {})
+        assert [peer["agent_id"] for peer in orjson.loads(texts(gone)[0])["peers"]] == ["b"]
+
+        # C comes back on the same port: A connects again, C's tools return
+        hosts.remove(c)
+        c.proc.wait()
+        c = start_host(port_c, str(REMOTE), "--agent-id", "c")
+        hosts.append(c)
+        await wait_tools(session, {"c_multiply"})
+        assert texts(await session.call_tool("c_multiply", {"a": 2, "b": 21})) == ["42"]
+        assert watcher.list_changed >= 2
