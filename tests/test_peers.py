@@ -182,3 +182,167 @@ async def test_three_hosts_handshake_calls_notifications_peer_loss_and_reconnect
         await wait_tools(session, {"c_multiply"})
         assert texts(await session.call_tool("c_multiply", {"a": 2, "b": 21})) == ["42"]
         assert watcher.list_changed >= 2
+
+
+# -- the wire, seen by another agent (a raw WebSocket client) -------------------------------------
+
+
+class RawAgent:
+    """Another agent of the swarm, speaking seed-004 JSON over a WebSocket by hand."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+
+    async def send(self, message: Any) -> None:
+        await self.ws.send(message if isinstance(message, str) else message.to_json())
+
+    async def receive(self, timeout: float = 20) -> dict[str, Any]:
+        with anyio.fail_after(timeout):
+            return orjson.loads(await self.ws.recv())
+
+    async def handshake(self, agent_id: str) -> dict[str, Any]:
+        from protomcp_host.peers.messages import AgentCapabilities, MCPBridgeProtocol
+
+        hello = MCPBridgeProtocol.create_handshake_request(agent_id, AgentCapabilities(agent_id=agent_id))
+        await self.send(hello)
+        reply = await self.receive()
+        assert reply["message_type"] == "handshake_response" and reply["correlation_id"] == hello.message_id
+        return reply
+
+    async def request(
+        self, tool: str, arguments: dict[str, Any], priority: str = "normal", **more: Any
+    ) -> str:
+        from protomcp_host.peers.messages import MCPBridgeProtocol, MessagePriority, ToolRequest
+
+        message = MCPBridgeProtocol.create_request(
+            "x", "b", ToolRequest(tool_name=tool, arguments=arguments, **more), MessagePriority(priority)
+        )
+        await self.send(message)
+        return message.message_id
+
+
+def raw_agent(port: int, token: str = "") -> Any:
+    from websockets.asyncio.client import connect
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return connect(bridge_url(port), additional_headers=headers, open_timeout=10)
+
+
+async def test_priorities_order_queued_requests_at_the_in_flight_limit(hosts: list[HttpHost]) -> None:
+    from http_support import http_session
+
+    port = free_port()
+    b = start_host(port, str(BEHAVIOURS), "--agent-id", "b", "--bridge-max-in-flight", "1")
+    hosts.append(b)
+    async with raw_agent(port) as ws:
+        agent = RawAgent(ws)
+        reply = await agent.handshake("x")
+        assert reply["payload"]["accepted"] is True and reply["payload"]["agent_id"] == "b"
+        assert "echo" in reply["payload"]["tools"]
+        assert any(t["name"] == "echo" for t in reply["payload"]["metadata"]["mcp_tools"])
+        blocker = await agent.request("wait_async", {"key": "gate"})  # takes the one slot
+        labels = {}
+        for priority, label in [("low", "low1"), ("normal", "n1"), ("urgent", "u1"), ("high", "h1"),
+                                ("normal", "n2"), ("urgent", "u2"), ("low", "low2")]:  # fmt: skip
+            labels[await agent.request("echo", {"text": label}, priority)] = label
+        async with http_session(b.url) as mcp:  # the MCP side is not behind the bridge's gate
+            await mcp.call_tool("release", {"key": "gate"})
+        order = []
+        for _ in range(8):
+            message = await agent.receive()
+            assert message["message_type"] == "response", message
+            assert message["payload"]["success"] is True
+            assert message["payload"]["execution_time"] >= 0
+            if message["correlation_id"] == blocker:
+                continue
+            order.append(labels[message["correlation_id"]])
+        assert order == ["u1", "u2", "h1", "n1", "n2", "low1", "low2"]
+
+
+async def test_bad_requests_get_the_seeds_error_codes(hosts: list[HttpHost]) -> None:
+    port = free_port()
+    hosts.append(start_host(port, str(BEHAVIOURS), "--agent-id", "b"))
+    async with raw_agent(port) as ws:  # no handshake first
+        agent = RawAgent(ws)
+        await agent.request("echo", {"text": "hi"})
+        refused = await agent.receive()
+        assert refused["message_type"] == "error" and refused["payload"]["error_code"] == "UNAUTHORIZED"
+    async with raw_agent(port) as ws:
+        agent = RawAgent(ws)
+        await agent.handshake("x")
+        await agent.send("{not json")
+        error = await agent.receive()
+        assert (
+            error["payload"]["error_code"] == "INTERNAL_ERROR"
+            and error["payload"]["error_type"] == "invalid_message"
+        )
+        await agent.send(orjson.dumps({"message_type": "shout", "sender_id": "x", "payload": {}}).decode())
+        error = await agent.receive()
+        assert "message_type must be one of" in error["payload"]["error_message"]
+        missing = await agent.request("nope", {})
+        error = await agent.receive()
+        assert error["payload"]["error_code"] == "TOOL_NOT_FOUND" and error["correlation_id"] == missing
+        assert "echo" in error["payload"]["details"]["available_tools"]
+        await agent.request("add", {"a": "one", "b": 2})
+        assert (await agent.receive())["payload"]["error_code"] == "INVALID_ARGUMENTS"
+        slow = await agent.request("wait_async", {"key": "never"}, timeout=0.3)
+        error = await agent.receive()
+        assert error["payload"]["error_code"] == "TIMEOUT" and error["correlation_id"] == slow
+        failed = await agent.request("fail", {"message": "boom"})
+        response = await agent.receive()
+        assert response["correlation_id"] == failed and response["payload"]["success"] is False
+        assert "boom" in response["payload"]["error"]
+    async with raw_agent(port) as ws:  # an agent id that cannot name tools
+        agent = RawAgent(ws)
+        from protomcp_host.peers.messages import AgentCapabilities, MCPBridgeProtocol
+
+        await agent.send(
+            MCPBridgeProtocol.create_handshake_request("bad id", AgentCapabilities(agent_id="bad id"))
+        )
+        reply = await agent.receive()
+        assert reply["payload"]["accepted"] is False and "agent_id" in reply["payload"]["metadata"]["reason"]
+
+
+async def test_the_bridge_is_behind_the_same_authentication(hosts: list[HttpHost]) -> None:
+    from websockets.exceptions import InvalidStatus
+
+    port = free_port()
+    hosts.append(
+        start_host(
+            port, str(BEHAVIOURS), "--agent-id", "b", "--auth-token-env", "B_TOKEN", env={"B_TOKEN": "s3cret"}
+        )
+    )
+    with pytest.raises(InvalidStatus):
+        async with raw_agent(port):
+            pass
+    with pytest.raises(InvalidStatus):
+        async with raw_agent(port, "wrong"):
+            pass
+    async with raw_agent(port, "s3cret") as ws:
+        assert (await RawAgent(ws).handshake("x"))["payload"]["accepted"] is True
+    os.environ["PEER_TOKEN"] = "s3cret"
+    try:
+        async with mcp_session(
+            "run", str(LOCAL), "--agent-id", "a", "--peer", bridge_url(port), "--peer-token-env", "PEER_TOKEN"
+        ) as session:
+            await wait_tools(session, {"b_add"})
+            assert texts(await session.call_tool("b_add", {"a": 1, "b": 2})) == ["3"]
+    finally:
+        os.environ.pop("PEER_TOKEN", None)
+
+
+def test_bridge_options_are_checked() -> None:
+    from click.testing import CliRunner
+
+    from protomcp_host.cli.main import main
+
+    runner = CliRunner()
+    for args, message in (
+        (["--peer", "ws://h:1/bridge"], "only with --agent-id"),
+        (["--agent-id", "1a"], "--agent-id: a letter"),
+        (["--agent-id", "a", "--peer", "http://h/bridge"], "ws://HOST:PORT/bridge"),
+        (["--agent-id", "a", "--peer-token-env", "PROTOMCP_UNSET_VAR"], "is not set"),
+    ):
+        result = runner.invoke(main, ["run", *args])
+        assert result.exit_code == 2, result.output
+        assert message in result.output
