@@ -48,7 +48,7 @@ async def test_stdio_upstream_list_call_progress_resources_prompts(marks: Path) 
     async with mcp_session("run", str(POLICY), "--upstream", upstream_arg()) as session:
         names = [tool.name for tool in (await session.list_tools()).tools]
         assert "local_hello" in names
-        assert {"ex_add", "ex_count", "ex_wait_forever", "ex_crash", "ex_ask_name"} <= set(names)
+        assert {"ex_add", "ex_count", "ex_wait_forever", "ex_crash", "ex_ask_name", "ex_grow"} <= set(names)
         result = await session.call_tool("ex_add", {"a": 1, "b": 2})
         assert result.structured_content == {"result": 3}
         assert texts(result) == ["3 [checked]"]  # the local middleware ran around the upstream tool
@@ -68,6 +68,24 @@ async def test_stdio_upstream_list_call_progress_resources_prompts(marks: Path) 
         assert read.contents[0].text == "read me from upstream"
         prompt = await session.get_prompt("ex_greet", {"who": "Ada"})
         assert prompt.messages[0].content.text == "Say hello to Ada."
+
+
+async def test_stdio_upstream_list_change_is_forwarded(marks: Path) -> None:
+    changed = anyio.Event()
+
+    async def message(notification: Any) -> None:
+        from mcp import types
+
+        if isinstance(getattr(notification, "root", notification), types.ToolListChangedNotification):
+            changed.set()
+
+    async with mcp_session("run", str(POLICY), "--upstream", upstream_arg(), message_handler=message) as session:
+        assert "ex_extra" not in {tool.name for tool in (await session.list_tools()).tools}
+        assert texts(await session.call_tool("ex_grow", {})) == ["grown"]
+        with anyio.fail_after(20):
+            await changed.wait()
+        assert "ex_extra" in {tool.name for tool in (await session.list_tools()).tools}
+        assert texts(await session.call_tool("ex_extra", {})) == ["extra"]
 
 
 async def test_stdio_upstream_middleware_rejects_and_bad_arguments(marks: Path) -> None:
@@ -319,7 +337,7 @@ def test_doctor_connects_to_upstreams(marks: Path) -> None:
         env={**os.environ, "HOME": str(marks)},
     )  # fmt: skip
     assert (
-        "upstream ex 'upstream-example'" in good.stdout and "5 tools, 1 resources, 1 prompts" in good.stdout
+        "upstream ex 'upstream-example'" in good.stdout and "6 tools, 1 resources, 1 prompts" in good.stdout
     )
     bad = subprocess.run(
         [*HOST, "doctor", "--upstream", "gone=http://127.0.0.1:1/mcp"], capture_output=True, text=True,

@@ -67,6 +67,19 @@ async def ask_name(ctx: Context) -> str:
     return f"hello {answer.data.name}" if answer.action == "accept" and answer.data else answer.action
 
 
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool `extra` and tells the client its tool list changed."""
+
+    def extra() -> str:
+        """Added at run time."""
+        return "extra"
+
+    server.add_tool(extra)
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
 @server.resource("memo://upstream/readme", mime_type="text/plain")
 def readme() -> str:
     return "read me from upstream"
