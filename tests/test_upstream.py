@@ -48,7 +48,15 @@ async def test_stdio_upstream_list_call_progress_resources_prompts(marks: Path) 
     async with mcp_session("run", str(POLICY), "--upstream", upstream_arg()) as session:
         names = [tool.name for tool in (await session.list_tools()).tools]
         assert "local_hello" in names
-        assert {"ex_add", "ex_count", "ex_wait_forever", "ex_crash", "ex_ask_name", "ex_grow"} <= set(names)
+        assert {
+            "ex_add",
+            "ex_count",
+            "ex_wait_forever",
+            "ex_crash",
+            "ex_ask_name",
+            "ex_grow",
+            "ex_ask_model",
+        } <= set(names)
         result = await session.call_tool("ex_add", {"a": 1, "b": 2})
         assert result.structured_content == {"result": 3}
         assert texts(result) == ["3 [checked]"]  # the local middleware ran around the upstream tool
@@ -79,7 +87,9 @@ async def test_stdio_upstream_list_change_is_forwarded(marks: Path) -> None:
         if isinstance(getattr(notification, "root", notification), types.ToolListChangedNotification):
             changed.set()
 
-    async with mcp_session("run", str(POLICY), "--upstream", upstream_arg(), message_handler=message) as session:
+    async with mcp_session(
+        "run", str(POLICY), "--upstream", upstream_arg(), message_handler=message
+    ) as session:
         assert "ex_extra" not in {tool.name for tool in (await session.list_tools()).tools}
         assert texts(await session.call_tool("ex_grow", {})) == ["grown"]
         with anyio.fail_after(20):
@@ -134,6 +144,44 @@ async def test_stdio_upstream_elicitation_reaches_the_client(marks: Path) -> Non
     ) as session:
         result = await session.call_tool("ex_ask_name", {})
         assert texts(result) == ["hello Ada"]
+
+
+async def test_stdio_upstream_sampling_reaches_the_client(marks: Path) -> None:
+    from mcp import types
+
+    async def sample(context: Any, params: Any) -> Any:
+        assert params.messages[0].content.text == "Say hi"
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="hi there"), model="test-model"
+        )
+
+    async with mcp_session(
+        "run", str(POLICY), "--upstream", upstream_arg(), sampling_callback=sample
+    ) as session:
+        assert texts(await session.call_tool("ex_ask_model", {})) == ["model said: hi there"]
+
+
+async def test_an_upstream_request_for_the_client_is_refused_when_calls_overlap(marks: Path) -> None:
+    """With two calls in flight the upstream's elicitation cannot be told apart: refused, never
+    sent to a client that may not be the caller's."""
+    from mcp import types
+
+    asked: list[Any] = []
+
+    async def elicit(context: Any, params: Any) -> Any:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with mcp_session(
+        "run", str(POLICY), "--upstream", upstream_arg(), elicitation_callback=elicit
+    ) as session:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.call_tool, "ex_wait_forever", {})
+            await wait_for_file(marks / "waiting")
+            refused = await session.call_tool("ex_ask_name", {})
+            tg.cancel_scope.cancel()
+        assert refused.is_error and "2 tool calls are running" in texts(refused)[0]
+        assert asked == []
 
 
 async def test_prefix_and_tag_filter(marks: Path) -> None:
@@ -337,7 +385,7 @@ def test_doctor_connects_to_upstreams(marks: Path) -> None:
         env={**os.environ, "HOME": str(marks)},
     )  # fmt: skip
     assert (
-        "upstream ex 'upstream-example'" in good.stdout and "6 tools, 1 resources, 1 prompts" in good.stdout
+        "upstream ex 'upstream-example'" in good.stdout and "7 tools, 1 resources, 1 prompts" in good.stdout
     )
     bad = subprocess.run(
         [*HOST, "doctor", "--upstream", "gone=http://127.0.0.1:1/mcp"], capture_output=True, text=True,

@@ -64,6 +64,7 @@ BRIDGE_LABEL = "bridge"  # owner of the bridge's own tools (bridge_notify, bridg
 PEER_PREFIX = "peer "  # owner label of a peer's tools: "peer b"
 HANDSHAKE_TIMEOUT = 10.0
 TOOLS_CHANGED = "tools_changed"
+MAX_QUEUED = 1024  # peer requests waiting for a slot, across links; more are refused (busy)
 Make = MCPBridgeProtocol
 
 
@@ -377,7 +378,14 @@ class PeerHub:
                 )  # fmt: skip
             return
         if isinstance(message, RequestMessage):
-            if self.gate.submit(message.priority, (link, message)) is not None:
+            if len(self.gate) >= MAX_QUEUED:  # a flood waits in memory only up to a bound
+                await link.send(
+                    self._error(
+                        ErrorCode.INTERNAL_ERROR, f"agent {self.me!r} is busy: {MAX_QUEUED} requests wait",
+                        "busy", link.peer_id, message.message_id,
+                    )
+                )  # fmt: skip
+            elif self.gate.submit(message.priority, (link, message)) is not None:
                 self._start(link, message)
         elif isinstance(message, ResponseMessage | ErrorMessage):
             future = link.pending.get(message.correlation_id or "")

@@ -68,6 +68,19 @@ async def ask_name(ctx: Context) -> str:
 
 
 @server.tool()
+async def ask_model(ctx: Context) -> str:
+    """Asks the client's model (sampling)."""
+    from mcp import types
+
+    result = await ctx.session.create_message(
+        messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text="Say hi"))],
+        max_tokens=20,
+        related_request_id=ctx.request_id,
+    )
+    return f"model said: {result.content.text}"
+
+
+@server.tool()
 async def grow(ctx: Context) -> str:
     """Adds the tool `extra` and tells the client its tool list changed."""
 
