@@ -346,3 +346,33 @@ def test_bridge_options_are_checked() -> None:
         result = runner.invoke(main, ["run", *args])
         assert result.exit_code == 2, result.output
         assert message in result.output
+
+
+async def test_a_peer_tool_list_change_reaches_the_other_host(hosts: list[HttpHost], tmp_path: Path) -> None:
+    """B reloads its tool file (dev): B tells A (`tools_changed`), A's client gets list_changed."""
+    tools = tmp_path / "grows.py"
+    tools.write_text("from protomcp_sdk import tool\n\n@tool\ndef first() -> str:\n    return 'one'\n")
+    port = free_port()
+    b = HttpHost.__new__(HttpHost)
+    b.proc = subprocess.Popen(
+        [*HOST, "dev", str(tools), "--agent-id", "b", "--transport", "http", "--port", str(port)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    b.stderr, b._lines = [], threading.Condition()
+    threading.Thread(target=b._read_stderr, daemon=True).start()
+    hosts.append(b)
+    b.wait_stderr(lambda line: "http://" in line)
+    watcher = Watcher()
+    async with mcp_session(
+        "run", str(LOCAL), "--agent-id", "a", "--peer", bridge_url(port), message_handler=watcher.message
+    ) as session:
+        await wait_tools(session, {"b_first"})
+        watcher.changed = anyio.Event()
+        tools.write_text(
+            "from protomcp_sdk import tool\n\n@tool\ndef first() -> str:\n    return 'one'\n\n"
+            "@tool\ndef second() -> str:\n    return 'two'\n"
+        )
+        with anyio.fail_after(30):
+            await watcher.changed.wait()
+        await wait_tools(session, {"b_second"})
+        assert texts(await session.call_tool("b_second", {})) == ["two"]
