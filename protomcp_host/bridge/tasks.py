@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from protomcp_host.bridge.execution import Dispatcher, Execution
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import valid_answer
+from protomcp_host.protocol.modern import MISSING_CAPABILITY, missing_capability, valid_answer
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_host.protocol.tasks import Task, TaskStore
 from protomcp_sdk.wire.toollist import ToolListChange
@@ -131,6 +131,15 @@ class TaskSink:
         return self.runner.store.finish(self.task, status, outcome, message, time.time())
 
     def call_answered(self, call: Call, answer: ToolAnswer) -> None:
+        required = missing_capability(answer)
+        if required is not None:  # the request itself would have been refused with -32021
+            text = f"Tool '{call.tool.name}' needs a client capability the request did not declare"
+            ended = self._finish("failed", b"", text)
+            if ended:
+                self.task.error = {"code": MISSING_CAPABILITY, "message": text,
+                                   "data": {"requiredCapabilities": required}}  # fmt: skip
+            self.runner.changed(self.task, ended)
+            return
         outcome = self.origin.session.task_outcome(call, answer)
         self.runner.changed(self.task, self._finish("completed", outcome, None))
 

@@ -508,9 +508,9 @@ class ModernSession(Session):
     # -- answers ---------------------------------------------------------------------
     def call_done(self, call: Call, answer: ToolAnswer) -> bytes | None:
         self.envelopes.pop(call.id, None)
-        if answer.is_error and answer.meta and MISSING_CAPABILITY_CODE in answer.meta:
-            required = _required_capability(answer.meta)
-            if required is not None and self.in_flight.pop(call.id, None) is not None:
+        required = missing_capability(answer)
+        if required is not None:
+            if self.in_flight.pop(call.id, None) is not None:
                 return rpc.error(
                     call.id,
                     MISSING_CAPABILITY,
@@ -637,6 +637,14 @@ def _retry(params: dict[str, Any]) -> Retry | str | None:
     if state is not None and not isinstance(state, str):
         return 'Invalid params: "requestState" must be a string'
     return Retry(responses, state)
+
+
+def missing_capability(answer: ToolAnswer) -> dict[str, Any] | None:
+    """The capabilities object a tool's escaped missing-capability error names (None: the
+    answer is not one)."""
+    if not (answer.is_error and answer.meta and MISSING_CAPABILITY_CODE in answer.meta):
+        return None
+    return _required_capability(answer.meta)
 
 
 def _required_capability(meta: bytes) -> dict[str, Any] | None:
