@@ -509,14 +509,13 @@ class ModernSession(Session):
     def call_done(self, call: Call, answer: ToolAnswer) -> bytes | None:
         self.envelopes.pop(call.id, None)
         required = missing_capability(answer)
-        if required is not None:
-            if self.in_flight.pop(call.id, None) is not None:
-                return rpc.error(
-                    call.id,
-                    MISSING_CAPABILITY,
-                    f"Tool '{call.tool.name}' needs a client capability the request did not declare",
-                    {"requiredCapabilities": required},
-                )
+        if required is not None and self.in_flight.pop(call.id, None) is not None:
+            return rpc.error(
+                call.id,
+                MISSING_CAPABILITY,
+                f"Tool '{call.tool.name}' needs a client capability the request did not declare",
+                {"requiredCapabilities": required},
+            )
         return super().call_done(call, answer)
 
     def input_required(self, request_id: bytes, requests: dict[str, Any], state: str) -> bytes | None:

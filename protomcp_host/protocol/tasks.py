@@ -287,7 +287,7 @@ class TaskMethods:
     and what happens to a task as its call runs, as JSON-RPC messages."""
 
     def __init__(self, store: TaskStore | None = None, owner: str = "") -> None:
-        self.store = store or TaskStore()
+        self.store = store if store is not None else TaskStore()  # (an empty store is falsy)
         self.owner = owner  # this session's tasks in a store shared with others
         self._methods: dict[str, Callable[[rpc.Request], Effects]] = {
             "tasks/get": self._get,
