@@ -119,6 +119,7 @@ class TaskSink:
         self.call = call
         self.origin = origin  # the connection that made it: its encoding, the principal's tool list
         self.asks: dict[str, tuple[str, Reply]] = {}  # outstanding requests for the client, by key
+        self.used: set[str] = set()  # every key issued so far
         self.issued = 0
 
     @property
@@ -173,18 +174,18 @@ class TaskSink:
         reply: Reply,
         key: str = "",
     ) -> None:
-        """The call asks the client: the task waits on input, the request under its key."""
+        """The call asks the client: the task waits on input, the request under its key. (The
+        tool process checked the request's declared capabilities: ctx.client_capabilities.)"""
         task = self.task
         if task.terminal:
             reply(None, f"{method} can only be asked while the task runs")
             return
-        problem = self.origin.session.features.missing_capability(method, params)
-        if problem is not None:
-            reply(None, problem)
-            return
         self.issued += 1
-        if not key:  # a tool process of another SDK: keys by order, unique over the task's life
+        if not key:  # a tool process of another SDK: keys by order
             key = f"{method}-{self.issued}"
+        while key in self.used:  # a key is never reused over the task's life (a tool asking again)
+            key = f"{key}-{self.issued}"
+        self.used.add(key)
         if method == "elicitation/create":
             params = {k: v for k, v in params.items() if k != "elicitationId"}  # not in this era
         self.asks[key] = (method, reply)
