@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as types
 import orjson
@@ -237,7 +238,21 @@ async def test_two_principals_never_see_each_others_tasks(tmp_path: Path, http_h
                              "params": {"taskId": task_id, "_meta": meta()}})  # fmt: skip
         response = await client.post(host.url, content=body, headers=wrong)
         assert response.status_code == 400 and response.json()["error"]["code"] == -32020
-        status, _ = await _post(client, host.url, alice, 7, "tasks/cancel", {"taskId": task_id})
-        assert status == 200
+        # alice's listen stream hears of her task's cancellation (notifications/tasks)
+        listen = {"notifications": {"taskIds": [task_id]}, "_meta": meta()}
+        body = orjson.dumps({"jsonrpc": "2.0", "id": "M", "method": "subscriptions/listen", "params": listen})
+        headers = _headers(alice, "subscriptions/listen")
+        with anyio.fail_after(15):
+            async with client.stream("POST", host.url, content=body, headers=headers) as stream:
+                lines = stream.aiter_lines()
+                frames = (orjson.loads(line[5:]) async for line in lines if line.startswith("data:"))
+                ack = await anext(frames)
+                assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+                status, _ = await _post(client, host.url, alice, 7, "tasks/cancel", {"taskId": task_id})
+                assert status == 200
+                note = await anext(frames)
+        assert note["method"] == "notifications/tasks"
+        assert note["params"]["taskId"] == task_id and note["params"]["status"] == "cancelled"
+        assert note["params"]["_meta"] == {SUB: "M"}
         status, ended = await _post(client, host.url, alice, 8, "tasks/get", {"taskId": task_id})
         assert ended["result"]["status"] == "cancelled"
