@@ -362,6 +362,10 @@ def test_sessions_sharing_a_store_see_only_their_own_tasks() -> None:
     assert refused["error"]["code"] == -32602
     [listed] = sent(request(other, 10, "tasks/list", {}))
     assert listed["result"]["tasks"] == [] and len(store) == 1
+    other.tasks.forget_all()  # a session that ends takes only its own tasks along
+    assert len(store) == 1
+    mine.tasks.forget_all()
+    assert len(store) == 0 and store.owners() == []
 
 
 def test_context_task_status_frames() -> None:

@@ -403,6 +403,11 @@ class TaskMethods:
     def running(self) -> list[Task]:
         return self.store.running(self.owner)
 
+    def forget_all(self) -> None:
+        """The session is over: its tasks go (their calls were cancelled with the session)."""
+        for task in list(self.store.owned.get(self.owner, {}).values()):
+            self.store.forget(task)
+
     def _notice(self, task: Task) -> Write:
         return rpc.notification("notifications/tasks/status", task.describe()), None
 
