@@ -92,7 +92,7 @@ class TaskRunner:
                 self.sinks.pop(task, None)
                 if task.call is not None and task.call.execution is not None:
                     task.call.execution.cancel("its task expired")
-            if owner not in self.store.owned:
+            if owner not in self.store.owners():
                 self.owners.discard(owner)
 
     # -- notifications/tasks -------------------------------------------------------------

@@ -371,7 +371,7 @@ class ModernSession(Session):
             honored["resourceSubscriptions"] = kept
         task_ids = wanted.get("taskIds")
         if self.task_store is not None and isinstance(task_ids, list):
-            mine = self.task_store.owned.get(self.owner, {})  # another principal's ids stay unknown
+            mine = {task.id for task in self.task_store.owned_by(self.owner)}  # not another principal's
             if kept := [t for t in task_ids if isinstance(t, str) and t in mine]:
                 honored["taskIds"] = kept
         listen = self.listens[request.id] = Listen(request.id, honored)
