@@ -58,6 +58,7 @@ class Call:
     capabilities: str = ""  # what the client declared (JSON), for ctx.client_capabilities
     answers: str = ""  # 2026-07-28: answers its requests for the client already have (JSON, by key)
     retry: Any = None  # 2026-07-28: (inputResponses, requestState) of a retried request
+    task_later: bool = False  # 2026-07-28: becomes a task once its input round trip is done
 
 
 @dataclass(slots=True)
@@ -93,6 +94,7 @@ class Session:
         features: Features | None = None,
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        tasks: TaskMethods | None = None,
     ) -> None:
         self.catalog = catalog
         self.max_in_flight = max_in_flight
@@ -109,7 +111,8 @@ class Session:
         self.visibility = ToolVisibility()
         # What tools/list showed at the last flush, while a tool-list change is pending.
         self._tools_seen: dict[str, dict[str, Any]] | None = None
-        self.tasks = TaskMethods()
+        # its tasks (in the host's shared store, as their owner)
+        self.tasks = tasks if tasks is not None else TaskMethods()
         self._methods: dict[str, Handler] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -148,9 +151,18 @@ class Session:
         expecting = [m for m in decoded if isinstance(m, (rpc.Request, rpc.Invalid))]
         batch = Batch(len(expecting)) if expecting else None
         events: list[Event] = []
+        ids: set[bytes] = set()  # a request answered at once no longer holds its id: remember it
         for message in decoded:
-            if isinstance(message, rpc.Request) and message.method == "initialize":
+            if isinstance(message, rpc.Request) and message.id in ids:
                 event: Event | None = Send(
+                    rpc.error(
+                        message.id,
+                        rpc.INVALID_REQUEST,
+                        "Invalid Request: this id is already used by another request of the batch",
+                    )
+                )
+            elif isinstance(message, rpc.Request) and message.method == "initialize":
+                event = Send(
                     rpc.error(
                         message.id,
                         rpc.INVALID_REQUEST,
@@ -159,6 +171,8 @@ class Session:
                 )
             else:
                 event = self._handle(message, batch)
+            if isinstance(message, rpc.Request):
+                ids.add(message.id)
             if isinstance(event, list):  # task requests need 2025-11-25, which has no batches
                 events.extend(event)
             elif isinstance(event, Send) and batch is not None:
@@ -453,7 +467,7 @@ class Session:
     def advance(self, now: float) -> list[Event]:
         """The time is `now`: tasks past their ttl expire."""
         self.tasks.now = now
-        if now < self.tasks.store.earliest:  # the common case, on every message: nothing to do
+        if now < self.tasks.store.earliest(self.tasks.owner):  # the common case: nothing to do
             return []
         return self._carry(self.tasks.advance(now))
 
