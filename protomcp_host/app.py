@@ -26,6 +26,7 @@ from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
 from protomcp_host.processes.launch import Launched, StartupError, label_of
 from protomcp_host.processes.output import LEVELS
+from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.worker import WorkerError
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
@@ -72,6 +73,7 @@ class Host:
         wait_for_fix: bool = False,
         share_output: bool = False,
         serve_modern: bool | None = None,
+        processes: int = 1,
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -93,7 +95,7 @@ class Host:
         self.serve_modern = serve_modern
         self.principals: dict[str, ToolVisibility] = {}  # modern era: tool-list state per principal
         self.rounds = Rounds()  # modern era: calls waiting for their client's input (bridge/rounds.py)
-        self.supervisors: dict[str, Supervisor] = {}
+        self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
         self.routers: list[Router] = []  # one per client session
         self._middleware_of: dict[str, list[Middleware]] = {}
         self.ready = anyio.Event()  # set once every file has loaded (or, in dev, failed to)
@@ -105,9 +107,7 @@ class Host:
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
         for file in files:
-            self.supervisors[label_of(file)] = Supervisor(
-                file,
-                self,
+            supervision: dict[str, Any] = dict(
                 python=python,
                 drain_timeout=max(RELOAD_DRAIN, (call_timeout or 3600.0) + 5.0),
                 standby=standby,
@@ -115,6 +115,11 @@ class Host:
                 handshake_timeout=startup_timeout,
                 heartbeat_timeout=heartbeat_timeout,
                 wait_for_fix=wait_for_fix,
+            )
+            self.supervisors[label_of(file)] = (
+                Pool(file, self, processes, **supervision)
+                if processes > 1
+                else Supervisor(file, self, **supervision)
             )
 
     # -- lifecycle -----------------------------------------------------------------
@@ -124,7 +129,7 @@ class Host:
         self.dispatcher.spawn = tg.start_soon
         errors: list[str] = []
 
-        async def start_one(supervisor: Supervisor) -> None:
+        async def start_one(supervisor: Supervisor | Pool) -> None:
             try:
                 await tg.start(supervisor.run)
             except (WorkerError, ValueError) as exc:

@@ -52,6 +52,12 @@ def _serve_options(fn: Any) -> Any:
         "stdio it and the requests after it wait, in order; over HTTP it waits up to 30 s, then is "
         "refused with a 'Server busy' error (-32000). Calls in a batch beyond it are refused at once.",
     )(fn)  # fmt: skip
+    fn = click.option(
+        "--processes", default=1, show_default=True, type=click.IntRange(min=1), metavar="N",
+        help="Tool processes per tool file. Each call goes to the least busy one, so CPU-bound sync "
+        "tools use N cores; a crash restarts only that process, a reload replaces all N. "
+        "Module-level state in a tool file is per process.",
+    )(fn)  # fmt: skip
     fn = PYTHON(fn)
     for option in reversed(HTTP_OPTIONS):
         fn = option(fn)
@@ -278,7 +284,7 @@ def dev(files: tuple[Path, ...], watch: tuple[str, ...], no_reload: bool, **opti
 
 SERVE_KEYS = (
     "modules", "plugins", "server_name", "instructions", "python", "call_timeout", "page_size",
-    "include_tags", "exclude_tags",
+    "include_tags", "exclude_tags", "processes",
 )  # fmt: skip
 
 

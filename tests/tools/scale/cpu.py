@@ -1,0 +1,52 @@
+"""Tools for the scale-out tests: CPU-bound work, which process answered, a crash, a counter
+kept in module state (per process), a resource update published for listeners."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from protomcp_sdk import Context, resource, tool
+
+CALLS = {"count": 0}  # module-level state: one per tool process
+
+
+@tool
+def burn(n: int = 200_000, tag: str = "") -> dict[str, object]:
+    """Spin the CPU for n loop steps (a sync tool holds the GIL), then say which process ran it."""
+    total = 0
+    for i in range(n):
+        total += i * i
+    CALLS["count"] += 1
+    return {"pid": os.getpid(), "tag": tag, "calls": CALLS["count"]}
+
+
+@tool
+def whoami() -> dict[str, int]:
+    """The process id of the tool process and of its host."""
+    return {"pid": os.getpid(), "host": int(os.environ.get("PROTOMCP_HOST_PID", "0"))}
+
+
+@tool
+def crash() -> str:
+    """Exit the tool process at once (a crash mid-call)."""
+    os._exit(3)
+
+
+@tool
+def slow(seconds: float = 30.0) -> str:
+    """Sleep (an in-flight call to interrupt)."""
+    time.sleep(seconds)
+    return "slept"
+
+
+@tool
+async def touch(uri: str, ctx: Context) -> str:
+    """Tell listeners that a resource changed."""
+    ctx.resource_updated(uri)
+    return f"touched {uri}"
+
+
+@resource("scale://note", mime_type="text/plain")
+def note() -> str:
+    return f"note from {os.getpid()}"
