@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -209,6 +210,16 @@ HTTP_OPTIONS = [
         "with no request in progress (silent or idle); when every connection is serving a request "
         "it gets 503. Lowered to fit the limit on open files (ulimit -n).  [default: 1000]",
     ),
+    click.option(
+        "--workers",
+        default=None,
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="[http] Host processes sharing the port, each with its own tool processes; this process "
+        "supervises them (a worker that dies is replaced; SIGTERM drains all). Modern (2026-07-28) "
+        "requests go to any worker; a legacy session lives in one worker, so legacy clients need "
+        "one worker or a balancer routing by Mcp-Session-Id.  [default: 1]",
+    ),
 ]
 HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags do not apply
     "host": "--host",
@@ -228,9 +239,10 @@ HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags d
     "header_timeout": "--header-timeout",
     "keep_alive_timeout": "--keep-alive-timeout",
     "max_connections": "--max-connections",
+    "workers": "--workers",
 }
 CONNECTION_LIMITS = ("header_timeout", "keep_alive_timeout", "max_connections")
-STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions")  # not used by the legacy SSE transport
+STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions", "workers")  # not used by the legacy SSE transport
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -342,10 +354,10 @@ def _http_settings(transport: str, given: dict[str, Any]) -> Any:
         limits=ConnectionLimits(
             **{key: given[key] for key in CONNECTION_LIMITS if given.get(key) is not None}
         ),
+        workers=given.get("workers") or 1,
     )
     name = given.get("auth_token_env")
     if name:
-        import os
 
         from protomcp_host.processes.launch import SECRET_ENV
 
@@ -395,6 +407,15 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     token_env = options.pop("token_env", None)
     if not (files or modules or plugins):
         raise click.UsageError("nothing to serve: give tool FILES, -m MODULE or --plugin NAME")
+    worker = None
+    http = options.get("http")
+    if http is not None and http.workers > 1:
+        from protomcp_host.transports.http.workers import inherited_socket
+
+        http.sock = inherited_socket()
+        if http.sock is None:  # the parent: it serves no tools itself
+            sys.exit(_run_workers(files, http, options.get("drain_timeout", 5.0), signalled))
+        worker = os.environ.get("PROTOMCP_WORKER", "?")
     # Start the tool processes first, so they boot while this process imports the host.
     try:
         sources = list(files)
@@ -422,6 +443,11 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     from protomcp_host.cli.banner import banner
 
     def say(host: Any, url: str | None, reload: bool) -> str:
+        if worker is not None:  # one of --workers N: the parent says where it serves
+            from protomcp_host.transports.http.workers import say_ready
+
+            say_ready()
+            return f"protomcp: worker {worker} (pid {os.getpid()}) serving"
         return banner(host, url, reload, token_env)
 
     timeout = options.pop("call_timeout")
@@ -430,6 +456,37 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
         backend="asyncio",
     )
     sys.exit(code)
+
+
+def _run_workers(files: tuple[Path, ...], http: Any, drain_timeout: float, signalled: list[int]) -> int:
+    """--workers N: bind the port, start N copies of this command on it, supervise them."""
+    import anyio
+
+    from protomcp_host.processes.launch import StartupError
+    from protomcp_host.transports.http.server import listen, url_of
+    from protomcp_host.transports.http.workers import run_workers
+
+    try:
+        sock = listen(http)
+    except StartupError as exc:
+        click.echo(f"protomcp: cannot start: {exc}", err=True)
+        return 1
+    url = url_of(http, sock.getsockname()[1])
+
+    def stderr(text: str) -> None:
+        click.echo(text, err=True)
+
+    def announce() -> None:
+        stderr(f"protomcp {__version__}: {http.workers} workers serving at {url}")
+
+    command = [sys.executable, "-m", "protomcp_host", *sys.argv[1:]]
+    try:
+        return anyio.run(
+            run_workers, command, sock, http.workers, drain_timeout, stderr, announce, signalled,
+            backend="asyncio",
+        )  # fmt: skip
+    finally:
+        sock.close()
 
 
 @main.command(name="list")

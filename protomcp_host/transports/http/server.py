@@ -35,6 +35,8 @@ class HttpSettings:
     auth: Authenticator | None = None
     options: HttpOptions = field(default_factory=HttpOptions)
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    workers: int = 1  # --workers: host processes on this port (workers.py)
+    sock: socket.socket | None = None  # a listening socket to serve instead of binding (a worker's)
 
 
 LISTEN_QUEUE = 2048  # connections the kernel holds until they are accepted
@@ -81,6 +83,16 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def listen(settings: HttpSettings) -> socket.socket:
+    """Bind the settings' address; a StartupError says why not."""
+    try:
+        return bind(settings.host, settings.port)
+    except OSError as exc:
+        raise StartupError(
+            f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}"
+        ) from None
 
 
 def url_of(settings: HttpSettings, port: int) -> str:
@@ -135,12 +147,7 @@ async def serve_http(
 ) -> None:
     """Serve until `shutdown` is set, then shut down gracefully within `drain_timeout`."""
     app, owner = build_app(host, settings)
-    try:
-        sock = bind(settings.host, settings.port)
-    except OSError as exc:
-        raise StartupError(
-            f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}"
-        ) from None
+    sock = settings.sock or listen(settings)
     limits = settings.limits
     cap = fit_to_fd_limit(limits.max_connections)
     if cap < limits.max_connections:

@@ -18,7 +18,8 @@ def burn(n: int = 200_000, tag: str = "") -> dict[str, object]:
     for i in range(n):
         total += i * i
     CALLS["count"] += 1
-    return {"pid": os.getpid(), "tag": tag, "calls": CALLS["count"]}
+    host = int(os.environ.get("PROTOMCP_HOST_PID", "0"))
+    return {"pid": os.getpid(), "host": host, "tag": tag, "calls": CALLS["count"]}
 
 
 @tool
@@ -34,8 +35,11 @@ def crash() -> str:
 
 
 @tool
-def slow(seconds: float = 30.0) -> str:
-    """Sleep (an in-flight call to interrupt)."""
+def slow(seconds: float = 30.0, mark: str = "") -> str:
+    """Sleep (an in-flight call to interrupt); `mark`: a file created once it runs."""
+    if mark:
+        with open(mark, "w") as file:
+            file.write(str(os.getpid()))
     time.sleep(seconds)
     return "slept"
 

@@ -1,0 +1,66 @@
+"""`--workers N`: N host processes on one port under a supervising parent, with the official
+client in modern mode: requests spread over the workers and each is answered once, a dead
+worker is replaced, SIGTERM drains (an in-flight call finishes) and stops every worker."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+import anyio
+from scale_support import CPU, burst, modern_client, wait_for_file
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_workers_share_the_port_and_a_dead_worker_is_replaced(http_host: Any) -> None:
+    host = http_host("run", str(CPU), "--workers", "2", "--processes", "2")
+    async with modern_client(host.url) as client:
+        assert client.session.protocol_version == "2026-07-28"
+        hosts: set[int] = set()
+        with anyio.fail_after(60):
+            while len(hosts) < 2:  # connections are accepted by either worker
+                hosts |= {r["host"] for r in await burst(client, 16)}
+        victim = min(hosts)
+        os.kill(victim, signal.SIGKILL)
+        host.wait_stderr(lambda line: f"(pid {victim}) exited" in line)
+        line = host.wait_stderr(lambda line: "serving again" in line)
+        replacement = int(re.search(r"pid (\d+)", line).group(1))  # type: ignore[union-attr]
+        seen: set[int] = set()
+        with anyio.fail_after(60):
+            while replacement not in seen:
+                seen |= {r["host"] for r in await burst(client, 16)}
+    assert host.terminate() == 0
+    for pid in seen | hosts:
+        with anyio.fail_after(10):
+            while _alive(pid):
+                await anyio.sleep(0.02)
+
+
+async def test_sigterm_lets_an_in_flight_call_finish(http_host: Any, tmp_path: Path) -> None:
+    host = http_host("run", str(CPU), "--workers", "2", "--drain-timeout", "20")
+    mark = tmp_path / "running"
+    answers: list[str] = []
+    async with modern_client(host.url) as client:
+        await client.list_tools()  # (the client lists tools before its first call; not during the drain)
+
+        async def slow() -> None:
+            result = await client.call_tool("slow", {"seconds": 1.0, "mark": str(mark)})
+            answers.append(result.content[0].text)
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(slow)
+                await wait_for_file(mark)
+                host.proc.send_signal(signal.SIGTERM)
+    assert answers == ["slept"]
+    assert host.proc.wait(30) == 0
