@@ -242,7 +242,8 @@ HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags d
     "workers": "--workers",
 }
 CONNECTION_LIMITS = ("header_timeout", "keep_alive_timeout", "max_connections")
-STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions", "workers")  # not used by the legacy SSE transport
+# not used by the legacy SSE transport (--workers: its sessions would need affinity)
+STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions", "workers")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -358,7 +359,6 @@ def _http_settings(transport: str, given: dict[str, Any]) -> Any:
     )
     name = given.get("auth_token_env")
     if name:
-
         from protomcp_host.processes.launch import SECRET_ENV
 
         token = os.environ.get(name, "")

@@ -83,7 +83,7 @@ class WorkerSet:
                 env=env,
                 stdin=subprocess.DEVNULL,
                 pass_fds=(self.sock.fileno(), ready_w),
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         finally:
             os.close(ready_w)
