@@ -20,7 +20,7 @@ from protomcp_host.bridge.envelope import file_features, tool_from_definition
 from protomcp_host.bridge.execution import Dispatcher
 from protomcp_host.bridge.forwarding import Forwarding, declares_completions
 from protomcp_host.bridge.middleware import Middleware
-from protomcp_host.bridge.rounds import ModernRouter, Rounds
+from protomcp_host.bridge.rounds import STATE_KEY_ENV, ModernRouter, Rounds
 from protomcp_host.bridge.router import Router, Writer
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
@@ -34,6 +34,8 @@ from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
 from protomcp_host.protocol.visibility import ToolVisibility
+from protomcp_host.store.base import Store, StoreError
+from protomcp_host.store.memory import MemoryStore
 from protomcp_sdk.wire import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
@@ -46,6 +48,8 @@ MODERN_ENV = "PROTOMCP_MODERN"
 MAX_PRINCIPALS = 10_000  # modern era: principals whose tool-list state is kept (the idle ones go first)
 LOCAL_PRINCIPAL = "local"  # the one principal of a stdio client
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
+HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the store to answer a ping
+RESOURCE_UPDATED = "resource_updated"  # bus topic: a resource changed (payload: its URI)
 RELOAD_DRAIN = 30.0  # at least this long, an outdated process may finish its calls after a reload
 
 
@@ -74,6 +78,7 @@ class Host:
         share_output: bool = False,
         serve_modern: bool | None = None,
         processes: int = 1,
+        store: Store | None = None,
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -95,6 +100,8 @@ class Host:
         self.serve_modern = serve_modern
         self.principals: dict[str, ToolVisibility] = {}  # modern era: tool-list state per principal
         self.rounds = Rounds()  # modern era: calls waiting for their client's input (bridge/rounds.py)
+        self.store: Store = store or MemoryStore()  # state shared with other hosts (--store)
+        self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
         self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
         self.routers: list[Router] = []  # one per client session
         self._middleware_of: dict[str, list[Middleware]] = {}
@@ -128,6 +135,7 @@ class Host:
         self._tg = tg
         self.dispatcher.spawn = tg.start_soon
         errors: list[str] = []
+        await self._open_store(tg)
 
         async def start_one(supervisor: Supervisor | Pool) -> None:
             try:
@@ -143,6 +151,39 @@ class Host:
             raise StartupError(self.startup_error)
         self.started = True
         self.ready.set()
+
+    async def _open_store(self, tg: anyio.abc.TaskGroup) -> None:
+        """Connect the shared store: its bus carries resource updates between hosts, and its
+        key seals requestState (PROTOMCP_STATE_KEY, when set, is used instead)."""
+        try:
+            await tg.start(self.store.run)
+            if not isinstance(self.store, MemoryStore) and not os.environ.get(STATE_KEY_ENV):
+                self.rounds.key = await self.store.state_key()
+        except StoreError as exc:
+            self.startup_error = str(exc)
+            raise StartupError(str(exc)) from None
+        self.store.subscribe(self._on_bus)
+
+    def _on_bus(self, topic: str, payload: bytes) -> None:
+        """A message from the store's bus (published here or by another host)."""
+        if topic == RESOURCE_UPDATED:
+            self.forwarding.resource_updated(payload.decode(errors="replace"))
+
+    async def health(self) -> tuple[bool, dict[str, Any]]:
+        """Readiness: loaded, every file has a process serving, the store answers, not draining."""
+        files = {label: supervisor.ready for label, supervisor in self.supervisors.items()}
+        reachable = False
+        with anyio.move_on_after(HEALTH_TIMEOUT):
+            reachable = await self.store.ping()
+        if self.draining:
+            status = "draining"
+        elif not self.started:
+            status = "starting"
+        else:
+            status = "ok" if reachable and all(files.values()) else "unready"
+        body = {"status": status, "pid": os.getpid(), "files": files,
+                "store": {"url": self.store.url, "reachable": reachable}}  # fmt: skip
+        return status == "ok", body
 
     async def stop(self, grace: float) -> None:
         async with anyio.create_task_group() as tg:
@@ -245,7 +286,10 @@ class Host:
         self.report_problem(message)
 
     def notice(self, label: str, envelope: pb.Envelope) -> None:
-        self.forwarding.on_notice(envelope)
+        """A tool process's notification outside any call: a resource update goes out on the
+        store's bus, so listeners on every host sharing the store hear of it (this one too)."""
+        if envelope.WhichOneof("msg") == "resource_changed" and envelope.resource_changed.uri:
+            self.store.publish(RESOURCE_UPDATED, envelope.resource_changed.uri.encode())
 
     def _on_tools(
         self,
@@ -396,6 +440,12 @@ async def _serve(
             return host.started
 
         tg.start_soon(host.expire_tasks)
+
+        async def note_draining() -> None:
+            await shutdown.wait()
+            host.draining = True
+
+        tg.start_soon(note_draining)
         if reload:
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
         if http is not None:

@@ -59,6 +59,13 @@ def _serve_options(fn: Any) -> Any:
         "tools use N cores; a crash restarts only that process, a reload replaces all N. "
         "Module-level state in a tool file is per process.",
     )(fn)  # fmt: skip
+    fn = click.option(
+        "--store", default=None, metavar="URL",
+        help="Shared state for several hosts: redis://HOST:PORT/DB. Resource updates published on one "
+        "host reach listeners on all of them, and an input-required retry (requestState) is accepted "
+        "by any of them. Needs the redis client (pip install 'protomcp-tools[redis]').  "
+        "[default: this host's memory]",
+    )(fn)  # fmt: skip
     fn = PYTHON(fn)
     for option in reversed(HTTP_OPTIONS):
         fn = option(fn)
@@ -297,7 +304,7 @@ def dev(files: tuple[Path, ...], watch: tuple[str, ...], no_reload: bool, **opti
 
 SERVE_KEYS = (
     "modules", "plugins", "server_name", "instructions", "python", "call_timeout", "page_size",
-    "include_tags", "exclude_tags", "processes",
+    "include_tags", "exclude_tags", "processes", "store",
 )  # fmt: skip
 
 
@@ -407,6 +414,14 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     token_env = options.pop("token_env", None)
     if not (files or modules or plugins):
         raise click.UsageError("nothing to serve: give tool FILES, -m MODULE or --plugin NAME")
+    from protomcp_host.store.base import StoreError
+    from protomcp_host.store.open import open_store
+
+    try:
+        options["store"] = open_store(options.pop("store"), lambda text: click.echo(text, err=True))
+    except StoreError as exc:
+        click.echo(f"protomcp: cannot start: {exc}", err=True)
+        sys.exit(1)
     worker = None
     http = options.get("http")
     if http is not None and http.workers > 1:

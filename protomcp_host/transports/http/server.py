@@ -19,6 +19,7 @@ from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send
 from protomcp_host.transports.http.batching import http_protocol
 from protomcp_host.transports.http.connections import ConnectionLimits, bounded, fit_to_fd_limit
 from protomcp_host.transports.http.guard import Authenticator, Guard, is_loopback
+from protomcp_host.transports.http.health import LIVE_PATH, READY_PATH, Health
 from protomcp_host.transports.http.oauth import OAuthResource
 from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
 from protomcp_host.transports.ports import Sessions
@@ -120,9 +121,14 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         mcp = StreamableHTTP(host, settings.options)
         routes = [Route(settings.path, endpoint=mcp, methods=["GET", "POST", "DELETE"])]
         owner = mcp
-    public: list[str] = []
+    health = Health(host)
+    routes += [
+        Route(READY_PATH, endpoint=_Endpoint(health.ready), methods=["GET"]),
+        Route(LIVE_PATH, endpoint=_Endpoint(health.live), methods=["GET"]),
+    ]
+    public: list[str] = [READY_PATH, LIVE_PATH]  # balancers probe without credentials
     if isinstance(settings.auth, OAuthResource):
-        public = settings.auth.metadata_paths(settings.path)
+        public += settings.auth.metadata_paths(settings.path)
         routes += [
             Route(path, endpoint=_Endpoint(settings.auth.metadata), methods=["GET"]) for path in public
         ]

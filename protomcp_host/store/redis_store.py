@@ -1,0 +1,131 @@
+"""The shared store on Redis (`--store redis://HOST:PORT/DB`), the one module that speaks Redis
+(the maintained `redis` client's asyncio API). Keys are under `protomcp:`; the bus is one
+pub/sub channel whose messages are `topic NUL payload`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import anyio.abc
+import redis.asyncio
+import redis.exceptions
+
+from protomcp_host.store.base import Handler, StoreError
+
+PREFIX = "protomcp:"
+BUS = PREFIX + "bus"
+STATE_KEY = PREFIX + "state-key"
+OUTBOX = 10_000  # bus messages waiting to be sent; beyond it new ones are dropped (and reported)
+RETRY = 1.0  # seconds between attempts to reach Redis again after the connection broke
+
+
+def _redacted(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+class RedisStore:
+    def __init__(self, url: str, report: Callable[[str], None]) -> None:
+
+        self.url = _redacted(url)
+        self._report = report
+        self._client: Any = redis.asyncio.Redis.from_url(url)
+        self._errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
+        self._handlers: list[Handler] = []
+        self._outbox: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(OUTBOX)
+        self._dropped = 0
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+            await pubsub.subscribe(BUS)
+        except self._errors as exc:
+            await self._client.aclose()
+            raise StoreError(f"cannot reach the store {self.url}: {exc}") from None
+        task_status.started()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._send)
+                await self._receive(pubsub)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await pubsub.aclose()
+                await self._client.aclose()
+
+    async def _receive(self, pubsub: Any) -> None:
+        while True:
+            try:
+                message = await pubsub.get_message(timeout=None)
+            except self._errors as exc:
+                self._report(f"protomcp: the store {self.url} is unreachable ({exc}); retrying")
+                await anyio.sleep(RETRY)
+                continue  # (redis-py reconnects and subscribes again on the next read)
+            if message is None or message.get("type") != "message":
+                continue
+            topic, _, payload = bytes(message["data"]).partition(b"\0")
+            for handler in self._handlers:
+                handler(topic.decode(), payload)
+
+    async def _send(self) -> None:
+        while True:
+            topic, payload = await self._outbox.get()
+            try:
+                await self._client.publish(BUS, topic.encode() + b"\0" + payload)
+            except self._errors as exc:
+                self._report(
+                    f"protomcp: a {topic} notice was not shared: the store {self.url} failed ({exc})"
+                )
+
+    async def ping(self) -> bool:
+        try:
+            return bool(await self._client.ping())
+        except self._errors:
+            return False
+
+    def subscribe(self, handler: Handler) -> None:
+        self._handlers.append(handler)
+
+    def publish(self, topic: str, payload: bytes) -> None:
+        try:
+            self._outbox.put_nowait((topic, payload))
+        except asyncio.QueueFull:
+            self._dropped += 1
+            if self._dropped in (1, 10, 100) or self._dropped % 1000 == 0:
+                self._report(f"protomcp: {self._dropped} notices dropped: the store {self.url} is behind")
+
+    async def state_key(self) -> bytes:
+        try:
+            await self._client.set(STATE_KEY, os.urandom(32), nx=True)  # the first host makes it
+            key = await self._client.get(STATE_KEY)
+        except self._errors as exc:
+            raise StoreError(f"cannot read the state key from {self.url}: {exc}") from None
+        if not isinstance(key, bytes) or len(key) != 32:
+            raise StoreError(f"{STATE_KEY} in {self.url} is not a 32-byte key")
+        return key
+
+    async def put(self, key: str, value: bytes, ttl: float) -> None:
+        try:
+            await self._client.set(PREFIX + key, value, px=max(1, int(ttl * 1000)))
+        except self._errors as exc:
+            raise StoreError(f"cannot write to {self.url}: {exc}") from None
+
+    async def get(self, key: str) -> bytes | None:
+        try:
+            value = await self._client.get(PREFIX + key)
+        except self._errors as exc:
+            raise StoreError(f"cannot read from {self.url}: {exc}") from None
+        return value if isinstance(value, bytes) else None
+
+    async def delete(self, key: str) -> None:
+        try:
+            await self._client.delete(PREFIX + key)
+        except self._errors as exc:
+            raise StoreError(f"cannot write to {self.url}: {exc}") from None
