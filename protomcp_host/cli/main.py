@@ -218,6 +218,15 @@ HTTP_OPTIONS = [
         "it gets 503. Lowered to fit the limit on open files (ulimit -n).  [default: 1000]",
     ),
     click.option(
+        "--session-id-header",
+        default=None,
+        metavar="NAME",
+        help="[http] Behind a balancer: a new legacy session takes its id from this request header "
+        "(nginx: proxy_set_header NAME $request_id, and hash the same value), so that `hash "
+        "$http_mcp_session_id` sends the session's later requests to this host. Ignored unless the "
+        "value is 32-128 letters, digits, '-', '_' or '.' and no session has it.",
+    ),
+    click.option(
         "--workers",
         default=None,
         type=click.IntRange(min=1),
@@ -247,10 +256,11 @@ HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags d
     "keep_alive_timeout": "--keep-alive-timeout",
     "max_connections": "--max-connections",
     "workers": "--workers",
+    "session_id_header": "--session-id-header",
 }
 CONNECTION_LIMITS = ("header_timeout", "keep_alive_timeout", "max_connections")
 # not used by the legacy SSE transport (--workers: its sessions would need affinity)
-STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions", "workers")
+STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions", "workers", "session_id_header")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -351,6 +361,8 @@ def _http_settings(transport: str, given: dict[str, Any]) -> Any:
         options.session_timeout = given["session_timeout"]
     if given.get("max_sessions") is not None:
         options.max_sessions = given["max_sessions"]
+    if given.get("session_id_header"):
+        options.session_id_header = given["session_id_header"].lower().encode("latin-1")
     settings = HttpSettings(
         transport=transport,
         host=given.get("host") or "127.0.0.1",
