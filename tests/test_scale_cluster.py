@@ -1,0 +1,144 @@
+"""Two hosts behind a real nginx (the example config), sharing a real Redis, serving the
+official client: modern requests round-robin, a listen stream on one host hears a resource
+update published by a tool on the other, an input-required retry lands on the other host and
+is accepted, a legacy session is pinned by the hash, and one host killed mid-run."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from conftest import TOOLS
+from scale_support import CPU, modern_client, wait_for_file
+
+ROUNDS = TOOLS / "rounds" / "rounds.py"
+SEED = "X-Mcp-Session-Seed"
+
+
+async def _sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    question = params.messages[0].content.text  # type: ignore[union-attr]
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text=f"A({question})"), model="m"
+    )
+
+
+def _cluster(http_host: Any, nginx: Any, redis_url: str, *extra: str) -> tuple[list[Any], Any]:
+    hosts = [
+        http_host("run", str(CPU), str(ROUNDS), "--store", redis_url, "--session-id-header", SEED, *extra)
+        for _ in range(2)
+    ]
+    balancer = nginx([host.url.split("/")[2] for host in hosts])
+    return hosts, balancer
+
+
+async def _host_pid(client: Any) -> int:
+    result = await client.call_tool("whoami", {})
+    assert not result.is_error, result
+    return int(result.structured_content["host"])
+
+
+async def test_modern_requests_round_robin_and_share_state(
+    http_host: Any, nginx: Any, redis_url: str
+) -> None:
+    hosts, balancer = _cluster(http_host, nginx, redis_url)
+    pids = {host.proc.pid for host in hosts}
+    with anyio.fail_after(60):
+        async with modern_client(balancer.url, sampling_callback=_sample) as client:
+            assert client.session.protocol_version == "2026-07-28"
+            assert "whoami" in {tool.name for tool in (await client.list_tools()).tools}
+            seen = {await _host_pid(client) for _ in range(4)}
+            assert seen == pids  # round-robin: both hosts answer
+            # an input-required round trip: each retry goes to the next host, which re-runs the
+            # tool with the answers so far (the requestState key is shared through Redis)
+            before = len(balancer.requests())
+            two = await client.call_tool("two_samples", {})
+            assert two.content[0].text == "A(first?)+A(second after A(first?)?)"
+            calls = [r for r in balancer.requests()[before:] if r[1] == "tools/call"]
+            assert len(calls) == 3 and len({r[0] for r in calls}) == 2, calls
+
+        # a listen stream on host A hears a resource update a tool published on host B
+        async with (
+            modern_client(hosts[0].url) as on_a,
+            modern_client(hosts[1].url) as on_b,
+            on_a.listen(resource_subscriptions=["scale://note"]) as sub,
+        ):
+            touched = await on_b.call_tool("touch", {"uri": "scale://note"})
+            assert touched.content[0].text == "touched scale://note"
+            event = await anext(aiter(sub))
+            assert "scale://note" in repr(event)
+
+
+async def test_a_legacy_session_is_pinned_by_the_hash(http_host: Any, nginx: Any, redis_url: str) -> None:
+    _, balancer = _cluster(http_host, nginx, redis_url)
+    with anyio.fail_after(60):
+        for _ in range(3):  # each session stays on the host that made it, wherever that is
+            async with modern_client(balancer.url, mode="legacy") as client:
+                assert client.session.protocol_version == "2025-11-25"
+                assert len({await _host_pid(client) for _ in range(6)}) == 1
+    sessions: dict[str, set[str]] = {}
+    for upstream, _method, session, _status in balancer.requests():
+        if session != "-":
+            sessions.setdefault(session, set()).add(upstream)
+    assert len(sessions) == 3 and all(len(upstreams) == 1 for upstreams in sessions.values()), sessions
+
+
+async def test_one_host_killed_mid_run(http_host: Any, nginx: Any, redis_url: str, tmp_path: Path) -> None:
+    hosts, balancer = _cluster(http_host, nginx, redis_url)
+    victim, survivor = hosts
+    failures: list[str] = []
+    answers: list[str] = []
+    with anyio.fail_after(90):
+        async with modern_client(balancer.url) as client:
+            await client.list_tools()
+            marks = [tmp_path / f"running{i}" for i in range(4)]
+
+            async def slow(mark: Path) -> None:
+                try:
+                    result = await client.call_tool("slow", {"seconds": 20.0, "mark": str(mark)})
+                except Exception as exc:  # the official client raises for a 502 from nginx
+                    failures.append(f"{type(exc).__name__}: {exc}")
+                else:
+                    answers.append(result.content[0].text)
+
+            async with anyio.create_task_group() as tg:
+                for mark in marks:
+                    tg.start_soon(slow, mark)
+                on = Counter([int(await wait_for_file(mark)) for mark in marks])
+                # the calls on the victim's tool processes fail when it dies; kill it (and its
+                # tool processes, which die with their host)
+                os.killpg(victim.proc.pid, signal.SIGKILL)
+                victim.proc.wait()
+                # new requests succeed, on the survivor
+                assert {await _host_pid(client) for _ in range(4)} == {survivor.proc.pid}
+                with anyio.fail_after(10):
+                    while len(failures) < 2:
+                        await anyio.sleep(0.02)
+                tg.cancel_scope.cancel()  # the survivor's 20 s calls are not what this test waits for
+    assert sum(on.values()) == 4 and len(on) == 2  # two calls ran on each host
+    assert answers == [] and len(failures) == 2, (failures, answers)
+    assert all(f.startswith("MCPError") for f in failures)  # an error answer (nginx's 502), no hang
+
+
+@pytest.mark.parametrize("store", ["memory", "redis"])
+async def test_without_a_shared_key_a_retry_elsewhere_is_refused_with_one_it_runs_again(
+    store: str, http_host: Any, nginx: Any, redis_url: str
+) -> None:
+    """The control: hosts with their own keys (memory store) refuse each other's requestState."""
+    extra = ("--store", redis_url) if store == "redis" else ()
+    hosts = [http_host("run", str(ROUNDS), *extra) for _ in range(2)]
+    balancer = nginx([host.url.split("/")[2] for host in hosts])
+    with anyio.fail_after(60):
+        async with modern_client(balancer.url, sampling_callback=_sample) as client:
+            await client.list_tools()
+            if store == "redis":
+                two = await client.call_tool("two_samples", {})
+                assert two.content[0].text == "A(first?)+A(second after A(first?)?)"
+            else:
+                with pytest.raises(Exception, match="requestState"):
+                    await client.call_tool("two_samples", {})
