@@ -3,9 +3,11 @@ sessions, and the transport. Also the home of what the host prints on stderr."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -22,6 +24,7 @@ from protomcp_host.bridge.forwarding import Forwarding, declares_completions
 from protomcp_host.bridge.middleware import Middleware
 from protomcp_host.bridge.rounds import STATE_KEY_ENV, ModernRouter, Rounds
 from protomcp_host.bridge.router import Router, Writer
+from protomcp_host.bridge.tasks import TaskRunner
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
 from protomcp_host.processes.launch import Launched, StartupError, label_of
@@ -33,6 +36,7 @@ from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
+from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
@@ -111,6 +115,11 @@ class Host:
         self.features = Features(page_size)  # resources, templates, prompts of every file
         self.forwarding = Forwarding(self.features, self.supervisors, lambda: self.routers, call_timeout)
         self.features.completions_expected = any(declares_completions(file) for file in files)
+        # One task store for both eras: a legacy session's tasks are its own, a modern-era
+        # principal's are the principal's (protocol/tasks.py); modern task calls run in TaskRunner.
+        self.task_store = TaskStore()
+        self.task_runner = TaskRunner(self.task_store, self.dispatcher, lambda: self.routers)
+        self._sessions = itertools.count(1)
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
         for file in files:
@@ -206,6 +215,7 @@ class Host:
                 self.instructions,
                 self.features,
                 max_in_flight=self.max_in_flight,
+                tasks=TaskMethods(self.task_store, f"session:{next(self._sessions)}"),
             ),
             write,
         )
@@ -228,9 +238,18 @@ class Host:
             visibility=visibility,
             serve_modern=self.serve_modern,
             max_in_flight=self.max_in_flight,
+            task_store=self.task_store,
+            owner=f"principal:{principal}",
         )
         router = ModernRouter(
-            self.dispatcher, self.forwarding, session, write, self.rounds, principal, lambda: self.routers
+            self.dispatcher,
+            self.forwarding,
+            session,
+            write,
+            self.rounds,
+            principal,
+            lambda: self.routers,
+            self.task_runner,
         )
         self.routers.append(router)
         return router
@@ -253,6 +272,7 @@ class Host:
             await anyio.sleep(period)
             for router in self.routers:
                 router.tick()
+            self.task_runner.tick(time.time())
 
     # -- ProcessEvents: what tool processes tell the host --------------------------------
     def loaded(self, label: str, offer: Loaded) -> None:

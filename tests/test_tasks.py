@@ -120,7 +120,7 @@ def test_pages_survive_deletions_and_bad_cursors_are_refused() -> None:
     tasks = [store.create(None, T0) for _ in range(5)]
     page, cursor = store.page(None)
     assert page == tasks[:2] and cursor is not None
-    del store.tasks[tasks[2].id]  # forgotten between two pages
+    store.forget(tasks[2])  # forgotten between two pages
     page, cursor = store.page(cursor)
     assert page == tasks[3:5] and cursor is None
     for bad in ("nonsense", "dG9vbHM6MQ==", 7):

@@ -36,7 +36,7 @@ from protomcp_host.bridge.router import LIST_CHANGED_DELAY, Forwarder, Router, W
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import Forward
-from protomcp_host.protocol.modern import ModernSession, Retry
+from protomcp_host.protocol.modern import ModernSession, Retry, TaskCancel, TaskInput, valid_answer
 from protomcp_host.protocol.session import Call
 from protomcp_sdk.wire.toollist import ToolListChange
 
@@ -85,20 +85,6 @@ class StateCodec:
 def digest(arguments: Any) -> str:
     """What binds a requestState to the request's arguments."""
     return hashlib.sha256(orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
-
-
-def valid_answer(method: str, answer: Any) -> bool:
-    """Whether a client's input response has the shape its request's result needs."""
-    if not isinstance(answer, dict):
-        return False
-    if method == "elicitation/create":
-        content = answer.get("content")
-        return answer.get("action") in ("accept", "decline", "cancel") and (
-            content is None or isinstance(content, dict)
-        )
-    if method == "sampling/createMessage":
-        return isinstance(answer.get("content"), (dict, list))
-    return isinstance(answer.get("roots"), list)  # roots/list
 
 
 @dataclass(slots=True, eq=False)
@@ -194,11 +180,16 @@ class ModernRouter(Router):
         rounds: Rounds,
         principal: str,
         peers: Callable[[], list[Router]] = list,
+        tasks: Any = None,  # bridge.tasks.TaskRunner (which imports this module)
     ) -> None:
         super().__init__(dispatcher, forwarder, session, write)
         self.rounds = rounds
         self.principal = principal
         self.peers = peers  # every connection of the host (the principal's get its list changes)
+        self.tasks = tasks  # the host's modern-era tasks (bridge/tasks.py)
+        if tasks is not None:
+            self._events[TaskInput] = lambda event: tasks.answer(event.task, event.responses)
+            self._events[TaskCancel] = lambda event: tasks.cancel(event.task)
 
     # -- tool-list control: the principal's, so its listen streams everywhere hear of it -------
     def update_tools(self, change: ToolListChange) -> None:
@@ -227,6 +218,9 @@ class ModernRouter(Router):
 
     # -- a request starts: fresh, retried with its suspended owner here, or re-run -----------
     def _start(self, call: Call) -> None:
+        if call.task is not None and self.tasks is not None:  # answered already: runs for its task
+            self.tasks.start(call, self)
+            return
         retry: Retry | None = call.retry
         if retry is None:
             super()._start(call)

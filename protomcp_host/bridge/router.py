@@ -253,7 +253,7 @@ class Router:
     def cancel_all(self) -> None:
         """The client went away: everything it started stops, unanswered."""
         calls = list(self.session.in_flight.values())
-        calls += [task.call for task in self.session.tasks.store.running() if task.call is not None]
+        calls += [task.call for task in self.session.tasks.running() if task.call is not None]
         self.session.in_flight.clear()
         for call in calls:
             if call.execution is not None:

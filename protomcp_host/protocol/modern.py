@@ -33,7 +33,7 @@ from protomcp_host.protocol.session import (
     Session,
     ToolAnswer,
 )
-from protomcp_host.protocol.tasks import Task
+from protomcp_host.protocol.tasks import Task, TaskNotFound, TaskStore, TooManyTasks
 from protomcp_host.protocol.visibility import ToolVisibility
 
 MODERN_VERSION = "2026-07-28"
@@ -208,9 +208,29 @@ class ModernFeatureMethods(FeatureMethods):
         ]
 
 
+@dataclass(slots=True)
+class TaskInput:
+    """tasks/update: the client's answers to a task's outstanding requests (the bridge gives
+    them to the task's call)."""
+
+    task: Task
+    responses: dict[str, Any]
+
+
+@dataclass(slots=True)
+class TaskCancel:
+    """tasks/cancel of a running task: the bridge stops its call."""
+
+    task: Task
+
+
 class ModernSession(Session):
     """One connection's modern-era requests (a stdio process, an HTTP request). Nothing
-    carries over from one request to the next but the principal's tool-list state."""
+    carries over from one request to the next but the principal's tool-list state and tasks.
+
+    Tasks (the ``io.modelcontextprotocol/tasks`` extension) live in the host's one task store,
+    owned by the principal (``owner``); a request that declares the extension in its
+    capabilities may get a ``CreateTaskResult`` for a tool that supports tasks."""
 
     feature_methods = ModernFeatureMethods
 
@@ -224,9 +244,13 @@ class ModernSession(Session):
         visibility: ToolVisibility | None = None,
         serve_modern: bool = False,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        task_store: TaskStore | None = None,
+        owner: str = "",
     ) -> None:
         super().__init__(catalog, server_info, instructions, features, max_in_flight=max_in_flight)
         self.version = MODERN_VERSION
+        self.task_store = task_store  # None: the tasks extension is not offered
+        self.owner = owner  # the principal, as the owner of its tasks
         self.serve_modern = serve_modern
         if visibility is not None:
             self.visibility = visibility  # the principal's, shared with its other connections
@@ -245,6 +269,10 @@ class ModernSession(Session):
             "tools/call": self._tools_call,
             "subscriptions/listen": self._listen,
         }
+        if task_store is not None:
+            self._methods["tasks/get"] = self._task_get
+            self._methods["tasks/update"] = self._task_update
+            self._methods["tasks/cancel"] = self._task_cancel
         for method in ("resources/list", "resources/templates/list", "resources/read",
                        "prompts/list", "prompts/get", "completion/complete"):  # fmt: skip
             if method in legacy:
@@ -317,6 +345,8 @@ class ModernSession(Session):
             "supportedVersions": supported_versions(self.serve_modern),
             "capabilities": capabilities,
         }
+        if self.task_store is not None:
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}
         if self.instructions:
             result["instructions"] = self.instructions
         return Send(rpc.result(request.id, result))
@@ -329,15 +359,8 @@ class ModernSession(Session):
             return Send(
                 rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "notifications" must be an object')
             )
-        if wanted.get("taskIds") and TASKS_EXTENSION not in self.client_capabilities.get("extensions", {}):
-            return Send(
-                rpc.error(
-                    request.id,
-                    MISSING_CAPABILITY,
-                    f"Listening to tasks needs the {TASKS_EXTENSION} extension",
-                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
-                )
-            )
+        if wanted.get("taskIds") and not self.declares_tasks:
+            return Send(self._needs_tasks(request.id, "Listening to tasks"))
         honored: dict[str, Any] = {}
         offered = self.features.offered
         for flag in ("toolsListChanged", "promptsListChanged", "resourcesListChanged"):
@@ -346,6 +369,11 @@ class ModernSession(Session):
         uris = wanted.get("resourceSubscriptions")
         if offered and isinstance(uris, list) and (kept := [u for u in uris if isinstance(u, str)]):
             honored["resourceSubscriptions"] = kept
+        task_ids = wanted.get("taskIds")
+        if self.task_store is not None and isinstance(task_ids, list):
+            mine = self.task_store.owned.get(self.owner, {})  # another principal's ids stay unknown
+            if kept := [t for t in task_ids if isinstance(t, str) and t in mine]:
+                honored["taskIds"] = kept
         listen = self.listens[request.id] = Listen(request.id, honored)
         ack = listen.tagged("notifications/subscriptions/acknowledged", {"notifications": honored})
         return Send(ack, request.id)
@@ -371,20 +399,91 @@ class ModernSession(Session):
         return Send(rpc.raw_result(request.id, page))
 
     def _tools_call(self, request: rpc.Request, batch: Batch | None) -> Event | list[Event]:
+        """A tool that supports tasks runs as one when the request declares the extension
+        (task="required" and "optional"); without it, a required one is refused (-32021) and
+        an optional one answers synchronously, as the extension prescribes."""
         name = request.params.get("name")
         tool = self.catalog.get(name) if isinstance(name, str) else None
-        if tool is not None and tool.mcp.get("execution", {}).get("taskSupport") == "required":
-            # The tasks extension is not offered yet: such a tool needs it (task="optional" runs
-            # synchronously, as the extension prescribes for clients that did not declare it).
-            return Send(
-                rpc.error(
-                    request.id,
-                    MISSING_CAPABILITY,
-                    f"Tool '{name}' must run as a task: it needs the {TASKS_EXTENSION} extension",
-                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
-                )
-            )
-        return super()._tools_call(request, batch)
+        mode = tool.mcp.get("execution", {}).get("taskSupport") if tool is not None else None
+        as_task = mode in ("optional", "required") and self.task_store is not None and self.declares_tasks
+        if mode == "required" and not as_task:
+            return Send(self._needs_tasks(request.id, f"Tool '{name}' must run as a task: it"))
+        event = super()._tools_call(request, batch)
+        if not as_task or not isinstance(event, Call):
+            return event
+        return self._as_task(request, event)
+
+    # -- the tasks extension -----------------------------------------------------------
+    @property
+    def declares_tasks(self) -> bool:
+        extensions = self.client_capabilities.get("extensions")
+        return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+    def _needs_tasks(self, request_id: bytes, what: str) -> bytes:
+        return rpc.error(
+            request_id,
+            MISSING_CAPABILITY,
+            f"{what} needs the {TASKS_EXTENSION} extension (declare it in the request's capabilities)",
+            {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+        )
+
+    def _as_task(self, request: rpc.Request, call: Call) -> Event | list[Event]:
+        """The call becomes a task: answered at once with the CreateTaskResult (the task is in
+        the store, so a tasks/get for it resolves), its call runs on for the task."""
+        assert self.task_store is not None
+        del self.in_flight[call.id]
+        try:
+            task = self.task_store.create(None, self.tasks.now, self.owner)
+        except TooManyTasks as exc:
+            return Send(rpc.error(request.id, rpc.INTERNAL_ERROR, str(exc)))
+        call.task, task.call, call.batch = task, call, None
+        created = {"resultType": "task", **task.detailed(), "_meta": {SERVER_INFO: self.server_info}}
+        return [Send(rpc.result(request.id, created), request.id), call]
+
+    def _own_task(self, request: rpc.Request) -> Task | Send:
+        """The principal's task a tasks/* request names, or the error to answer."""
+        assert self.task_store is not None
+        if not self.declares_tasks:
+            return Send(self._needs_tasks(request.id, request.method))
+        task_id = request.params.get("taskId")
+        if not isinstance(task_id, str):
+            problem = 'Invalid params: "taskId" must be a string'
+            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, problem))
+        try:
+            return self.task_store.find(task_id, self.owner)
+        except TaskNotFound as exc:
+            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
+
+    def _task_get(self, request: rpc.Request, _: Batch | None) -> Event:
+        task = self._own_task(request)
+        return task if isinstance(task, Send) else Send(rpc.result(request.id, task.detailed()))
+
+    def _task_update(self, request: rpc.Request, _: Batch | None) -> Event | list[Event]:
+        """Answers for the task's outstanding requests; acknowledged at once (the task moves
+        on when its call has them: eventually consistent, as the extension allows)."""
+        task = self._own_task(request)
+        if isinstance(task, Send):
+            return task
+        responses = request.params.get("inputResponses")
+        if not isinstance(responses, dict):
+            problem = 'Invalid params: "inputResponses" must be an object'
+            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, problem))
+        return [TaskInput(task, responses), Send(self._ack(request.id), request.id)]
+
+    def _task_cancel(self, request: rpc.Request, _: Batch | None) -> Event | list[Event]:
+        """Acknowledged whatever the task's status (idempotent); a running task is cancelled."""
+        task = self._own_task(request)
+        if isinstance(task, Send):
+            return task
+        ack = Send(self._ack(request.id), request.id)
+        return [ack] if task.terminal else [TaskCancel(task), ack]
+
+    def _ack(self, request_id: bytes) -> bytes:
+        return rpc.raw_result(request_id, b"{" + self._complete + b"}")
+
+    def task_outcome(self, call: Call, answer: ToolAnswer) -> bytes:
+        """The CallToolResult a task's call answered, as the task keeps it."""
+        return b"".join(self._call_result(call, answer))
 
     # -- answers ---------------------------------------------------------------------
     def call_done(self, call: Call, answer: ToolAnswer) -> bytes | None:
@@ -479,6 +578,20 @@ class ModernSession(Session):
         """What the client declared on a request still in progress ({} if none)."""
         envelope = self.envelopes.get(request_id)
         return envelope.capabilities if envelope is not None else {}
+
+
+def valid_answer(method: str, answer: Any) -> bool:
+    """Whether a client's input response has the shape its request's result needs."""
+    if not isinstance(answer, dict):
+        return False
+    if method == "elicitation/create":
+        content = answer.get("content")
+        return answer.get("action") in ("accept", "decline", "cancel") and (
+            content is None or isinstance(content, dict)
+        )
+    if method == "sampling/createMessage":
+        return isinstance(answer.get("content"), (dict, list))
+    return isinstance(answer.get("roots"), list)  # roots/list
 
 
 ROUND_TRIP_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})

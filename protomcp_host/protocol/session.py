@@ -93,6 +93,7 @@ class Session:
         features: Features | None = None,
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        tasks: TaskMethods | None = None,
     ) -> None:
         self.catalog = catalog
         self.max_in_flight = max_in_flight
@@ -109,7 +110,7 @@ class Session:
         self.visibility = ToolVisibility()
         # What tools/list showed at the last flush, while a tool-list change is pending.
         self._tools_seen: dict[str, dict[str, Any]] | None = None
-        self.tasks = TaskMethods()
+        self.tasks = tasks or TaskMethods()  # its tasks (in the host's shared store, as its owner)
         self._methods: dict[str, Handler] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -453,7 +454,7 @@ class Session:
     def advance(self, now: float) -> list[Event]:
         """The time is `now`: tasks past their ttl expire."""
         self.tasks.now = now
-        if now < self.tasks.store.earliest:  # the common case, on every message: nothing to do
+        if now < self.tasks.store.earliest(self.tasks.owner):  # the common case: nothing to do
             return []
         return self._carry(self.tasks.advance(now))
 

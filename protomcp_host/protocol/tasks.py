@@ -1,7 +1,12 @@
-"""MCP tasks (revision 2025-11-25), sans-IO: the task records of one client session.
+"""MCP tasks, sans-IO: the host's one task store, and the 2025-11-25 task requests.
 
 A task-augmented ``tools/call`` is answered at once with a ``CreateTaskResult``; the call
-runs on and its answer is kept here until the client fetches it with ``tasks/result``.
+runs on and its answer is kept here until the client fetches it (2025-11-25: ``tasks/result``;
+2026-07-28's ``io.modelcontextprotocol/tasks`` extension: inlined in ``tasks/get``). Both eras
+share one ``TaskStore``; every task has an *owner* — a legacy session (``session:N``) or a
+modern-era principal (``principal:NAME``) — and is found only by its owner: anyone else gets
+"not found", exactly as for an unknown id. The store's surface is small on purpose (create,
+find, update, finish, expire, running, page); a shared store (issue 16) implements the same.
 The store never reads the clock: every method that needs the time is given it (seconds
 since the epoch), so expiry is tested without waiting.
 
@@ -9,7 +14,7 @@ Limits (documented in the README): a task lives ``ttl`` milliseconds from its cr
 the client's request, at least MIN_TTL_MS and at most MAX_TTL_MS, DEFAULT_TTL_MS when it asks
 for none or for 0 or less (the spec lets the receiver override the requested ttl; a task must
 never vanish before the client could poll it once) — and is then forgotten (a running call is
-cancelled). A session keeps at most ``max_tasks`` tasks:
+cancelled). An owner keeps at most ``max_tasks`` tasks:
 when full, the oldest finished task is forgotten early; when every one is still running,
 a new task is refused.
 """
@@ -41,7 +46,7 @@ RELATED_TASK = "io.modelcontextprotocol/related-task"
 
 
 class TaskNotFound(ValueError):
-    """Answered with -32602: the id is unknown, expired, or belongs to another session."""
+    """Answered with -32602: the id is unknown, expired, or belongs to another owner."""
 
 
 class TooManyTasks(Exception):
@@ -64,6 +69,11 @@ class Task:
     call: Any = None  # the running call, until the task is terminal
     outcome: bytes = b""  # the CallToolResult JSON object, once terminal
     waiting: list[bytes] = field(default_factory=list)  # ids of tasks/result requests
+    owner: str = ""  # who may see it: "session:N" (2025-11-25) or "principal:NAME" (2026-07-28)
+    # 2026-07-28 (tasks extension): the requests for the client it waits on, by key, and the
+    # JSON-RPC error of a failed task
+    inputs: dict[str, Any] = field(default_factory=dict)
+    error: dict[str, Any] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -83,6 +93,24 @@ class Task:
         task["ttl"] = self.ttl_ms
         if not self.terminal:
             task["pollInterval"] = POLL_INTERVAL_MS
+        return task
+
+    def detailed(self) -> dict[str, Any]:
+        """The 2026-07-28 DetailedTask: the Task with what its status carries inlined
+        (inputRequests, the result, or the error); integer ttlMs / pollIntervalMs."""
+        task: dict[str, Any] = {"taskId": self.id, "status": self.status}
+        if self.message is not None:
+            task["statusMessage"] = self.message
+        task["createdAt"] = iso(self.created)
+        task["lastUpdatedAt"] = iso(self.updated)
+        task["ttlMs"] = self.ttl_ms
+        task["pollIntervalMs"] = POLL_INTERVAL_MS
+        if self.status == "input_required":
+            task["inputRequests"] = self.inputs
+        elif self.status == "completed" and self.outcome:
+            task["result"] = orjson.loads(self.outcome)
+        elif self.status == "failed" and self.error is not None:
+            task["error"] = self.error
         return task
 
     def result_body(self) -> bytes:
@@ -107,33 +135,54 @@ class TaskStore:
         self.max_tasks = max_tasks
         self.page_size = page_size
         self.new_id = new_id
-        self.tasks: dict[str, Task] = {}  # in creation order
-        self.earliest = float("inf")  # the nearest deadline, so expire() is cheap when idle
+        self.tasks: dict[str, Task] = {}  # every owner's, in creation order
+        self.owned: dict[str, dict[str, Task]] = {}  # owner -> its tasks, in creation order
+        self._earliest: dict[str, float] = {}  # owner -> its nearest deadline (expire() is cheap)
         self._seq = itertools.count()
 
     def __len__(self) -> int:
         return len(self.tasks)
 
-    def create(self, requested_ttl: Any, now: float) -> Task:
-        """A new working task. Raises TooManyTasks when every slot holds a running task."""
-        if len(self.tasks) >= self.max_tasks:
-            oldest_finished = next((t for t in self.tasks.values() if t.terminal), None)
+    def earliest(self, owner: str = "") -> float:
+        """The nearest deadline of an owner's tasks (inf when it has none)."""
+        return self._earliest.get(owner, float("inf"))
+
+    def owners(self) -> list[str]:
+        return list(self.owned)
+
+    def create(self, requested_ttl: Any, now: float, owner: str = "") -> Task:
+        """A new working task of `owner`. Raises TooManyTasks when every one of the owner's
+        slots holds a running task (a finished one makes room)."""
+        mine = self.owned.setdefault(owner, {})
+        if len(mine) >= self.max_tasks:
+            oldest_finished = next((t for t in mine.values() if t.terminal), None)
             if oldest_finished is None:
                 raise TooManyTasks(
-                    f"Too many tasks: this session already has {self.max_tasks} running tasks (the limit); "
+                    f"Too many tasks: there are already {self.max_tasks} running tasks (the limit); "
                     "wait for one to finish or cancel one with tasks/cancel"
                 )
-            del self.tasks[oldest_finished.id]
-        task = Task(self.new_id(), next(self._seq), granted_ttl(requested_ttl), now, now)
-        self.tasks[task.id] = task
-        self.earliest = min(self.earliest, task.deadline)
+            self.forget(oldest_finished)
+        task = Task(self.new_id(), next(self._seq), granted_ttl(requested_ttl), now, now, owner=owner)
+        self.tasks[task.id] = mine[task.id] = task
+        self._earliest[owner] = min(self.earliest(owner), task.deadline)
         return task
 
-    def find(self, task_id: Any) -> Task:
+    def find(self, task_id: Any, owner: str = "") -> Task:
+        """The owner's task with this id; another owner's is not found, like an unknown id."""
         task = self.tasks.get(task_id) if isinstance(task_id, str) else None
-        if task is None:
+        if task is None or task.owner != owner:
             raise TaskNotFound("Failed to retrieve task: Task not found")
         return task
+
+    def forget(self, task: Task) -> None:
+        """Drop a task now (a finished one making room, an expired one)."""
+        del self.tasks[task.id]
+        mine = self.owned.get(task.owner)
+        if mine is not None:
+            mine.pop(task.id, None)
+            if not mine:
+                del self.owned[task.owner]
+                self._earliest.pop(task.owner, None)
 
     def update(
         self, task: Task, now: float, *, status: str | None = None, message: str | None = None
@@ -157,26 +206,29 @@ class TaskStore:
         task.call = None
         return True
 
-    def expire(self, now: float) -> list[Task]:
-        """Forget the tasks whose ttl has elapsed; returns them (their calls may need cancelling)."""
-        if now < self.earliest:
+    def expire(self, now: float, owner: str = "") -> list[Task]:
+        """Forget the owner's tasks whose ttl has elapsed; returns them (their calls may need
+        cancelling)."""
+        if now < self.earliest(owner):
             return []
-        gone = [task for task in self.tasks.values() if task.deadline <= now]
+        mine = self.owned.get(owner, {})
+        gone = [task for task in mine.values() if task.deadline <= now]
         for task in gone:
-            del self.tasks[task.id]
-        self.earliest = min((t.deadline for t in self.tasks.values()), default=float("inf"))
+            self.forget(task)
+        if owner in self.owned:
+            self._earliest[owner] = min(t.deadline for t in self.owned[owner].values())
         return gone
 
-    def running(self) -> list[Task]:
-        return [task for task in self.tasks.values() if not task.terminal]
+    def running(self, owner: str = "") -> list[Task]:
+        return [task for task in self.owned.get(owner, {}).values() if not task.terminal]
 
-    def page(self, cursor: Any) -> tuple[list[Task], str | None]:
-        """One page of tasks in creation order, and the cursor of the next (None at the end).
-        Raises InvalidTaskCursor for a cursor this store did not make."""
+    def page(self, cursor: Any, owner: str = "") -> tuple[list[Task], str | None]:
+        """One page of the owner's tasks in creation order, and the cursor of the next (None
+        at the end). Raises InvalidTaskCursor for a cursor this store did not make."""
         start = 0
         if cursor is not None:
             start = decode_cursor(cursor)
-        tasks = [task for task in self.tasks.values() if task.seq >= start]
+        tasks = [task for task in self.owned.get(owner, {}).values() if task.seq >= start]
         page = tasks[: self.page_size]
         if len(tasks) > self.page_size:
             return page, encode_cursor(tasks[self.page_size].seq)
@@ -234,8 +286,9 @@ class TaskMethods:
     """The task requests of one session (tasks/get, tasks/result, tasks/list, tasks/cancel)
     and what happens to a task as its call runs, as JSON-RPC messages."""
 
-    def __init__(self, store: TaskStore | None = None) -> None:
+    def __init__(self, store: TaskStore | None = None, owner: str = "") -> None:
         self.store = store or TaskStore()
+        self.owner = owner  # this session's tasks in a store shared with others
         self._methods: dict[str, Callable[[rpc.Request], Effects]] = {
             "tasks/get": self._get,
             "tasks/result": self._result,
@@ -250,7 +303,7 @@ class TaskMethods:
     # -- requests ----------------------------------------------------------------------
     def _find(self, request: rpc.Request) -> Task | Effects:
         try:
-            return self.store.find(request.params.get("taskId"))
+            return self.store.find(request.params.get("taskId"), self.owner)
         except TaskNotFound as exc:
             return _reply(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)), request.id)
 
@@ -272,7 +325,7 @@ class TaskMethods:
 
     def _list(self, request: rpc.Request) -> Effects:
         try:
-            page, cursor = self.store.page(request.params.get("cursor"))
+            page, cursor = self.store.page(request.params.get("cursor"), self.owner)
         except InvalidTaskCursor as exc:
             return _reply(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)), request.id)
         result: dict[str, Any] = {"tasks": [task.describe() for task in page]}
@@ -298,7 +351,7 @@ class TaskMethods:
 
     def stop_waiting(self, request_id: bytes) -> None:
         """A tasks/result request the client cancelled gets no answer."""
-        for task in self.store.tasks.values():
+        for task in self.store.owned.get(self.owner, {}).values():
             if request_id in task.waiting:
                 task.waiting.remove(request_id)
 
@@ -308,7 +361,7 @@ class TaskMethods:
         task's (`call.task`); with a `problem` (arguments the tool would refuse) there is no
         call and the task fails at once."""
         try:
-            task = self.store.create(params.get("ttl"), self.now)
+            task = self.store.create(params.get("ttl"), self.now, self.owner)
         except TooManyTasks as exc:
             return _reply(rpc.error(request_id, rpc.INVALID_REQUEST, str(exc)), request_id)
         effects = _reply(rpc.result(request_id, {"task": task.describe()}), request_id)
@@ -340,12 +393,15 @@ class TaskMethods:
         """The time is `now`: forget expired tasks, cancel their calls, answer who waits on them."""
         self.now = now
         effects = Effects()
-        for task in self.store.expire(now):
+        for task in self.store.expire(now, self.owner):
             if task.call is not None:
                 effects.cancel.append(task.call)
             expired = "Failed to retrieve task: Task has expired"
             effects.writes += [(rpc.error(w, rpc.INVALID_PARAMS, expired), w) for w in task.waiting]
         return effects
+
+    def running(self) -> list[Task]:
+        return self.store.running(self.owner)
 
     def _notice(self, task: Task) -> Write:
         return rpc.notification("notifications/tasks/status", task.describe()), None

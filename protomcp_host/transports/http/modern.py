@@ -48,7 +48,15 @@ SSE_HEADERS = [
     (b"cache-control", b"no-cache, no-transform"),
     (b"x-accel-buffering", b"no"),
 ]
-NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAMED = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # the tasks extension: the task id routes tasks/* (to the host that holds the task)
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 _ROUTING = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 _CTL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _ANSWER = b'{"jsonrpc":"2.0","id":'

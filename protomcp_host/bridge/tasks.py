@@ -1,0 +1,183 @@
+"""The 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``) on the host's side.
+
+A modern-era ``tools/call`` that became a task (``ModernSession._as_task``) has been answered
+already; its call runs on with a ``TaskRunner`` as its session side instead of the Router of the
+connection that made it (an HTTP request's connection ends with its answer). The runner keeps
+the call's outcome in the task (``completed`` with the CallToolResult, even an ``isError`` one;
+``failed`` with a JSON-RPC error when the call could not complete: crash, timeout, reload),
+turns the call's requests for the client into the task's ``inputRequests`` (``input_required``)
+until ``tasks/update`` answers them by key, stops it on ``tasks/cancel``, and tells the
+principal's ``subscriptions/listen`` streams that asked for the task (``taskIds``) of every
+change with ``notifications/tasks``. Progress and log messages of a task go nowhere (the
+extension has none).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from protomcp_host.bridge.execution import Dispatcher, Execution
+from protomcp_host.processes.events import Reply
+from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.modern import valid_answer
+from protomcp_host.protocol.session import Call, ToolAnswer
+from protomcp_host.protocol.tasks import Task, TaskStore
+from protomcp_sdk.wire.toollist import ToolListChange
+
+if TYPE_CHECKING:
+    from protomcp_host.bridge.rounds import ModernRouter
+
+CANCELLED = "The task was cancelled by request."
+
+
+class TaskRunner:
+    """Every principal's modern-era tasks: starts their calls, and does what tasks/* asks."""
+
+    def __init__(self, store: TaskStore, dispatcher: Dispatcher, routers: Callable[[], list[Any]]) -> None:
+        self.store = store
+        self.dispatcher = dispatcher
+        self.routers = routers  # every connection (listen streams are found there)
+        self.sinks: dict[Task, TaskSink] = {}  # the tasks whose call runs
+        self.owners: set[str] = set()  # principals that have had modern tasks (for expiry)
+
+    def start(self, call: Call, router: ModernRouter) -> None:
+        task = call.task
+        assert task is not None
+        self.owners.add(task.owner)
+        sink = self.sinks[task] = TaskSink(self, call, router)
+        self.dispatcher.execute(call, sink)
+
+    # -- tasks/update, tasks/cancel ------------------------------------------------------
+    def answer(self, task: Task, responses: dict[str, Any]) -> None:
+        """Answers by key for the task's outstanding requests; other keys are ignored (never
+        issued, answered already, or not valid for their request)."""
+        sink = self.sinks.get(task)
+        if sink is None:
+            return
+        for key, response in responses.items():
+            ask = sink.asks.get(key)
+            if ask is not None and valid_answer(ask[0], response):
+                del sink.asks[key]
+                task.inputs.pop(key, None)
+                ask[1](response, None)
+        if not task.inputs and task.status == "input_required":
+            self.changed(task, self.store.update(task, time.time(), status="working"))
+
+    def cancel(self, task: Task) -> None:
+        """Cooperative, and at once here: the task is cancelled and its call told to stop."""
+        call = task.call
+        ended = self.store.finish(task, "cancelled", b"", CANCELLED, time.time())
+        task.inputs = {}
+        self.sinks.pop(task, None)
+        if call is not None and call.execution is not None:
+            call.execution.cancel("its task was cancelled")
+        self.changed(task, ended)
+
+    def tick(self, now: float) -> None:
+        """Tasks past their ttl are forgotten; a call still running for one is stopped."""
+        for owner in list(self.owners):
+            if self.store.earliest(owner) > now:
+                continue
+            for task in self.store.expire(now, owner):
+                self.sinks.pop(task, None)
+                if task.call is not None and task.call.execution is not None:
+                    task.call.execution.cancel("its task expired")
+            if owner not in self.store.owned:
+                self.owners.discard(owner)
+
+    # -- notifications/tasks -------------------------------------------------------------
+    def changed(self, task: Task, changed: bool) -> None:
+        """Tell the owner's listen streams that asked for this task (its DetailedTask)."""
+        if not changed:
+            return
+        detailed: dict[str, Any] | None = None
+        for router in self.routers():
+            session = router.session
+            if getattr(session, "owner", None) != task.owner:
+                continue
+            for listen in list(getattr(session, "listens", {}).values()):
+                if task.id in listen.honored.get("taskIds", ()):
+                    detailed = detailed or task.detailed()
+                    router.write(listen.tagged("notifications/tasks", detailed), listen.id)
+
+
+class TaskSink:
+    """The session side of one task's call (a bridge.execution.CallSink)."""
+
+    def __init__(self, runner: TaskRunner, call: Call, origin: ModernRouter) -> None:
+        self.runner = runner
+        self.call = call
+        self.origin = origin  # the connection that made it: its encoding, the principal's tool list
+        self.asks: dict[str, tuple[str, Reply]] = {}  # outstanding requests for the client, by key
+        self.issued = 0
+
+    @property
+    def task(self) -> Task:
+        assert self.call.task is not None
+        return self.call.task
+
+    def _finish(self, status: str, outcome: bytes, message: str | None) -> bool:
+        self.runner.sinks.pop(self.task, None)
+        return self.runner.store.finish(self.task, status, outcome, message, time.time())
+
+    def call_answered(self, call: Call, answer: ToolAnswer) -> None:
+        outcome = self.origin.session.task_outcome(call, answer)
+        self.runner.changed(self.task, self._finish("completed", outcome, None))
+
+    def call_failed(self, call: Call, message: str) -> None:
+        text = f"Tool '{call.tool.name}' failed: {message}"
+        ended = self._finish("failed", b"", text)
+        if ended:
+            self.task.error = {"code": rpc.INTERNAL_ERROR, "message": text}
+        self.runner.changed(self.task, ended)
+
+    def call_progress(self, call: Call, progress: float, total: float | None, message: str) -> None:
+        """Tasks have no progress notifications in this revision."""
+
+    def call_log(self, call: Call, level: str, logger: str, data: Any) -> None:
+        """Nor log messages: no request of the client is there to carry them."""
+
+    def call_task_status(self, call: Call, status: str, message: str) -> None:
+        """The tool's status message (input_required comes only with requests for the client)."""
+        if message:
+            self.runner.changed(self.task, self.runner.store.update(self.task, time.time(), message=message))
+
+    def call_control(self, change: ToolListChange | None) -> list[str]:
+        return self.origin.call_control(change)  # the principal's tool list
+
+    def call_request(
+        self,
+        execution: Execution,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        reply: Reply,
+        key: str = "",
+    ) -> None:
+        """The call asks the client: the task waits on input, the request under its key."""
+        task = self.task
+        if task.terminal:
+            reply(None, f"{method} can only be asked while the task runs")
+            return
+        problem = self.origin.session.features.missing_capability(method, params)
+        if problem is not None:
+            reply(None, problem)
+            return
+        self.issued += 1
+        if not key:  # a tool process of another SDK: keys by order, unique over the task's life
+            key = f"{method}-{self.issued}"
+        if method == "elicitation/create":
+            params = {k: v for k, v in params.items() if k != "elicitationId"}  # not in this era
+        self.asks[key] = (method, reply)
+        task.inputs[key] = {"method": method, "params": params}
+        self.runner.store.update(task, time.time(), status="input_required")
+        self.runner.changed(task, True)
+
+    def call_released(self, execution: Execution, reason: str) -> None:
+        """The call ended: what it still asks is answered for the tool process."""
+        asks, self.asks = self.asks, {}
+        self.task.inputs = {}
+        for _, reply in asks.values():
+            reply(None, reason)
