@@ -44,3 +44,6 @@ class Store(Protocol):
         """The value under `key`, or None (never stored, expired or deleted)."""
 
     async def delete(self, key: str) -> None: ...
+
+    async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
+        """Every live record whose key starts with `prefix` (a host that starts loads them)."""

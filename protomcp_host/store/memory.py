@@ -52,6 +52,11 @@ class MemoryStore:
     async def delete(self, key: str) -> None:
         self._records.pop(key, None)
 
+    async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
+        now = time.monotonic()
+        records = self._records.items()
+        return [(k, v) for k, (v, deadline) in records if k.startswith(prefix) and deadline > now]
+
     def _sweep(self) -> None:
         now = time.monotonic()
         if len(self._records) > 1000:  # (amortised: expired records go when the map grows)

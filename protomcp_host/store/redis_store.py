@@ -21,7 +21,13 @@ PREFIX = "protomcp:"
 BUS = PREFIX + "bus"
 STATE_KEY = PREFIX + "state-key"
 OUTBOX = 10_000  # bus messages waiting to be sent; beyond it new ones are dropped (and reported)
+CONNECT_TIMEOUT = 10.0  # seconds to reach Redis and subscribe at start
 RETRY = 1.0  # seconds between attempts to reach Redis again after the connection broke
+
+
+def _glob(text: str) -> str:
+    """`text` as a literal in a Redis MATCH pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 def _redacted(url: str) -> str:
@@ -45,9 +51,12 @@ class RedisStore:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         try:
-            pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+            pubsub = self._client.pubsub()
             await pubsub.subscribe(BUS)
-        except self._errors as exc:
+            with anyio.fail_after(CONNECT_TIMEOUT):  # confirmed: nothing published from now on is missed
+                while ((await pubsub.get_message(timeout=CONNECT_TIMEOUT)) or {}).get("type") != "subscribe":
+                    pass
+        except (*self._errors, TimeoutError) as exc:
             await self._client.aclose()
             raise StoreError(f"cannot reach the store {self.url}: {exc}") from None
         task_status.started()
@@ -123,6 +132,17 @@ class RedisStore:
         except self._errors as exc:
             raise StoreError(f"cannot read from {self.url}: {exc}") from None
         return value if isinstance(value, bytes) else None
+
+    async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
+        found: list[tuple[str, bytes]] = []
+        try:
+            async for raw in self._client.scan_iter(match=_glob(PREFIX + prefix) + "*", count=500):
+                value = await self._client.get(raw)
+                if isinstance(value, bytes):  # (it may have expired meanwhile)
+                    found.append((raw.decode()[len(PREFIX) :], value))
+        except self._errors as exc:
+            raise StoreError(f"cannot read from {self.url}: {exc}") from None
+        return found
 
     async def delete(self, key: str) -> None:
         try:
