@@ -38,6 +38,7 @@ from protomcp_host.protocol.modern import ModernSession
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
+from protomcp_host.sharing import SharedTasks
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
 from protomcp_sdk.wire import protomcp_pb2 as pb
@@ -119,6 +120,12 @@ class Host:
         # principal's are the principal's (protocol/tasks.py); modern task calls run in TaskRunner.
         self.task_store = TaskStore()
         self.task_runner = TaskRunner(self.task_store, self.dispatcher, lambda: self.routers)
+        # several hosts on one store (--store redis://): modern-era tasks are shared (sharing.py)
+        self.sharing = (
+            None
+            if isinstance(self.store, MemoryStore)
+            else SharedTasks(self.store, self.task_store, self.task_runner, self.stderr)
+        )
         self._sessions = itertools.count(1)
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
@@ -168,10 +175,13 @@ class Host:
             await tg.start(self.store.run)
             if not isinstance(self.store, MemoryStore) and not os.environ.get(STATE_KEY_ENV):
                 self.rounds.key = await self.store.state_key()
+            self.store.subscribe(self._on_bus)
+            if self.sharing is not None:
+                self.store.subscribe(self.sharing.on_bus)
+                await tg.start(self.sharing.run)
         except StoreError as exc:
             self.startup_error = str(exc)
             raise StartupError(str(exc)) from None
-        self.store.subscribe(self._on_bus)
 
     def _on_bus(self, topic: str, payload: bytes) -> None:
         """A message from the store's bus (published here or by another host)."""
