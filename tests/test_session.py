@@ -340,6 +340,25 @@ def test_batch_in_2025_03_26_gets_one_array_reply_in_order() -> None:
     assert session.log_level == "error"
 
 
+def test_batch_refuses_a_repeated_id_even_after_a_fast_first_answer() -> None:
+    """The first request is answered at once (its id is free again), yet the second with the
+    same id is a duplicate: one answer and one refusal, never two answers for one id."""
+    session = ready("2025-03-26")
+    line = orjson.dumps(
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        ]
+    )
+    replies = answer(session.receive(line))
+    assert replies[0] == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    assert replies[1]["id"] == 1 and replies[1]["error"]["code"] == -32600
+    assert "already used" in replies[1]["error"]["message"]
+    assert replies[2] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert len(replies) == 3
+
+
 def test_batch_with_tool_calls_is_sent_when_the_last_call_is_done() -> None:
     session = ready("2025-03-26")
     events = session.receive(

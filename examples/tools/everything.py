@@ -277,6 +277,10 @@ class FavoriteColor(BaseModel):
     color: str
 
 
+class Confirm(BaseModel):
+    confirm: bool
+
+
 class UserContext(BaseModel):
     context: str
 
@@ -437,34 +441,36 @@ async def failing_job() -> str:
     raise ToolError("failing_job failed on purpose")
 
 
-@tool(task="optional")
-def protocol_error_job() -> str:
-    """A job that crashes with an unexpected exception (not a ToolError)."""
-    raise RuntimeError("protocol_error_job crashed on purpose")
+@tool(task="optional", timeout=0.5)
+async def protocol_error_job() -> str:
+    """A job that cannot complete: it outlives its 0.5 s timeout, so the call ends with a
+    JSON-RPC error rather than a result (its task: failed, not completed with isError)."""
+    await asyncio.sleep(30)
+    return "never"
 
 
 @tool(task="optional")
 async def confirm_delete(filename: str, ctx: Context) -> str:
     """Ask the user to confirm before (pretending to) delete a file."""
-    answer = await _ask(ctx.elicit, f"Delete {filename}?", schema=Confirmation, key="confirm_delete")
-    if answer.action == "accept" and answer.data.ok:
+    answer = await _ask(ctx.elicit, f"Delete {filename}?", schema=Confirm, key="confirm_delete")
+    if answer.action == "accept" and answer.data.confirm:
         return f"Deleted {filename}"
     return f"Kept {filename}"
 
 
 @tool(task="optional")
 async def multi_input(ctx: Context) -> str:
-    """Ask the user two questions at once: their name and their favorite color."""
-    name, color = await asyncio.gather(
-        _user_name(ctx),
-        _ask(ctx.elicit, "What is your favorite color?", schema=FavoriteColor, key="favorite_color"),
+    """Ask the user two questions at once: their name, and whether to go ahead."""
+    name, go = await asyncio.gather(
+        _user_name(ctx), _ask(ctx.elicit, "Go ahead?", schema=Confirm, key="confirm")
     )
-    return f"{name} likes {color.data.color if color.action == 'accept' else '(no color)'}."
+    return f"{name}: {'go' if go.action == 'accept' and go.data.confirm else 'stop'}."
 
 
-@tool(task="required")
+@tool(task="required", input_before_task=True)
 async def test_tool_with_task(ctx: Context) -> str:
-    """Ask the user for their name ("user_name") first, then run as a task and greet them."""
+    """Ask the user for their name ("user_name") first, through the input round trip of
+    tools/call; the call then becomes a task, which greets them."""
     return f"Hello, {await _user_name(ctx)}!"
 
 

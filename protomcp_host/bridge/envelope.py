@@ -39,6 +39,7 @@ def tool_from_definition(definition: pb.ToolDefinition, owner: Hashable) -> Tool
         mcp,
         hidden=definition.hidden,
         timeout=definition.timeout if definition.timeout > 0 else None,
+        input_before_task=definition.input_before_task and mode != "forbidden",
     )
 
 

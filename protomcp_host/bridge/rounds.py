@@ -233,9 +233,17 @@ class ModernRouter(Router):
             execution = round_.owner
             execution.call, execution.sink, call.execution = call, self, execution
             self._resume(round_, answers)
+            if call.task_later and not round_.pending:  # its questions are answered: a task now
+                self._become_task(call, execution)
             return
         if answers:
             call.answers = orjson.dumps(answers).decode()
+        if call.task_later and self.tasks is not None:  # a re-run with its answers: a task at once
+            created = self.session.become_task(call)
+            if created is not None:
+                self._emit(created, call.id)
+                self.tasks.start(call, self)
+                return
         super()._start(call)
         if call.execution is not None and answers:
             self.rounds.of[call.execution] = Round(call.execution, known=answers)
@@ -289,6 +297,16 @@ class ModernRouter(Router):
             round_ = self.rounds.resume(claims.get("s"))
         answers.update(retry.responses)
         return round_, {key: value for key, value in answers.items() if isinstance(value, dict)}
+
+    def _become_task(self, call: Call, execution: Execution) -> None:
+        """The call's CreateTaskResult answers the request; it runs on for its task."""
+        created = self.session.become_task(call) if self.tasks is not None else None
+        if created is None:
+            return
+        self.rounds.release(execution, "the call became a task")
+        self._emit(created, call.id)
+        self.tasks.adopt(call, execution, self)
+        self._check_idle()
 
     def _resume(self, round_: Round, answers: dict[str, Any]) -> None:
         """The suspended owner carries on as this request: its requests get their answers."""

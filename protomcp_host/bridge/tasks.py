@@ -62,6 +62,14 @@ class TaskRunner:
             self.on_change(task)
         self.dispatcher.execute(call, sink)
 
+    def adopt(self, call: Call, execution: Execution, router: ModernRouter) -> None:
+        """A running call that became a task (input_before_task) goes on as the task's."""
+        task = call.task
+        assert task is not None
+        self.owners.add(task.owner)
+        sink = self.sinks[task] = TaskSink(self, call, router)
+        execution.sink = sink
+
     # -- tasks/update, tasks/cancel ------------------------------------------------------
     def answer(self, task: Task, responses: dict[str, Any]) -> None:
         """Answers by key for the task's outstanding requests; other keys are ignored (never

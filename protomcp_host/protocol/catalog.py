@@ -37,6 +37,7 @@ class Tool:
     mcp: dict[str, Any]  # the full MCP Tool object
     hidden: bool = False  # starts disabled in every session until a tool enables it
     timeout: float | None = None  # seconds; None = the host's --call-timeout
+    input_before_task: bool = False  # 2026-07-28 tasks: the input round trip first, then a task
     _validator: Any = field(default=None, repr=False)
     _quick: Callable[[dict[str, Any]], bool] | None = field(default=None, repr=False)
     _size: int = field(default=-1, repr=False)

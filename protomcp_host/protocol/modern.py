@@ -411,6 +411,9 @@ class ModernSession(Session):
         event = super()._tools_call(request, batch)
         if not as_task or not isinstance(event, Call):
             return event
+        if tool is not None and tool.input_before_task:  # the round trip first (become_task)
+            event.task_later = True
+            return event
         return self._as_task(request, event)
 
     # -- the tasks extension -----------------------------------------------------------
@@ -436,9 +439,26 @@ class ModernSession(Session):
             task = self.task_store.create(None, self.tasks.now, self.owner)
         except TooManyTasks as exc:
             return Send(rpc.error(request.id, rpc.INTERNAL_ERROR, str(exc)))
-        call.task, task.call, call.batch = task, call, None
+        return [Send(self._created(call, task), request.id), call]
+
+    def become_task(self, call: Call) -> bytes | None:
+        """A call of an input_before_task tool whose questions are answered becomes a task
+        now: the CreateTaskResult that answers its request. None when it stays a plain
+        request (it is over already, or every task slot holds a running task)."""
+        if self.task_store is None or self.in_flight.get(call.id) is not call:
+            return None
+        try:
+            task = self.task_store.create(None, self.tasks.now, self.owner)
+        except TooManyTasks:
+            return None
+        del self.in_flight[call.id]
+        self.envelopes.pop(call.id, None)
+        return self._created(call, task)
+
+    def _created(self, call: Call, task: Task) -> bytes:
+        call.task, task.call, call.batch, call.task_later = task, call, None, False
         created = {"resultType": "task", **task.detailed(), "_meta": {SERVER_INFO: self.server_info}}
-        return [Send(rpc.result(request.id, created), request.id), call]
+        return rpc.result(call.id, created)
 
     def _own_task(self, request: rpc.Request) -> Task | Send:
         """The principal's task a tasks/* request names, or the error to answer."""

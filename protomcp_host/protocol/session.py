@@ -58,6 +58,7 @@ class Call:
     capabilities: str = ""  # what the client declared (JSON), for ctx.client_capabilities
     answers: str = ""  # 2026-07-28: answers its requests for the client already have (JSON, by key)
     retry: Any = None  # 2026-07-28: (inputResponses, requestState) of a retried request
+    task_later: bool = False  # 2026-07-28: becomes a task once its input round trip is done
 
 
 @dataclass(slots=True)
@@ -149,9 +150,18 @@ class Session:
         expecting = [m for m in decoded if isinstance(m, (rpc.Request, rpc.Invalid))]
         batch = Batch(len(expecting)) if expecting else None
         events: list[Event] = []
+        ids: set[bytes] = set()  # a request answered at once no longer holds its id: remember it
         for message in decoded:
-            if isinstance(message, rpc.Request) and message.method == "initialize":
+            if isinstance(message, rpc.Request) and message.id in ids:
                 event: Event | None = Send(
+                    rpc.error(
+                        message.id,
+                        rpc.INVALID_REQUEST,
+                        "Invalid Request: this id is already used by another request of the batch",
+                    )
+                )
+            elif isinstance(message, rpc.Request) and message.method == "initialize":
+                event = Send(
                     rpc.error(
                         message.id,
                         rpc.INVALID_REQUEST,
@@ -160,6 +170,8 @@ class Session:
                 )
             else:
                 event = self._handle(message, batch)
+            if isinstance(message, rpc.Request):
+                ids.add(message.id)
             if isinstance(event, list):  # task requests need 2025-11-25, which has no batches
                 events.extend(event)
             elif isinstance(event, Send) and batch is not None:

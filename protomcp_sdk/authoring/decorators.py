@@ -37,6 +37,7 @@ def tool(
     timeout: float | None = None,
     task: TaskSupport = "forbidden",
     input_schema: dict[str, Any] | None = None,
+    input_before_task: bool = False,
 ) -> Callable[[F], F]: ...
 
 
@@ -56,6 +57,7 @@ def tool(
     timeout: float | None = None,
     task: TaskSupport = "forbidden",
     input_schema: dict[str, Any] | None = None,
+    input_before_task: bool = False,
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP tool; the function itself is returned unchanged.
 
@@ -66,6 +68,9 @@ def tool(
     ``timeout`` (seconds) overrides the host's ``--call-timeout`` for this tool.
     ``task`` sets MCP ``execution.taskSupport``: "optional" or "required" let (or make)
     clients run the tool as a task; the default "forbidden" does not.
+    ``input_before_task=True`` (2026-07-28 tasks extension): the call asks its questions
+    (``ctx.elicit`` & co.) through the input-required round trip of ``tools/call`` first and
+    becomes a task once they are answered, instead of becoming one at once.
     ``input_schema`` replaces the schema built from the signature (the host validates
     arguments against it; the function still receives them by parameter name).
     """
@@ -83,6 +88,7 @@ def tool(
             tags=tags,
             timeout=timeout,
             task=task,
+            input_before_task=input_before_task,
         )
         if input_schema is not None:
             spec.input_schema = dict(input_schema)

@@ -47,6 +47,7 @@ class ToolSpec:
     warnings: tuple[str, ...] = ()  # likely mistakes, printed when the tool file loads
     output_checker: OutputCheck | None = field(default=None, repr=False, compare=False)  # built on first use
     task: TaskSupport = "forbidden"  # MCP execution.taskSupport
+    input_before_task: bool = False  # 2026-07-28: input round trip first, then a task
 
     @classmethod
     def from_function(
@@ -61,6 +62,7 @@ class ToolSpec:
         tags: Iterable[str] = (),
         timeout: float | None = None,
         task: TaskSupport = "forbidden",
+        input_before_task: bool = False,
     ) -> ToolSpec:
         """Inspect ``fn`` (without registering it). Raises ValueError/TypeError on misuse."""
         tool_name = name if name is not None else getattr(fn, "__name__", "")
@@ -73,6 +75,8 @@ class ToolSpec:
             raise TypeError(f"tool {tool_name!r}: tags must be a set of strings, e.g. tags={{{tags!r}}}")
         if task not in TASK_MODES:
             raise ValueError(f"tool {tool_name!r}: task must be one of {', '.join(map(repr, TASK_MODES))}")
+        if input_before_task and task == "forbidden":
+            raise ValueError(f"tool {tool_name!r}: input_before_task needs task='optional' or 'required'")
         signature = analyze(fn, tool_name)
         summary, documented = docstrings.parse(inspect.cleandoc(fn.__doc__)) if fn.__doc__ else ("", {})
         if description is None:
@@ -98,6 +102,7 @@ class ToolSpec:
             timeout=float(timeout) if timeout is not None else None,
             warnings=signature.warnings,
             task=task,
+            input_before_task=bool(input_before_task),
         )
 
     def convert(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
@@ -128,6 +133,7 @@ class ToolSpec:
             timeout=self.timeout or 0.0,
             task_support=self.task != "forbidden",
             task_support_mode=self.task,
+            input_before_task=self.input_before_task,
         )
         for key, attr in _HINTS:
             setattr(definition, attr, bool(hints.get(key, False)))
