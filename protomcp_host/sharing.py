@@ -152,7 +152,8 @@ class SharedTasks:
             return  # a late message about a task that has ended meanwhile
         elif (task.status, task.updated) == (record["status"], float(record["updated"])):
             return  # nothing new (this host's own notice of an orphan, say)
-        task.status, task.message, task.updated = record["status"], record["message"], float(record["updated"])
+        task.status, task.message = record["status"], record["message"]
+        task.updated = float(record["updated"])
         task.inputs = record["inputs"] or {}
         task.outcome = record["outcome"].encode()
         task.error = record["error"]

@@ -15,7 +15,7 @@ import anyio
 import mcp_types as types
 import pytest
 from conftest import TOOLS
-from scale_support import CPU, modern_client, wait_for_file
+from scale_support import CPU, modern_client, modern_rpc, task_until, wait_for_file
 
 ROUNDS = TOOLS / "rounds" / "rounds.py"
 SEED = "X-Mcp-Session-Seed"
@@ -142,3 +142,79 @@ async def test_without_a_shared_key_a_retry_elsewhere_is_refused_with_one_it_run
             else:
                 with pytest.raises(Exception, match="requestState"):
                     await client.call_tool("two_samples", {})
+
+
+async def test_tasks_are_shared_between_hosts(
+    http_host: Any, nginx: Any, redis_url: str, tmp_path: Path
+) -> None:
+    import httpx2
+
+    hosts, _ = _cluster(http_host, nginx, redis_url)
+    a, b = (host.url for host in hosts)
+    gate = tmp_path / "gate"
+    async with httpx2.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(60):
+            # created on A, seen running on B, completed on A, its result read on B
+            created = await modern_rpc(
+                http, a, "tools/call", {"name": "wait_for", "arguments": {"path": str(gate)}}
+            )
+            task_id = created["result"]["taskId"]
+            assert created["result"]["resultType"] == "task"
+            assert (await task_until(http, b, task_id, "working"))["status"] == "working"
+            gate.write_text("open")
+            done = await task_until(http, b, task_id, "completed")
+            assert done["result"]["structuredContent"] == {"saw": True, "host": hosts[0].proc.pid}
+            # input_required on A, answered with tasks/update on B, completed
+            created = await modern_rpc(http, a, "tools/call", {"name": "confirm", "arguments": {}})
+            task_id = created["result"]["taskId"]
+            asked = await task_until(http, b, task_id, "input_required")
+            assert list(asked["inputRequests"]) == ["who"]
+            answer = {"who": {"action": "accept", "content": {"name": "Ada"}}}
+            await modern_rpc(http, b, "tasks/update", {"taskId": task_id, "inputResponses": answer})
+            done = await task_until(http, a, task_id, "completed")
+            assert done["result"]["content"][0]["text"] == "accept:Ada"
+            # cancelled through B while it runs on A
+            created = await modern_rpc(
+                http, a, "tools/call", {"name": "wait_for", "arguments": {"path": str(tmp_path / "never")}}
+            )
+            task_id = created["result"]["taskId"]
+            await task_until(http, b, task_id, "working")
+            cancelled = await modern_rpc(http, b, "tasks/cancel", {"taskId": task_id})
+            assert "result" in cancelled, cancelled
+            assert (await task_until(http, a, task_id, "cancelled"))["status"] == "cancelled"
+
+
+async def test_no_task_is_lost_when_a_host_dies(
+    http_host: Any, nginx: Any, redis_url: str, tmp_path: Path
+) -> None:
+    import httpx2
+
+    hosts, _ = _cluster(http_host, nginx, redis_url)
+    (victim, survivor), gate = hosts, tmp_path / "gate"
+    gate.write_text("open")
+    async with httpx2.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(60):
+            finished = await modern_rpc(
+                http, victim.url, "tools/call", {"name": "wait_for", "arguments": {"path": str(gate)}}
+            )
+            running = await modern_rpc(
+                http,
+                victim.url,
+                "tools/call",
+                {"name": "wait_for", "arguments": {"path": str(tmp_path / "never")}},
+            )
+            finished_id, running_id = finished["result"]["taskId"], running["result"]["taskId"]
+            await task_until(http, survivor.url, finished_id, "completed")
+            await task_until(http, survivor.url, running_id, "working")
+            os.killpg(victim.proc.pid, signal.SIGKILL)
+            victim.proc.wait()
+            # its result survives; the task it was running is failed, not left working for ever
+            done = await task_until(http, survivor.url, finished_id, "completed")
+            assert done["result"]["structuredContent"]["saw"] is True
+            failed = await task_until(http, survivor.url, running_id, "failed")
+            assert "stopped before it finished" in failed["error"]["message"]
+        # a host that starts later loads the records from the store
+        late = http_host("run", str(CPU), "--store", redis_url)
+        with anyio.fail_after(30):
+            assert (await task_until(http, late.url, finished_id, "completed"))["status"] == "completed"
+            assert (await task_until(http, late.url, running_id, "failed"))["status"] == "failed"

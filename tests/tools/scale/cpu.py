@@ -3,6 +3,7 @@ kept in module state (per process), a resource update published for listeners.""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
@@ -54,3 +55,22 @@ async def touch(uri: str, ctx: Context) -> str:
 @resource("scale://note", mime_type="text/plain")
 def note() -> str:
     return f"note from {os.getpid()}"
+
+
+@tool(task="optional")
+async def wait_for(path: str) -> dict[str, object]:
+    """Wait until a file exists (a gate another test step opens), then say which host ran it."""
+    for _ in range(3000):
+        if os.path.exists(path):
+            break
+        await asyncio.sleep(0.01)
+    return {"saw": os.path.exists(path), "host": int(os.environ.get("PROTOMCP_HOST_PID", "0"))}
+
+
+@tool(task="optional")
+async def confirm(ctx: Context) -> str:
+    """Ask the client for a name (in a task: input_required until tasks/update answers)."""
+    answer = await ctx.elicit(
+        "Name?", {"type": "object", "properties": {"name": {"type": "string"}}}, key="who"
+    )
+    return f"{answer.action}:{(answer.data or {}).get('name')}"
