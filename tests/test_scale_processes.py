@@ -4,6 +4,7 @@ once per call, a crash restarts one member, a reload replaces all of them."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -96,3 +97,23 @@ def test_pick_prefers_the_least_busy_serving_member(monkeypatch: pytest.MonkeyPa
         member.load = None
     assert pool.pick() is members[0]  # none serving: the first waits for its restart
     assert busy.__name__ == "busy"
+
+
+async def test_a_reload_replaces_every_member(tmp_path: Path) -> None:
+    from test_e2e_dev import write_atomic
+
+    source = CPU.read_text()
+    file = tmp_path / "cpu.py"
+    file.write_text(source)
+    with anyio.fail_after(90):
+        async with mcp_session("dev", str(file), "--processes", "2") as session:
+            before: set[int] = set()
+            while len(before) < 2:
+                before |= await _pids(session, 8)
+            write_atomic(file, source + '\n\n@tool\ndef added() -> str:\n    return "new"\n')
+            while "added" not in {tool.name for tool in (await session.list_tools()).tools}:
+                await anyio.sleep(0.05)  # (the reload is seen through the list the client reads)
+            after: set[int] = set()
+            while len(after - before) < 2:  # both members were replaced, blue/green
+                after |= await _pids(session, 8)
+            assert (await session.call_tool("added", {})).content[0].text == "new"
