@@ -26,6 +26,9 @@ async def test_workers_share_the_port_and_a_dead_worker_is_replaced(http_host: A
     host = http_host("run", str(CPU), "--workers", "2", "--processes", "2")
     async with modern_client(host.url) as client:
         assert client.session.protocol_version == "2026-07-28"
+        # the workers share a requestState key; tool code never sees it
+        has_key = await client.call_tool("has_env", {"name": "PROTOMCP_STATE_KEY"})
+        assert has_key.structured_content == {"result": False}
         hosts: set[int] = set()
         with anyio.fail_after(60):
             while len(hosts) < 2:  # connections are accepted by either worker

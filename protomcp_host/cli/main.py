@@ -421,8 +421,9 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     signalled: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _: signalled.append(signum))
-    from protomcp_host.processes.launch import StartupError, launch, tool_files
+    from protomcp_host.processes.launch import SECRET_ENV, StartupError, launch, tool_files
 
+    SECRET_ENV.add("PROTOMCP_STATE_KEY")  # the requestState key (bridge.rounds): not for tool code
     modules, plugins = options.pop("modules"), options.pop("plugins")
     token_env = options.pop("token_env", None)
     if not (files or modules or plugins):

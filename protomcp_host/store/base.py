@@ -40,10 +40,5 @@ class Store(Protocol):
     async def put(self, key: str, value: bytes, ttl: float) -> None:
         """Store `value` under `key` for `ttl` seconds (> 0)."""
 
-    async def get(self, key: str) -> bytes | None:
-        """The value under `key`, or None (never stored, expired or deleted)."""
-
-    async def delete(self, key: str) -> None: ...
-
     async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
         """Every live record whose key starts with `prefix` (a host that starts loads them)."""

@@ -42,16 +42,6 @@ class MemoryStore:
         self._sweep()
         self._records[key] = (value, time.monotonic() + ttl)
 
-    async def get(self, key: str) -> bytes | None:
-        found = self._records.get(key)
-        if found is None or found[1] <= time.monotonic():
-            self._records.pop(key, None)
-            return None
-        return found[0]
-
-    async def delete(self, key: str) -> None:
-        self._records.pop(key, None)
-
     async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
         now = time.monotonic()
         records = self._records.items()

@@ -126,13 +126,6 @@ class RedisStore:
         except self._errors as exc:
             raise StoreError(f"cannot write to {self.url}: {exc}") from None
 
-    async def get(self, key: str) -> bytes | None:
-        try:
-            value = await self._client.get(PREFIX + key)
-        except self._errors as exc:
-            raise StoreError(f"cannot read from {self.url}: {exc}") from None
-        return value if isinstance(value, bytes) else None
-
     async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
         found: list[tuple[str, bytes]] = []
         try:
@@ -143,9 +136,3 @@ class RedisStore:
         except self._errors as exc:
             raise StoreError(f"cannot read from {self.url}: {exc}") from None
         return found
-
-    async def delete(self, key: str) -> None:
-        try:
-            await self._client.delete(PREFIX + key)
-        except self._errors as exc:
-            raise StoreError(f"cannot write to {self.url}: {exc}") from None

@@ -30,6 +30,12 @@ def whoami() -> dict[str, int]:
 
 
 @tool
+def has_env(name: str) -> bool:
+    """Whether the tool process has this environment variable."""
+    return name in os.environ
+
+
+@tool
 def crash() -> str:
     """Exit the tool process at once (a crash mid-call)."""
     os._exit(3)
