@@ -150,7 +150,13 @@ class SharedTasks:
             self.runner.owners.add(task.owner)
         elif task.terminal and record["status"] not in ("completed", "failed", "cancelled"):
             return  # a late message about a task that has ended meanwhile
-        elif (task.status, task.updated) == (record["status"], float(record["updated"])):
+        elif float(record["updated"]) < task.updated:
+            return  # older than what is known (a record loaded at start after a newer message)
+        elif (task.status, task.updated, task.inputs) == (
+            record["status"],
+            record["updated"],
+            record["inputs"],
+        ):
             return  # nothing new (this host's own notice of an orphan, say)
         task.status, task.message = record["status"], record["message"]
         task.updated = float(record["updated"])

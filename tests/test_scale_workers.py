@@ -67,3 +67,59 @@ async def test_sigterm_lets_an_in_flight_call_finish(http_host: Any, tmp_path: P
                 host.proc.send_signal(signal.SIGTERM)
     assert answers == ["slept"]
     assert host.proc.wait(30) == 0
+
+
+async def test_a_worker_that_cannot_start_stops_the_run(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('no luck')\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "protomcp_host", "run", str(broken), "--transport", "http", "--port", "0",
+         "--workers", "2"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "no luck" in done.stderr and "a worker exited before it served" in done.stderr
+
+
+def test_workers_and_the_session_id_header_need_streamable_http() -> None:
+    from click.testing import CliRunner
+
+    from protomcp_host.cli.main import main
+
+    runner = CliRunner()
+    for args, said in (
+        (["--workers", "2"], "--workers: only with --transport http or sse"),
+        (["--transport", "sse", "--workers", "2"], "--workers: only with --transport http"),
+        (
+            ["--transport", "sse", "--session-id-header", "X"],
+            "--session-id-header: only with --transport http",
+        ),
+        (["--processes", "0"], "0 is not in the range x>=1"),
+    ):
+        result = runner.invoke(main, ["run", str(CPU), *args])
+        assert result.exit_code == 2 and said in result.output, result.output
+
+
+async def test_a_new_session_takes_a_well_formed_offered_id_only(http_host: Any) -> None:
+    import httpx2
+    from http_support import ACCEPT, INITIALIZE
+
+    host = http_host("run", str(CPU), "--session-id-header", "X-Seed")
+    headers = {"accept": ACCEPT, "content-type": "application/json"}
+    good = "0123456789abcdef" * 2
+    async with httpx2.AsyncClient(timeout=10) as http:
+
+        async def session_id(seed: str | None) -> str:
+            extra = {} if seed is None else {"x-seed": seed}
+            response = await http.post(host.url, content=INITIALIZE, headers={**headers, **extra})
+            assert response.status_code == 200, response.text
+            return response.headers["mcp-session-id"]
+
+        assert await session_id(good) == good
+        assert await session_id(good) != good  # taken already: a random one
+        assert await session_id("short") != "short"
+        assert await session_id("x" * 31 + "/") != "x" * 31 + "/"
+        assert len(await session_id(None)) == 32  # no header: random, as without the option
