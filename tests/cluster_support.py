@@ -51,14 +51,9 @@ def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
             proc.wait()
 
 
-@pytest.fixture
-def redis_url(tmp_path: Path) -> Iterator[str]:
-    """A redis-server of its own (no persistence), as redis://127.0.0.1:PORT/0."""
-    if not os.access(REDIS, os.X_OK):
-        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
-    port = free_port()
-    folder = tmp_path / "redis"
-    folder.mkdir()
+def start_redis(port: int, folder: Path) -> subprocess.Popen[bytes]:
+    """redis-server on 127.0.0.1:port without persistence, accepting connections."""
+    folder.mkdir(exist_ok=True)
     proc = subprocess.Popen(
         [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--dir", str(folder), "--daemonize", "no", "--logfile", str(folder / "redis.log")],
@@ -66,6 +61,20 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
     )  # fmt: skip
     try:
         wait_port(port, proc)
+    except AssertionError:
+        stop(proc)
+        raise
+    return proc
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A redis-server of its own (no persistence), as redis://127.0.0.1:PORT/0."""
+    if not os.access(REDIS, os.X_OK):
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
+    port = free_port()
+    proc = start_redis(port, tmp_path / "redis")
+    try:
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         stop(proc)

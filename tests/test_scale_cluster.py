@@ -218,3 +218,45 @@ async def test_no_task_is_lost_when_a_host_dies(
         with anyio.fail_after(30):
             assert (await task_until(http, late.url, finished_id, "completed"))["status"] == "completed"
             assert (await task_until(http, late.url, running_id, "failed"))["status"] == "failed"
+
+
+async def test_hosts_carry_on_after_redis_restarts_empty(
+    http_host: Any, nginx: Any, redis_url: str, tmp_path: Path
+) -> None:
+    import subprocess
+
+    from cluster_support import start_redis, stop
+
+    hosts, balancer = _cluster(http_host, nginx, redis_url)
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True, check=False)
+    for host in hosts:
+        host.wait_stderr(lambda line: "is unreachable" in line)
+    restarted = start_redis(port, tmp_path / "redis-again")  # empty: no key, no records
+    try:
+        for host in hosts:
+            host.wait_stderr(lambda line: "is reachable again" in line)
+        with anyio.fail_after(60):
+            # the key is back (a retry on the other host is accepted) and the bus works again
+            async with modern_client(balancer.url, sampling_callback=_sample) as client:
+                await client.list_tools()
+                two = await client.call_tool("two_samples", {})
+                assert two.content[0].text == "A(first?)+A(second after A(first?)?)"
+            async with (
+                modern_client(hosts[0].url) as on_a,
+                modern_client(hosts[1].url) as on_b,
+                on_a.listen(resource_subscriptions=["scale://note"]) as sub,
+            ):
+                await on_b.call_tool("touch", {"uri": "scale://note"})
+                assert "scale://note" in repr(await anext(aiter(sub)))
+            # the hosts put their key back: a host started now seals and opens with the same one
+            late = http_host("run", str(CPU), str(ROUNDS), "--store", redis_url)
+            mixed = nginx([hosts[0].url.split("/")[2], late.url.split("/")[2]])
+            async with modern_client(mixed.url, sampling_callback=_sample) as client:
+                await client.list_tools()
+                two = await client.call_tool("two_samples", {})
+                assert two.content[0].text == "A(first?)+A(second after A(first?)?)"
+            calls = [r for r in mixed.requests() if r[1] == "tools/call"]
+            assert len(calls) == 3 and len({r[0] for r in calls}) == 2, calls
+    finally:
+        stop(restarted)

@@ -48,6 +48,8 @@ class RedisStore:
         self._handlers: list[Handler] = []
         self._outbox: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(OUTBOX)
         self._dropped = 0
+        self._down = False  # an outage was reported (not repeated until it is over)
+        self._key: bytes | None = None  # the requestState key this host uses
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         try:
@@ -74,10 +76,16 @@ class RedisStore:
             try:
                 message = await pubsub.get_message(timeout=None)
             except self._errors as exc:
-                self._report(f"protomcp: the store {self.url} is unreachable ({exc}); retrying")
+                self._trouble(f"the store {self.url} is unreachable ({exc}); retrying every {RETRY:g}s")
                 await anyio.sleep(RETRY)
                 continue  # (redis-py reconnects and subscribes again on the next read)
-            if message is None or message.get("type") != "message":
+            if message is None:
+                continue
+            if message.get("type") == "subscribe" and self._down:
+                self._down = False
+                self._report(f"protomcp: the store {self.url} is reachable again")
+                await self._keep_key()
+            if message.get("type") != "message":
                 continue
             topic, _, payload = bytes(message["data"]).partition(b"\0")
             for handler in self._handlers:
@@ -89,9 +97,13 @@ class RedisStore:
             try:
                 await self._client.publish(BUS, topic.encode() + b"\0" + payload)
             except self._errors as exc:
-                self._report(
-                    f"protomcp: a {topic} notice was not shared: the store {self.url} failed ({exc})"
-                )
+                self._trouble(f"a {topic} notice was not shared: the store {self.url} failed ({exc})")
+
+    def _trouble(self, message: str) -> None:
+        """Say it once per outage (the next successful subscription ends the outage)."""
+        if not self._down:
+            self._down = True
+            self._report("protomcp: " + message)
 
     async def ping(self) -> bool:
         try:
@@ -118,7 +130,18 @@ class RedisStore:
             raise StoreError(f"cannot read the state key from {self.url}: {exc}") from None
         if not isinstance(key, bytes) or len(key) != 32:
             raise StoreError(f"{STATE_KEY} in {self.url} is not a 32-byte key")
+        self._key = key
         return key
+
+    async def _keep_key(self) -> None:
+        """After an outage: a Redis that restarted without its data gets the key back from the
+        hosts that use it (the first to return wins; they all hold the same one)."""
+        if self._key is None:
+            return
+        try:
+            await self._client.set(STATE_KEY, self._key, nx=True)
+        except self._errors as exc:
+            self._trouble(f"the state key could not be restored in {self.url} ({exc})")
 
     async def put(self, key: str, value: bytes, ttl: float) -> None:
         try:
