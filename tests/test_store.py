@@ -98,3 +98,18 @@ def test_store_urls() -> None:
     with pytest.raises(StoreError, match="expected redis://"):
         open_store("postgres://x", print)
     assert open_store("redis://:secret@127.0.0.1:1/0", print).url == "redis://:***@127.0.0.1:1/0"
+
+
+def test_a_host_whose_store_is_unreachable_does_not_start() -> None:
+    import subprocess
+    import sys
+
+    from cluster_support import free_port
+    from conftest import TOOLS
+
+    done = subprocess.run(
+        [sys.executable, "-m", "protomcp_host", "run", str(TOOLS / "scale" / "cpu.py"), "--transport", "http",
+         "--port", "0", "--store", f"redis://127.0.0.1:{free_port()}/0"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 1 and "cannot reach the store redis://127.0.0.1:" in done.stderr, done.stderr
