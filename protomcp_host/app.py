@@ -275,6 +275,7 @@ class Host:
 
     def disconnect(self, router: Router) -> None:
         self.routers = [r for r in self.routers if r is not router]
+        router.session.tasks.forget_all()  # a legacy session's tasks end with it (a principal's stay)
 
     async def expire_tasks(self, period: float = 1.0) -> None:
         """Task ttl expiry in idle sessions (a session also expires its tasks on each message)."""

@@ -201,6 +201,7 @@ class World:
     peers: list[Peer]
     host_stderr: Callable[[], str]
     files: list[Path] = field(default_factory=list)
+    modern: bool = False  # 2026-07-28 era: each request answered on its own, no session stream
 
     @property
     def a(self) -> Peer:
@@ -228,8 +229,9 @@ class World:
         for peer in self.peers:
             word = f"still-{peer.label}-{secrets.token_hex(3)}"
             assert await peer.text("echo", {"text": word}) == word
-        for peer in self.peers:
-            await peer.flush()
+        if not self.modern:  # the modern era has no stream besides each request's own
+            for peer in self.peers:
+                await peer.flush()
         for peer in self.peers:
             peer.assert_one_answer_each()
         for peer in self.peers:
@@ -261,8 +263,9 @@ def callbacks(peer: Peer) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def tapped_session(peer: Peer, read: Any, write: Any) -> AsyncIterator[Peer]:
-    """Put the tap between a transport's streams and an official ClientSession."""
+async def tapped_session(peer: Peer, read: Any, write: Any, modern: bool = False) -> AsyncIterator[Peer]:
+    """Put the tap between a transport's streams and an official ClientSession (in the 2026-07-28
+    era with `modern`: server/discover instead of initialize)."""
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](math.inf)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](math.inf)
     peer._transport_write = write
@@ -283,7 +286,7 @@ async def tapped_session(peer: Peer, read: Any, write: Any) -> AsyncIterator[Pee
         tg.start_soon(pump_out)
         async with ClientSession(session_reads, session_writes, **callbacks(peer)) as session:
             with anyio.fail_after(WAIT):
-                await session.initialize()
+                await (session.discover() if modern else session.initialize())
                 await session.list_tools()  # the tools loaded; the client knows their schemas
             peer.session = session
             yield peer
@@ -360,20 +363,23 @@ async def stdio_streams(args: list[str], errlog: Path) -> AsyncIterator[tuple[An
 
 
 @asynccontextmanager
-async def stdio_peer(label: str, args: list[str], errlog: Path) -> AsyncIterator[Peer]:
-    async with stdio_streams(args, errlog) as (read, write), tapped_session(Peer(label), read, write) as peer:
+async def stdio_peer(label: str, args: list[str], errlog: Path, modern: bool = False) -> AsyncIterator[Peer]:
+    async with (
+        stdio_streams(args, errlog) as (read, write),
+        tapped_session(Peer(label), read, write, modern) as peer,
+    ):
         yield peer
 
 
 @asynccontextmanager
-async def http_peer(label: str, url: str, token: str) -> AsyncIterator[Peer]:
+async def http_peer(label: str, url: str, token: str, modern: bool = False) -> AsyncIterator[Peer]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     async with (
         httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60) as client,
         streamable_http_client(url, http_client=client, max_sse_event_size=64 * 1024 * 1024) as (read, write),
-        tapped_session(Peer(label), read, write) as peer,
+        tapped_session(Peer(label), read, write, modern) as peer,
     ):
         yield peer
 
@@ -450,22 +456,23 @@ async def open_world(
     tmp_path: Path,
     http: HttpHost | None = None,
     auth: Auth | None = None,
+    modern: bool = False,
 ) -> AsyncIterator[World]:
     """The scenario's sessions: `args` is the stdio host's command line (`run FILE...`); over HTTP
     two sessions of two subjects on the given host."""
     if transport == "stdio":
         errlog = tmp_path / f"host-stderr-{secrets.token_hex(3)}.log"
-        async with plain_errors(), stdio_peer("A", args, errlog) as a:
-            world = World(transport, [a], lambda: errlog.read_text(errors="replace"))
+        async with plain_errors(), stdio_peer("A", args, errlog, modern) as a:
+            world = World(transport, [a], lambda: errlog.read_text(errors="replace"), modern=modern)
             yield world
         return
     assert http is not None and auth is not None
     async with (
         plain_errors(),
-        http_peer("A", http.url, auth.token(SUBJECTS[0])) as a,
-        http_peer("B", http.url, auth.token(SUBJECTS[1])) as b,
+        http_peer("A", http.url, auth.token(SUBJECTS[0]), modern) as a,
+        http_peer("B", http.url, auth.token(SUBJECTS[1]), modern) as b,
     ):
-        yield World(transport, [a, b], lambda: "\n".join(http.stderr))
+        yield World(transport, [a, b], lambda: "\n".join(http.stderr), modern=modern)
 
 
 @asynccontextmanager

@@ -149,6 +149,25 @@ def test_batches_only_in_2025_03_26(raw_host) -> None:  # type: ignore[no-untype
     assert reply["id"] is None and reply["error"]["code"] == -32600
 
 
+def test_a_batch_repeating_a_fast_requests_id_gets_one_answer_per_id(raw_host) -> None:  # type: ignore[no-untyped-def]
+    """The first request (ping) is answered at once; the second with its id is refused as a
+    duplicate, not answered a second time; the batch's other call is answered as usual."""
+    host = raw_host("run", str(BEHAVIOURS))
+    host.initialize("2025-03-26")
+    call = {"name": "add", "arguments": {"a": 1, "b": 1}}
+    host.send([
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+    ])  # fmt: skip
+    replies = host.recv()
+    results = [r for r in replies if "result" in r]
+    assert sorted(r["id"] for r in results) == [1, 2] and len(replies) == 3
+    [duplicate] = [r for r in replies if "error" in r]
+    assert duplicate["id"] == 1 and duplicate["error"]["code"] == -32600
+    assert host.request(3, "ping") == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
 def test_cancellation_sends_no_answer_and_session_goes_on(host: RawHost) -> None:
     host.send(
         {

@@ -16,6 +16,7 @@ from protomcp_host.protocol.tasks import (
     MIN_TTL_MS,
     RELATED_TASK,
     InvalidTaskCursor,
+    TaskMethods,
     TaskNotFound,
     TaskStore,
     TooManyTasks,
@@ -139,10 +140,10 @@ def make_tool(name: str, mode: str) -> Tool:
     return tool_from_definition(definition, owner="t.py")
 
 
-def new_session(version: str = "2025-11-25") -> Session:
+def new_session(version: str = "2025-11-25", tasks: TaskMethods | None = None) -> Session:
     catalog = Catalog()
     catalog.replace("t.py", [make_tool("opt", "optional"), make_tool("req", "required"), make_tool("no", "")])
-    session = Session(catalog, {"name": "t", "version": "1"})
+    session = Session(catalog, {"name": "t", "version": "1"}, tasks=tasks)
     session.advance(T0)
     init = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
     session.receive(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}))
@@ -334,6 +335,37 @@ def test_tool_task_option_sets_the_definition() -> None:
     assert tool_from_definition(optional, "f.py").mcp["execution"] == {"taskSupport": "optional"}
     with pytest.raises(ValueError, match="task must be one of 'forbidden', 'optional', 'required'"):
         ToolSpec.from_function(work, task="sometimes")  # type: ignore[arg-type]
+
+
+def test_input_before_task_reaches_the_host_and_needs_task_support() -> None:
+    from protomcp_sdk.authoring.tools import ToolSpec
+
+    def work() -> str:
+        return "ok"
+
+    marked = ToolSpec.from_function(work, task="required", input_before_task=True).definition()
+    assert marked.input_before_task and tool_from_definition(marked, "f.py").input_before_task
+    assert not tool_from_definition(
+        ToolSpec.from_function(work, task="optional").definition(), "f"
+    ).input_before_task
+    with pytest.raises(ValueError, match="input_before_task needs task='optional' or 'required'"):
+        ToolSpec.from_function(work, input_before_task=True)
+
+
+def test_sessions_sharing_a_store_see_only_their_own_tasks() -> None:
+    store = TaskStore()
+    mine = new_session(tasks=TaskMethods(store, "session:1"))
+    other = new_session(tasks=TaskMethods(store, "session:2"))
+    assert mine.tasks.store is other.tasks.store is store
+    task_id, _ = start_task(mine)
+    [refused] = sent(request(other, 9, "tasks/get", {"taskId": task_id}))
+    assert refused["error"]["code"] == -32602
+    [listed] = sent(request(other, 10, "tasks/list", {}))
+    assert listed["result"]["tasks"] == [] and len(store) == 1
+    other.tasks.forget_all()  # a session that ends takes only its own tasks along
+    assert len(store) == 1
+    mine.tasks.forget_all()
+    assert len(store) == 0 and store.owners() == []
 
 
 def test_context_task_status_frames() -> None:

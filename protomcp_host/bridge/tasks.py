@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from protomcp_host.bridge.execution import Dispatcher, Execution
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import valid_answer
+from protomcp_host.protocol.modern import MISSING_CAPABILITY, missing_capability, valid_answer
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_host.protocol.tasks import Task, TaskStore
 from protomcp_sdk.wire.toollist import ToolListChange
@@ -109,7 +109,7 @@ class TaskRunner:
                 self.sinks.pop(task, None)
                 if task.call is not None and task.call.execution is not None:
                     task.call.execution.cancel("its task expired")
-            if owner not in self.store.owned:
+            if owner not in self.store.owners():
                 self.owners.discard(owner)
 
     # -- notifications/tasks -------------------------------------------------------------
@@ -138,6 +138,7 @@ class TaskSink:
         self.call = call
         self.origin = origin  # the connection that made it: its encoding, the principal's tool list
         self.asks: dict[str, tuple[str, Reply]] = {}  # outstanding requests for the client, by key
+        self.used: set[str] = set()  # every key issued so far
         self.issued = 0
 
     @property
@@ -150,6 +151,15 @@ class TaskSink:
         return self.runner.store.finish(self.task, status, outcome, message, time.time())
 
     def call_answered(self, call: Call, answer: ToolAnswer) -> None:
+        required = missing_capability(answer)
+        if required is not None:  # the request itself would have been refused with -32021
+            text = f"Tool '{call.tool.name}' needs a client capability the request did not declare"
+            ended = self._finish("failed", b"", text)
+            if ended:
+                self.task.error = {"code": MISSING_CAPABILITY, "message": text,
+                                   "data": {"requiredCapabilities": required}}  # fmt: skip
+            self.runner.changed(self.task, ended)
+            return
         outcome = self.origin.session.task_outcome(call, answer)
         self.runner.changed(self.task, self._finish("completed", outcome, None))
 
@@ -183,18 +193,18 @@ class TaskSink:
         reply: Reply,
         key: str = "",
     ) -> None:
-        """The call asks the client: the task waits on input, the request under its key."""
+        """The call asks the client: the task waits on input, the request under its key. (The
+        tool process checked the request's declared capabilities: ctx.client_capabilities.)"""
         task = self.task
         if task.terminal:
             reply(None, f"{method} can only be asked while the task runs")
             return
-        problem = self.origin.session.features.missing_capability(method, params)
-        if problem is not None:
-            reply(None, problem)
-            return
         self.issued += 1
-        if not key:  # a tool process of another SDK: keys by order, unique over the task's life
+        if not key:  # a tool process of another SDK: keys by order
             key = f"{method}-{self.issued}"
+        while key in self.used:  # a key is never reused over the task's life (a tool asking again)
+            key = f"{key}-{self.issued}"
+        self.used.add(key)
         if method == "elicitation/create":
             params = {k: v for k, v in params.items() if k != "elicitationId"}  # not in this era
         self.asks[key] = (method, reply)

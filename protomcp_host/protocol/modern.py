@@ -371,7 +371,7 @@ class ModernSession(Session):
             honored["resourceSubscriptions"] = kept
         task_ids = wanted.get("taskIds")
         if self.task_store is not None and isinstance(task_ids, list):
-            mine = self.task_store.owned.get(self.owner, {})  # another principal's ids stay unknown
+            mine = {task.id for task in self.task_store.owned_by(self.owner)}  # not another principal's
             if kept := [t for t in task_ids if isinstance(t, str) and t in mine]:
                 honored["taskIds"] = kept
         listen = self.listens[request.id] = Listen(request.id, honored)
@@ -508,15 +508,14 @@ class ModernSession(Session):
     # -- answers ---------------------------------------------------------------------
     def call_done(self, call: Call, answer: ToolAnswer) -> bytes | None:
         self.envelopes.pop(call.id, None)
-        if answer.is_error and answer.meta and MISSING_CAPABILITY_CODE in answer.meta:
-            required = _required_capability(answer.meta)
-            if required is not None and self.in_flight.pop(call.id, None) is not None:
-                return rpc.error(
-                    call.id,
-                    MISSING_CAPABILITY,
-                    f"Tool '{call.tool.name}' needs a client capability the request did not declare",
-                    {"requiredCapabilities": required},
-                )
+        required = missing_capability(answer)
+        if required is not None and self.in_flight.pop(call.id, None) is not None:
+            return rpc.error(
+                call.id,
+                MISSING_CAPABILITY,
+                f"Tool '{call.tool.name}' needs a client capability the request did not declare",
+                {"requiredCapabilities": required},
+            )
         return super().call_done(call, answer)
 
     def input_required(self, request_id: bytes, requests: dict[str, Any], state: str) -> bytes | None:
@@ -637,6 +636,14 @@ def _retry(params: dict[str, Any]) -> Retry | str | None:
     if state is not None and not isinstance(state, str):
         return 'Invalid params: "requestState" must be a string'
     return Retry(responses, state)
+
+
+def missing_capability(answer: ToolAnswer) -> dict[str, Any] | None:
+    """The capabilities object a tool's escaped missing-capability error names (None: the
+    answer is not one)."""
+    if not (answer.is_error and answer.meta and MISSING_CAPABILITY_CODE in answer.meta):
+        return None
+    return _required_capability(answer.meta)
 
 
 def _required_capability(meta: bytes) -> dict[str, Any] | None:

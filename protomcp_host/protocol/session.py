@@ -111,7 +111,8 @@ class Session:
         self.visibility = ToolVisibility()
         # What tools/list showed at the last flush, while a tool-list change is pending.
         self._tools_seen: dict[str, dict[str, Any]] | None = None
-        self.tasks = tasks or TaskMethods()  # its tasks (in the host's shared store, as its owner)
+        # its tasks (in the host's shared store, as their owner)
+        self.tasks = tasks if tasks is not None else TaskMethods()
         self._methods: dict[str, Handler] = {
             "initialize": self._initialize,
             "ping": self._ping,

@@ -6,7 +6,8 @@ runs on and its answer is kept here until the client fetches it (2025-11-25: ``t
 share one ``TaskStore``; every task has an *owner* — a legacy session (``session:N``) or a
 modern-era principal (``principal:NAME``) — and is found only by its owner: anyone else gets
 "not found", exactly as for an unknown id. The store's surface is small on purpose (create,
-find, update, finish, expire, running, page); a shared store (issue 16) implements the same.
+find, update, finish, forget, expire, running, page, owners, owned_by, earliest); a shared store
+(issue 16) implements the same.
 The store never reads the clock: every method that needs the time is given it (seconds
 since the epoch), so expiry is tested without waiting.
 
@@ -148,7 +149,12 @@ class TaskStore:
         return self._earliest.get(owner, float("inf"))
 
     def owners(self) -> list[str]:
+        """The owners that have tasks now."""
         return list(self.owned)
+
+    def owned_by(self, owner: str) -> list[Task]:
+        """An owner's tasks, in creation order."""
+        return list(self.owned.get(owner, {}).values())
 
     def create(self, requested_ttl: Any, now: float, owner: str = "") -> Task:
         """A new working task of `owner`. Raises TooManyTasks when every one of the owner's
@@ -294,7 +300,7 @@ class TaskMethods:
     and what happens to a task as its call runs, as JSON-RPC messages."""
 
     def __init__(self, store: TaskStore | None = None, owner: str = "") -> None:
-        self.store = store or TaskStore()
+        self.store = store if store is not None else TaskStore()  # (an empty store is falsy)
         self.owner = owner  # this session's tasks in a store shared with others
         self._methods: dict[str, Callable[[rpc.Request], Effects]] = {
             "tasks/get": self._get,
@@ -358,7 +364,7 @@ class TaskMethods:
 
     def stop_waiting(self, request_id: bytes) -> None:
         """A tasks/result request the client cancelled gets no answer."""
-        for task in self.store.owned.get(self.owner, {}).values():
+        for task in self.store.owned_by(self.owner):
             if request_id in task.waiting:
                 task.waiting.remove(request_id)
 
@@ -409,6 +415,11 @@ class TaskMethods:
 
     def running(self) -> list[Task]:
         return self.store.running(self.owner)
+
+    def forget_all(self) -> None:
+        """The session is over: its tasks go (their calls were cancelled with the session)."""
+        for task in self.store.owned_by(self.owner):
+            self.store.forget(task)
 
     def _notice(self, task: Task) -> Write:
         return rpc.notification("notifications/tasks/status", task.describe()), None
