@@ -69,6 +69,8 @@ class TaskRunner:
         self.owners.add(task.owner)
         sink = self.sinks[task] = TaskSink(self, call, router)
         execution.sink = sink
+        if self.on_change is not None:
+            self.on_change(task)
 
     # -- tasks/update, tasks/cancel ------------------------------------------------------
     def answer(self, task: Task, responses: dict[str, Any]) -> None:
