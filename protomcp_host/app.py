@@ -22,13 +22,14 @@ from protomcp_host.bridge.envelope import file_features, tool_from_definition
 from protomcp_host.bridge.execution import Dispatcher
 from protomcp_host.bridge.forwarding import Forwarding, declares_completions
 from protomcp_host.bridge.middleware import Middleware
-from protomcp_host.bridge.rounds import ModernRouter, Rounds
+from protomcp_host.bridge.rounds import STATE_KEY_ENV, ModernRouter, Rounds
 from protomcp_host.bridge.router import Router, Writer
 from protomcp_host.bridge.tasks import TaskRunner
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
 from protomcp_host.processes.launch import Launched, StartupError, label_of
 from protomcp_host.processes.output import LEVELS
+from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.worker import WorkerError
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
@@ -37,6 +38,9 @@ from protomcp_host.protocol.modern import ModernSession
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
+from protomcp_host.sharing import SharedTasks
+from protomcp_host.store.base import Store, StoreError
+from protomcp_host.store.memory import MemoryStore
 from protomcp_sdk.wire import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
@@ -51,6 +55,8 @@ MODERN_ENV = "PROTOMCP_MODERN"
 MAX_PRINCIPALS = 10_000  # modern era: principals whose tool-list state is kept (the idle ones go first)
 LOCAL_PRINCIPAL = "local"  # the one principal of a stdio client
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
+HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the store to answer a ping
+RESOURCE_UPDATED = "resource_updated"  # bus topic: a resource changed (payload: its URI)
 RELOAD_DRAIN = 30.0  # at least this long, an outdated process may finish its calls after a reload
 
 
@@ -80,6 +86,8 @@ class Host:
         serve_modern: bool | None = None,
         upstreams: list[UpstreamSpec] | None = None,
         bridge: BridgeSettings | None = None,
+        processes: int = 1,
+        store: Store | None = None,
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -101,7 +109,9 @@ class Host:
         self.serve_modern = serve_modern
         self.principals: dict[str, ToolVisibility] = {}  # modern era: tool-list state per principal
         self.rounds = Rounds()  # modern era: calls waiting for their client's input (bridge/rounds.py)
-        self.supervisors: dict[str, Supervisor] = {}
+        self.store: Store = store or MemoryStore()  # state shared with other hosts (--store)
+        self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
+        self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
         self.upstreams: dict[str, Any] = {}  # label -> upstream.source.Upstream (--upstream)
         self.sources: dict[str, Any] = {}  # every source of tools the bridge calls: supervisors, upstreams
         self.routers: list[Router] = []  # one per client session
@@ -116,13 +126,17 @@ class Host:
         # principal's are the principal's (protocol/tasks.py); modern task calls run in TaskRunner.
         self.task_store = TaskStore()
         self.task_runner = TaskRunner(self.task_store, self.dispatcher, lambda: self.routers)
+        # several hosts on one store (--store redis://): modern-era tasks are shared (sharing.py)
+        self.sharing = (
+            None
+            if isinstance(self.store, MemoryStore)
+            else SharedTasks(self.store, self.task_store, self.task_runner, self.stderr)
+        )
         self._sessions = itertools.count(1)
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
         for file in files:
-            self.supervisors[label_of(file)] = Supervisor(
-                file,
-                self,
+            supervision: dict[str, Any] = dict(
                 python=python,
                 drain_timeout=max(RELOAD_DRAIN, (call_timeout or 3600.0) + 5.0),
                 standby=standby,
@@ -130,6 +144,11 @@ class Host:
                 handshake_timeout=startup_timeout,
                 heartbeat_timeout=heartbeat_timeout,
                 wait_for_fix=wait_for_fix,
+            )
+            self.supervisors[label_of(file)] = (
+                Pool(file, self, processes, **supervision)
+                if processes > 1
+                else Supervisor(file, self, **supervision)
             )
         if upstreams:
             from protomcp_host.upstream.source import Upstream  # imports mcp only when it runs
@@ -155,8 +174,9 @@ class Host:
         self._tg = tg
         self.dispatcher.spawn = tg.start_soon
         errors: list[str] = []
+        await self._open_store(tg)
 
-        async def start_one(supervisor: Supervisor) -> None:
+        async def start_one(supervisor: Supervisor | Pool) -> None:
             try:
                 await tg.start(supervisor.run)
             except (WorkerError, ValueError) as exc:
@@ -174,6 +194,42 @@ class Host:
             await tg.start(self.peers.run)
         self.started = True
         self.ready.set()
+
+    async def _open_store(self, tg: anyio.abc.TaskGroup) -> None:
+        """Connect the shared store: its bus carries resource updates between hosts, and its
+        key seals requestState (PROTOMCP_STATE_KEY, when set, is used instead)."""
+        try:
+            await tg.start(self.store.run)
+            if not isinstance(self.store, MemoryStore) and not os.environ.get(STATE_KEY_ENV):
+                self.rounds.key = await self.store.state_key()
+            self.store.subscribe(self._on_bus)
+            if self.sharing is not None:
+                self.store.subscribe(self.sharing.on_bus)
+                await tg.start(self.sharing.run)
+        except StoreError as exc:
+            self.startup_error = str(exc)
+            raise StartupError(str(exc)) from None
+
+    def _on_bus(self, topic: str, payload: bytes) -> None:
+        """A message from the store's bus (published here or by another host)."""
+        if topic == RESOURCE_UPDATED:
+            self.forwarding.resource_updated(payload.decode(errors="replace"))
+
+    async def health(self) -> tuple[bool, dict[str, Any]]:
+        """Readiness: loaded, every file has a process serving, the store answers, not draining."""
+        files = {label: supervisor.ready for label, supervisor in self.supervisors.items()}
+        reachable = False
+        with anyio.move_on_after(HEALTH_TIMEOUT):
+            reachable = await self.store.ping()
+        if self.draining:
+            status = "draining"
+        elif not self.started:
+            status = "starting"
+        else:
+            status = "ok" if reachable and all(files.values()) else "unready"
+        body = {"status": status, "pid": os.getpid(), "files": files,
+                "store": {"url": self.store.url, "reachable": reachable}}  # fmt: skip
+        return status == "ok", body
 
     async def stop(self, grace: float) -> None:
         if self.peers is not None:
@@ -290,7 +346,10 @@ class Host:
         self.report_problem(message)
 
     def notice(self, label: str, envelope: pb.Envelope) -> None:
-        self.forwarding.on_notice(envelope)
+        """A tool process's notification outside any call: a resource update goes out on the
+        store's bus, so listeners on every host sharing the store hear of it (this one too)."""
+        if envelope.WhichOneof("msg") == "resource_changed" and envelope.resource_changed.uri:
+            self.store.publish(RESOURCE_UPDATED, envelope.resource_changed.uri.encode())
 
     def _on_tools(
         self,
@@ -457,6 +516,12 @@ async def _serve(
             return host.started
 
         tg.start_soon(host.expire_tasks)
+
+        async def note_draining() -> None:
+            await shutdown.wait()
+            host.draining = True
+
+        tg.start_soon(note_draining)
         if reload:
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
         if host.peers is not None:

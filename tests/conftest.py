@@ -176,3 +176,7 @@ def http_host() -> Iterator[Any]:
     yield start
     for host in hosts:
         host.terminate()
+
+
+# real redis-server and nginx for the scale-out tests (tests/cluster_support.py)
+from cluster_support import nginx, redis_url  # noqa: E402, F401

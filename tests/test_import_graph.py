@@ -263,6 +263,7 @@ def test_the_checker_sees_type_only_and_function_level_imports_but_not_lazy_reex
 HOST_LAYERS = {
     "protomcp_host.protocol": set(),
     "protomcp_host.processes": set(),
+    "protomcp_host.store": set(),  # the shared store (memory or Redis): imports no other host folder
     "protomcp_host.bridge": {"protomcp_host.protocol", "protomcp_host.processes"},
     "protomcp_host.transports": {"protomcp_host.protocol", "protomcp_host.processes"},
     "protomcp_host.transports.http": {

@@ -73,11 +73,11 @@ class Forwarding:
                     router.write(message, None)
 
     # -- notifications from tool processes -------------------------------------------------
-    def on_notice(self, envelope: pb.Envelope) -> None:
-        if envelope.WhichOneof("msg") == "resource_changed" and envelope.resource_changed.uri:
-            for router in self.routers():
-                for message in router.session.features.updates(envelope.resource_changed.uri):
-                    router.write(message, None)
+    def resource_updated(self, uri: str) -> None:
+        """Tell this host's sessions subscribed (or listening) to `uri` that it changed."""
+        for router in self.routers():
+            for message in router.session.features.updates(uri):
+                router.write(message, None)
 
     def roots_changed(self) -> None:
         """A client's roots changed: tell every tool process (its @on_roots_changed hooks run)."""

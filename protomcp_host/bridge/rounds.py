@@ -112,13 +112,14 @@ class Rounds:
 
     def __init__(self, codec: StateCodec | None = None) -> None:
         self._codec = codec  # made at first use: cryptography is imported only then
+        self.key: bytes | None = None  # the shared store's key (--store); else env or random
         self.of: dict[Any, Round] = {}  # by owner
         self.suspended: OrderedDict[str, Round] = OrderedDict()
 
     @property
     def codec(self) -> StateCodec:
         if self._codec is None:
-            self._codec = StateCodec()
+            self._codec = StateCodec(self.key)
         return self._codec
 
     def suspend(self, round_: Round) -> str:

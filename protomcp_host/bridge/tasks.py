@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from protomcp_host.bridge.execution import Dispatcher, Execution
 from protomcp_host.processes.events import Reply
@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 CANCELLED = "The task was cancelled by request."
 
 
+class RemoteTasks(Protocol):
+    """Tasks whose call runs on another host sharing the store (protomcp_host/sharing.py)."""
+
+    def answer(self, task: Task, responses: dict[str, Any]) -> None: ...
+    def cancel(self, task: Task) -> None: ...
+
+
 class TaskRunner:
     """Every principal's modern-era tasks: starts their calls, and does what tasks/* asks."""
 
@@ -41,12 +48,18 @@ class TaskRunner:
         self.routers = routers  # every connection (listen streams are found there)
         self.sinks: dict[Task, TaskSink] = {}  # the tasks whose call runs
         self.owners: set[str] = set()  # principals that have had modern tasks (for expiry)
+        # --store shared by several hosts: told of every change of a task (sharing.py), and
+        # asked to pass tasks/update and tasks/cancel on to the host running the task
+        self.on_change: Callable[[Task], None] | None = None
+        self.remote: RemoteTasks | None = None
 
     def start(self, call: Call, router: ModernRouter) -> None:
         task = call.task
         assert task is not None
         self.owners.add(task.owner)
         sink = self.sinks[task] = TaskSink(self, call, router)
+        if self.on_change is not None:
+            self.on_change(task)
         self.dispatcher.execute(call, sink)
 
     def adopt(self, call: Call, execution: Execution, router: ModernRouter) -> None:
@@ -56,6 +69,8 @@ class TaskRunner:
         self.owners.add(task.owner)
         sink = self.sinks[task] = TaskSink(self, call, router)
         execution.sink = sink
+        if self.on_change is not None:
+            self.on_change(task)
 
     # -- tasks/update, tasks/cancel ------------------------------------------------------
     def answer(self, task: Task, responses: dict[str, Any]) -> None:
@@ -63,6 +78,8 @@ class TaskRunner:
         issued, answered already, or not valid for their request)."""
         sink = self.sinks.get(task)
         if sink is None:
+            if self.remote is not None and task.call is None and not task.terminal:
+                self.remote.answer(task, responses)  # its call runs on another host
             return
         for key, response in responses.items():
             ask = sink.asks.get(key)
@@ -76,6 +93,8 @@ class TaskRunner:
     def cancel(self, task: Task) -> None:
         """Cooperative, and at once here: the task is cancelled and its call told to stop."""
         call = task.call
+        if self.remote is not None and call is None and task not in self.sinks and not task.terminal:
+            self.remote.cancel(task)  # its call runs on another host (this host's copy ends now)
         ended = self.store.finish(task, "cancelled", b"", CANCELLED, time.time())
         task.inputs = {}
         self.sinks.pop(task, None)
@@ -100,6 +119,8 @@ class TaskRunner:
         """Tell the owner's listen streams that asked for this task (its DetailedTask)."""
         if not changed:
             return
+        if self.on_change is not None:
+            self.on_change(task)
         detailed: dict[str, Any] | None = None
         for router in self.routers():
             session = router.session

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,20 @@ def _serve_options(fn: Any) -> Any:
         help="Tool calls one session may have running at once. A call beyond it waits its turn: over "
         "stdio it and the requests after it wait, in order; over HTTP it waits up to 30 s, then is "
         "refused with a 'Server busy' error (-32000). Calls in a batch beyond it are refused at once.",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--processes", default=1, show_default=True, type=click.IntRange(min=1), metavar="N",
+        help="Tool processes per tool file. Each call goes to the least busy one, so CPU-bound sync "
+        "tools use N cores; a crash restarts only that process, a reload replaces all N. "
+        "Module-level state in a tool file is per process.",
+    )(fn)  # fmt: skip
+    fn = click.option(
+        "--store", default=None, metavar="URL",
+        help="Shared state for several hosts: redis://HOST:PORT/DB. Modern-era tasks are seen, answered "
+        "and cancelled through any host; resource updates published on one host reach listeners on "
+        "all of them; an input-required retry (requestState) is accepted by any of them. Needs the "
+        "redis client (pip install 'protomcp-tools[redis]').  "
+        "[default: this host's memory]",
     )(fn)  # fmt: skip
     fn = PYTHON(fn)
     for option in reversed(HTTP_OPTIONS):
@@ -312,6 +327,25 @@ HTTP_OPTIONS = [
         "with no request in progress (silent or idle); when every connection is serving a request "
         "it gets 503. Lowered to fit the limit on open files (ulimit -n).  [default: 1000]",
     ),
+    click.option(
+        "--session-id-header",
+        default=None,
+        metavar="NAME",
+        help="[http] Behind a balancer: a new legacy session takes its id from this request header "
+        "(nginx: proxy_set_header NAME $request_id, and hash the same value), so that `hash "
+        "$http_mcp_session_id` sends the session's later requests to this host. Ignored unless the "
+        "value is 32-128 letters, digits, '-', '_' or '.' and no session has it.",
+    ),
+    click.option(
+        "--workers",
+        default=None,
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="[http] Host processes sharing the port, each with its own tool processes; this process "
+        "supervises them (a worker that dies is replaced; SIGTERM drains all). Modern (2026-07-28) "
+        "requests go to any worker; a legacy session lives in one worker, so legacy clients need "
+        "one worker or a balancer routing by Mcp-Session-Id.  [default: 1]",
+    ),
 ]
 HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags do not apply
     "host": "--host",
@@ -331,9 +365,12 @@ HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags d
     "header_timeout": "--header-timeout",
     "keep_alive_timeout": "--keep-alive-timeout",
     "max_connections": "--max-connections",
+    "workers": "--workers",
+    "session_id_header": "--session-id-header",
 }
 CONNECTION_LIMITS = ("header_timeout", "keep_alive_timeout", "max_connections")
-STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions")  # not used by the legacy SSE transport
+# not used by the legacy SSE transport (--workers: its sessions would need affinity)
+STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions", "workers", "session_id_header")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -391,7 +428,7 @@ def dev(files: tuple[Path, ...], watch: tuple[str, ...], no_reload: bool, **opti
 
 SERVE_KEYS = (
     "modules", "plugins", "server_name", "instructions", "python", "call_timeout", "page_size",
-    "include_tags", "exclude_tags",
+    "include_tags", "exclude_tags", "processes", "store",
 )  # fmt: skip
 
 
@@ -449,6 +486,8 @@ def _http_settings(transport: str, given: dict[str, Any]) -> Any:
         options.session_timeout = given["session_timeout"]
     if given.get("max_sessions") is not None:
         options.max_sessions = given["max_sessions"]
+    if given.get("session_id_header"):
+        options.session_id_header = given["session_id_header"].lower().encode("latin-1")
     settings = HttpSettings(
         transport=transport,
         host=given.get("host") or "127.0.0.1",
@@ -460,11 +499,10 @@ def _http_settings(transport: str, given: dict[str, Any]) -> Any:
         limits=ConnectionLimits(
             **{key: given[key] for key in CONNECTION_LIMITS if given.get(key) is not None}
         ),
+        workers=given.get("workers") or 1,
     )
     name = given.get("auth_token_env")
     if name:
-        import os
-
         from protomcp_host.processes.launch import SECRET_ENV
 
         token = os.environ.get(name, "")
@@ -528,8 +566,9 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     signalled: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _: signalled.append(signum))
-    from protomcp_host.processes.launch import StartupError, launch, tool_files
+    from protomcp_host.processes.launch import SECRET_ENV, StartupError, launch, tool_files
 
+    SECRET_ENV.add("PROTOMCP_STATE_KEY")  # the requestState key (bridge.rounds): not for tool code
     modules, plugins = options.pop("modules"), options.pop("plugins")
     token_env = options.pop("token_env", None)
     if not (files or modules or plugins or options["upstreams"] or options["bridge"]):
@@ -538,6 +577,23 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
         )
     if options["upstreams"]:
         _check_upstreams(options["upstreams"])
+    from protomcp_host.store.base import StoreError
+    from protomcp_host.store.open import open_store
+
+    try:
+        options["store"] = open_store(options.pop("store"), lambda text: click.echo(text, err=True))
+    except StoreError as exc:
+        click.echo(f"protomcp: cannot start: {exc}", err=True)
+        sys.exit(1)
+    worker = None
+    http = options.get("http")
+    if http is not None and http.workers > 1:
+        from protomcp_host.transports.http.workers import inherited_socket
+
+        http.sock = inherited_socket()
+        if http.sock is None:  # the parent: it serves no tools itself
+            sys.exit(_run_workers(files, http, options.get("drain_timeout", 5.0), signalled))
+        worker = os.environ.get("PROTOMCP_WORKER", "?")
     # Start the tool processes first, so they boot while this process imports the host.
     try:
         sources = list(files)
@@ -565,6 +621,11 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     from protomcp_host.cli.banner import banner
 
     def say(host: Any, url: str | None, reload: bool) -> str:
+        if worker is not None:  # one of --workers N: the parent says where it serves
+            from protomcp_host.transports.http.workers import say_ready
+
+            say_ready()
+            return f"protomcp: worker {worker} (pid {os.getpid()}) serving"
         return banner(host, url, reload, token_env)
 
     timeout = options.pop("call_timeout")
@@ -573,6 +634,37 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
         backend="asyncio",
     )
     sys.exit(code)
+
+
+def _run_workers(files: tuple[Path, ...], http: Any, drain_timeout: float, signalled: list[int]) -> int:
+    """--workers N: bind the port, start N copies of this command on it, supervise them."""
+    import anyio
+
+    from protomcp_host.processes.launch import StartupError
+    from protomcp_host.transports.http.server import listen, url_of
+    from protomcp_host.transports.http.workers import run_workers
+
+    try:
+        sock = listen(http)
+    except StartupError as exc:
+        click.echo(f"protomcp: cannot start: {exc}", err=True)
+        return 1
+    url = url_of(http, sock.getsockname()[1])
+
+    def stderr(text: str) -> None:
+        click.echo(text, err=True)
+
+    def announce() -> None:
+        stderr(f"protomcp {__version__}: {http.workers} workers serving at {url}")
+
+    command = [sys.executable, "-m", "protomcp_host", *sys.argv[1:]]
+    try:
+        return anyio.run(
+            run_workers, command, sock, http.workers, drain_timeout, stderr, announce, signalled,
+            backend="asyncio",
+        )  # fmt: skip
+    finally:
+        sock.close()
 
 
 @main.command(name="list")

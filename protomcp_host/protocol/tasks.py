@@ -180,6 +180,13 @@ class TaskStore:
             raise TaskNotFound("Failed to retrieve task: Task not found")
         return task
 
+    def adopt(self, task: Task) -> None:
+        """Keep a task made elsewhere (another host sharing the store): it gets a place in this
+        store's order, its owner finds it, it expires like the others."""
+        task.seq = next(self._seq)
+        self.tasks[task.id] = self.owned.setdefault(task.owner, {})[task.id] = task
+        self._earliest[task.owner] = min(self.earliest(task.owner), task.deadline)
+
     def forget(self, task: Task) -> None:
         """Drop a task now (a finished one making room, an expired one)."""
         del self.tasks[task.id]

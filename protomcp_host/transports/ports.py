@@ -9,7 +9,7 @@ path pays nothing for them).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -65,6 +65,9 @@ class Sessions(Protocol):
 
     def stderr(self, text: str) -> None:
         """One line for the operator (the host's stderr)."""
+
+    async def health(self) -> tuple[bool, dict[str, Any]]:
+        """Readiness for a load balancer: (ready, what /healthz shows)."""
 
 
 class StartStop(Sessions, Protocol):

@@ -19,6 +19,7 @@ from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send
 from protomcp_host.transports.http.batching import http_protocol
 from protomcp_host.transports.http.connections import ConnectionLimits, bounded, fit_to_fd_limit
 from protomcp_host.transports.http.guard import Authenticator, Guard, is_loopback
+from protomcp_host.transports.http.health import LIVE_PATH, READY_PATH, Health
 from protomcp_host.transports.http.oauth import OAuthResource
 from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
 from protomcp_host.transports.ports import Sessions
@@ -36,6 +37,8 @@ class HttpSettings:
     options: HttpOptions = field(default_factory=HttpOptions)
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     websockets: dict[str, ASGIApp] = field(default_factory=dict)  # path -> app (the peers' /bridge)
+    workers: int = 1  # --workers: host processes on this port (workers.py)
+    sock: socket.socket | None = None  # a listening socket to serve instead of binding (a worker's)
 
 
 LISTEN_QUEUE = 2048  # connections the kernel holds until they are accepted
@@ -84,6 +87,16 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def listen(settings: HttpSettings) -> socket.socket:
+    """Bind the settings' address; a StartupError says why not."""
+    try:
+        return bind(settings.host, settings.port)
+    except OSError as exc:
+        raise StartupError(
+            f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}"
+        ) from None
+
+
 def url_of(settings: HttpSettings, port: int) -> str:
     host = settings.host
     if host in ("0.0.0.0", "::", ""):
@@ -111,8 +124,14 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         owner = mcp
     routes += [WebSocketRoute(path, endpoint=_Endpoint(app)) for path, app in settings.websockets.items()]
     public: list[str] = []
+    health = Health(host)
+    routes += [
+        Route(READY_PATH, endpoint=_Endpoint(health.ready), methods=["GET"]),
+        Route(LIVE_PATH, endpoint=_Endpoint(health.live), methods=["GET"]),
+    ]
+    public: list[str] = [READY_PATH, LIVE_PATH]  # balancers probe without credentials
     if isinstance(settings.auth, OAuthResource):
-        public = settings.auth.metadata_paths(settings.path)
+        public += settings.auth.metadata_paths(settings.path)
         routes += [
             Route(path, endpoint=_Endpoint(settings.auth.metadata), methods=["GET"]) for path in public
         ]
@@ -137,12 +156,7 @@ async def serve_http(
 ) -> None:
     """Serve until `shutdown` is set, then shut down gracefully within `drain_timeout`."""
     app, owner = build_app(host, settings)
-    try:
-        sock = bind(settings.host, settings.port)
-    except OSError as exc:
-        raise StartupError(
-            f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}"
-        ) from None
+    sock = settings.sock or listen(settings)
     limits = settings.limits
     cap = fit_to_fd_limit(limits.max_connections)
     if cap < limits.max_connections:

@@ -52,6 +52,9 @@ SSE_HEADERS = [
 ]
 
 
+MIN_OFFERED_ID = 32  # characters: nginx's $request_id is 32 hex digits (128 random bits)
+
+
 @dataclass
 class HttpOptions:
     max_body: int = 4 * 1024 * 1024  # bytes per POST body (413 above)
@@ -64,6 +67,9 @@ class HttpOptions:
     send_timeout: float = 30.0  # seconds a client may take to accept a chunk of a stream
     turn_timeout: float = 30.0  # seconds a tool call beyond --max-in-flight waits for its turn
     replay_bytes: int = REPLAY_BYTES  # bytes of stream messages one session keeps; the oldest go
+    # --session-id-header: a balancer's per-request id (nginx $request_id) a new session takes as
+    # its id, so that `hash $http_mcp_session_id` sends its later requests to this host
+    session_id_header: bytes | None = None
 
 
 class StreamableHTTP:
@@ -126,10 +132,26 @@ class StreamableHTTP:
         return hs
 
     def _new_session(self, scope: Scope) -> HttpSession:
-        session_id = secrets.token_urlsafe(24)  # 192 random bits, visible ASCII
+        session_id = self._offered_id(scope) or secrets.token_urlsafe(24)  # 192 random bits, visible ASCII
         hs = HttpSession(session_id, self.host, _principal(scope), self.options.replay_bytes)
         self.sessions[session_id] = hs
         return hs
+
+    def _offered_id(self, scope: Scope) -> str | None:
+        """The balancer's id for a new session (--session-id-header): used only when it is long
+        enough to be unguessable, plain visible ASCII, and no session has it."""
+        if self.options.session_id_header is None:
+            return None
+        offered = header(scope, self.options.session_id_header)
+        if (
+            offered is None
+            or not MIN_OFFERED_ID <= len(offered) <= 128
+            or not offered.isascii()
+            or not all(c.isalnum() or c in "-_." for c in offered)
+            or offered in self.sessions
+        ):
+            return None
+        return offered
 
     def _end(self, hs: HttpSession) -> None:
         self.sessions.pop(hs.id, None)

@@ -1,0 +1,44 @@
+"""The store interface every host part uses: small on purpose, so that the in-memory and the
+Redis implementation pass the same tests (tests/test_store.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import anyio
+import anyio.abc
+
+Handler = Callable[[str, bytes], None]
+"""Receives one bus message: (topic, payload). Called on the event loop; must not block."""
+
+
+class StoreError(Exception):
+    """The store cannot be reached or refused an operation; the message says which."""
+
+
+class Store(Protocol):
+    url: str  # what --store named (secrets removed), for messages
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Connect, then deliver bus messages to subscribers until cancelled. Raises StoreError
+        before `task_status.started()` when the store cannot be reached."""
+
+    async def ping(self) -> bool:
+        """Reachable now (readiness)."""
+
+    def subscribe(self, handler: Handler) -> None:
+        """`handler` gets every message published from now on, by any host (this one too)."""
+
+    def publish(self, topic: str, payload: bytes) -> None:
+        """Send a message to every host's subscribers; never blocks (sent in order, in the
+        background; a message published while the store is unreachable is lost and reported)."""
+
+    async def state_key(self) -> bytes:
+        """The 32-byte key that seals requestState, the same on every host of this store."""
+
+    async def put(self, key: str, value: bytes, ttl: float) -> None:
+        """Store `value` under `key` for `ttl` seconds (> 0)."""
+
+    async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
+        """Every live record whose key starts with `prefix` (a host that starts loads them)."""

@@ -1,0 +1,54 @@
+"""The default store: this host's memory. The bus delivers at once, the state key is made here
+(or taken from PROTOMCP_STATE_KEY by the caller), records expire by their deadline."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import anyio
+import anyio.abc
+
+from protomcp_host.store.base import Handler
+
+
+class MemoryStore:
+    url = "memory"
+
+    def __init__(self) -> None:
+        self._handlers: list[Handler] = []
+        self._key: bytes | None = None
+        self._records: dict[str, tuple[bytes, float]] = {}  # key -> (value, deadline)
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+
+    async def ping(self) -> bool:
+        return True
+
+    def subscribe(self, handler: Handler) -> None:
+        self._handlers.append(handler)
+
+    def publish(self, topic: str, payload: bytes) -> None:
+        for handler in self._handlers:
+            handler(topic, payload)
+
+    async def state_key(self) -> bytes:
+        if self._key is None:
+            self._key = os.urandom(32)
+        return self._key
+
+    async def put(self, key: str, value: bytes, ttl: float) -> None:
+        self._sweep()
+        self._records[key] = (value, time.monotonic() + ttl)
+
+    async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
+        now = time.monotonic()
+        records = self._records.items()
+        return [(k, v) for k, (v, deadline) in records if k.startswith(prefix) and deadline > now]
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        if len(self._records) > 1000:  # (amortised: expired records go when the map grows)
+            for key in [k for k, (_, deadline) in self._records.items() if deadline <= now]:
+                del self._records[key]

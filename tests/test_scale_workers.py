@@ -1,0 +1,125 @@
+"""`--workers N`: N host processes on one port under a supervising parent, with the official
+client in modern mode: requests spread over the workers and each is answered once, a dead
+worker is replaced, SIGTERM drains (an in-flight call finishes) and stops every worker."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+import anyio
+from scale_support import CPU, burst, modern_client, wait_for_file
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_workers_share_the_port_and_a_dead_worker_is_replaced(http_host: Any) -> None:
+    host = http_host("run", str(CPU), "--workers", "2", "--processes", "2")
+    async with modern_client(host.url) as client:
+        assert client.session.protocol_version == "2026-07-28"
+        # the workers share a requestState key; tool code never sees it
+        has_key = await client.call_tool("has_env", {"name": "PROTOMCP_STATE_KEY"})
+        assert has_key.structured_content == {"result": False}
+        hosts: set[int] = set()
+        with anyio.fail_after(60):
+            while len(hosts) < 2:  # connections are accepted by either worker
+                hosts |= {r["host"] for r in await burst(client, 16)}
+        victim = min(hosts)
+        os.kill(victim, signal.SIGKILL)
+        host.wait_stderr(lambda line: f"(pid {victim}) exited" in line)
+        line = host.wait_stderr(lambda line: "serving again" in line)
+        replacement = int(re.search(r"pid (\d+)", line).group(1))  # type: ignore[union-attr]
+        seen: set[int] = set()
+        with anyio.fail_after(60):
+            while replacement not in seen:
+                seen |= {r["host"] for r in await burst(client, 16)}
+    assert host.terminate() == 0
+    for pid in seen | hosts:
+        with anyio.fail_after(10):
+            while _alive(pid):
+                await anyio.sleep(0.02)
+
+
+async def test_sigterm_lets_an_in_flight_call_finish(http_host: Any, tmp_path: Path) -> None:
+    host = http_host("run", str(CPU), "--workers", "2", "--drain-timeout", "20")
+    mark = tmp_path / "running"
+    answers: list[str] = []
+    async with modern_client(host.url) as client:
+        await client.list_tools()  # (the client lists tools before its first call; not during the drain)
+
+        async def slow() -> None:
+            result = await client.call_tool("slow", {"seconds": 1.0, "mark": str(mark)})
+            answers.append(result.content[0].text)
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(slow)
+                await wait_for_file(mark)
+                host.proc.send_signal(signal.SIGTERM)
+    assert answers == ["slept"]
+    assert host.proc.wait(30) == 0
+
+
+async def test_a_worker_that_cannot_start_stops_the_run(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('no luck')\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "protomcp_host", "run", str(broken), "--transport", "http", "--port", "0",
+         "--workers", "2"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "no luck" in done.stderr and "a worker exited before it served" in done.stderr
+
+
+def test_workers_and_the_session_id_header_need_streamable_http() -> None:
+    from click.testing import CliRunner
+
+    from protomcp_host.cli.main import main
+
+    runner = CliRunner()
+    for args, said in (
+        (["--workers", "2"], "--workers: only with --transport http or sse"),
+        (["--transport", "sse", "--workers", "2"], "--workers: only with --transport http"),
+        (
+            ["--transport", "sse", "--session-id-header", "X"],
+            "--session-id-header: only with --transport http",
+        ),
+        (["--processes", "0"], "0 is not in the range x>=1"),
+    ):
+        result = runner.invoke(main, ["run", str(CPU), *args])
+        assert result.exit_code == 2 and said in result.output, result.output
+
+
+async def test_a_new_session_takes_a_well_formed_offered_id_only(http_host: Any) -> None:
+    import httpx2
+    from http_support import ACCEPT, INITIALIZE
+
+    host = http_host("run", str(CPU), "--session-id-header", "X-Seed")
+    headers = {"accept": ACCEPT, "content-type": "application/json"}
+    good = "0123456789abcdef" * 2
+    async with httpx2.AsyncClient(timeout=10) as http:
+
+        async def session_id(seed: str | None) -> str:
+            extra = {} if seed is None else {"x-seed": seed}
+            response = await http.post(host.url, content=INITIALIZE, headers={**headers, **extra})
+            assert response.status_code == 200, response.text
+            return response.headers["mcp-session-id"]
+
+        assert await session_id(good) == good
+        assert await session_id(good) != good  # taken already: a random one
+        assert await session_id("short") != "short"
+        assert await session_id("x" * 31 + "/") != "x" * 31 + "/"
+        assert len(await session_id(None)) == 32  # no header: random, as without the option
