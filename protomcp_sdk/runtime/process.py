@@ -38,12 +38,14 @@ from protomcp_sdk.runtime.spool import Spool
 from protomcp_sdk.runtime.threads import SyncWorkers
 from protomcp_sdk.wire import framing as wire
 from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import readsize
 from protomcp_sdk.wire.env import CANCEL_GRACE_ENV, EXIT_GRACE_ENV, FD_ENV
 from protomcp_sdk.wire.version import SDK_NAME, SDK_VERSION
 
 CANCEL_GRACE = float(os.environ.get(CANCEL_GRACE_ENV, "") or 10.0)
 """Seconds a cancelled (or timed-out) sync call may keep its thread before a warning names it."""
 
+READ_CEILING = 1 << 20  # bytes per read at most, reached only while a large frame streams in
 EXIT_GRACE = float(os.environ.get(EXIT_GRACE_ENV, "") or 30.0)
 """Seconds running calls may take to finish once the host closed our input; then we exit anyway."""
 
@@ -401,8 +403,14 @@ class ToolProcess:
 class _Frames(asyncio.Protocol):
     def __init__(self, process: ToolProcess) -> None:
         self.process = process
+        self.transport: Any = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        transport.max_size = readsize.SMALL  # type: ignore[attr-defined]
 
     def data_received(self, data: bytes) -> None:
+        readsize.adapt(self.transport, len(data), READ_CEILING)
         self.process.received(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
