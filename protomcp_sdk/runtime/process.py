@@ -29,7 +29,7 @@ from protomcp_sdk.authoring.encoding import encode_error, encode_result
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
-from protomcp_sdk.runtime import client, liveness, logs, output
+from protomcp_sdk.runtime import client, liveness, logs, output, warmup
 from protomcp_sdk.runtime.context import Context
 from protomcp_sdk.runtime.features import Features
 from protomcp_sdk.runtime.loading import load_tool_file, report_failure
@@ -469,6 +469,8 @@ def main(argv: list[str]) -> int:
         os.set_inheritable(fd, False)
     os.register_at_fork(after_in_child=lambda: _let_go_of_frames(read_fd, write_fd))
     tool_file = str(Path(argv[0]).resolve())
+    if standby:  # idle until the next save: import what loading the file will need
+        warmup.warm(tool_file)
 
     async def run() -> int:
         return await ToolProcess(read_fd, write_fd, tool_file, standby=standby).serve()
