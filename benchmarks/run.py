@@ -559,7 +559,18 @@ Reload latency of `protomcp dev` (save → `list_changed`) is measured separatel
 def render_readme(
     table_md: str, notes: list[str], ranges: str, machine: list[str], when: str, cfg: Config
 ) -> str:
-    parts = [README_HEAD, "\n## Results\n\n", f"Run: {when} — {cfg.reps} repetition(s), interleaved.\n\n"]
+    busy = os.getloadavg()[0] >= 1.0
+    shared = (
+        " The machine was shared with other work (see the load average): wall-clock"
+        " figures are noisy; the CPU column and the ratios are the steadier guides."
+        if busy
+        else ""
+    )
+    parts = [
+        README_HEAD,
+        "\n## Results\n\n",
+        f"Run: {when} — {cfg.reps} repetition(s), interleaved.{shared}\n\n",
+    ]
     parts.append("Machine:\n" + "".join(f"- {line}\n" for line in machine) + "\n")
     parts.append(table_md)
     if notes:

@@ -242,6 +242,8 @@ class Execution:
         if self.chain is not None:
             self.chain.release(reason)
         self.sink.call_released(self, reason)
+        if self.call.execution is self:  # break the Call <-> Execution cycle: refcounting frees
+            self.call.execution = None  # both at once, instead of the cyclic GC, once per call
 
     def _left(self, request_id: str) -> None:
         """A request of the call was answered: the channel has forgotten it already."""
