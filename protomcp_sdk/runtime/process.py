@@ -71,6 +71,7 @@ class ToolProcess:
         self.workers = SyncWorkers()
         self.write_lock = threading.Lock()
         self.outbox: deque[list[bytes]] = deque()
+        self._write_soon = False  # a write of the loop's queued frames is scheduled
         self.spool = Spool()
         self.asks: dict[str, asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]] = {}
         self._ask_ids = itertools.count(1)
@@ -112,8 +113,19 @@ class ToolProcess:
         """Queue pieces that must stay together and write what is queued.
 
         Whoever holds the write lock also writes what others queued meanwhile, so no
-        thread ever waits for the lock and busy periods need fewer system calls."""
+        thread ever waits for the lock and busy periods need fewer system calls. Frames sent
+        on the event loop (async tools, middleware, lists) leave together once per loop turn;
+        a worker thread writes at once, and takes along whatever the loop queued."""
         self.outbox.append(pieces)
+        if threading.get_ident() == self.loop_thread:
+            if not self._write_soon:
+                self._write_soon = True
+                self.loop.call_soon(self._write_queued)
+            return
+        self._write_queued()
+
+    def _write_queued(self) -> None:
+        self._write_soon = False
         while self.outbox and self.write_lock.acquire(blocking=False):
             try:
                 small: list[bytes] = []
