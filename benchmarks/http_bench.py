@@ -12,10 +12,10 @@ Metrics: sequential `tools/call echo` latency p50 (one session, one call at a ti
 with 50 concurrent sessions (each calling in a loop on its own connection), with the CPU time
 (user + system) the server's process tree used per call meanwhile; memory per idle session
 (RSS of the server's process tree before and after opening 200 sessions that only
-initialize, divided by 200). The first two are measured in both protocol eras: 2025-11-25
-sessions (initialize, then Mcp-Session-Id) and 2026-07-28 stateless requests (no initialize;
-every request carries its `_meta` and the Mcp-Method / Mcp-Name headers). A side that does
-not serve an era shows "-".
+initialize, divided by 200; measured first, on the fresh server). The first two are measured
+in both protocol eras: 2025-11-25 sessions (initialize, then Mcp-Session-Id) and 2026-07-28
+stateless requests (no initialize; every request carries its `_meta` and the Mcp-Method /
+Mcp-Name headers). A side that does not serve an era shows "-".
 
 With --out, the "Streamable HTTP" section of that markdown file is replaced (or appended).
 Run it after run.py and reload.py, which rewrite the file up to their own sections.
@@ -406,6 +406,9 @@ async def measure(side: Side, quick: bool) -> dict[str, float]:
     calls, budget = (300, 2.0) if quick else (1000, 4.0)
     out: dict[str, float] = {}
     try:
+        # Memory first, on the fresh server: after the load runs, new sessions would reuse
+        # memory those freed and look nearly free.
+        out["mem"] = await asyncio.wait_for(memory_per_session(server, 200), 120)
         out["seq"] = sequential_p50(server, calls)  # socket timeouts bound it
         out["rate"], out["cpu"] = await asyncio.wait_for(concurrent_rate(server, 50, budget), 120)
         try:  # the 2026-07-28 era, where the side serves it
@@ -415,7 +418,6 @@ async def measure(side: Side, quick: bool) -> dict[str, float]:
             )
         except (RuntimeError, OSError, KeyError, orjson.JSONDecodeError) as exc:
             print(f"{side.name}: no 2026-07-28 era ({exc!r:.120})", file=sys.stderr)
-        out["mem"] = await asyncio.wait_for(memory_per_session(server, 200), 120)
         return out
     finally:
         server.stop()
