@@ -1,19 +1,35 @@
 """Floor, part 2: a do-nothing MCP echo server (asyncio + orjson, no validation, no framework).
 
 Answers initialize, tools/list and tools/call echo; anything else gets an empty result.
+With an argument N > 2 it lists N tools shaped like gen_tools.py's (the 1,000-tool floor).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 
 import orjson
 
+COUNT = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 TOOLS = {
     "tools": [
         {"name": "echo", "inputSchema": {"type": "object"}},
         {"name": "blob", "inputSchema": {"type": "object"}},
+    ]
+    if COUNT <= 2
+    else [
+        {
+            "name": f"tool_{i:04d}",
+            "description": f"Tool number {i}.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"x": {"type": "integer", "title": "X"}},
+                "required": ["x"],
+            },
+        }
+        for i in range(COUNT)
     ]
 }
 

@@ -2,7 +2,8 @@
 
 Client → relay → echo server and back is the shape of protomcp (client → host → tool
 process) with all of protomcp's work taken out: the cost of two Python processes and
-their pipe hops on this machine, the floor for any two-process design.
+their pipe hops on this machine, the floor for any two-process design. Its arguments go
+to floor_echo.py (a tool count).
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ async def main() -> None:
 
     echo = Path(__file__).with_name("floor_echo.py")
     transport, _ = await loop.subprocess_exec(
-        Back, sys.executable, str(echo), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        Back,
+        sys.executable,
+        str(echo),
+        *sys.argv[1:],
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
     )
     to_echo = transport.get_pipe_transport(0)
 

@@ -9,9 +9,13 @@ concurrent sessions. Repetitions alternate the order of the two sides; each figu
 median over repetitions and the ratio is protomcp / SDK. Every wait is bounded.
 
 Metrics: sequential `tools/call echo` latency p50 (one session, one call at a time); calls/s
-with 50 concurrent sessions (each calling in a loop on its own connection); memory per idle
-session (RSS of the server's process tree before and after opening 200 sessions that only
-initialize, divided by 200).
+with 50 concurrent sessions (each calling in a loop on its own connection), with the CPU time
+(user + system) the server's process tree used per call meanwhile; memory per idle session
+(RSS of the server's process tree before and after opening 200 sessions that only
+initialize, divided by 200; measured first, on the fresh server). The first two are measured
+in both protocol eras: 2025-11-25 sessions (initialize, then Mcp-Session-Id) and 2026-07-28
+stateless requests (no initialize; every request carries its `_meta` and the Mcp-Method /
+Mcp-Name headers). A side that does not serve an era shows "-".
 
 With --out, the "Streamable HTTP" section of that markdown file is replaced (or appended).
 Run it after run.py and reload.py, which rewrite the file up to their own sections.
@@ -46,11 +50,32 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 # --------------------------------------------------------------------------- a lean client
 
 
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def modern_head(message: dict[str, Any]) -> list[str]:
+    """The 2026-07-28 request headers (the era is per request: no session)."""
+    head = ["mcp-protocol-version: 2026-07-28", f"mcp-method: {message['method']}"]
+    name = (message.get("params") or {}).get("name")
+    return [*head, f"mcp-name: {name}"] if name else head
+
+
+def echo_message(rid: int, text: str, modern: bool) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": "echo", "arguments": {"text": text}}
+    if modern:
+        params["_meta"] = MODERN_META
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
 class Connection:
     """One keep-alive HTTP/1.1 connection speaking MCP: POST a message, read its answer."""
 
-    def __init__(self, port: int, path: str) -> None:
+    def __init__(self, port: int, path: str, modern: bool = False) -> None:
         self.port, self.path = port, path
+        self.modern = modern
         self.session_id: str | None = None
         self.next_id = 0
 
@@ -69,7 +94,9 @@ class Connection:
             "content-type: application/json",
             f"content-length: {len(body)}",
         ]
-        if self.session_id:
+        if self.modern:
+            head += modern_head(message)
+        elif self.session_id:
             head += [f"mcp-session-id: {self.session_id}", "mcp-protocol-version: 2025-11-25"]
         self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
         status, headers, data = await self._response()
@@ -110,6 +137,8 @@ class Connection:
         return status, headers, await self.reader.read()
 
     async def initialize(self) -> None:
+        if self.modern:
+            return  # stateless: nothing to open
         await self.post(
             {
                 "jsonrpc": "2.0",
@@ -126,14 +155,9 @@ class Connection:
 
     async def echo(self, text: str = "hello world") -> None:
         self.next_id += 1
-        answer = await self.post(
-            {
-                "jsonrpc": "2.0",
-                "id": self.next_id,
-                "method": "tools/call",
-                "params": {"name": "echo", "arguments": {"text": text}},
-            }
-        )
+        answer = await self.post(echo_message(self.next_id, text, self.modern))
+        if "result" not in answer:
+            raise RuntimeError(f"error answer: {answer}")
         if answer["result"]["content"][0]["text"] != text:
             raise RuntimeError(f"wrong answer: {answer}")
 
@@ -142,23 +166,26 @@ class BlockingConnection:
     """The same exchange over a plain blocking socket: the leanest client for sequential latency
     (no event loop on the client side to add to every round trip)."""
 
-    def __init__(self, port: int, path: str) -> None:
+    def __init__(self, port: int, path: str, modern: bool = False) -> None:
         import socket
 
         self.port, self.path = port, path
+        self.modern = modern
         self.sock = socket.create_connection(("127.0.0.1", port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buffer = b""
         self.session_id = ""
         self.next_id = 0
 
-    def post(self, body: bytes) -> tuple[dict[str, str], bytes]:
+    def post(self, body: bytes, extra: list[str] | None = None) -> tuple[dict[str, str], bytes]:
         head = (
             f"POST {self.path} HTTP/1.1\r\nhost: 127.0.0.1:{self.port}\r\n"
             "accept: application/json, text/event-stream\r\ncontent-type: application/json\r\n"
             f"content-length: {len(body)}\r\n"
         )
-        if self.session_id:
+        if extra:
+            head += "".join(f"{line}\r\n" for line in extra)
+        elif self.session_id:
             head += f"mcp-session-id: {self.session_id}\r\nmcp-protocol-version: 2025-11-25\r\n"
         self.sock.sendall(head.encode() + b"\r\n" + body)
         while b"\r\n\r\n" not in self.buffer:
@@ -196,21 +223,21 @@ class BlockingConnection:
         return data
 
     def initialize(self) -> None:
+        if self.modern:
+            return
         self.post(INITIALIZE)
         self.post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
 
     def echo(self, text: str = "hello world") -> None:
         self.next_id += 1
-        body = orjson.dumps(
-            {"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-             "params": {"name": "echo", "arguments": {"text": text}}}
-        )  # fmt: skip
-        headers, data = self.post(body)
+        message = echo_message(self.next_id, text, self.modern)
+        headers, data = self.post(orjson.dumps(message), modern_head(message) if self.modern else None)
         if headers.get("content-type", "").startswith("text/event-stream"):
             data = next(
                 line[5:] for line in data.split(b"\n") if line.startswith(b"data:") and line[5:].strip()
             )
-        if orjson.loads(data)["result"]["content"][0]["text"] != text:
+        answer = orjson.loads(data)
+        if "result" not in answer or answer["result"]["content"][0]["text"] != text:
             raise RuntimeError(f"wrong answer: {data[:200]!r}")
 
     def close(self) -> None:
@@ -276,13 +303,28 @@ class Server:
             self.stop()
             raise RuntimeError(f"{side.name} did not start")
 
-    def memory_kb(self) -> int:
-        total = 0
+    def pids(self) -> list[int]:
         pids = [self.proc.pid]
         children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
         if children.exists():
             pids += [int(p) for p in children.read_text().split()]
-        for pid in pids:
+        return pids
+
+    def cpu_s(self) -> float:
+        """User + system CPU seconds used so far by the server and its children."""
+        ticks = 0
+        for pid in self.pids():
+            try:
+                data = Path(f"/proc/{pid}/stat").read_bytes()
+            except OSError:
+                continue
+            fields = data[data.rfind(b")") + 2 :].split()
+            ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def memory_kb(self) -> int:
+        total = 0
+        for pid in self.pids():
             try:
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):
@@ -304,8 +346,8 @@ class Server:
 # --------------------------------------------------------------------------- measurements
 
 
-def sequential_p50(server: Server, calls: int) -> float:
-    conn = BlockingConnection(server.port, server.path)
+def sequential_p50(server: Server, calls: int, modern: bool = False) -> float:
+    conn = BlockingConnection(server.port, server.path, modern)
     conn.sock.settimeout(30)
     conn.initialize()
     for _ in range(calls // 5):  # warm-up
@@ -319,8 +361,11 @@ def sequential_p50(server: Server, calls: int) -> float:
     return statistics.median(times) * 1e6
 
 
-async def concurrent_rate(server: Server, sessions: int, budget: float) -> float:
-    conns = [Connection(server.port, server.path) for _ in range(sessions)]
+async def concurrent_rate(
+    server: Server, sessions: int, budget: float, modern: bool = False
+) -> tuple[float, float]:
+    """(calls/s, server CPU µs per call) with `sessions` clients calling in a loop."""
+    conns = [Connection(server.port, server.path, modern) for _ in range(sessions)]
     for conn in conns:
         await conn.open()
         await conn.initialize()
@@ -334,12 +379,12 @@ async def concurrent_rate(server: Server, sessions: int, budget: float) -> float
             done += 1
 
     deadline = time.perf_counter() + budget
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), server.cpu_s()
     await asyncio.gather(*(loop(c) for c in conns))
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, server.cpu_s() - cpu
     for conn in conns:
         conn.close()
-    return done / elapsed
+    return done / elapsed, cpu / max(1, done) * 1e6
 
 
 async def memory_per_session(server: Server, sessions: int) -> float:
@@ -358,12 +403,22 @@ async def memory_per_session(server: Server, sessions: int) -> float:
 
 async def measure(side: Side, quick: bool) -> dict[str, float]:
     server = Server(side)
+    calls, budget = (300, 2.0) if quick else (1000, 4.0)
+    out: dict[str, float] = {}
     try:
-        return {
-            "seq": sequential_p50(server, 300 if quick else 1000),  # socket timeouts bound it
-            "rate": await asyncio.wait_for(concurrent_rate(server, 50, 2.0 if quick else 4.0), 120),
-            "mem": await asyncio.wait_for(memory_per_session(server, 200), 120),
-        }
+        # Memory first, on the fresh server: after the load runs, new sessions would reuse
+        # memory those freed and look nearly free.
+        out["mem"] = await asyncio.wait_for(memory_per_session(server, 200), 120)
+        out["seq"] = sequential_p50(server, calls)  # socket timeouts bound it
+        out["rate"], out["cpu"] = await asyncio.wait_for(concurrent_rate(server, 50, budget), 120)
+        try:  # the 2026-07-28 era, where the side serves it
+            out["seq_modern"] = sequential_p50(server, calls, modern=True)
+            out["rate_modern"], out["cpu_modern"] = await asyncio.wait_for(
+                concurrent_rate(server, 50, budget, modern=True), 120
+            )
+        except (RuntimeError, OSError, KeyError, orjson.JSONDecodeError) as exc:
+            print(f"{side.name}: no 2026-07-28 era ({exc!r:.120})", file=sys.stderr)
+        return out
     finally:
         server.stop()
 
@@ -386,11 +441,16 @@ def main() -> None:
             print(f"rep {rep + 1} {side.name}: {results[side.name][-1]}", file=sys.stderr)
 
     def median(name: str, key: str) -> float:
-        return statistics.median(r[key] for r in results[name])
+        values = [r[key] for r in results[name] if key in r]
+        return statistics.median(values) if values else float("nan")
 
     rows = [
-        ("sequential `tools/call` latency p50 (µs)", "seq", "≤ 0.5x", lambda r: r <= 0.5),
-        ("calls/s, 50 concurrent sessions", "rate", "≥ 5x", lambda r: r >= 5),
+        ("sequential `tools/call` latency p50 (µs), 2025-11-25 session", "seq", "≤ 0.5x", lambda r: r <= 0.5),
+        ("calls/s, 50 concurrent sessions, 2025-11-25", "rate", "≥ 5x", lambda r: r >= 5),
+        ("server CPU per call (µs), 50 concurrent sessions, 2025-11-25", "cpu", "-", None),
+        ("sequential `tools/call` latency p50 (µs), 2026-07-28 stateless", "seq_modern", "-", None),
+        ("calls/s, 50 concurrent clients, 2026-07-28 stateless", "rate_modern", "-", None),
+        ("server CPU per call (µs), 50 concurrent clients, 2026-07-28", "cpu_modern", "-", None),
         ("memory per idle session (KB of RSS)", "mem", "-", None),
     ]
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -401,11 +461,16 @@ def main() -> None:
         "| metric | protomcp | MCP SDK | ratio | target | result |",
         "|---|---:|---:|---:|---:|---|",
     ]
+
+    def cell(value: float) -> str:
+        return "-" if value != value else f"{value:,.1f}"  # NaN: not measured
+
     for label, key, target, ok in rows:
         ours, theirs = median("protomcp", key), median("MCP SDK", key)
-        ratio = ours / theirs if theirs else float("nan")
-        verdict = "info" if ok is None else ("PASS" if ok(ratio) else "FAIL")
-        lines.append(f"| {label} | {ours:,.1f} | {theirs:,.1f} | {ratio:.2f}x | {target} | {verdict} |")
+        ratio = ours / theirs if theirs == theirs and theirs else float("nan")
+        verdict = "info" if ok is None or ratio != ratio else ("PASS" if ok(ratio) else "FAIL")
+        ratio_s = "-" if ratio != ratio else f"{ratio:.2f}x"
+        lines.append(f"| {label} | {cell(ours)} | {cell(theirs)} | {ratio_s} | {target} | {verdict} |")
     lines += [
         "",
         "Ratio per repetition (each pair measured back to back):",
@@ -415,8 +480,12 @@ def main() -> None:
     ]
     for label, key, _, _ in rows:
         ratios = [
-            a[key] / b[key] for a, b in zip(results["protomcp"], results["MCP SDK"], strict=True) if b[key]
+            a[key] / b[key]
+            for a, b in zip(results["protomcp"], results["MCP SDK"], strict=True)
+            if key in a and b.get(key)
         ]
+        if not ratios:
+            continue
         lines.append(
             f"| {label} | {min(ratios):.2f}x | {statistics.median(ratios):.2f}x | {max(ratios):.2f}x |"
         )

@@ -111,6 +111,25 @@ def tree_memory_kb(root: int) -> tuple[int, int, int]:
     )
 
 
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of one process, in clock ticks (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return 0
+    fields = data[data.rfind(b")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def tree_cpu_s(pids: Sequence[int]) -> float:
+    """CPU seconds (user + system) used so far by the given processes, summed."""
+    return sum(_cpu_ticks(p) for p in pids) / _TICKS
+
+
 # --------------------------------------------------------------------------- protocol
 
 

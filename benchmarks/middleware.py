@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from lean_client import LeanClient
+from lean_client import LeanClient, descendants, tree_cpu_s
 from sections import replace_section
 
 HERE = Path(__file__).resolve().parent
@@ -42,25 +42,29 @@ def echo_ok(message: dict) -> bool:  # type: ignore[type-arg]
     return message.get("result", {}).get("content", [{}])[0].get("text") == "hi"
 
 
-async def measure(files: list[str], calls: int) -> tuple[float, float]:
+async def measure(files: list[str], calls: int) -> tuple[float, float, float]:
+    """(pipelined calls/s, sequential p50 µs, CPU µs per pipelined call of the process tree)."""
     argv = [sys.executable, "-m", "protomcp_host", "run", *files]
     client = await LeanClient.spawn(argv, cwd=str(HERE), env=SERVER_ENV)
     try:
         await client.initialize(timeout=60)
         await client.drive(echo_line, 300, 64, 60.0, 120, echo_ok)  # warm-up
+        pids = descendants(client.pid)
+        cpu = tree_cpu_s(pids)
         drv = await client.drive(echo_line, calls, 64, 5.0, 120, echo_ok)
+        cpu_per_call = (tree_cpu_s(pids) - cpu) / max(1, drv.done) * 1e6
         if drv.bad:
             raise RuntimeError(f"{drv.bad} wrong answers")
         pipelined = drv.done / (drv.last_recv - drv.first_send)
         drv = await client.drive(echo_line, 500, 1, 60.0, 120, echo_ok)
         sequential = statistics.median(drv.latencies) * 1e6
-        return pipelined, sequential
+        return pipelined, sequential, cpu_per_call
     finally:
         await client.close()
 
 
-async def run(reps: int, calls: int) -> dict[str, list[tuple[float, float]]]:
-    results: dict[str, list[tuple[float, float]]] = {name: [] for name in SETUPS}
+async def run(reps: int, calls: int) -> dict[str, list[tuple[float, float, float]]]:
+    results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in SETUPS}
     for rep in range(reps):
         order = list(SETUPS) if rep % 2 == 0 else list(reversed(SETUPS))
         for name in order:
@@ -68,20 +72,21 @@ async def run(reps: int, calls: int) -> dict[str, list[tuple[float, float]]]:
     return results
 
 
-def report(results: dict[str, list[tuple[float, float]]], reps: int) -> str:
+def report(results: dict[str, list[tuple[float, float, float]]], reps: int) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [
         f"Run: {when}, {reps} repetitions.",
         "",
-        "| setup | pipelined calls/s | sequential p50 (µs) |",
-        "|---|---:|---:|",
+        "| setup | pipelined calls/s | sequential p50 (µs) | CPU per pipelined call (µs, all processes) |",
+        "|---|---:|---:|---:|",
     ]
     medians = {}
     for name, samples in results.items():
         cps = statistics.median(s[0] for s in samples)
         p50 = statistics.median(s[1] for s in samples)
+        cpu = statistics.median(s[2] for s in samples)
         medians[name] = (cps, p50)
-        lines.append(f"| {name} | {cps:,.0f} | {p50:,.0f} |")
+        lines.append(f"| {name} | {cps:,.0f} | {p50:,.0f} | {cpu:,.0f} |")
     ratio = medians["one middleware"][0] / medians["no middleware"][0]
     lines += ["", f"Throughput with one middleware: {ratio:.2f}x of none."]
     return "\n".join(lines)

@@ -2,9 +2,10 @@
 
     python benchmarks/reload.py [--edits 30] [--out benchmarks/README.md]
 
-Edits a temporary copy of examples/tools/hello.py (changing the tool's description, so
-every save changes the tool list), and reports p50/p95 beside `python -c pass` measured in
-the same run: the floor any design that starts a new interpreter per reload pays.
+Edits a temporary copy of examples/tools/hello.py, then of benchmarks/realistic.py (pydantic
+models, four tools, a resource, a prompt), changing one tool's description so every save
+changes the tool list, and reports p50/p95 beside `python -c pass` measured in the same run:
+the floor any design that starts a new interpreter per reload pays.
 """
 
 from __future__ import annotations
@@ -25,13 +26,18 @@ from sections import replace_section
 
 ROOT = Path(__file__).resolve().parent.parent
 HELLO = ROOT / "examples" / "tools" / "hello.py"
+REALISTIC = Path(__file__).resolve().parent / "realistic.py"
+# (file, the docstring each edit changes)
+PAUSE = 1.0  # seconds between saves: the warm standby (SDK + the file's installed imports) is ready by then
+FILES = ((HELLO, "Greet someone by name."), (REALISTIC, "Search the catalog."))
 
 
 SECTION = "## Reload: `protomcp dev`, save → list_changed"
 EXPLAIN = (
     "Measured by `python benchmarks/reload.py --out benchmarks/README.md` (run it after run.py, which "
-    "rewrites this file): a temporary copy of examples/tools/hello.py is edited (its description "
-    "changes, so every save changes the tool list) and the time from the save to the "
+    "rewrites this file): a temporary copy of examples/tools/hello.py, then of "
+    "benchmarks/realistic.py (pydantic models, four tools, a resource, a prompt), is edited (a "
+    "tool's description changes, so every save changes the tool list) and the time from the save to the "
     "`notifications/tools/list_changed` line on the host's stdout is recorded. `python -c pass` is "
     "measured in the same run: the cost any reload that starts a fresh interpreter pays at least; "
     "protomcp reloads into a warm standby process that has already imported the SDK."
@@ -66,16 +72,16 @@ class Lines:
 
 
 def save(path: Path, source: str) -> None:
-    tmp = path.with_name(".hello.py.tmp")
+    tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(source)
     os.replace(tmp, path)
 
 
-def measure_reloads(edits: int) -> list[float]:
+def measure_reloads(edits: int, source_file: Path, marker: str) -> list[float]:
     workdir = Path(tempfile.mkdtemp(prefix="protomcp-reload-"))
-    file = workdir / "hello.py"
-    original = HELLO.read_text()
-    shutil.copy(HELLO, file)
+    file = workdir / source_file.name
+    original = source_file.read_text()
+    shutil.copy(source_file, file)
     proc = subprocess.Popen(
         [sys.executable, "-m", "protomcp_host", "dev", str(file)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
@@ -97,15 +103,13 @@ def measure_reloads(edits: int) -> list[float]:
         time.sleep(1.0)  # let the warm standby finish starting before the first edit
         samples = []
         for i in range(edits):
-            source = original.replace(
-                '"""Greet someone by name."""', f'"""Greet someone by name (edit {i})."""'
-            )
+            source = original.replace(f'"""{marker}"""', f'"""{marker[:-1]} (edit {i})."""')
             started = time.perf_counter()
             save(file, source)
             while lines.next().get("method") != "notifications/tools/list_changed":
                 pass
             samples.append((time.perf_counter() - started) * 1000)
-            time.sleep(0.3)  # a person does not save 20 times a second; let the standby refill
+            time.sleep(PAUSE)  # a person does not save several times a second; let the standby refill
         return samples
     finally:
         proc.stdin.close()
@@ -133,15 +137,22 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=30)
     parser.add_argument("--out", type=Path, help="replace the reload section of this markdown file")
     args = parser.parse_args()
-    reloads = measure_reloads(args.edits)
+    reloads = [measure_reloads(args.edits, file, marker) for file, marker in FILES]
     python = measure_python_start(args.edits)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [f"Run: {when}, {args.edits} edits.", "", "| metric | p50 (ms) | p95 (ms) |", "|---|---:|---:|"]
-    rows = [(f"save → list_changed, hello.py ({args.edits} edits)", reloads), ("`python -c pass`", python)]
+    rows = [
+        *(
+            (f"save → list_changed, {file.name} ({args.edits} edits)", r)
+            for (file, _), r in zip(FILES, reloads, strict=True)
+        ),
+        ("`python -c pass`", python),
+    ]
     for label, values in rows:
         lines.append(f"| {label} | {statistics.median(values):.1f} | {percentile(values, 0.95):.1f} |")
     lines.append("")
-    lines.append(f"Target: reload p50 ≤ 150 ms → {'PASS' if statistics.median(reloads) <= 150 else 'FAIL'}.")
+    worst = max(statistics.median(r) for r in reloads)
+    lines.append(f"Target: reload p50 ≤ 100 ms for every file → {'PASS' if worst <= 100 else 'FAIL'}.")
     report = "\n".join(lines)
     print(report)
     if args.out is not None:

@@ -31,7 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from gen_tools import write_many_tool_files
-from lean_client import LeanClient, ServerError, kill_all_live_groups, tree_memory_kb
+from lean_client import (
+    LeanClient,
+    ServerError,
+    descendants,
+    kill_all_live_groups,
+    tree_cpu_s,
+    tree_memory_kb,
+)
 from sections import keep_other_sections
 
 # Servers run as on a user's machine: bytecode caching on (some sandboxes turn it off,
@@ -109,6 +116,11 @@ def sdk_argv(f: Path) -> list[str]:
     return [sys.executable, str(f)]
 
 
+def floor_argv(f: Path) -> list[str]:
+    """The floor's "file" is its tool count (floor_relay.py passes it to floor_echo.py)."""
+    return [sys.executable, str(HERE / "floor_relay.py"), f.name]
+
+
 # --------------------------------------------------------------------------- metrics
 
 
@@ -121,10 +133,18 @@ class Metric:
     target: str = "-"
     check: Callable[[float], bool] | None = None
     digits: int = 1
+    cpu_unit: str = ""  # what the CPU column counts for this row ("" = none)
 
 
 METRICS: list[Metric] = [
-    Metric("seq_p50", "sequential echo latency p50", "µs", target="≤ 0.25x", check=lambda r: r <= 0.25),
+    Metric(
+        "seq_p50",
+        "sequential echo latency p50",
+        "µs",
+        target="≤ 0.25x",
+        check=lambda r: r <= 0.25,
+        cpu_unit="µs/call",
+    ),
     Metric("seq_p99", "sequential echo latency p99", "µs"),
     Metric(
         "pipe_cps",
@@ -134,18 +154,25 @@ METRICS: list[Metric] = [
         target="≥ 20x",
         check=lambda r: r >= 20,
         digits=0,
+        cpu_unit="µs/call",
     ),
     Metric(
-        "cold_start", "cold start: spawn → first tools/list", "ms", target="≤ 0.3x", check=lambda r: r <= 0.3
+        "cold_start",
+        "cold start: spawn → first tools/list",
+        "ms",
+        target="≤ 0.3x",
+        check=lambda r: r <= 0.3,
+        cpu_unit="ms",
     ),
-    Metric("blob_1mb", "1 MB result time", "ms"),
-    Metric("blob_10mb", "10 MB result time", "ms", target="≤ 1x", check=lambda r: r <= 1),
+    Metric("blob_1mb", "1 MB result time", "ms", cpu_unit="ms/call"),
+    Metric("blob_10mb", "10 MB result time", "ms", target="≤ 1x", check=lambda r: r <= 1, cpu_unit="ms/call"),
     Metric(
         "many_start",
         "1,000-tool file: spawn → first tools/list",
         "ms",
         target="≤ 0.25x",
         check=lambda r: r <= 0.25,
+        cpu_unit="ms",
     ),
     Metric("rss", "memory after warm-up, RSS of process tree", "MB", target="≤ 1x", check=lambda r: r <= 1),
     Metric("pss", "memory after warm-up, PSS of process tree", "MB"),
@@ -157,6 +184,10 @@ class Results:
     values: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     errors: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     extra: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    cpu_used: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # per call / per start
+
+    def cpu(self, impl: str, metric: str, value: float) -> None:
+        self.cpu_used.setdefault(impl, {}).setdefault(metric, []).append(value)
 
     def add(self, impl: str, metric: str, value: float) -> None:
         self.values.setdefault(impl, {}).setdefault(metric, []).append(value)
@@ -209,6 +240,7 @@ async def start(impl: Impl, file: Path, cfg: Config, expect_tools: int) -> tuple
         if len(tools) != expect_tools:
             raise ServerError(f"tools/list returned {len(tools)} tools, expected {expect_tools}")
         client.remember_descendants()
+        client.start_cpu = tree_cpu_s(descendants(client.pid))  # type: ignore[attr-defined]
         return client, elapsed
     except BaseException:
         await client.close(timeout=2.0)
@@ -225,22 +257,30 @@ async def main_session(impl: Impl, cfg: Config, res: Results) -> None:
             res.error(impl.key, key, f"start failed: {exc}")
         return
     res.add(impl.key, "cold_start", elapsed * 1e3)
+    res.cpu(impl.key, "cold_start", client.start_cpu * 1e3)  # type: ignore[attr-defined]
     got: set[str] = set()
+    pids: list[int] = []
 
     def put(key: str, value: float) -> None:
         res.add(impl.key, key, value)
         got.add(key)
 
+    def cpu_now() -> float:
+        return tree_cpu_s(pids)
+
     try:
         # Warm-up: both the one-at-a-time and the pipelined paths.
         await client.drive(echo_line, cfg.warmup_calls, 1, 60.0, cfg.call_timeout_s, echo_ok)
         await client.drive(echo_line, cfg.warmup_calls, WINDOW, 60.0, cfg.call_timeout_s, echo_ok)
+        pids.extend(descendants(client.pid))
         rss, pss, nproc = tree_memory_kb(client.pid)
         put("rss", rss / 1024)
         put("pss", pss / 1024)
         res.note(impl.key, "processes", nproc)
 
+        cpu0 = cpu_now()
         drv = await client.drive(echo_line, cfg.seq_calls, 1, 60.0, cfg.call_timeout_s * 2, echo_ok)
+        res.cpu(impl.key, "seq_p50", (cpu_now() - cpu0) / max(1, drv.done) * 1e6)
         if drv.bad:
             raise ServerError(f"{drv.bad} of {drv.done} sequential echo calls returned a wrong result")
         lat = sorted(drv.latencies)
@@ -248,9 +288,11 @@ async def main_session(impl: Impl, cfg: Config, res: Results) -> None:
         put("seq_p99", percentile(lat, 0.99) * 1e6)
         res.note(impl.key, "seq_calls", len(lat))
 
+        cpu0 = cpu_now()
         drv = await client.drive(
             echo_line, cfg.pipe_calls, WINDOW, cfg.pipe_budget_s, cfg.call_timeout_s * 2, echo_ok
         )
+        res.cpu(impl.key, "pipe_cps", (cpu_now() - cpu0) / max(1, drv.done) * 1e6)
         if drv.bad:
             raise ServerError(f"{drv.bad} of {drv.done} pipelined echo calls returned a wrong result")
         put("pipe_cps", drv.done / (drv.last_recv - drv.first_send))
@@ -258,6 +300,7 @@ async def main_session(impl: Impl, cfg: Config, res: Results) -> None:
 
         for key, size in (("blob_1mb", MB), ("blob_10mb", 10 * MB)):
             times = []
+            cpu0 = cpu_now()
             for _ in range(cfg.blob_calls):
                 t0 = time.perf_counter()
                 result = await client.call_tool("blob", {"n": size}, timeout=cfg.call_timeout_s)
@@ -267,6 +310,7 @@ async def main_session(impl: Impl, cfg: Config, res: Results) -> None:
                     raise ServerError(
                         f"blob({size}) returned {len(text)} characters (isError={result.get('isError')})"
                     )
+            res.cpu(impl.key, key, (cpu_now() - cpu0) / cfg.blob_calls * 1e3)
             put(key, statistics.median(times) * 1e3)
     except ServerError as exc:
         for key in later:
@@ -276,34 +320,6 @@ async def main_session(impl: Impl, cfg: Config, res: Results) -> None:
         await client.close()
 
 
-async def floor_session(cfg: Config, res: Results) -> None:
-    """Sequential echo p50 through floor_relay.py → floor_echo.py: two do-nothing processes."""
-    client = await LeanClient.spawn(
-        [sys.executable, str(HERE / "floor_relay.py")], cwd=str(ROOT), env=SERVER_ENV
-    )
-    try:
-        await client.initialize(timeout=cfg.start_timeout_s)
-        await client.drive(echo_line, cfg.warmup_calls, 1, 60.0, cfg.call_timeout_s, echo_ok)
-        drv = await client.drive(echo_line, cfg.seq_calls, 1, 60.0, cfg.call_timeout_s * 2, echo_ok)
-        res.add("floor", "seq_p50", percentile(sorted(drv.latencies), 0.50) * 1e6)
-    except ServerError as exc:
-        res.error("floor", "seq_p50", str(exc))
-    finally:
-        await client.close()
-
-
-def floor_row(res: Results, theirs: Impl) -> str:
-    floor = res.values.get("floor", {}).get("seq_p50", [])
-    sdk = res.values.get(theirs.key, {}).get("seq_p50", [])
-    if not floor or not sdk:
-        return ""
-    f, b = statistics.median(floor), statistics.median(sdk)
-    return (
-        f"| sequential echo latency p50 floor: two do-nothing relaying processes (µs) | {fmt(f, 1)} "
-        f"(floor) | {fmt(b, 1)} | {f / b:.2f}x | - | info |\n"
-    )
-
-
 async def many_session(impl: Impl, cfg: Config, res: Results) -> None:
     try:
         client, elapsed = await start(impl, impl.many_file, cfg, expect_tools=cfg.many_count)
@@ -311,6 +327,7 @@ async def many_session(impl: Impl, cfg: Config, res: Results) -> None:
         res.error(impl.key, "many_start", f"start failed: {exc}")
         return
     res.add(impl.key, "many_start", elapsed * 1e3)
+    res.cpu(impl.key, "many_start", client.start_cpu * 1e3)  # type: ignore[attr-defined]
     await client.close()
 
 
@@ -333,21 +350,20 @@ async def prewarm(impls: list[Impl], cfg: Config) -> None:
                 log(f"  prewarm {impl.label} {file.name}: {exc}")
 
 
-async def run_all(impls: list[Impl], cfg: Config) -> Results:
+async def run_all(impls: list[Impl], floor: Impl, cfg: Config) -> Results:
+    """Each repetition: both implementations back to back (alternating order), then the floor."""
     res = Results()
-    log(f"prewarming ({', '.join(i.label for i in impls)})")
-    await prewarm(impls, cfg)
+    log(f"prewarming ({', '.join(i.label for i in [*impls, floor])})")
+    await prewarm([*impls, floor], cfg)
     main_keys = ["cold_start", "rss", "pss", "seq_p50", "seq_p99", "pipe_cps", "blob_1mb", "blob_10mb"]
     for rep in range(cfg.reps):
-        order = impls if rep % 2 == 0 else impls[::-1]
+        order = [*(impls if rep % 2 == 0 else impls[::-1]), floor]
         for impl in order:
             log(f"rep {rep + 1}/{cfg.reps}: {impl.label} main session")
             await bounded(main_session(impl, cfg, res), impl, main_keys, cfg, res)
         for impl in order:
             log(f"rep {rep + 1}/{cfg.reps}: {impl.label} {cfg.many_count}-tool start")
             await bounded(many_session(impl, cfg, res), impl, ["many_start"], cfg, res)
-        log(f"rep {rep + 1}/{cfg.reps}: two-process floor")
-        await asyncio.wait_for(floor_session(cfg, res), cfg.session_timeout_s)
     return res
 
 
@@ -358,17 +374,18 @@ def fmt(value: float, digits: int) -> str:
     return f"{value:,.{digits}f}"
 
 
-def table(res: Results, ours: Impl, theirs: Impl) -> tuple[str, list[str]]:
+def table(res: Results, ours: Impl, theirs: Impl, floor: Impl) -> tuple[str, list[str]]:
     head = (
-        f"| metric | {ours.label} | {theirs.label} | ratio | target | pass/fail |\n"
-        "|---|---:|---:|---:|---|---|\n"
+        f"| metric | {ours.label} | {theirs.label} | ratio | target | pass/fail | floor | "
+        f"{ours.label} / floor | CPU: {ours.label} / {theirs.label} / floor |\n"
+        "|---|---:|---:|---:|---|---|---:|---:|---:|\n"
     )
     rows = []
     notes = []
     for m in METRICS:
         cells = []
         med: list[float | None] = []
-        for impl in (ours, theirs):
+        for impl in (ours, theirs, floor):
             vals = res.values.get(impl.key, {}).get(m.key, [])
             errs = res.errors.get(impl.key, {}).get(m.key, [])
             if vals:
@@ -384,7 +401,7 @@ def table(res: Results, ours: Impl, theirs: Impl) -> tuple[str, list[str]]:
                 if note not in notes:
                     notes.append(note)
             cells.append(cell)
-        a, b = med
+        a, b, f = med
         if a is not None and b is not None and b > 0:
             ratio = a / b
             ratio_s = f"{ratio:.2f}x" if ratio < 100 else f"{ratio:,.0f}x"
@@ -392,7 +409,19 @@ def table(res: Results, ours: Impl, theirs: Impl) -> tuple[str, list[str]]:
         else:
             ratio_s = "-"
             verdict = "ERROR" if m.check else "info"
-        rows.append(f"| {m.name} ({m.unit}) | {cells[0]} | {cells[1]} | {ratio_s} | {m.target} | {verdict} |")
+        over_floor = f"{a / f:.2f}x" if a is not None and f else "-"
+        cpu = "-"
+        if m.cpu_unit:
+            parts = []
+            for impl in (ours, theirs, floor):
+                used = res.cpu_used.get(impl.key, {}).get(m.key, [])
+                digits = 0 if m.cpu_unit == "µs/call" else 1
+                parts.append(fmt(statistics.median(used), digits) if used else "-")
+            cpu = f"{' / '.join(parts)} {m.cpu_unit}"
+        rows.append(
+            f"| {m.name} ({m.unit}) | {cells[0]} | {cells[1]} | {ratio_s} | {m.target} | {verdict} "
+            f"| {cells[2]} | {over_floor} | {cpu} |"
+        )
     return head + "\n".join(rows) + "\n", notes
 
 
@@ -507,11 +536,18 @@ Metrics:
   and all its descendants (protomcp runs a host and a tool process; the SDK one process). RSS
   counts shared pages once per process; the PSS row (`/proc/<pid>/smaps_rollup`) splits them,
   and is shown for information.
-- **sequential p50 floor** — the same sequential measurement through `floor_relay.py` →
+- **floor** (a column, every row) — the same measurements through `floor_relay.py` →
   `floor_echo.py`: two Python processes that relay and answer without any work (no
-  validation, no protobuf, no supervision). It is the shape of protomcp (client → host →
-  tool process) at zero cost, so it shows the lowest sequential latency any two-process
-  design reaches on the machine of the run; protomcp's own overhead is the gap above it.
+  validation, no protobuf, no supervision; for the 1,000-tool row the echo process lists
+  1,000 tools of the same shape). It is the shape of protomcp (client → host → tool
+  process) at zero cost, so it shows what any two-process design reaches on the machine of
+  the run; protomcp's own overhead is the gap above it (the "/ floor" column). The floor
+  runs after both implementations in every repetition.
+- **CPU** (a column) — user + system CPU time (`/proc/<pid>/stat`) of the server's whole
+  process tree (host and tool process), divided by the calls made: per call for the echo
+  rows, per blob call for the result rows, and the tree's CPU from spawn to the first
+  complete `tools/list` for the start rows. Unlike wall-clock figures it barely moves when
+  other work shares the machine, so a regression shows here first.
 - Servers run with bytecode caching on (`PYTHONDONTWRITEBYTECODE` removed from their
   environment), as on a user's machine.
 
@@ -523,7 +559,18 @@ Reload latency of `protomcp dev` (save → `list_changed`) is measured separatel
 def render_readme(
     table_md: str, notes: list[str], ranges: str, machine: list[str], when: str, cfg: Config
 ) -> str:
-    parts = [README_HEAD, "\n## Results\n\n", f"Run: {when} — {cfg.reps} repetition(s), interleaved.\n\n"]
+    busy = os.getloadavg()[0] >= 1.0
+    shared = (
+        " The machine was shared with other work (see the load average): wall-clock"
+        " figures are noisy; the CPU column and the ratios are the steadier guides."
+        if busy
+        else ""
+    )
+    parts = [
+        README_HEAD,
+        "\n## Results\n\n",
+        f"Run: {when} — {cfg.reps} repetition(s), interleaved.{shared}\n\n",
+    ]
     parts.append("Machine:\n" + "".join(f"- {line}\n" for line in machine) + "\n")
     parts.append(table_md)
     if notes:
@@ -570,20 +617,27 @@ def main() -> int:
         else:
             argv, note = protomcp_argv()
             ours = Impl("ours", "protomcp", argv, HERE / "tools_protomcp.py", many_ours, f"{note} FILE")
+        floor = Impl(
+            "floor",
+            "floor",
+            floor_argv,
+            Path("2"),
+            Path(str(cfg.many_count)),
+            "python benchmarks/floor_relay.py N",
+        )
         when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
         try:
-            res = asyncio.run(run_all([ours, sdk], cfg))
+            res = asyncio.run(run_all([ours, sdk], floor, cfg))
         finally:
             kill_all_live_groups()
     load_end = os.getloadavg()
 
-    table_md, notes = table(res, ours, sdk)
-    table_md += floor_row(res, sdk)
+    table_md, notes = table(res, ours, sdk, floor)
     machine = machine_note()
     machine[-1] = machine[-1].format(
         " ".join(f"{x:.2f}" for x in load_start), " ".join(f"{x:.2f}" for x in load_end)
     )
-    machine.extend(counts_note(res, [ours, sdk]))
+    machine.extend(counts_note(res, [ours, sdk, floor]))
     print()
     print(table_md)
     for n in notes:

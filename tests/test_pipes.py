@@ -84,3 +84,65 @@ async def test_regular_files_use_blocking_writes_and_reads(tmp_path: Path) -> No
     chunks: list[bytes] = []
     await read_into(os.open(path, os.O_RDONLY), chunks.append)
     assert b"".join(chunks) == b"hello file"
+
+
+async def test_writes_made_while_handling_input_leave_in_the_same_loop_turn() -> None:
+    """An answer written by an input handler is in the pipe when the handler returns: no
+    extra loop turn per message; writes from elsewhere still leave on the next turn."""
+    src_r, src_w = os.pipe()
+    dst_r, dst_w = os.pipe()
+    os.set_blocking(dst_r, False)
+    writer = BatchedWriter(dst_w)
+    seen: list[bytes] = []
+
+    def check_after(data: bytes) -> None:
+        writer.write(b"answer:" + data)
+        writer.write(b";")
+        with pytest.raises(BlockingIOError):
+            os.read(dst_r, 100)  # nothing yet: the handler still runs
+        seen.append(data)
+
+    done = anyio.Event()
+
+    async def reader() -> None:
+        await read_into(src_r, check_after)
+        done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        os.write(src_w, b"q")
+        with anyio.fail_after(5):
+            while not seen:
+                await anyio.sleep(0)
+        # The handler returned in the callback that read "q": its writes are in the pipe now,
+        # before any other callback of this loop ran.
+        assert os.read(dst_r, 100) == b"answer:q;"
+        writer.write(b"later")
+        with pytest.raises(BlockingIOError):
+            os.read(dst_r, 100)  # not from an input handler: it waits for the next turn
+        await anyio.sleep(0)
+        await anyio.sleep(0)
+        assert os.read(dst_r, 100) == b"later"
+        os.close(src_w)
+        with anyio.fail_after(5):
+            await done.wait()
+    writer.close()
+    os.close(dst_r)
+
+
+def test_read_size_grows_while_reads_fill_and_drops_after_a_short_one() -> None:
+    from protomcp_sdk.wire import readsize
+
+    class T:
+        max_size = readsize.SMALL
+
+    t = T()
+    readsize.adapt(t, 100, 1 << 20)
+    assert t.max_size == readsize.SMALL
+    readsize.adapt(t, readsize.SMALL, 1 << 20)
+    assert t.max_size == 4 * readsize.SMALL
+    for _ in range(5):
+        readsize.adapt(t, t.max_size, 1 << 20)
+    assert t.max_size == 1 << 20  # never past the ceiling
+    readsize.adapt(t, 10, 1 << 20)
+    assert t.max_size == readsize.SMALL

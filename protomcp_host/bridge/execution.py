@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from protomcp_host.bridge.deadlines import Deadlines
 from protomcp_host.bridge.envelope import tool_answer
 from protomcp_host.bridge.middleware import ChainRun, Middleware
 from protomcp_host.processes.channel import Channel
@@ -62,6 +63,7 @@ class Dispatcher:
         self.call_timeout = call_timeout
         self.middleware: list[Middleware] = []  # every file's, in chain order
         self.spawn: Callable[..., None] | None = None  # runs a task in the host's task group
+        self.deadlines = Deadlines()  # every call's timeout, on one shared tick
 
     def execute(self, call: Call, sink: CallSink) -> Execution:
         execution = Execution(self, call, sink)
@@ -90,7 +92,7 @@ class Execution:
         self.call = call
         self.sink = sink
         self.legs: list[tuple[Channel, str]] = []  # requests it has tool processes work on
-        self.timer: asyncio.TimerHandle | None = None
+        self.timer: int | None = None  # its tick in dispatcher.deadlines
         self.chain: ChainRun | None = None
         self.finished = False
         self.progress_bucket: TokenBucket | None = None  # made at the first progress
@@ -108,7 +110,7 @@ class Execution:
     def start(self) -> None:
         timeout = self.call.tool.timeout or self.dispatcher.call_timeout
         if timeout:
-            self.timer = asyncio.get_running_loop().call_later(timeout, self._timed_out, timeout)
+            self.timer = self.dispatcher.deadlines.add(self.id, timeout, lambda: self._timed_out(timeout))
         if self.dispatcher.middleware and self.dispatcher.spawn is not None:
             self.chain = ChainRun(self, self.dispatcher.middleware)
             self.dispatcher.spawn(self.chain.run)
@@ -227,7 +229,7 @@ class Execution:
     def _end(self, *, cancel: bool, reason: str) -> None:
         self.finished = True
         if self.timer is not None:
-            self.timer.cancel()
+            self.dispatcher.deadlines.remove(self.id, self.timer)
             self.timer = None
         if self._progress_timer is not None:
             self._progress_timer.cancel()
@@ -240,6 +242,8 @@ class Execution:
         if self.chain is not None:
             self.chain.release(reason)
         self.sink.call_released(self, reason)
+        if self.call.execution is self:  # break the Call <-> Execution cycle: refcounting frees
+            self.call.execution = None  # both at once, instead of the cyclic GC, once per call
 
     def _left(self, request_id: str) -> None:
         """A request of the call was answered: the channel has forgotten it already."""

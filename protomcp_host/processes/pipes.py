@@ -2,8 +2,9 @@
 
 - ``read_into(fd, on_data)`` feeds everything read from an fd to a callback until EOF.
 - ``BatchedWriter`` coalesces the writes made in one event-loop iteration into one
-  system call: under load many small messages leave together, and alone a message
-  leaves on the next loop iteration.
+  system call: under load many small messages leave together. Writes made while a chunk
+  read by ``read_into`` is handled leave as soon as its handler returns, in the same loop
+  turn (no extra turn, no extra epoll call per message); other writes leave on the next turn.
 
 Pipes, sockets and terminals go through the event loop; regular files (``< file``,
 ``> file``) and devices the loop cannot poll (``< /dev/null``) fall back to blocking calls.
@@ -17,10 +18,14 @@ import fcntl
 import os
 import selectors
 import stat
+import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import anyio
+
+from protomcp_sdk.wire import readsize
 
 CHUNK = 1 << 20
 BIG = 256 * 1024  # parts at least this large are written as they are, never joined
@@ -48,13 +53,47 @@ def _pollable(fd: int) -> bool:
     return True
 
 
+class _Turn(threading.local):
+    """Writers written to while a chunk of input is being handled (per thread: one loop each)."""
+
+    feeding = False
+    dirty: list[BatchedWriter]
+
+    def __init__(self) -> None:
+        self.dirty = []
+
+
+_turn = _Turn()
+
+
+def _handle_then_flush(on_data: Callable[[bytes], None], data: bytes) -> None:
+    """Run on_data, then send what it wrote in this same loop turn."""
+    turn = _turn
+    if turn.feeding:  # nested (a handler feeding another reader): the outer call flushes
+        on_data(data)
+        return
+    turn.feeding = True
+    try:
+        on_data(data)
+    finally:
+        turn.feeding = False
+        dirty, turn.dirty = turn.dirty, []
+        for writer in dirty:
+            writer._flush()
+
+
 class _Feed(asyncio.Protocol):
     def __init__(self, on_data: Callable[[bytes], None]) -> None:
         self.on_data = on_data
         self.closed = asyncio.get_running_loop().create_future()
+        self.transport: Any = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        self.on_data(data)
+        readsize.adapt(self.transport, len(data), CHUNK)
+        _handle_then_flush(self.on_data, data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed.done():
@@ -81,9 +120,9 @@ async def read_into(
         )
     except ValueError:  # a regular file, or a device the loop cannot poll
         while data := await anyio.to_thread.run_sync(os.read, fd, CHUNK, abandon_on_cancel=True):
-            on_data(data)
+            _handle_then_flush(on_data, data)
         return
-    transport.max_size = CHUNK  # type: ignore[attr-defined]  # asyncio reads 256 KiB per wake-up by default
+    transport.max_size = readsize.SMALL  # type: ignore[attr-defined]  # grows to CHUNK while reads fill
     if on_transport is not None:
         on_transport(transport)  # type: ignore[arg-type]
     try:
@@ -131,7 +170,11 @@ class BatchedWriter:
         if self.closed or self._closing:
             return
         if not self._parts:
-            self._loop.call_soon(self._flush)
+            turn = _turn
+            if turn.feeding:
+                turn.dirty.append(self)  # sent when the input handler returns
+            else:
+                self._loop.call_soon(self._flush)
         self._parts.append(data)
         self.backlog += len(data)
         if self.backlog > self.high_water and not self.pressed and self.on_pressure is not None:
@@ -140,6 +183,8 @@ class BatchedWriter:
 
     def _flush(self) -> None:
         parts, self._parts = self._parts, []
+        if not parts:  # flushed already (close, drain)
+            return
         if len(parts) > 1 and max(map(len, parts)) < BIG:
             parts = [b"".join(parts)]  # many small messages: one system call
         for data in parts:

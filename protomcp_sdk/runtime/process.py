@@ -29,7 +29,7 @@ from protomcp_sdk.authoring.encoding import encode_error, encode_result
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
-from protomcp_sdk.runtime import client, liveness, logs, output
+from protomcp_sdk.runtime import client, liveness, logs, output, warmup
 from protomcp_sdk.runtime.context import Context
 from protomcp_sdk.runtime.features import Features
 from protomcp_sdk.runtime.loading import load_tool_file, report_failure
@@ -38,12 +38,14 @@ from protomcp_sdk.runtime.spool import Spool
 from protomcp_sdk.runtime.threads import SyncWorkers
 from protomcp_sdk.wire import framing as wire
 from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import readsize
 from protomcp_sdk.wire.env import CANCEL_GRACE_ENV, EXIT_GRACE_ENV, FD_ENV
 from protomcp_sdk.wire.version import SDK_NAME, SDK_VERSION
 
 CANCEL_GRACE = float(os.environ.get(CANCEL_GRACE_ENV, "") or 10.0)
 """Seconds a cancelled (or timed-out) sync call may keep its thread before a warning names it."""
 
+READ_CEILING = 1 << 20  # bytes per read at most, reached only while a large frame streams in
 EXIT_GRACE = float(os.environ.get(EXIT_GRACE_ENV, "") or 30.0)
 """Seconds running calls may take to finish once the host closed our input; then we exit anyway."""
 
@@ -69,6 +71,7 @@ class ToolProcess:
         self.workers = SyncWorkers()
         self.write_lock = threading.Lock()
         self.outbox: deque[list[bytes]] = deque()
+        self._write_soon = False  # a write of the loop's queued frames is scheduled
         self.spool = Spool()
         self.asks: dict[str, asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]] = {}
         self._ask_ids = itertools.count(1)
@@ -110,8 +113,19 @@ class ToolProcess:
         """Queue pieces that must stay together and write what is queued.
 
         Whoever holds the write lock also writes what others queued meanwhile, so no
-        thread ever waits for the lock and busy periods need fewer system calls."""
+        thread ever waits for the lock and busy periods need fewer system calls. Frames sent
+        on the event loop (async tools, middleware, lists) leave together once per loop turn;
+        a worker thread writes at once, and takes along whatever the loop queued."""
         self.outbox.append(pieces)
+        if threading.get_ident() == self.loop_thread:
+            if not self._write_soon:
+                self._write_soon = True
+                self.loop.call_soon(self._write_queued)
+            return
+        self._write_queued()
+
+    def _write_queued(self) -> None:
+        self._write_soon = False
         while self.outbox and self.write_lock.acquire(blocking=False):
             try:
                 small: list[bytes] = []
@@ -401,8 +415,14 @@ class ToolProcess:
 class _Frames(asyncio.Protocol):
     def __init__(self, process: ToolProcess) -> None:
         self.process = process
+        self.transport: Any = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        transport.max_size = readsize.SMALL  # type: ignore[attr-defined]
 
     def data_received(self, data: bytes) -> None:
+        readsize.adapt(self.transport, len(data), READ_CEILING)
         self.process.received(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -461,6 +481,8 @@ def main(argv: list[str]) -> int:
         os.set_inheritable(fd, False)
     os.register_at_fork(after_in_child=lambda: _let_go_of_frames(read_fd, write_fd))
     tool_file = str(Path(argv[0]).resolve())
+    if standby:  # idle until the next save: import what loading the file will need
+        warmup.warm(tool_file)
 
     async def run() -> int:
         return await ToolProcess(read_fd, write_fd, tool_file, standby=standby).serve()

@@ -1,0 +1,24 @@
+"""How many bytes to ask a pipe for per read, shared by the host and the tool process.
+
+asyncio allocates the whole read size before each read. Past glibc's mmap threshold
+(128 KiB) that is an mmap, an mremap and a munmap per read even when 50 bytes arrive:
+three system calls per frame on the hot path. Reads therefore start under the threshold
+and grow (x4, up to a ceiling) only while they come back full, that is while a large
+message is streaming in; the first short read brings them back down.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SMALL = 64 * 1024  # under the mmap threshold: the buffer comes from the heap and is reused
+
+
+def adapt(transport: Any, got: int, largest: int) -> None:
+    """After a read of `got` bytes, set the asyncio read transport's next read size."""
+    size = transport.max_size
+    if got >= size:
+        if size < largest:
+            transport.max_size = min(size * 4, largest)
+    elif size != SMALL:
+        transport.max_size = SMALL
