@@ -80,7 +80,10 @@ async def test_reload_starts_the_new_lifespan_first_and_ends_the_old_after_its_c
         async with anyio.create_task_group() as tg:
             tg.start_soon(slow_call)
             await wait_for_event(log, "slow-begin", 1)
-            write_atomic(file, POOLED.replace("VERSION = 1", "VERSION = 2") + "\n@tool\ndef extra() -> int:\n    return 2\n")
+            write_atomic(
+                file,
+                POOLED.replace("VERSION = 1", "VERSION = 2") + "\n@tool\ndef extra() -> int:\n    return 2\n",
+            )
             await watcher.tools_after_change(session, lambda tools: "extra" in tools)
             now = await session.call_tool("state", {})
             assert now.structured_content["pool"] == "pool-2"  # the new process serves, its own state
@@ -93,12 +96,13 @@ async def test_reload_starts_the_new_lifespan_first_and_ends_the_old_after_its_c
 
 
 async def test_a_lifespan_that_fails_on_reload_keeps_the_old_tools(pooled: tuple[Path, Path]) -> None:
-    file, log = pooled
+    file, _ = pooled
     watcher = Watcher()
     broken = POOLED.replace('if os.environ.get("LIFESPAN_FAIL") == "1":', "if True:")
     async with mcp_session(
         "dev", str(file), message_handler=watcher.on_message, logging_callback=watcher.on_log
     ) as session:
+        assert (await session.call_tool("state", {})).structured_content["pool"] == "pool-1"  # loaded
         write_atomic(file, broken.replace("VERSION = 1", "VERSION = 2"))
         error = await watcher.wait_log(lambda p: p.level == "error")
         assert "failed to start" in str(error.data) and "database unreachable" in str(error.data)
@@ -111,7 +115,10 @@ def test_a_lifespan_that_fails_at_start_is_a_load_error(pooled: tuple[Path, Path
     env = {**os.environ, "LIFESPAN_FAIL": "1"}
     done = subprocess.run([*HOST, "list", str(file)], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode != 0
-    assert "@lifespan 'pool' failed to start" in done.stderr and "ConnectionError: database unreachable" in done.stderr
+    assert (
+        "@lifespan 'pool' failed to start" in done.stderr
+        and "ConnectionError: database unreachable" in done.stderr
+    )
     assert "protomcp_sdk" not in done.stderr.split("failed to start", 1)[1]  # the user's frames only
 
 
@@ -133,7 +140,9 @@ def test_the_end_of_a_lifespan_is_bounded(tmp_path: Path) -> None:
     file = tmp_path / "hangs.py"
     file.write_text(HANGS)
     env = {**os.environ, "PROTOMCP_LIFESPAN_STOP_TIMEOUT": "0.2"}
-    done = subprocess.run([*HOST, "call", str(file), "n"], capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run(
+        [*HOST, "call", str(file), "n"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "@lifespan 'stuck' did not finish within 0.2s" in done.stderr
 

@@ -16,6 +16,7 @@ from protomcp_sdk.wire.env import LIFESPAN_STOP_ENV
 
 STOP_TIMEOUT = float(os.environ.get(LIFESPAN_STOP_ENV, "") or 5.0)
 
+
 class Running:
     """One started lifespan; `stop()` runs the code after its ``yield``."""
 
