@@ -464,6 +464,10 @@ USAGE = "usage: python -m protomcp_sdk [--standby] TOOL_FILE  (started by the pr
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--inspect"]:  # `protomcp inspect`: report what the file defines, serve nothing
+        from protomcp_sdk.runtime.inspection import main as inspect
+
+        return inspect(argv[1:])
     standby = argv[:1] == ["--standby"]  # imported the SDK; load the file when the host says so
     if standby:
         argv = argv[1:]
