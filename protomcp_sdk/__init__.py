@@ -39,6 +39,7 @@ __all__ = [
     "ToolResult",
     "__version__",
     "completion",
+    "lifespan",
     "middleware",
     "on_roots_changed",
     "prompt",
@@ -52,6 +53,7 @@ _RESULTS = "protomcp_sdk.authoring.results"
 _EXPORTS = {
     "tool": _DECORATORS,
     "middleware": _DECORATORS,
+    "lifespan": _DECORATORS,
     "ToolCall": "protomcp_sdk.authoring.middleware",
     "Context": "protomcp_sdk.runtime.context",
     "ToolResult": _RESULTS,
@@ -74,6 +76,7 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from protomcp_sdk.authoring.decorators import (
         completion,
+        lifespan,
         middleware,
         on_roots_changed,
         prompt,

@@ -14,13 +14,26 @@ End to end, as an AI client would see the tools::
 reported exactly as in production. It depends on nothing but the standard library and
 orjson (the SDK never imports the host: the host runs in its own process).
 
+The client answers the tool's requests to it when given the means, and declares the
+matching capabilities: ``Client("tools.py", sampling=fn, elicitation=fn, roots=[...])``.
+
 Unit tests can call a tool function directly with a :class:`RecordingContext`, which keeps
-what the tool reported instead of sending it::
+what the tool reported instead of sending it, and answers tool-list control and client
+requests itself (with the same ``sampling=``, ``elicitation=``, ``roots=``)::
 
     tools = load_tool_module("tools.py")
     ctx = RecordingContext()
     assert await tools.count(3, ctx) == "done"
     assert ctx.progress[-1] == (3, 3, "step 3")
+
+Canned answers, shared by both:
+
+- ``sampling``: a str (the model's text answer to every request), or a function (sync or
+  async) given the request's MCP params dict, returning a str or a whole
+  ``CreateMessageResult`` dict.
+- ``elicitation``: a dict (the accepted form content), ``"decline"`` or ``"cancel"``, or a
+  function given the params returning one of those (or a whole result dict with ``action``).
+- ``roots``: a list of URIs or ``{"uri": ..., "name": ...}`` dicts.
 """
 
 from __future__ import annotations
@@ -29,11 +42,13 @@ import asyncio
 import contextlib
 import copy
 import importlib.util
+import inspect
 import itertools
 import os
 import signal
 import sys
 import types
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -41,10 +56,16 @@ from typing import Any, Self
 import orjson
 
 from protomcp_sdk.authoring.registry import REGISTRY
-from protomcp_sdk.runtime.context import Context
+from protomcp_sdk.runtime import client
+from protomcp_sdk.runtime.context import _UNSET, Context
 from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.toollist import ToolListChange
 
 __all__ = ["CallResult", "Client", "ClientError", "RecordingContext", "load_tool_module"]
+
+Sampling = str | Callable[[dict[str, Any]], Any]
+Elicitation = dict[str, Any] | str | Callable[[dict[str, Any]], Any]
+Roots = Iterable[str | dict[str, Any]]
 
 PROTOCOL_VERSION = "2025-11-25"
 
@@ -84,6 +105,53 @@ class Progress:
     message: str | None
 
 
+# -- canned answers to a tool's requests for the client --------------------------------------
+async def _answer(source: Any, params: dict[str, Any]) -> Any:
+    value = source(params) if callable(source) else source
+    return await value if inspect.isawaitable(value) else value
+
+
+async def sampling_result(sampling: Sampling, params: dict[str, Any]) -> dict[str, Any]:
+    """The CreateMessageResult for one sampling request (see the module docstring)."""
+    value = await _answer(sampling, params)
+    if isinstance(value, str):
+        content = {"type": "text", "text": value}
+        return {"role": "assistant", "content": content, "model": "protomcp-testing", "stopReason": "endTurn"}
+    if isinstance(value, dict):
+        return value
+    raise TypeError(f"sampling= must give a str or a CreateMessageResult dict, not {value!r}")
+
+
+async def elicitation_result(elicitation: Elicitation, params: dict[str, Any]) -> dict[str, Any]:
+    """The ElicitResult for one elicitation request (see the module docstring)."""
+    value = await _answer(elicitation, params)
+    if value in ("decline", "cancel"):
+        return {"action": value}
+    if isinstance(value, dict):
+        if value.get("action") in ("accept", "decline", "cancel"):
+            return value
+        return {"action": "accept", "content": value}
+    raise TypeError(f'elicitation= must give a dict, "decline" or "cancel", not {value!r}')
+
+
+def roots_result(roots: Roots) -> list[dict[str, Any]]:
+    return [{"uri": root} if isinstance(root, str) else dict(root) for root in roots]
+
+
+def client_capabilities(
+    sampling: Sampling | None, elicitation: Elicitation | None, roots: Roots | None
+) -> dict[str, Any]:
+    """What a client with these canned answers declares (MCP ClientCapabilities)."""
+    capabilities: dict[str, Any] = {}
+    if sampling is not None:
+        capabilities["sampling"] = {}
+    if elicitation is not None:
+        capabilities["elicitation"] = {"form": {}, "url": {}}
+    if roots is not None:
+        capabilities["roots"] = {"listChanged": True}
+    return capabilities
+
+
 class Client:
     """An MCP client connected to ``protomcp run FILES`` (use with ``async with``).
 
@@ -91,6 +159,11 @@ class Client:
     order), ``logs`` (the ``params`` of every log message), ``list_changed`` (how many
     ``notifications/tools/list_changed`` arrived) and ``stderr`` (the host's stderr lines).
     ``server_info`` and ``instructions`` are what ``initialize`` reported.
+
+    ``sampling``, ``elicitation`` and ``roots`` answer the tools' requests to the client (see
+    the module docstring); each one given is declared as a client capability. ``requests``
+    keeps ``(method, params)`` of every request the host made of the client, in order, and
+    ``task_status`` the params of every ``notifications/tasks/status``.
     """
 
     def __init__(
@@ -101,9 +174,18 @@ class Client:
         env: dict[str, str] | None = None,
         timeout: float = 30.0,
         dev: bool = False,
+        sampling: Sampling | None = None,
+        elicitation: Elicitation | None = None,
+        roots: Roots | None = None,
     ) -> None:
         """``options`` are extra ``protomcp run`` options, e.g. ``("--plugin", "name")``;
         ``dev=True`` runs ``protomcp dev`` (reload on save) instead of ``run``."""
+        self.sampling = sampling
+        self.elicitation = elicitation
+        self.roots = None if roots is None else list(roots)
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.task_status: list[dict[str, Any]] = []
+        self._answering: set[asyncio.Task[None]] = set()
         self.files = files
         self.python = python
         self.options = tuple(options)
@@ -143,7 +225,7 @@ class Client:
                 "initialize",
                 {
                     "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {},
+                    "capabilities": client_capabilities(self.sampling, self.elicitation, self.roots),
                     "clientInfo": {"name": "protomcp_sdk.testing", "version": "1"},
                 },
             )
@@ -176,9 +258,9 @@ class Client:
         finally:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)  # anything a tool left behind
-            for reader in self._readers:
-                reader.cancel()
-            await asyncio.gather(*self._readers, return_exceptions=True)
+            for task in [*self._readers, *self._answering]:
+                task.cancel()
+            await asyncio.gather(*self._readers, *self._answering, return_exceptions=True)
             for future in self._waiting.values():
                 if not future.done():
                     future.set_exception(ClientError("the client was closed"))
@@ -261,6 +343,37 @@ class Client:
         params = {"ref": ref, "argument": {"name": argument, "value": value}}
         return (await self.request("completion/complete", params))["completion"]["values"]
 
+    # -- tasks (MCP 2025-11-25) ----------------------------------------------------------
+    async def call_task(self, name: str, /, *, ttl: int | None = None, **arguments: Any) -> dict[str, Any]:
+        """Start a tool call as an MCP task (the tool must allow it: ``@tool(task=...)``);
+        returns the Task object (``taskId``, ``status``...)."""
+        params: dict[str, Any] = {
+            "name": name,
+            "arguments": arguments,
+            "task": {} if ttl is None else {"ttl": ttl},
+        }
+        return (await self.request("tools/call", params))["task"]
+
+    async def get_task(self, task_id: str) -> dict[str, Any]:
+        """The task's current state (``status``, ``statusMessage``...)."""
+        return await self.request("tasks/get", {"taskId": task_id})
+
+    async def task_result(self, task_id: str) -> CallResult:
+        """The task's tool result; waits until the task is done."""
+        return CallResult.from_mcp(await self.request("tasks/result", {"taskId": task_id}))
+
+    async def list_tasks(self) -> list[dict[str, Any]]:
+        return await self._all_pages("tasks/list", "tasks")
+
+    async def cancel_task(self, task_id: str) -> dict[str, Any]:
+        return await self.request("tasks/cancel", {"taskId": task_id})
+
+    # -- roots -----------------------------------------------------------------------
+    def set_roots(self, roots: Roots) -> None:
+        """Change the roots this client answers with, and tell the host they changed."""
+        self.roots = list(roots)
+        self._send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+
     async def wait_for_list_changed(self, count: int = 1) -> None:
         """Wait until at least ``count`` list_changed notifications have arrived."""
         async with self._changed:
@@ -280,6 +393,10 @@ class Client:
             future = self._waiting.get(message.get("id")) if "method" not in message else None
             if future is not None and not future.done():
                 future.set_result(message)
+            elif "method" in message and "id" in message:  # the host asks the client
+                task = asyncio.create_task(self._answer_request(message))
+                self._answering.add(task)
+                task.add_done_callback(self._answering.discard)
             elif "method" in message:
                 await self._notification(message["method"], message.get("params") or {})
         gone = ClientError(f"the host closed its output{self._stderr_tail()}")
@@ -287,11 +404,33 @@ class Client:
             if not future.done():
                 future.set_exception(gone)
 
+    async def _answer_request(self, message: dict[str, Any]) -> None:
+        method, params = message["method"], message.get("params") or {}
+        self.requests.append((method, params))
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+        try:
+            if method == "ping":
+                reply["result"] = {}
+            elif method == "sampling/createMessage" and self.sampling is not None:
+                reply["result"] = await sampling_result(self.sampling, params)
+            elif method == "elicitation/create" and self.elicitation is not None:
+                reply["result"] = await elicitation_result(self.elicitation, params)
+            elif method == "roots/list" and self.roots is not None:
+                reply["result"] = {"roots": roots_result(self.roots)}
+            else:
+                reply["error"] = {"code": -32601, "message": f"Method not found: {method}"}
+        except Exception as exc:  # the tool sees the client's error, as from a real client
+            reply = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32603, "message": f"{exc}"}}
+        with contextlib.suppress(ClientError, OSError):
+            self._send(reply)
+
     async def _notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "notifications/progress":
             self.progress.append(Progress(params["progress"], params.get("total"), params.get("message")))
         elif method == "notifications/message":
             self.logs.append(params)
+        elif method == "notifications/tasks/status":
+            self.task_status.append(params)
         elif method == "notifications/tools/list_changed":
             async with self._changed:
                 self.list_changed += 1
@@ -320,6 +459,7 @@ def load_tool_module(path: str | os.PathLike[str]) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     kept = ("tools", "resources", "templates", "prompts", "completions", "middleware", "roots_hooks")
     before = {field: copy.copy(getattr(REGISTRY, field)) for field in kept}
+    lifespan = REGISTRY.lifespan
     sys.modules[name] = module  # dataclasses and pydantic look their module up while the file runs
     try:
         spec.loader.exec_module(module)
@@ -331,6 +471,7 @@ def load_tool_module(path: str | os.PathLike[str]) -> types.ModuleType:
             current = getattr(REGISTRY, field)
             current.clear()  # in place: others may hold these dicts and lists
             current.update(value) if isinstance(current, dict) else current.extend(value)
+        REGISTRY.lifespan = lifespan
     return module
 
 
@@ -342,13 +483,46 @@ class RecordingContext(Context):
 
     ``progress`` holds ``(progress, total, message)`` tuples, ``logs`` holds ``(level, data)``
     pairs; ``cancel()`` makes ``ctx.cancelled`` true, as a client's cancellation would.
+
+    Tool-list control works on a pretend session: ``tools`` names the tools active at the
+    start (``active`` holds the current set, ``tool_changes`` every ToolListChange asked for).
+    ``sampling``, ``elicitation`` and ``roots`` answer ``ctx.sample``/``elicit``/``list_roots``
+    (see the module docstring; a request without one raises, as for a client that did not
+    declare the capability); ``requests`` keeps ``(kind, params)`` of each. ``state`` is what
+    ``ctx.state`` gives (a ``@lifespan``'s value).
     """
 
-    def __init__(self, tool_name: str = "") -> None:
-        super().__init__("test", "test", self._record, tool_name)
+    def __init__(
+        self,
+        tool_name: str = "",
+        *,
+        tools: Iterable[str] = (),
+        hidden: Iterable[str] = (),
+        sampling: Sampling | None = None,
+        elicitation: Elicitation | None = None,
+        roots: Roots | None = None,
+        state: Any = _UNSET,
+    ) -> None:
+        self.sent: list[pb.Envelope] = []  # every message, including kinds recorded nowhere else
+        capabilities = client_capabilities(sampling, elicitation, roots)
+        super().__init__(
+            "test", "test", self._record, tool_name, self.sent.append,
+            capabilities_json=orjson.dumps(capabilities).decode(), state=state,
+        )  # fmt: skip
         self.progress: list[tuple[float, float | None, str | None]] = []
         self.logs: list[tuple[str, Any]] = []
-        self.sent: list[pb.Envelope] = []  # every message, including kinds recorded nowhere else
+        self.tool_changes: list[ToolListChange] = []
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.sampling = sampling
+        self.elicitation = elicitation
+        self.roots = None if roots is None else list(roots)
+        self._all = list(dict.fromkeys([*tools, *hidden]))
+        self._hidden = set(hidden)
+        self.active: list[str] = [name for name in self._all if name not in self._hidden]
+        self._enabled: set[str] = set()
+        self._disabled: set[str] = set()
+        self._allow: set[str] | None = None
+        self._block: set[str] = set()
 
     def cancel(self) -> None:
         self._cancel()
@@ -362,3 +536,114 @@ class RecordingContext(Context):
             self.progress.append((note.progress_value, total, note.message or None))
         elif kind == "log":
             self.logs.append((envelope.log.level, orjson.loads(envelope.log.data_json)))
+
+    # -- what the host and the client would answer -------------------------------------
+    # Like the real Context, each answer is awaitable for an async tool and a plain value for a
+    # sync one; called directly, which one is told by the calling function (coroutine or not).
+    def _control(self, envelope: pb.Envelope) -> Any:
+        self.sent.append(envelope)
+        change = ToolListChange.from_envelope(envelope)
+        if change is not None:
+            self._apply(change)
+        return _give(list(self.active))
+
+    def _ask_client(
+        self,
+        envelope: pb.Envelope,
+        convert: Callable[[pb.Envelope], Any],
+        timeout: float,
+        key: str | None,
+        kind: str,
+    ) -> Any:
+        self.sent.append(envelope)
+        client.check_capability(envelope, self.client_capabilities)  # what was not given, raises
+        message = envelope.WhichOneof("msg") or ""
+        params = {} if kind == "roots" else orjson.loads(getattr(envelope, message).params_json or "{}")
+        self.requests.append((kind, params))
+        if kind == "roots":
+            roots = orjson.dumps(roots_result(self.roots or [])).decode()
+            return _give(convert(pb.Envelope(list_roots_response=pb.ListRootsResponse(roots_json=roots))))
+
+        async def answer() -> Any:
+            if kind == "sample":
+                result = await sampling_result(self.sampling, params)  # type: ignore[arg-type]
+                reply = pb.Envelope(
+                    sampling_response=pb.SamplingResponse(result_json=orjson.dumps(result).decode())
+                )
+            else:
+                result = await elicitation_result(self.elicitation, params)  # type: ignore[arg-type]
+                reply = pb.Envelope(
+                    elicit_response=pb.ElicitResponse(result_json=orjson.dumps(result).decode())
+                )
+            return convert(reply)
+
+        if _caller_is_coroutine():
+            return asyncio.ensure_future(answer())
+        return _run_now(answer())
+
+    def _apply(self, change: ToolListChange) -> None:
+        """The host's rules for one session (protocol/visibility.py), on names only."""
+        self.tool_changes.append(change)
+        if change.allow is not None:
+            self._allow, self._block = set(change.allow), set()
+            self._enabled.clear()
+            self._disabled.clear()
+        if change.block is not None:
+            self._block, self._allow = set(change.block), None
+            self._enabled.clear()
+            self._disabled.clear()
+        for name in change.enable or ():
+            if name not in self._all:
+                self._all.append(name)
+            self._enabled.add(name)
+            self._disabled.discard(name)
+        for name in change.disable or ():
+            self._disabled.add(name)
+            self._enabled.discard(name)
+
+        def shown(name: str) -> bool:
+            if name in self._disabled:
+                return False
+            if name in self._enabled:
+                return True
+            if self._allow is not None:
+                return name in self._allow
+            return name not in self._block and name not in self._hidden
+
+        self.active = [name for name in self._all if shown(name)]
+
+
+def _caller_is_coroutine() -> bool:
+    """Whether the tool code that called the Context (the first frame outside the SDK) is a
+    coroutine: it then awaits the answer."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_SDK_DIR):
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame is not None and bool(frame.f_code.co_flags & inspect.CO_COROUTINE)
+
+
+_SDK_DIR = str(Path(__file__).resolve().parent) + os.sep
+
+
+def _give(value: Any) -> Any:
+    if _caller_is_coroutine():
+        future = asyncio.get_running_loop().create_future()
+        future.set_result(value)
+        return future
+    return value
+
+
+def _run_now(coro: Any) -> Any:
+    """A sync tool's answer: run the canned answer to the end here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    try:  # a loop runs (a sync tool called from an async test): the answer must not wait
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError(
+        "an async canned answer cannot serve a sync tool called from async code; use a plain function"
+    )

@@ -247,3 +247,39 @@ def test_run_with_stdin_from_dev_null_and_a_broken_file_exits_with_the_error(tmp
     with open(os.devnull, "rb") as devnull:
         done = run_host("run", str(tmp_path), stdin=devnull, timeout=30)
     assert done.returncode == 1 and "'add' is defined in both" in done.stderr, done.stderr
+
+
+def test_a_folders_helper_modules_are_served_through_the_files_that_import_them(tmp_path: Path) -> None:
+    folder = tmp_path / "served"
+    folder.mkdir()
+    (folder / "helpers.py").write_text("def double(x: int) -> int:\n    return 2 * x\n")
+    (folder / "common.py").write_text(
+        "from protomcp_sdk import tool\n\n@tool\ndef shared(x: int) -> int:\n    return x\n"
+    )
+    (folder / "tools.py").write_text(
+        "from protomcp_sdk import tool\nfrom helpers import double\nimport common\n\n"
+        "@tool\ndef twice(x: int) -> int:\n    return double(x)\n"
+    )
+    (folder / "forgotten.py").write_text("def nothing() -> None:\n    pass\n")
+    done = run_host("list", str(folder))
+    assert done.returncode == 0, done.stderr
+    assert [line.split("(")[0] for line in done.stdout.splitlines() if "(" in line] == ["shared", "twice"]
+    assert "helpers.py" not in done.stderr and "common.py" not in done.stderr
+    assert "forgotten.py defines no tools" in done.stderr  # imported by no one: still a mistake
+
+
+def test_helper_detection_follows_imports_and_keeps_cycles() -> None:
+    import tempfile
+
+    from protomcp_host.processes.folders import without_helpers
+
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        sources = {
+            "a.py": "from . import b\n", "b.py": "import c.sub\n", "c.py": "",
+            "x.py": "import y\n", "y.py": "import x\n",  # a cycle nobody else imports: both served
+        }  # fmt: skip
+        for file, text in sources.items():
+            (folder / file).write_text(text)
+        files = sorted(folder.glob("*.py"))
+        assert [f.name for f in without_helpers(files)] == ["a.py", "x.py", "y.py"]

@@ -743,6 +743,36 @@ async def _list_everything(request: Any) -> dict[str, list[dict[str, Any]]]:
     return served
 
 
+@main.command(name="inspect")
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@_source_options
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (shape in the README).")
+@PYTHON
+def inspect_command(
+    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], as_json: bool, python: str
+) -> None:
+    """Report everything FILES (and -m modules, --plugin plugins) serve: tools with their
+    schemas, resources, templates, prompts, completions, middleware, lifespan, and warnings.
+
+    Nothing is served and no lifespan runs: each file is only imported. Exits with status 1
+    when a file fails to load or two files define the same name (which `run` refuses).
+    """
+    from protomcp_host.cli.inspection import inspect_files, render
+    from protomcp_host.cli.show import signature
+    from protomcp_host.processes.launch import StartupError, tool_files
+
+    try:
+        found = tool_files(_sources(files, modules, plugins, python))
+    except StartupError as exc:
+        raise click.ClickException(str(exc)) from None
+    report = inspect_files(found, python)
+    if as_json:
+        click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+    else:
+        render(report, click.echo, signature)
+    sys.exit(0 if report["ok"] else 1)
+
+
 def _sources(
     files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], python: str
 ) -> list[Path]:

@@ -23,7 +23,8 @@ class StartupError(Exception):
 
 
 def tool_files(paths: list[Path]) -> list[Path]:
-    """Expand folders to the tool files in them; check that every file exists."""
+    """Expand folders to the tool files in them (not `_*.py`, not the helper modules other files
+    of the folder import: see folders.py); check that every file exists."""
     files: list[Path] = []
     for path in paths:
         path = path.resolve()
@@ -31,7 +32,9 @@ def tool_files(paths: list[Path]) -> list[Path]:
             found = sorted(p for p in path.glob("*.py") if not p.name.startswith(("_", ".")))
             if not found:
                 raise StartupError(f"{path}: no tool files (*.py) in this folder")
-            files.extend(found)
+            from protomcp_host.processes.folders import without_helpers
+
+            files.extend(without_helpers(found))
         elif path.is_file():
             files.append(path)
         else:

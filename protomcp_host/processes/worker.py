@@ -150,9 +150,9 @@ class Worker:
             except ChannelError:
                 hello = channel.hello.result() if channel.hello.done() else None  # it died: why?
             else:
-                if channel.hello.done() and channel.hello.result() is not None:
-                    self._check_hello(channel.hello.result())  # our SDK after all, just slow to load
-                return Loaded(list(reply.tool_list.tools), list(channel.middleware))
+                if not channel.hello.done() or channel.hello.result() is None:
+                    return Loaded(list(reply.tool_list.tools), list(channel.middleware))
+                hello = channel.hello.result()  # our SDK after all, slow to load (a lifespan): as usual
         self._check_hello(hello)
         try:
             asked = [pb.Envelope(list_tools=pb.ListToolsRequest())]

@@ -1,5 +1,5 @@
 """The decorators a tool file uses: ``@tool``, ``@resource``, ``@prompt``, ``@completion``,
-``@middleware`` and ``@on_roots_changed``. Each inspects the function once and adds it to the
+``@middleware``, ``@lifespan`` and ``@on_roots_changed``. Each inspects the function once and adds it to the
 registry; the function itself is returned unchanged."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
 from protomcp_sdk.authoring.completions import completion_spec
+from protomcp_sdk.authoring.lifespan import Lifespan, lifespan_spec
 from protomcp_sdk.authoring.middleware import Middleware, middleware_spec
 from protomcp_sdk.authoring.prompts import prompt_spec
 from protomcp_sdk.authoring.registry import REGISTRY
@@ -16,6 +17,7 @@ from protomcp_sdk.authoring.tools import _HINTS, TaskSupport, ToolSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M", bound=Middleware)
+L = TypeVar("L", bound=Lifespan)
 
 
 @overload
@@ -185,4 +187,12 @@ def on_roots_changed(fn: F) -> F:
     ``ctx.list_roots()`` in a call sees the new roots. Sync hooks run on the event loop before
     anything that arrives after the notification, so keep them short."""
     REGISTRY.roots_hooks.append(fn)
+    return fn
+
+
+def lifespan(fn: L) -> L:
+    """Run an async generator once per tool process: the code before its ``yield`` before the
+    process serves, the code after it once its calls have drained. The yielded value is
+    ``ctx.state`` in every call (see ``protomcp_sdk.authoring.lifespan``)."""
+    REGISTRY.set_lifespan(lifespan_spec(fn))
     return fn

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from protomcp_sdk.authoring.completions import CompletionSpec
+from protomcp_sdk.authoring.lifespan import LifespanSpec
 from protomcp_sdk.authoring.middleware import MiddlewareSpec
 from protomcp_sdk.authoring.prompts import PromptSpec
 from protomcp_sdk.authoring.resources import ResourceSpec
@@ -29,6 +30,7 @@ class Registry:
         self.completions: dict[tuple[str, str, str], CompletionSpec] = {}
         self.middleware: dict[str, MiddlewareSpec] = {}
         self.roots_hooks: list[Callable[[], Any]] = []  # @on_roots_changed
+        self.lifespan: LifespanSpec | None = None  # @lifespan: at most one per tool process
 
     def add(self, spec: ToolSpec) -> None:
         if spec.name in self.tools:
@@ -42,6 +44,14 @@ class Registry:
         if spec.name in self.middleware:
             raise DuplicateToolError(f"middleware {spec.name!r} is registered twice")
         self.middleware[spec.name] = spec
+
+    def set_lifespan(self, spec: LifespanSpec) -> None:
+        if self.lifespan is not None and self.lifespan.fn is not spec.fn:
+            raise DuplicateToolError(
+                f"two @lifespan functions ({self.lifespan.name!r} and {spec.name!r}); a tool process "
+                "has one: start everything in one of them"
+            )
+        self.lifespan = spec
 
     def add_resource(self, spec: ResourceSpec) -> None:
         table = self.templates if spec.template is not None else self.resources
@@ -76,6 +86,7 @@ class Registry:
         self.completions.clear()
         self.middleware.clear()
         self.roots_hooks.clear()
+        self.lifespan = None
 
     def warnings(self, file_name: str) -> list[str]:
         """What the author of a just-loaded tool file should hear about."""

@@ -37,6 +37,17 @@ Ask = Callable[[pb.Envelope], "asyncio.Future[pb.Envelope] | concurrent.futures.
 concurrent future in a worker thread (sync tools)."""
 
 
+class _LifespanState:
+    """What the tool file's @lifespan yielded, for every call of this process."""
+
+    value: Any = None
+
+
+LIFESPAN_STATE = _LifespanState()
+
+_UNSET: Any = object()
+
+
 class ToolListControlError(RuntimeError):
     """The host refused a tool-list change (the call it names is over, say)."""
 
@@ -92,8 +103,10 @@ class Context(CallContext):
         auth_json: str = "",
         capabilities_json: str = "",
         answers_json: str = "",
+        state: Any = _UNSET,
     ) -> None:
         self.request_id = request_id
+        self._state = state
         self._auth_json = auth_json
         self._capabilities_json = capabilities_json
         self._capabilities: dict[str, Any] | None = None
@@ -121,6 +134,12 @@ class Context(CallContext):
             value = orjson.loads(self._capabilities_json) if self._capabilities_json else {}
             self._capabilities = value if isinstance(value, dict) else {}
         return self._capabilities
+
+    @property
+    def state(self) -> Any:
+        """What the tool file's ``@lifespan`` yielded (a dict, say: ``ctx.state["pool"]``);
+        None when the file has no lifespan."""
+        return LIFESPAN_STATE.value if self._state is _UNSET else self._state
 
     @property
     def cancelled(self) -> bool:

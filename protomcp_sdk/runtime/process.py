@@ -32,6 +32,7 @@ from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.runtime import client, liveness, logs, output, warmup
 from protomcp_sdk.runtime.context import Context
 from protomcp_sdk.runtime.features import Features
+from protomcp_sdk.runtime.lifespan import Running
 from protomcp_sdk.runtime.loading import load_tool_file, report_failure
 from protomcp_sdk.runtime.middleware import MiddlewareRunner
 from protomcp_sdk.runtime.spool import Spool
@@ -57,7 +58,11 @@ class ToolProcess:
         self.read_fd = read_fd
         self.write_fd = write_fd
         self.tool_file = tool_file
-        self.loaded = not standby  # a standby process loads the file on the host's first frame
+        self.standby = standby  # a standby process loads the file on the host's first frame
+        self.loaded = False  # Hello sent: frames are dispatched
+        self.early: list[pb.Envelope] | None = None  # frames that arrived while loading
+        self.lifespan: Running | None = None
+        self.loading: asyncio.Task[None] | None = None
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
         self.decoder = wire.FrameDecoder()
@@ -183,8 +188,8 @@ class ToolProcess:
         transport, _ = await self.loop.connect_read_pipe(
             lambda: _Frames(self), os.fdopen(self.read_fd, "rb", buffering=0)
         )
-        if self.loaded:
-            self.load()
+        if not self.standby:
+            self.begin_load()
         watchdog = liveness.Watchdog(self.loop, self.loop_thread, self.send)
         watchdog.start()
         try:
@@ -215,17 +220,28 @@ class ToolProcess:
                 file=sys.stderr,
             )
             code = code or 1
+        if self.lifespan is not None:  # after the calls: they may still use what it opened
+            await self.lifespan.stop()
         self.workers.close()
         self.flush()  # answers queued behind another thread's write are written before we exit
         self.spool.remove(everything=self.broken)  # unread answer files stay for the host
         return code
 
-    def load(self) -> None:
-        self.loaded = True
+    def begin_load(self) -> None:
+        self.early = []
+        self.loading = self.loop.create_task(self.load())
+
+    async def load(self) -> None:
+        """Import the file, start its lifespan, say Hello; then the frames that came meanwhile."""
         logs.install(self.send)
         output.install(self.send)
         resources.bind(self.send)
         load_error = load_tool_file(self.tool_file)
+        if not load_error and REGISTRY.lifespan is not None:
+            self.lifespan = Running(REGISTRY.lifespan)
+            load_error = await self.lifespan.start()
+            if load_error:
+                self.lifespan = None
         for warning in [] if load_error else REGISTRY.warnings(Path(self.tool_file).name):
             print(f"warning: {warning}", file=sys.stderr)
         self.send(pb.Envelope(hello=self._hello(load_error)))
@@ -234,6 +250,10 @@ class ToolProcess:
             return
         for registration in self.middleware.registrations():
             self.ask(pb.Envelope(register_middleware=registration))
+        self.loaded = True
+        early, self.early = self.early or [], None
+        for envelope in early:
+            self.dispatch(envelope)
 
     def finish(self, code: int) -> None:
         if not self.exit_code.done():
@@ -264,7 +284,10 @@ class ToolProcess:
         if self.exit_code.done():
             return
         if not self.loaded:
-            self.load()  # the first frame to a standby process means "load now"
+            if self.early is not None:
+                self.early.append(envelope)  # loading (a lifespan starting): wait for Hello
+            else:
+                self.begin_load()  # the first frame to a standby process means "load now"
             return
         kind = envelope.WhichOneof("msg")
         try:
@@ -461,6 +484,10 @@ USAGE = "usage: python -m protomcp_sdk [--standby] TOOL_FILE  (started by the pr
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--inspect"]:  # `protomcp inspect`: report what the file defines, serve nothing
+        from protomcp_sdk.runtime.inspection import main as inspect
+
+        return inspect(argv[1:])
     standby = argv[:1] == ["--standby"]  # imported the SDK; load the file when the host says so
     if standby:
         argv = argv[1:]

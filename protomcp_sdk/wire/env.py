@@ -32,3 +32,6 @@ EXIT_GRACE_ENV = "PROTOMCP_EXIT_GRACE"
 
 BLOCK_REPORT_ENV = "PROTOMCP_BLOCK_REPORT"
 """Tool process: seconds the event loop may be blocked before the watchdog names the tool."""
+
+LIFESPAN_STOP_ENV = "PROTOMCP_LIFESPAN_STOP_TIMEOUT"
+"""Seconds a @lifespan's code after its `yield` may run when the tool process stops (default 5)."""
