@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,6 +104,10 @@ class Host:
         self.features.completions_expected = any(declares_completions(file) for file in files)
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
+        # Observers (the dev playground): host events as (kind, data), and every MCP message of
+        # the client sessions as (direction "in"/"out", message, related request id).
+        self.watchers: list[Watcher] = []
+        self.wire_tap: WireTap | None = None
         for file in files:
             self.supervisors[label_of(file)] = Supervisor(
                 file,
@@ -149,8 +153,12 @@ class Host:
         return self.dispatcher.middleware
 
     # -- sessions ------------------------------------------------------------------
-    def connect(self, write: Writer) -> Router:
-        """A new client session whose messages go to `write`."""
+    def connect(self, write: Writer, *, observed: bool = True) -> Router:
+        """A new client session whose messages go to `write` (`observed`: shown to the
+        wire tap, if any; the playground's own session records itself)."""
+        tap = self.wire_tap if observed else None
+        if tap is not None:
+            write = _tapped_write(write, tap)
         router = Router(
             self.dispatcher,
             self.forwarding,
@@ -163,6 +171,8 @@ class Host:
             ),
             write,
         )
+        if tap is not None:
+            _tap_feed(router, tap)
         self.routers.append(router)
         return router
 
@@ -183,9 +193,14 @@ class Host:
             serve_modern=self.serve_modern,
             max_in_flight=self.max_in_flight,
         )
+        tap = self.wire_tap
+        if tap is not None:
+            write = _tapped_write(write, tap)
         router = ModernRouter(
             self.dispatcher, self.forwarding, session, write, self.rounds, principal, lambda: self.routers
         )
+        if tap is not None:
+            _tap_feed(router, tap)
         self.routers.append(router)
         return router
 
@@ -222,6 +237,7 @@ class Host:
     def output(self, label: str, stream: str, line: str) -> None:
         """A line a tool process printed outside the frames (no call known)."""
         self.stderr(f"[{label}] {line}")
+        self.tell("output", {"label": label, "stream": stream, "line": line})
         if self.share_output:
             for router in self.routers:
                 router.log(LEVELS.get(stream, "info"), label, line)
@@ -260,15 +276,22 @@ class Host:
         large = [tool for tool in tools if tool.large]
         if large and self._tg is not None:  # their validators take seconds to build: not on the loop
             self._tg.start_soon(partial(anyio.to_thread.run_sync, _prepare, large, abandon_on_cancel=True))
+        after = {t.name: (t.mcp, t.hidden) for t in tools}
+        if self.watchers:
+            self.tell("loaded", {"label": label, "initial": not self.started, **tool_diff(before, after)})
         if not self.started:
             return
-        after = {t.name: (t.mcp, t.hidden) for t in tools}
         self.stderr(f"protomcp: loaded {label}: {describe_change(before, after)}")
         if before.keys() != after.keys():
             self.stderr(RESTART_HINT)
         if changed or before != after:
             for router, visible in seen:
                 router.carry_out(router.session.catalog_changed(visible))
+
+    def tell(self, kind: str, data: dict[str, Any]) -> None:
+        """A host event for the watchers (reloads, problems, output outside calls)."""
+        for watcher in self.watchers:
+            watcher(kind, data)
 
     def _exposed(self, definition: pb.ToolDefinition) -> bool:
         """--include-tag / --exclude-tag: which tools this host exposes at all."""
@@ -281,6 +304,7 @@ class Host:
         """Crashes, restarts, failed reloads: the host's stderr, and the client where there is
         only one (they may quote a tool's output; over HTTP a failed call says why itself)."""
         self.stderr(f"protomcp: {message}")
+        self.tell("problem", {"message": message})
         if self.share_output:
             for router in self.routers:
                 router.log("error", "protomcp", message)
@@ -295,6 +319,44 @@ RESTART_HINT = (
 def _prepare(tools: list[Tool]) -> None:
     for tool in tools:
         tool.prepare()
+
+
+Watcher = Callable[[str, dict[str, Any]], None]
+"""Told of host events: ("loaded", diff), ("problem", message), ("output", line)."""
+WireTap = Callable[[str, bytes, bytes | None], None]
+"""Shown every MCP message of the observed sessions: ("in" | "out", message, related id)."""
+
+
+def _tapped_write(write: Writer, tap: WireTap) -> Writer:
+    def tapped(data: bytes, related: bytes | None) -> None:
+        tap("out", data, related)
+        write(data, related)
+
+    return tapped
+
+
+def _tap_feed(router: Router, tap: WireTap) -> None:
+    """Show the tap each message the client sends to `router` (only when a tap is set: the
+    hot path of an unobserved session is the plain method)."""
+    feed = router.feed
+
+    def tapped(line: bytes) -> None:
+        tap("in", line, None)
+        feed(line)
+
+    router.feed = tapped  # type: ignore[method-assign]
+
+
+def tool_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Added, changed and removed tool names, and each changed tool's MCP shape before and after."""
+    changed = sorted(name for name in after.keys() & before.keys() if after[name] != before[name])
+    return {
+        "added": sorted(after.keys() - before.keys()),
+        "removed": sorted(before.keys() - after.keys()),
+        "changed": changed,
+        "before": {name: before[name][0] for name in changed},
+        "tools": {name: value[0] for name, value in after.items()},
+    }
 
 
 def describe_change(before: dict[str, Any], after: dict[str, Any]) -> str:
@@ -316,6 +378,11 @@ Banner = Callable[["Host", str | None, bool], str]
 """What to print for a person at a terminal: (host, the HTTP URL or None for stdio, dev mode)."""
 
 
+Companion = Callable[..., Awaitable[None]]
+"""Runs beside the host: `companion(host, shutdown, task_status=...)`, started with
+TaskGroup.start (it reports started once it serves) and cancelled when the host stops."""
+
+
 def _print_stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -329,18 +396,20 @@ async def serve(
     http: HttpSettings | None = None,
     signalled: list[int] | None = None,
     banner: Banner | None = None,
+    companions: tuple[Companion, ...] = (),
     **options: Any,
 ) -> int:
     """Serve the tool processes the CLI launched (one per tool file) over stdio until the
     client goes away or a signal arrives, or over HTTP (`http`) until a signal arrives.
     Returns the exit code. `banner(host, url, reload)` says what a person at a terminal needs
-    to know (url None: stdio).
+    to know (url None: stdio). `companions` run beside the host until it stops (the dev
+    playground); each is started before the tool files load, so it sees the first load.
 
     With `reload`, tool files are watched and reloaded (blue/green) when they change."""
     errout = ErrOut()  # stderr writes never block the loop, even when nobody reads them
     try:
         return await _serve(
-            launched, errout, drain_timeout, reload, watch, http, signalled, banner, **options
+            launched, errout, drain_timeout, reload, watch, http, signalled, banner, companions, **options
         )
     finally:
         errout.close(timeout=1.0)
@@ -355,6 +424,7 @@ async def _serve(
     http: HttpSettings | None,
     signalled: list[int] | None,
     banner: Banner | None,
+    companions: tuple[Companion, ...],
     **options: Any,
 ) -> int:
     from protomcp_host.processes.reloader import watch_and_reload
@@ -390,6 +460,13 @@ async def _serve(
                 shutdown.set()
             return host.started
 
+        for companion in companions:
+            try:
+                await tg.start(companion, host, shutdown)
+            except OSError as exc:  # e.g. its port is taken
+                host.stderr(f"protomcp: cannot start: {exc}")
+                code = 1
+                shutdown.set()
         tg.start_soon(host.expire_tasks)
         if reload:
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
