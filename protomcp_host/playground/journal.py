@@ -38,8 +38,15 @@ class Journal:
         return self.seq
 
     def since(self, seq: int) -> list[tuple[int, bytes]]:
-        """The records after `seq` still kept, oldest first."""
-        return [(n, record) for n, record in self.records if n > seq]
+        """The records after `seq` still kept, oldest first (read from the newest end: a live
+        stream asks for the few records just added)."""
+        out = []
+        for n, record in reversed(self.records):
+            if n <= seq:
+                break
+            out.append((n, record))
+        out.reverse()
+        return out
 
     async def wait(self, seq: int) -> None:
         """Return once a record after `seq` exists or the journal is closed."""

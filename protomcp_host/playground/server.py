@@ -123,7 +123,7 @@ class Playground:
         while not self.journal.closed:
             for number, record in self.journal.since(seq):
                 yield b"id: %d\ndata: " % number + record + b"\n\n"
-            seq = max(seq, self.journal.seq)  # the journal is never behind what was sent
+                seq = number  # records added while this one was sent come next time round
             with anyio.move_on_after(KEEPALIVE):
                 await self.journal.wait(seq)
                 continue

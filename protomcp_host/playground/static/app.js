@@ -527,7 +527,7 @@ function renderWire() {
   const groups = wireGroups(state.wire[which]).slice(-200).reverse();
   $("#wire").replaceChildren(...groups.map((g) => {
     const first = g[0], last = g[g.length - 1];
-    return h("details", { class: "wire-group", "data-session": which },
+    return h("details", { class: "wire-group", "data-session": which, "data-method": summary(first) },
       h("summary", {}, new Date(first.t).toLocaleTimeString(), "  ", summary(first), `  · ${g.length} message${g.length > 1 ? "s" : ""} · ${Math.round(last.t - first.t)} ms`),
       g.map((r) => h("details", { class: "wire-msg" }, h("summary", {},
         h("span", { class: "dir-" + r.dir }, r.dir === "in" ? "→ " : "← "), `+${Math.round(r.t - first.t)} ms  `, summary(r)),
@@ -537,7 +537,7 @@ function renderWire() {
 
 // ---- events: reloads, load errors, crashes -----------------------------------------------------------
 function lineDiff(a, b) {
-  const x = a.split("\n"), y = b.split("\n");
+  const x = a ? a.split("\n") : [], y = b ? b.split("\n") : [];
   const n = x.length, m = y.length;
   const lcs = Array.from({ length: n + 1 }, () => new Int32Array(m + 1));
   for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i][j] = x[i] === y[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
@@ -563,11 +563,12 @@ function renderEvents() {
     const when = new Date(e.t).toLocaleTimeString();
     if (e.kind === "loaded") {
       const parts = [["added", e.added], ["changed", e.changed], ["removed", e.removed]].filter(([, v]) => v.length);
-      cards.push(h("div", { class: "card event loaded", "data-label": e.label },
-        h("h3", {}, `${when} ${e.initial ? "loaded" : "reloaded"} ${e.label}: ${Object.keys(e.tools).length} tools`),
-        parts.length ? parts.map(([k, v]) => h("div", { class: "diff-" + k }, `${k}: ${v.join(", ")}`)) : (e.initial ? null : h("div", {}, "no change to the tool list")),
-        e.added.map((name) => h("details", {}, h("summary", {}, "+ " + name), lineDiff("", JSON.stringify(e.tools[name], null, 2)))),
-        e.changed.map((name) => h("details", { open: true }, h("summary", {}, "~ " + name), lineDiff(JSON.stringify(e.before[name], null, 2), JSON.stringify(e.tools[name], null, 2)))),
+      const head = h("h3", {}, `${when} ${e.initial ? "loaded" : "reloaded"} ${e.label}: ${Object.keys(e.tools).length} tools`);
+      if (e.initial) { cards.push(h("div", { class: "card event loaded", "data-label": e.label }, head, Object.keys(e.tools).join(", "))); continue; }
+      cards.push(h("div", { class: "card event loaded", "data-label": e.label }, head,
+        parts.length ? parts.map(([k, v]) => h("div", { class: "diff-" + k }, `${k}: ${v.join(", ")}`)) : h("div", {}, "no change to the tool list"),
+        e.added.map((name) => h("details", { "data-added": name }, h("summary", {}, "+ " + name), lineDiff("", JSON.stringify(e.tools[name], null, 2)))),
+        e.changed.map((name) => h("details", { open: true, "data-changed": name }, h("summary", {}, "~ " + name), lineDiff(JSON.stringify(e.before[name], null, 2), JSON.stringify(e.tools[name], null, 2)))),
         e.removed.map((name) => h("div", { class: "del" }, "- " + name))));
     } else {
       cards.push(h("div", { class: "card event problem" }, h("h3", {}, when + " problem"), h("pre", { class: "error-text" }, e.message)));
