@@ -130,6 +130,14 @@ async def playground(tmp_path: Path, source: str = TOOLS) -> AsyncIterator[tuple
         await anyio.to_thread.run_sync(host.close)
 
 
+async def shot(page: Any, name: str) -> None:
+    """With PLAYGROUND_SCREENSHOTS=DIR, save a screenshot of the page (docs/playground/*.png
+    are made this way: PLAYGROUND_SCREENSHOTS=docs/playground pytest tests/test_playground.py)."""
+    folder = os.environ.get("PLAYGROUND_SCREENSHOTS")
+    if folder:
+        await page.screenshot(path=str(Path(folder) / f"{name}.png"))
+
+
 async def open_page(chromium: Any, url: str) -> Any:
     page = await chromium.new_page(viewport={"width": 1100, "height": 760})
     errors: list[str] = []
@@ -220,6 +228,7 @@ async def test_forms_call_progress_cancel_and_elicitation(tmp_path: Path) -> Non
         await expect(tree).to_contain_text('note: "hi"')
         await expect(tree).to_contain_text('"blue"')
         await expect(first.locator("h3")).to_contain_text('"where":{"x":3,"y":0}')
+        await shot(page, "form")
 
         # Live progress, then cancel.
         await page.click("#tool-list [data-tool=slow]")
@@ -227,6 +236,7 @@ async def test_forms_call_progress_cancel_and_elicitation(tmp_path: Path) -> Non
         await page.click("#call")
         await expect(first.locator(".progress")).to_contain_text("step 2", timeout=WAIT)
         await expect(first.locator("progress")).to_have_attribute("max", "200")
+        await shot(page, "progress")
         await first.locator("button.cancel").click()
         await expect(first.locator(".status")).to_contain_text("cancelled", timeout=WAIT)
 
@@ -237,6 +247,7 @@ async def test_forms_call_progress_cancel_and_elicitation(tmp_path: Path) -> Non
         await expect(dialog).to_be_visible(timeout=WAIT)
         await expect(dialog.locator("#ask-message")).to_have_text("What is your name?")
         await page.fill("#f-ask\\.name", "Ada")
+        await shot(page, "elicitation")
         await page.click("#ask-accept")
         await expect(first.locator(".result pre")).to_have_text("accept: Ada", timeout=WAIT)
         # Declining is an answer too.
@@ -253,6 +264,8 @@ async def test_forms_call_progress_cancel_and_elicitation(tmp_path: Path) -> Non
         await expect(page.locator(".wire-group", has_text="tools/call ask").first).to_contain_text(
             "elicitation/create"
         )
+        await page.locator(".wire-group", has_text="tools/call slow").locator("summary").first.click()
+        await shot(page, "wire")
 
         # A reload of the page keeps its calls (replayed from the journal), on the same session.
         await page.reload()
@@ -262,6 +275,106 @@ async def test_forms_call_progress_cancel_and_elicitation(tmp_path: Path) -> Non
         await page.click("[data-view=wire]")
         await expect(page.locator(".wire-group", has_text="tools/list").first).to_be_visible()
         await expect(page.locator(".wire-group[data-method=initialize]")).to_have_count(1)
+        assert page.errors == []
+
+
+# -- results, sampling, tasks, resources, prompts, completions --------------------------------
+
+EVERYTHING = Path(__file__).resolve().parent.parent / "examples" / "tools" / "everything.py"
+
+
+async def test_results_sampling_tasks_resources_prompts_and_completions(tmp_path: Path) -> None:
+    from playwright.async_api import expect
+
+    async with playground(tmp_path, EVERYTHING.read_text()) as (_, url, _file), browser() as chromium:
+        page = await open_page(chromium, url)
+        first = page.locator("#calls .call").first
+
+        async def call(tool: str) -> None:
+            await page.click(f"#tool-list [data-tool={tool}]")
+            await page.click("#call")
+
+        # Images and audio are shown; a tool error is an error; an unexpected exception comes
+        # with the tool's traceback (its debug log line).
+        await expect(page.locator("#tool-list [data-tool=test_image_content]")).to_be_visible(timeout=WAIT)
+        await call("test_image_content")
+        await expect(first.locator(".result img")).to_have_attribute(
+            "src", re.compile("^data:image/png;base64,")
+        )
+        await call("test_audio_content")
+        await expect(first.locator(".result audio")).to_have_attribute("src", re.compile("^data:audio/wav;"))
+        await call("test_error_handling")
+        await expect(first).to_have_class(re.compile("error"))
+        await expect(first.locator(".result")).to_contain_text("intentionally returns an error")
+        await page.click("#tool-list [data-tool=protocol_error_job]")
+        await page.uncheck("#as-task")
+        await page.click("#call")
+        await expect(first.locator(".logs")).to_contain_text("Traceback", timeout=WAIT)
+        await expect(first.locator(".logs")).to_contain_text("crashed on purpose")
+        await shot(page, "tools")
+
+        # Sampling: the person is the model.
+        await page.click("#tool-list [data-tool=test_sampling]")
+        await page.fill("#f-prompt", "What is 2+2?")
+        await page.click("#call")
+        await expect(page.locator("#ask")).to_be_visible(timeout=WAIT)
+        await expect(page.locator("#ask-message")).to_contain_text("What is 2+2?")
+        await page.fill("#f-sample", "Four.")
+        await shot(page, "sampling")
+        await page.click("#ask-accept")
+        await expect(first.locator(".result pre")).to_have_text("LLM response: Four.", timeout=WAIT)
+
+        # Tasks: run as a task, follow its status, read its result; cancel another.
+        await page.click("#tool-list [data-tool=slow_compute]")
+        await page.fill("#f-seconds", "0.2")
+        await page.check("#as-task")
+        await page.click("#call")
+        await expect(first.locator(".status")).to_contain_text("task created", timeout=WAIT)
+        await page.fill("#f-seconds", "60")
+        await page.click("#call")
+        await expect(page.locator("#calls .call", has_text="task created")).to_have_count(2, timeout=WAIT)
+        await page.click("[data-view=tasks]")
+        tasks = page.locator("#task-list [data-task]")
+        await expect(tasks).to_have_count(2)
+        done, running = tasks.nth(1), tasks.nth(0)
+        await expect(done.locator(".status")).to_contain_text("completed", timeout=WAIT)
+        await done.get_by_role("button", name="Result").click()
+        await expect(done.locator(".task-result")).to_contain_text("Computed result after 0.2s", timeout=WAIT)
+        await expect(running.locator(".status")).to_contain_text("working")
+        await running.get_by_role("button", name="Cancel").click()
+        await expect(running.locator(".status")).to_contain_text("cancelled", timeout=WAIT)
+        await shot(page, "tasks")
+
+        # Resources: a static one, and a template whose variable has completions.
+        await page.click("[data-view=resources]")
+        await page.get_by_role("button", name=re.compile("^static-text")).click()
+        await page.click("#resource-form button.primary")
+        await expect(page.locator("#reads .card").first).to_contain_text(
+            "content of the static text resource"
+        )
+        await page.get_by_role("button", name=re.compile("^template-data")).click()
+        await page.fill("#f-tv-id", "1")
+        await expect(page.locator("#dl-tv-id option")).to_have_count(2, timeout=WAIT)  # 1, 123
+        await page.fill("#f-tv-id", "123")
+        await page.click("#resource-form button.primary")
+        await expect(page.locator("#reads .card").first).to_contain_text("Data for ID: 123", timeout=WAIT)
+        await shot(page, "resources")
+
+        # Prompts: arguments with completions, the rendered messages.
+        await page.click("[data-view=prompts]")
+        await page.get_by_role("button", name=re.compile("^test_prompt_with_arguments")).click()
+        await page.fill("#f-pa-arg1", "pa")
+        await expect(page.locator("#dl-pa-arg1 option")).to_have_count(3, timeout=WAIT)
+        await page.fill("#f-pa-arg1", "paris")
+        await page.fill("#f-pa-arg2", "x")
+        await page.click("#prompt-form button.primary")
+        await expect(page.locator("#prompt-results .card").first).to_contain_text(
+            "Prompt with arguments: arg1='paris', arg2='x'", timeout=WAIT
+        )
+        await page.get_by_role("button", name=re.compile("^test_prompt_with_image")).click()
+        await page.click("#prompt-form button.primary")
+        await expect(page.locator("#prompt-results .card").first.locator("img")).to_be_visible(timeout=WAIT)
+        await shot(page, "prompts")
         assert page.errors == []
 
 
@@ -288,6 +401,7 @@ async def test_reload_diff_load_error_and_crash(tmp_path: Path) -> None:
         await expect(reload.locator("[data-changed=add] .diff .add")).to_contain_text(
             "Add two whole numbers."
         )
+        await shot(page, "reload")
 
         # A file that fails to load: the traceback, and the old tools keep serving.
         write_atomic(file, TOOLS + "\nraise RuntimeError('broken on purpose')\n")
@@ -295,6 +409,7 @@ async def test_reload_diff_load_error_and_crash(tmp_path: Path) -> None:
         await expect(problem).to_contain_text("broken on purpose", timeout=WAIT)
         await expect(problem).to_contain_text("Traceback")
         await expect(problem).to_contain_text("keeps serving")
+        await shot(page, "load-error")
 
         # A crash: the exit status and the last lines the process wrote on stderr.
         await page.click("[data-view=tools]")
@@ -306,6 +421,7 @@ async def test_reload_diff_load_error_and_crash(tmp_path: Path) -> None:
         await page.click("[data-view=events]")
         crash = page.locator(".event.problem", has_text="exited with status 3").first
         await expect(crash).to_contain_text("last words before the crash", timeout=WAIT)
+        await shot(page, "crash")
         assert page.errors == []
     assert "broken on purpose" in host.stderr_text()
 
@@ -359,6 +475,7 @@ async def test_wire_view_shows_the_ai_clients_session(tmp_path: Path) -> None:
                 await expect(call).to_contain_text("2 messages", timeout=WAIT)
                 await call.locator("summary").first.click()
                 await expect(call).to_contain_text("result")
+                await shot(page, "wire-client")
                 await expect(page.locator(".wire-group[data-method=initialize]")).to_have_count(1)
                 # The client's calls are not the page's: its Tools view has none of them.
                 await page.click("[data-view=tools]")

@@ -373,15 +373,15 @@ function field(schema, root, path, label, required, initial, completion) {
     get = () => (input.value === "" ? (required ? 0 : undefined) : Number(input.value));
   } else if (schema.type === "string") {
     const list = completion ? h("datalist", { id: "dl-" + path }) : null;
-    input = h("input", { type: "text", id: "f-" + path, name: path, value: value ?? "", list: list ? "dl-" + path : undefined,
+    const text = h("input", { type: "text", id: "f-" + path, name: path, value: value ?? "", list: list ? "dl-" + path : undefined,
       placeholder: schema.format || "" });
     if (completion) {
       let timer;
-      input.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => completion(input.value, list), 150); });
-      input.addEventListener("focus", () => completion(input.value, list));
+      text.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => completion(text.value, list), 150); });
+      text.addEventListener("focus", () => completion(text.value, list));
     }
-    get = () => (input.value === "" && !required ? undefined : input.value);
-    if (list) input = h("span", {}, input, list);
+    get = () => (text.value === "" && !required ? undefined : text.value);
+    input = list ? h("span", {}, text, list) : text;
   } else if (schema.type === "object" && schema.properties) {
     const obj = objectFields(schema, root, path, value, required);
     return { el: h("fieldset", { class: "field", "data-field": path }, h("legend", {}, label + (required ? " *" : "")), desc, obj.el), get: obj.get };
@@ -409,9 +409,12 @@ function field(schema, root, path, label, required, initial, completion) {
 function titleCase(s) { return String(s).replace(/_/g, " ").replace(/\b\w/g, (c) => c.toUpperCase()); }
 function completer(ref, name, values) {
   if (!state.serverCaps.completions) return undefined;
+  let latest = 0;
   return async (value, list) => {
+    const mine = ++latest;
     try {
       const result = await request("completion/complete", { ref, argument: { name, value }, context: { arguments: values() } });
+      if (mine !== latest) return;  // an answer to an older value: a newer one is on its way
       list.replaceChildren(...(result.completion.values || []).map((v) => h("option", { value: v })));
     } catch (err) { /* no completion for this argument */ }
   };
