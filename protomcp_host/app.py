@@ -108,6 +108,7 @@ class Host:
         # the client sessions as (direction "in"/"out", message, related request id).
         self.watchers: list[Watcher] = []
         self.wire_tap: WireTap | None = None
+        self._tapped = 0  # sessions the wire tap has seen (numbers them)
         for file in files:
             self.supervisors[label_of(file)] = Supervisor(
                 file,
@@ -158,6 +159,7 @@ class Host:
         wire tap, if any; the playground's own session records itself)."""
         tap = self.wire_tap if observed else None
         if tap is not None:
+            tap = self._session_tap(tap)
             write = _tapped_write(write, tap)
         router = Router(
             self.dispatcher,
@@ -195,6 +197,7 @@ class Host:
         )
         tap = self.wire_tap
         if tap is not None:
+            tap = self._session_tap(tap)
             write = _tapped_write(write, tap)
         router = ModernRouter(
             self.dispatcher, self.forwarding, session, write, self.rounds, principal, lambda: self.routers
@@ -203,6 +206,11 @@ class Host:
             _tap_feed(router, tap)
         self.routers.append(router)
         return router
+
+    def _session_tap(self, tap: WireTap) -> SessionTap:
+        """The wire tap for one new session: its messages carry the session's number."""
+        self._tapped += 1
+        return partial(tap, self._tapped)
 
     def _forget_idle_principals(self) -> None:
         """Keep the principals map bounded: drop those with no connection now (oldest first)."""
@@ -323,11 +331,13 @@ def _prepare(tools: list[Tool]) -> None:
 
 Watcher = Callable[[str, dict[str, Any]], None]
 """Told of host events: ("loaded", diff), ("problem", message), ("output", line)."""
-WireTap = Callable[[str, bytes, bytes | None], None]
-"""Shown every MCP message of the observed sessions: ("in" | "out", message, related id)."""
+WireTap = Callable[[int, str, bytes, bytes | None], None]
+"""Shown every MCP message of the observed sessions: (session number, "in" | "out", message,
+related request id)."""
+SessionTap = Callable[[str, bytes, bytes | None], None]
 
 
-def _tapped_write(write: Writer, tap: WireTap) -> Writer:
+def _tapped_write(write: Writer, tap: SessionTap) -> Writer:
     def tapped(data: bytes, related: bytes | None) -> None:
         tap("out", data, related)
         write(data, related)
@@ -335,7 +345,7 @@ def _tapped_write(write: Writer, tap: WireTap) -> Writer:
     return tapped
 
 
-def _tap_feed(router: Router, tap: WireTap) -> None:
+def _tap_feed(router: Router, tap: SessionTap) -> None:
     """Show the tap each message the client sends to `router` (only when a tap is set: the
     hot path of an unobserved session is the plain method)."""
     feed = router.feed

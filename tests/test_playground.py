@@ -127,7 +127,8 @@ async def playground(tmp_path: Path, source: str = TOOLS) -> AsyncIterator[tuple
         assert match is not None, text
         yield host, match.group(1), file
     finally:
-        await anyio.to_thread.run_sync(host.close)
+        code = await anyio.to_thread.run_sync(host.close)
+    assert code == 0, host.stderr_text()  # a clean stop, page streams open or not
 
 
 async def shot(page: Any, name: str) -> None:
@@ -267,10 +268,16 @@ async def test_forms_call_progress_cancel_and_elicitation(tmp_path: Path) -> Non
         await page.locator(".wire-group", has_text="tools/call slow").locator("summary").first.click()
         await shot(page, "wire")
 
-        # A reload of the page keeps its calls (replayed from the journal), on the same session.
-        await page.reload()
+        # A reload of the page keeps its calls (replayed from the journal), on the same session;
+        # a call running meanwhile goes on, and its result reaches the reloaded page.
         await page.click("[data-view=tools]")
-        await expect(page.locator("#calls .call")).to_have_count(5, timeout=WAIT)
+        await page.click("#tool-list [data-tool=slow]")
+        await page.fill("#f-n", "3")
+        await page.click("#call")
+        await expect(first.locator(".progress")).to_contain_text("step 1", timeout=WAIT)
+        await page.reload()
+        await expect(page.locator("#calls .call")).to_have_count(6, timeout=WAIT)
+        await expect(first.locator(".result pre")).to_have_text("finished", timeout=WAIT)
         await expect(page.locator("#calls .call").last.locator(".result pre")).to_have_text("42")
         await page.click("[data-view=wire]")
         await expect(page.locator(".wire-group", has_text="tools/list").first).to_be_visible()

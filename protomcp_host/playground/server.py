@@ -54,8 +54,10 @@ class Playground:
     def _page_out(self, data: bytes, related: bytes | None) -> None:
         self.journal.add("page", dir="out", msg=message(data, 16 << 20), related=_fragment(related))
 
-    def _client_message(self, direction: str, data: bytes, related: bytes | None) -> None:
-        self.journal.add("client", dir=direction, msg=message(data), related=_fragment(related))
+    def _client_message(self, session: int, direction: str, data: bytes, related: bytes | None) -> None:
+        self.journal.add(
+            "client", session=session, dir=direction, msg=message(data), related=_fragment(related)
+        )
 
     def _host_event(self, kind: str, data: dict[str, Any]) -> None:
         self.journal.add(kind, **data)

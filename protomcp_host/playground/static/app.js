@@ -176,7 +176,8 @@ function pageMessage(record) {
       // The server answers a cancelled request with nothing (MCP): the call ends here.
       if (call && !call.done) { call.cancelled = true; call.done = true; call.ended = record.t; call.status = "cancelled"; schedule(renderCalls); }
     } else if (msg.method === undefined && state.asks.has(msg.id)) {
-      state.asks.delete(msg.id);
+      state.asks.delete(msg.id);  // answered (by this page, or by another tab on the same session)
+      if ($("#ask").open && $("#ask").dataset.id === String(msg.id)) $("#ask").close("dropped");
     }
     return;
   }
@@ -503,18 +504,28 @@ function wireGroups(records) {
   const asked = new Map();  // server request id -> group of the call it belongs to
   for (const r of records) {
     const m = r.msg && typeof r.msg === "object" && !Array.isArray(r.msg) ? r.msg : {};
-    let key;
-    if (m.method && m.id !== undefined && r.dir === "out") { key = r.related !== null && r.related !== undefined ? "id:" + r.related : "srv:" + m.id; asked.set(m.id, key); }
-    else if (!m.method && m.id !== undefined && r.dir === "in" && asked.has(m.id)) key = asked.get(m.id);
-    else if (m.id !== undefined) key = "id:" + m.id;
-    else if (m.params && m.params.progressToken !== undefined) key = "id:" + m.params.progressToken;
-    else if (m.params && m.params.requestId !== undefined) key = "id:" + m.params.requestId;
-    else if (r.related !== null && r.related !== undefined) key = "id:" + r.related;
-    else key = "seq:" + r.seq;
+    const key = groupKey(r, m, asked);
     if (!groups.has(key)) groups.set(key, []);
     groups.get(key).push(r);
   }
   return [...groups.values()];
+}
+// A request, its response and everything related to it (progress, logs, the server's requests
+// for it and their answers) form one group; ids are per session (over HTTP there may be several).
+function groupKey(r, m, asked) {
+  const session = r.session ? r.session + ":" : "";
+  const has = (v) => v !== null && v !== undefined;
+  let key;
+  if (m.method && has(m.id) && r.dir === "out") {
+    key = has(r.related) ? "id:" + r.related : "srv:" + m.id;
+    asked.set(session + m.id, key);
+  } else if (!m.method && has(m.id) && r.dir === "in" && asked.has(session + m.id)) key = asked.get(session + m.id);
+  else if (has(m.id)) key = "id:" + m.id;
+  else if (m.params && has(m.params.progressToken)) key = "id:" + m.params.progressToken;
+  else if (m.params && has(m.params.requestId)) key = "id:" + m.params.requestId;
+  else if (has(r.related)) key = "id:" + r.related;
+  else return "seq:" + r.seq;
+  return session + key;
 }
 function summary(r) {
   const m = r.msg;
@@ -531,7 +542,7 @@ function renderWire() {
   $("#wire").replaceChildren(...groups.map((g) => {
     const first = g[0], last = g[g.length - 1];
     return h("details", { class: "wire-group", "data-session": which, "data-method": summary(first) },
-      h("summary", {}, new Date(first.t).toLocaleTimeString(), "  ", summary(first), `  · ${g.length} message${g.length > 1 ? "s" : ""} · ${Math.round(last.t - first.t)} ms`),
+      h("summary", {}, new Date(first.t).toLocaleTimeString(), first.session ? ` session ${first.session}` : "", "  ", summary(first), `  · ${g.length} message${g.length > 1 ? "s" : ""} · ${Math.round(last.t - first.t)} ms`),
       g.map((r) => h("details", { class: "wire-msg" }, h("summary", {},
         h("span", { class: "dir-" + r.dir }, r.dir === "in" ? "→ " : "← "), `+${Math.round(r.t - first.t)} ms  `, summary(r)),
       h("pre", {}, JSON.stringify(r.msg, null, 2)))));
