@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -136,6 +136,11 @@ class Host:
         self._sessions = itertools.count(1)
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
+        # Observers (the dev playground): host events as (kind, data), and every MCP message of
+        # the client sessions as (direction "in"/"out", message, related request id).
+        self.watchers: list[Watcher] = []
+        self.wire_tap: WireTap | None = None
+        self._tapped = 0  # sessions the wire tap has seen (numbers them)
         for file in files:
             supervision: dict[str, Any] = dict(
                 python=python,
@@ -248,8 +253,13 @@ class Host:
         return self.dispatcher.middleware
 
     # -- sessions ------------------------------------------------------------------
-    def connect(self, write: Writer) -> Router:
-        """A new client session whose messages go to `write`."""
+    def connect(self, write: Writer, *, observed: bool = True) -> Router:
+        """A new client session whose messages go to `write` (`observed`: shown to the
+        wire tap, if any; the playground's own session records itself)."""
+        tap = self.wire_tap if observed else None
+        if tap is not None:
+            tap = self._session_tap(tap)
+            write = _tapped_write(write, tap)
         router = Router(
             self.dispatcher,
             self.forwarding,
@@ -263,6 +273,8 @@ class Host:
             ),
             write,
         )
+        if tap is not None:
+            _tap_feed(router, tap)
         self.routers.append(router)
         return router
 
@@ -285,6 +297,10 @@ class Host:
             task_store=self.task_store,
             owner=f"principal:{principal}",
         )
+        tap = self.wire_tap
+        if tap is not None:
+            tap = self._session_tap(tap)
+            write = _tapped_write(write, tap)
         router = ModernRouter(
             self.dispatcher,
             self.forwarding,
@@ -295,8 +311,15 @@ class Host:
             lambda: self.routers,
             self.task_runner,
         )
+        if tap is not None:
+            _tap_feed(router, tap)
         self.routers.append(router)
         return router
+
+    def _session_tap(self, tap: WireTap) -> SessionTap:
+        """The wire tap for one new session: its messages carry the session's number."""
+        self._tapped += 1
+        return partial(tap, self._tapped)
 
     def _forget_idle_principals(self) -> None:
         """Keep the principals map bounded: drop those with no connection now (oldest first)."""
@@ -333,6 +356,7 @@ class Host:
     def output(self, label: str, stream: str, line: str) -> None:
         """A line a tool process printed outside the frames (no call known)."""
         self.stderr(f"[{label}] {line}")
+        self.tell("output", {"label": label, "stream": stream, "line": line})
         if self.share_output:
             for router in self.routers:
                 router.log(LEVELS.get(stream, "info"), label, line)
@@ -374,9 +398,11 @@ class Host:
         large = [tool for tool in tools if tool.large]
         if large and self._tg is not None:  # their validators take seconds to build: not on the loop
             self._tg.start_soon(partial(anyio.to_thread.run_sync, _prepare, large, abandon_on_cancel=True))
+        after = {t.name: (t.mcp, t.hidden) for t in tools}
+        if self.watchers:
+            self.tell("loaded", {"label": label, "initial": not self.started, **tool_diff(before, after)})
         if not self.started:
             return
-        after = {t.name: (t.mcp, t.hidden) for t in tools}
         self.stderr(f"protomcp: loaded {label}: {describe_change(before, after)}")
         if before.keys() != after.keys():
             self.stderr(RESTART_HINT)
@@ -385,6 +411,11 @@ class Host:
                 router.carry_out(router.session.catalog_changed(visible))
             if self.peers is not None and (label in self.supervisors or label in self.upstreams):
                 self.peers.tools_changed()  # peers see this host's own tools
+
+    def tell(self, kind: str, data: dict[str, Any]) -> None:
+        """A host event for the watchers (reloads, problems, output outside calls)."""
+        for watcher in self.watchers:
+            watcher(kind, data)
 
     def _exposed(self, definition: pb.ToolDefinition) -> bool:
         """--include-tag / --exclude-tag: which tools this host exposes at all."""
@@ -411,6 +442,7 @@ class Host:
         """Crashes, restarts, failed reloads: the host's stderr, and the client where there is
         only one (they may quote a tool's output; over HTTP a failed call says why itself)."""
         self.stderr(f"protomcp: {message}")
+        self.tell("problem", {"message": message})
         if self.share_output:
             for router in self.routers:
                 router.log("error", "protomcp", message)
@@ -425,6 +457,46 @@ RESTART_HINT = (
 def _prepare(tools: list[Tool]) -> None:
     for tool in tools:
         tool.prepare()
+
+
+Watcher = Callable[[str, dict[str, Any]], None]
+"""Told of host events: ("loaded", diff), ("problem", message), ("output", line)."""
+WireTap = Callable[[int, str, bytes, bytes | None], None]
+"""Shown every MCP message of the observed sessions: (session number, "in" | "out", message,
+related request id)."""
+SessionTap = Callable[[str, bytes, bytes | None], None]
+
+
+def _tapped_write(write: Writer, tap: SessionTap) -> Writer:
+    def tapped(data: bytes, related: bytes | None) -> None:
+        tap("out", data, related)
+        write(data, related)
+
+    return tapped
+
+
+def _tap_feed(router: Router, tap: SessionTap) -> None:
+    """Show the tap each message the client sends to `router` (only when a tap is set: the
+    hot path of an unobserved session is the plain method)."""
+    feed = router.feed
+
+    def tapped(line: bytes) -> None:
+        tap("in", line, None)
+        feed(line)
+
+    router.feed = tapped  # type: ignore[method-assign]
+
+
+def tool_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Added, changed and removed tool names, and each changed tool's MCP shape before and after."""
+    changed = sorted(name for name in after.keys() & before.keys() if after[name] != before[name])
+    return {
+        "added": sorted(after.keys() - before.keys()),
+        "removed": sorted(before.keys() - after.keys()),
+        "changed": changed,
+        "before": {name: before[name][0] for name in changed},
+        "tools": {name: value[0] for name, value in after.items()},
+    }
 
 
 def describe_change(before: dict[str, Any], after: dict[str, Any]) -> str:
@@ -446,6 +518,11 @@ Banner = Callable[["Host", str | None, bool], str]
 """What to print for a person at a terminal: (host, the HTTP URL or None for stdio, dev mode)."""
 
 
+Companion = Callable[..., Awaitable[None]]
+"""Runs beside the host: `companion(host, shutdown, task_status=...)`, started with
+TaskGroup.start (it reports started once it serves) and cancelled when the host stops."""
+
+
 def _print_stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -459,18 +536,20 @@ async def serve(
     http: HttpSettings | None = None,
     signalled: list[int] | None = None,
     banner: Banner | None = None,
+    companions: tuple[Companion, ...] = (),
     **options: Any,
 ) -> int:
     """Serve the tool processes the CLI launched (one per tool file) over stdio until the
     client goes away or a signal arrives, or over HTTP (`http`) until a signal arrives.
     Returns the exit code. `banner(host, url, reload)` says what a person at a terminal needs
-    to know (url None: stdio).
+    to know (url None: stdio). `companions` run beside the host until it stops (the dev
+    playground); each is started before the tool files load, so it sees the first load.
 
     With `reload`, tool files are watched and reloaded (blue/green) when they change."""
     errout = ErrOut()  # stderr writes never block the loop, even when nobody reads them
     try:
         return await _serve(
-            launched, errout, drain_timeout, reload, watch, http, signalled, banner, **options
+            launched, errout, drain_timeout, reload, watch, http, signalled, banner, companions, **options
         )
     finally:
         errout.close(timeout=1.0)
@@ -485,6 +564,7 @@ async def _serve(
     http: HttpSettings | None,
     signalled: list[int] | None,
     banner: Banner | None,
+    companions: tuple[Companion, ...],
     **options: Any,
 ) -> int:
     from protomcp_host.processes.reloader import watch_and_reload
@@ -520,6 +600,13 @@ async def _serve(
                 shutdown.set()
             return host.started
 
+        for companion in companions:
+            try:
+                await tg.start(companion, host, shutdown)
+            except OSError as exc:  # e.g. its port is taken
+                host.stderr(f"protomcp: cannot start: {exc}")
+                code = 1
+                shutdown.set()
         tg.start_soon(host.expire_tasks)
 
         async def note_draining() -> None:

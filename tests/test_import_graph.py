@@ -259,8 +259,15 @@ def test_the_checker_sees_type_only_and_function_level_imports_but_not_lazy_reex
 
 # What each host folder may import (docs/architecture.md states the same rule): the protocol core
 # and the processes import no other folder; the bridge joins them; transports reach sessions
-# through `transports.ports`, and use only the pipe and launch helpers of `processes`.
+# through `transports.ports`, and use only the pipe and launch helpers of `processes`. The dev
+# playground sits on top beside cli: it may use app (the host), the bridge's Router and the HTTP
+# transport's socket helper, and only cli imports it.
 HOST_LAYERS = {
+    "protomcp_host.playground": {
+        "protomcp_host",
+        "protomcp_host.bridge",
+        "protomcp_host.transports.http",
+    },
     "protomcp_host.protocol": set(),
     "protomcp_host.processes": set(),
     "protomcp_host.store": set(),  # the shared store (memory or Redis): imports no other host folder
@@ -283,3 +290,5 @@ def test_host_folders_import_only_the_layers_below(graph: Graph, modules: dict[s
     }
     assert wrong == {}
     assert "protomcp_host.cli" not in set().union(*(folders[f] for f in folders if f != "protomcp_host.cli"))
+    importers = {f for f in folders if "protomcp_host.playground" in folders[f]}
+    assert importers == {"protomcp_host.cli"}

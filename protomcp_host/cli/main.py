@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -414,7 +415,24 @@ def run(files: tuple[Path, ...], **options: Any) -> None:
     help="Also reload when files matching GLOB change (repeatable), e.g. --watch 'data/*.json'.",
 )  # fmt: skip
 @click.option("--no-reload", is_flag=True, help="Do not watch files; behave like run, with dev diagnostics.")
-def dev(files: tuple[Path, ...], watch: tuple[str, ...], no_reload: bool, **options: Any) -> None:
+@click.option(
+    "--ui", is_flag=True,
+    help="Also serve the playground: a page on 127.0.0.1 to call the tools, answer their questions, "
+    "read every MCP message and follow reloads and crashes. Its URL (with a per-launch token) is "
+    "printed on stderr.",
+)  # fmt: skip
+@click.option(
+    "--ui-port", type=click.IntRange(min=0, max=65535), default=None,
+    help="[--ui] The playground's port on 127.0.0.1 (0: any free port).  [default: 6280]",
+)  # fmt: skip
+def dev(
+    files: tuple[Path, ...],
+    watch: tuple[str, ...],
+    no_reload: bool,
+    ui: bool,
+    ui_port: int | None,
+    **options: Any,
+) -> None:
     """Serve FILES like run, and reload a tool file the moment you save it.
 
     The host and the client's session stay up: only the tool process is replaced, so
@@ -423,7 +441,20 @@ def dev(files: tuple[Path, ...], watch: tuple[str, ...], no_reload: bool, **opti
     node_modules are skipped). A file that fails to load leaves the previous tools
     serving and reports the error here and to the client.
     """
-    _serve_command(files, options, reload=not no_reload, watch=watch)
+    if ui_port is not None and not ui:
+        raise click.UsageError("--ui-port: only with --ui")
+    companions = (partial(_playground, UI_PORT if ui_port is None else ui_port),) if ui else ()
+    _serve_command(files, options, reload=not no_reload, watch=watch, companions=companions)
+
+
+async def _playground(port: int, host: Any, shutdown: Any, *, task_status: Any) -> None:
+    """The --ui companion; imported only once the tool processes have been launched."""
+    from protomcp_host.playground.server import serve_playground
+
+    await serve_playground(host, shutdown, port, task_status=task_status)
+
+
+UI_PORT = 6280
 
 
 SERVE_KEYS = (
