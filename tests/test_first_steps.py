@@ -283,3 +283,32 @@ def test_helper_detection_follows_imports_and_keeps_cycles() -> None:
             (folder / file).write_text(text)
         files = sorted(folder.glob("*.py"))
         assert [f.name for f in without_helpers(files)] == ["a.py", "x.py", "y.py"]
+
+
+def _readme_block(heading: str) -> str:
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index(heading) :]
+    return section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")]
+
+
+def test_the_readme_lifespan_example_serves_its_state(tmp_path: Path) -> None:
+    file = tmp_path / "greeting.py"
+    file.write_text(_readme_block("### Lifespan") + "\n")
+    done = run_host("call", str(file), "greet", "name=Ada", stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert "Hello, Ada!" in done.stdout
+
+
+def test_the_readme_inspect_json_shape(add_file: Path) -> None:
+    import json
+
+    done = run_host("inspect", "--json", str(add_file), stdin=subprocess.DEVNULL)
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and report["version"] == 1 and report["ok"]
+    (entry,) = report["files"]
+    for key in ("label", "file", "ok", "error", "tools", "resources", "resourceTemplates", "prompts",
+                "completions", "middleware", "lifespan", "rootsHooks", "warnings"):  # fmt: skip
+        assert key in entry, key
+    assert entry["tools"][0]["name"] == "add"
