@@ -29,6 +29,7 @@ from protomcp_host.processes.output import LEVELS
 from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.worker import WorkerError
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
+from protomcp_host.protocol.discovery import Discovery
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
@@ -76,6 +77,7 @@ class Host:
         serve_modern: bool | None = None,
         upstreams: list[UpstreamSpec] | None = None,
         bridge: BridgeSettings | None = None,
+        discovery: str = "full",
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -83,6 +85,10 @@ class Host:
         self.call_timeout = call_timeout
         self.max_in_flight = max_in_flight
         self.catalog = Catalog(page_size)
+        if discovery not in ("full", "search"):
+            raise ValueError(f"discovery must be 'full' or 'search', not {discovery!r}")
+        # --discovery search: sessions list meta-tools and find the rest on demand (protocol/discovery.py)
+        self.discovery = Discovery(self.catalog) if discovery == "search" else None
         self.stderr = stderr or _print_stderr
         self.include_tags = set(include_tags)
         self.exclude_tags = set(exclude_tags)
@@ -180,18 +186,16 @@ class Host:
     # -- sessions ------------------------------------------------------------------
     def connect(self, write: Writer) -> Router:
         """A new client session whose messages go to `write`."""
-        router = Router(
-            self.dispatcher,
-            self.forwarding,
-            Session(
-                self.catalog,
-                self.server_info,
-                self.instructions,
-                self.features,
-                max_in_flight=self.max_in_flight,
-            ),
-            write,
+        session = Session(
+            self.catalog,
+            self.server_info,
+            self.instructions,
+            self.features,
+            max_in_flight=self.max_in_flight,
         )
+        if self.discovery is not None:
+            self.discovery.attach(session)
+        router = Router(self.dispatcher, self.forwarding, session, write)
         self.routers.append(router)
         return router
 
@@ -212,6 +216,8 @@ class Host:
             serve_modern=self.serve_modern,
             max_in_flight=self.max_in_flight,
         )
+        if self.discovery is not None:
+            self.discovery.attach(session)
         router = ModernRouter(
             self.dispatcher, self.forwarding, session, write, self.rounds, principal, lambda: self.routers
         )

@@ -110,6 +110,7 @@ class Session:
         # What tools/list showed at the last flush, while a tool-list change is pending.
         self._tools_seen: dict[str, dict[str, Any]] | None = None
         self.tasks = TaskMethods()
+        self.discovery: Any = None  # --discovery search: what tools/list shows (discovery.Discovery)
         self._methods: dict[str, Handler] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -211,6 +212,14 @@ class Session:
                 )
             )
         return self._methods[message.method](message, batch)
+
+    def handler(self, method: str) -> Handler:
+        return self._methods[method]
+
+    def route(self, method: str, handler: Handler) -> None:
+        """Answer `method` with `handler` from now on (discovery.py serves tools/list and
+        tools/call this way)."""
+        self._methods[method] = handler
 
     def in_use(self, request_id: bytes) -> bool:
         """A request with this id is still in progress (its answer could not be told apart)."""
@@ -486,6 +495,8 @@ class Session:
 
     def visible_tools(self) -> dict[str, dict[str, Any]]:
         """What this session's tools/list shows (compare before and after a change)."""
+        if self.discovery is not None:
+            return self.discovery.listed(self)
         return {tool.name: tool.mcp for tool in self.catalog.visible(self._shown())}
 
     def update_tools(self, change: ToolListChange) -> None:
