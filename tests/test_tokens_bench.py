@@ -31,7 +31,7 @@ def _load(name: str) -> Any:
 
 
 def test_tokens_counts_small_catalogues_without_the_network(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     def no_network(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the token benchmark tried to use the network")
@@ -40,7 +40,9 @@ def test_tokens_counts_small_catalogues_without_the_network(
     monkeypatch.setattr(socket, "create_connection", no_network)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")  # no cached copy either: read from the package
     tokens = _load("tokens")
-    rows = tokens.main(["--sizes", "10,50"])
+    readme = tmp_path / "README.md"
+    readme.write_text("# Benchmarks\n\n## Other\n\nkept\n", encoding="utf-8")
+    rows = tokens.main(["--sizes", "10,50", "--out", str(readme)])
     small, larger = rows
     assert small.tools == 10 and larger.tools == 50
     assert small.full > small.names > 0 and larger.full > 4 * small.full
@@ -48,6 +50,8 @@ def test_tokens_counts_small_catalogues_without_the_network(
     assert larger.search_listed < 0.05 * larger.full
     assert larger.recall_at_5 is not None and larger.queries > 0
     assert "| 50 |" in capsys.readouterr().out
+    written = readme.read_text(encoding="utf-8")
+    assert "## Other\n\nkept" in written and tokens.HEADING in written and "| 50 |" in written
 
 
 def test_realistic_tools_have_the_promised_shape() -> None:
