@@ -284,7 +284,7 @@ class Host:
         middleware: list[pb.RegisterMiddlewareRequest],
     ) -> None:
         tools = [tool_from_definition(d, label) for d in definitions if self._exposed(d)]
-        before = {t.name: (t.mcp, t.hidden) for t in self.catalog.tools_of(label)}
+        before = {t.name: (t.mcp, t.hidden, t.pinned) for t in self.catalog.tools_of(label)}
         seen = [(router, router.session.visible_tools()) for router in self.routers]
         changed = self.catalog.replace(label, tools)
         self.forwarding.apply(label, notify=self.started)
@@ -297,7 +297,7 @@ class Host:
             self._tg.start_soon(partial(anyio.to_thread.run_sync, _prepare, large, abandon_on_cancel=True))
         if not self.started:
             return
-        after = {t.name: (t.mcp, t.hidden) for t in tools}
+        after = {t.name: (t.mcp, t.hidden, t.pinned) for t in tools}
         self.stderr(f"protomcp: loaded {label}: {describe_change(before, after)}")
         if before.keys() != after.keys():
             self.stderr(RESTART_HINT)

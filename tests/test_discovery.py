@@ -233,3 +233,19 @@ def test_two_principals_see_only_their_own_reveals() -> None:
         )
         found.append(orjson.loads(event.data)["result"]["content"][0]["text"])
     assert "admin_secret_message" in found[0] and "admin_secret_message" not in found[1]
+
+
+def test_pinned_travels_from_the_sdk_to_the_catalog() -> None:
+    import inspect
+
+    from protomcp_sdk import tool as tool_decorator
+    from protomcp_sdk.authoring.tools import ToolSpec
+
+    def helper() -> str:
+        """Help."""
+        return "help"
+
+    assert inspect.signature(tool_decorator).parameters["pinned"].default is False
+    definition = ToolSpec.from_function(helper, pinned=True).definition()
+    assert definition.pinned and tool_from_definition(definition, "a.py").pinned
+    assert not tool_from_definition(ToolSpec.from_function(helper).definition(), "a.py").pinned

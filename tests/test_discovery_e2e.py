@@ -153,3 +153,47 @@ async def test_search_finds_calls_and_refuses_clearly(big_file: Path) -> None:
 
         # The pinned tool is listed and called directly.
         assert text_of(await session.call_tool("server_help", {})) == "help"
+
+
+SESSIONS = '''
+from protomcp_sdk import Context, tool
+
+
+@tool(hidden=True)
+def reset_the_reactor() -> str:
+    """Reset the reactor core (operators only)."""
+    return "reset"
+
+
+@tool
+async def operator_login(ctx: Context) -> str:
+    """Log in as an operator: unlocks the reactor tools for this session."""
+    await ctx.enable_tools(["reset_the_reactor"])
+    return "unlocked"
+'''
+
+
+async def test_two_http_sessions_never_find_each_others_tools(http_host: Any, tmp_path: Path) -> None:
+    from http_support import http_session
+
+    file = tmp_path / "reactor.py"
+    file.write_text(SESSIONS, encoding="utf-8")
+    host = http_host("run", "--discovery", "search", str(file))
+    async with http_session(host.url) as one, http_session(host.url) as two:
+        query = {"query": "reset reactor core"}
+        assert "reset_the_reactor" not in found(await one.call_tool("find_tools", query))
+        result = await one.call_tool("call_tool", {"name": "operator_login"})
+        assert text_of(result) == "unlocked"
+        assert found(await one.call_tool("find_tools", query))[0] == "reset_the_reactor"
+        assert text_of(await one.call_tool("call_tool", {"name": "reset_the_reactor"})) == "reset"
+        # The other session: not found, not described, not callable.
+        assert "reset_the_reactor" not in found(await two.call_tool("find_tools", query))
+        for name in ("get_tool_schema", "call_tool"):
+            result = await two.call_tool(name, {"name": "reset_the_reactor"})
+            assert result.is_error and "Unknown tool 'reset_the_reactor'" in text_of(result)
+        # Revealing a tool to one session does not change the listed catalogue.
+        assert [t.name for t in (await one.list_tools()).tools] == [
+            "find_tools",
+            "get_tool_schema",
+            "call_tool",
+        ]
