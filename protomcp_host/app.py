@@ -34,6 +34,7 @@ from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.worker import WorkerError
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
+from protomcp_host.protocol.discovery import Discovery
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
@@ -89,6 +90,7 @@ class Host:
         bridge: BridgeSettings | None = None,
         processes: int = 1,
         store: Store | None = None,
+        discovery: str = "full",
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -96,6 +98,10 @@ class Host:
         self.call_timeout = call_timeout
         self.max_in_flight = max_in_flight
         self.catalog = Catalog(page_size)
+        if discovery not in ("full", "search"):
+            raise ValueError(f"discovery must be 'full' or 'search', not {discovery!r}")
+        # --discovery search: sessions list meta-tools and find the rest on demand (protocol/discovery.py)
+        self.discovery = Discovery(self.catalog) if discovery == "search" else None
         self.stderr = stderr or _print_stderr
         self.include_tags = set(include_tags)
         self.exclude_tags = set(exclude_tags)
@@ -260,19 +266,17 @@ class Host:
         if tap is not None:
             tap = self._session_tap(tap)
             write = _tapped_write(write, tap)
-        router = Router(
-            self.dispatcher,
-            self.forwarding,
-            Session(
-                self.catalog,
-                self.server_info,
-                self.instructions,
-                self.features,
-                max_in_flight=self.max_in_flight,
-                tasks=TaskMethods(self.task_store, f"session:{next(self._sessions)}"),
-            ),
-            write,
+        session = Session(
+            self.catalog,
+            self.server_info,
+            self.instructions,
+            self.features,
+            max_in_flight=self.max_in_flight,
+            tasks=TaskMethods(self.task_store, f"session:{next(self._sessions)}"),
         )
+        if self.discovery is not None:
+            self.discovery.attach(session)
+        router = Router(self.dispatcher, self.forwarding, session, write)
         if tap is not None:
             _tap_feed(router, tap)
         self.routers.append(router)
@@ -297,6 +301,8 @@ class Host:
             task_store=self.task_store,
             owner=f"principal:{principal}",
         )
+        if self.discovery is not None:
+            self.discovery.attach(session)
         tap = self.wire_tap
         if tap is not None:
             tap = self._session_tap(tap)
@@ -387,7 +393,7 @@ class Host:
         middleware: list[pb.RegisterMiddlewareRequest],
     ) -> None:
         tools = [tool_from_definition(d, label) for d in definitions if self._exposed(d)]
-        before = {t.name: (t.mcp, t.hidden) for t in self.catalog.tools_of(label)}
+        before = {t.name: (t.mcp, t.hidden, t.pinned) for t in self.catalog.tools_of(label)}
         seen = [(router, router.session.visible_tools()) for router in self.routers]
         changed = self.catalog.replace(label, tools)
         self.forwarding.apply(label, notify=self.started)
@@ -398,7 +404,7 @@ class Host:
         large = [tool for tool in tools if tool.large]
         if large and self._tg is not None:  # their validators take seconds to build: not on the loop
             self._tg.start_soon(partial(anyio.to_thread.run_sync, _prepare, large, abandon_on_cancel=True))
-        after = {t.name: (t.mcp, t.hidden) for t in tools}
+        after = {t.name: (t.mcp, t.hidden, t.pinned) for t in tools}
         if self.watchers:
             self.tell("loaded", {"label": label, "initial": not self.started, **tool_diff(before, after)})
         if not self.started:

@@ -19,7 +19,7 @@ TASK_MODES = ("forbidden", "optional", "required")
 
 def tool_from_definition(definition: pb.ToolDefinition, owner: Hashable) -> Tool:
     """Map an Envelope ToolDefinition to the catalog's Tool (the MCP Tool object and the
-    host-only settings: hidden, timeout)."""
+    host-only settings: hidden, pinned, timeout)."""
     mcp: dict[str, Any] = {"name": definition.name}
     if definition.title:
         mcp["title"] = definition.title
@@ -38,6 +38,7 @@ def tool_from_definition(definition: pb.ToolDefinition, owner: Hashable) -> Tool
         owner,
         mcp,
         hidden=definition.hidden,
+        pinned=definition.pinned,
         timeout=definition.timeout if definition.timeout > 0 else None,
         input_before_task=definition.input_before_task and mode != "forbidden",
     )

@@ -80,6 +80,12 @@ def _serve_options(fn: Any) -> Any:
         help="Do not expose tools with this tag; repeatable.",
     )(fn)  # fmt: skip
     fn = click.option(
+        "--discovery", type=click.Choice(["full", "search"]), default="full", show_default=True,
+        help="What tools/list shows: full (every tool) or search (three meta-tools — find_tools, "
+        "get_tool_schema, call_tool — plus @tool(pinned=True) tools; the model finds the rest by a "
+        "query, ranked with BM25). For large catalogues: far fewer tokens in the model's context.",
+    )(fn)  # fmt: skip
+    fn = click.option(
         "--transport", type=click.Choice(["stdio", "http", "sse"]), default="stdio", show_default=True,
         help="How the AI client connects: stdio (the client starts protomcp as a subprocess), "
         "http (Streamable HTTP at --host/--port/--path) or sse (the deprecated HTTP+SSE transport "
@@ -459,7 +465,7 @@ UI_PORT = 6280
 
 SERVE_KEYS = (
     "modules", "plugins", "server_name", "instructions", "python", "call_timeout", "page_size",
-    "include_tags", "exclude_tags", "processes", "store",
+    "include_tags", "exclude_tags", "processes", "store", "discovery",
 )  # fmt: skip
 
 

@@ -15,7 +15,7 @@ import orjson
 from protomcp_host.protocol.jsontypes import JSON_TYPES, PRIMITIVE_TYPES
 from protomcp_host.protocol.listing import InvalidCursor, Listing, NameClash
 
-__all__ = ["DEFAULT_PAGE_SIZE", "Catalog", "InvalidCursor", "NameClash", "Tool", "quick_check"]
+__all__ = ["DEFAULT_PAGE_SIZE", "Catalog", "InvalidCursor", "NameClash", "Tool", "quick_check", "render"]
 
 DEFAULT_PAGE_SIZE = 1000
 LARGE_SCHEMA = 64 * 1024  # bytes of JSON: above this a validator is built ahead, off the loop
@@ -36,6 +36,7 @@ class Tool:
     owner: Hashable
     mcp: dict[str, Any]  # the full MCP Tool object
     hidden: bool = False  # starts disabled in every session until a tool enables it
+    pinned: bool = False  # stays in tools/list under --discovery search
     timeout: float | None = None  # seconds; None = the host's --call-timeout
     input_before_task: bool = False  # 2026-07-28 tasks: the input round trip first, then a task
     _validator: Any = field(default=None, repr=False)
@@ -155,6 +156,12 @@ def _compile(schema: dict[str, Any], *, check: bool = True) -> Any:
         return Draft202012Validator({"type": "object"})
 
 
+def render(mcp: dict[str, Any], version: str) -> dict[str, Any]:
+    """An MCP Tool object with only the fields protocol revision `version` knows."""
+    fields = _FIELDS_BY_VERSION.get(version, _ALL_FIELDS)
+    return {k: mcp[k] for k in fields if k in mcp}
+
+
 class Catalog:
     """The tools of every tool file behind one host (a Listing of Tool), pages per revision."""
 
@@ -162,6 +169,7 @@ class Catalog:
         self._tools: Listing[Tool] = Listing("tool name", page_size)
         self.page_size = page_size
         self._default: list[Tool] | None = None  # the tools not hidden, in order
+        self.generation = 0  # counts replacements: what was built from the tools is stale when it moves
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -185,6 +193,7 @@ class Catalog:
         """
         changed = self._tools.replace(owner, tools, owner_label)
         self._default = None
+        self.generation += 1
         return changed
 
     def remove_owner(self, owner: Hashable) -> bool:

@@ -113,6 +113,7 @@ class Session:
         self._tools_seen: dict[str, dict[str, Any]] | None = None
         # its tasks (in the host's shared store, as their owner)
         self.tasks = tasks if tasks is not None else TaskMethods()
+        self.discovery: Any = None  # --discovery search: what tools/list shows (discovery.Discovery)
         self._methods: dict[str, Handler] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -225,6 +226,14 @@ class Session:
                 )
             )
         return self._methods[message.method](message, batch)
+
+    def handler(self, method: str) -> Handler:
+        return self._methods[method]
+
+    def route(self, method: str, handler: Handler) -> None:
+        """Answer `method` with `handler` from now on (discovery.py serves tools/list and
+        tools/call this way)."""
+        self._methods[method] = handler
 
     def in_use(self, request_id: bytes) -> bool:
         """A request with this id is still in progress (its answer could not be told apart)."""
@@ -500,6 +509,8 @@ class Session:
 
     def visible_tools(self) -> dict[str, dict[str, Any]]:
         """What this session's tools/list shows (compare before and after a change)."""
+        if self.discovery is not None:
+            return self.discovery.listed(self)
         return {tool.name: tool.mcp for tool in self.catalog.visible(self._shown())}
 
     def update_tools(self, change: ToolListChange) -> None:

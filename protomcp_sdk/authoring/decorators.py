@@ -35,6 +35,7 @@ def tool(
     idempotent: bool | None = None,
     open_world: bool | None = None,
     hidden: bool = False,
+    pinned: bool = False,
     tags: Iterable[str] = (),
     timeout: float | None = None,
     task: TaskSupport = "forbidden",
@@ -55,6 +56,7 @@ def tool(
     idempotent: bool | None = None,
     open_world: bool | None = None,
     hidden: bool = False,
+    pinned: bool = False,
     tags: Iterable[str] = (),
     timeout: float | None = None,
     task: TaskSupport = "forbidden",
@@ -66,7 +68,8 @@ def tool(
     Use bare (``@tool``) or with options. Hints left as None are not sent at all, so a
     client applies the MCP defaults rather than reading them as false. ``hidden`` tools
     start disabled in every session until a tool enables them (``ctx.enable_tools``);
-    ``tags`` let a host expose a subset (``--include-tag`` / ``--exclude-tag``);
+    ``pinned`` tools stay in tools/list when the host runs with ``--discovery search`` (the
+    others are found on demand); ``tags`` let a host expose a subset (``--include-tag`` / ``--exclude-tag``);
     ``timeout`` (seconds) overrides the host's ``--call-timeout`` for this tool.
     ``task`` sets MCP ``execution.taskSupport``: "optional" or "required" let (or make)
     clients run the tool as a task; the default "forbidden" does not.
@@ -87,6 +90,7 @@ def tool(
             description=description,
             annotations=annotations,
             hidden=hidden,
+            pinned=pinned,
             tags=tags,
             timeout=timeout,
             task=task,

@@ -42,6 +42,7 @@ class ToolSpec:
     wraps_result: bool
     converter: Converter | None = field(default=None, repr=False, compare=False)
     hidden: bool = False
+    pinned: bool = False  # listed under the host's --discovery search
     tags: frozenset[str] = frozenset()
     timeout: float | None = None
     warnings: tuple[str, ...] = ()  # likely mistakes, printed when the tool file loads
@@ -59,6 +60,7 @@ class ToolSpec:
         description: str | None = None,
         annotations: dict[str, bool] | None = None,
         hidden: bool = False,
+        pinned: bool = False,
         tags: Iterable[str] = (),
         timeout: float | None = None,
         task: TaskSupport = "forbidden",
@@ -98,6 +100,7 @@ class ToolSpec:
             wraps_result=signature.wraps_result,
             converter=signature.convert,
             hidden=bool(hidden),
+            pinned=bool(pinned),
             tags=frozenset(tags),
             timeout=float(timeout) if timeout is not None else None,
             warnings=signature.warnings,
@@ -129,6 +132,7 @@ class ToolSpec:
             output_schema_json=orjson.dumps(self.output_schema).decode() if self.output_schema else "",
             annotations_json=orjson.dumps(self.annotations).decode() if self.annotations else "",
             hidden=self.hidden,
+            pinned=self.pinned,
             tags=sorted(self.tags),
             timeout=self.timeout or 0.0,
             task_support=self.task != "forbidden",
