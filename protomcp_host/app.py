@@ -431,7 +431,9 @@ class Host:
         return not tags & self.exclude_tags
 
     def _peer_event(self, message: Any) -> None:
-        """A notification from a peer host (bridge): stderr, and every client as a log message."""
+        """A notification from a peer host (bridge): stderr, and the client as a log message where
+        there is only one (stdio). Over HTTP it is addressed to this host, not to any one user, so
+        it never goes to every session."""
         event = {
             "sender_id": message.sender_id,
             "event_type": message.payload.event_type,
@@ -441,8 +443,9 @@ class Host:
         if message.receiver_id is not None:
             event["receiver_id"] = message.receiver_id
         self.stderr(f"protomcp: bridge: event {orjson.dumps(event).decode()}")
-        for router in self.routers:
-            router.log("info", "bridge", event)
+        if self.share_output:
+            for router in self.routers:
+                router.log("info", "bridge", event)
 
     def report_problem(self, message: str) -> None:
         """Crashes, restarts, failed reloads: the host's stderr, and the client where there is

@@ -228,6 +228,32 @@ def raw_agent(port: int, token: str = "") -> Any:
     return connect(bridge_url(port), additional_headers=headers, open_timeout=10)
 
 
+async def test_a_peer_notification_never_reaches_the_http_sessions(hosts: list[HttpHost]) -> None:
+    """An event is addressed to the host, not to any user: over HTTP it goes to stderr only."""
+    from http_support import http_session
+
+    from protomcp_host.peers.messages import MCPBridgeProtocol
+
+    port = free_port()
+    b = start_host(port, str(BEHAVIOURS), "--agent-id", "b")
+    hosts.append(b)
+    logged: list[Any] = []
+
+    async def log(params: Any) -> None:
+        logged.append(params)
+
+    async with http_session(b.url, logging_callback=log) as mcp, raw_agent(port) as ws:
+        agent = RawAgent(ws)
+        await agent.handshake("x")
+        await agent.send(MCPBridgeProtocol.create_notification("x", "secret", {"for": "the host"}))
+        b.wait_stderr(lambda line: '"event_type":"secret"' in line)
+        await agent.request("echo", {"text": "after"})  # the event is handled before this request
+        assert (await agent.receive())["payload"]["success"] is True
+        await mcp.send_ping()
+        assert texts(await mcp.call_tool("echo", {"text": "still here"})) == ["still here"]
+    assert not [params for params in logged if params.logger == "bridge"]
+
+
 async def test_priorities_order_queued_requests_at_the_in_flight_limit(hosts: list[HttpHost]) -> None:
     from http_support import http_session
 
