@@ -98,6 +98,7 @@ def test_workers_and_the_session_id_header_need_streamable_http() -> None:
             "--session-id-header: only with --transport http",
         ),
         (["--processes", "0"], "0 is not in the range x>=1"),
+        (["--transport", "http", "--workers", "2", "--agent-id", "a"], "--agent-id with --workers"),
     ):
         result = runner.invoke(main, ["run", str(CPU), *args])
         assert result.exit_code == 2 and said in result.output, result.output

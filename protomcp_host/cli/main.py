@@ -479,6 +479,11 @@ def _serve_command(files: tuple[Path, ...], options: dict[str, Any], **extra: An
     settings = {key: options.pop(key) for key in SERVE_KEYS}
     token_env = options.get("auth_token_env")
     http = _http_settings(transport, options)
+    if bridge is not None and http is not None and http.workers > 1:
+        raise click.UsageError(
+            "--agent-id with --workers: every worker would be a separate agent under one id "
+            "(peers refuse the second link); bridge one worker and scale tools with --processes"
+        )
     _serve(
         files,
         **settings,
