@@ -150,6 +150,11 @@ def test_controlled_list_is_private_and_shared_by_the_principal() -> None:
     assert one.flush_notifications() == []  # list changes go to listen streams, not the connection
 
 
+def test_a_disabled_tool_is_named_as_the_principals_not_a_sessions() -> None:
+    error = answer(make(), request("tools/call", {"name": "h", "arguments": {}}))["error"]
+    assert error["code"] == -32602 and "disabled for this principal (all its connections)" in error["message"]
+
+
 def test_other_lists_carry_cache_hints() -> None:
     session = make()
     for method in ("resources/list", "resources/templates/list", "prompts/list"):

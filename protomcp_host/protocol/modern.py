@@ -232,6 +232,8 @@ class ModernSession(Session):
     owned by the principal (``owner``); a request that declares the extension in its
     capabilities may get a ``CreateTaskResult`` for a tool that supports tasks."""
 
+    tool_list_scope = "for this principal (all its connections)"
+
     feature_methods = ModernFeatureMethods
 
     def __init__(

@@ -85,6 +85,7 @@ Handler = Callable[[rpc.Request, Batch | None], Event | list[Event] | None]
 
 class Session:
     feature_methods: type[FeatureMethods] = FeatureMethods  # the modern era's differ (modern.py)
+    tool_list_scope = "in this session"  # whose tools a tool-list change changes (modern: the principal's)
 
     def __init__(
         self,
@@ -356,7 +357,7 @@ class Session:
                 rpc.error(
                     request.id,
                     rpc.INVALID_PARAMS,
-                    f"Tool '{name}' is disabled in this session (it is not in tools/list); "
+                    f"Tool '{name}' is disabled {self.tool_list_scope} (it is not in tools/list); "
                     "a tool must enable it first",
                 )
             )
