@@ -197,3 +197,41 @@ async def test_two_http_sessions_never_find_each_others_tools(http_host: Any, tm
             "get_tool_schema",
             "call_tool",
         ]
+
+
+@pytest.mark.parametrize("modern", [False, True], ids=["2025-11-25", "2026-07-28"])
+async def test_two_oauth_principals_never_find_each_others_tools(tmp_path: Path, modern: bool) -> None:
+    """Two OAuth subjects on one --discovery search host: what one unlocks stays its own
+    (in the modern era the unlock is the principal's, shared by its connections only)."""
+    from http_support import HttpHost
+    from matrix_support import Auth, http_peer
+    from mcp.shared.exceptions import MCPError
+
+    file = tmp_path / "reactor.py"
+    file.write_text(SESSIONS, encoding="utf-8")
+    auth = Auth(tmp_path)
+    host = HttpHost("run", "--discovery", "search", str(file), *auth.options())
+    try:
+        query = {"query": "reset reactor core"}
+        async with (
+            http_peer("alice", host.url, auth.token("alice"), modern) as alice,
+            http_peer("bob", host.url, auth.token("bob"), modern) as bob,
+        ):
+            assert text_of(await alice.call("call_tool", {"name": "operator_login"})) == "unlocked"
+            assert found(await alice.call("find_tools", query))[0] == "reset_the_reactor"
+            assert text_of(await alice.call("call_tool", {"name": "reset_the_reactor"})) == "reset"
+            assert "reset_the_reactor" not in found(await bob.call("find_tools", query))
+            for name in ("get_tool_schema", "call_tool"):
+                result = await bob.call(name, {"name": "reset_the_reactor"})
+                assert result.is_error and "Unknown tool 'reset_the_reactor'" in text_of(result)
+            with pytest.raises(MCPError, match="Tool 'reset_the_reactor' is disabled"):
+                await bob.call("reset_the_reactor", {})
+            assert await bob.tool_names() == {"find_tools", "get_tool_schema", "call_tool"}
+            bob.assert_no_trace_of(alice)
+            alice.assert_one_answer_each()
+            bob.assert_one_answer_each()
+        if modern:  # a new connection of the same principal keeps its unlock; bob's does not
+            async with http_peer("alice2", host.url, auth.token("alice"), modern) as again:
+                assert found(await again.call("find_tools", query))[0] == "reset_the_reactor"
+    finally:
+        host.terminate()
