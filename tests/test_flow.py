@@ -109,6 +109,39 @@ async def test_memory_for_unread_answers_is_bounded_in_bytes() -> None:
     assert bytes(received) == b"".join(messages)
 
 
+async def test_notifications_past_the_limit_are_dropped_while_answers_are_kept() -> None:
+    """A tool that logs in a loop while the client reads nothing cannot fill the disk: past
+    `notice_limit` bytes in the file, notifications are dropped (reported once); answers never."""
+    from protomcp_host.protocol import jsonrpc as rpc
+    from protomcp_host.transports.stdio import Outbox
+
+    read_end, write_end = os.pipe()
+    high = 64 * 1024
+    told: list[bool] = []
+    out = Outbox(
+        write_end, on_pressure=lambda full: None, high_water=high, low_water=high // 4,
+        notice_limit=200_000, on_drop=lambda: told.append(True),
+    )  # fmt: skip
+    log = rpc.notification("notifications/message", {"level": "info", "data": "x" * 1000})
+    answers = [rpc.result(f"{i}".encode(), {"content": [], "pad": "y" * 5000}) for i in range(100)]
+    for answer in answers:
+        for _ in range(10):
+            out.send(log)
+        out.send(answer)
+    assert told == [True] and out.dropped > 0
+    assert out.held + out.spilled < 200_000 + high + 100 * 5100 + 20_000  # not 1,000 log lines more
+
+    received = bytearray()
+    reader = threading.Thread(target=_read_all, args=(read_end, received))
+    reader.start()
+    await out.drain(30)
+    out.writer.close()
+    reader.join(30)
+    lines = bytes(received).splitlines()
+    assert [line for line in lines if b'"result"' in line] == answers  # every answer, in order
+    assert lines.count(log) == 1000 - out.dropped
+
+
 def _read_all(fd: int, into: bytearray) -> None:
     with os.fdopen(fd, "rb", buffering=0) as pipe:
         while chunk := pipe.read(1 << 20):

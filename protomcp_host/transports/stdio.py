@@ -24,6 +24,8 @@ from protomcp_host.protocol.modern import is_modern, maybe_modern
 from protomcp_host.transports.ports import Connection, Sessions
 
 MAX_LINE = 256 * 1024 * 1024
+NOTICE_LIMIT = 64 * 1024 * 1024  # bytes of unread messages past which notifications are dropped
+NOTIFICATION = b'{"jsonrpc":"2.0","method":"notifications/'
 
 
 class LineSplitter:
@@ -142,14 +144,27 @@ class Outbox:
     file instead of memory; they move back a chunk at a time whenever the writer drains below its
     low-water mark. So memory holds at most the high-water mark, the one answer that crossed it,
     and one chunk, however many calls finish meanwhile (not --max-in-flight times their size).
+
+    The file holds every answer, but notifications (progress, log lines: a tool printing in a
+    loop) only up to `notice_limit` bytes of it; later ones are dropped (`on_drop` is told the
+    first time), so a client that stops reading cannot make a chatty tool fill the disk.
     """
 
     def __init__(
-        self, fd: int, on_pressure: Callable[[bool], None], chunk: int = CHUNK, **marks: int
+        self,
+        fd: int,
+        on_pressure: Callable[[bool], None],
+        chunk: int = CHUNK,
+        notice_limit: int = NOTICE_LIMIT,
+        on_drop: Callable[[], None] = lambda: None,
+        **marks: int,
     ) -> None:
         self.writer = BatchedWriter(fd, on_pressure=self._pressure, **marks)
         self.on_pressure = on_pressure  # True: the client stopped reading; False: it caught up
         self.chunk = chunk
+        self.notice_limit = notice_limit
+        self.on_drop = on_drop
+        self.dropped = 0  # notifications dropped while the client did not read
         self.spilled = 0  # bytes waiting in the file
         self.spilled_ever = 0  # bytes that ever went through the file (for the operator)
         self._file: BinaryIO | None = None
@@ -166,6 +181,16 @@ class Outbox:
     def full(self) -> bool:
         """The client leaves answers unread: take no new requests."""
         return self.writer.pressed or self.spilled > 0
+
+    def send(self, message: bytes) -> None:
+        """One MCP message and its newline (a notification past `notice_limit` is dropped)."""
+        if self.spilled > self.notice_limit and message.startswith(NOTIFICATION):
+            if not self.dropped:
+                self.on_drop()
+            self.dropped += 1
+            return
+        self.write(message)
+        self.write(b"\n")
 
     def write(self, data: bytes) -> None:
         if self.spilled or self.writer.pressed:
@@ -265,11 +290,17 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
             asyncio.get_running_loop().call_soon(take_waiting)
         moved[0].set()
 
-    out = Outbox(take_stdout(), on_pressure=pressure)
+    def dropping() -> None:
+        host.stderr(
+            f"protomcp: the client is not reading; over {out.notice_limit >> 20} MiB of answers wait, "
+            "so further notifications (progress, log lines) are dropped until it reads (answers "
+            "are kept; reported once)"
+        )
+
+    out = Outbox(take_stdout(), on_pressure=pressure, on_drop=dropping)
 
     def write(data: bytes, related: bytes | None = None) -> None:
-        out.write(data)
-        out.write(b"\n")
+        out.send(data)
 
     router = host.connect(write)
     session = router.session
