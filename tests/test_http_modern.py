@@ -4,6 +4,7 @@ and error-code rules."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -238,3 +239,38 @@ async def test_listen_with_the_official_client_sees_a_reload(http_host: Any, tmp
             event = await sub.__anext__()
         assert "tool" in type(event).__name__.lower()
         assert {t.name for t in (await client.list_tools()).tools} == {"one", "two"}
+
+
+async def test_a_client_that_disconnects_cancels_its_call(http_host: Any, tmp_path: Path) -> None:
+    """This era has no notifications/cancelled over HTTP: disconnecting cancels (also while the
+    host still waits to send the answer as plain JSON, before any disconnect watcher runs)."""
+    import asyncio
+    from urllib.parse import urlsplit
+
+    import anyio
+
+    host = http_host("run", str(TOOLS / "upstream_tools.py"), env=MODERN)
+    where = urlsplit(host.url)
+    mark = str(tmp_path / "hold")
+    body = rpc(1, "tools/call", {"name": "hold", "arguments": {"path": mark}, "_meta": META})
+    head = "".join(f"{k}: {v}\r\n" for k, v in _headers("tools/call", "hold").items())
+    _, writer = await asyncio.open_connection(where.hostname, where.port)
+    writer.write(
+        f"POST {where.path} HTTP/1.1\r\nhost: {where.netloc}\r\n{head}"
+        f"content-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    await writer.drain()
+    with anyio.fail_after(20):
+        while not Path(mark + ".started").exists():
+            await anyio.sleep(0.01)
+    writer.close()  # the client leaves
+    with anyio.fail_after(20):
+        while not Path(mark + ".cancelled").exists():
+            await anyio.sleep(0.02)
+    async with httpx2.AsyncClient(timeout=30) as client:  # the host serves on
+        call = {"name": "multiply", "arguments": {"a": 6, "b": 7}, "_meta": META}
+        answer = await client.post(
+            host.url, content=rpc(2, "tools/call", call), headers=_headers("tools/call", "multiply")
+        )
+        assert answer.json()["result"]["structuredContent"] == {"result": 42}

@@ -32,6 +32,7 @@ from protomcp_host.protocol.modern import (
 from protomcp_host.protocol.session import SUPPORTED_VERSIONS
 from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond, respond_json
 from protomcp_host.transports.http.event_stream import KEEP_ALIVE
+from protomcp_host.transports.http.timers import Deadline
 from protomcp_host.transports.ports import Connection, Sessions
 
 ERROR_STATUS = {
@@ -182,6 +183,12 @@ def _same(text: str, value: Any) -> bool:
     return text == value
 
 
+# Seconds an answer may take to be sent as plain JSON before the request streams (SSE) and a
+# disconnect watcher starts (disconnecting cancels a request in this era; within this window a
+# disconnect is noticed when the answer is ready).
+QUICK_ANSWER = 0.05
+
+
 class ModernEndpoint:
     """The modern-era POSTs of the MCP endpoint."""
 
@@ -261,13 +268,19 @@ class ModernEndpoint:
         self.connections.add(connection)
         try:
             connection.feed(body)
+            if not outbox:  # most answers come this fast: no disconnect watcher, no stream
+                with Deadline(QUICK_ANSWER):
+                    await arrived.wait()
+            if len(outbox) == 1 and outbox[0].startswith(answer_prefix):
+                await respond_json(send, _status(outbox[0], len(answer_prefix)), outbox[0])
+                return
             streaming = False
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
                 while True:
                     if not outbox:
                         arrived = anyio.Event()
-                        with anyio.move_on_after(self.keepalive):
+                        with Deadline(self.keepalive):
                             await arrived.wait()
                     items, outbox[:] = list(outbox), []
                     final = next((i for i, d in enumerate(items) if d.startswith(answer_prefix)), None)
