@@ -131,6 +131,8 @@ class Execution:
             request.client_capabilities_json = call.capabilities
         if call.answers:
             request.input_answers_json = call.answers
+        if call.trace[0]:
+            request.trace_parent, request.trace_state = call.trace
         self.dispatcher.processes[call.tool.owner].start(pb.Envelope(call_tool=request), leg)  # type: ignore[index]
 
     # -- the channel's Leg (the tool's own call, without middleware) -------------------------

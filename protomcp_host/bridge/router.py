@@ -17,10 +17,12 @@ from typing import Any, Protocol
 import anyio
 
 from protomcp_host.bridge.execution import Dispatcher, Execution
+from protomcp_host.bridge.tracing import RequestSpans
 from protomcp_host.processes.events import Reply
 from protomcp_host.processes.output import LogLimiter
 from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientRequest, Forward, RootsChanged
 from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session, ToolAnswer
+from protomcp_sdk.wire import tracing
 from protomcp_sdk.wire.toollist import ToolListChange
 
 CLIENT_TIMEOUT = 300.0  # seconds a tool waits for the client (a person may have to answer)
@@ -60,9 +62,24 @@ class Router:
         }
         self._asked: dict[Execution, list[ClientRequest]] = {}  # an execution's requests to the client
         self._flush_timer: asyncio.TimerHandle | None = None  # a flush_notifications is due
+        self.spans: RequestSpans | None = None  # OpenTelemetry: this session's request spans
+        if tracing.ON:
+            self._trace(write)
+
+    def _trace(self, write: Writer) -> None:
+        """A span per request, from the line that brings it to the message that answers it."""
+        spans = self.spans = RequestSpans(lambda: self.session.version)
+
+        def traced(data: bytes, related: bytes | None = None) -> None:
+            spans.sent(data)
+            write(data, related)
+
+        self.write = traced
 
     def feed(self, line: bytes) -> None:
         """Handle one line from the client."""
+        if self.spans is not None:
+            self.spans.received(line)
         self.tick()
         for event in self.session.receive(line):
             self._events[type(event)](event)
@@ -104,6 +121,8 @@ class Router:
         self.write(event.data, event.related)
 
     def _start(self, call: Call) -> None:
+        if self.spans is not None:
+            call.trace = self.spans.context_of(call.id)
         if call.task is None and self._idle.is_set():  # a task's call does not hold a drain up
             self._idle = anyio.Event()
         self.dispatcher.execute(call, self)
@@ -262,6 +281,8 @@ class Router:
             if forward.cancel is not None:
                 forward.cancel()
         self.session.features.forwarded.clear()
+        if self.spans is not None:
+            self.spans.close_all("cancelled")
         if self._flush_timer is not None:  # nobody is left to tell
             self._flush_timer.cancel()
             self._flush_timer = None

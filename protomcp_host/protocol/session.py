@@ -59,6 +59,7 @@ class Call:
     answers: str = ""  # 2026-07-28: answers its requests for the client already have (JSON, by key)
     retry: Any = None  # 2026-07-28: (inputResponses, requestState) of a retried request
     task_later: bool = False  # 2026-07-28: becomes a task once its input round trip is done
+    trace: tuple[str, str] = ("", "")  # tracing: the W3C traceparent/tracestate of its request's span
 
 
 @dataclass(slots=True)

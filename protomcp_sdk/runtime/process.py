@@ -39,7 +39,7 @@ from protomcp_sdk.runtime.spool import Spool
 from protomcp_sdk.runtime.threads import SyncWorkers
 from protomcp_sdk.wire import framing as wire
 from protomcp_sdk.wire import protomcp_pb2 as pb
-from protomcp_sdk.wire import readsize
+from protomcp_sdk.wire import readsize, tracing
 from protomcp_sdk.wire.env import CANCEL_GRACE_ENV, EXIT_GRACE_ENV, FD_ENV
 from protomcp_sdk.wire.version import SDK_NAME, SDK_VERSION
 
@@ -68,6 +68,8 @@ class ToolProcess:
         self.decoder = wire.FrameDecoder()
         self.tasks: dict[str, tuple[asyncio.Task[None], Context]] = {}
         self.threads: dict[str, Context] = {}
+        self.spans: dict[str, Any] = {}  # tracing: the spans of calls still running
+        tracing.SERVICE = "protomcp-tools"  # the service.name of its spans (unless OTEL_* names one)
         self.stuck: dict[str, str] = {}  # request id -> tool: cancelled, thread not back after a grace period
         self.on_call_end: Callable[[], None] | None = None  # set while exiting: waits for running calls
         # Async resource reads, prompts, completions (by request id: cancellable) and roots hooks.
@@ -91,6 +93,8 @@ class ToolProcess:
 
     def send_result(self, request_id: str, response: pb.CallToolResponse, content: bytes) -> None:
         """A call's answer (see send_payload)."""
+        if self.spans:
+            self._end_span(request_id, "tool_error" if response.is_error else "")
 
         def answer(inline: str) -> pb.Envelope:
             response.result_json = inline  # before the Envelope copies the response
@@ -364,6 +368,8 @@ class ToolProcess:
         )
         context = contextvars.copy_context()  # logging records made by the call carry its id
         context.run(logs.CURRENT_CALL.set, request_id)
+        if tracing.ON:
+            self._trace(request_id, request, context)
         if spec.is_async:
             coro = self.run_async(request_id, spec, request.arguments_json, ctx)
             task = self.loop.create_task(coro, context=context)
@@ -373,6 +379,22 @@ class ToolProcess:
             self.workers.submit(
                 spec.name, context.run, self.run_sync, request_id, spec, request.arguments_json, ctx
             )
+
+    def _trace(self, request_id: str, request: pb.CallToolRequest, context: contextvars.Context) -> None:
+        """The call's span, a child of the host's (through the Envelope's trace context); the
+        tool's own spans nest under it."""
+        attributes = {"mcp.method.name": "tools/call", "gen_ai.tool.name": request.name,
+                      "gen_ai.operation.name": "execute_tool"}  # fmt: skip
+        span = tracing.start(
+            f"tools/call {request.name}", request.trace_parent, request.trace_state, attributes, server=False
+        )
+        self.spans[request_id] = span
+        context.run(tracing.attach, span)
+
+    def _end_span(self, request_id: str, error: str) -> None:
+        span = self.spans.pop(request_id, None)
+        if span is not None:
+            tracing.end(span, error)
 
     def cancel_call(self, request_id: str) -> None:
         ctx = self.threads.get(request_id)
@@ -416,6 +438,8 @@ class ToolProcess:
             self.send_result(request_id, response, content)
         finally:
             self.tasks.pop(request_id, None)
+            if self.spans:  # no answer was sent: cancelled
+                self._end_span(request_id, "cancelled")
             if self.on_call_end is not None:
                 self.on_call_end()
 
@@ -431,6 +455,8 @@ class ToolProcess:
         finally:
             self.threads.pop(request_id, None)
             self.stuck.pop(request_id, None)
+            if self.spans:  # no answer was sent: cancelled
+                self._end_span(request_id, "cancelled")
             if self.on_call_end is not None:
                 self.on_call_end()
 

@@ -1,0 +1,139 @@
+"""OpenTelemetry tracing for the host and its tool processes, off unless configured.
+
+It is on when the OpenTelemetry SDK is installed (``pip install 'protomcp-tools[otel]'``) and
+the standard environment asks for traces: ``OTEL_TRACES_EXPORTER`` names exporters (``otlp``,
+``console``), or ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is
+set; ``OTEL_SDK_DISABLED=true`` or ``OTEL_TRACES_EXPORTER=none`` turn it off. Everything else
+(endpoint, headers, ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_BSP_*`` batching)
+is read by the SDK itself. When it is off, nothing here imports ``opentelemetry``: callers test
+``ON`` (one attribute read) and skip the rest.
+
+Spans follow the OpenTelemetry MCP conventions: the host's ``{mcp.method.name} {target}`` span
+(kind SERVER) per client request, under the ``traceparent``/``tracestate`` of the request's
+``params._meta`` when it has one; the tool process's ``tools/call {tool}`` span is its child,
+linked by the W3C trace context the host puts in the call's Envelope. Console output goes to
+stderr: on stdio, stdout is the MCP stream.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib.util import find_spec
+from typing import Any
+
+__all__ = ["ON", "attach", "detach", "end", "start", "traceparent"]
+
+
+def _configured(env: os._Environ[str] | dict[str, str] = os.environ) -> bool:
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    exporters = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporters == "none":
+        return False
+    if not exporters and not (
+        env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    ):
+        return False
+    return find_spec("opentelemetry") is not None and find_spec("opentelemetry.sdk") is not None
+
+
+ON = _configured()
+SERVICE = "protomcp"  # the default service.name (tool processes set their own before the first span)
+
+_tracer: Any = None
+
+
+def _setup() -> Any:
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+    env = os.environ
+    named = "OTEL_SERVICE_NAME" in env or "service.name=" in env.get("OTEL_RESOURCE_ATTRIBUTES", "")
+    provider = TracerProvider(resource=Resource.create({} if named else {"service.name": SERVICE}))
+    for name in (env.get("OTEL_TRACES_EXPORTER") or "otlp").lower().split(","):
+        name = name.strip()
+        if name == "console":
+            provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+        elif name == "otlp":
+            provider.add_span_processor(BatchSpanProcessor(_otlp_exporter()))
+        elif name:
+            print(
+                f"protomcp: OTEL_TRACES_EXPORTER: unknown exporter {name!r} (otlp, console)", file=sys.stderr
+            )
+    trace.set_tracer_provider(provider)  # the tool's own spans join the same traces
+    return trace.get_tracer("protomcp")
+
+
+def _otlp_exporter() -> Any:
+    protocol = (
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    )
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    else:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # type: ignore[assignment]
+    return OTLPSpanExporter()
+
+
+def start(name: str, parent: str, state: str, attributes: dict[str, Any], server: bool = True) -> Any:
+    """Start a span under the W3C trace context `parent` (and `state`), if any."""
+    global _tracer
+    if _tracer is None:
+        _tracer = _setup()
+    from opentelemetry.trace import SpanKind
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    carrier = {"traceparent": parent, "tracestate": state} if parent else {}
+    context = TraceContextTextMapPropagator().extract(carrier)
+    kind = SpanKind.SERVER if server else SpanKind.INTERNAL
+    return _tracer.start_span(name, context=context, kind=kind, attributes=attributes)
+
+
+def traceparent(span: Any) -> tuple[str, str]:
+    """The W3C trace context (traceparent, tracestate) that makes a span the parent."""
+    from opentelemetry.trace import set_span_in_context
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier, set_span_in_context(span))
+    return carrier.get("traceparent", ""), carrier.get("tracestate", "")
+
+
+def attach(span: Any) -> Any:
+    """Make `span` the current one (a token for detach)."""
+    from opentelemetry import context
+    from opentelemetry.trace import set_span_in_context
+
+    return context.attach(set_span_in_context(span))
+
+
+def detach(token: Any) -> None:
+    from opentelemetry import context
+
+    context.detach(token)
+
+
+def end(span: Any, error: str = "") -> None:
+    """End a span; `error` (an error.type such as "tool_error" or a JSON-RPC code) marks it failed."""
+    if error:
+        from opentelemetry.trace import Status, StatusCode
+
+        span.set_attribute("error.type", error)
+        span.set_status(Status(StatusCode.ERROR))
+    span.end()
+
+
+def flush(timeout_ms: int = 5000) -> None:
+    """Export what is pending (a process about to exit)."""
+    if _tracer is not None:
+        from opentelemetry import trace
+
+        provider = trace.get_tracer_provider()
+        force = getattr(provider, "force_flush", None)
+        if force is not None:
+            force(timeout_ms)
