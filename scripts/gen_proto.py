@@ -1,41 +1,68 @@
-"""Regenerate protomcp_sdk/wire/protomcp_pb2.py from proto/protomcp.proto.
+"""Regenerate the protobuf modules in protomcp_sdk/wire/ from proto/.
 
 Usage: python scripts/gen_proto.py [--check]
---check exits 1 when the committed module differs from a fresh generation.
-Needs grpcio-tools (in the [dev] extra).
+--check exits 1 when a committed module differs from a fresh generation.
+Needs grpcio-tools (in the [test] extra).
+
+  proto/protomcp.proto          -> protomcp_pb2.py   host <-> tool process Envelope frames
+  proto/proto_mcp.proto         -> proto_mcp_pb2.py  proto-mcp (seed 000), client <-> host
+  protomcp_sdk/wire/options.proto (as protomcp/options.proto)
+                                -> options_pb2.py    options on messages derived from JSON Schema
+                                   (kept in the package: `protomcp proto-schema --out` writes it)
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PROTO = ROOT / "proto" / "protomcp.proto"
-TARGET = ROOT / "protomcp_sdk" / "wire" / "protomcp_pb2.py"
+SOURCES = ROOT / "proto"
+WIRE = ROOT / "protomcp_sdk" / "wire"
+MODULES = {
+    "protomcp.proto": "protomcp_pb2.py",
+    "proto_mcp.proto": "proto_mcp_pb2.py",
+    "protomcp/options.proto": "options_pb2.py",
+}
 
 
-def generate() -> str:
+def generate(source: str) -> str:
+    from importlib.resources import files
+
     from grpc_tools import protoc
 
-    with tempfile.TemporaryDirectory() as out:
-        code = protoc.main(["protoc", f"-I{PROTO.parent}", f"--python_out={out}", str(PROTO)])
-        if code != 0:
-            raise SystemExit(f"protoc failed with exit code {code}")
-        return (Path(out) / "protomcp_pb2.py").read_text()
+    well_known = str(files("grpc_tools") / "_proto")
+    with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory() as packaged:
+        (Path(packaged) / "protomcp").mkdir()
+        shutil.copy(WIRE / "options.proto", Path(packaged) / "protomcp" / "options.proto")
+        found = SOURCES if (SOURCES / source).exists() else Path(packaged)
+        args = [
+            "protoc",
+            f"-I{found}",
+            f"-I{packaged}",
+            f"-I{well_known}",
+            f"--python_out={out}",
+            str(found / source),
+        ]
+        if protoc.main(args) != 0:
+            raise SystemExit(f"protoc failed on {source}")
+        return (Path(out) / source.replace(".proto", "_pb2.py")).read_text()
 
 
 def main() -> int:
-    fresh = generate()
-    if "--check" in sys.argv:
-        if TARGET.read_text() != fresh:
-            print(f"{TARGET} is stale: run python scripts/gen_proto.py", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(fresh)
-    print(f"wrote {TARGET}")
-    return 0
+    stale = False
+    for source, module in MODULES.items():
+        fresh, target = generate(source), WIRE / module
+        if "--check" in sys.argv:
+            if not target.exists() or target.read_text() != fresh:
+                print(f"{target} is stale: run python scripts/gen_proto.py", file=sys.stderr)
+                stale = True
+            continue
+        target.write_text(fresh)
+        print(f"wrote {target}")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -121,9 +121,11 @@ def test_check_fails_on_a_stale_module(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     gen_proto = _load_gen_proto()
+    for module in gen_proto.MODULES.values():
+        (tmp_path / module).write_text((ROOT / "protomcp_sdk" / "wire" / module).read_text())
     stale = tmp_path / "protomcp_pb2.py"
-    stale.write_text((ROOT / "protomcp_sdk" / "wire" / "protomcp_pb2.py").read_text() + "# edited by hand\n")
-    monkeypatch.setattr(gen_proto, "TARGET", stale)
+    stale.write_text(stale.read_text() + "# edited by hand\n")
+    monkeypatch.setattr(gen_proto, "WIRE", tmp_path)
     monkeypatch.setattr(sys, "argv", ["gen_proto.py", "--check"])
     assert gen_proto.main() == 1
     assert "is stale" in capsys.readouterr().err

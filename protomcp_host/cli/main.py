@@ -815,6 +815,54 @@ def inspect_command(
     sys.exit(0 if report["ok"] else 1)
 
 
+@main.command(name="proto-schema")
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@_source_options
+@click.option(
+    "--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Write DIR/protomcp/tools/<tool>.proto (and protomcp/options.proto) instead of printing.",
+)  # fmt: skip
+@PYTHON
+def proto_schema_command(
+    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], out: Path | None, python: str
+) -> None:
+    """Print each tool's JSON Schema as a .proto file: <Tool>Request from its input schema,
+    <Tool>Response from its output schema (the messages proto-mcp clients see).
+
+    Constraints, descriptions and defaults that protobuf types cannot say travel in the
+    (protomcp.field_schema) option, so the schema converts back unchanged. The files compile
+    with protoc beside protomcp/options.proto (written by --out). Exits with status 1 when a
+    file fails to load.
+    """
+    from protomcp_host.cli.inspection import inspect_files
+    from protomcp_host.processes.launch import StartupError, tool_files
+    from protomcp_sdk.wire import options_pb2, protoschema
+
+    try:
+        found = tool_files(_sources(files, modules, plugins, python))
+    except StartupError as exc:
+        raise click.ClickException(str(exc)) from None
+    report = inspect_files(found, python)
+    for entry in report["files"]:
+        if not entry["ok"]:
+            click.echo(f"protomcp: {entry['label']} failed to load:\n{entry.get('error', '')}", err=True)
+        for tool in entry["tools"]:
+            file = protoschema.tool_messages(tool["name"], tool["inputSchema"], tool.get("outputSchema"))
+            text = protoschema.proto_source(file)
+            if out is None:
+                click.echo(f"// ---- {file.name} (tool {tool['name']} of {entry['label']})\n{text}")
+                continue
+            target = out / file.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            click.echo(f"wrote {target}")
+    if out is not None:
+        options = out / options_pb2.DESCRIPTOR.name
+        options.parent.mkdir(parents=True, exist_ok=True)
+        options.write_text((Path(options_pb2.__file__).parent / "options.proto").read_text(encoding="utf-8"))
+    sys.exit(0 if all(entry["ok"] for entry in report["files"]) else 1)
+
+
 def _sources(
     files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], python: str
 ) -> list[Path]:

@@ -1,0 +1,599 @@
+"""A tool's JSON Schema as protobuf messages, and arguments between JSON and protobuf.
+
+`tool_messages` turns a tool's inputSchema (and outputSchema) into one .proto file:
+``<Camel>Request`` (and ``<Camel>Response``) in package ``protomcp.tools``, nested messages for
+objects and ``$defs``. Types: string → string, integer → int64, number → double, boolean →
+bool, an array → repeated (an array of arrays, or of mixed items → ``google.protobuf.Value``),
+an object with properties → a message, with only ``additionalProperties`` → a map (or
+``google.protobuf.Struct``), anything else (``anyOf`` of several types, no type) →
+``google.protobuf.Value``. A scalar that is not required, or may be null, is ``optional``
+(proto3 presence), so absent stays absent. What the protobuf type cannot say — constraints
+(minimum, maxLength, pattern, enum...), description, title, default, format — travels as the
+``(protomcp.field_schema)`` / ``(protomcp.message_schema)`` option (proto/protomcp/options.proto),
+so `schema_from_message` gives the original schema back.
+
+`json_to_message` / `message_to_json` move one argument object (or structured result) between
+the two, exactly for every shape above; a JSON null becomes an absent field. Imports protobuf
+and the standard library only (host and tool processes both use it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+import orjson
+from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2
+from google.protobuf.json_format import MessageToDict, ParseDict
+from google.protobuf.message import Message
+from google.protobuf.message_factory import GetMessageClass
+
+from protomcp_sdk.wire import options_pb2
+
+PACKAGE = "protomcp.tools"
+STRUCT_FILE = struct_pb2.DESCRIPTOR.name  # google/protobuf/struct.proto
+OPTIONS_FILE = options_pb2.DESCRIPTOR.name  # protomcp/options.proto
+F = descriptor_pb2.FieldDescriptorProto
+SCALARS = {"string": F.TYPE_STRING, "integer": F.TYPE_INT64, "number": F.TYPE_DOUBLE, "boolean": F.TYPE_BOOL}
+SCALAR_NAMES = {
+    F.TYPE_STRING: "string",
+    F.TYPE_INT64: "integer",
+    F.TYPE_DOUBLE: "number",
+    F.TYPE_BOOL: "boolean",
+}
+VALUE, STRUCT = ".google.protobuf.Value", ".google.protobuf.Struct"
+# keywords the protobuf structure itself says (everything else goes in the option)
+STRUCTURAL = frozenset({"type", "properties", "required", "items", "additionalProperties", "$ref", "$defs"})
+# marks in the options (taken out again by schema_from_message)
+NULLABLE = "x-protomcp-nullable"  # the field was anyOf [X, {"type": "null"}]
+WHOLE = "x-protomcp-whole"  # a google.protobuf.Value field: the option is its whole schema
+ITEMS = "x-protomcp-items"  # keywords of an array's items (or a map's values) beside their type
+DEF = "x-protomcp-def"  # a message made from $defs[key]
+VALUE_DEFS = "x-protomcp-defs"  # $defs that are not objects (enums...): kept as they are
+REF = "x-protomcp-ref"  # the field was a $ref to one of those
+IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+class SchemaError(ValueError):
+    """A schema that cannot be read as a tool's object schema."""
+
+
+def camel(name: str) -> str:
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", name) if w]
+    text = "".join(w[:1].upper() + w[1:] for w in words) or "Tool"
+    return text if text[0].isalpha() else "T" + text
+
+
+def _field_name(key: str, taken: set[str]) -> str:
+    name = re.sub(r"[^A-Za-z0-9_]", "_", key)
+    if not IDENTIFIER.fullmatch(name):
+        name = "f_" + name
+    base, n = name, 2
+    while name.lower() in taken:  # protobuf field names must differ ignoring case in JSON
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name.lower())
+    return name
+
+
+class _Builder:
+    """Builds one top-level message (and its nested ones) from an object schema."""
+
+    def __init__(self, top: descriptor_pb2.DescriptorProto, full_name: str, defs: dict[str, Any]) -> None:
+        self.top, self.full_name, self.defs = top, full_name, defs
+        self.def_names: dict[str, str] = {}  # $defs key -> nested message full name
+        self.needs_struct = False
+
+    def build(self, schema: dict[str, Any]) -> None:
+        objects = {k: _schema_dict(v, k) for k, v in self.defs.items() if _is_object(_schema_dict(v, k))}
+        self.value_defs = {k: v for k, v in self.defs.items() if k not in objects}
+        for key in objects:  # names first: $defs may refer to each other (and to themselves)
+            name = _unique("Def" + camel(key), {n.rsplit(".", 1)[1] for n in self.def_names.values()})
+            self.def_names[key] = f"{self.full_name}.{name}"
+        for key, definition in objects.items():
+            nested = self.top.nested_type.add(name=self.def_names[key].rsplit(".", 1)[1])
+            self._object(nested, self.def_names[key], definition, {DEF: key})
+        self._object(
+            self.top, self.full_name, schema, {VALUE_DEFS: self.value_defs} if self.value_defs else {}
+        )
+
+    def _object(
+        self,
+        message: descriptor_pb2.DescriptorProto,
+        full: str,
+        schema: dict[str, Any],
+        marks: dict[str, Any],
+    ) -> None:
+        extras = {**_extras(schema), **marks}
+        for key in ("required", "additionalProperties"):
+            if key in schema:
+                extras[key] = schema[key]
+        message.options.Extensions[options_pb2.message_schema] = _dumps(extras)
+        taken: set[str] = set()
+        for number, (key, sub) in enumerate((schema.get("properties") or {}).items(), start=1):
+            field = message.field.add(name=_field_name(key, taken), number=number, json_name=key)
+            self._field(message, full, field, _schema_dict(sub, key))
+
+    def _field(
+        self,
+        message: descriptor_pb2.DescriptorProto,
+        full: str,
+        field: descriptor_pb2.FieldDescriptorProto,
+        schema: dict[str, Any],
+    ) -> None:
+        inner, nullable = _unwrap_nullable(schema)
+        extras = _extras(schema)
+        if nullable:
+            extras.pop("anyOf")
+            extras[NULLABLE] = True
+        field.label = F.LABEL_OPTIONAL
+        kind = self._kind(message, full, field, inner, extras)
+        if kind == "any":  # google.protobuf.Value / Struct: the whole schema is the option
+            extras = {**schema, WHOLE: True}
+        elif kind == "repeated":
+            field.label = F.LABEL_REPEATED
+        elif kind == "scalar":  # presence, so an absent argument stays absent
+            field.proto3_optional = True
+            field.oneof_index = len(message.oneof_decl)
+            message.oneof_decl.add(name=f"_{field.name}")
+        if extras:
+            field.options.Extensions[options_pb2.field_schema] = _dumps(extras)
+
+    def _kind(
+        self,
+        message: descriptor_pb2.DescriptorProto,
+        full: str,
+        field: descriptor_pb2.FieldDescriptorProto,
+        schema: dict[str, Any],
+        extras: dict[str, Any],
+    ) -> str:
+        """Set the field's type from `schema`: "scalar", "message", "repeated" or "any"."""
+        ref, kind = schema.get("$ref"), schema.get("type")
+        if isinstance(ref, str) and not set(schema) & (STRUCTURAL - {"$ref"}) and not _combines(schema):
+            key = ref.removeprefix("#/$defs/")
+            if key in self.value_defs and ref.startswith("#/$defs/"):
+                extras[REF] = ref
+                return self._kind(message, full, field, _schema_dict(self.value_defs[key], key), extras)
+            if not ref.startswith("#/$defs/") or key not in self.def_names:
+                raise SchemaError(f"{field.json_name}: unresolvable reference {ref!r}")
+            field.type, field.type_name = F.TYPE_MESSAGE, "." + self.def_names[key]
+            return "message"
+        if isinstance(kind, str) and kind in SCALARS and not _has_structure(schema):
+            field.type = SCALARS[kind]
+            return "scalar"
+        if kind == "array" and isinstance(schema.get("items"), dict) and not _combines(schema):
+            items = schema["items"]
+            marks: dict[str, Any] = {}
+            plain = "$ref" in items or (items.get("type") in SCALARS and not _has_structure(items))
+            plain = plain or (items.get("type") == "object" and isinstance(items.get("properties"), dict))
+            if plain and self._kind(message, full, field, items, marks) in ("scalar", "message"):
+                if _extras(items) or marks:
+                    extras[ITEMS] = {**_extras(items), **marks}
+                return "repeated"
+            return self._any(field)
+        if kind == "object" and isinstance(schema.get("properties"), dict) and not _combines(schema):
+            name = _unique(camel(field.json_name), {m.name for m in message.nested_type})
+            nested = message.nested_type.add(name=name)
+            self._object(nested, f"{full}.{name}", schema, {})
+            field.type, field.type_name = F.TYPE_MESSAGE, f".{full}.{name}"
+            return "message"
+        values = schema.get("additionalProperties")
+        if (
+            kind == "object"
+            and set(schema) & STRUCTURAL == {"type", "additionalProperties"}
+            and (isinstance(values, dict) and values.get("type") in SCALARS and not _has_structure(values))
+        ):
+            name = _unique(camel(field.json_name) + "Entry", {m.name for m in message.nested_type})
+            entry = message.nested_type.add(name=name)
+            entry.options.map_entry = True
+            entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL, json_name="key")
+            entry.field.add(
+                name="value",
+                number=2,
+                type=SCALARS[values["type"]],
+                label=F.LABEL_OPTIONAL,
+                json_name="value",
+            )
+            if _extras(values):
+                extras[ITEMS] = _extras(values)
+            field.type, field.type_name = F.TYPE_MESSAGE, f".{full}.{name}"
+            return "repeated"
+        return self._any(field)
+
+    def _any(self, field: descriptor_pb2.FieldDescriptorProto) -> str:
+        """Any JSON value: what protobuf types cannot express exactly."""
+        self.needs_struct = True
+        field.type, field.type_name = F.TYPE_MESSAGE, VALUE
+        return "any"
+
+
+def _is_object(schema: dict[str, Any]) -> bool:
+    return (
+        schema.get("type") == "object"
+        and isinstance(schema.get("properties"), dict)
+        and not _combines(schema)
+    )
+
+
+def _unique(wanted: str, taken: set[str]) -> str:
+    name, n = wanted, 2
+    while name in taken:
+        name, n = f"{wanted}{n}", n + 1
+    return name
+
+
+def _combines(schema: dict[str, Any]) -> bool:
+    return any(
+        k in schema for k in ("anyOf", "oneOf", "allOf", "not", "if", "patternProperties", "prefixItems")
+    )
+
+
+def _schema_dict(value: Any, where: str) -> dict[str, Any]:
+    if value is True:
+        return {}
+    if not isinstance(value, dict):
+        raise SchemaError(f"{where}: a schema must be an object, not {value!r}")
+    return value
+
+
+def _extras(schema: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in schema.items() if k not in STRUCTURAL}
+
+
+def _has_structure(schema: dict[str, Any]) -> bool:
+    return bool(set(schema) & (STRUCTURAL - {"type"})) or _combines(schema)
+
+
+def _unwrap_nullable(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """anyOf [X, {"type": "null"}] → (X, True)."""
+    options = schema.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        other = options[0] if options[1] == {"type": "null"} else options[1]
+        if isinstance(other, dict):
+            return other, True
+    return schema, False
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def tool_messages(
+    tool_name: str,
+    input_schema: dict[str, Any],
+    output_schema: dict[str, Any] | None = None,
+    package: str = PACKAGE,
+) -> descriptor_pb2.FileDescriptorProto:
+    """One .proto file for a tool: ``<Camel>Request`` from `input_schema`, and
+    ``<Camel>Response`` from `output_schema` when there is one."""
+    file = descriptor_pb2.FileDescriptorProto(
+        name=f"{package.replace('.', '/')}/{tool_name}.proto", package=package, syntax="proto3"
+    )
+    needs_struct = False
+    for suffix, schema in (("Request", input_schema), ("Response", output_schema)):
+        if schema is None:
+            continue
+        schema = _schema_dict(schema, f"{tool_name} {suffix.lower()} schema")
+        top = file.message_type.add(name=camel(tool_name) + suffix)
+        builder = _Builder(top, f"{package}.{top.name}", dict(schema.get("$defs") or {}))
+        builder.build(schema)
+        needs_struct |= builder.needs_struct
+    if needs_struct:
+        file.dependency.append(STRUCT_FILE)
+    file.dependency.append(OPTIONS_FILE)
+    return file
+
+
+def message_names(file: descriptor_pb2.FileDescriptorProto) -> tuple[str, str]:
+    """The full names of a tool file's request and (or "") response messages."""
+    names = [f"{file.package}.{m.name}" for m in file.message_type]
+    return names[0], (names[1] if len(names) > 1 else "")
+
+
+def descriptor_set(files: Iterable[descriptor_pb2.FileDescriptorProto]) -> descriptor_pb2.FileDescriptorSet:
+    """The files with every file they depend on, dependencies first."""
+    out = descriptor_pb2.FileDescriptorSet()
+    seen: set[str] = set()
+
+    def add_known(name: str) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        known = _well_known(name)
+        for dependency in known.dependencies:
+            add_known(dependency.name)
+        known.CopyToProto(out.file.add())
+
+    for file in files:
+        for dependency in file.dependency:
+            add_known(dependency)
+        if file.name not in seen:
+            seen.add(file.name)
+            out.file.add().CopyFrom(file)
+    return out
+
+
+def _well_known(name: str) -> Any:
+    from google.protobuf import any_pb2
+
+    known = {
+        STRUCT_FILE: struct_pb2,
+        OPTIONS_FILE: options_pb2,
+        any_pb2.DESCRIPTOR.name: any_pb2,
+        descriptor_pb2.DESCRIPTOR.name: descriptor_pb2,
+    }
+    module = known.get(name)
+    if module is None:
+        raise SchemaError(f"unknown dependency {name!r}")
+    return module.DESCRIPTOR
+
+
+def message_class(fds: descriptor_pb2.FileDescriptorSet, full_name: str) -> type[Message]:
+    """The message class `full_name` of a descriptor set (one pool per set: never clashes)."""
+    return _pool(fds.SerializeToString(deterministic=True)).get(full_name)
+
+
+@lru_cache(maxsize=256)
+def _pool(serialized: bytes) -> _Classes:
+    return _Classes(descriptor_pb2.FileDescriptorSet.FromString(serialized))
+
+
+class _Classes:
+    def __init__(self, fds: descriptor_pb2.FileDescriptorSet) -> None:
+        self.pool = descriptor_pool.DescriptorPool()
+        for file in fds.file:
+            self.pool.Add(file)
+        self.classes: dict[str, type[Message]] = {}
+
+    def get(self, full_name: str) -> type[Message]:
+        cls = self.classes.get(full_name)
+        if cls is None:
+            try:
+                descriptor = self.pool.FindMessageTypeByName(full_name)
+            except KeyError:
+                raise SchemaError(f"no message {full_name!r} in the descriptor set") from None
+            cls = self.classes[full_name] = GetMessageClass(descriptor)
+        return cls
+
+
+# -- .proto text ----------------------------------------------------------------------------
+
+PROTO_TYPES = {F.TYPE_STRING: "string", F.TYPE_INT64: "int64", F.TYPE_DOUBLE: "double", F.TYPE_BOOL: "bool"}
+
+
+def proto_source(file: descriptor_pb2.FileDescriptorProto) -> str:
+    """A tool's messages as .proto text (protoc compiles it beside protomcp/options.proto)."""
+    lines = ["// Generated by protomcp from the tool's JSON Schema.", 'syntax = "proto3";', ""]
+    lines += [f"package {file.package};", ""]
+    lines += [f'import "{dependency}";' for dependency in file.dependency]
+    for message in file.message_type:
+        lines.append("")
+        _render_message(message, lines, "")
+    return "\n".join(lines) + "\n"
+
+
+def _render_message(message: descriptor_pb2.DescriptorProto, lines: list[str], indent: str) -> None:
+    options = message.options.Extensions[options_pb2.message_schema]
+    description = orjson.loads(options).get("description") if options else None
+    _comment(description, lines, indent)
+    lines.append(f"{indent}message {message.name} {{")
+    inner = indent + "  "
+    if options:
+        lines.append(f"{inner}option (protomcp.message_schema) = {_literal(options)};")
+    entries = {n.name: n for n in message.nested_type if n.options.map_entry}
+    for field in message.field:
+        schema = field.options.Extensions[options_pb2.field_schema]
+        extras = orjson.loads(schema) if schema else {}
+        _comment(extras.get("description") if isinstance(extras, dict) else None, lines, inner)
+        entry = entries.get(field.type_name.rsplit(".", 1)[-1]) if field.type == F.TYPE_MESSAGE else None
+        if entry is not None:
+            kind = f"map<string, {PROTO_TYPES[entry.field[1].type]}>"
+        else:
+            kind = PROTO_TYPES.get(field.type) or field.type_name
+            label = (
+                "repeated "
+                if field.label == F.LABEL_REPEATED
+                else ("optional " if field.proto3_optional else "")
+            )
+            kind = label + kind
+        options_text = (
+            []
+            if field.json_name == _default_json_name(field.name)
+            else [f"json_name = {_literal(field.json_name)}"]
+        )
+        if schema:
+            options_text.append(f"(protomcp.field_schema) = {_literal(schema)}")
+        suffix = f" [{', '.join(options_text)}]" if options_text else ""
+        lines.append(f"{inner}{kind} {field.name} = {field.number}{suffix};")
+    for nested in message.nested_type:
+        if not nested.options.map_entry:
+            _render_message(nested, lines, inner)
+    lines.append(f"{indent}}}")
+
+
+def _comment(text: Any, lines: list[str], indent: str) -> None:
+    if isinstance(text, str) and text.strip():
+        lines += [f"{indent}// {line}".rstrip() for line in text.strip().splitlines()]
+
+
+def _literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _default_json_name(name: str) -> str:
+    """protoc's json_name for a field name (lowerCamelCase)."""
+    parts = name.split("_")
+    return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
+
+
+# -- values --------------------------------------------------------------------------------
+
+
+def json_to_message(data: dict[str, Any], cls: type[Message]) -> Message:
+    """An argument object (or structured result) as a message of `cls`. Raises ValueError."""
+    message = cls()
+    _fill(message, data, "")
+    return message
+
+
+def _fill(message: Message, data: Any, where: str) -> None:
+    descriptor = message.DESCRIPTOR
+    if descriptor.full_name in (STRUCT[1:], VALUE[1:]):
+        ParseDict(data, message)
+        return
+    if not isinstance(data, dict):
+        raise ValueError(f"{where or 'arguments'}: expected an object, got {_kind_of(data)}")
+    by_json = {field.json_name: field for field in descriptor.fields}
+    for key, value in data.items():
+        field = by_json.get(key)
+        at = f"{where}.{key}" if where else key
+        if field is None:
+            raise ValueError(f"{at}: no such field in {descriptor.name}")
+        if value is None and (field.message_type is None or field.message_type.full_name != VALUE[1:]):
+            continue  # null: absent
+        _set(message, field, value, at)
+
+
+def _set(message: Message, field: Any, value: Any, at: str) -> None:
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
+        if not isinstance(value, dict):
+            raise ValueError(f"{at}: expected an object, got {_kind_of(value)}")
+        target = getattr(message, field.name)
+        value_field = field.message_type.fields_by_name["value"]
+        for key, item in value.items():
+            target[key] = _scalar(value_field, item, f"{at}.{key}")
+        return
+    if field.is_repeated:
+        if not isinstance(value, list):
+            raise ValueError(f"{at}: expected an array, got {_kind_of(value)}")
+        target = getattr(message, field.name)
+        for i, item in enumerate(value):
+            if field.message_type is None:
+                target.append(_scalar(field, item, f"{at}[{i}]"))
+            else:
+                _fill(target.add(), item, f"{at}[{i}]")
+        return
+    if field.message_type is not None:
+        target = getattr(message, field.name)
+        _fill(target, value, at)
+        target.SetInParent()  # present even when empty ({})
+        return
+    setattr(message, field.name, _scalar(field, value, at))
+
+
+def _scalar(field: Any, value: Any, at: str) -> Any:
+    kind = SCALAR_NAMES.get(field.type)
+    ok = {
+        "string": isinstance(value, str),
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+        "boolean": isinstance(value, bool),
+    }.get(kind or "", False)
+    if not ok:
+        raise ValueError(f"{at}: expected {kind}, got {_kind_of(value)}")
+    if kind == "integer" and not -(2**63) <= value < 2**63:
+        raise ValueError(f"{at}: {value} does not fit in 64 bits")
+    return value
+
+
+def _kind_of(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def message_to_json(message: Message) -> dict[str, Any]:
+    """A message back as the JSON object it stands for (absent fields left out)."""
+    return _read(message)
+
+
+def _read(message: Message) -> Any:
+    if message.DESCRIPTOR.full_name in (STRUCT[1:], VALUE[1:]):
+        return MessageToDict(message)
+    out: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        value = getattr(message, field.name)
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            if value:
+                out[field.json_name] = dict(value)  # scalar values only (see _kind)
+        elif field.is_repeated:
+            if value:
+                out[field.json_name] = [v if field.message_type is None else _read(v) for v in value]
+        elif field.message_type is not None:
+            if message.HasField(field.name):
+                out[field.json_name] = _read(value)
+        elif field.has_presence:
+            if message.HasField(field.name):
+                out[field.json_name] = value
+        else:
+            out[field.json_name] = value
+    return out
+
+
+# -- back to JSON Schema ---------------------------------------------------------------------
+
+
+def schema_from_message(descriptor: Any) -> dict[str, Any]:
+    """The JSON Schema a message stands for (the original one, for a message made here)."""
+    defs: dict[str, Any] = {}
+    schema = _message_schema(descriptor, defs)
+    defs.update(schema.pop(VALUE_DEFS, {}))
+    for nested in descriptor.nested_types:
+        key = _option(nested.GetOptions(), options_pb2.message_schema).get(DEF)
+        if key is not None:
+            defs[key] = _message_schema(nested, defs)
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+def _message_schema(descriptor: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    extras = _option(descriptor.GetOptions(), options_pb2.message_schema)
+    extras.pop(DEF, None)
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    for field in descriptor.fields:
+        schema["properties"][field.json_name] = _field_schema(field, defs)
+    if not descriptor.fields and "additionalProperties" in extras and "properties" not in extras:
+        del schema["properties"]
+    schema.update(extras)
+    return schema
+
+
+def _field_schema(field: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    extras = _option(field.GetOptions(), options_pb2.field_schema)
+    if extras.pop(WHOLE, False):
+        return extras
+    nullable = extras.pop(NULLABLE, False)
+    items = extras.pop(ITEMS, {})
+    item_ref = items.pop(REF, None)
+    ref = extras.pop(REF, None)
+    if ref is not None:  # a $ref to a $defs entry that is not an object
+        inner: dict[str, Any] = {"$ref": ref}
+        schema = {"anyOf": [inner, {"type": "null"}]} if nullable else inner
+        return {**schema, **extras}
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
+        value = field.message_type.fields_by_name["value"]
+        inner = {"type": "object", "additionalProperties": {**_type_schema(value, defs), **items}}
+    elif field.is_repeated:
+        item = {"$ref": item_ref} if item_ref else _type_schema(field, defs)
+        inner = {"type": "array", "items": {**item, **items}}
+    else:
+        inner = _type_schema(field, defs)
+    schema = {"anyOf": [inner, {"type": "null"}]} if nullable else inner
+    schema.update(extras)
+    return schema
+
+
+def _type_schema(field: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    if field.message_type is None:
+        return {"type": SCALAR_NAMES[field.type]}
+    key = _option(field.message_type.GetOptions(), options_pb2.message_schema).get(DEF)
+    if key is not None:
+        return {"$ref": f"#/$defs/{key}"}
+    return _message_schema(field.message_type, defs)
+
+
+def _option(options: Any, extension: Any) -> dict[str, Any]:
+    text = options.Extensions[extension]
+    return dict(orjson.loads(text)) if text else {}
