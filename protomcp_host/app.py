@@ -37,6 +37,7 @@ from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
 from protomcp_host.protocol.discovery import Discovery
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession
+from protomcp_host.protocol.protomcp import Descriptors, SchemaRegistry
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
@@ -91,6 +92,7 @@ class Host:
         processes: int = 1,
         store: Store | None = None,
         discovery: str = "full",
+        schema_registry: Path | None = None,
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -102,6 +104,9 @@ class Host:
             raise ValueError(f"discovery must be 'full' or 'search', not {discovery!r}")
         # --discovery search: sessions list meta-tools and find the rest on demand (protocol/discovery.py)
         self.discovery = Discovery(self.catalog) if discovery == "search" else None
+        # proto-mcp clients: each tool's protobuf messages (by reference from --schema-registry)
+        registry = SchemaRegistry(schema_registry) if schema_registry is not None else None
+        self.descriptors = Descriptors(self.catalog, registry)
         self.stderr = stderr or _print_stderr
         self.include_tags = set(include_tags)
         self.exclude_tags = set(exclude_tags)

@@ -15,6 +15,7 @@ import anyio
 import anyio.abc
 
 from protomcp_host.protocol.catalog import Catalog
+from protomcp_host.protocol.protomcp import Descriptors
 from protomcp_host.protocol.session import Session
 
 Writer = Callable[[bytes, bytes | None], None]
@@ -52,6 +53,7 @@ class Sessions(Protocol):
     max_in_flight: int  # tool calls one session may have running at once
     startup_error: str | None  # why the tool files did not load (None: they did, or still load)
     catalog: Catalog  # the tools (HTTP checks Mcp-Param-* headers against their schemas)
+    descriptors: Descriptors  # the tools as protobuf messages, for proto-mcp clients
 
     def connect(self, write: Writer) -> Connection:
         """A new client session whose messages go to `write`."""

@@ -21,6 +21,7 @@ import orjson
 from protomcp_host.processes.pipes import CHUNK, BatchedWriter, read_into
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.modern import is_modern, maybe_modern
+from protomcp_host.protocol.protomcp import FrameError, FrameReader, ProtoMcp, error_message, frame, is_binary
 from protomcp_host.transports.ports import Connection, Sessions
 
 MAX_LINE = 256 * 1024 * 1024
@@ -245,6 +246,48 @@ class Outbox:
             self._file = None
 
 
+class ProtoStdio:
+    """proto-mcp on stdio: frames in, JSON-RPC lines for the session out (see
+    protocol/protomcp.py); the session's answers back as frames."""
+
+    def __init__(self, proto: ProtoMcp, write: Callable[[bytes], None], stderr: Callable[[str], None]):
+        self.proto = proto
+        self.write = write
+        self.stderr = stderr
+        self.reader = FrameReader()
+        self.broken = False  # a frame that cannot be read past: the rest of the input is ignored
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if self.broken:
+            return []
+        lines: list[bytes] = []
+        try:
+            frames = self.reader.feed(data)
+        except FrameError as exc:
+            self.broken = True
+            self._refuse(f"{exc}; the rest of the input is not read")
+            return lines
+        for data_ in frames:
+            more, answers = self.proto.receive(data_)
+            lines += more
+            for message in answers:
+                self.write(frame(message))
+        return lines
+
+    def answer(self, line: bytes) -> None:
+        message = self.proto.sent(line)
+        if message is not None:
+            self.write(frame(message))
+
+    def ended(self) -> None:
+        if self.reader.pending and not self.broken:
+            self._refuse(f"truncated frame: the input ended {self.reader.pending} bytes into a frame")
+
+    def _refuse(self, text: str) -> None:
+        self.stderr(f"protomcp: proto-mcp: {text}")
+        self.write(frame(error_message(0, rpc.INVALID_REQUEST, f"Invalid Request: {text}")))
+
+
 async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: float) -> None:
     """Serve one client on stdin/stdout until end of input or `shutdown`.
 
@@ -298,9 +341,14 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
         )
 
     out = Outbox(take_stdout(), on_pressure=pressure, on_drop=dropping)
+    binary: list[ProtoStdio] = []  # proto-mcp, when the connection's first byte says so
+    decided = False
 
     def write(data: bytes, related: bytes | None = None) -> None:
-        out.send(data)
+        if binary:
+            binary[0].answer(data)
+        else:
+            out.send(data)
 
     router = host.connect(write)
     session = router.session
@@ -339,7 +387,12 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
             write(rpc.error(rpc.NULL_ID, rpc.INTERNAL_ERROR, f"Internal error: {exc!r}"))
 
     def on_data(data: bytes) -> None:
-        waiting.extend(splitter.feed(data))
+        nonlocal decided
+        if not decided and data:  # the first byte tells JSON-RPC from proto-mcp
+            decided = True
+            if is_binary(data[0]):
+                binary.append(ProtoStdio(ProtoMcp(host.descriptors), out.write, host.stderr))
+        waiting.extend(binary[0].feed(data) if binary else splitter.feed(data))
         take_waiting()
 
     def on_transport(transport: asyncio.ReadTransport) -> None:
@@ -367,6 +420,8 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
     inputs.clear()
     if not signalled and (tail := splitter.tail()):
         waiting.append(tail)
+    if binary:
+        binary[0].ended()
     # Input is over (end of input, or a signal): what was read is answered, as the limits allow.
     with anyio.move_on_after(drain_timeout if signalled else None):
         await _first(host.ready, shutdown)  # held requests are answered once the files have loaded

@@ -1,0 +1,461 @@
+"""proto-mcp (seed 000): binary MCPMessages translated to and from the JSON-RPC session core.
+
+Sans-IO. `ProtoMcp.receive(message)` takes one decoded MCPMessage and returns the JSON-RPC
+lines that carry it out in an ordinary legacy session (so the same catalogue, visibility, tool
+processes, middleware, reload and supervision serve it), plus frames answered on the spot
+(version refusals, bad arguments). `ProtoMcp.sent(line)` turns what that session writes back
+into an MCPMessage (or None: nothing a proto-mcp client is told).
+
+Every tool is described by protobuf messages: its JSON Schema converted once per tool object
+(protomcp_sdk.wire.protoschema), listed inline as a FileDescriptorSet or, with a schema
+registry, by reference. Arguments arrive as google.protobuf.Any of the tool's request message,
+are checked against its type and decoded to the JSON arguments object; a structured result
+goes back as the tool's response message in ToolContent.data.
+
+Framing (`FrameReader`, `frame`): a 4-byte big-endian length, then the message.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from google.protobuf import any_pb2, descriptor_pb2, struct_pb2
+from google.protobuf.json_format import ParseDict
+from google.protobuf.message import DecodeError
+
+from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.catalog import Catalog, Tool
+from protomcp_sdk.wire import proto_mcp_pb2 as pm
+from protomcp_sdk.wire import protoschema
+
+VERSION = "1.0.0"
+MAX_FRAME = 64 * 1024 * 1024  # bytes of one MCPMessage
+TYPE_URL = "type.googleapis.com/"
+# seed 000's own error codes
+SCHEMA_VALIDATION, UNSUPPORTED_VERSION = -33001, -33002
+LISTS = {"notifications/tools/list_changed": "tools", "notifications/resources/list_changed": "resources",
+         "notifications/prompts/list_changed": "prompts"}  # fmt: skip
+
+
+def frame(message: pm.MCPMessage) -> bytes:
+    data = message.SerializeToString()
+    return len(data).to_bytes(4, "big") + data
+
+
+def is_binary(first: int) -> bool:
+    """The first byte of a connection: a proto-mcp frame (0x00-0x1F, but not the tab, line feed
+    or carriage return a JSON-RPC client may start with) rather than JSON-RPC ('{')."""
+    return first < 0x20 and first not in (0x09, 0x0A, 0x0D)
+
+
+class FrameError(ValueError):
+    """A stream that cannot be read on: the connection ends after its error."""
+
+
+class FrameReader:
+    """Length-prefixed frames out of a byte stream."""
+
+    def __init__(self, limit: int = MAX_FRAME) -> None:
+        self.limit = limit
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buffer += data
+        frames: list[bytes] = []
+        while len(self._buffer) >= 4:
+            size = int.from_bytes(self._buffer[:4], "big")
+            if size > self.limit:
+                raise FrameError(f"a frame of {size} bytes exceeds the limit of {self.limit} bytes")
+            if len(self._buffer) < 4 + size:
+                break
+            frames.append(bytes(self._buffer[4 : 4 + size]))
+            del self._buffer[: 4 + size]
+        return frames
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an unfinished frame (a truncated one, at the end of the stream)."""
+        return len(self._buffer)
+
+
+def error_message(id_: int, code: int, text: str) -> pm.MCPMessage:
+    return pm.MCPMessage(id=id_, error_response=pm.ErrorResponse(code=code, message=text))
+
+
+@dataclass(slots=True)
+class Described:
+    """A tool as proto-mcp lists it: its messages and their descriptor set (built once)."""
+
+    tool: Tool
+    fds: descriptor_pb2.FileDescriptorSet
+    input_message: str
+    output_message: str
+    ref: str  # its reference in a schema registry ("protomcp/<tool>:<hash>")
+
+
+class SchemaRegistry:
+    """Descriptor sets by reference, as files in a directory (`--schema-registry DIR`): the
+    host writes each tool's set once; a client reads them instead of listing them inline."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def path(self, ref: str) -> Path:
+        name, _, digest = ref.partition(":")
+        return self.folder / f"{name}@{digest}.pb"
+
+    def put(self, ref: str, fds: descriptor_pb2.FileDescriptorSet) -> None:
+        path = self.path(ref)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(".tmp")
+            temporary.write_bytes(fds.SerializeToString(deterministic=True))
+            temporary.replace(path)
+
+    def get(self, ref: str) -> descriptor_pb2.FileDescriptorSet | None:
+        try:
+            return descriptor_pb2.FileDescriptorSet.FromString(self.path(ref).read_bytes())
+        except (OSError, DecodeError):
+            return None
+
+
+class Descriptors:
+    """Each tool's proto-mcp description, built when first asked for and again only when the
+    tool object changes (a reload)."""
+
+    def __init__(self, catalog: Catalog, registry: SchemaRegistry | None = None) -> None:
+        self.catalog = catalog
+        self.registry = registry
+        self._built: dict[str, Described] = {}
+
+    def of(self, name: str) -> Described | None:
+        tool = self.catalog.get(name)
+        if tool is None:
+            return None
+        described = self._built.get(name)
+        if described is None or described.tool is not tool:
+            described = self._built[name] = self._describe(tool)
+        return described
+
+    def _describe(self, tool: Tool) -> Described:
+        file = protoschema.tool_messages(
+            tool.name, tool.mcp.get("inputSchema") or {}, tool.mcp.get("outputSchema")
+        )
+        fds = protoschema.descriptor_set([file])
+        request, response = protoschema.message_names(file)
+        digest = hashlib.sha256(fds.SerializeToString(deterministic=True)).hexdigest()[:16]
+        ref = f"protomcp/{tool.name}:{digest}"
+        if self.registry is not None:
+            self.registry.put(ref, fds)
+        return Described(tool, fds, request, response, ref)
+
+
+@dataclass(slots=True)
+class Pending:
+    """A client request in progress: how its JSON-RPC answer becomes an MCPMessage."""
+
+    kind: str  # the oneof field of the request
+    described: Described | None = None
+    refs: bool = False  # list tools by reference
+    only: frozenset[str] = frozenset()  # list only these references
+
+
+class ProtoMcp:
+    """One proto-mcp connection, in front of one legacy JSON-RPC session."""
+
+    def __init__(self, descriptors: Descriptors) -> None:
+        self.descriptors = descriptors
+        self.pending: dict[int, Pending] = {}
+        self.initialized = False
+        self.client_refs = False  # the client resolves schema references (supports_bsr_refs)
+
+    # -- client -> session ---------------------------------------------------------------
+    def receive(self, data: bytes) -> tuple[list[bytes], list[pm.MCPMessage]]:
+        """JSON-RPC lines for the session, and messages answered here."""
+        try:
+            message = pm.MCPMessage.FromString(data)
+        except DecodeError:
+            return [], [error_message(0, rpc.PARSE_ERROR, "Parse error: not an MCPMessage")]
+        kind = message.WhichOneof("payload")
+        handler = getattr(self, f"_{kind}", None) if kind else None
+        if handler is None:
+            return [], [
+                error_message(
+                    message.id,
+                    rpc.INVALID_REQUEST,
+                    f"Invalid Request: a client does not send {kind or 'an empty message'}",
+                )
+            ]
+        if message.id in self.pending and kind != "cancel_request":
+            return [], [
+                error_message(message.id, rpc.INVALID_REQUEST, f"Invalid Request: id {message.id} is in use")
+            ]
+        if not self.initialized and kind != "initialize_request":
+            return [], [error_message(message.id, rpc.INVALID_REQUEST, "Invalid Request: initialize first")]
+        return handler(message.id, getattr(message, kind))
+
+    def _request(
+        self, id_: int, pending: Pending, method: str, params: dict[str, Any]
+    ) -> tuple[list[bytes], list[pm.MCPMessage]]:
+        self.pending[id_] = pending
+        return [rpc.request(id_, method, params)], []
+
+    def _initialize_request(
+        self, id_: int, request: pm.InitializeRequest
+    ) -> tuple[list[bytes], list[pm.MCPMessage]]:
+        major = request.protocol_version.split(".", 1)[0]
+        if major != VERSION.split(".", 1)[0]:
+            text = f"Unsupported protocol version {request.protocol_version!r}: this server speaks {VERSION}"
+            return [], [error_message(id_, UNSUPPORTED_VERSION, text)]
+        if self.initialized:
+            return [], [error_message(id_, rpc.INVALID_REQUEST, "Invalid Request: already initialized")]
+        self.initialized = True
+        client = {
+            "name": request.metadata.get("name", "proto-mcp client"),
+            "version": request.metadata.get("version", "0"),
+        }
+        params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
+        lines, answers = self._request(
+            id_,
+            Pending("initialize_request", refs=request.capabilities.supports_bsr_refs),
+            "initialize",
+            params,
+        )
+        return [*lines, rpc.notification("notifications/initialized")], answers
+
+    def _list_tools_request(
+        self, id_: int, request: pm.ListToolsRequest
+    ) -> tuple[list[bytes], list[pm.MCPMessage]]:
+        refs = self.descriptors.registry is not None and not request.include_schemas and self.client_refs
+        pending = Pending("list_tools_request", refs=refs, only=frozenset(request.bsr_refs))
+        return self._request(id_, pending, "tools/list", {"cursor": request.cursor} if request.cursor else {})
+
+    def _call_tool_request(
+        self, id_: int, request: pm.CallToolRequest
+    ) -> tuple[list[bytes], list[pm.MCPMessage]]:
+        described = self.descriptors.of(request.name)
+        if described is None:  # the session answers unknown tools itself, as JSON-RPC does
+            return self._request(
+                id_, Pending("call_tool_request"), "tools/call", {"name": request.name, "arguments": {}}
+            )
+        arguments, problem = self._arguments(request.arguments, described)
+        if problem:
+            error = pm.Error(code=SCHEMA_VALIDATION, message=problem)
+            return [], [pm.MCPMessage(id=id_, call_tool_response=pm.CallToolResponse(error=error))]
+        params: dict[str, Any] = {"name": request.name, "arguments": arguments}
+        if request.report_progress:
+            params["_meta"] = {"progressToken": id_}
+        return self._request(id_, Pending("call_tool_request", described), "tools/call", params)
+
+    def _arguments(self, packed: any_pb2.Any, described: Described) -> tuple[dict[str, Any], str]:
+        if not packed.type_url and not packed.value:
+            return {}, ""
+        bad = f"Invalid arguments for tool '{described.tool.name}'"
+        if packed.type_url.rsplit("/", 1)[-1] != described.input_message:
+            wanted = TYPE_URL + described.input_message
+            return {}, f"{bad}: expected an Any of {wanted}, got {packed.type_url or 'no type'}"
+        cls = protoschema.message_class(described.fds, described.input_message)
+        try:
+            return protoschema.message_to_json(cls.FromString(packed.value)), ""
+        except DecodeError as exc:
+            return {}, f"{bad}: not a {described.input_message} ({exc})"
+
+    def _list_resources_request(
+        self, id_: int, request: pm.ListResourcesRequest
+    ) -> tuple[list[bytes], list[pm.MCPMessage]]:
+        return self._request(
+            id_,
+            Pending("list_resources_request"),
+            "resources/list",
+            {"cursor": request.cursor} if request.cursor else {},
+        )
+
+    def _read_resource_request(
+        self, id_: int, request: pm.ReadResourceRequest
+    ) -> tuple[list[bytes], list[pm.MCPMessage]]:
+        return self._request(id_, Pending("read_resource_request"), "resources/read", {"uri": request.uri})
+
+    def _list_prompts_request(
+        self, id_: int, request: pm.ListPromptsRequest
+    ) -> tuple[list[bytes], list[pm.MCPMessage]]:
+        return self._request(
+            id_,
+            Pending("list_prompts_request"),
+            "prompts/list",
+            {"cursor": request.cursor} if request.cursor else {},
+        )
+
+    def _get_prompt_request(
+        self, id_: int, request: pm.GetPromptRequest
+    ) -> tuple[list[bytes], list[pm.MCPMessage]]:
+        return self._request(
+            id_,
+            Pending("get_prompt_request"),
+            "prompts/get",
+            {"name": request.name, "arguments": dict(request.arguments)},
+        )
+
+    def _cancel_request(self, id_: int, request: pm.CancelRequest) -> tuple[list[bytes], list[pm.MCPMessage]]:
+        if self.pending.pop(id_, None) is None:
+            return [], []
+        params = {"requestId": id_, **({"reason": request.reason} if request.reason else {})}
+        return [rpc.notification("notifications/cancelled", params)], []
+
+    # -- session -> client ---------------------------------------------------------------
+    def sent(self, line: bytes) -> pm.MCPMessage | None:
+        message = orjson.loads(line)
+        if "method" in message:
+            return self._notification(message)
+        id_ = message.get("id")
+        pending = self.pending.pop(id_, None) if isinstance(id_, int) else None
+        if pending is None:
+            return None  # cancelled meanwhile, or the answer to our own request
+        error = message.get("error")
+        if error is not None:
+            code, text = error.get("code", rpc.INTERNAL_ERROR), error.get("message", "")
+            if pending.kind == "call_tool_request":
+                answer = pm.CallToolResponse(error=pm.Error(code=code, message=text))
+                return pm.MCPMessage(id=id_, call_tool_response=answer)
+            return error_message(id_, code, text)
+        return getattr(self, f"_answer_{pending.kind}")(id_, pending, message["result"])
+
+    def _notification(self, message: dict[str, Any]) -> pm.MCPMessage | None:
+        method, params = message["method"], message.get("params") or {}
+        if method in LISTS:
+            return pm.MCPMessage(list_changed=pm.ListChangedNotification(list=LISTS[method]))
+        if method == "notifications/progress" and isinstance(params.get("progressToken"), int):
+            progress = pm.ProgressNotification(
+                progress=params.get("progress", 0),
+                total=params.get("total") or 0,
+                message=params.get("message") or "",
+            )
+            return pm.MCPMessage(id=params["progressToken"], progress=progress)
+        if method == "notifications/message":
+            log = pm.LogMessage(
+                level=params.get("level", "info"),
+                logger=params.get("logger") or "",
+                data_json=orjson.dumps(params.get("data")).decode(),
+            )
+            return pm.MCPMessage(log_message=log)
+        return None  # requests to the client: a proto-mcp client declares no capabilities
+
+    def _answer_initialize_request(self, id_: int, pending: Pending, result: dict[str, Any]) -> pm.MCPMessage:
+        self.client_refs = pending.refs
+        offered = result.get("capabilities") or {}
+        capabilities = pm.ServerCapabilities(
+            supports_bsr_refs=self.descriptors.registry is not None,
+            tools=pm.ToolCapabilities(supports_list_changed=True),
+            resources=pm.ResourceCapabilities(supports_list_changed="resources" in offered),
+            prompts=pm.PromptCapabilities(supports_list_changed="prompts" in offered),
+        )
+        info = result.get("serverInfo") or {}
+        metadata = {"name": str(info.get("name", "")), "version": str(info.get("version", ""))}
+        if result.get("instructions"):
+            metadata["instructions"] = result["instructions"]
+        answer = pm.InitializeResponse(protocol_version=VERSION, capabilities=capabilities, metadata=metadata)
+        return pm.MCPMessage(id=id_, initialize_response=answer)
+
+    def _answer_list_tools_request(self, id_: int, pending: Pending, result: dict[str, Any]) -> pm.MCPMessage:
+        answer = pm.ListToolsResponse(next_cursor=result.get("nextCursor") or "")
+        for shown in result.get("tools") or []:
+            described = self.descriptors.of(shown["name"])
+            if described is None:
+                continue
+            if pending.only and described.ref not in pending.only:
+                continue
+            tool = answer.tools.add(name=shown["name"], description=shown.get("description") or "")
+            tool.input_message, tool.output_message = described.input_message, described.output_message
+            if pending.refs:
+                tool.bsr_ref = described.ref
+            else:
+                tool.inline_schema.CopyFrom(described.fds)
+            for key in ("title", "annotations", "_meta"):
+                if key in shown:
+                    tool.metadata[key] = orjson.dumps(shown[key]).decode()
+        return pm.MCPMessage(id=id_, list_tools_response=answer)
+
+    def _answer_call_tool_request(self, id_: int, pending: Pending, result: dict[str, Any]) -> pm.MCPMessage:
+        answer = pm.ToolResult(is_error=bool(result.get("isError")))
+        for block in result.get("content") or []:
+            answer.content.append(_content(block))
+        structured = result.get("structuredContent")
+        if structured is not None:
+            answer.content.append(pm.ToolContent(data=_pack_structured(structured, pending.described)))
+        return pm.MCPMessage(id=id_, call_tool_response=pm.CallToolResponse(success=answer))
+
+    def _answer_list_resources_request(
+        self, id_: int, pending: Pending, result: dict[str, Any]
+    ) -> pm.MCPMessage:
+        answer = pm.ListResourcesResponse(next_cursor=result.get("nextCursor") or "")
+        for shown in result.get("resources") or []:
+            answer.resources.add(
+                uri=shown["uri"],
+                name=shown.get("name") or "",
+                description=shown.get("description") or "",
+                mime_type=shown.get("mimeType") or "",
+            )
+        return pm.MCPMessage(id=id_, list_resources_response=answer)
+
+    def _answer_read_resource_request(
+        self, id_: int, pending: Pending, result: dict[str, Any]
+    ) -> pm.MCPMessage:
+        answer = pm.ReadResourceResponse()
+        for item in result.get("contents") or []:
+            content = answer.contents.add(uri=item.get("uri", ""), mime_type=item.get("mimeType") or "")
+            if "blob" in item:
+                content.blob = base64.b64decode(item["blob"])
+            else:
+                content.text = item.get("text", "")
+        return pm.MCPMessage(id=id_, read_resource_response=answer)
+
+    def _answer_list_prompts_request(
+        self, id_: int, pending: Pending, result: dict[str, Any]
+    ) -> pm.MCPMessage:
+        answer = pm.ListPromptsResponse(next_cursor=result.get("nextCursor") or "")
+        for shown in result.get("prompts") or []:
+            prompt = answer.prompts.add(name=shown["name"], description=shown.get("description") or "")
+            for argument in shown.get("arguments") or []:
+                prompt.arguments.add(
+                    name=argument["name"],
+                    description=argument.get("description") or "",
+                    required=bool(argument.get("required")),
+                )
+        return pm.MCPMessage(id=id_, list_prompts_response=answer)
+
+    def _answer_get_prompt_request(self, id_: int, pending: Pending, result: dict[str, Any]) -> pm.MCPMessage:
+        answer = pm.GetPromptResponse(description=result.get("description") or "")
+        for item in result.get("messages") or []:
+            answer.messages.add(role=item.get("role", "user"), content=_content(item.get("content") or {}))
+        return pm.MCPMessage(id=id_, get_prompt_response=answer)
+
+
+def _content(block: dict[str, Any]) -> pm.ToolContent:
+    kind = block.get("type")
+    if kind == "text":
+        return pm.ToolContent(text=block.get("text", ""), mime_type="text/plain")
+    if kind in ("image", "audio"):
+        return pm.ToolContent(
+            image=base64.b64decode(block.get("data", "")), mime_type=block.get("mimeType") or ""
+        )
+    # resource links and embedded resources: their MCP JSON, said to be so by the MIME type
+    return pm.ToolContent(text=orjson.dumps(block).decode(), mime_type=f"application/vnd.mcp.{kind}+json")
+
+
+def _pack_structured(structured: Any, described: Described | None) -> any_pb2.Any:
+    packed = any_pb2.Any()
+    if described is not None and described.output_message and isinstance(structured, dict):
+        cls = protoschema.message_class(described.fds, described.output_message)
+        try:
+            packed.Pack(protoschema.json_to_message(structured, cls))
+            return packed
+        except ValueError:
+            pass  # not the declared shape (the host reports that to JSON-RPC clients as well)
+    value = struct_pb2.Value()
+    ParseDict(structured, value)
+    packed.Pack(value)
+    return packed
