@@ -253,9 +253,12 @@ class ProtoMcpClient:
         progress: Callable[[float, float, str], Any] | None = None,
     ) -> CallResult:
         """Call a tool; a dict of arguments is packed as its request message (list_tools first,
-        or it is listed now). Raises ProtoMcpError for a protocol error."""
+        or it is listed now), a message as itself, an Any is sent as it is. Raises
+        ProtoMcpError for a protocol error."""
         packed = any_pb2.Any()
-        if isinstance(arguments, Message):
+        if isinstance(arguments, any_pb2.Any):  # packed already
+            packed = arguments
+        elif isinstance(arguments, Message):
             packed.Pack(arguments)
         else:
             info = self.tools.get(name) or await self._find(name)

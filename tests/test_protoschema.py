@@ -47,6 +47,7 @@ ARGUMENTS = {
     ],
     "slow_sum": [{"values": [1, 2.5]}],
     "refuse": [{"reason": "no"}],
+    "whoami": [{}],
 }
 
 

@@ -86,6 +86,13 @@ def _serve_options(fn: Any) -> Any:
         "query, ranked with BM25). For large catalogues: far fewer tokens in the model's context.",
     )(fn)  # fmt: skip
     fn = click.option(
+        "--schema-registry", "schema_registry", type=click.Path(file_okay=False, path_type=Path),
+        default=None, metavar="DIR",
+        help="proto-mcp clients: write each tool's protobuf descriptors to DIR and list them by "
+        "reference (bsr_ref) to clients that resolve references from DIR; without it they are "
+        "listed inline.",
+    )(fn)  # fmt: skip
+    fn = click.option(
         "--transport", type=click.Choice(["stdio", "http", "sse"]), default="stdio", show_default=True,
         help="How the AI client connects: stdio (the client starts protomcp as a subprocess), "
         "http (Streamable HTTP at --host/--port/--path) or sse (the deprecated HTTP+SSE transport "
@@ -465,7 +472,7 @@ UI_PORT = 6280
 
 SERVE_KEYS = (
     "modules", "plugins", "server_name", "instructions", "python", "call_timeout", "page_size",
-    "include_tags", "exclude_tags", "processes", "store", "discovery",
+    "include_tags", "exclude_tags", "processes", "store", "discovery", "schema_registry",
 )  # fmt: skip
 
 
@@ -892,10 +899,15 @@ def _sources(
     "--call-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0),
     help="Seconds the call may run before it is cancelled and reported as an error (0 = no limit).",
 )  # fmt: skip
+@click.option(
+    "--binary", is_flag=True,
+    help="Call over proto-mcp (seed 000) instead of JSON-RPC: start `protomcp run` on the files and "
+    "send the arguments as the tool's protobuf message (--json prints the CallToolResponse).",
+)  # fmt: skip
 @PYTHON
 def call(
     words: tuple[str, ...], modules: tuple[str, ...], plugins: tuple[str, ...], args: str, as_json: bool,
-    call_timeout: float, python: str,
+    call_timeout: float, binary: bool, python: str,
 ) -> None:  # fmt: skip
     """Call TOOL from FILE (or from -m MODULE / --plugin NAME, then without FILE) once and print
     its result (exit status 1 if it is an error).
@@ -919,6 +931,10 @@ def call(
         raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--args") from None
     if not isinstance(arguments, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--args")
+    if binary:
+        from protomcp_host.cli.binary_call import call_binary
+
+        sys.exit(call_binary(sources, tool, pairs, arguments, as_json, call_timeout or None, python))
     display = CallDisplay(tool)
 
     async def one_call(request: Any) -> dict[str, Any]:

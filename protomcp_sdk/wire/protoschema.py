@@ -53,6 +53,7 @@ ITEMS = "x-protomcp-items"  # keywords of an array's items (or a map's values) b
 DEF = "x-protomcp-def"  # a message made from $defs[key]
 VALUE_DEFS = "x-protomcp-defs"  # $defs that are not objects (enums...): kept as they are
 REF = "x-protomcp-ref"  # the field was a $ref to one of those
+NO_PROPERTIES = "x-protomcp-no-properties"  # an object schema without "properties"
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
@@ -106,6 +107,8 @@ class _Builder:
         marks: dict[str, Any],
     ) -> None:
         extras = {**_extras(schema), **marks}
+        if "properties" not in schema:
+            extras[NO_PROPERTIES] = True
         for key in ("required", "additionalProperties"):
             if key in schema:
                 extras[key] = schema[key]
@@ -554,7 +557,7 @@ def _message_schema(descriptor: Any, defs: dict[str, Any]) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": {}}
     for field in descriptor.fields:
         schema["properties"][field.json_name] = _field_schema(field, defs)
-    if not descriptor.fields and "additionalProperties" in extras and "properties" not in extras:
+    if extras.pop(NO_PROPERTIES, False):
         del schema["properties"]
     schema.update(extras)
     return schema

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from protomcp_sdk import Context, ToolError, tool
+from protomcp_sdk import Context, ToolError, prompt, resource, tool
 
 
 class Color(enum.Enum):
@@ -96,3 +96,26 @@ async def slow_sum(values: list[float], ctx: Context) -> float:
 def refuse(reason: str) -> str:
     """Always fails with the reason."""
     raise ToolError(f"refused: {reason}")
+
+
+@resource("notes://{id}", mime_type="text/markdown")
+def note(id: str) -> str:
+    """A note by id."""
+    return f"# note {id}"
+
+
+@resource("blobs://one")
+def blob() -> bytes:
+    """Some bytes."""
+    return bytes(range(8))
+
+
+@prompt(description="Review a file")
+def review(path: str) -> str:
+    return f"Please review {path}."
+
+
+@tool
+async def whoami(ctx: Context) -> str:
+    """The caller's verified subject (HTTP with OAuth), or "nobody"."""
+    return (ctx.auth or {}).get("sub", "nobody")

@@ -21,6 +21,7 @@ from protomcp_host.transports.http.connections import ConnectionLimits, bounded,
 from protomcp_host.transports.http.guard import Authenticator, Guard, is_loopback
 from protomcp_host.transports.http.health import LIVE_PATH, READY_PATH, Health
 from protomcp_host.transports.http.oauth import OAuthResource
+from protomcp_host.transports.http.protomcp_ws import PROTO_MCP_PATH, ProtoMcpEndpoint
 from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
 from protomcp_host.transports.ports import Sessions
 
@@ -120,7 +121,10 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         owner: Any = legacy
     else:
         mcp = StreamableHTTP(host, settings.options)
-        routes = [Route(settings.path, endpoint=mcp, methods=["GET", "POST", "DELETE"])]
+        routes = [
+            Route(settings.path, endpoint=mcp, methods=["GET", "POST", "DELETE"]),
+            WebSocketRoute(PROTO_MCP_PATH, endpoint=_Endpoint(ProtoMcpEndpoint(host))),
+        ]
         owner = mcp
     routes += [WebSocketRoute(path, endpoint=_Endpoint(app)) for path, app in settings.websockets.items()]
     public: list[str] = []
