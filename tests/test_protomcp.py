@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -300,3 +301,55 @@ def test_call_binary_from_the_cli() -> None:
         timeout=60,
     )
     assert failed.returncode == 1 and "refused: x" in failed.stdout
+
+
+def test_the_benchmark_runs(tmp_path: Path) -> None:
+    """benchmarks/protomcp_bench.py (tiny sizes): it cannot rot unseen."""
+    readme = tmp_path / "README.md"
+    readme.write_text("# Benchmarks\n\n## Other\n\nkept\n", encoding="utf-8")
+    bench = Path(__file__).resolve().parent.parent / "benchmarks" / "protomcp_bench.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--reps", "1", "--calls", "20", "--out", str(readme)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = readme.read_text(encoding="utf-8")
+    assert "## Other\n\nkept" in written and "## proto-mcp against JSON-RPC" in written
+    assert "| sequential `echo` p50 (µs) |" in written
+
+
+ADD = '''
+from protomcp_sdk import tool
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+'''
+
+
+def test_the_readme_proto_mcp_examples_run_as_written(tmp_path: Path) -> None:
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### proto-mcp: the binary protocol") :]
+    python = section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")]
+    (tmp_path / "tools.py").write_text(ADD, encoding="utf-8")
+    body = "\n".join("    " + line for line in python.splitlines())
+    shown = "    print(result.structured, type(result.data).__name__)"
+    example = f"import asyncio\n\nasync def main():\n{body}\n{shown}\n\nasyncio.run(main())\n"
+    (tmp_path / "example.py").write_text(example, encoding="utf-8")
+    run: dict[str, Any] = {"cwd": tmp_path, "capture_output": True, "text": True, "timeout": 120}
+    done = subprocess.run([sys.executable, "example.py"], **run)
+    assert done.returncode == 0 and "{'result': 3} AddResponse" in done.stdout, done.stderr
+
+    bash = section[section.index("```bash\n") + len("```bash\n") :]
+    commands = [line.split("  #")[0].split() for line in bash[: bash.index("```")].strip().splitlines()]
+    call, schema, registry = commands
+    assert call[:2] == ["protomcp", "call"] and schema[:2] == ["protomcp", "proto-schema"]
+    done = subprocess.run([*HOST, *call[1:]], **run)
+    assert done.returncode == 0 and done.stdout.strip() == "3", done.stderr
+    done = subprocess.run([*HOST, *schema[1:]], **run)
+    assert done.returncode == 0 and "message AddRequest {" in done.stdout
+    assert registry[:3] == ["protomcp", "run", "tools.py"] and "--schema-registry" in registry

@@ -34,6 +34,7 @@ from protomcp_sdk.wire import options_pb2
 
 PACKAGE = "protomcp.tools"
 STRUCT_FILE = struct_pb2.DESCRIPTOR.name  # google/protobuf/struct.proto
+WELL_KNOWN = "google/protobuf/"
 OPTIONS_FILE = options_pb2.DESCRIPTOR.name  # protomcp/options.proto
 F = descriptor_pb2.FieldDescriptorProto
 SCALARS = {"string": F.TYPE_STRING, "integer": F.TYPE_INT64, "number": F.TYPE_DOUBLE, "boolean": F.TYPE_BOOL}
@@ -295,26 +296,26 @@ def message_names(file: descriptor_pb2.FileDescriptorProto) -> tuple[str, str]:
 
 
 def descriptor_set(files: Iterable[descriptor_pb2.FileDescriptorProto]) -> descriptor_pb2.FileDescriptorSet:
-    """The files with every file they depend on, dependencies first."""
+    """The files and the non-standard files they depend on (protomcp/options.proto), dependencies
+    first. google/protobuf/*.proto are left out: every protobuf runtime has them (descriptor.proto
+    alone would be 14 KB per tool); `message_class` adds them back from its own."""
     out = descriptor_pb2.FileDescriptorSet()
     seen: set[str] = set()
-
-    def add_known(name: str) -> None:
-        if name in seen:
-            return
-        seen.add(name)
-        known = _well_known(name)
-        for dependency in known.dependencies:
-            add_known(dependency.name)
-        known.CopyToProto(out.file.add())
-
     for file in files:
         for dependency in file.dependency:
-            add_known(dependency)
+            if dependency not in seen and not dependency.startswith(WELL_KNOWN):
+                seen.add(dependency)
+                _well_known(dependency).CopyToProto(out.file.add())
         if file.name not in seen:
             seen.add(file.name)
             out.file.add().CopyFrom(file)
     return out
+
+
+def _proto_of(file: Any) -> descriptor_pb2.FileDescriptorProto:
+    proto = descriptor_pb2.FileDescriptorProto()
+    file.CopyToProto(proto)
+    return proto
 
 
 def _well_known(name: str) -> Any:
@@ -345,7 +346,21 @@ def _pool(serialized: bytes) -> _Classes:
 class _Classes:
     def __init__(self, fds: descriptor_pb2.FileDescriptorSet) -> None:
         self.pool = descriptor_pool.DescriptorPool()
+        given = {file.name for file in fds.file}
+        added: set[str] = set()
+
+        def add_standard(name: str) -> None:  # the google/protobuf files a set leaves out
+            if name in given or name in added or not name.startswith(WELL_KNOWN):
+                return
+            added.add(name)
+            standard = _well_known(name)
+            for dependency in standard.dependencies:
+                add_standard(dependency.name)
+            self.pool.Add(_proto_of(standard))
+
         for file in fds.file:
+            for dependency in file.dependency:
+                add_standard(dependency)
             self.pool.Add(file)
         self.classes: dict[str, type[Message]] = {}
 
