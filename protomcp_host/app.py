@@ -106,7 +106,7 @@ class Host:
         self.discovery = Discovery(self.catalog) if discovery == "search" else None
         # proto-mcp clients: each tool's protobuf messages (by reference from --schema-registry)
         registry = SchemaRegistry(schema_registry) if schema_registry is not None else None
-        self.descriptors = Descriptors(self.catalog, registry)
+        self.descriptors = Descriptors(self.catalog, registry, direct=lambda: not self.dispatcher.middleware)
         self.stderr = stderr or _print_stderr
         self.include_tags = set(include_tags)
         self.exclude_tags = set(exclude_tags)

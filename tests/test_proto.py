@@ -121,7 +121,7 @@ def test_check_fails_on_a_stale_module(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     gen_proto = _load_gen_proto()
-    for module in gen_proto.MODULES.values():
+    for module in [*gen_proto.MODULES.values(), "options.proto"]:
         (tmp_path / module).write_text((ROOT / "protomcp_sdk" / "wire" / module).read_text())
     stale = tmp_path / "protomcp_pb2.py"
     stale.write_text(stale.read_text() + "# edited by hand\n")

@@ -41,6 +41,11 @@ def tool_from_definition(definition: pb.ToolDefinition, owner: Hashable) -> Tool
         pinned=definition.pinned,
         timeout=definition.timeout if definition.timeout > 0 else None,
         input_before_task=definition.input_before_task and mode != "forbidden",
+        messages=(
+            (definition.message_descriptors, definition.input_message, definition.output_message)
+            if definition.input_message
+            else None
+        ),
     )
 
 

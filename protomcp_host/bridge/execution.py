@@ -133,6 +133,8 @@ class Execution:
             request.input_answers_json = call.answers
         if call.trace[0]:
             request.trace_parent, request.trace_state = call.trace
+        if call.arguments_proto and arguments is call.arguments:  # a middleware may have replaced them
+            request.arguments_proto = call.arguments_proto
         self.dispatcher.processes[call.tool.owner].start(pb.Envelope(call_tool=request), leg)  # type: ignore[index]
 
     # -- the channel's Leg (the tool's own call, without middleware) -------------------------

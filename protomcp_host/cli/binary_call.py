@@ -12,8 +12,8 @@ import orjson
 from google.protobuf.json_format import MessageToDict
 
 from protomcp_host.cli.show import parse_pairs
-from protomcp_sdk.protomcp_client import CallResult, ProtoMcpClient, ProtoMcpError
 from protomcp_sdk.wire import protoschema
+from protomcp_sdk.wire.protomcp_client import CallResult, ProtoMcpClient, ProtoMcpError
 
 
 def call_binary(

@@ -39,6 +39,8 @@ class Tool:
     pinned: bool = False  # stays in tools/list under --discovery search
     timeout: float | None = None  # seconds; None = the host's --call-timeout
     input_before_task: bool = False  # 2026-07-28 tasks: the input round trip first, then a task
+    # a typed tool: (FileDescriptorSet bytes, parameter message, result message or "")
+    messages: tuple[bytes, str, str] | None = None
     _validator: Any = field(default=None, repr=False)
     _quick: Callable[[dict[str, Any]], bool] | None = field(default=None, repr=False)
     _size: int = field(default=-1, repr=False)

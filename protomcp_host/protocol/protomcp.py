@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from google.protobuf.message import DecodeError
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog, Tool
+from protomcp_host.protocol.session import PROTO_ARGUMENTS
 from protomcp_sdk.wire import proto_mcp_pb2 as pm
 from protomcp_sdk.wire import protoschema
 
@@ -96,6 +98,7 @@ class Described:
     input_message: str
     output_message: str
     ref: str  # its reference in a schema registry ("protomcp/<tool>:<hash>")
+    typed: bool = False  # a typed tool: its own messages, which its process parses itself
 
 
 class SchemaRegistry:
@@ -128,9 +131,17 @@ class Descriptors:
     """Each tool's proto-mcp description, built when first asked for and again only when the
     tool object changes (a reload)."""
 
-    def __init__(self, catalog: Catalog, registry: SchemaRegistry | None = None) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        registry: SchemaRegistry | None = None,
+        direct: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.catalog = catalog
         self.registry = registry
+        # whether a typed tool's argument message may go to its process as it came (no
+        # middleware, which works on JSON arguments, is loaded)
+        self.direct = direct or (lambda: True)
         self._built: dict[str, Described] = {}
 
     def of(self, name: str) -> Described | None:
@@ -143,16 +154,19 @@ class Descriptors:
         return described
 
     def _describe(self, tool: Tool) -> Described:
-        file = protoschema.tool_messages(
-            tool.name, tool.mcp.get("inputSchema") or {}, tool.mcp.get("outputSchema")
-        )
-        fds = protoschema.descriptor_set([file])
-        request, response = protoschema.message_names(file)
+        if tool.messages is not None:  # a typed tool: the messages its function declares
+            raw, request, response = tool.messages
+            fds = descriptor_pb2.FileDescriptorSet.FromString(raw)
+        else:
+            schema = tool.mcp.get("inputSchema") or {}
+            file = protoschema.tool_messages(tool.name, schema, tool.mcp.get("outputSchema"))
+            fds = protoschema.descriptor_set([file])
+            request, response = protoschema.message_names(file)
         digest = hashlib.sha256(fds.SerializeToString(deterministic=True)).hexdigest()[:16]
         ref = f"protomcp/{tool.name}:{digest}"
         if self.registry is not None:
             self.registry.put(ref, fds)
-        return Described(tool, fds, request, response, ref)
+        return Described(tool, fds, request, response, ref, typed=tool.messages is not None)
 
 
 @dataclass(slots=True)
@@ -243,27 +257,30 @@ class ProtoMcp:
             return self._request(
                 id_, Pending("call_tool_request"), "tools/call", {"name": request.name, "arguments": {}}
             )
-        arguments, problem = self._arguments(request.arguments, described)
+        params: dict[str, Any] = {"name": request.name}
+        meta: dict[str, Any] = {"progressToken": id_} if request.report_progress else {}
+        problem = _wrong_type(request.arguments, described)
+        if not problem and described.typed and request.arguments.value and self.descriptors.direct():
+            params["arguments"] = {}  # the message goes as it came; its process parses it
+            meta[PROTO_ARGUMENTS] = base64.b64encode(request.arguments.value).decode()
+        elif not problem:
+            params["arguments"], problem = self._arguments(request.arguments, described)
         if problem:
             error = pm.Error(code=SCHEMA_VALIDATION, message=problem)
             return [], [pm.MCPMessage(id=id_, call_tool_response=pm.CallToolResponse(error=error))]
-        params: dict[str, Any] = {"name": request.name, "arguments": arguments}
-        if request.report_progress:
-            params["_meta"] = {"progressToken": id_}
+        if meta:
+            params["_meta"] = meta
         return self._request(id_, Pending("call_tool_request", described), "tools/call", params)
 
     def _arguments(self, packed: any_pb2.Any, described: Described) -> tuple[dict[str, Any], str]:
-        if not packed.type_url and not packed.value:
+        if not packed.value:
             return {}, ""
-        bad = f"Invalid arguments for tool '{described.tool.name}'"
-        if packed.type_url.rsplit("/", 1)[-1] != described.input_message:
-            wanted = TYPE_URL + described.input_message
-            return {}, f"{bad}: expected an Any of {wanted}, got {packed.type_url or 'no type'}"
         cls = protoschema.message_class(described.fds, described.input_message)
         try:
             return protoschema.message_to_json(cls.FromString(packed.value)), ""
         except DecodeError as exc:
-            return {}, f"{bad}: not a {described.input_message} ({exc})"
+            wanted = described.input_message
+            return {}, f"Invalid arguments for tool '{described.tool.name}': not a {wanted} ({exc})"
 
     def _list_resources_request(
         self, id_: int, request: pm.ListResourcesRequest
@@ -432,6 +449,17 @@ class ProtoMcp:
         for item in result.get("messages") or []:
             answer.messages.add(role=item.get("role", "user"), content=_content(item.get("content") or {}))
         return pm.MCPMessage(id=id_, get_prompt_response=answer)
+
+
+def _wrong_type(packed: any_pb2.Any, described: Described) -> str:
+    """Why an Any cannot be the tool's argument message ("" if it can; empty means none)."""
+    if (not packed.type_url and not packed.value) or packed.type_url.rsplit("/", 1)[
+        -1
+    ] == described.input_message:
+        return ""
+    wanted = TYPE_URL + described.input_message
+    bad = f"Invalid arguments for tool '{described.tool.name}'"
+    return f"{bad}: expected an Any of {wanted}, got {packed.type_url or 'no type'}"
 
 
 def _content(block: dict[str, Any]) -> pm.ToolContent:

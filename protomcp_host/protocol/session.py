@@ -8,6 +8,8 @@ the answer. Nothing here touches a pipe or a socket.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +62,7 @@ class Call:
     retry: Any = None  # 2026-07-28: (inputResponses, requestState) of a retried request
     task_later: bool = False  # 2026-07-28: becomes a task once its input round trip is done
     trace: tuple[str, str] = ("", "")  # tracing: the W3C traceparent/tracestate of its request's span
+    arguments_proto: bytes = b""  # a typed tool's argument message as a proto-mcp client sent it
 
 
 @dataclass(slots=True)
@@ -82,6 +85,17 @@ class ToolAnswer:
 
 Event = Send | Call | CancelCall | Forward | CancelForward | ClientAnswer | RootsChanged
 Handler = Callable[[rpc.Request, Batch | None], Event | list[Event] | None]
+
+
+# _meta key of a typed tool's argument message in base64 (proto-mcp's Any, passed through)
+PROTO_ARGUMENTS = "io.protomcp/argumentsProto"
+
+
+def _proto_arguments(value: Any) -> bytes:
+    try:
+        return base64.b64decode(value, validate=True) if isinstance(value, str) else b""
+    except binascii.Error:
+        return b""
 
 
 class Session:
@@ -389,6 +403,8 @@ class Session:
         call = Call(
             request.id, tool, arguments, token, batch, auth=self.auth, capabilities=self.capabilities_json
         )
+        if tool.messages is not None and isinstance(meta, dict) and PROTO_ARGUMENTS in meta:
+            call.arguments_proto = _proto_arguments(meta[PROTO_ARGUMENTS])
         self.in_flight[request.id] = call
         return call
 

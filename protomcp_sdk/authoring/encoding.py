@@ -69,6 +69,11 @@ def encode_result(value: Any, spec: ToolSpec) -> Encoded:
             return _encoded([value.to_mcp()])
         elif isinstance(value, list) and value and all(isinstance(v, CONTENT_TYPES) for v in value):
             return _encoded([v.to_mcp() for v in value])
+        elif spec.result_message is not None and isinstance(value, spec.result_message):
+            from protomcp_sdk.wire.protoschema import message_to_json
+
+            text_json = dump_json(message_to_json(value))
+            content = [{"type": "text", "text": text_json.decode()}]
         else:
             text_json = dump_json(value)
             content = [{"type": "text", "text": text_json.decode()}]

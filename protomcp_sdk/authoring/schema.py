@@ -61,6 +61,9 @@ class Signature:
     wraps_result: bool
     context_param: str | None
     warnings: tuple[str, ...] = ()  # likely mistakes worth telling the author at load time
+    # a typed tool: its one parameter, and its result, are protobuf message classes
+    message: Any = None
+    result_message: Any = None
 
 
 def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True, returns: bool = True) -> Signature:
@@ -102,8 +105,12 @@ def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True, return
                 "pass any JSON value; annotate it (e.g. `: str`) to get validation and a clear schema"
             )
 
-    built = (fast and _simple_arguments(params, tool_name)) or _pydantic_arguments(params, tool_name)
-    input_schema, convert = built
+    message = _message_class(params[0][1]) if len(params) == 1 else None
+    if message is not None:
+        input_schema, convert = _message_arguments(params[0][0], message, tool_name)
+    else:
+        built = (fast and _simple_arguments(params, tool_name)) or _pydantic_arguments(params, tool_name)
+        input_schema, convert = built
     return_annotation = hints.get("return", inspect.Signature.empty) if returns else inspect.Signature.empty
     output_schema, wraps = output_schema_for(return_annotation, tool_name, fast=fast)
     if _strip_annotated(return_annotation) in (bytes, bytearray):
@@ -112,7 +119,38 @@ def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True, return
             "Image(data, mime_type), Audio(...) or EmbeddedResource(uri, blob=...) to send binary content"
         )
     names = tuple(name for name, _, _ in params)
-    return Signature(names, convert, input_schema, output_schema, wraps, context_param, tuple(notes))
+    result_message = _message_class(return_annotation)
+    return Signature(
+        names,
+        convert,
+        input_schema,
+        output_schema,
+        wraps,
+        context_param,
+        tuple(notes),
+        message,
+        result_message,
+    )
+
+
+def _message_class(annotation: Any) -> Any:
+    """A generated protobuf message class (a typed tool's parameter or result), else None."""
+    from google.protobuf.message import Message
+
+    return annotation if isinstance(annotation, type) and issubclass(annotation, Message) else None
+
+
+def _message_arguments(name: str, message: Any, tool_name: str) -> tuple[dict[str, Any], Converter]:
+    """A typed tool: the schema of its message, and JSON arguments → {name: message}."""
+    from protomcp_sdk.wire import protoschema
+
+    def convert(arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return {name: protoschema.json_to_message(arguments, message)}
+        except ValueError as exc:
+            raise ArgumentError(f"Invalid arguments for tool '{tool_name}': {exc}") from None
+
+    return protoschema.schema_from_message(message.DESCRIPTOR), convert
 
 
 def resolve_hints(fn: Callable[..., Any], tool_name: str) -> dict[str, Any]:
@@ -153,6 +191,11 @@ def output_schema_for(
     """
     if annotation is inspect.Signature.empty or _is_unstructured(annotation):
         return None, False
+    message = _message_class(annotation)
+    if message is not None:
+        from protomcp_sdk.wire import protoschema
+
+        return protoschema.schema_from_message(message.DESCRIPTOR), False
     simple = _simple_type(annotation) if fast else None
     if simple is not None:
         schema = _type_schema(*simple)  # never an object: always wrapped

@@ -49,6 +49,8 @@ class ToolSpec:
     output_checker: OutputCheck | None = field(default=None, repr=False, compare=False)  # built on first use
     task: TaskSupport = "forbidden"  # MCP execution.taskSupport
     input_before_task: bool = False  # 2026-07-28: input round trip first, then a task
+    message: Any = None  # a typed tool: its parameter's protobuf message class...
+    result_message: Any = None  # ... and its result's, when it returns one
 
     @classmethod
     def from_function(
@@ -106,6 +108,8 @@ class ToolSpec:
             warnings=signature.warnings,
             task=task,
             input_before_task=bool(input_before_task),
+            message=signature.message,
+            result_message=signature.result_message,
         )
 
     def convert(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
@@ -141,6 +145,14 @@ class ToolSpec:
         )
         for key, attr in _HINTS:
             setattr(definition, attr, bool(hints.get(key, False)))
+        if self.message is not None:
+            from protomcp_sdk.wire.protoschema import files_of
+
+            classes = [c for c in (self.message, self.result_message) if c is not None]
+            definition.message_descriptors = files_of(classes).SerializeToString(deterministic=True)
+            definition.input_message = self.message.DESCRIPTOR.full_name
+            if self.result_message is not None:
+                definition.output_message = self.result_message.DESCRIPTOR.full_name
         return definition
 
 

@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import inspect
 import itertools
 import os
 import sys
@@ -370,15 +371,16 @@ class ToolProcess:
         context.run(logs.CURRENT_CALL.set, request_id)
         if tracing.ON:
             self._trace(request_id, request, context)
+        arguments: str | bytes = request.arguments_json
+        if request.arguments_proto and spec.message is not None:
+            arguments = request.arguments_proto  # a typed tool's message, from a proto-mcp client
         if spec.is_async:
-            coro = self.run_async(request_id, spec, request.arguments_json, ctx)
+            coro = self.run_async(request_id, spec, arguments, ctx)
             task = self.loop.create_task(coro, context=context)
             self.tasks[request_id] = (task, ctx)
         else:
             self.threads[request_id] = ctx
-            self.workers.submit(
-                spec.name, context.run, self.run_sync, request_id, spec, request.arguments_json, ctx
-            )
+            self.workers.submit(spec.name, context.run, self.run_sync, request_id, spec, arguments, ctx)
 
     def _trace(self, request_id: str, request: pb.CallToolRequest, context: contextvars.Context) -> None:
         """The call's span, a child of the host's (through the Envelope's trace context); the
@@ -421,10 +423,10 @@ class ToolProcess:
 
     # A call is over (on_call_end) only once its answer is handed to the writer: a process told
     # to exit waits for that, then flushes, so no finished call loses its answer.
-    async def run_async(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
+    async def run_async(self, request_id: str, spec: ToolSpec, arguments: str | bytes, ctx: Context) -> None:
         try:
             try:
-                value = await spec.fn(**_arguments(spec, arguments_json, ctx))
+                value = await spec.fn(**_arguments(spec, arguments, ctx))
                 response, content = encode_result(value, spec)
             except asyncio.CancelledError as exc:
                 task = asyncio.current_task()
@@ -443,7 +445,7 @@ class ToolProcess:
             if self.on_call_end is not None:
                 self.on_call_end()
 
-    def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str, ctx: Context) -> None:
+    def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> None:
         try:
             try:
                 response, content = encode_result(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
@@ -482,14 +484,33 @@ class _Frames(asyncio.Protocol):
         self.process.finish(0)  # the host closed our input: it is stopping us
 
 
-def _arguments(spec: ToolSpec, arguments_json: str, ctx: Context) -> dict[str, Any]:
-    arguments = orjson.loads(arguments_json) if arguments_json else {}
-    if not isinstance(arguments, dict):
-        raise ArgumentError(f"Arguments for tool '{spec.name}' must be a JSON object")
-    kwargs = spec.convert(arguments)
+def _arguments(spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> dict[str, Any]:
+    if isinstance(arguments_json, bytes):  # a typed tool's message as it came: no JSON at all
+        kwargs = {_the_parameter(spec): _parse(spec, arguments_json)}
+    else:
+        arguments = orjson.loads(arguments_json) if arguments_json else {}
+        if not isinstance(arguments, dict):
+            raise ArgumentError(f"Arguments for tool '{spec.name}' must be a JSON object")
+        kwargs = spec.convert(arguments)
     if spec.context_param:
         kwargs[spec.context_param] = ctx
     return kwargs
+
+
+def _the_parameter(spec: ToolSpec) -> str:
+    [name] = [p for p in inspect.signature(spec.fn).parameters if p != spec.context_param]
+    return name
+
+
+def _parse(spec: ToolSpec, data: bytes) -> Any:
+    from google.protobuf.message import DecodeError
+
+    try:
+        return spec.message.FromString(data)
+    except DecodeError as exc:
+        raise ArgumentError(
+            f"Invalid arguments for tool '{spec.name}': not a {spec.message.DESCRIPTOR.full_name} ({exc})"
+        ) from None
 
 
 def _let_go_of_frames(*fds: int) -> None:

@@ -19,6 +19,8 @@ and the standard library only (host and tool processes both use it).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -26,7 +28,7 @@ from typing import Any
 
 import orjson
 from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2
-from google.protobuf.json_format import MessageToDict, ParseDict
+from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
@@ -35,6 +37,7 @@ from protomcp_sdk.wire import options_pb2
 PACKAGE = "protomcp.tools"
 STRUCT_FILE = struct_pb2.DESCRIPTOR.name  # google/protobuf/struct.proto
 WELL_KNOWN = "google/protobuf/"
+WELL_KNOWN_PACKAGE = "google.protobuf."
 OPTIONS_FILE = options_pb2.DESCRIPTOR.name  # protomcp/options.proto
 F = descriptor_pb2.FieldDescriptorProto
 SCALARS = {"string": F.TYPE_STRING, "integer": F.TYPE_INT64, "number": F.TYPE_DOUBLE, "boolean": F.TYPE_BOOL}
@@ -43,6 +46,19 @@ SCALAR_NAMES = {
     F.TYPE_INT64: "integer",
     F.TYPE_DOUBLE: "number",
     F.TYPE_BOOL: "boolean",
+    # the other types a message written by hand (a typed tool's) may use
+    F.TYPE_FLOAT: "number",
+    F.TYPE_BYTES: "string",  # base64, as protobuf's JSON mapping
+    F.TYPE_ENUM: "string",  # the value's name
+    **dict.fromkeys(
+        (F.TYPE_INT32, F.TYPE_SINT32, F.TYPE_SFIXED32, F.TYPE_SINT64, F.TYPE_SFIXED64), "integer"
+    ),
+    **dict.fromkeys((F.TYPE_UINT32, F.TYPE_FIXED32, F.TYPE_UINT64, F.TYPE_FIXED64), "integer"),
+}
+INT_RANGES = {
+    **dict.fromkeys((F.TYPE_INT32, F.TYPE_SINT32, F.TYPE_SFIXED32), (-(2**31), 2**31)),
+    **dict.fromkeys((F.TYPE_UINT32, F.TYPE_FIXED32), (0, 2**32)),
+    **dict.fromkeys((F.TYPE_UINT64, F.TYPE_FIXED64), (0, 2**64)),
 }
 VALUE, STRUCT = ".google.protobuf.Value", ".google.protobuf.Struct"
 # keywords the protobuf structure itself says (everything else goes in the option)
@@ -312,6 +328,25 @@ def descriptor_set(files: Iterable[descriptor_pb2.FileDescriptorProto]) -> descr
     return out
 
 
+def files_of(classes: Iterable[Any]) -> descriptor_pb2.FileDescriptorSet:
+    """The files that define generated message classes, with the files they import (not
+    google/protobuf's), dependencies first: a typed tool's descriptors."""
+    out = descriptor_pb2.FileDescriptorSet()
+    seen: set[str] = set()
+
+    def add(file: Any) -> None:
+        if file.name in seen or file.name.startswith(WELL_KNOWN):
+            return
+        seen.add(file.name)
+        for dependency in file.dependencies:
+            add(dependency)
+        out.file.append(_proto_of(file))
+
+    for cls in classes:
+        add(cls.DESCRIPTOR.file)
+    return out
+
+
 def _proto_of(file: Any) -> descriptor_pb2.FileDescriptorProto:
     proto = descriptor_pb2.FileDescriptorProto()
     file.CopyToProto(proto)
@@ -457,8 +492,11 @@ def json_to_message(data: dict[str, Any], cls: type[Message]) -> Message:
 
 def _fill(message: Message, data: Any, where: str) -> None:
     descriptor = message.DESCRIPTOR
-    if descriptor.full_name in (STRUCT[1:], VALUE[1:]):
-        ParseDict(data, message)
+    if descriptor.full_name.startswith(WELL_KNOWN_PACKAGE):  # Struct, Value, Timestamp...: their JSON
+        try:
+            ParseDict(data, message)
+        except ParseError as exc:
+            raise ValueError(f"{where or 'arguments'}: {exc}") from None
         return
     if not isinstance(data, dict):
         raise ValueError(f"{where or 'arguments'}: expected an object, got {_kind_of(data)}")
@@ -478,9 +516,18 @@ def _set(message: Message, field: Any, value: Any, at: str) -> None:
         if not isinstance(value, dict):
             raise ValueError(f"{at}: expected an object, got {_kind_of(value)}")
         target = getattr(message, field.name)
+        key_field = field.message_type.fields_by_name["key"]
         value_field = field.message_type.fields_by_name["value"]
         for key, item in value.items():
-            target[key] = _scalar(value_field, item, f"{at}.{key}")
+            if key_field.type != F.TYPE_STRING:  # JSON keys are strings; protobuf's may be numbers
+                try:
+                    key = int(key) if SCALAR_NAMES.get(key_field.type) == "integer" else key == "true"
+                except ValueError:
+                    raise ValueError(f"{at}: key {key!r} is not an integer") from None
+            if value_field.message_type is None:
+                target[key] = _scalar(value_field, item, f"{at}.{key}")
+            else:
+                _fill(target[key], item, f"{at}.{key}")
         return
     if field.is_repeated:
         if not isinstance(value, list):
@@ -510,8 +557,35 @@ def _scalar(field: Any, value: Any, at: str) -> Any:
     }.get(kind or "", False)
     if not ok:
         raise ValueError(f"{at}: expected {kind}, got {_kind_of(value)}")
-    if kind == "integer" and not -(2**63) <= value < 2**63:
-        raise ValueError(f"{at}: {value} does not fit in 64 bits")
+    if kind == "integer":
+        low, high = INT_RANGES.get(field.type, (-(2**63), 2**63))
+        if not low <= value < high:
+            raise ValueError(f"{at}: {value} is out of range for {_type_word(field)}")
+    if field.type == F.TYPE_BYTES:
+        try:
+            return base64.b64decode(value, validate=True)
+        except binascii.Error:
+            raise ValueError(f"{at}: expected base64") from None
+    if field.type == F.TYPE_ENUM:
+        found = field.enum_type.values_by_name.get(value)
+        if found is None:
+            names = ", ".join(field.enum_type.values_by_name)
+            raise ValueError(f"{at}: {value!r} is not one of {names}")
+        return found.number
+    return value
+
+
+def _type_word(field: Any) -> str:
+    return {v: k for k, v in vars(F).items() if k.startswith("TYPE_")}[field.type][5:].lower()
+
+
+def _plain(field: Any, value: Any) -> Any:
+    """A scalar field's value as JSON (bytes as base64, an enum by name)."""
+    if field.type == F.TYPE_BYTES:
+        return base64.b64encode(value).decode()
+    if field.type == F.TYPE_ENUM:
+        found = field.enum_type.values_by_number.get(value)
+        return found.name if found is not None else value
     return value
 
 
@@ -527,25 +601,31 @@ def message_to_json(message: Message) -> dict[str, Any]:
 
 
 def _read(message: Message) -> Any:
-    if message.DESCRIPTOR.full_name in (STRUCT[1:], VALUE[1:]):
+    if message.DESCRIPTOR.full_name.startswith(WELL_KNOWN_PACKAGE):
         return MessageToDict(message)
     out: dict[str, Any] = {}
     for field in message.DESCRIPTOR.fields:
         value = getattr(message, field.name)
         if field.message_type is not None and field.message_type.GetOptions().map_entry:
             if value:
-                out[field.json_name] = dict(value)  # scalar values only (see _kind)
+                inner = field.message_type.fields_by_name["value"]
+                out[field.json_name] = {
+                    str(k): (_plain(inner, v) if inner.message_type is None else _read(v))
+                    for k, v in value.items()
+                }
         elif field.is_repeated:
             if value:
-                out[field.json_name] = [v if field.message_type is None else _read(v) for v in value]
+                out[field.json_name] = [
+                    _plain(field, v) if field.message_type is None else _read(v) for v in value
+                ]
         elif field.message_type is not None:
             if message.HasField(field.name):
                 out[field.json_name] = _read(value)
         elif field.has_presence:
             if message.HasField(field.name):
-                out[field.json_name] = value
+                out[field.json_name] = _plain(field, value)
         else:
-            out[field.json_name] = value
+            out[field.json_name] = _plain(field, value)
     return out
 
 
@@ -605,11 +685,24 @@ def _field_schema(field: Any, defs: dict[str, Any]) -> dict[str, Any]:
 
 def _type_schema(field: Any, defs: dict[str, Any]) -> dict[str, Any]:
     if field.message_type is None:
+        if field.type == F.TYPE_ENUM:
+            return {"type": "string", "enum": [value.name for value in field.enum_type.values]}
+        if field.type == F.TYPE_BYTES:
+            return {"type": "string", "contentEncoding": "base64"}
         return {"type": SCALAR_NAMES[field.type]}
-    key = _option(field.message_type.GetOptions(), options_pb2.message_schema).get(DEF)
+    message = field.message_type
+    if message.full_name.startswith(WELL_KNOWN_PACKAGE):  # in protobuf's own JSON form
+        return {"type": "object"} if message.full_name == STRUCT[1:] else {}
+    options = message.GetOptions()
+    key = _option(options, options_pb2.message_schema).get(DEF)
     if key is not None:
         return {"$ref": f"#/$defs/{key}"}
-    return _message_schema(field.message_type, defs)
+    if not options.HasExtension(options_pb2.message_schema):  # a message written by hand: by reference
+        if message.full_name not in defs:
+            defs[message.full_name] = {}  # taken before it is built: it may contain itself
+            defs[message.full_name] = _message_schema(message, defs)
+        return {"$ref": f"#/$defs/{message.full_name}"}
+    return _message_schema(message, defs)
 
 
 def _option(options: Any, extension: Any) -> dict[str, Any]:
