@@ -25,7 +25,8 @@ EXPLAIN = (
     "tools_protomcp.py` beside `protomcp run tools_protomcp.py mw_passthrough.py` (one middleware "
     "that only calls `call_next`, in its own tool process), interleaved, median of the repetitions. "
     "Each call through a middleware adds two host ↔ middleware-process round trips (phases "
-    '"before" and "after").'
+    '"before" and "after"); this one ends with `return await call_next(call)`, so it is seen to '
+    'need phase "before" alone: one round trip.'
 )
 SETUPS = {
     "no middleware": ["tools_protomcp.py"],

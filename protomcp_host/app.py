@@ -402,7 +402,9 @@ class Host:
         seen = [(router, router.session.visible_tools()) for router in self.routers]
         changed = self.catalog.replace(label, tools)
         self.forwarding.apply(label, notify=self.started)
-        self._middleware_of[label] = [Middleware(m.name, m.priority, label) for m in middleware]
+        self._middleware_of[label] = [
+            Middleware(m.name, m.priority, label, m.before_only) for m in middleware
+        ]
         self.dispatcher.middleware[:] = sorted(
             (m for chain in self._middleware_of.values() for m in chain), key=lambda m: m.order
         )

@@ -37,9 +37,12 @@ class FakeProcess:
 @pytest.fixture
 def passing() -> Iterator[None]:
     async def passthrough(call: Any, call_next: Any) -> Any:
-        return await call_next(call)
+        result = await call_next(call)  # waits for the result: it has a phase "after"
+        return result
 
-    REGISTRY.add_middleware(middleware_spec(passthrough, 0, "passthrough"))
+    spec = middleware_spec(passthrough, 0, "passthrough")
+    assert not spec.before_only
+    REGISTRY.add_middleware(spec)
     yield
     REGISTRY.middleware.pop("passthrough", None)
 
@@ -73,3 +76,59 @@ async def test_ids_are_unique_and_a_restarted_call_abandons_the_stale_invocation
     assert runner.running == {}
     await asyncio.sleep(0)  # let the abandoned task's callbacks run: it must not reply
     assert len(process.sent) == 3
+
+
+async def _audit(call: Any, call_next: Any) -> Any:
+    call.arguments["user"] = "me"
+    if call.name == "forbidden":
+        raise ValueError("no")
+    return await call_next(call)
+
+
+async def _timed(call: Any, call_next: Any) -> Any:
+    try:
+        return await call_next(call)
+    finally:
+        print("after")
+
+
+async def _kept(call: Any, call_next: Any) -> Any:
+    result = await call_next(call)
+    return result
+
+
+async def _twice(call: Any, call_next: Any) -> Any:
+    log = call_next
+    return await log(call)
+
+
+async def _inner(call: Any, call_next: Any) -> Any:
+    async def later() -> Any:
+        return await call_next(call)
+
+    return await call_next(call)
+
+
+@pytest.mark.parametrize(
+    ("fn", "expected"), [(_audit, True), (_timed, False), (_kept, False), (_twice, False), (_inner, False)]
+)
+def test_before_only_is_detected_from_the_source(fn: Any, expected: bool) -> None:
+    assert middleware_spec(fn, 0, None).before_only is expected
+
+
+async def test_a_before_only_middleware_replies_once() -> None:
+    REGISTRY.add_middleware(middleware_spec(_audit, 0, "passthrough"))
+    try:
+        process = FakeProcess()
+        runner = MiddlewareRunner(process)  # type: ignore[arg-type]
+        assert runner.registrations()[0].before_only
+        runner.intercept(_intercept("h1", "c1", "before", {"name": "t", "arguments": {}}))
+        task = runner.running[("c1", "passthrough")].task
+        [reply] = await process.replies(1)
+        assert orjson.loads(reply.params_json)["arguments"] == {"user": "me"}
+        assert task is not None
+        async with asyncio.timeout(10):
+            await task  # its coroutine ends by itself, without a phase "after" and another reply
+        assert runner.running == {} and len(process.sent) == 1
+    finally:
+        REGISTRY.middleware.pop("passthrough", None)

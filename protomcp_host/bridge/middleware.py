@@ -4,8 +4,10 @@ process, around the tool's own process.
 
 Per middleware the host sends phase "before" (the call's name and arguments) and, once
 the inner part answered, phase "after" (the CallToolResult); the middleware's coroutine
-waits in ``call_next`` in between. Rejections, failures and invalid rewritten arguments
-become an error result that the outer middleware still see in their "after" phase. A
+waits in ``call_next`` in between. A middleware registered ``before_only`` (it ends with
+``return await call_next(call)``: authoring/middleware.before_only) gets phase "before"
+alone. Rejections, failures and invalid rewritten arguments become an error result that
+the outer middleware still see in their "after" phase. A
 middleware that hangs past the call timeout or whose process dies fails the call with a
 message naming it; every middleware still waiting is released when the call ends.
 """
@@ -32,6 +34,7 @@ class Middleware:
     name: str
     priority: int
     owner: str  # the label of the tool file that defines it
+    before_only: bool = False  # it has no phase "after" (its process said so at registration)
 
     @property
     def order(self) -> tuple[int, str, str]:
@@ -119,6 +122,8 @@ class ChainRun:
                 break
             if reply.params_json:
                 arguments = orjson.loads(reply.params_json).get("arguments") or {}
+            if middleware.before_only:  # done with it: one round trip, no phase "after"
+                self._done_with(*self.asked.pop())
         if result is None:
             problem = call.tool.validate(arguments) if arguments is not call.arguments else None
             result = (_error(problem), None) if problem else await self._tool(arguments)

@@ -16,7 +16,9 @@ middleware's coroutine waits inside ``call_next``.
 
 from __future__ import annotations
 
+import ast
 import inspect
+import textwrap
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +42,9 @@ class MiddlewareSpec:
     name: str
     priority: int
     fn: Middleware
+    # it ends with `return await call_next(call)` and nothing runs after it (see before_only):
+    # the host skips its phase "after"
+    before_only: bool = False
 
 
 def middleware_spec(fn: Middleware, priority: int, name: str | None) -> MiddlewareSpec:
@@ -51,4 +56,39 @@ def middleware_spec(fn: Middleware, priority: int, name: str | None) -> Middlewa
         raise TypeError(f"middleware {label!r} must take two parameters: (call, call_next)")
     if not isinstance(priority, int) or isinstance(priority, bool):
         raise TypeError(f"middleware {label!r}: priority must be an integer")
-    return MiddlewareSpec(label, priority, fn)
+    return MiddlewareSpec(label, priority, fn, before_only(fn))
+
+
+def before_only(fn: Middleware) -> bool:
+    """Whether ``fn`` only works before the call: its source passes ``call_next`` nowhere but
+    to one ``return await call_next(...)`` among its top-level statements (not inside a
+    ``try``, ``with`` or loop, where code could run after it). Then the result it returns is
+    exactly what ``call_next`` gave, so nothing needs to run once the call is done."""
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):
+        return False
+    function = next((n for n in ast.walk(tree) if isinstance(n, ast.AsyncFunctionDef)), None)
+    if function is None or len(function.args.args) != 2:
+        return False
+    call_next = function.args.args[1].arg
+    uses = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == call_next]
+    last = function.body[-1]
+    passes_on = (
+        isinstance(last, ast.Return)
+        and isinstance(last.value, ast.Await)
+        and isinstance(last.value.value, ast.Call)
+        and isinstance(last.value.value.func, ast.Name)
+        and last.value.value.func.id == call_next
+    )
+    return passes_on and len(uses) == 1 and not _nested_functions(function)
+
+
+def _nested_functions(function: ast.AsyncFunctionDef) -> bool:
+    """Inner functions or lambdas could capture call_next or run later: not analysed."""
+    return any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for n in ast.walk(function)
+        if n is not function
+    )

@@ -34,7 +34,9 @@ class MiddlewareRunner:
 
     def registrations(self) -> list[pb.RegisterMiddlewareRequest]:
         return [
-            pb.RegisterMiddlewareRequest(name=spec.name, priority=spec.priority, methods=["tools/call"])
+            pb.RegisterMiddlewareRequest(
+                name=spec.name, priority=spec.priority, methods=["tools/call"], before_only=spec.before_only
+            )
             for spec in REGISTRY.middleware.values()
         ]
 
@@ -90,12 +92,15 @@ class _Invocation:
         self.task: asyncio.Task[None] | None = None
         self.original_arguments = b""
         self.abandoned = False
+        self.detached = False  # before-only: passed on, and the host asks nothing more
 
     async def run(self, call: ToolCall) -> None:
         self.original_arguments = orjson.dumps(call.arguments)
         reply: dict[str, Any]
         try:
             result = await self.spec.fn(call, self.call_next)
+            if self.detached:  # before-only: its one reply (the phase "before") is sent
+                return
             if not self.passed_on:  # it answered the call itself
                 reply = {"result_json": mcp_result_json(_as_tool_result(result, self.spec.name))}
             elif result is self.received:
@@ -129,6 +134,10 @@ class _Invocation:
         changed = orjson.dumps(call.arguments) != self.original_arguments
         params = orjson.dumps({"name": call.name, "arguments": call.arguments}).decode() if changed else ""
         self._reply(params_json=params)
+        if self.spec.before_only:  # it returns this unchanged, as its last statement (see before_only)
+            self.detached = True
+            self.received = ToolResult()
+            return self.received
         result_json = await self.after
         self.received = tool_result_from_mcp(orjson.loads(result_json))
         return self.received
