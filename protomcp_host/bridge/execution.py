@@ -113,7 +113,7 @@ class Execution:
             self.timer = self.dispatcher.deadlines.add(self.id, timeout, lambda: self._timed_out(timeout))
         if self.dispatcher.middleware and self.dispatcher.spawn is not None:
             self.chain = ChainRun(self, self.dispatcher.middleware)
-            self.dispatcher.spawn(self.chain.run)
+            self.chain.start()
         else:
             self.run_tool(self.call.arguments, self)
 

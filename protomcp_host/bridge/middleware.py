@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import anyio
 import orjson
 
 from protomcp_host.bridge.envelope import tool_answer
@@ -89,20 +88,28 @@ class ChainRun:
         self.call_id = f"m{execution.id}"  # names this call in the middleware's process, never reused
         self.stage = ""  # what runs now, for a timeout message
         self.asked: list[tuple[Middleware, Channel]] = []  # in "before" or waiting in call_next
-        self.scope = anyio.CancelScope()
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Run it as a task of the loop (a plain asyncio task: an anyio task group's costs
+        more than the middleware round trip it waits for). Ending its execution ends it."""
+        self.task = asyncio.get_running_loop().create_task(self.run())
 
     async def run(self) -> None:
         outcome: Outcome | None = None
         problem = ""
-        with self.scope:
-            try:
-                outcome = await self._through()
-            except Abort as exc:
-                problem = str(exc)
-            except Exception as exc:  # a bug here must still answer the call, and not stop the host
-                problem = f"internal error in the middleware chain: {exc!r}"
+        try:
+            outcome = await self._through()
+        except Abort as exc:
+            problem = str(exc)
+        except asyncio.CancelledError:
+            if self.execution.finished:
+                return  # released: the call has ended
+            raise
+        except Exception as exc:  # a bug here must still answer the call, and not stop the host
+            problem = f"internal error in the middleware chain: {exc!r}"
         if outcome is None:
-            self.execution.fail(problem or "cancelled")  # (a no-op when the call ended already)
+            self.execution.fail(problem)  # (a no-op when the call ended already)
         else:
             self.execution.finish(*outcome)
 
@@ -180,7 +187,8 @@ class ChainRun:
     def release(self, reason: str) -> None:
         """The call ended: the run stops, and every middleware that was asked gets an error
         result as its "after" phase, so none waits forever (nobody waits for their replies)."""
-        self.scope.cancel()
+        if self.task is not None and self.task is not asyncio.current_task():
+            self.task.cancel()
         asked, self.asked = self.asked, []
         for middleware, channel in asked:
             request = pb.MiddlewareInterceptRequest(
