@@ -37,7 +37,6 @@ from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
 from protomcp_host.protocol.discovery import Discovery
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession
-from protomcp_host.protocol.protomcp import Descriptors, SchemaRegistry
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
@@ -48,6 +47,7 @@ from protomcp_sdk.wire import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
     from protomcp_host.peers.hub import BridgeSettings
+    from protomcp_host.protocol.protomcp import Descriptors
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
 
@@ -104,9 +104,8 @@ class Host:
             raise ValueError(f"discovery must be 'full' or 'search', not {discovery!r}")
         # --discovery search: sessions list meta-tools and find the rest on demand (protocol/discovery.py)
         self.discovery = Discovery(self.catalog) if discovery == "search" else None
-        # proto-mcp clients: each tool's protobuf messages (by reference from --schema-registry)
-        registry = SchemaRegistry(schema_registry) if schema_registry is not None else None
-        self.descriptors = Descriptors(self.catalog, registry, direct=lambda: not self.dispatcher.middleware)
+        self.schema_registry = schema_registry
+        self._descriptors: Descriptors | None = None
         self.stderr = stderr or _print_stderr
         self.include_tags = set(include_tags)
         self.exclude_tags = set(exclude_tags)
@@ -262,6 +261,20 @@ class Host:
     @property
     def middleware(self) -> list[Middleware]:
         return self.dispatcher.middleware
+
+    @property
+    def descriptors(self) -> Descriptors:
+        """proto-mcp: each tool's protobuf messages (by reference with --schema-registry), made
+        when the first proto-mcp client comes (JSON-RPC-only hosts never import protobuf's
+        descriptor machinery for it)."""
+        if self._descriptors is None:
+            from protomcp_host.protocol.protomcp import Descriptors, SchemaRegistry
+
+            registry = SchemaRegistry(self.schema_registry) if self.schema_registry is not None else None
+            self._descriptors = Descriptors(
+                self.catalog, registry, direct=lambda: not self.dispatcher.middleware
+            )
+        return self._descriptors
 
     # -- sessions ------------------------------------------------------------------
     def connect(self, write: Writer, *, observed: bool = True) -> Router:

@@ -49,12 +49,6 @@ def frame(message: pm.MCPMessage) -> bytes:
     return len(data).to_bytes(4, "big") + data
 
 
-def is_binary(first: int) -> bool:
-    """The first byte of a connection: a proto-mcp frame (0x00-0x1F, but not the tab, line feed
-    or carriage return a JSON-RPC client may start with) rather than JSON-RPC ('{')."""
-    return first < 0x20 and first not in (0x09, 0x0A, 0x0D)
-
-
 class FrameError(ValueError):
     """A stream that cannot be read on: the connection ends after its error."""
 

@@ -9,14 +9,16 @@ path pays nothing for them).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
 
 from protomcp_host.protocol.catalog import Catalog
-from protomcp_host.protocol.protomcp import Descriptors
 from protomcp_host.protocol.session import Session
+
+if TYPE_CHECKING:
+    from protomcp_host.protocol.protomcp import Descriptors
 
 Writer = Callable[[bytes, bytes | None], None]
 """Writes one message to the client; the second argument is the id of the client request it
@@ -53,7 +55,10 @@ class Sessions(Protocol):
     max_in_flight: int  # tool calls one session may have running at once
     startup_error: str | None  # why the tool files did not load (None: they did, or still load)
     catalog: Catalog  # the tools (HTTP checks Mcp-Param-* headers against their schemas)
-    descriptors: Descriptors  # the tools as protobuf messages, for proto-mcp clients
+
+    @property
+    def descriptors(self) -> Descriptors:
+        """The tools as protobuf messages, for proto-mcp clients."""
 
     def connect(self, write: Writer) -> Connection:
         """A new client session whose messages go to `write`."""

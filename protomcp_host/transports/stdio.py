@@ -13,7 +13,7 @@ import sys
 import tempfile
 from collections import deque
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import anyio
 import orjson
@@ -21,10 +21,18 @@ import orjson
 from protomcp_host.processes.pipes import CHUNK, BatchedWriter, read_into
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.modern import is_modern, maybe_modern
-from protomcp_host.protocol.protomcp import FrameError, FrameReader, ProtoMcp, error_message, frame, is_binary
 from protomcp_host.transports.ports import Connection, Sessions
 
 MAX_LINE = 256 * 1024 * 1024
+
+
+def is_binary(first: int) -> bool:
+    """The first byte of a connection: a proto-mcp frame (a 4-byte big-endian length: 0x00-0x1F,
+    but not the tab, line feed or carriage return a JSON-RPC client may start with) rather
+    than JSON-RPC ('{')."""
+    return first < 0x20 and first not in (0x09, 0x0A, 0x0D)
+
+
 NOTICE_LIMIT = 64 * 1024 * 1024  # bytes of unread messages past which notifications are dropped
 NOTIFICATION = b'{"jsonrpc":"2.0","method":"notifications/'
 
@@ -246,48 +254,6 @@ class Outbox:
             self._file = None
 
 
-class ProtoStdio:
-    """proto-mcp on stdio: frames in, JSON-RPC lines for the session out (see
-    protocol/protomcp.py); the session's answers back as frames."""
-
-    def __init__(self, proto: ProtoMcp, write: Callable[[bytes], None], stderr: Callable[[str], None]):
-        self.proto = proto
-        self.write = write
-        self.stderr = stderr
-        self.reader = FrameReader()
-        self.broken = False  # a frame that cannot be read past: the rest of the input is ignored
-
-    def feed(self, data: bytes) -> list[bytes]:
-        if self.broken:
-            return []
-        lines: list[bytes] = []
-        try:
-            frames = self.reader.feed(data)
-        except FrameError as exc:
-            self.broken = True
-            self._refuse(f"{exc}; the rest of the input is not read")
-            return lines
-        for data_ in frames:
-            more, answers = self.proto.receive(data_)
-            lines += more
-            for message in answers:
-                self.write(frame(message))
-        return lines
-
-    def answer(self, line: bytes) -> None:
-        message = self.proto.sent(line)
-        if message is not None:
-            self.write(frame(message))
-
-    def ended(self) -> None:
-        if self.reader.pending and not self.broken:
-            self._refuse(f"truncated frame: the input ended {self.reader.pending} bytes into a frame")
-
-    def _refuse(self, text: str) -> None:
-        self.stderr(f"protomcp: proto-mcp: {text}")
-        self.write(frame(error_message(0, rpc.INVALID_REQUEST, f"Invalid Request: {text}")))
-
-
 async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: float) -> None:
     """Serve one client on stdin/stdout until end of input or `shutdown`.
 
@@ -341,7 +307,7 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
         )
 
     out = Outbox(take_stdout(), on_pressure=pressure, on_drop=dropping)
-    binary: list[ProtoStdio] = []  # proto-mcp, when the connection's first byte says so
+    binary: list[Any] = []  # proto-mcp (ProtoStdio), when the connection's first byte says so
     decided = False
 
     def write(data: bytes, related: bytes | None = None) -> None:
@@ -391,7 +357,9 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
         if not decided and data:  # the first byte tells JSON-RPC from proto-mcp
             decided = True
             if is_binary(data[0]):
-                binary.append(ProtoStdio(ProtoMcp(host.descriptors), out.write, host.stderr))
+                from protomcp_host.transports.protomcp_stdio import ProtoStdio  # only when it is used
+
+                binary.append(ProtoStdio(host.descriptors, out.write, host.stderr))
         waiting.extend(binary[0].feed(data) if binary else splitter.feed(data))
         take_waiting()
 

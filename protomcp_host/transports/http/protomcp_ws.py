@@ -15,7 +15,6 @@ from typing import Any
 import anyio
 
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.protomcp import ProtoMcp, error_message
 from protomcp_host.transports.http.asgi import Receive, Scope, Send
 from protomcp_host.transports.http.guard import identity_of
 from protomcp_host.transports.ports import Sessions
@@ -29,6 +28,8 @@ class ProtoMcpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         from starlette.websockets import WebSocket
+
+        from protomcp_host.protocol.protomcp import ProtoMcp  # when the first client comes
 
         ws = WebSocket(scope, receive, send)
         await ws.accept()
@@ -53,7 +54,9 @@ class ProtoMcpEndpoint:
             self.host.disconnect(connection)
 
 
-async def _read(ws: Any, proto: ProtoMcp, connection: Any, to_client: Any) -> None:
+async def _read(ws: Any, proto: Any, connection: Any, to_client: Any) -> None:
+    from protomcp_host.protocol.protomcp import error_message
+
     while True:
         message = await ws.receive()
         if message["type"] == "websocket.disconnect":
