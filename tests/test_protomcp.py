@@ -197,12 +197,17 @@ def test_bad_frames_get_clear_errors(raw: list[RawProto]) -> None:
 
 
 async def test_json_rpc_and_proto_mcp_clients_on_one_http_host_see_a_reload(tmp_path: Path) -> None:
+    """One host, three clients at once: the official JSON-RPC client, a proto-mcp client given
+    descriptors inline and one resolving references from the schema registry; typed and
+    converted tools, errors, and a reload that all of them see."""
     from http_support import HttpHost, http_session
     from mcp import types
 
     file = tmp_path / "tools.py"
     shutil.copy(SHAPES, file)
-    served = HttpHost("dev", str(file))
+    registry = tmp_path / "registry"
+    typed = TOOLS / "typed" / "search_tools.py"
+    served = HttpHost("dev", str(file), str(typed), "--schema-registry", str(registry))
     changed = anyio.Event()
 
     async def on_message(message: Any) -> None:
@@ -213,23 +218,36 @@ async def test_json_rpc_and_proto_mcp_clients_on_one_http_host_see_a_reload(tmp_
         ws = served.url.replace("http://", "ws://").replace("/mcp", "/proto-mcp")
         async with (
             http_session(served.url, message_handler=on_message) as json_rpc,
-            ProtoMcpClient.websocket(ws) as proto,
+            ProtoMcpClient.websocket(ws) as inline,
+            ProtoMcpClient.websocket(ws, registry=registry) as by_ref,
         ):
-            assert (await proto.call_tool("whoami", {})).text == "nobody"
+            assert all(tool.fds.file and not tool.ref for tool in await inline.list_tools())
+            listed = {tool.name: tool for tool in await by_ref.list_tools()}
+            assert listed["models"].ref.startswith("protomcp/models:") and listed["web_search"].ref
+            assert (await inline.call_tool("whoami", {})).text == "nobody"
             json_result = await json_rpc.call_tool("models", {"box": {"corner": {"x": 2}}})
-            proto_result = await proto.call_tool("models", {"box": {"corner": {"x": 2}}})
-            assert json_result.structured_content == proto_result.structured == {"x": 2, "y": 0}
+            for proto in (inline, by_ref):
+                proto_result = await proto.call_tool("models", {"box": {"corner": {"x": 2}}})
+                assert json_result.structured_content == proto_result.structured == {"x": 2, "y": 0}
+                found = await proto.call_tool("web_search", {"query": "q", "sites": ["a.com"]})
+                assert found.data.results[0].url == "https://a.com/"  # a typed tool's own message
+                refused = await proto.call_tool("refuse", {"reason": "no"})
+                assert refused.is_error and "refused: no" in refused.text
+            json_found = await json_rpc.call_tool("web_search", {"query": "q", "sites": ["a.com"]})
+            assert json_found.structured_content["results"][0]["url"] == "https://a.com/"
 
             file.write_text(SHAPES.read_text() + "\n\n@tool\ndef added_later() -> str:\n    return 'new'\n")
             with anyio.fail_after(30):
                 await changed.wait()
-                while True:
-                    note = await proto.next_notification(30)
-                    if note.WhichOneof("payload") == "list_changed":
-                        break
-            assert note.list_changed.list == "tools"
-            assert "added_later" in {tool.name for tool in await proto.list_tools()}
-            assert (await proto.call_tool("added_later", {})).text == "new"
+                for proto in (inline, by_ref):
+                    while True:
+                        note = await proto.next_notification(30)
+                        if note.WhichOneof("payload") == "list_changed":
+                            break
+                    assert note.list_changed.list == "tools"
+            for proto in (inline, by_ref):
+                assert "added_later" in {tool.name for tool in await proto.list_tools()}
+                assert (await proto.call_tool("added_later", {})).text == "new"
             assert "added_later" in {tool.name for tool in (await json_rpc.list_tools()).tools}
     finally:
         served.terminate()
@@ -353,3 +371,24 @@ def test_the_readme_proto_mcp_examples_run_as_written(tmp_path: Path) -> None:
     done = subprocess.run([*HOST, *schema[1:]], **run)
     assert done.returncode == 0 and "message AddRequest {" in done.stdout
     assert registry[:3] == ["protomcp", "run", "tools.py"] and "--schema-registry" in registry
+
+
+async def test_bad_websocket_messages_get_errors_and_the_host_serves_on() -> None:
+    from http_support import HttpHost
+    from websockets.asyncio.client import connect
+
+    served = HttpHost("run", str(SHAPES))
+    try:
+        ws = served.url.replace("http://", "ws://").replace("/mcp", "/proto-mcp")
+        async with connect(ws, open_timeout=10) as raw, ProtoMcpClient.websocket(ws) as other:
+            await raw.send("{not binary}")
+            text = pm.MCPMessage.FromString(await raw.recv())
+            assert "proto-mcp messages are binary" in text.error_response.message
+            await raw.send(b"\xff\xff\xff")
+            assert pm.MCPMessage.FromString(await raw.recv()).error_response.code == -32700
+            hello = pm.MCPMessage(id=1, initialize_request=pm.InitializeRequest(protocol_version="1.0.0"))
+            await raw.send(hello.SerializeToString())  # the same connection still serves
+            assert pm.MCPMessage.FromString(await raw.recv()).WhichOneof("payload") == "initialize_response"
+            assert (await other.call_tool("refuse", {"reason": "x"})).is_error  # and so do the others
+    finally:
+        served.terminate()
