@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import ROOT, mcp_session
+from conftest import ROOT, TOOLS, mcp_session
 
 pytestmark = pytest.mark.anyio
 
@@ -155,29 +155,10 @@ async def test_search_finds_calls_and_refuses_clearly(big_file: Path) -> None:
         assert text_of(await session.call_tool("server_help", {})) == "help"
 
 
-SESSIONS = '''
-from protomcp_sdk import Context, tool
-
-
-@tool(hidden=True)
-def reset_the_reactor() -> str:
-    """Reset the reactor core (operators only)."""
-    return "reset"
-
-
-@tool
-async def operator_login(ctx: Context) -> str:
-    """Log in as an operator: unlocks the reactor tools for this session."""
-    await ctx.enable_tools(["reset_the_reactor"])
-    return "unlocked"
-'''
-
-
 async def test_two_http_sessions_never_find_each_others_tools(http_host: Any, tmp_path: Path) -> None:
     from http_support import http_session
 
-    file = tmp_path / "reactor.py"
-    file.write_text(SESSIONS, encoding="utf-8")
+    file = TOOLS / "reactor.py"
     host = http_host("run", "--discovery", "search", str(file))
     async with http_session(host.url) as one, http_session(host.url) as two:
         query = {"query": "reset reactor core"}
@@ -207,8 +188,7 @@ async def test_two_oauth_principals_never_find_each_others_tools(tmp_path: Path,
     from matrix_support import Auth, http_peer
     from mcp.shared.exceptions import MCPError
 
-    file = tmp_path / "reactor.py"
-    file.write_text(SESSIONS, encoding="utf-8")
+    file = TOOLS / "reactor.py"
     auth = Auth(tmp_path)
     host = HttpHost("run", "--discovery", "search", str(file), *auth.options())
     try:
@@ -217,7 +197,7 @@ async def test_two_oauth_principals_never_find_each_others_tools(tmp_path: Path,
             http_peer("alice", host.url, auth.token("alice"), modern) as alice,
             http_peer("bob", host.url, auth.token("bob"), modern) as bob,
         ):
-            assert text_of(await alice.call("call_tool", {"name": "operator_login"})) == "unlocked"
+            assert text_of(await alice.call("call_tool", {"name": "operator_login"})) == "unlocked alice"
             assert found(await alice.call("find_tools", query))[0] == "reset_the_reactor"
             assert text_of(await alice.call("call_tool", {"name": "reset_the_reactor"})) == "reset"
             assert "reset_the_reactor" not in found(await bob.call("find_tools", query))

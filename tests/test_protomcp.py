@@ -253,30 +253,11 @@ async def test_json_rpc_and_proto_mcp_clients_on_one_http_host_see_a_reload(tmp_
         served.terminate()
 
 
-PRINCIPALS = '''
-from protomcp_sdk import Context, tool
-
-
-@tool(hidden=True)
-def reset_the_reactor() -> str:
-    """Reset the reactor (operators only)."""
-    return "reset"
-
-
-@tool
-async def operator_login(ctx: Context) -> str:
-    """Unlock the reactor tools for this connection."""
-    await ctx.enable_tools(["reset_the_reactor"])
-    return "unlocked " + ctx.auth["sub"]
-'''
-
-
 async def test_two_websocket_principals_never_see_each_others_tools(tmp_path: Path) -> None:
     from http_support import HttpHost
     from matrix_support import Auth
 
-    file = tmp_path / "reactor.py"
-    file.write_text(PRINCIPALS, encoding="utf-8")
+    file = TOOLS / "reactor.py"
     auth = Auth(tmp_path)
     served = HttpHost("run", str(file), *auth.options())
     try:
