@@ -373,3 +373,17 @@ async def test_bad_websocket_messages_get_errors_and_the_host_serves_on() -> Non
             assert (await other.call_tool("refuse", {"reason": "x"})).is_error  # and so do the others
     finally:
         served.terminate()
+
+
+def test_frames_are_read_whatever_the_chunking() -> None:
+    from protomcp_host.protocol.protomcp import FrameError, FrameReader
+
+    bodies = [b"a", b"bc", b"", b"d" * 300]
+    data = b"".join(len(body).to_bytes(4, "big") + body for body in bodies)
+    for step in (1, 2, 3, 5, 7, len(data)):
+        reader = FrameReader()
+        frames = [frame for at in range(0, len(data), step) for frame in reader.feed(data[at : at + step])]
+        assert frames == bodies and reader.pending == 0, step
+    reader = FrameReader(limit=10)
+    with pytest.raises(FrameError, match="a frame of 11 bytes exceeds the limit of 10 bytes"):
+        reader.feed((11).to_bytes(4, "big"))

@@ -61,16 +61,19 @@ class FrameReader:
         self._buffer = bytearray()
 
     def feed(self, data: bytes) -> list[bytes]:
-        self._buffer += data
+        buffer = self._buffer
+        buffer += data
         frames: list[bytes] = []
-        while len(self._buffer) >= 4:
-            size = int.from_bytes(self._buffer[:4], "big")
+        at = 0  # consumed once at the end: many small frames in one read cost no quadratic shifting
+        while len(buffer) - at >= 4:
+            size = int.from_bytes(buffer[at : at + 4], "big")
             if size > self.limit:
                 raise FrameError(f"a frame of {size} bytes exceeds the limit of {self.limit} bytes")
-            if len(self._buffer) < 4 + size:
+            if len(buffer) - at - 4 < size:
                 break
-            frames.append(bytes(self._buffer[4 : 4 + size]))
-            del self._buffer[: 4 + size]
+            frames.append(bytes(buffer[at + 4 : at + 4 + size]))
+            at += 4 + size
+        del buffer[:at]
         return frames
 
     @property
