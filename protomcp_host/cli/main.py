@@ -902,7 +902,8 @@ def _sources(
 @click.option(
     "--binary", is_flag=True,
     help="Call over proto-mcp (seed 000) instead of JSON-RPC: start `protomcp run` on the files and "
-    "send the arguments as the tool's protobuf message (--json prints the CallToolResponse).",
+    "send the arguments as the tool's protobuf message (--json prints the result's content, isError "
+    "and structured data).",
 )  # fmt: skip
 @PYTHON
 def call(
