@@ -387,3 +387,19 @@ def test_frames_are_read_whatever_the_chunking() -> None:
     reader = FrameReader(limit=10)
     with pytest.raises(FrameError, match="a frame of 11 bytes exceeds the limit of 10 bytes"):
         reader.feed((11).to_bytes(4, "big"))
+
+
+async def test_a_websocket_client_that_stops_reading_loses_notifications_not_answers() -> None:
+    from protomcp_host.transports.http.protomcp_ws import Outgoing
+
+    outgoing = Outgoing(limit=100)
+    for i in range(10):
+        outgoing.put(b"answer %d " % i + b"x" * 40)
+        outgoing.put(b"notice %d" % i, droppable=True)
+    assert outgoing.dropped > 0 and outgoing.size > 100
+    sent = [await outgoing.get() for _ in range(len(outgoing.waiting))]
+    assert [s for s in sent if s.startswith(b"answer")] == [b"answer %d " % i + b"x" * 40 for i in range(10)]
+    assert len([s for s in sent if s.startswith(b"notice")]) == 10 - outgoing.dropped
+    assert outgoing.size == 0
+    outgoing.put(b"notice again", droppable=True)  # read up: notices flow again
+    assert await outgoing.get() == b"notice again"

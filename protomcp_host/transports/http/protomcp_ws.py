@@ -9,7 +9,7 @@ verified claims, and tool-list changes stay in the connection that made them.
 
 from __future__ import annotations
 
-import math
+from collections import deque
 from typing import Any
 
 import anyio
@@ -20,6 +20,8 @@ from protomcp_host.transports.http.guard import identity_of
 from protomcp_host.transports.ports import Sessions
 
 PROTO_MCP_PATH = "/proto-mcp"
+NOTICE_LIMIT = 32 * 1024 * 1024  # bytes waiting for a client past which its notifications are dropped
+NOTICES = frozenset({"progress", "log_message", "list_changed"})
 
 
 class ProtoMcpEndpoint:
@@ -34,19 +36,20 @@ class ProtoMcpEndpoint:
         ws = WebSocket(scope, receive, send)
         await ws.accept()
         proto = ProtoMcp(self.host.descriptors)
-        to_client, outgoing = anyio.create_memory_object_stream[bytes](math.inf)
+        to_client = Outgoing()
 
         def write(data: bytes, related: bytes | None = None) -> None:
             message = proto.sent(data)
             if message is not None:
-                to_client.send_nowait(message.SerializeToString())
+                notice = message.WhichOneof("payload") in NOTICES
+                to_client.put(message.SerializeToString(), droppable=notice)
 
         connection = self.host.connect(write)
         identity = identity_of(scope)
         connection.session.auth = None if identity is None else identity.claims
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_pump, ws, outgoing)
+                tg.start_soon(_pump, ws, to_client)
                 await _read(ws, proto, connection, to_client)
                 tg.cancel_scope.cancel()
         finally:
@@ -54,7 +57,7 @@ class ProtoMcpEndpoint:
             self.host.disconnect(connection)
 
 
-async def _read(ws: Any, proto: Any, connection: Any, to_client: Any) -> None:
+async def _read(ws: Any, proto: Any, connection: Any, to_client: Outgoing) -> None:
     from protomcp_host.protocol.protomcp import error_message
 
     while True:
@@ -64,20 +67,50 @@ async def _read(ws: Any, proto: Any, connection: Any, to_client: Any) -> None:
         data = message.get("bytes")
         if data is None:
             refusal = error_message(0, rpc.INVALID_REQUEST, "Invalid Request: proto-mcp messages are binary")
-            to_client.send_nowait(refusal.SerializeToString())
+            to_client.put(refusal.SerializeToString())
             continue
         lines, answers = proto.receive(data)
         for answer in answers:
-            to_client.send_nowait(answer.SerializeToString())
+            to_client.put(answer.SerializeToString())
         for line in lines:
             connection.feed(line)
 
 
-async def _pump(ws: Any, outgoing: Any) -> None:
+async def _pump(ws: Any, outgoing: Outgoing) -> None:
     from starlette.websockets import WebSocketDisconnect
 
-    async for data in outgoing:
+    while True:
+        data = await outgoing.get()
         try:
             await ws.send_bytes(data)
         except (WebSocketDisconnect, RuntimeError):
             return
+
+
+class Outgoing:
+    """What waits to be sent to one client. Answers always wait their turn; notifications
+    (progress, log lines, list changes) are dropped while more than `limit` bytes wait, so a
+    client that stops reading cannot make a chatty tool grow the host's memory without bound."""
+
+    def __init__(self, limit: int = NOTICE_LIMIT) -> None:
+        self.limit = limit
+        self.waiting: deque[bytes] = deque()
+        self.size = 0
+        self.dropped = 0
+        self._ready = anyio.Event()
+
+    def put(self, data: bytes, droppable: bool = False) -> None:
+        if droppable and self.size > self.limit:
+            self.dropped += 1
+            return
+        self.waiting.append(data)
+        self.size += len(data)
+        self._ready.set()
+
+    async def get(self) -> bytes:
+        while not self.waiting:
+            self._ready = anyio.Event()
+            await self._ready.wait()
+        data = self.waiting.popleft()
+        self.size -= len(data)
+        return data
