@@ -535,3 +535,21 @@ def test_max_in_flight_help_says_what_each_transport_does() -> None:
     text = " ".join(shown.split())
     assert f"over HTTP it waits up to {HttpOptions().turn_timeout:g} s" in text
     assert "over stdio it and the requests after it wait, in order" in text
+
+
+async def test_a_proto_mcp_frame_marked_as_a_notice_is_dropped_like_a_notification() -> None:
+    from protomcp_host.transports.stdio import Outbox
+
+    read_end, write_end = os.pipe()
+    marks = {"high_water": 1024, "low_water": 256}
+    out = Outbox(write_end, on_pressure=lambda full: None, notice_limit=2048, **marks)
+    try:
+        for _ in range(10):
+            out.send(b"a" * 1000, notice=False, end=b"")  # answers: kept, spilled
+        out.send(b"progress frame", notice=True, end=b"")
+        assert out.dropped == 1 and out.spilled > 2048
+        out.send(b"answer frame", notice=False, end=b"")
+        assert out.dropped == 1
+    finally:
+        out.writer.close()
+        os.close(read_end)

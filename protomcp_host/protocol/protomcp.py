@@ -44,6 +44,10 @@ LISTS = {"notifications/tools/list_changed": "tools", "notifications/resources/l
          "notifications/prompts/list_changed": "prompts"}  # fmt: skip
 
 
+# what a client that stops reading may lose (answers it never does)
+NOTICES = frozenset({"progress", "log_message", "list_changed"})
+
+
 def frame(message: pm.MCPMessage) -> bytes:
     data = message.SerializeToString()
     return len(data).to_bytes(4, "big") + data

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.protomcp import (
+    NOTICES,
     Descriptors,
     FrameError,
     FrameReader,
@@ -22,7 +23,7 @@ class ProtoStdio:
     protocol/protomcp.py); the session's answers back as frames."""
 
     def __init__(
-        self, descriptors: Descriptors, write: Callable[[bytes], None], stderr: Callable[[str], None]
+        self, descriptors: Descriptors, write: Callable[[bytes, bool], None], stderr: Callable[[str], None]
     ):
         self.proto = ProtoMcp(descriptors)
         self.write = write
@@ -44,13 +45,13 @@ class ProtoStdio:
             more, answers = self.proto.receive(data_)
             lines += more
             for message in answers:
-                self.write(frame(message))
+                self.write(frame(message), False)
         return lines
 
     def answer(self, line: bytes) -> None:
         message = self.proto.sent(line)
         if message is not None:
-            self.write(frame(message))
+            self.write(frame(message), message.WhichOneof("payload") in NOTICES)
 
     def ended(self) -> None:
         if self.reader.pending and not self.broken:
@@ -58,4 +59,4 @@ class ProtoStdio:
 
     def _refuse(self, text: str) -> None:
         self.stderr(f"protomcp: proto-mcp: {text}")
-        self.write(frame(error_message(0, rpc.INVALID_REQUEST, f"Invalid Request: {text}")))
+        self.write(frame(error_message(0, rpc.INVALID_REQUEST, f"Invalid Request: {text}")), False)

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any, BinaryIO
 
 import anyio
@@ -191,15 +192,19 @@ class Outbox:
         """The client leaves answers unread: take no new requests."""
         return self.writer.pressed or self.spilled > 0
 
-    def send(self, message: bytes) -> None:
-        """One MCP message and its newline (a notification past `notice_limit` is dropped)."""
-        if self.spilled > self.notice_limit and message.startswith(NOTIFICATION):
+    def send(self, message: bytes, notice: bool | None = None, end: bytes = b"\n") -> None:
+        """One message and its end (a notification past `notice_limit` is dropped; `notice`
+        None: a JSON-RPC notification, told by its start)."""
+        if notice is None:
+            notice = message.startswith(NOTIFICATION)
+        if notice and self.spilled > self.notice_limit:
             if not self.dropped:
                 self.on_drop()
             self.dropped += 1
             return
         self.write(message)
-        self.write(b"\n")
+        if end:
+            self.write(end)
 
     def write(self, data: bytes) -> None:
         if self.spilled or self.writer.pressed:
@@ -359,7 +364,7 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
             if is_binary(data[0]):
                 from protomcp_host.transports.protomcp_stdio import ProtoStdio  # only when it is used
 
-                binary.append(ProtoStdio(host.descriptors, out.write, host.stderr))
+                binary.append(ProtoStdio(host.descriptors, partial(out.send, end=b""), host.stderr))
         waiting.extend(binary[0].feed(data) if binary else splitter.feed(data))
         take_waiting()
 

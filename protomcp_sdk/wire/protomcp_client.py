@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 from google.protobuf import any_pb2, descriptor_pb2, struct_pb2
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
@@ -313,8 +312,3 @@ class ProtoMcpClient:
 
     async def next_notification(self, timeout: float = 10) -> pm.MCPMessage:
         return await asyncio.wait_for(self.notifications.get(), timeout)
-
-
-def log_data(message: pm.MCPMessage) -> Any:
-    """The data of a log_message notification."""
-    return orjson.loads(message.log_message.data_json)

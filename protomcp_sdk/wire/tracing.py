@@ -126,14 +126,3 @@ def end(span: Any, error: str = "") -> None:
         span.set_attribute("error.type", error)
         span.set_status(Status(StatusCode.ERROR))
     span.end()
-
-
-def flush(timeout_ms: int = 5000) -> None:
-    """Export what is pending (a process about to exit)."""
-    if _tracer is not None:
-        from opentelemetry import trace
-
-        provider = trace.get_tracer_provider()
-        force = getattr(provider, "force_flush", None)
-        if force is not None:
-            force(timeout_ms)

@@ -21,7 +21,6 @@ from protomcp_host.transports.ports import Sessions
 
 PROTO_MCP_PATH = "/proto-mcp"
 NOTICE_LIMIT = 32 * 1024 * 1024  # bytes waiting for a client past which its notifications are dropped
-NOTICES = frozenset({"progress", "log_message", "list_changed"})
 
 
 class ProtoMcpEndpoint:
@@ -31,7 +30,8 @@ class ProtoMcpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         from starlette.websockets import WebSocket
 
-        from protomcp_host.protocol.protomcp import ProtoMcp  # when the first client comes
+        from protomcp_host.protocol.protomcp import NOTICES as notices  # when the first client comes
+        from protomcp_host.protocol.protomcp import ProtoMcp
 
         ws = WebSocket(scope, receive, send)
         await ws.accept()
@@ -41,7 +41,7 @@ class ProtoMcpEndpoint:
         def write(data: bytes, related: bytes | None = None) -> None:
             message = proto.sent(data)
             if message is not None:
-                notice = message.WhichOneof("payload") in NOTICES
+                notice = message.WhichOneof("payload") in notices
                 to_client.put(message.SerializeToString(), droppable=notice)
 
         connection = self.host.connect(write)
