@@ -418,8 +418,8 @@ class Host:
         self._middleware_of[label] = [
             Middleware(m.name, m.priority, label, m.before_only) for m in middleware
         ]
-        self.dispatcher.middleware[:] = sorted(
-            (m for chain in self._middleware_of.values() for m in chain), key=lambda m: m.order
+        self.dispatcher.set_middleware(
+            sorted((m for chain in self._middleware_of.values() for m in chain), key=lambda m: m.order)
         )
         large = [tool for tool in tools if tool.large]
         if large and self._tg is not None:  # their validators take seconds to build: not on the loop

@@ -19,7 +19,7 @@ import orjson
 
 from protomcp_host.bridge.deadlines import Deadlines
 from protomcp_host.bridge.envelope import tool_answer
-from protomcp_host.bridge.middleware import ChainRun, Middleware
+from protomcp_host.bridge.middleware import ChainRun, Middleware, segments
 from protomcp_host.processes.channel import Channel
 from protomcp_host.processes.events import Leg, Refused, Reply
 from protomcp_host.processes.output import TokenBucket
@@ -61,9 +61,25 @@ class Dispatcher:
     def __init__(self, processes: Mapping[str, ToolProcesses], call_timeout: float | None) -> None:
         self.processes = processes
         self.call_timeout = call_timeout
-        self.middleware: list[Middleware] = []  # every file's, in chain order
+        self.middleware: list[Middleware] = []  # every file's, in chain order (see set_middleware)
+        self._plans: dict[str, tuple[list[Middleware], Middleware | None]] = {}
         self.spawn: Callable[..., None] | None = None  # runs a task in the host's task group
         self.deadlines = Deadlines()  # every call's timeout, on one shared tick
+
+    def set_middleware(self, chain: list[Middleware]) -> None:
+        self.middleware[:] = chain
+        self._plans.clear()
+
+    def plan(self, owner: str) -> tuple[list[Middleware], Middleware | None]:
+        """How a call to a tool of file `owner` goes through the middleware: the segments that
+        other processes run (see middleware.segments), and the innermost one, when the tool's
+        own process defines it (it runs it around the tool, in the same frame)."""
+        plan = self._plans.get(owner)
+        if plan is None:
+            chain = segments(self.middleware)
+            here = chain.pop() if chain and chain[-1].owner == owner else None
+            plan = self._plans[owner] = (chain, here)
+        return plan
 
     def execute(self, call: Call, sink: CallSink) -> Execution:
         execution = Execution(self, call, sink)
@@ -111,16 +127,24 @@ class Execution:
         timeout = self.call.tool.timeout or self.dispatcher.call_timeout
         if timeout:
             self.timer = self.dispatcher.deadlines.add(self.id, timeout, lambda: self._timed_out(timeout))
-        if self.dispatcher.middleware and self.dispatcher.spawn is not None:
-            self.chain = ChainRun(self, self.dispatcher.middleware)
-            self.chain.start()
-        else:
+        if not self.dispatcher.middleware or self.dispatcher.spawn is None:
             self.run_tool(self.call.arguments, self)
+            return
+        outer, here = self.dispatcher.plan(self.call.tool.owner)
+        if outer:
+            self.chain = ChainRun(self, outer, here)
+            self.chain.start()
+        else:  # only middleware of the tool's own file: its process runs them, no round trip
+            self.run_tool(self.call.arguments, self, here)
 
-    def run_tool(self, arguments: dict[str, Any], leg: Leg) -> None:
-        """Send the tool's own call to the process serving its file."""
+    def run_tool(self, arguments: dict[str, Any], leg: Leg, here: Middleware | None = None) -> None:
+        """Send the tool's own call to the process serving its file, with the middleware that
+        process runs around it (`here`)."""
         call = self.call
         request = pb.CallToolRequest(name=call.tool.name, arguments_json=orjson.dumps(arguments).decode())
+        if here is not None:
+            request.middleware.extend(here.names)
+            request.middleware_owner = here.owner
         if call.progress_token is not None:
             request.progress_token = str(call.progress_token)
         if call.task is not None:
@@ -133,7 +157,7 @@ class Execution:
             request.input_answers_json = call.answers
         if call.trace[0]:
             request.trace_parent, request.trace_state = call.trace
-        if call.arguments_proto and arguments is call.arguments:  # a middleware may have replaced them
+        if call.arguments_proto and arguments is call.arguments and here is None:  # middleware work on JSON
             request.arguments_proto = call.arguments_proto
         self.dispatcher.processes[call.tool.owner].start(pb.Envelope(call_tool=request), leg)  # type: ignore[index]
 

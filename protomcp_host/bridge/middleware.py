@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import orjson
@@ -34,13 +34,37 @@ class Middleware:
     priority: int
     owner: str  # the label of the tool file that defines it
     before_only: bool = False  # it has no phase "after" (its process said so at registration)
+    inner: tuple[str, ...] = ()  # the next ones of its file in the chain, run with it (segments)
 
     @property
     def order(self) -> tuple[int, str, str]:
         return (self.priority, self.owner, self.name)
 
+    @property
+    def names(self) -> list[str]:
+        return [self.name, *self.inner]
+
+    @property
+    def stage(self) -> str:
+        """What runs while the call waits for it, for a timeout's message."""
+        return f"middleware {', '.join(repr(name) for name in self.names)} ({self.owner})"
+
     def __str__(self) -> str:
         return f"middleware '{self.name}' ({self.owner})"
+
+
+def segments(chain: list[Middleware]) -> list[Middleware]:
+    """The chain with each run of one file's middleware next to each other as one: its
+    process runs them together, so a call costs one frame per phase for the lot."""
+    out: list[Middleware] = []
+    for middleware in chain:
+        last = out[-1] if out else None
+        if last is not None and last.owner == middleware.owner:
+            before_only = last.before_only and middleware.before_only
+            out[-1] = replace(last, inner=(*last.inner, middleware.name), before_only=before_only)
+        else:
+            out.append(middleware)
+    return out
 
 
 class Abort(Exception):
@@ -61,7 +85,7 @@ class Chained(Protocol):
 
     @property
     def serving(self) -> Mapping[str, Serving]: ...
-    def run_tool(self, arguments: dict[str, Any], leg: Leg) -> None: ...
+    def run_tool(self, arguments: dict[str, Any], leg: Leg, here: Middleware | None = None) -> None: ...
     def finish(self, answer: ToolAnswer, effects: pb.CallToolResponse | None) -> None: ...
     def fail(self, message: str) -> None: ...
     def progress(self, note: pb.ProgressNotification) -> None: ...
@@ -82,9 +106,10 @@ class ChainRun:
     execution owns it: ending the execution cancels the run and releases every middleware
     that was asked (waiting in call_next, or still in its "before" phase)."""
 
-    def __init__(self, execution: Chained, chain: list[Middleware]) -> None:
+    def __init__(self, execution: Chained, chain: list[Middleware], here: Middleware | None = None) -> None:
         self.execution = execution
-        self.chain = chain
+        self.chain = chain  # segments (see segments) in other processes than the tool's...
+        self.here = here  # ...and the one the tool's process runs around it, if any
         self.call_id = f"m{execution.id}"  # names this call in the middleware's process, never reused
         self.stage = ""  # what runs now, for a timeout message
         self.asked: list[tuple[Middleware, Channel]] = []  # in "before" or waiting in call_next
@@ -150,7 +175,7 @@ class ChainRun:
     async def _ask(
         self, middleware: Middleware, phase: str, params_json: str, channel: Channel | None = None
     ) -> pb.MiddlewareInterceptResponse:
-        self.stage = str(middleware)
+        self.stage = middleware.stage
         if channel is None:
             channel = await self.execution.serving[middleware.owner].channel()
             if channel is None:
@@ -158,7 +183,12 @@ class ChainRun:
             self.asked.append((middleware, channel))
             channel.hold(self._key(middleware))  # its process stays open until "after" reached it
         request = pb.MiddlewareInterceptRequest(
-            middleware_name=middleware.name, phase=phase, method="tools/call", params_json=params_json
+            middleware_name=middleware.name,
+            phase=phase,
+            method="tools/call",
+            params_json=params_json,
+            chain=middleware.inner,
+            owner=middleware.owner,
         )
         leg = _Leg(self.execution, str(middleware))
         channel.start(pb.Envelope(call_id=self.call_id, middleware_intercept=request), leg)
@@ -170,9 +200,9 @@ class ChainRun:
     async def _tool(self, arguments: dict[str, Any]) -> Outcome:
         """Run the tool itself; its answer comes back here, not to the client."""
         name = self.execution.call.tool.name
-        self.stage = f"tool '{name}'"
+        self.stage = f"tool '{name}'" if self.here is None else f"tool '{name}' or its {self.here.stage}"
         leg = _Leg(self.execution, self.stage)
-        self.execution.run_tool(arguments, leg)
+        self.execution.run_tool(arguments, leg, self.here)
         envelope, failure = await leg.outcome
         if envelope is None:
             return _error(f"Tool '{name}' failed: {failure}"), None

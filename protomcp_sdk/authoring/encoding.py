@@ -149,7 +149,11 @@ def _from_tool_result(result: ToolResult, tool_name: str) -> Encoded:
 
 def mcp_result_json(result: ToolResult, tool_name: str = "middleware") -> str:
     """A ToolResult as the JSON of an MCP CallToolResult (used by middleware)."""
-    response, content = _from_tool_result(result, tool_name)
+    return mcp_result_json_of(*_from_tool_result(result, tool_name))
+
+
+def mcp_result_json_of(response: pb.CallToolResponse, content: bytes) -> str:
+    """An encoded answer as the JSON of an MCP CallToolResult."""
     parts = [b'{"content":', content]
     if response.structured_content_json:
         parts += [b',"structuredContent":', response.structured_content_json.encode()]

@@ -1,16 +1,22 @@
 """Running this process's ``@middleware`` for the host: one suspended invocation per call,
-from phase "before" (up to ``call_next``) to phase "after" (with the call's result)."""
+from phase "before" (up to ``call_next``) to phase "after" (with the call's result).
+
+Middleware of this process that follow each other in the host's chain run in one invocation
+(one frame per phase for the lot), and those right around a tool of this process run with it
+here (``compose``), without asking the host at all.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import orjson
 
 from protomcp_sdk.authoring.encoding import mcp_result_json, tool_result_from_mcp
-from protomcp_sdk.authoring.middleware import MiddlewareSpec, ToolCall
+from protomcp_sdk.authoring.middleware import CallNext, MiddlewareSpec, ToolCall
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.results import ToolError, ToolResult
 from protomcp_sdk.wire import protomcp_pb2 as pb
@@ -44,16 +50,14 @@ class MiddlewareRunner:
         request = envelope.middleware_intercept
         key = (envelope.call_id, request.middleware_name)
         if request.phase == "before":
-            spec = REGISTRY.middleware.get(request.middleware_name)
-            if spec is None:
-                self.reply(
-                    envelope.request_id, reject=True, reject_reason="no such middleware in this process"
-                )
+            specs = specs_of([request.middleware_name, *request.chain])
+            if isinstance(specs, str):
+                self.reply(envelope.request_id, reject=True, reject_reason=specs)
                 return
             stale = self.running.get(key)
             if stale is not None:  # the host started this call again: the old one has ended
                 stale.abandon()
-            invocation = _Invocation(self, spec, key, envelope.request_id, next(self.serials))
+            invocation = _Invocation(self, specs, request.owner, key, envelope.request_id, next(self.serials))
             self.running[key] = invocation
             params = orjson.loads(request.params_json or "{}")
             call = ToolCall(str(params.get("name", "")), dict(params.get("arguments") or {}))
@@ -70,19 +74,99 @@ class MiddlewareRunner:
         self.process.send(pb.Envelope(request_id=request_id, middleware_intercept_response=response))
 
 
+def specs_of(names: list[str]) -> list[MiddlewareSpec] | str:
+    """The middleware of these names, or why not."""
+    specs = [REGISTRY.middleware.get(name) for name in names]
+    missing = [name for name, spec in zip(names, specs, strict=True) if spec is None]
+    if missing:
+        return f"no such middleware in this process: {', '.join(missing)}"
+    return specs  # type: ignore[return-value]
+
+
+def compose(
+    specs: list[MiddlewareSpec], owner: str, innermost: CallNext
+) -> Callable[[ToolCall], Awaitable[Any]]:
+    """The middleware as one, outermost first, around `innermost`. What an inner one raises
+    becomes an error result its outer one sees, as between processes; what the outermost
+    raises, its caller handles (each call_next may be called once)."""
+    call_next = _once(specs[-1], innermost)
+    for spec, outer in zip(reversed(specs[1:]), reversed(specs[:-1]), strict=True):
+        call_next = _once(outer, _guarded(spec, owner, call_next))
+    head, first = specs[0], call_next
+    return lambda call: head.fn(call, first)
+
+
+def named(spec: MiddlewareSpec, owner: str) -> str:
+    """As the host names it: "middleware 'audit' (mw.py)"."""
+    return f"middleware '{spec.name}' ({owner})" if owner else f"middleware '{spec.name}'"
+
+
+def rejection(spec: MiddlewareSpec, owner: str, exc: BaseException) -> ToolResult:
+    """What the call's outer middleware (or the client) get when `spec` raised `exc`."""
+    if isinstance(exc, ToolError):
+        text = f"Rejected by {named(spec, owner)}: {exc.message}"
+    else:
+        text = f"{named(spec, owner).capitalize()} failed: {_failed(exc)['reject_reason']}"
+    return as_seen(ToolResult(content=[text], is_error=True))
+
+
+def _guarded(spec: MiddlewareSpec, owner: str, call_next: CallNext) -> CallNext:
+    async def step(call: ToolCall) -> ToolResult:
+        received: list[ToolResult] = []
+
+        async def passing_on(call: ToolCall) -> ToolResult:
+            received.append(await call_next(call))
+            return received[0]
+
+        try:
+            result = await spec.fn(call, passing_on)
+            if received and result is received[0]:
+                return result  # unchanged
+            return as_seen(_as_tool_result(result, spec.name))
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+            return rejection(spec, owner, exc)
+
+    return step
+
+
+def as_seen(result: ToolResult) -> ToolResult:
+    """A result as the next middleware out sees it: as if it had crossed to another process
+    (MCP content blocks, plain JSON structured content, no tool-list changes)."""
+    return tool_result_from_mcp(orjson.loads(mcp_result_json(result)))
+
+
+def _once(spec: MiddlewareSpec, call_next: CallNext) -> CallNext:
+    used = False
+
+    async def once(call: ToolCall) -> ToolResult:
+        nonlocal used
+        if used:
+            raise RuntimeError(f"middleware {spec.name!r} called call_next twice")
+        used = True
+        return await call_next(call)
+
+    return once
+
+
 class _Invocation:
-    """One middleware wrapped around one call, from phase "before" to phase "after"."""
+    """The middleware of one segment of the host's chain (several of this process, next to
+    each other) wrapped around one call, from phase "before" to phase "after"."""
 
     def __init__(
         self,
         runner: MiddlewareRunner,
-        spec: MiddlewareSpec,
+        specs: list[MiddlewareSpec],
+        owner: str,
         key: tuple[str, str],
         request_id: str,
         serial: int,
     ) -> None:
         self.runner = runner
-        self.spec = spec
+        self.specs = specs
+        self.owner = owner
+        self.before_only = all(spec.before_only for spec in specs)
         self.key = key
         self.serial = serial  # unique for the process's lifetime
         self.request_id = request_id  # the host request our next reply answers
@@ -98,15 +182,15 @@ class _Invocation:
         self.original_arguments = orjson.dumps(call.arguments)
         reply: dict[str, Any]
         try:
-            result = await self.spec.fn(call, self.call_next)
+            result = await compose(self.specs, self.owner, self.call_next)(call)
             if self.detached:  # before-only: its one reply (the phase "before") is sent
                 return
             if not self.passed_on:  # it answered the call itself
-                reply = {"result_json": mcp_result_json(_as_tool_result(result, self.spec.name))}
+                reply = {"result_json": mcp_result_json(_as_tool_result(result, self.specs[0].name))}
             elif result is self.received:
                 reply = {}
             else:
-                reply = {"params_json": mcp_result_json(_as_tool_result(result, self.spec.name))}
+                reply = {"params_json": mcp_result_json(_as_tool_result(result, self.specs[0].name))}
         except ToolError as exc:
             reply = {"reject": True, "reject_reason": exc.message}
         except asyncio.CancelledError as exc:
@@ -128,13 +212,11 @@ class _Invocation:
             self.task.cancel()
 
     async def call_next(self, call: ToolCall) -> ToolResult:
-        if self.passed_on:
-            raise RuntimeError(f"middleware {self.spec.name!r} called call_next twice")
         self.passed_on = True
         changed = orjson.dumps(call.arguments) != self.original_arguments
         params = orjson.dumps({"name": call.name, "arguments": call.arguments}).decode() if changed else ""
         self._reply(params_json=params)
-        if self.spec.before_only:  # it returns this unchanged, as its last statement (see before_only)
+        if self.before_only:  # each returns this unchanged, as its last statement (see before_only)
             self.detached = True
             self.received = ToolResult()
             return self.received

@@ -19,15 +19,23 @@ import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Generator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from protomcp_sdk.authoring import resources
-from protomcp_sdk.authoring.encoding import encode_error, encode_result
+from protomcp_sdk.authoring.encoding import (
+    Encoded,
+    encode_error,
+    encode_result,
+    mcp_result_json_of,
+    tool_result_from_mcp,
+)
+from protomcp_sdk.authoring.middleware import MiddlewareSpec, ToolCall
 from protomcp_sdk.authoring.registry import REGISTRY
+from protomcp_sdk.authoring.results import ToolResult
 from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.runtime import client, liveness, logs, output, warmup
@@ -35,7 +43,7 @@ from protomcp_sdk.runtime.context import Context
 from protomcp_sdk.runtime.features import Features
 from protomcp_sdk.runtime.lifespan import Running
 from protomcp_sdk.runtime.loading import load_tool_file, report_failure
-from protomcp_sdk.runtime.middleware import MiddlewareRunner
+from protomcp_sdk.runtime.middleware import MiddlewareRunner, compose, rejection, specs_of
 from protomcp_sdk.runtime.spool import Spool
 from protomcp_sdk.runtime.threads import SyncWorkers
 from protomcp_sdk.wire import framing as wire
@@ -374,6 +382,19 @@ class ToolProcess:
         arguments: str | bytes = request.arguments_json
         if request.arguments_proto and spec.message is not None:
             arguments = request.arguments_proto  # a typed tool's message, from a proto-mcp client
+        if request.middleware:  # middleware of this process around its tool: all run here
+            self._start_through_middleware(request_id, spec, request, ctx, context)
+        else:
+            self._start_tool(request_id, spec, arguments, ctx, context)
+
+    def _start_tool(
+        self,
+        request_id: str,
+        spec: ToolSpec,
+        arguments: str | bytes,
+        ctx: Context,
+        context: contextvars.Context,
+    ) -> None:
         if spec.is_async:
             coro = self.run_async(request_id, spec, arguments, ctx)
             task = self.loop.create_task(coro, context=context)
@@ -381,6 +402,80 @@ class ToolProcess:
         else:
             self.threads[request_id] = ctx
             self.workers.submit(spec.name, context.run, self.run_sync, request_id, spec, arguments, ctx)
+
+    def _start_through_middleware(
+        self,
+        request_id: str,
+        spec: ToolSpec,
+        request: pb.CallToolRequest,
+        ctx: Context,
+        context: contextvars.Context,
+    ) -> None:
+        specs = specs_of(list(request.middleware))
+        if isinstance(specs, str):
+            self.send_result(request_id, *encode_error(ArgumentError(specs), spec.name))
+            return
+        if not all(m.before_only for m in specs):  # they see the result: the tool runs inside them
+            coro = self.run_chained(
+                request_id, spec, request.arguments_json, ctx, specs, request.middleware_owner
+            )
+            self.tasks[request_id] = (self.loop.create_task(coro, context=context), ctx)
+            return
+        # Each passes the call on as its last step (see before_only): they run up to the tool,
+        # then the tool runs as a call without middleware. Run by hand, not as a task, while
+        # they await nothing that suspends (the common case: checks, rewrites, logging).
+        call = ToolCall(spec.name, orjson.loads(request.arguments_json) if request.arguments_json else {})
+        before = _before_tool(spec, specs, request.middleware_owner, call)
+        try:
+            suspended = context.run(before.send, None)
+        except StopIteration as done:
+            self._after_middleware(request_id, spec, ctx, context, done.value)
+            return
+        except BaseException as exc:  # (_before_tool answers what the middleware raise)
+            self._after_middleware(request_id, spec, ctx, context, encode_error(exc, spec.name))
+            return
+        resumed = self._resume_before(request_id, spec, ctx, context, before, suspended)
+        task = self.loop.create_task(resumed, context=context)
+        self.tasks[request_id] = (task, ctx)
+
+    async def _resume_before(
+        self,
+        request_id: str,
+        spec: ToolSpec,
+        ctx: Context,
+        context: contextvars.Context,
+        before: Coroutine[Any, Any, ToolCall | Encoded],
+        suspended: Any,
+    ) -> None:
+        try:
+            outcome = await _Resumed(before, suspended)
+        except BaseException as exc:
+            self.tasks.pop(request_id, None)
+            if isinstance(exc, asyncio.CancelledError):  # cancelled by the host, or the process ends
+                self._end_span(request_id, "cancelled")
+                if self.on_call_end is not None:
+                    self.on_call_end()
+                raise
+            outcome = encode_error(exc, spec.name)
+        self.tasks.pop(request_id, None)
+        # (a copy: a worker thread must not enter the context this task is running in)
+        self._after_middleware(request_id, spec, ctx, context.copy(), outcome)
+
+    def _after_middleware(
+        self,
+        request_id: str,
+        spec: ToolSpec,
+        ctx: Context,
+        context: contextvars.Context,
+        outcome: ToolCall | Encoded,
+    ) -> None:
+        """Before-only middleware passed the call on (run the tool), or answered it."""
+        if isinstance(outcome, ToolCall):
+            self._start_tool(request_id, spec, orjson.dumps(outcome.arguments).decode(), ctx, context)
+            return
+        self.send_result(request_id, *outcome)
+        if self.on_call_end is not None:
+            self.on_call_end()
 
     def _trace(self, request_id: str, request: pb.CallToolRequest, context: contextvars.Context) -> None:
         """The call's span, a child of the host's (through the Envelope's trace context); the
@@ -425,19 +520,9 @@ class ToolProcess:
     # to exit waits for that, then flushes, so no finished call loses its answer.
     async def run_async(self, request_id: str, spec: ToolSpec, arguments: str | bytes, ctx: Context) -> None:
         try:
-            try:
-                value = await spec.fn(**_arguments(spec, arguments, ctx))
-                response, content = encode_result(value, spec)
-            except asyncio.CancelledError as exc:
-                task = asyncio.current_task()
-                if ctx.cancelled or (task is not None and task.cancelling()):
-                    return  # cancelled by the host (which has answered) or by the process ending
-                response, content = encode_error(exc, spec.name)  # the tool's own code raised it
-                report_failure(exc, ctx)
-            except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
-                response, content = encode_error(exc, spec.name)
-                report_failure(exc, ctx)
-            self.send_result(request_id, response, content)
+            encoded = await _outcome_async(spec, arguments, ctx)
+            if encoded is not None:  # None: cancelled (by the host, which has answered, or by exiting)
+                self.send_result(request_id, *encoded)
         finally:
             self.tasks.pop(request_id, None)
             if self.spans:  # no answer was sent: cancelled
@@ -447,13 +532,9 @@ class ToolProcess:
 
     def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> None:
         try:
-            try:
-                response, content = encode_result(spec.fn(**_arguments(spec, arguments_json, ctx)), spec)
-            except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
-                response, content = encode_error(exc, spec.name)
-                report_failure(exc, ctx)
+            encoded = _outcome_sync(spec, arguments_json, ctx)
             if not ctx.cancelled:
-                self.send_result(request_id, response, content)
+                self.send_result(request_id, *encoded)
         finally:
             self.threads.pop(request_id, None)
             self.stuck.pop(request_id, None)
@@ -461,6 +542,78 @@ class ToolProcess:
                 self._end_span(request_id, "cancelled")
             if self.on_call_end is not None:
                 self.on_call_end()
+
+    async def run_chained(
+        self,
+        request_id: str,
+        spec: ToolSpec,
+        arguments_json: str,
+        ctx: Context,
+        specs: list[MiddlewareSpec],
+        owner: str,
+    ) -> None:
+        """The call through the middleware of this process right around its tool (named by the
+        host), all here: the tool's answer goes back unchanged unless a middleware replaced it."""
+        try:
+            encoded = await self._through_middleware(spec, arguments_json, ctx, specs, owner)
+            if encoded is not None:
+                self.send_result(request_id, *encoded)
+        finally:
+            self.tasks.pop(request_id, None)
+            if self.spans:  # no answer was sent: cancelled
+                self._end_span(request_id, "cancelled")
+            if self.on_call_end is not None:
+                self.on_call_end()
+
+    async def _through_middleware(
+        self, spec: ToolSpec, arguments_json: str, ctx: Context, specs: list[MiddlewareSpec], owner: str
+    ) -> Encoded | None:
+        outcome: list[Encoded | None] = []  # the tool's own answer
+        seen: list[ToolResult] = []  # ...as the middleware saw it
+
+        async def tool(call: ToolCall) -> ToolResult:
+            changed = orjson.dumps(call.arguments).decode()
+            encoded = await self._run_tool_here(spec, changed, ctx)
+            outcome.append(encoded)
+            if encoded is None:  # cancelled: the host has answered
+                raise asyncio.CancelledError
+            seen.append(tool_result_from_mcp(orjson.loads(mcp_result_json_of(*encoded))))
+            return seen[0]
+
+        call = ToolCall(spec.name, orjson.loads(arguments_json) if arguments_json else {})
+        try:
+            result = await compose(specs, owner, tool)(call)
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if ctx.cancelled or (task is not None and task.cancelling()):
+                return None
+            result = rejection(specs[0], owner, exc)
+        except BaseException as exc:  # still one answer; the message names the middleware
+            result = rejection(specs[0], owner, exc)
+        if seen and result is seen[0]:
+            return outcome[0]
+        response, content = encode_result(
+            result if isinstance(result, ToolResult) else _middleware_value(result, specs[0]), spec
+        )
+        own = outcome[0] if outcome else None
+        del response.enable_tools[:], response.disable_tools[:]  # the tool's changes stand, no other
+        if own is not None:
+            response.enable_tools.extend(own[0].enable_tools)
+            response.disable_tools.extend(own[0].disable_tools)
+        return response, content
+
+    async def _run_tool_here(self, spec: ToolSpec, arguments_json: str, ctx: Context) -> Encoded | None:
+        """Run the tool as a call without middleware would (a sync one in a worker thread)."""
+        if spec.is_async:
+            return await _outcome_async(spec, arguments_json, ctx)
+        done: asyncio.Future[Encoded] = self.loop.create_future()
+
+        def run() -> None:
+            encoded = _outcome_sync(spec, arguments_json, ctx)
+            self.loop.call_soon_threadsafe(_settle, done, encoded)
+
+        self.workers.submit(spec.name, contextvars.copy_context().run, run)
+        return await done
 
 
 class _Frames(asyncio.Protocol):
@@ -482,6 +635,89 @@ class _Frames(asyncio.Protocol):
         except wire.FrameError as error:
             print(f"protomcp tool process: {error}", file=sys.stderr)
         self.process.finish(0)  # the host closed our input: it is stopping us
+
+
+async def _outcome_async(spec: ToolSpec, arguments: str | bytes, ctx: Context) -> Encoded | None:
+    """An async tool's answer; None when the call was cancelled from outside."""
+    try:
+        return encode_result(await spec.fn(**_arguments(spec, arguments, ctx)), spec)
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if ctx.cancelled or (task is not None and task.cancelling()):
+            return None  # cancelled by the host (which has answered) or by the process ending
+        report_failure(exc, ctx)
+        return encode_error(exc, spec.name)  # the tool's own code raised it
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+        report_failure(exc, ctx)
+        return encode_error(exc, spec.name)
+
+
+def _outcome_sync(spec: ToolSpec, arguments: str | bytes, ctx: Context) -> Encoded:
+    try:
+        return encode_result(spec.fn(**_arguments(spec, arguments, ctx)), spec)
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
+        report_failure(exc, ctx)
+        return encode_error(exc, spec.name)
+
+
+async def _before_tool(
+    spec: ToolSpec, specs: list[MiddlewareSpec], owner: str, call: ToolCall
+) -> ToolCall | Encoded:
+    """Before-only middleware up to the tool: the call they pass on, or their answer."""
+    passed_on: list[ToolCall] = []
+    mark = ToolResult()
+
+    async def tool(call: ToolCall) -> ToolResult:
+        passed_on.append(call)
+        return mark
+
+    try:
+        result = await compose(specs, owner, tool)(call)
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # still one answer; the message names the middleware
+        result = rejection(specs[0], owner, exc)
+    if result is mark:
+        return passed_on[0]
+    return encode_result(
+        result if isinstance(result, ToolResult) else _middleware_value(result, specs[0]), spec
+    )
+
+
+class _Resumed:
+    """Awaits a coroutine that was started by hand and suspended on `suspended`: the rest of
+    it runs in the awaiting task."""
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], suspended: Any) -> None:
+        self.coro, self.suspended = coro, suspended
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, suspended = self.coro, self.suspended
+        while True:
+            try:
+                sent = yield suspended
+            except BaseException as exc:  # thrown in: cancellation
+                try:
+                    suspended = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    suspended = coro.send(sent)
+                except StopIteration as done:
+                    return done.value
+
+
+def _settle(future: asyncio.Future[Encoded], encoded: Encoded) -> None:
+    if not future.done():  # (cancelled meanwhile: nobody waits)
+        future.set_result(encoded)
+
+
+def _middleware_value(value: Any, spec: MiddlewareSpec) -> ToolResult:
+    if isinstance(value, str):
+        return ToolResult(content=[value])
+    message = f"middleware {spec.name!r} must return a ToolResult (or a str), not {type(value).__name__}"
+    return ToolResult(content=[message], is_error=True)
 
 
 def _arguments(spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> dict[str, Any]:
