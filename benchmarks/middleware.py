@@ -22,15 +22,20 @@ SERVER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECO
 HEADING = "## Middleware cost"
 EXPLAIN = (
     "Measured by `python benchmarks/middleware.py --out benchmarks/README.md`: `protomcp run "
-    "tools_protomcp.py` beside `protomcp run tools_protomcp.py mw_passthrough.py` (one middleware "
-    "that only calls `call_next`, in its own tool process), interleaved, median of the repetitions. "
-    "Each call through a middleware adds two host ↔ middleware-process round trips (phases "
-    '"before" and "after"); this one ends with `return await call_next(call)`, so it is seen to '
-    'need phase "before" alone: one round trip.'
+    "tools_protomcp.py` alone, beside a pass-through middleware (it only calls `call_next`) in "
+    "another file (`mw_passthrough.py`, its own tool process), two of them in another file "
+    "(`mw_two.py`), and one in the tools' own file (`tools_mw_here.py`); interleaved, median of "
+    "the repetitions. A middleware in another process costs host ↔ middleware-process round trips: "
+    'two per call (phases "before" and "after"), one when it ends with `return await '
+    'call_next(call)` (seen to need phase "before" alone, as here); a file\'s middleware next to '
+    "each other in the chain share them (one frame per phase for the lot). Middleware in the tool's "
+    "own file run in its process, in the call's own frame: no round trip at all."
 )
 SETUPS = {
     "no middleware": ["tools_protomcp.py"],
-    "one middleware": ["tools_protomcp.py", "mw_passthrough.py"],
+    "one middleware, another file": ["tools_protomcp.py", "mw_passthrough.py"],
+    "two middleware, another file": ["tools_protomcp.py", "mw_two.py"],
+    "one middleware, the tools' own file": ["tools_mw_here.py"],
 }
 ECHO = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}\n'
 
@@ -88,8 +93,11 @@ def report(results: dict[str, list[tuple[float, float, float]]], reps: int) -> s
         cpu = statistics.median(s[2] for s in samples)
         medians[name] = (cps, p50)
         lines.append(f"| {name} | {cps:,.0f} | {p50:,.0f} | {cpu:,.0f} |")
-    ratio = medians["one middleware"][0] / medians["no middleware"][0]
-    lines += ["", f"Throughput with one middleware: {ratio:.2f}x of none."]
+    none = medians["no middleware"][0]
+    lines.append("")
+    for name, (cps, _) in medians.items():
+        if name != "no middleware":
+            lines.append(f"Throughput, {name}: {cps / none:.2f}x of none.")
     return "\n".join(lines)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,13 +20,18 @@ from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import Features, FileFeatures, Forward
 from protomcp_sdk.wire import protomcp_pb2 as pb
 
+_COMPLETION = re.compile(rb"@[\w.\s]*\bcompletion\b")
+
 
 def declares_completions(file: Path) -> bool:
     """Whether a tool file uses @completion, read without running it. The stdio transport
     answers initialize before the files have loaded, so the `completions` capability is
     decided from this (and from what loaded files report, once they have)."""
     try:
-        tree = ast.parse(file.read_bytes(), str(file))
+        source = file.read_bytes()
+        if _COMPLETION.search(source) is None:  # (no parse of a file that cannot have one)
+            return False
+        tree = ast.parse(source, str(file))
     except (OSError, SyntaxError, ValueError):
         return False
     for node in ast.walk(tree):

@@ -145,10 +145,25 @@ def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -
 
 
 def module_docstring(file: Path) -> str:
-    """A tool file's module docstring, read without running the file ("" if none or unreadable)."""
+    """A tool file's module docstring, read without running the file ("" if none or unreadable).
+    Only its first statement is tokenized: parsing the whole file costs ~30 ms at 1,000 tools."""
     import ast
+    import inspect
+    import tokenize
 
+    strings: list[str] = []
     try:
-        return ast.get_docstring(ast.parse(file.read_bytes(), str(file))) or ""
-    except (OSError, SyntaxError, ValueError):
+        with file.open("rb") as source:
+            for token in tokenize.tokenize(source.readline):
+                if token.type == tokenize.STRING:
+                    strings.append(token.string)  # (adjacent literals are one string)
+                elif token.type in (tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.OP) or strings:
+                    break
+                elif token.type not in (tokenize.ENCODING, tokenize.COMMENT, tokenize.NL):
+                    return ""  # the first statement is not a string
+            if token.type == tokenize.OP:
+                return ""  # an expression that starts with a string: not a docstring
+            docstring = ast.literal_eval(" ".join(strings)) if strings else ""
+    except (OSError, SyntaxError, ValueError, tokenize.TokenError):
         return ""  # the tool process reports a file that does not load
+    return inspect.cleandoc(docstring) if isinstance(docstring, str) else ""
