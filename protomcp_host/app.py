@@ -596,7 +596,6 @@ async def _serve(
     companions: tuple[Companion, ...],
     **options: Any,
 ) -> int:
-    from protomcp_host.processes.reloader import watch_and_reload
     from protomcp_host.transports.stdio import serve_stdio
 
     # In dev a file that fails to load at start-up is served as "no tools" until it is fixed.
@@ -643,7 +642,9 @@ async def _serve(
             host.draining = True
 
         tg.start_soon(note_draining)
-        if reload:
+        if reload:  # (watchfiles is imported by `protomcp dev` only)
+            from protomcp_host.processes.reloader import watch_and_reload
+
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
         if host.peers is not None:
             tg.start_soon(_close_links_on, shutdown, host.peers)

@@ -141,7 +141,10 @@ class Execution:
         """Send the tool's own call to the process serving its file, with the middleware that
         process runs around it (`here`)."""
         call = self.call
-        request = pb.CallToolRequest(name=call.tool.name, arguments_json=orjson.dumps(arguments).decode())
+        envelope = pb.Envelope()
+        request = envelope.call_tool  # filled in place: no copy of a request made apart
+        request.name = call.tool.name
+        request.arguments_json = orjson.dumps(arguments).decode()
         if here is not None:
             request.middleware.extend(here.names)
             request.middleware_owner = here.owner
@@ -159,7 +162,7 @@ class Execution:
             request.trace_parent, request.trace_state = call.trace
         if call.arguments_proto and arguments is call.arguments and here is None:  # middleware work on JSON
             request.arguments_proto = call.arguments_proto
-        self.dispatcher.processes[call.tool.owner].start(pb.Envelope(call_tool=request), leg)  # type: ignore[index]
+        self.dispatcher.processes[call.tool.owner].start(envelope, leg)  # type: ignore[index]
 
     # -- the channel's Leg (the tool's own call, without middleware) -------------------------
     @property

@@ -30,7 +30,10 @@ MAX_DEPTH = 256
 """Deepest nesting accepted in a message: tool arguments (two levels down) are re-encoded
 for the tool process, and orjson encodes at most 254 levels."""
 
-_LONG_NUMBER = re.compile(rb"\d{19,}")  # may exceed 64 bits: orjson would make it a float
+# 19 digits in a row may exceed 64 bits, which orjson would make a float. Found by mapping every
+# digit to "0" and looking for 19 of them: several times faster than a regex search.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19
 _INT_RANGE = (-(2**63), 2**64 - 1)
 
 
@@ -75,7 +78,7 @@ def decode(line: bytes) -> Message | list[Message]:
         if "depth limit" in str(exc):  # valid JSON, perhaps, but far too deep for anyone
             return Invalid(_top_level_id(line), INVALID_REQUEST, _TOO_DEEP)
         return _refused(line) or Invalid(NULL_ID, PARSE_ERROR, f"Parse error: {exc}")
-    if _LONG_NUMBER.search(line) and (refused := _refused(line)) is not None:
+    if _LONG_NUMBER in line.translate(_DIGITS_AS_ZERO) and (refused := _refused(line)) is not None:
         return refused  # an integer beyond 64 bits, which orjson silently made a float
     deep = line.count(b"[") + line.count(b"{") > MAX_DEPTH  # cheap test before the exact one
     if isinstance(data, list):
