@@ -13,6 +13,8 @@ import asyncio
 import math
 from collections.abc import Callable, Hashable
 
+from protomcp_host.bridge.loop import running_loop
+
 TICK = 0.1  # seconds; timeouts are whole seconds in practice, so 100 ms late is nothing
 
 
@@ -27,11 +29,8 @@ class Deadlines:
     def add(self, key: Hashable, delay: float, fire: Callable[[], None]) -> int:
         """Call fire() once `delay` seconds have passed, unless `remove(key, tick)` comes
         first; returns the tick to remove it with."""
-        loop = self._loop
-        if loop is None or not loop.is_running():
-            # The first call, or a new loop (what the old one had scheduled is gone). Not asked
-            # on every call: get_running_loop() makes a getpid() system call each time.
-            loop = asyncio.get_running_loop()
+        loop = running_loop()
+        if loop is not self._loop:  # a new loop: what the old one had scheduled is gone
             self._loop, self._due, self._handles = loop, {}, {}
         tick = math.ceil((loop.time() + delay) / self.tick)
         bucket = self._due.get(tick)

@@ -17,18 +17,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, Protocol
 
 import orjson
 
 from protomcp_host.bridge.envelope import tool_answer
+from protomcp_host.bridge.loop import running_loop
 from protomcp_host.processes.channel import Channel, new_request_id
 from protomcp_host.processes.events import Leg, Reply
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_sdk.wire import protomcp_pb2 as pb
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Middleware:
     name: str
     priority: int
@@ -44,7 +46,7 @@ class Middleware:
     def names(self) -> list[str]:
         return [self.name, *self.inner]
 
-    @property
+    @cached_property
     def stage(self) -> str:
         """What runs while the call waits for it, for a timeout's message."""
         return f"middleware {', '.join(repr(name) for name in self.names)} ({self.owner})"
@@ -118,7 +120,7 @@ class ChainRun:
     def start(self) -> None:
         """Run it as a task of the loop (a plain asyncio task: an anyio task group's costs
         more than the middleware round trip it waits for). Ending its execution ends it."""
-        self.task = asyncio.get_running_loop().create_task(self.run())
+        self.task = running_loop().create_task(self.run())
 
     async def run(self) -> None:
         outcome: Outcome | None = None
@@ -217,7 +219,7 @@ class ChainRun:
     def release(self, reason: str) -> None:
         """The call ended: the run stops, and every middleware that was asked gets an error
         result as its "after" phase, so none waits forever (nobody waits for their replies)."""
-        if self.task is not None and self.task is not asyncio.current_task():
+        if self.task is not None and self.task is not asyncio.current_task(running_loop()):
             self.task.cancel()
         asked, self.asked = self.asked, []
         for middleware, channel in asked:
@@ -242,9 +244,7 @@ class _Leg:
     def __init__(self, execution: Chained, what: str) -> None:
         self.execution = execution
         self.what = what
-        self.outcome: asyncio.Future[tuple[pb.Envelope | None, str]] = (
-            asyncio.get_running_loop().create_future()
-        )
+        self.outcome: asyncio.Future[tuple[pb.Envelope | None, str]] = running_loop().create_future()
         self.raw: list[bytes] | None = None
         self.trusted = False
         self.request_id = ""

@@ -273,7 +273,7 @@ class Supervisor:
 
     async def channel(self) -> Channel | None:
         """The serving process's frame channel, waiting (bounded) for a restart first."""
-        if not self._stopping:
+        if not self._stopping and not self._ready.is_set():  # (a restart: no timer per call)
             with anyio.move_on_after(self.restart_wait):
                 await self._ready.wait()
         worker = self.current
