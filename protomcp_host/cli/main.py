@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from protomcp_host import __version__
 
@@ -626,14 +625,6 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
         )
     if options["upstreams"]:
         _check_upstreams(options["upstreams"])
-    from protomcp_host.store.base import StoreError
-    from protomcp_host.store.open import open_store
-
-    try:
-        options["store"] = open_store(options.pop("store"), lambda text: click.echo(text, err=True))
-    except StoreError as exc:
-        click.echo(f"protomcp: cannot start: {exc}", err=True)
-        sys.exit(1)
     worker = None
     http = options.get("http")
     if http is not None and http.workers > 1:
@@ -663,6 +654,15 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
         click.echo(
             f"protomcp: cannot start the tool process with {options['python']}: {exc.strerror}", err=True
         )
+        sys.exit(1)
+    # (after the launch: the store module imports anyio, which the tool processes need not wait for)
+    from protomcp_host.store.base import StoreError
+    from protomcp_host.store.open import open_store
+
+    try:
+        options["store"] = open_store(options.pop("store"), lambda text: click.echo(text, err=True))
+    except StoreError as exc:
+        click.echo(f"protomcp: cannot start: {exc}", err=True)
         sys.exit(1)
     import anyio
 
@@ -726,6 +726,8 @@ def list_command(
 ) -> None:
     """Print the tools in FILES, -m modules and --plugin plugins: name, description and parameters;
     then their resources, resource templates and prompts, if any."""
+    import orjson
+
     served = _with_client(_sources(files, modules, plugins, python), python, _list_everything)
     if as_json:
         shown = {key: value for key, value in served.items() if value or key == "tools"}
@@ -806,6 +808,8 @@ def inspect_command(
     Nothing is served and no lifespan runs: each file is only imported. Exits with status 1
     when a file fails to load or two files define the same name (which `run` refuses).
     """
+    import orjson
+
     from protomcp_host.cli.inspection import inspect_files, render
     from protomcp_host.cli.show import signature
     from protomcp_host.processes.launch import StartupError, tool_files
@@ -916,6 +920,8 @@ def call(
     Arguments are KEY=VALUE pairs (VALUE is read as JSON, e.g. n=3 or tags='["a"]', except
     for text parameters) and/or --args JSON. Progress and log messages go to stderr.
     """
+    import orjson
+
     from protomcp_host.cli.show import CallDisplay, parse_pairs
     from protomcp_host.transports.direct import list_tools
 
@@ -961,6 +967,8 @@ def call(
 
 
 def _describe_block(block: dict[str, Any]) -> str:
+    import orjson
+
     kind = block.get("type")
     if kind == "text":
         return str(block.get("text", ""))

@@ -4,7 +4,6 @@ starts tool processes before it imports the rest of the host, so both boot in pa
 from __future__ import annotations
 
 import os
-import secrets
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -76,7 +75,7 @@ def spool_dir_for_child() -> str:
     if not _swept:
         _swept = True
         sweep_spool_dirs(root)
-    return os.path.join(root, f"{SPOOL_PREFIX}{os.getpid()}-{secrets.token_hex(8)}")
+    return os.path.join(root, f"{SPOOL_PREFIX}{os.getpid()}-{os.urandom(8).hex()}")
 
 
 _swept = False

@@ -9,9 +9,10 @@ async def audit(call, call_next):
 ```
 
 A middleware runs in the tool process of the file that defines it, whichever file's tool
-is called: the host asks it twice per call over the Envelope (``MiddlewareInterceptRequest``
-phase "before", then phase "after" with the result), and between the two phases the
-middleware's coroutine waits inside ``call_next``.
+is called. Around a tool of its own file, that process runs it with the call, in the same
+frame. For another file's tool the host asks it over the Envelope (``MiddlewareInterceptRequest``
+phase "before", then phase "after" with the result: once, when ``before_only``), and between
+the two phases the middleware's coroutine waits inside ``call_next``.
 """
 
 from __future__ import annotations
