@@ -1,3 +1,3 @@
-from protomcp_host.cli.main import main
+from protomcp_host.cli.entry import main
 
 main()

@@ -14,7 +14,6 @@ belong to a session, which lives in one host: they are not shared.
 from __future__ import annotations
 
 import os
-import secrets
 import socket
 import time
 from collections import deque
@@ -47,7 +46,7 @@ class SharedTasks:
         self.tasks = tasks
         self.runner = runner
         self.report = report
-        self.host_id = host_id or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self.host_id = host_id or f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
         self.local: set[str] = set()  # ids of the tasks whose call runs here
         self.runners: dict[str, str] = {}  # task id -> the host running it (copies only)
         self.seen: dict[str, float] = {}  # host -> when its last heartbeat arrived (monotonic)

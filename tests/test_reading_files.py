@@ -4,6 +4,7 @@ instructions) and whether it declares a completion (the capability answered befo
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,28 @@ def test_completions_are_declared_by_a_decorator_only(tmp_path: Path, source: st
     file = tmp_path / "tools.py"
     file.write_text(source)
     assert declares_completions(file) is declared
+
+
+def test_run_files_are_started_before_the_cli_and_taken_by_it(tmp_path: Path) -> None:
+    """`protomcp run FILE...` starts its tool processes before importing the CLI: launch()
+    takes them; what it does not take is stopped."""
+    from protomcp_host.processes import launch as launching
+
+    taken, left = tmp_path / "taken.py", tmp_path / "left.py"
+    for file in (taken, left):
+        file.write_text("from protomcp_sdk import tool\n")
+    launching.prestart([str(taken), str(left)])
+    started = dict(launching._prestarted)
+    assert set(started) == {taken.resolve(), left.resolve()}
+    assert launching.launch(taken.resolve()) is started[taken.resolve()]  # taken, not started again
+    other = launching.launch(taken.resolve())  # a second launch (a restart) starts a new process
+    assert other.process.pid != started[taken.resolve()].process.pid
+    launching.end_prestart()
+    assert launching._prestarted == {} and started[left.resolve()].process.poll() is not None
+    for launched in (started[taken.resolve()], other):
+        launched.process.kill()
+        launched.process.communicate()
+        for fd in (launched.to_child, launched.from_child):
+            os.close(fd)
+    launching.prestart([str(tmp_path / "missing.py")])  # left to the CLI to report
+    assert launching._prestarted == {}

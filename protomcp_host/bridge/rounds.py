@@ -21,7 +21,6 @@ import asyncio
 import base64
 import hashlib
 import os
-import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -127,7 +126,7 @@ class Rounds:
             _, oldest = self.suspended.popitem(last=False)
             oldest.suspension = None
             oldest.owner.cancel("too many calls wait for their clients' input")
-        sid = round_.suspension = secrets.token_urlsafe(16)
+        sid = round_.suspension = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
         self.suspended[sid] = round_
         return sid
 

@@ -614,7 +614,7 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     signalled: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _: signalled.append(signum))
-    from protomcp_host.processes.launch import SECRET_ENV, StartupError, launch, tool_files
+    from protomcp_host.processes.launch import SECRET_ENV, StartupError, end_prestart, launch, tool_files
 
     SECRET_ENV.add("PROTOMCP_STATE_KEY")  # the requestState key (bridge.rounds): not for tool code
     modules, plugins = options.pop("modules"), options.pop("plugins")
@@ -642,6 +642,7 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
 
             sources += resolve(list(modules), list(plugins), options["python"])
         launched = {file: launch(file, options["python"]) for file in tool_files(sources)}
+        end_prestart()
         if options["instructions"] is None:
             from protomcp_host.processes.launch import module_docstring
 
@@ -667,7 +668,6 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
     import anyio
 
     from protomcp_host.app import serve
-    from protomcp_host.cli.banner import banner
 
     def say(host: Any, url: str | None, reload: bool) -> str:
         if worker is not None:  # one of --workers N: the parent says where it serves
@@ -675,6 +675,8 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
 
             say_ready()
             return f"protomcp: worker {worker} (pid {os.getpid()}) serving"
+        from protomcp_host.cli.banner import banner
+
         return banner(host, url, reload, token_env)
 
     timeout = options.pop("call_timeout")

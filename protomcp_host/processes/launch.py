@@ -118,8 +118,35 @@ def child_environment() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name not in SECRET_ENV}
 
 
+_prestarted: dict[Path, Launched] = {}
+
+
+def prestart(paths: list[str]) -> None:
+    """Start the tool processes of `protomcp run PATHS...` (with this interpreter) before the
+    CLI is imported; the CLI's launch() takes them. Any problem is left to the CLI to report:
+    it launches, and explains, as if nothing had been started (a process started here that
+    it does not take dies with this one)."""
+    try:
+        for file in tool_files([Path(path) for path in paths]):
+            _prestarted[file] = launch(file)
+    except (StartupError, OSError):
+        pass
+
+
+def end_prestart() -> None:
+    """Stop what prestart started and the CLI did not take (none, unless they disagree)."""
+    while _prestarted:
+        _, launched = _prestarted.popitem()
+        launched.process.kill()
+        launched.process.communicate()  # (reaps it, closes its output pipes)
+        for fd in (launched.to_child, launched.from_child):
+            os.close(fd)
+
+
 def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -> Launched:
     """Start `python -m protomcp_sdk FILE` with its frame pipes; raises OSError."""
+    if python == sys.executable and not standby and file in _prestarted:
+        return _prestarted.pop(file)
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
     env = child_environment()
