@@ -47,6 +47,8 @@ async def test_rejections_failures_and_answers_name_the_middleware() -> None:
             "reject_me": "Rejected by middleware 'outer' (here.py): not allowed today",
             "inner_rejects": "Rejected by middleware 'inner' (here.py): inner says no",
             "crash_mw": "Middleware 'outer' (here.py) failed: RuntimeError: middleware bug",
+            "bad_return": "Middleware 'outer' (here.py) failed: TypeError: "
+            "middleware 'outer' must return a ToolResult (or a str), not int",
         }
         for name, message in cases.items():
             result = await session.call_tool(name, {})

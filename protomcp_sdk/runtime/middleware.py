@@ -122,7 +122,7 @@ def _guarded(spec: MiddlewareSpec, owner: str, call_next: CallNext) -> CallNext:
             result = await spec.fn(call, passing_on)
             if received and result is received[0]:
                 return result  # unchanged
-            return as_seen(_as_tool_result(result, spec.name))
+            return as_seen(as_tool_result(result, spec.name))
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
@@ -186,11 +186,11 @@ class _Invocation:
             if self.detached:  # before-only: its one reply (the phase "before") is sent
                 return
             if not self.passed_on:  # it answered the call itself
-                reply = {"result_json": mcp_result_json(_as_tool_result(result, self.specs[0].name))}
+                reply = {"result_json": mcp_result_json(as_tool_result(result, self.specs[0].name))}
             elif result is self.received:
                 reply = {}
             else:
-                reply = {"params_json": mcp_result_json(_as_tool_result(result, self.specs[0].name))}
+                reply = {"params_json": mcp_result_json(as_tool_result(result, self.specs[0].name))}
         except ToolError as exc:
             reply = {"reject": True, "reject_reason": exc.message}
         except asyncio.CancelledError as exc:
@@ -242,7 +242,7 @@ def _failed(exc: BaseException) -> dict[str, Any]:
     }
 
 
-def _as_tool_result(value: Any, name: str) -> ToolResult:
+def as_tool_result(value: Any, name: str) -> ToolResult:
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, str):

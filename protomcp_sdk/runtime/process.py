@@ -43,7 +43,7 @@ from protomcp_sdk.runtime.context import Context
 from protomcp_sdk.runtime.features import Features
 from protomcp_sdk.runtime.lifespan import Running
 from protomcp_sdk.runtime.loading import load_tool_file, report_failure
-from protomcp_sdk.runtime.middleware import MiddlewareRunner, compose, rejection, specs_of
+from protomcp_sdk.runtime.middleware import MiddlewareRunner, as_tool_result, compose, rejection, specs_of
 from protomcp_sdk.runtime.spool import Spool
 from protomcp_sdk.runtime.threads import SyncWorkers
 from protomcp_sdk.wire import framing as wire
@@ -582,7 +582,7 @@ class ToolProcess:
 
         call = ToolCall(spec.name, orjson.loads(arguments_json) if arguments_json else {})
         try:
-            result = await compose(specs, owner, tool)(call)
+            result = as_tool_result(await compose(specs, owner, tool)(call), specs[0].name)
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
             if ctx.cancelled or (task is not None and task.cancelling()):
@@ -592,9 +592,7 @@ class ToolProcess:
             result = rejection(specs[0], owner, exc)
         if seen and result is seen[0]:
             return outcome[0]
-        response, content = encode_result(
-            result if isinstance(result, ToolResult) else _middleware_value(result, specs[0]), spec
-        )
+        response, content = encode_result(result, spec)
         own = outcome[0] if outcome else None
         del response.enable_tools[:], response.disable_tools[:]  # the tool's changes stand, no other
         if own is not None:
@@ -672,16 +670,12 @@ async def _before_tool(
         return mark
 
     try:
-        result = await compose(specs, owner, tool)(call)
+        result = as_tool_result(await compose(specs, owner, tool)(call), specs[0].name)
     except asyncio.CancelledError:
         raise
     except BaseException as exc:  # still one answer; the message names the middleware
         result = rejection(specs[0], owner, exc)
-    if result is mark:
-        return passed_on[0]
-    return encode_result(
-        result if isinstance(result, ToolResult) else _middleware_value(result, specs[0]), spec
-    )
+    return passed_on[0] if result is mark else encode_result(result, spec)
 
 
 class _Resumed:
@@ -711,13 +705,6 @@ class _Resumed:
 def _settle(future: asyncio.Future[Encoded], encoded: Encoded) -> None:
     if not future.done():  # (cancelled meanwhile: nobody waits)
         future.set_result(encoded)
-
-
-def _middleware_value(value: Any, spec: MiddlewareSpec) -> ToolResult:
-    if isinstance(value, str):
-        return ToolResult(content=[value])
-    message = f"middleware {spec.name!r} must return a ToolResult (or a str), not {type(value).__name__}"
-    return ToolResult(content=[message], is_error=True)
 
 
 def _arguments(spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> dict[str, Any]:

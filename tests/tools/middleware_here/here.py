@@ -18,6 +18,8 @@ async def outer(call, call_next):
         raise RuntimeError("middleware bug")
     if call.name == "short":
         return ToolResult(content=["answered by middleware"])
+    if call.name == "bad_return":
+        return 42
     if call.name == "hang_mw":
         await asyncio.Event().wait()
     result = await call_next(call)
@@ -83,6 +85,11 @@ def crash_mw() -> str:
 
 @tool
 def short() -> str:
+    return "never"
+
+
+@tool
+def bad_return() -> str:
     return "never"
 
 
