@@ -15,7 +15,7 @@ message naming it; every middleware still waiting is released when the call ends
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Protocol
@@ -74,6 +74,7 @@ class Abort(Exception):
 
 
 class Serving(Protocol):
+    def ready_channel(self) -> Channel | None: ...
     async def channel(self) -> Channel | None: ...
 
 
@@ -104,9 +105,14 @@ Outcome = tuple[ToolAnswer, pb.CallToolResponse | None]
 
 
 class ChainRun:
-    """One call on its way through the middleware chain, as a task of the host. Its
-    execution owns it: ending the execution cancels the run and releases every middleware
-    that was asked (waiting in call_next, or still in its "before" phase)."""
+    """One call on its way through the middleware chain. Its execution owns it: ending the
+    execution stops the run and releases every middleware that was asked (waiting in
+    call_next, or still in its "before" phase).
+
+    A state machine driven by the answers of the processes it asks (each `_Leg` calls the
+    next step), not a task: a task per call, its steps and the futures it waits on cost more
+    than the round trip to a middleware's process. A task runs only while a middleware's
+    process restarts and the run waits for it."""
 
     def __init__(self, execution: Chained, chain: list[Middleware], here: Middleware | None = None) -> None:
         self.execution = execution
@@ -115,100 +121,151 @@ class ChainRun:
         self.call_id = f"m{execution.id}"  # names this call in the middleware's process, never reused
         self.stage = ""  # what runs now, for a timeout message
         self.asked: list[tuple[Middleware, Channel]] = []  # in "before" or waiting in call_next
-        self.task: asyncio.Task[None] | None = None
+        self.waiting: asyncio.Task[None] | None = None  # for a restarting middleware process
+        self.over = False
 
     def start(self) -> None:
-        """Run it as a task of the loop (a plain asyncio task: an anyio task group's costs
-        more than the middleware round trip it waits for). Ending its execution ends it."""
-        self.task = running_loop().create_task(self.run())
+        self._step(self._before, 0, self.execution.call.arguments)
 
-    async def run(self) -> None:
-        outcome: Outcome | None = None
-        problem = ""
+    def _step(self, step: Callable[..., None], *args: Any) -> None:
+        """Run one step; whatever goes wrong in it still ends the call, once."""
+        if self.over or self.execution.finished:
+            return
         try:
-            outcome = await self._through()
+            step(*args)
         except Abort as exc:
-            problem = str(exc)
-        except asyncio.CancelledError:
-            if self.execution.finished:
-                return  # released: the call has ended
-            raise
+            self._end_with(None, str(exc))
         except Exception as exc:  # a bug here must still answer the call, and not stop the host
-            problem = f"internal error in the middleware chain: {exc!r}"
+            self._end_with(None, f"internal error in the middleware chain: {exc!r}")
+
+    def _end_with(self, outcome: Outcome | None, problem: str) -> None:
+        self.over = True
         if outcome is None:
             self.execution.fail(problem)  # (a no-op when the call ended already)
         else:
             self.execution.finish(*outcome)
 
-    async def _through(self) -> Outcome:
-        call = self.execution.call
-        arguments = call.arguments
-        result: Outcome | None = None
-        for middleware in self.chain:
-            params = orjson.dumps({"name": call.tool.name, "arguments": arguments}).decode()
-            reply = await self._ask(middleware, "before", params)
-            if reply.reject or reply.result_json:
-                self._done_with(*self.asked.pop())
-                if reply.reject:
-                    result = (_rejected(middleware, reply), None)
-                else:  # it answered the call itself
-                    result = (_answer_of(reply.result_json), None)
-                break
-            if reply.params_json:
-                arguments = orjson.loads(reply.params_json).get("arguments") or {}
-            if middleware.before_only:  # done with it: one round trip, no phase "after"
-                self._done_with(*self.asked.pop())
-        if result is None:
+    # -- the steps ---------------------------------------------------------------------
+    def _before(self, index: int, arguments: dict[str, Any]) -> None:
+        if index == len(self.chain):
+            call = self.execution.call
             problem = call.tool.validate(arguments) if arguments is not call.arguments else None
-            result = (_error(problem), None) if problem else await self._tool(arguments)
-        while self.asked:
-            middleware, channel = self.asked.pop()
-            answer, effects = result
-            try:
-                reply = await self._ask(middleware, "after", _result_json(answer), channel)
-            finally:
-                self._done_with(middleware, channel)
+            if problem:
+                self._after((_error(problem), None))
+            else:
+                self._tool(arguments)
+            return
+        middleware = self.chain[index]
+        params = orjson.dumps({"name": self.execution.call.tool.name, "arguments": arguments}).decode()
+        self._ask(middleware, "before", params, None, self._before_replied, index, arguments)
+
+    def _before_replied(
+        self, reply: pb.MiddlewareInterceptResponse, index: int, arguments: dict[str, Any]
+    ) -> None:
+        middleware = self.chain[index]
+        if reply.reject or reply.result_json:
+            self._done_with(*self.asked.pop())
             if reply.reject:
-                result = (_rejected(middleware, reply), effects)
-            elif reply.params_json:
-                result = (_answer_of(reply.params_json), effects)
-        return result
+                self._after((_rejected(middleware, reply), None))
+            else:  # it answered the call itself
+                self._after((_answer_of(reply.result_json), None))
+            return
+        if reply.params_json:
+            arguments = orjson.loads(reply.params_json).get("arguments") or {}
+        if middleware.before_only:  # done with it: one round trip, no phase "after"
+            self._done_with(*self.asked.pop())
+        self._before(index + 1, arguments)
 
-    async def _ask(
-        self, middleware: Middleware, phase: str, params_json: str, channel: Channel | None = None
-    ) -> pb.MiddlewareInterceptResponse:
-        self.stage = middleware.stage
-        if channel is None:
-            channel = await self.execution.serving[middleware.owner].channel()
-            if channel is None:
-                raise Abort(f"{middleware} is not available: its tool process is not running")
-            self.asked.append((middleware, channel))
-            channel.hold(self._key(middleware))  # its process stays open until "after" reached it
-        request = pb.MiddlewareInterceptRequest(
-            middleware_name=middleware.name,
-            phase=phase,
-            method="tools/call",
-            params_json=params_json,
-            chain=middleware.inner,
-            owner=middleware.owner,
-        )
-        leg = _Leg(self.execution, str(middleware))
-        channel.start(pb.Envelope(call_id=self.call_id, middleware_intercept=request), leg)
-        envelope, failure = await leg.outcome
-        if envelope is None:
-            raise Abort(f"{middleware} failed: {failure}")
-        return envelope.middleware_intercept_response
-
-    async def _tool(self, arguments: dict[str, Any]) -> Outcome:
+    def _tool(self, arguments: dict[str, Any]) -> None:
         """Run the tool itself; its answer comes back here, not to the client."""
         name = self.execution.call.tool.name
         self.stage = f"tool '{name}'" if self.here is None else f"tool '{name}' or its {self.here.stage}"
-        leg = _Leg(self.execution, self.stage)
+        leg = _Leg(self.execution, self.stage, lambda *answer: self._step(self._tool_answered, *answer))
         self.execution.run_tool(arguments, leg, self.here)
-        envelope, failure = await leg.outcome
+
+    def _tool_answered(self, envelope: pb.Envelope | None, failure: str, leg: _Leg) -> None:
         if envelope is None:
-            return _error(f"Tool '{name}' failed: {failure}"), None
-        return tool_answer(envelope.call_result, leg.raw, leg.trusted), envelope.call_result
+            name = self.execution.call.tool.name
+            self._after((_error(f"Tool '{name}' failed: {failure}"), None))
+        else:
+            result = envelope.call_result
+            self._after((tool_answer(result, leg.raw, leg.trusted), result))
+
+    def _after(self, result: Outcome) -> None:
+        """Phase "after" for the middleware still asked, innermost first; then the answer."""
+        if not self.asked:
+            self._end_with(result, "")
+            return
+        middleware, channel = self.asked.pop()
+        params = _result_json(result[0])
+        self._ask(middleware, "after", params, channel, self._after_replied, middleware, result)
+
+    def _after_replied(
+        self, reply: pb.MiddlewareInterceptResponse, middleware: Middleware, result: Outcome
+    ) -> None:
+        effects = result[1]
+        if reply.reject:
+            result = (_rejected(middleware, reply), effects)
+        elif reply.params_json:
+            result = (_answer_of(reply.params_json), effects)
+        self._after(result)
+
+    # -- asking a middleware's process ---------------------------------------------------
+    def _ask(
+        self,
+        middleware: Middleware,
+        phase: str,
+        params_json: str,
+        channel: Channel | None,
+        then: Callable[..., None],
+        *args: Any,
+    ) -> None:
+        """Send one phase to `middleware`'s process; `then(reply, *args)` runs on its answer."""
+        self.stage = middleware.stage
+        if channel is None:
+            channel = self.execution.serving[middleware.owner].ready_channel()
+            if channel is None:  # restarting, or not there: wait (bounded) in a task
+                self.waiting = running_loop().create_task(
+                    self._ask_when_ready(middleware, phase, params_json, then, *args)
+                )
+                return
+            self.asked.append((middleware, channel))
+            channel.hold(self._key(middleware))  # its process stays open until "after" reached it
+        envelope = pb.Envelope(call_id=self.call_id)
+        request = envelope.middleware_intercept  # filled in place: no copy of a request made apart
+        request.middleware_name = middleware.name
+        request.phase = phase
+        request.method = "tools/call"
+        request.params_json = params_json
+        if middleware.inner:
+            request.chain.extend(middleware.inner)
+            request.owner = middleware.owner
+        after = phase == "after"
+
+        def answered(envelope: pb.Envelope | None, failure: str, leg: _Leg) -> None:
+            if after:
+                self._done_with(middleware, channel)
+            if envelope is None:
+                raise Abort(f"{middleware} failed: {failure}")
+            then(envelope.middleware_intercept_response, *args)
+
+        leg = _Leg(self.execution, middleware, lambda *answer: self._step(answered, *answer))
+        channel.start(envelope, leg)
+
+    async def _ask_when_ready(
+        self, middleware: Middleware, phase: str, params_json: str, then: Callable[..., None], *args: Any
+    ) -> None:
+        channel = await self.execution.serving[middleware.owner].channel()
+        self.waiting = None
+
+        def ask() -> None:
+            if channel is None:
+                raise Abort(f"{middleware} is not available: its tool process is not running")
+            self.asked.append((middleware, channel))
+            channel.hold(self._key(middleware))
+            self._ask(middleware, phase, params_json, channel, then, *args)
+
+        self._step(ask)
 
     def _key(self, middleware: Middleware) -> str:
         return f"{self.call_id}/{middleware.name}"
@@ -219,8 +276,9 @@ class ChainRun:
     def release(self, reason: str) -> None:
         """The call ended: the run stops, and every middleware that was asked gets an error
         result as its "after" phase, so none waits forever (nobody waits for their replies)."""
-        if self.task is not None and self.task is not asyncio.current_task(running_loop()):
-            self.task.cancel()
+        self.over = True
+        if self.waiting is not None:
+            self.waiting.cancel()
         asked, self.asked = self.asked, []
         for middleware, channel in asked:
             request = pb.MiddlewareInterceptRequest(
@@ -235,22 +293,26 @@ class ChainRun:
             self._done_with(middleware, channel)
 
 
+Then = Callable[[pb.Envelope | None, str, "_Leg"], None]
+
+
 class _Leg:
-    """One request of a chain run (a middleware phase, the tool's own call): its answer
-    comes back to the run; whatever the process sends meanwhile goes to the execution."""
+    """One request of a chain run (a middleware phase, the tool's own call): its answer (or
+    failure) goes to `then`, once; whatever the process sends meanwhile goes to the execution."""
 
-    __slots__ = ("execution", "outcome", "raw", "request_id", "trusted", "what")
+    __slots__ = ("done", "execution", "raw", "request_id", "then", "trusted", "what")
 
-    def __init__(self, execution: Chained, what: str) -> None:
+    def __init__(self, execution: Chained, what: object, then: Then) -> None:
         self.execution = execution
-        self.what = what
-        self.outcome: asyncio.Future[tuple[pb.Envelope | None, str]] = running_loop().create_future()
+        self.what = what  # what it is for, in messages
+        self.then = then
+        self.done = False
         self.raw: list[bytes] | None = None
         self.trusted = False
         self.request_id = ""
 
     def __str__(self) -> str:
-        return self.what
+        return str(self.what)
 
     @property
     def live(self) -> bool:
@@ -263,13 +325,16 @@ class _Leg:
     def answered(self, envelope: pb.Envelope, raw: list[bytes] | None, trusted: bool) -> None:
         self.execution._left(self.request_id)
         self.raw, self.trusted = raw, trusted
-        if not self.outcome.done():
-            self.outcome.set_result((envelope, ""))
+        self._settle(envelope, "")
 
     def failed(self, reason: str) -> None:
         self.execution._left(self.request_id)
-        if not self.outcome.done():
-            self.outcome.set_result((None, reason))
+        self._settle(None, reason)
+
+    def _settle(self, envelope: pb.Envelope | None, failure: str) -> None:
+        if not self.done:
+            self.done = True
+            self.then(envelope, failure, self)
 
     def progress(self, note: pb.ProgressNotification) -> None:
         self.execution.progress(note)

@@ -567,6 +567,9 @@ class PeerSource:
     def notify(self, envelope: pb.Envelope) -> None:
         """Notifications for tool processes (roots changed) do not go to peers."""
 
+    def ready_channel(self) -> None:
+        return None
+
     async def channel(self) -> None:
         return None
 
@@ -646,6 +649,9 @@ class BridgeTools:
             leg.answered(pb.Envelope(call_result=response), None, True)
 
     def notify(self, envelope: pb.Envelope) -> None: ...
+
+    def ready_channel(self) -> None:
+        return None
 
     async def channel(self) -> None:
         return None

@@ -138,6 +138,9 @@ class Pool:
         for member in self.members:
             member.notify(envelope)
 
+    def ready_channel(self) -> Channel | None:
+        return self.pick().ready_channel()
+
     async def channel(self) -> Channel | None:
         return await self.pick().channel()
 

@@ -271,15 +271,19 @@ class Supervisor:
         """A process is serving (not restarting, not stopping)."""
         return self._ready.is_set()
 
+    def ready_channel(self) -> Channel | None:
+        """The serving process's frame channel, if it serves now (None while it restarts)."""
+        worker = self.current
+        if worker is None or worker.death is not None or not self._ready.is_set():
+            return None
+        return worker.channel
+
     async def channel(self) -> Channel | None:
         """The serving process's frame channel, waiting (bounded) for a restart first."""
         if not self._stopping and not self._ready.is_set():  # (a restart: no timer per call)
             with anyio.move_on_after(self.restart_wait):
                 await self._ready.wait()
-        worker = self.current
-        if worker is None or worker.death is not None or not self._ready.is_set():
-            return None
-        return worker.channel
+        return self.ready_channel()
 
     # -- requests ---------------------------------------------------------------------
     def start(self, envelope: pb.Envelope, leg: Leg) -> None:

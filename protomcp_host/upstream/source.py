@@ -307,8 +307,11 @@ class Upstream:
     def notify(self, envelope: pb.Envelope) -> None:
         """Notifications for tool processes (roots changed) are not forwarded to upstreams."""
 
-    async def channel(self) -> None:
+    def ready_channel(self) -> None:
         """An upstream has no Envelope channel: it registers no middleware of its own."""
+        return None
+
+    async def channel(self) -> None:
         return None
 
     def drop(self, request_id: str, cancel: bool = True) -> None:

@@ -19,6 +19,7 @@ from protomcp_sdk.authoring.encoding import mcp_result_json, tool_result_from_mc
 from protomcp_sdk.authoring.middleware import CallNext, MiddlewareSpec, ToolCall
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.results import ToolError, ToolResult
+from protomcp_sdk.runtime import eager
 from protomcp_sdk.wire import protomcp_pb2 as pb
 
 
@@ -61,7 +62,7 @@ class MiddlewareRunner:
             self.running[key] = invocation
             params = orjson.loads(request.params_json or "{}")
             call = ToolCall(str(params.get("name", "")), dict(params.get("arguments") or {}))
-            invocation.task = self.process.loop.create_task(invocation.run(call))
+            invocation.task = eager.start(self.process.loop, invocation.run(call))
         else:
             invocation = self.running.get(key)
             if invocation is None:  # it answered the call itself, or it is gone: leave the result
@@ -70,8 +71,12 @@ class MiddlewareRunner:
                 invocation.resume(envelope.request_id, request.params_json)
 
     def reply(self, request_id: str, **fields: Any) -> None:
-        response = pb.MiddlewareInterceptResponse(**fields)
-        self.process.send(pb.Envelope(request_id=request_id, middleware_intercept_response=response))
+        envelope = pb.Envelope(request_id=request_id)
+        response = envelope.middleware_intercept_response  # filled in place, no copy
+        response.SetInParent()  # (an empty reply is a reply: "unchanged")
+        for name, value in fields.items():
+            setattr(response, name, value)
+        self.process.send(envelope)
 
 
 def specs_of(names: list[str]) -> list[MiddlewareSpec] | str:
@@ -170,7 +175,7 @@ class _Invocation:
         self.key = key
         self.serial = serial  # unique for the process's lifetime
         self.request_id = request_id  # the host request our next reply answers
-        self.after: asyncio.Future[str] = runner.process.loop.create_future()
+        self.after: asyncio.Future[str] | None = None  # made once needed (see waiting)
         self.passed_on = False  # call_next was called
         self.received: ToolResult | None = None  # what call_next returned
         self.task: asyncio.Task[None] | None = None
@@ -220,14 +225,21 @@ class _Invocation:
             self.detached = True
             self.received = ToolResult()
             return self.received
-        result_json = await self.after
+        result_json = await self.waiting()
         self.received = tool_result_from_mcp(orjson.loads(result_json))
         return self.received
 
+    def waiting(self) -> asyncio.Future[str]:
+        """Phase "after" (the result), which may come before call_next is reached."""
+        if self.after is None:
+            self.after = self.runner.process.loop.create_future()
+        return self.after
+
     def resume(self, request_id: str, result_json: str) -> None:
         self.request_id = request_id
-        if not self.after.done():
-            self.after.set_result(result_json)
+        after = self.waiting()
+        if not after.done():
+            after.set_result(result_json)
 
     def _reply(self, **fields: Any) -> None:
         self.runner.reply(self.request_id, **fields)

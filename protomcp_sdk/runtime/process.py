@@ -19,7 +19,7 @@ import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.results import ToolResult
 from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
-from protomcp_sdk.runtime import client, liveness, logs, output, warmup
+from protomcp_sdk.runtime import client, eager, liveness, logs, output, warmup
 from protomcp_sdk.runtime.context import Context
 from protomcp_sdk.runtime.features import Features
 from protomcp_sdk.runtime.lifespan import Running
@@ -425,40 +425,33 @@ class ToolProcess:
         # then the tool runs as a call without middleware. Run by hand, not as a task, while
         # they await nothing that suspends (the common case: checks, rewrites, logging).
         call = ToolCall(spec.name, orjson.loads(request.arguments_json) if request.arguments_json else {})
-        before = _before_tool(spec, specs, request.middleware_owner, call)
-        try:
-            suspended = context.run(before.send, None)
-        except StopIteration as done:
-            self._after_middleware(request_id, spec, ctx, context, done.value)
-            return
-        except BaseException as exc:  # (_before_tool answers what the middleware raise)
-            self._after_middleware(request_id, spec, ctx, context, encode_error(exc, spec.name))
-            return
-        resumed = self._resume_before(request_id, spec, ctx, context, before, suspended)
-        task = self.loop.create_task(resumed, context=context)
-        self.tasks[request_id] = (task, ctx)
+        run = self.run_before_only(request_id, spec, ctx, context, specs, request.middleware_owner, call)
+        task = eager.start(self.loop, run, context)
+        if task is not None:
+            self.tasks[request_id] = (task, ctx)
 
-    async def _resume_before(
+    async def run_before_only(
         self,
         request_id: str,
         spec: ToolSpec,
         ctx: Context,
         context: contextvars.Context,
-        before: Coroutine[Any, Any, ToolCall | Encoded],
-        suspended: Any,
+        specs: list[MiddlewareSpec],
+        owner: str,
+        call: ToolCall,
     ) -> None:
         try:
-            outcome = await _Resumed(before, suspended)
-        except BaseException as exc:
+            outcome = await _before_tool(spec, specs, owner, call)
+        except asyncio.CancelledError:  # cancelled by the host, or the process ends
             self.tasks.pop(request_id, None)
-            if isinstance(exc, asyncio.CancelledError):  # cancelled by the host, or the process ends
-                self._end_span(request_id, "cancelled")
-                if self.on_call_end is not None:
-                    self.on_call_end()
-                raise
+            self._end_span(request_id, "cancelled")
+            if self.on_call_end is not None:
+                self.on_call_end()
+            raise
+        except BaseException as exc:  # (_before_tool answers what the middleware raise)
             outcome = encode_error(exc, spec.name)
         self.tasks.pop(request_id, None)
-        # (a copy: a worker thread must not enter the context this task is running in)
+        # (a copy: a worker thread must not enter the context this runs in)
         self._after_middleware(request_id, spec, ctx, context.copy(), outcome)
 
     def _after_middleware(
@@ -676,30 +669,6 @@ async def _before_tool(
     except BaseException as exc:  # still one answer; the message names the middleware
         result = rejection(specs[0], owner, exc)
     return passed_on[0] if result is mark else encode_result(result, spec)
-
-
-class _Resumed:
-    """Awaits a coroutine that was started by hand and suspended on `suspended`: the rest of
-    it runs in the awaiting task."""
-
-    def __init__(self, coro: Coroutine[Any, Any, Any], suspended: Any) -> None:
-        self.coro, self.suspended = coro, suspended
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coro, suspended = self.coro, self.suspended
-        while True:
-            try:
-                sent = yield suspended
-            except BaseException as exc:  # thrown in: cancellation
-                try:
-                    suspended = coro.throw(exc)
-                except StopIteration as done:
-                    return done.value
-            else:
-                try:
-                    suspended = coro.send(sent)
-                except StopIteration as done:
-                    return done.value
 
 
 def _settle(future: asyncio.Future[Encoded], encoded: Encoded) -> None:
