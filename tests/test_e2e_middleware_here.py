@@ -147,3 +147,4 @@ def test_a_call_cancelled_in_suspended_before_only_middleware_gets_no_answer(raw
     assert host.request(2, "ping") == {"jsonrpc": "2.0", "id": 2, "result": {}}
     reply = host.request(3, "tools/call", {"name": "echo_async", "arguments": {"text": "on"}})
     assert reply["result"]["content"] == [{"type": "text", "text": "[on]"}]
+

@@ -19,7 +19,7 @@ import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -396,9 +396,11 @@ class ToolProcess:
         context: contextvars.Context,
     ) -> None:
         if spec.is_async:
-            coro = self.run_async(request_id, spec, arguments, ctx)
-            task = self.loop.create_task(coro, context=context)
-            self.tasks[request_id] = (task, ctx)
+            self._running(
+                request_id,
+                self.loop.create_task(self.run_async(request_id, spec, arguments, ctx), context=context),
+                ctx,
+            )
         else:
             self.threads[request_id] = ctx
             self.workers.submit(spec.name, context.run, self.run_sync, request_id, spec, arguments, ctx)
@@ -419,7 +421,7 @@ class ToolProcess:
             coro = self.run_chained(
                 request_id, spec, request.arguments_json, ctx, specs, request.middleware_owner
             )
-            self.tasks[request_id] = (self.loop.create_task(coro, context=context), ctx)
+            self._running(request_id, self.loop.create_task(coro, context=context), ctx)
             return
         # Each passes the call on as its last step (see before_only): they run up to the tool,
         # then the tool runs as a call without middleware. Run by hand, not as a task, while
@@ -428,7 +430,20 @@ class ToolProcess:
         run = self.run_before_only(request_id, spec, ctx, context, specs, request.middleware_owner, call)
         task = eager.start(self.loop, run, context)
         if task is not None:
-            self.tasks[request_id] = (task, ctx)
+            self._running(request_id, task, ctx)
+
+    def _running(self, request_id: str, task: asyncio.Task[None], ctx: Context) -> None:
+        """A call running as a task. Its coroutine ends the call (see _task_over), unless the
+        task is cancelled before its first step (a cancel right behind the call, in the same
+        read): then it never runs, and the call ends here."""
+        self.tasks[request_id] = (task, ctx)
+
+        def done(_: asyncio.Task[None]) -> None:
+            entry = self.tasks.get(request_id)
+            if entry is not None and entry[0] is task:
+                self._task_over(request_id)
+
+        task.add_done_callback(done)
 
     async def run_before_only(
         self,
@@ -443,10 +458,7 @@ class ToolProcess:
         try:
             outcome = await _before_tool(spec, specs, owner, call)
         except asyncio.CancelledError:  # cancelled by the host, or the process ends
-            self.tasks.pop(request_id, None)
-            self._end_span(request_id, "cancelled")
-            if self.on_call_end is not None:
-                self.on_call_end()
+            self._task_over(request_id)
             raise
         except BaseException as exc:  # (_before_tool answers what the middleware raise)
             outcome = encode_error(exc, spec.name)
@@ -512,16 +524,24 @@ class ToolProcess:
     # A call is over (on_call_end) only once its answer is handed to the writer: a process told
     # to exit waits for that, then flushes, so no finished call loses its answer.
     async def run_async(self, request_id: str, spec: ToolSpec, arguments: str | bytes, ctx: Context) -> None:
+        await self._answer(request_id, _outcome_async(spec, arguments, ctx))
+
+    async def _answer(self, request_id: str, outcome: Awaitable[Encoded | None]) -> None:
+        """Send what a call running as a task comes to (None: cancelled, by the host, which
+        has answered, or by exiting); then the call is over."""
         try:
-            encoded = await _outcome_async(spec, arguments, ctx)
-            if encoded is not None:  # None: cancelled (by the host, which has answered, or by exiting)
+            encoded = await outcome
+            if encoded is not None:
                 self.send_result(request_id, *encoded)
         finally:
-            self.tasks.pop(request_id, None)
-            if self.spans:  # no answer was sent: cancelled
-                self._end_span(request_id, "cancelled")
-            if self.on_call_end is not None:
-                self.on_call_end()
+            self._task_over(request_id)
+
+    def _task_over(self, request_id: str) -> None:
+        self.tasks.pop(request_id, None)
+        if self.spans:  # no answer was sent: cancelled
+            self._end_span(request_id, "cancelled")
+        if self.on_call_end is not None:
+            self.on_call_end()
 
     def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> None:
         try:
@@ -547,16 +567,7 @@ class ToolProcess:
     ) -> None:
         """The call through the middleware of this process right around its tool (named by the
         host), all here: the tool's answer goes back unchanged unless a middleware replaced it."""
-        try:
-            encoded = await self._through_middleware(spec, arguments_json, ctx, specs, owner)
-            if encoded is not None:
-                self.send_result(request_id, *encoded)
-        finally:
-            self.tasks.pop(request_id, None)
-            if self.spans:  # no answer was sent: cancelled
-                self._end_span(request_id, "cancelled")
-            if self.on_call_end is not None:
-                self.on_call_end()
+        await self._answer(request_id, self._through_middleware(spec, arguments_json, ctx, specs, owner))
 
     async def _through_middleware(
         self, spec: ToolSpec, arguments_json: str, ctx: Context, specs: list[MiddlewareSpec], owner: str
