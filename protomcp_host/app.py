@@ -416,7 +416,7 @@ class Host:
         changed = self.catalog.replace(label, tools)
         self.forwarding.apply(label, notify=self.started)
         self._middleware_of[label] = [
-            Middleware(m.name, m.priority, label, m.before_only) for m in middleware
+            Middleware(m.name, m.priority, label, m.before_only, m.composes) for m in middleware
         ]
         self.dispatcher.set_middleware(
             sorted((m for chain in self._middleware_of.values() for m in chain), key=lambda m: m.order)

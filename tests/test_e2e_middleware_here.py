@@ -100,11 +100,11 @@ def test_a_files_middleware_next_to_each_other_run_as_one_and_the_tools_own_run_
 
     dispatcher = Dispatcher({}, None)
     dispatcher.set_middleware([
-        Middleware("a", 1, "x.py", before_only=True),
-        Middleware("b", 2, "y.py"),
-        Middleware("c", 3, "y.py", before_only=True),
-        Middleware("d", 4, "x.py", before_only=True),
-        Middleware("e", 5, "x.py", before_only=True),
+        Middleware("a", 1, "x.py", before_only=True, composes=True),
+        Middleware("b", 2, "y.py", composes=True),
+        Middleware("c", 3, "y.py", before_only=True, composes=True),
+        Middleware("d", 4, "x.py", before_only=True, composes=True),
+        Middleware("e", 5, "x.py", before_only=True, composes=True),
     ])  # fmt: skip
     outer, here = dispatcher.plan("x.py")  # a tool of x.py: d and e run in its process
     segments = [(m.names, m.owner, m.before_only) for m in outer]
@@ -113,8 +113,21 @@ def test_a_files_middleware_next_to_each_other_run_as_one_and_the_tools_own_run_
     outer, here = dispatcher.plan("z.py")  # a tool of a file without middleware: three segments
     assert [m.names for m in outer] == [["a"], ["b", "c"], ["d", "e"]] and here is None
     assert outer[1].stage == "middleware 'b', 'c' (y.py)" and str(outer[1]) == "middleware 'b' (y.py)"
-    dispatcher.set_middleware([Middleware("a", 1, "x.py")])
-    assert dispatcher.plan("x.py") == ([], Middleware("a", 1, "x.py"))  # the plans follow the chain
+    a = Middleware("a", 1, "x.py", composes=True)
+    dispatcher.set_middleware([a])
+    assert dispatcher.plan("x.py") == ([], a)  # the plans follow the chain
+
+
+def test_middleware_of_a_process_that_does_not_compose_them_are_each_asked_alone() -> None:
+    """Another SDK may not know `chain` or `CallToolRequest.middleware` (it would skip them):
+    its middleware are asked one by one, tools of its own file included."""
+    from protomcp_host.bridge.execution import Dispatcher
+    from protomcp_host.bridge.middleware import Middleware
+
+    dispatcher = Dispatcher({}, None)
+    dispatcher.set_middleware([Middleware("a", 1, "go.py"), Middleware("b", 2, "go.py")])
+    outer, here = dispatcher.plan("go.py")
+    assert [m.names for m in outer] == [["a"], ["b"]] and here is None
 
 
 BEFORE = TOOLS / "middleware_here" / "before.py"
@@ -147,4 +160,3 @@ def test_a_call_cancelled_in_suspended_before_only_middleware_gets_no_answer(raw
     assert host.request(2, "ping") == {"jsonrpc": "2.0", "id": 2, "result": {}}
     reply = host.request(3, "tools/call", {"name": "echo_async", "arguments": {"text": "on"}})
     assert reply["result"]["content"] == [{"type": "text", "text": "[on]"}]
-

@@ -78,7 +78,7 @@ class Dispatcher:
         plan = self._plans.get(owner)
         if plan is None:
             chain = segments(self.middleware)
-            here = chain.pop() if chain and chain[-1].owner == owner else None
+            here = chain.pop() if chain and chain[-1].owner == owner and chain[-1].composes else None
             plan = self._plans[owner] = (chain, here)
         return plan
 

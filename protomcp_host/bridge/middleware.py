@@ -36,6 +36,7 @@ class Middleware:
     priority: int
     owner: str  # the label of the tool file that defines it
     before_only: bool = False  # it has no phase "after" (its process said so at registration)
+    composes: bool = False  # its process runs it with others of its file, or around its tools
     inner: tuple[str, ...] = ()  # the next ones of its file in the chain, run with it (segments)
 
     @property
@@ -57,11 +58,12 @@ class Middleware:
 
 def segments(chain: list[Middleware]) -> list[Middleware]:
     """The chain with each run of one file's middleware next to each other as one: its
-    process runs them together, so a call costs one frame per phase for the lot."""
+    process runs them together, so a call costs one frame per phase for the lot (when it
+    composes its middleware: protomcp's SDK does; another may not)."""
     out: list[Middleware] = []
     for middleware in chain:
         last = out[-1] if out else None
-        if last is not None and last.owner == middleware.owner:
+        if last is not None and last.owner == middleware.owner and last.composes and middleware.composes:
             before_only = last.before_only and middleware.before_only
             out[-1] = replace(last, inner=(*last.inner, middleware.name), before_only=before_only)
         else:

@@ -42,7 +42,11 @@ class MiddlewareRunner:
     def registrations(self) -> list[pb.RegisterMiddlewareRequest]:
         return [
             pb.RegisterMiddlewareRequest(
-                name=spec.name, priority=spec.priority, methods=["tools/call"], before_only=spec.before_only
+                name=spec.name,
+                priority=spec.priority,
+                methods=["tools/call"],
+                before_only=spec.before_only,
+                composes=True,
             )
             for spec in REGISTRY.middleware.values()
         ]
