@@ -93,36 +93,45 @@ class FrameDecoder:
         self._raw_left = 0
 
     def feed(self, data: bytes) -> Iterator[pb.Envelope | Raw]:
-        """Add bytes and yield every complete item. Raises FrameError on bad input."""
+        """Add bytes and yield every complete item. Raises FrameError on bad input.
+
+        The frames of one read are parsed where they lie, and what they took is cut from
+        the buffer once, at the end (cutting each frame off the front would move the rest
+        of the buffer once per frame)."""
         if self._raw is not None:
             data = yield from self._collect_raw(data)
-        self._buffer += data
-        while True:
-            if self._raw is not None:  # a raw header ended the last frame: the rest is payload
-                rest = bytes(self._buffer)
-                self._buffer.clear()
-                self._buffer += yield from self._collect_raw(rest)
-                if self._raw is not None:
-                    return  # the payload needs more bytes
-                continue
-            if self._needed is None:
-                if len(self._buffer) < 4:
+        buffer = self._buffer
+        buffer += data
+        at = 0
+        try:
+            while True:
+                if self._raw is not None:  # a raw header ended the last frame: the rest is payload
+                    rest = bytes(buffer[at:])
+                    del buffer[:]
+                    at = 0
+                    buffer += yield from self._collect_raw(rest)
+                    if self._raw is not None:
+                        return  # the payload needs more bytes
+                    continue
+                if self._needed is None:
+                    if len(buffer) - at < 4:
+                        return
+                    (size,) = _HEADER.unpack_from(buffer, at)
+                    if size > self.max_frame:
+                        raise FrameError(f"frame of {size} bytes exceeds the {self.max_frame}-byte limit")
+                    self._needed = size
+                    at += 4
+                end = at + self._needed
+                if len(buffer) < end:
                     return
-                (size,) = _HEADER.unpack_from(self._buffer)
-                if size > self.max_frame:
-                    raise FrameError(f"frame of {size} bytes exceeds the {self.max_frame}-byte limit")
-                self._needed = size
-                del self._buffer[:4]
-            if len(self._buffer) < self._needed:
-                return
-            body = bytes(self._buffer[: self._needed])
-            del self._buffer[: self._needed]
-            self._needed = None
-            envelope = parse(body)
-            if envelope.WhichOneof("msg") == "raw_header" and not envelope.raw_header.path:
-                self._start_raw(envelope.raw_header)
-            else:
-                yield envelope
+                envelope = parse(buffer[at:end])
+                at, self._needed = end, None
+                if envelope.WhichOneof("msg") == "raw_header" and not envelope.raw_header.path:
+                    self._start_raw(envelope.raw_header)
+                else:
+                    yield envelope
+        finally:
+            del buffer[:at]
 
     def _start_raw(self, header: pb.RawHeader) -> None:
         if not 0 <= header.size <= self.max_frame:
@@ -155,7 +164,7 @@ class FrameDecoder:
             raise FrameError(f"truncated frame: stream ended inside a {len(self._buffer)}-byte header")
 
 
-def parse(body: bytes) -> pb.Envelope:
+def parse(body: bytes | bytearray) -> pb.Envelope:
     envelope = pb.Envelope()
     try:
         envelope.ParseFromString(body)
