@@ -257,10 +257,18 @@ class ChainRun:
     async def _ask_when_ready(
         self, middleware: Middleware, phase: str, params_json: str, then: Callable[..., None], *args: Any
     ) -> None:
-        channel = await self.execution.serving[middleware.owner].channel()
+        try:
+            channel = await self.execution.serving[middleware.owner].channel()
+        except Exception as exc:  # (the step below ends the call with it)
+            failure: Exception | None = exc
+            channel = None
+        else:
+            failure = None
         self.waiting = None
 
         def ask() -> None:
+            if failure is not None:
+                raise failure
             if channel is None:
                 raise Abort(f"{middleware} is not available: its tool process is not running")
             self.asked.append((middleware, channel))
