@@ -231,8 +231,7 @@ class ChainRun:
                     self._ask_when_ready(middleware, phase, params_json, then, *args)
                 )
                 return
-            self.asked.append((middleware, channel))
-            channel.hold(self._key(middleware))  # its process stays open until "after" reached it
+            self._asking(middleware, channel)
         envelope = pb.Envelope(call_id=self.call_id)
         request = envelope.middleware_intercept  # filled in place: no copy of a request made apart
         request.middleware_name = middleware.name
@@ -242,17 +241,20 @@ class ChainRun:
         if middleware.inner:
             request.chain.extend(middleware.inner)
             request.owner = middleware.owner
-        after = phase == "after"
-
-        def answered(envelope: pb.Envelope | None, failure: str, leg: _Leg) -> None:
-            if after:
-                self._done_with(middleware, channel)
-            if envelope is None:
-                raise Abort(f"{middleware} failed: {failure}")
-            then(envelope.middleware_intercept_response, *args)
-
-        leg = _Leg(self.execution, middleware, lambda *answer: self._step(answered, *answer))
+        leg = _Leg(self.execution, middleware, self._answered)
+        leg.asked = (middleware, channel, phase == "after", then, args)
         channel.start(envelope, leg)
+
+    def _answered(self, envelope: pb.Envelope | None, failure: str, leg: _Leg) -> None:
+        self._step(self._reply, envelope, failure, leg)
+
+    def _reply(self, envelope: pb.Envelope | None, failure: str, leg: _Leg) -> None:
+        middleware, channel, after, then, args = leg.asked
+        if after:
+            self._done_with(middleware, channel)
+        if envelope is None:
+            raise Abort(f"{middleware} failed: {failure}")
+        then(envelope.middleware_intercept_response, *args)
 
     async def _ask_when_ready(
         self, middleware: Middleware, phase: str, params_json: str, then: Callable[..., None], *args: Any
@@ -271,8 +273,7 @@ class ChainRun:
                 raise failure
             if channel is None:
                 raise Abort(f"{middleware} is not available: its tool process is not running")
-            self.asked.append((middleware, channel))
-            channel.hold(self._key(middleware))
+            self._asking(middleware, channel)
             self._ask(middleware, phase, params_json, channel, then, *args)
 
         self._step(ask)
@@ -280,8 +281,14 @@ class ChainRun:
     def _key(self, middleware: Middleware) -> str:
         return f"{self.call_id}/{middleware.name}"
 
+    def _asking(self, middleware: Middleware, channel: Channel) -> None:
+        self.asked.append((middleware, channel))
+        if not middleware.before_only:  # its process stays open until "after" reached it
+            channel.hold(self._key(middleware))  # (its one request holds it open otherwise)
+
     def _done_with(self, middleware: Middleware, channel: Channel) -> None:
-        channel.release(self._key(middleware))
+        if not middleware.before_only:
+            channel.release(self._key(middleware))
 
     def release(self, reason: str) -> None:
         """The call ended: the run stops, and every middleware that was asked gets an error
@@ -310,12 +317,13 @@ class _Leg:
     """One request of a chain run (a middleware phase, the tool's own call): its answer (or
     failure) goes to `then`, once; whatever the process sends meanwhile goes to the execution."""
 
-    __slots__ = ("done", "execution", "raw", "request_id", "then", "trusted", "what")
+    __slots__ = ("asked", "done", "execution", "raw", "request_id", "then", "trusted", "what")
 
     def __init__(self, execution: Chained, what: object, then: Then) -> None:
         self.execution = execution
         self.what = what  # what it is for, in messages
         self.then = then
+        self.asked: tuple[Any, ...] = ()  # for a middleware phase: what ChainRun asked
         self.done = False
         self.raw: list[bytes] | None = None
         self.trusted = False

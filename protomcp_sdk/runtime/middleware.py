@@ -85,11 +85,12 @@ class MiddlewareRunner:
 
 def specs_of(names: list[str]) -> list[MiddlewareSpec] | str:
     """The middleware of these names, or why not."""
-    specs = [REGISTRY.middleware.get(name) for name in names]
-    missing = [name for name, spec in zip(names, specs, strict=True) if spec is None]
-    if missing:
+    known = REGISTRY.middleware
+    try:
+        return [known[name] for name in names]
+    except KeyError:
+        missing = [name for name in names if name not in known]
         return f"no such middleware in this process: {', '.join(missing)}"
-    return specs  # type: ignore[return-value]
 
 
 def compose(
