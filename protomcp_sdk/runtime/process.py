@@ -92,6 +92,7 @@ class ToolProcess:
         self.asks: dict[str, asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]] = {}
         self._ask_ids = itertools.count(1)
         self.middleware = MiddlewareRunner(self)
+        self.segments: dict[tuple[str, ...], tuple[list[MiddlewareSpec], bool]] = {}  # by names
         self.broken = False
         self.exit_code: asyncio.Future[int] = self.loop.create_future()
 
@@ -413,11 +414,16 @@ class ToolProcess:
         ctx: Context,
         context: contextvars.Context,
     ) -> None:
-        specs = specs_of(list(request.middleware))
-        if isinstance(specs, str):
-            self.send_result(request_id, *encode_error(ArgumentError(specs), spec.name))
-            return
-        if not all(m.before_only for m in specs):  # they see the result: the tool runs inside them
+        names = tuple(request.middleware)
+        known = self.segments.get(names)
+        if known is None:  # (the same few segments come with every call: looked up once)
+            specs = specs_of(list(names))
+            if isinstance(specs, str):
+                self.send_result(request_id, *encode_error(ArgumentError(specs), spec.name))
+                return
+            known = self.segments[names] = (specs, all(m.before_only for m in specs))
+        specs, before_only = known
+        if not before_only:  # they see the result: the tool runs inside them
             coro = self.run_chained(
                 request_id, spec, request.arguments_json, ctx, specs, request.middleware_owner
             )
