@@ -13,7 +13,7 @@ import asyncio
 import math
 from collections.abc import Callable, Hashable
 
-from protomcp_host.bridge.loop import running_loop
+from protomcp_host.processes.loop import running_loop
 
 TICK = 0.1  # seconds; timeouts are whole seconds in practice, so 100 ms late is nothing
 

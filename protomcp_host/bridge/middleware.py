@@ -23,9 +23,9 @@ from typing import Any, Protocol
 import orjson
 
 from protomcp_host.bridge.envelope import tool_answer
-from protomcp_host.bridge.loop import running_loop
 from protomcp_host.processes.channel import Channel, new_request_id
 from protomcp_host.processes.events import Leg, Reply
+from protomcp_host.processes.loop import running_loop
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_sdk.wire import protomcp_pb2 as pb
 

@@ -6,10 +6,11 @@ does the same job for about a third of that. The host always runs on asyncio."""
 
 from __future__ import annotations
 
-import asyncio
 from types import TracebackType
 
 import anyio
+
+from protomcp_host.processes.loop import running_loop
 
 
 class Deadline:
@@ -23,7 +24,7 @@ class Deadline:
         self.scope = anyio.CancelScope()
 
     def __enter__(self) -> Deadline:
-        self._handle = asyncio.get_running_loop().call_later(self.seconds, self.scope.cancel)
+        self._handle = running_loop().call_later(self.seconds, self.scope.cancel)
         self.scope.__enter__()
         return self
 
