@@ -6,6 +6,7 @@ import os
 import queue
 import subprocess
 import sys
+import textwrap
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -20,6 +21,13 @@ TOOLS = Path(__file__).resolve().parent / "tools"
 EXAMPLES = ROOT / "examples" / "tools"
 BEHAVIOURS = TOOLS / "behaviours.py"
 HOST = [sys.executable, "-m", "protomcp_host"]
+
+
+def write_atomic(path: Path, source: str) -> None:
+    """Write like an editor that saves via rename, so the watcher never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(textwrap.dedent(source))
+    os.replace(tmp, path)
 
 
 @asynccontextmanager

@@ -6,14 +6,13 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from conftest import HOST, RawHost, mcp_session
+from conftest import HOST, RawHost, mcp_session, write_atomic
 
 pytestmark = pytest.mark.anyio
 
@@ -21,13 +20,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def write_atomic(path: Path, source: str) -> None:
-    """Write like an editor that saves via rename, so the watcher never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(textwrap.dedent(source))
-    os.replace(tmp, path)
 
 
 def tool_source(*names: str, description: str = "A tool.") -> str:

@@ -4,10 +4,12 @@ process around the tool, in the call's frame), with the same results, errors and
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
-from conftest import TOOLS, mcp_session
+from conftest import TOOLS, mcp_session, write_atomic
 
 MIDDLEWARE = TOOLS / "middleware"
 
@@ -181,10 +183,10 @@ def test_a_files_middleware_next_to_each_other_run_as_one_and_the_tools_own_run_
     ])  # fmt: skip
     outer, here = dispatcher.plan("x.py")  # a tool of x.py: d and e run in its process
     segments = [(m.names, m.owner, m.before_only) for m in outer]
-    assert segments == [(["a"], "x.py", True), (["b", "c"], "y.py", False)]
-    assert here is not None and (here.names, here.before_only) == (["d", "e"], True)
+    assert segments == [(("a",), "x.py", True), (("b", "c"), "y.py", False)]
+    assert here is not None and (here.names, here.before_only) == (("d", "e"), True)
     outer, here = dispatcher.plan("z.py")  # a tool of a file without middleware: three segments
-    assert [m.names for m in outer] == [["a"], ["b", "c"], ["d", "e"]] and here is None
+    assert [m.names for m in outer] == [("a",), ("b", "c"), ("d", "e")] and here is None
     assert outer[1].stage == "middleware 'b', 'c' (y.py)" and str(outer[1]) == "middleware 'b' (y.py)"
     a = Middleware("a", 1, "x.py", composes=True)
     dispatcher.set_middleware([a])
@@ -200,7 +202,7 @@ def test_middleware_of_a_process_that_does_not_compose_them_are_each_asked_alone
     dispatcher = Dispatcher({}, None)
     dispatcher.set_middleware([Middleware("a", 1, "go.py"), Middleware("b", 2, "go.py")])
     outer, here = dispatcher.plan("go.py")
-    assert [m.names for m in outer] == [["a"], ["b"]] and here is None
+    assert [m.names for m in outer] == [("a",), ("b",)] and here is None
 
 
 BEFORE = TOOLS / "middleware_here" / "before.py"
@@ -233,3 +235,87 @@ def test_a_call_cancelled_in_suspended_before_only_middleware_gets_no_answer(raw
     assert host.request(2, "ping") == {"jsonrpc": "2.0", "id": 2, "result": {}}
     reply = host.request(3, "tools/call", {"name": "echo_async", "arguments": {"text": "on"}})
     assert reply["result"]["content"] == [{"type": "text", "text": "[on]"}]
+
+
+@pytest.mark.parametrize(("file", "letter"), [(HERE, "x"), (BEFORE, "y")])
+async def test_a_20_mb_answer_through_its_files_middleware_arrives_whole(file: Path, letter: str) -> None:
+    """Middleware that see the result (here.py) pass it on unchanged, before-only ones (before.py)
+    never see it: either way the tool's own 20 MB answer goes out as it was made (spool or raw)."""
+    size = 20 * 1024 * 1024
+    async with mcp_session("run", str(file)) as session:
+        result = await session.call_tool("big", {"n": size})
+        assert result.is_error is False
+        assert text(result) == letter * size
+
+
+RELOADED = """
+import threading
+from pathlib import Path
+
+from protomcp_sdk import Context, ToolResult, middleware, tool
+
+RELEASE = Path(__file__).with_name("release")
+
+
+@middleware(priority=1)
+async def gate(call, call_next):
+    call.arguments["text"] += "+gate"
+    return await call_next(call)
+
+
+@middleware(priority=2)
+async def wrap(call, call_next):
+    result = await call_next(call)
+    return ToolResult(content=[block.text + "[VERSION]" for block in result.content])
+
+
+@tool(description="VERSION")
+def held(text: str, ctx: Context) -> str:
+    ctx.info(f"started {text}")
+    idle = threading.Event()
+    while not RELEASE.exists():
+        idle.wait(0.02)
+    return text * 100_000
+"""
+
+
+async def test_calls_inside_middleware_of_their_own_file_survive_a_reload(tmp_path: Path) -> None:
+    """Calls running in the old process (through its own middleware) when the file is saved
+    finish there after the new process took over, each answer whole and from the old code."""
+    file = tmp_path / "held.py"
+    write_atomic(file, RELOADED.replace("VERSION", "v1"))
+    swapped, all_started = anyio.Event(), anyio.Event()
+    started: set[str] = set()
+
+    async def on_message(message: Any) -> None:
+        if type(getattr(message, "root", message)).__name__ == "ToolListChangedNotification":
+            swapped.set()
+
+    async def on_log(params: Any) -> None:
+        if isinstance(params.data, str) and params.data.startswith("started "):
+            started.add(params.data)
+            if len(started) == 10:
+                all_started.set()
+
+    results: dict[int, str] = {}
+    async with mcp_session("dev", str(file), message_handler=on_message, logging_callback=on_log) as session:
+        await session.set_logging_level("info")
+        async with anyio.create_task_group() as tg:
+
+            async def call(i: int) -> None:
+                result = await session.call_tool("held", {"text": f"{i:02d}"})
+                assert not result.is_error, text(result)[:200]
+                results[i] = text(result)
+
+            for i in range(10):
+                tg.start_soon(call, i)
+            with anyio.fail_after(60):
+                await all_started.wait()  # every call runs in the old process
+                write_atomic(file, RELOADED.replace("VERSION", "v2"))
+                await swapped.wait()  # the new process serves; the old one still runs the calls
+                (tmp_path / "release").touch()
+        assert sorted(results) == list(range(10))
+        for i, answer in results.items():
+            assert answer == f"{i:02d}+gate" * 100_000 + "[v1]", i
+        after = await session.call_tool("held", {"text": "n"})
+        assert text(after) == "n+gate" * 100_000 + "[v2]"

@@ -5,14 +5,12 @@ reload, and hostile resource URIs are refused without blocking anyone."""
 
 from __future__ import annotations
 
-import os
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from conftest import mcp_session
+from conftest import mcp_session, write_atomic
 
 pytestmark = pytest.mark.anyio
 
@@ -22,12 +20,6 @@ ANSWER_SOON = 20  # seconds: far below the host's 300 s call timeout the bugs fe
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def write_atomic(path: Path, source: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(textwrap.dedent(source))
-    os.replace(tmp, path)
 
 
 def text_of(result: Any) -> str:

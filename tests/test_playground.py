@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 import threading
 import urllib.parse
 from collections.abc import AsyncIterator
@@ -24,7 +23,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from conftest import HOST, RawHost
+from conftest import HOST, RawHost, write_atomic
 
 from protomcp_host.app import tool_diff
 from protomcp_host.playground.journal import Journal, message
@@ -96,12 +95,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def write_atomic(path: Path, source: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(textwrap.dedent(source))
-    os.replace(tmp, path)
 
 
 @asynccontextmanager

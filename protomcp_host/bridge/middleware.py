@@ -43,9 +43,9 @@ class Middleware:
     def order(self) -> tuple[int, str, str]:
         return (self.priority, self.owner, self.name)
 
-    @property
-    def names(self) -> list[str]:
-        return [self.name, *self.inner]
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.inner)
 
     @cached_property
     def stage(self) -> str:

@@ -15,7 +15,7 @@ def main() -> None:
     if len(args) >= 2 and args[0] == "run" and not any(arg.startswith("-") for arg in args[1:]):
         from protomcp_host.processes import launch
 
-        launch.prestart([arg for arg in args[1:]])
+        launch.prestart(args[1:])
     from protomcp_host.cli.main import main as cli
 
     cli()

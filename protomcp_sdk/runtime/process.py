@@ -33,7 +33,7 @@ from protomcp_sdk.authoring.encoding import (
     mcp_result_json_of,
     tool_result_from_mcp,
 )
-from protomcp_sdk.authoring.middleware import MiddlewareSpec, ToolCall
+from protomcp_sdk.authoring.middleware import CallNext, MiddlewareSpec, ToolCall
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.results import ToolResult
 from protomcp_sdk.authoring.schema import ArgumentError
@@ -462,7 +462,7 @@ class ToolProcess:
         call: ToolCall,
     ) -> None:
         try:
-            outcome = await _before_tool(spec, specs, owner, call)
+            outcome = await _before_tool(spec, specs, owner, call, ctx)
         except asyncio.CancelledError:  # cancelled by the host, or the process ends
             self._task_over(request_id)
             raise
@@ -592,14 +592,9 @@ class ToolProcess:
 
         call = ToolCall(spec.name, orjson.loads(arguments_json) if arguments_json else {})
         try:
-            result = as_tool_result(await compose(specs, owner, tool)(call), specs[0].name)
-        except asyncio.CancelledError as exc:
-            task = asyncio.current_task()
-            if ctx.cancelled or (task is not None and task.cancelling()):
-                return None
-            result = rejection(specs[0], owner, exc)
-        except BaseException as exc:  # still one answer; the message names the middleware
-            result = rejection(specs[0], owner, exc)
+            result = await _through(specs, owner, tool, call, ctx)
+        except asyncio.CancelledError:
+            return None
         if seen and result is seen[0]:
             return outcome[0]
         response, content = encode_result(result, spec)
@@ -650,9 +645,8 @@ async def _outcome_async(spec: ToolSpec, arguments: str | bytes, ctx: Context) -
     try:
         return encode_result(await spec.fn(**_arguments(spec, arguments, ctx)), spec)
     except asyncio.CancelledError as exc:
-        task = asyncio.current_task()
-        if ctx.cancelled or (task is not None and task.cancelling()):
-            return None  # cancelled by the host (which has answered) or by the process ending
+        if _cancelled_from_outside(ctx):
+            return None
         report_failure(exc, ctx)
         return encode_error(exc, spec.name)  # the tool's own code raised it
     except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
@@ -668,8 +662,30 @@ def _outcome_sync(spec: ToolSpec, arguments: str | bytes, ctx: Context) -> Encod
         return encode_error(exc, spec.name)
 
 
+def _cancelled_from_outside(ctx: Context) -> bool:
+    """A CancelledError came from the host cancelling the call (which has answered it) or from
+    the process ending, not from the tool's (or a middleware's) own code."""
+    task = asyncio.current_task()
+    return ctx.cancelled or (task is not None and task.cancelling() > 0)
+
+
+async def _through(
+    specs: list[MiddlewareSpec], owner: str, innermost: CallNext, call: ToolCall, ctx: Context
+) -> ToolResult:
+    """The call through middleware of this process around `innermost`: their result, or the
+    error result that names the outermost when it raised. A cancel from outside propagates."""
+    try:
+        return as_tool_result(await compose(specs, owner, innermost)(call), specs[0].name)
+    except asyncio.CancelledError as exc:
+        if _cancelled_from_outside(ctx):
+            raise
+        return rejection(specs[0], owner, exc)
+    except BaseException as exc:  # still one answer; the message names the middleware
+        return rejection(specs[0], owner, exc)
+
+
 async def _before_tool(
-    spec: ToolSpec, specs: list[MiddlewareSpec], owner: str, call: ToolCall
+    spec: ToolSpec, specs: list[MiddlewareSpec], owner: str, call: ToolCall, ctx: Context
 ) -> ToolCall | Encoded:
     """Before-only middleware up to the tool: the call they pass on, or their answer."""
     passed_on: list[ToolCall] = []
@@ -679,12 +695,7 @@ async def _before_tool(
         passed_on.append(call)
         return mark
 
-    try:
-        result = as_tool_result(await compose(specs, owner, tool)(call), specs[0].name)
-    except asyncio.CancelledError:
-        raise
-    except BaseException as exc:  # still one answer; the message names the middleware
-        result = rejection(specs[0], owner, exc)
+    result = await _through(specs, owner, tool, call, ctx)
     return passed_on[0] if result is mark else encode_result(result, spec)
 
 

@@ -64,3 +64,8 @@ def crash() -> str:
 @tool
 def count(n: int) -> int:
     return n
+
+
+@tool
+def big(n: int) -> str:
+    return "y" * n

@@ -107,3 +107,8 @@ async def slow(ctx: Context) -> str:
 @tool
 def hide_add() -> ToolResult:
     return ToolResult(content=["add is hidden"], disable_tools=["add"])
+
+
+@tool
+def big(n: int) -> str:
+    return "x" * n
