@@ -1,9 +1,15 @@
 """The tool process: imports a tool file and serves Envelope frames on dedicated pipes.
 
-One asyncio loop reads frames and dispatches them. Async tools run as tasks; sync
-tools run start to finish (argument conversion, the function, the result frame) in a
-worker thread, so a slow one never blocks another and a fast one costs one thread
-hand-off. Frames are written whole under a lock, from whichever thread has one ready.
+One asyncio loop dispatches frames. Async tools run as tasks; sync tools run start to
+finish (argument conversion, the function, the result frame) in a worker thread, so a slow
+one never blocks another. Frames are written whole under a lock, from whichever thread has
+one ready.
+
+Who reads the input depends on the file. The loop reads it while the file loads, and for
+good when some tool is async or the file has middleware. When every tool is sync, the
+worker threads read it in turn instead (SyncWorkers.read_with): the thread whose read
+brings a call runs it itself while the next thread takes over the reading, so a call costs
+no hand-off to a sleeping thread; other frames go on to the loop, in order.
 """
 
 from __future__ import annotations
@@ -75,6 +81,10 @@ class ToolProcess:
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
         self.decoder = wire.FrameDecoder()
+        self.input: asyncio.ReadTransport | None = None  # the loop's (paused once threads read)
+        self.threads_read = False
+        self.read_size = readsize.SMALL  # the threads' next read, once they read the input
+        self.base_context = contextvars.copy_context()  # what calls started by a thread copy
         self.tasks: dict[str, tuple[asyncio.Task[None], Context]] = {}
         self.threads: dict[str, Context] = {}
         self.spans: dict[str, Any] = {}  # tracing: the spans of calls still running
@@ -202,6 +212,7 @@ class ToolProcess:
         transport, _ = await self.loop.connect_read_pipe(
             lambda: _Frames(self), os.fdopen(self.read_fd, "rb", buffering=0)
         )
+        self.input = transport
         if not self.standby:
             self.begin_load()
         watchdog = liveness.Watchdog(self.loop, self.loop_thread, self.send)
@@ -209,7 +220,8 @@ class ToolProcess:
         try:
             code = await self.exit_code
         finally:
-            transport.close()
+            if not self.threads_read:  # (a reading thread's fd stays open while it may read)
+                transport.close()
             watchdog.stop()
         # Let running calls finish before exiting, within a bound: a stuck one must not keep
         # the process alive once its host has let go of it. Cancelled calls are not waited
@@ -268,6 +280,79 @@ class ToolProcess:
         early, self.early = self.early or [], None
         for envelope in early:
             self.dispatch(envelope)
+        tools = REGISTRY.tools.values()
+        if tools and not REGISTRY.middleware and not any(spec.is_async for spec in tools):
+            self.read_in_threads()
+
+    def read_in_threads(self) -> None:
+        """Hand the input over to the worker threads (see the module's docstring). asyncio
+        delivers each read at once, so nothing is left behind in the paused transport; a
+        frame cut in two stays in the decoder, which the threads go on feeding."""
+        if self.input is None or self.threads_read or self.exit_code.done():
+            return
+        self.input.pause_reading()  # (kept: dropping the transport would close the fd)
+        os.set_blocking(self.read_fd, True)  # a reading thread waits in read(), not in the loop
+        self.threads_read = True
+        self.workers.read_with(self._read_input)
+
+    def _read_input(self) -> bool:
+        """One read of the input, on the reading thread: its sync calls are queued for the
+        threads, any other frame goes to the loop (in order). False once the input has ended."""
+        try:
+            data = os.read(self.read_fd, self.read_size)
+        except OSError:
+            data = b""
+        if not data:
+            self.loop.call_soon_threadsafe(self._input_closed)
+            return False
+        self.read_size = readsize.next_size(self.read_size, len(data), READ_CEILING)
+        forward: list[pb.Envelope] = []
+        try:
+            for envelope in self.decoder.feed(data):
+                if envelope.WhichOneof("msg") != "call_tool" or not self._queue_call(envelope):
+                    forward.append(envelope)
+        except wire.FrameError as exc:
+            if forward:
+                self.loop.call_soon_threadsafe(self._dispatch_all, forward)
+            self.loop.call_soon_threadsafe(self._bad_frame, exc)
+            return False
+        if forward:
+            self.loop.call_soon_threadsafe(self._dispatch_all, forward)
+        return True
+
+    def _queue_call(self, envelope: pb.Envelope) -> bool:
+        """Queue a call to a sync tool for the threads; False leaves the frame to the loop
+        (anything else, or whatever goes wrong here: dispatch answers it)."""
+        request = envelope.call_tool
+        spec = REGISTRY.tools.get(request.name)
+        if spec is None or spec.is_async or request.middleware or self.exit_code.done():
+            return False
+        try:
+            request_id = envelope.request_id
+            ctx, context = self._call_context(request_id, request, spec, self.base_context.copy())
+            self.threads[request_id] = ctx
+            self.workers.queue(
+                spec.name, context.run, self.run_sync, request_id, spec, _arguments_of(request, spec), ctx
+            )
+        except Exception:
+            self.threads.pop(envelope.request_id, None)
+            return False
+        return True
+
+    def _dispatch_all(self, envelopes: list[pb.Envelope]) -> None:
+        for envelope in envelopes:
+            self.dispatch(envelope)
+
+    def _input_closed(self) -> None:
+        try:
+            self.decoder.close()
+        except wire.FrameError as error:
+            print(f"protomcp tool process: {error}", file=sys.stderr)
+        self.finish(0)  # the host closed our input: it is stopping us
+
+    def _bad_frame(self, exc: wire.FrameError) -> None:
+        print(f"protomcp tool process: bad frame from host: {exc}", file=sys.stderr)
+        self.finish(2)
 
     def finish(self, code: int) -> None:
         if not self.exit_code.done():
@@ -291,8 +376,7 @@ class ToolProcess:
             for envelope in self.decoder.feed(data):
                 self.dispatch(envelope)
         except wire.FrameError as exc:
-            print(f"protomcp tool process: bad frame from host: {exc}", file=sys.stderr)
-            self.finish(2)
+            self._bad_frame(exc)
 
     def dispatch(self, envelope: pb.Envelope) -> None:
         if self.exit_code.done():
@@ -365,6 +449,16 @@ class ToolProcess:
             error = ArgumentError(f"Unknown tool: {request.name}")
             self.send_result(request_id, *encode_error(error, request.name))
             return
+        ctx, context = self._call_context(request_id, request, spec, contextvars.copy_context())
+        if request.middleware:  # middleware of this process around its tool: all run here
+            self._start_through_middleware(request_id, spec, request, ctx, context)
+        else:
+            self._start_tool(request_id, spec, _arguments_of(request, spec), ctx, context)
+
+    def _call_context(
+        self, request_id: str, request: pb.CallToolRequest, spec: ToolSpec, context: contextvars.Context
+    ) -> tuple[Context, contextvars.Context]:
+        """The call's Context, and the contextvars it runs in (`context`, a fresh copy)."""
         ctx = Context(
             request_id,
             request.progress_token,
@@ -376,17 +470,10 @@ class ToolProcess:
             request.client_capabilities_json,
             request.input_answers_json,
         )
-        context = contextvars.copy_context()  # logging records made by the call carry its id
-        context.run(logs.CURRENT_CALL.set, request_id)
+        context.run(logs.CURRENT_CALL.set, request_id)  # logging records made by the call carry its id
         if tracing.ON:
             self._trace(request_id, request, context)
-        arguments: str | bytes = request.arguments_json
-        if request.arguments_proto and spec.message is not None:
-            arguments = request.arguments_proto  # a typed tool's message, from a proto-mcp client
-        if request.middleware:  # middleware of this process around its tool: all run here
-            self._start_through_middleware(request_id, spec, request, ctx, context)
-        else:
-            self._start_tool(request_id, spec, arguments, ctx, context)
+        return ctx, context
 
     def _start_tool(
         self,
@@ -633,11 +720,7 @@ class _Frames(asyncio.Protocol):
         self.process.received(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        try:
-            self.process.decoder.close()
-        except wire.FrameError as error:
-            print(f"protomcp tool process: {error}", file=sys.stderr)
-        self.process.finish(0)  # the host closed our input: it is stopping us
+        self.process._input_closed()
 
 
 async def _outcome_async(spec: ToolSpec, arguments: str | bytes, ctx: Context) -> Encoded | None:
@@ -702,6 +785,12 @@ async def _before_tool(
 def _settle(future: asyncio.Future[Encoded], encoded: Encoded) -> None:
     if not future.done():  # (cancelled meanwhile: nobody waits)
         future.set_result(encoded)
+
+
+def _arguments_of(request: pb.CallToolRequest, spec: ToolSpec) -> str | bytes:
+    if request.arguments_proto and spec.message is not None:
+        return request.arguments_proto  # a typed tool's message, from a proto-mcp client
+    return request.arguments_json
 
 
 def _arguments(spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> dict[str, Any]:

@@ -34,7 +34,13 @@ class SyncWorkers:
     wakes or starts the next if runnable jobs remain (so a quick call queued right after a slow
     one gets a thread of its own, not the one that took the slow call). One searcher at a time,
     as Go's scheduler does: a burst of quick calls is mostly taken by threads finishing their
-    previous call, without a wake-up (or a new thread) per call."""
+    previous call, without a wake-up (or a new thread) per call.
+
+    Once `read_with` is called the threads also read the input, one at a time (leader and
+    followers): the reader blocks for input and queues the calls it brings; if it brought a
+    runnable one and another thread can read next, it hands the reading on and runs the call
+    itself. A quick call then costs no hand-off to a sleeping thread: the thread that woke for
+    the input answers it, while the next reader wakes beside it."""
 
     def __init__(self, limit: int = SYNC_WORKERS, share: int = TOOL_SHARE) -> None:
         self.limit = limit
@@ -47,17 +53,38 @@ class SyncWorkers:
         self.idle = 0
         self.searching = 0
         self.closing = False
+        self.read: Callable[[], bool] | None = None  # the input, once the threads read it
+        self.reader_free = False  # nobody reads: the next thread to look takes the reading
+
+    def read_with(self, read: Callable[[], bool]) -> None:
+        """From now on the threads read the input with `read`: it blocks until input comes,
+        queues the calls it brought (`queue`) and returns False once the input has ended."""
+        with self.lock:
+            self.read = read
+            self.reader_free = True
+            if not self.searching:
+                self._add_searcher()
+
+    def queue(self, key: str, fn: Callable[..., None], *args: Any) -> None:
+        """Queue fn(*args) from the reading thread, which decides after its read who runs it."""
+        with self.lock:
+            self._queue(key, (fn, args))
 
     def submit(self, key: str, fn: Callable[..., None], *args: Any) -> None:
         """Run fn(*args) in a worker thread; `key` (the tool name) is the unit of fairness."""
         with self.lock:
-            queue = self.pending.get(key)
-            if queue is None:
-                queue = self.pending[key] = deque()
-            queue.append((fn, args))
-            if self.searching or self.running.get(key, 0) + len(queue) > self.share:
+            queued = self._queue(key, (fn, args))
+            if self.searching or self.running.get(key, 0) + queued > self.share:
                 return  # a searching thread takes it (and wakes the next), or its share is full
             self._add_searcher()
+
+    def _queue(self, key: str, job: Job) -> int:
+        """Queue a job (lock held); how many of its tool's jobs are queued."""
+        queue = self.pending.get(key)
+        if queue is None:
+            queue = self.pending[key] = deque()
+        queue.append(job)
+        return len(queue)
 
     def _add_searcher(self) -> None:
         """Wake an idle thread, or start one, to take a runnable job (lock held)."""
@@ -93,8 +120,17 @@ class SyncWorkers:
 
     def _work(self) -> None:
         with self.lock:
-            searching = True  # started to take a job
+            searching = True  # started (or woken) to take the reading or a job
             while True:
+                if self.reader_free and self.read is not None:
+                    self.reader_free = False
+                    if searching:
+                        searching = False
+                        self.searching -= 1
+                        if not self.searching and self._runnable():
+                            self._add_searcher()  # the jobs still queued get a thread of their own
+                    if not self._read():
+                        continue  # read again, or the input ended
                 taken = self._take()
                 if searching:
                     searching = False
@@ -120,6 +156,33 @@ class SyncWorkers:
                 if not self.running[key]:
                     del self.running[key]
                 # Loop: take the next runnable job (one held back by the share may now be one).
+
+    def _read(self) -> bool:
+        """Read once, as the reader (lock held; released while reading). True when this thread
+        is to run a job its read queued: the reading is free again and a thread is on its way
+        to take it. False when it reads again itself (no runnable job, or no thread to read
+        next) or the input has ended."""
+        read = self.read
+        assert read is not None
+        self.lock.release()
+        try:
+            more = read()
+        except BaseException:  # read reports its own errors; this is a bug: stop reading
+            traceback.print_exc(file=sys.stderr)
+            more = False
+        finally:
+            self.lock.acquire()
+        if not more or self.closing:
+            self.read = None
+            return False
+        self.reader_free = True
+        if not self._runnable():
+            return False
+        if not self.searching:
+            if not self.idle and len(self.threads) >= self.limit:
+                return False  # every thread is busy: keep reading; they take the jobs as they finish
+            self._add_searcher()
+        return True
 
     def close(self) -> None:
         """Let the threads end once the queue is empty (they are daemons: stuck ones do not

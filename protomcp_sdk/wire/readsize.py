@@ -22,3 +22,8 @@ def adapt(transport: Any, got: int, largest: int) -> None:
             transport.max_size = min(size * 4, largest)
     elif size != SMALL:
         transport.max_size = SMALL
+
+
+def next_size(size: int, got: int, largest: int) -> int:
+    """The size of the read after one of `size` bytes that brought `got` (for plain os.read)."""
+    return min(size * 4, largest) if got >= size else SMALL
