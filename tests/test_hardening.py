@@ -23,6 +23,14 @@ from protomcp_sdk.wire import protomcp_pb2 as pb
 HOSTILE = TOOLS / "hostile.py"
 
 
+@pytest.fixture(autouse=True, params=["loop", "threads"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: the tool process's input read by its event loop (what a file with async
+    tools gets), and by its worker threads in turn (what a file of sync tools gets)."""
+    monkeypatch.setenv("PROTOMCP_READER", request.param)
+    return request.param  # type: ignore[no-any-return]
+
+
 @pytest.fixture
 def host(raw_host) -> RawHost:  # type: ignore[no-untyped-def]
     h = raw_host("run", str(HOSTILE))

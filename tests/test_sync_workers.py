@@ -3,6 +3,7 @@ could be started, per-tool fairness, and the share that keeps a stuck tool from 
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -123,4 +124,112 @@ def test_round_robin_across_tools_when_all_threads_are_busy() -> None:
         assert order.index("b1") < order.index("a3")
     finally:
         gate.set()
+        pool.close()
+
+
+# -- the threads read the input in turn (read_with) -------------------------------------
+
+
+class _Input:
+    """A fake input for read_with: each put() is what one read brings (jobs to queue), None
+    ends the input. Records which thread made each read."""
+
+    def __init__(self, pool: SyncWorkers) -> None:
+        self.pool = pool
+        self.reads: queue.Queue[list[tuple[str, Any]] | None] = queue.Queue()
+        self.readers: list[int] = []
+        self.waiting = threading.Semaphore(0)  # released each time a thread starts a read
+
+    def put(self, *jobs: tuple[str, Any]) -> None:
+        self.reads.put(list(jobs))
+
+    def read(self) -> bool:
+        self.readers.append(threading.get_ident())
+        self.waiting.release()
+        jobs = self.reads.get(timeout=WAIT)
+        if jobs is None:
+            return False
+        for key, fn in jobs:
+            self.pool.queue(key, fn)
+        return True
+
+
+def test_the_thread_that_reads_a_call_runs_it() -> None:
+    pool = SyncWorkers(limit=4, share=4)
+    feed = _Input(pool)
+    ran_on: list[int] = []
+    done = threading.Event()
+    try:
+        pool.read_with(feed.read)
+        assert feed.waiting.acquire(timeout=WAIT)
+        feed.put(("echo", lambda: (ran_on.append(threading.get_ident()), done.set())))
+        assert done.wait(WAIT)
+        assert ran_on == [feed.readers[0]]  # no hand-off: the reader ran it
+        assert feed.waiting.acquire(timeout=WAIT)  # and the reading goes on (by whichever thread
+        # looks first: the one it woke, or this one if its call was over by then)
+    finally:
+        feed.reads.put(None)
+        pool.close()
+
+
+def test_a_slow_call_brought_by_a_read_does_not_stop_the_reading() -> None:
+    pool = SyncWorkers(limit=4, share=4)
+    feed = _Input(pool)
+    release, quick = threading.Event(), threading.Event()
+    try:
+        pool.read_with(feed.read)
+        feed.put(("slow", lambda: release.wait(WAIT)))
+        feed.put(("quick", quick.set))
+        assert quick.wait(WAIT), "the quick call waited behind the slow one"
+        assert not release.is_set()
+    finally:
+        release.set()
+        feed.reads.put(None)
+        pool.close()
+
+
+def test_with_every_thread_busy_the_reader_keeps_reading_and_queues() -> None:
+    pool = SyncWorkers(limit=2, share=2)
+    feed = _Input(pool)
+    release = threading.Event()
+    started = threading.Semaphore(0)
+    second = threading.Event()
+
+    def hold() -> None:
+        started.release()
+        release.wait(WAIT)
+
+    try:
+        pool.read_with(feed.read)
+        feed.put(("a", hold))  # runs on the reader; the other thread reads next
+        assert started.acquire(timeout=WAIT)
+        feed.put(("b", second.set))  # no third thread may start: it is queued, not run here
+        for _ in range(3):  # the reads so far, and the one after: nobody stopped reading
+            assert feed.waiting.acquire(timeout=WAIT)
+        assert len(feed.readers) == 3 and feed.readers[1] == feed.readers[2]
+        assert not second.is_set()
+        release.set()  # the busy thread takes the queued call once free
+        assert second.wait(WAIT)
+    finally:
+        release.set()
+        feed.reads.put(None)
+        pool.close()
+
+
+def test_the_end_of_input_ends_the_reading() -> None:
+    pool = SyncWorkers(limit=4, share=4)
+    spy = _WakeSpy(pool._wake)
+    pool._wake = spy  # type: ignore[assignment]
+    feed = _Input(pool)
+    try:
+        pool.read_with(feed.read)
+        assert feed.waiting.acquire(timeout=WAIT)
+        feed.reads.put(None)
+        assert spy.until_waits(1)  # the reader went idle
+        assert pool.read is None and len(feed.readers) == 1
+        done = threading.Event()
+        pool.submit("after", done.set)  # the threads still run calls
+        assert done.wait(WAIT)
+        assert len(feed.readers) == 1  # and nobody reads any more
+    finally:
         pool.close()

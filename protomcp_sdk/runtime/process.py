@@ -9,7 +9,8 @@ Who reads the input depends on the file. The loop reads it while the file loads,
 good when some tool is async or the file has middleware. When every tool is sync, the
 worker threads read it in turn instead (SyncWorkers.read_with): the thread whose read
 brings a call runs it itself while the next thread takes over the reading, so a call costs
-no hand-off to a sleeping thread; other frames go on to the loop, in order.
+no hand-off to a sleeping thread; other frames go on to the loop, in order (which costs
+them one). PROTOMCP_READER=threads|loop overrides the choice.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from protomcp_sdk.runtime.threads import SyncWorkers
 from protomcp_sdk.wire import framing as wire
 from protomcp_sdk.wire import protomcp_pb2 as pb
 from protomcp_sdk.wire import readsize, tracing
-from protomcp_sdk.wire.env import CANCEL_GRACE_ENV, EXIT_GRACE_ENV, FD_ENV
+from protomcp_sdk.wire.env import CANCEL_GRACE_ENV, EXIT_GRACE_ENV, FD_ENV, READER_ENV
 from protomcp_sdk.wire.version import SDK_NAME, SDK_VERSION
 
 CANCEL_GRACE = float(os.environ.get(CANCEL_GRACE_ENV, "") or 10.0)
@@ -64,6 +65,10 @@ CANCEL_GRACE = float(os.environ.get(CANCEL_GRACE_ENV, "") or 10.0)
 READ_CEILING = 1 << 20  # bytes per read at most, reached only while a large frame streams in
 EXIT_GRACE = float(os.environ.get(EXIT_GRACE_ENV, "") or 30.0)
 """Seconds running calls may take to finish once the host closed our input; then we exit anyway."""
+
+READERS = ("auto", "threads", "loop")
+READER = os.environ.get(READER_ENV, "") or "auto"
+"""Who reads the input once the file is loaded (see the module's docstring)."""
 
 
 class ToolProcess:
@@ -280,8 +285,7 @@ class ToolProcess:
         early, self.early = self.early or [], None
         for envelope in early:
             self.dispatch(envelope)
-        tools = REGISTRY.tools.values()
-        if tools and not REGISTRY.middleware and not any(spec.is_async for spec in tools):
+        if _threads_read():
             self.read_in_threads()
 
     def read_in_threads(self) -> None:
@@ -787,6 +791,14 @@ def _settle(future: asyncio.Future[Encoded], encoded: Encoded) -> None:
         future.set_result(encoded)
 
 
+def _threads_read() -> bool:
+    """Whether the worker threads read the input of the file just loaded."""
+    if READER != "auto":
+        return READER == "threads"
+    tools = REGISTRY.tools.values()
+    return bool(tools) and not REGISTRY.middleware and not any(spec.is_async for spec in tools)
+
+
 def _arguments_of(request: pb.CallToolRequest, spec: ToolSpec) -> str | bytes:
     if request.arguments_proto and spec.message is not None:
         return request.arguments_proto  # a typed tool's message, from a proto-mcp client
@@ -849,6 +861,12 @@ def main(argv: list[str]) -> int:
         argv = argv[1:]
     if len(argv) != 1:
         print(USAGE, file=sys.stderr)
+        return 2
+    if READER not in READERS:
+        choices = ", ".join(READERS)
+        print(
+            f"protomcp tool process: {READER_ENV} must be one of {choices}, not {READER!r}", file=sys.stderr
+        )
         return 2
     fds = os.environ.get(FD_ENV, "")
     try:

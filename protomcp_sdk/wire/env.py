@@ -35,3 +35,8 @@ BLOCK_REPORT_ENV = "PROTOMCP_BLOCK_REPORT"
 
 LIFESPAN_STOP_ENV = "PROTOMCP_LIFESPAN_STOP_TIMEOUT"
 """Seconds a @lifespan's code after its `yield` may run when the tool process stops (default 5)."""
+
+READER_ENV = "PROTOMCP_READER"
+"""Tool process: who reads the host's frames once the file is loaded. "auto" (the default): the
+worker threads when every tool is sync and the file has no middleware, else the event loop;
+"threads" or "loop" to choose (see protomcp_sdk.runtime.process)."""

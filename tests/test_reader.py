@@ -1,0 +1,84 @@
+"""Who reads a tool process's frames (protomcp_sdk.runtime.process): its worker threads in turn
+when every tool of the file is sync, else its event loop; PROTOMCP_READER chooses. Driven through
+the real host with the official client."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import HOST, mcp_session, write_atomic
+
+pytestmark = pytest.mark.anyio
+
+# A tool that tells whether its process's worker threads read the host's frames.
+READING = '''
+import gc
+from protomcp_sdk import tool
+
+@tool
+def threads_read() -> bool:
+    """Whether the worker threads read the input."""
+    [process] = [o for o in gc.get_objects() if type(o).__name__ == "ToolProcess"]
+    return process.threads_read
+'''
+ASYNC_TOOL = """
+@tool
+async def later() -> str:
+    return "later"
+"""
+MIDDLEWARE = """
+from protomcp_sdk import middleware
+
+@middleware
+async def audit(call, call_next):
+    return await call_next(call)
+"""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def threads_read(tmp_path: Path, source: str) -> bool:
+    file = tmp_path / "tools.py"
+    write_atomic(file, source)
+    async with mcp_session("run", str(file)) as session:
+        with anyio.fail_after(30):
+            result = await session.call_tool("threads_read", {})
+    assert not result.is_error, result
+    return result.structured_content["result"]  # type: ignore[no-any-return,index]
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [("", True), (ASYNC_TOOL, False), (MIDDLEWARE, False)],
+    ids=["all sync: threads", "an async tool: loop", "middleware: loop"],
+)
+async def test_the_choice_follows_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: str, expected: bool
+) -> None:
+    monkeypatch.delenv("PROTOMCP_READER", raising=False)
+    assert await threads_read(tmp_path, READING + extra) is expected
+
+
+@pytest.mark.parametrize("reader", ["threads", "loop"])
+async def test_the_setting_overrides_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader: str) -> None:
+    monkeypatch.setenv("PROTOMCP_READER", reader)
+    assert await threads_read(tmp_path, READING + ASYNC_TOOL) is (reader == "threads")
+    assert await threads_read(tmp_path, READING) is (reader == "threads")
+
+
+def test_a_bad_setting_is_a_clear_startup_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    file = tmp_path / "tools.py"
+    write_atomic(file, READING)
+    monkeypatch.setenv("PROTOMCP_READER", "fibers")
+    proc = subprocess.run(
+        [*HOST, "run", str(file)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 1
+    assert "PROTOMCP_READER must be one of auto, threads, loop, not 'fibers'" in proc.stderr
+    assert proc.stdout == ""
