@@ -174,15 +174,13 @@ def fork_and_crash(leak_frame_fd: bool = False) -> str:
 def raw_then_wait(size: int, key: str, ctx: Context) -> str:
     """Send a raw result payload for this call ahead of its result, then wait (ignoring
     cancellation) until open_gate(key): the host holds the payload in between."""
-    import os
+    import gc
 
     from protomcp_sdk import wire
 
-    write_fd = int(os.environ[wire.FD_ENV].split(",")[1])
     payload = b'[{"type":"text","text":"' + b"x" * size + b'"}]'
-    for piece in wire.encode_raw(ctx.request_id, payload, wire.RAW_RESULT_JSON):
-        view = memoryview(piece)
-        while view:
-            view = view[os.write(write_fd, view) :]
+    # Through the process's writer, whose lock keeps other threads' frames from cutting in.
+    [process] = [o for o in gc.get_objects() if type(o).__name__ == "ToolProcess"]
+    process._send(wire.encode_raw(ctx.request_id, payload, wire.RAW_RESULT_JSON))
     _gate(key).wait(120)
     return "late"
