@@ -172,6 +172,29 @@ def test_the_thread_that_reads_a_call_runs_it() -> None:
         pool.close()
 
 
+def test_a_burst_goes_to_the_threads_while_the_reader_reads_on() -> None:
+    pool = SyncWorkers(limit=4, share=4)
+    feed = _Input(pool)
+    ran_on: list[int] = []
+    done = threading.Semaphore(0)
+
+    def record() -> None:
+        ran_on.append(threading.get_ident())
+        done.release()
+
+    try:
+        pool.read_with(feed.read)
+        feed.put(("echo", record), ("echo", record))
+        for _ in range(2):
+            assert done.acquire(timeout=WAIT)
+        assert feed.waiting.acquire(timeout=WAIT) and feed.waiting.acquire(timeout=WAIT)
+        assert feed.readers[1] == feed.readers[0]  # the reader read on
+        assert feed.readers[0] not in ran_on
+    finally:
+        feed.reads.put(None)
+        pool.close()
+
+
 def test_a_slow_call_brought_by_a_read_does_not_stop_the_reading() -> None:
     pool = SyncWorkers(limit=4, share=4)
     feed = _Input(pool)

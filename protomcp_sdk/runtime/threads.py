@@ -37,8 +37,8 @@ class SyncWorkers:
     previous call, without a wake-up (or a new thread) per call.
 
     Once `read_with` is called the threads also read the input, one at a time (leader and
-    followers): the reader blocks for input and queues the calls it brings; if it brought a
-    runnable one and another thread can read next, it hands the reading on and runs the call
+    followers): the reader blocks for input and queues the calls it brings; if it brought one
+    runnable call and another thread can read next, it hands the reading on and runs the call
     itself. A quick call then costs no hand-off to a sleeping thread: the thread that woke for
     the input answers it, while the next reader wakes beside it."""
 
@@ -159,9 +159,9 @@ class SyncWorkers:
 
     def _read(self) -> bool:
         """Read once, as the reader (lock held; released while reading). True when this thread
-        is to run a job its read queued: the reading is free again and a thread is on its way
-        to take it. False when it reads again itself (no runnable job, or no thread to read
-        next) or the input has ended."""
+        is to run the one job its read queued: the reading is free again and a thread is on its
+        way to take it. False when it reads again itself (no runnable job, a burst of them, or
+        no thread to read next) or the input has ended."""
         read = self.read
         assert read is not None
         self.lock.release()
@@ -182,7 +182,9 @@ class SyncWorkers:
             if not self.idle and len(self.threads) >= self.limit:
                 return False  # every thread is busy: keep reading; they take the jobs as they finish
             self._add_searcher()
-        return True
+        # One call: run it here. A burst (pipelined calls): the threads take it, as they would
+        # from the loop, while this one keeps reading (measured: a few % more calls/s).
+        return sum(map(len, self.pending.values())) == 1
 
     def close(self) -> None:
         """Let the threads end once the queue is empty (they are daemons: stuck ones do not
