@@ -612,7 +612,7 @@ async def _serve(
     code = 0
     async with anyio.create_task_group() as tg:
         await tg.start(_on_signals, shutdown)  # first: a signal during start-up stops cleanly
-        if signalled:  # one arrived before this loop existed (see cli._serve)
+        if signalled:  # one arrived before this loop existed (see cli.serving.serve)
             shutdown.set()
 
         async def start() -> bool:
