@@ -47,7 +47,10 @@ atexit.register(_dump)
 HOST_NEVER = (
     "click",
     "protomcp_host.cli.main",
-    "hashlib",
+    "hashlib",  # bridge.rounds: the modern era's requestState
+    "protomcp_host.protocol.discovery",  # --discovery search
+    "protomcp_host.protocol.ranking",
+    "protomcp_host.sharing",  # --store redis://
     "pickle",
     "google.protobuf.internal.builder",
     "google.protobuf.internal.python_message",
@@ -55,6 +58,7 @@ HOST_NEVER = (
     "google.protobuf.text_format",
 )
 TOOL_NEVER = (
+    "protomcp_sdk.wire.uritemplate",  # @resource templates
     "pickle",
     "google.protobuf.internal.builder",
     "google.protobuf.internal.python_message",
