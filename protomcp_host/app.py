@@ -34,20 +34,20 @@ from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.worker import WorkerError
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
-from protomcp_host.protocol.discovery import Discovery
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
-from protomcp_host.sharing import SharedTasks
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
 from protomcp_sdk.wire import protomcp_pb2 as pb
 
 if TYPE_CHECKING:
     from protomcp_host.peers.hub import BridgeSettings
+    from protomcp_host.protocol.discovery import Discovery
     from protomcp_host.protocol.protomcp import Descriptors
+    from protomcp_host.sharing import SharedTasks
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
 
@@ -103,7 +103,11 @@ class Host:
         if discovery not in ("full", "search"):
             raise ValueError(f"discovery must be 'full' or 'search', not {discovery!r}")
         # --discovery search: sessions list meta-tools and find the rest on demand (protocol/discovery.py)
-        self.discovery = Discovery(self.catalog) if discovery == "search" else None
+        self.discovery: Discovery | None = None
+        if discovery == "search":  # (imported only then: the ranking index is not small)
+            from protomcp_host.protocol.discovery import Discovery
+
+            self.discovery = Discovery(self.catalog)
         self.schema_registry = schema_registry
         self._descriptors: Descriptors | None = None
         self.stderr = stderr or _print_stderr
@@ -138,11 +142,11 @@ class Host:
         self.task_store = TaskStore()
         self.task_runner = TaskRunner(self.task_store, self.dispatcher, lambda: self.routers)
         # several hosts on one store (--store redis://): modern-era tasks are shared (sharing.py)
-        self.sharing = (
-            None
-            if isinstance(self.store, MemoryStore)
-            else SharedTasks(self.store, self.task_store, self.task_runner, self.stderr)
-        )
+        self.sharing: SharedTasks | None = None
+        if not isinstance(self.store, MemoryStore):  # (imported only with a shared store)
+            from protomcp_host.sharing import SharedTasks
+
+            self.sharing = SharedTasks(self.store, self.task_store, self.task_runner, self.stderr)
         self._sessions = itertools.count(1)
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
@@ -612,7 +616,7 @@ async def _serve(
     code = 0
     async with anyio.create_task_group() as tg:
         await tg.start(_on_signals, shutdown)  # first: a signal during start-up stops cleanly
-        if signalled:  # one arrived before this loop existed (see cli._serve)
+        if signalled:  # one arrived before this loop existed (see cli.serving.serve)
             shutdown.set()
 
         async def start() -> bool:

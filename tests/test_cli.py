@@ -190,3 +190,19 @@ def test_syntax_error_in_the_tool_file(tmp_path: Path) -> None:
     assert proc.stderr.startswith("Error: ")  # a readable error, not a host traceback
     assert "ExceptionGroup" not in proc.stderr
     assert proc.stdout == ""
+
+
+def test_a_plain_run_is_served_with_the_run_commands_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`protomcp run FILE` is served without click (cli/serving.PLAIN_RUN): the same settings
+    as the click command with every option at its default."""
+    from click.testing import CliRunner
+
+    from protomcp_host.cli import serving
+    from protomcp_host.cli.main import main
+
+    seen: list[tuple[tuple[Path, ...], dict[str, object]]] = []
+    monkeypatch.setattr(serving, "serve", lambda files, **options: seen.append((files, options)))
+    result = CliRunner().invoke(main, ["run", "tools.py"])
+    assert result.exit_code == 0, result.output
+    serving.serve_plain(["tools.py"])
+    assert len(seen) == 2 and seen[0] == seen[1] and seen[0][0] == (Path("tools.py"),)

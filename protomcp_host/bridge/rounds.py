@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import os
 import time
 from collections import OrderedDict
@@ -52,6 +51,8 @@ class StateCodec:
     """Seals and opens requestState tokens (AES-256-GCM; ``v1.`` + base64url)."""
 
     def __init__(self, key: bytes | None = None) -> None:
+        import hashlib  # (not at import: hashlib costs ~0.6 MB, and only the modern era needs it)
+
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
         if key is None:
@@ -83,6 +84,8 @@ class StateCodec:
 
 def digest(arguments: Any) -> str:
     """What binds a requestState to the request's arguments."""
+    import hashlib
+
     return hashlib.sha256(orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
 
 

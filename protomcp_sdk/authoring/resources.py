@@ -7,14 +7,16 @@ import binascii
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from protomcp_sdk.authoring.results import EmbeddedResource
 from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
 from protomcp_sdk.wire import protomcp_pb2 as pb
-from protomcp_sdk.wire.uritemplate import UriTemplate, is_template
+
+if TYPE_CHECKING:
+    from protomcp_sdk.wire.uritemplate import UriTemplate
 
 RESOURCE_NOT_FOUND = -32002
 INTERNAL_ERROR = -32603
@@ -93,6 +95,8 @@ def resource_spec(
 ) -> ResourceSpec:
     if not isinstance(uri, str) or not uri:
         raise ValueError("@resource needs a URI, e.g. @resource('notes://{id}')")
+    from protomcp_sdk.wire.uritemplate import UriTemplate, is_template  # (a file with no resources: never)
+
     label = name or getattr(fn, "__name__", uri)
     template = UriTemplate(uri) if is_template(uri) else None
     signature = analyze(fn, label, returns=False)

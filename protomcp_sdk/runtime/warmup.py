@@ -18,12 +18,13 @@ import ast
 import contextlib
 import importlib
 import importlib.util
-import sysconfig
 from pathlib import Path
 from typing import Any
 
 
 def _installed_roots() -> tuple[str, ...]:
+    import sysconfig  # (here: every tool process imports this module, only a standby calls warm)
+
     paths = sysconfig.get_paths()
     return tuple(
         str(Path(paths[key]).resolve())
