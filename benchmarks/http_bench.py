@@ -9,8 +9,8 @@ concurrent sessions. Repetitions alternate the order of the two sides; each figu
 median over repetitions and the ratio is protomcp / SDK. Every wait is bounded.
 
 Metrics: sequential `tools/call echo` latency p50 (one session, one call at a time); calls/s
-with 50 concurrent sessions (each calling in a loop on its own connection), with the CPU time
-(user + system) the server's process tree used per call meanwhile; memory per idle session
+with 50 and with 500 concurrent sessions (each calling in a loop on its own connection), with
+the CPU time (user + system) the server's process tree used per call meanwhile; memory per idle session
 (RSS of the server's process tree before and after opening 200 sessions that only
 initialize, divided by 200; measured first, on the fresh server). The first two are measured
 in both protocol eras: 2025-11-25 sessions (initialize, then Mcp-Session-Id) and 2026-07-28
@@ -411,10 +411,14 @@ async def measure(side: Side, quick: bool) -> dict[str, float]:
         out["mem"] = await asyncio.wait_for(memory_per_session(server, 200), 120)
         out["seq"] = sequential_p50(server, calls)  # socket timeouts bound it
         out["rate"], out["cpu"] = await asyncio.wait_for(concurrent_rate(server, 50, budget), 120)
+        out["rate500"], out["cpu500"] = await asyncio.wait_for(concurrent_rate(server, 500, budget), 240)
         try:  # the 2026-07-28 era, where the side serves it
             out["seq_modern"] = sequential_p50(server, calls, modern=True)
             out["rate_modern"], out["cpu_modern"] = await asyncio.wait_for(
                 concurrent_rate(server, 50, budget, modern=True), 120
+            )
+            out["rate500_modern"], out["cpu500_modern"] = await asyncio.wait_for(
+                concurrent_rate(server, 500, budget, modern=True), 240
             )
         except (RuntimeError, OSError, KeyError, orjson.JSONDecodeError) as exc:
             print(f"{side.name}: no 2026-07-28 era ({exc!r:.120})", file=sys.stderr)
@@ -448,9 +452,13 @@ def main() -> None:
         ("sequential `tools/call` latency p50 (µs), 2025-11-25 session", "seq", "≤ 0.5x", lambda r: r <= 0.5),
         ("calls/s, 50 concurrent sessions, 2025-11-25", "rate", "≥ 5x", lambda r: r >= 5),
         ("server CPU per call (µs), 50 concurrent sessions, 2025-11-25", "cpu", "-", None),
+        ("calls/s, 500 concurrent sessions, 2025-11-25", "rate500", "≥ 5x", lambda r: r >= 5),
+        ("server CPU per call (µs), 500 concurrent sessions, 2025-11-25", "cpu500", "-", None),
         ("sequential `tools/call` latency p50 (µs), 2026-07-28 stateless", "seq_modern", "-", None),
         ("calls/s, 50 concurrent clients, 2026-07-28 stateless", "rate_modern", "-", None),
         ("server CPU per call (µs), 50 concurrent clients, 2026-07-28", "cpu_modern", "-", None),
+        ("calls/s, 500 concurrent clients, 2026-07-28 stateless", "rate500_modern", "-", None),
+        ("server CPU per call (µs), 500 concurrent clients, 2026-07-28", "cpu500_modern", "-", None),
         ("memory per idle session (KB of RSS)", "mem", "-", None),
     ]
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -21,7 +21,10 @@ class UsageError(Exception):
 
 
 def echo(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    """A line on stderr in one write: the workers of --workers share it, and a line cut in two
+    (print() writes the newline apart when stderr is unbuffered) could be cut into by theirs."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 PLAIN_RUN: dict[str, Any] = {
