@@ -18,21 +18,7 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 
-TOOLS = '''
-from protomcp_sdk import tool
-
-
-@tool
-def echo(text: str) -> str:
-    """Return the text unchanged."""
-    return text
-
-
-@tool
-def blob(n: int) -> str:
-    """Return n x's."""
-    return "x" * n
-'''
+TOOLS = ROOT / "benchmarks" / "tools_protomcp.py"  # two plain sync tools
 
 DUMP = """
 import atexit, os, sys
@@ -68,13 +54,12 @@ TOOL_NEVER = (
 
 def serve_plain_calls(tmp_path: Path) -> dict[str, set[str]]:
     """Modules of the host ("host") and of its tool process ("tool") after a plain session."""
-    (tmp_path / "tools.py").write_text(TOOLS)
     (site := tmp_path / "site").mkdir()
     (site / "sitecustomize.py").write_text(DUMP)
     (dump := tmp_path / "dump").mkdir()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), "MODULES_DUMP": str(dump)}
     host = subprocess.Popen(
-        [sys.executable, "-m", "protomcp_host", "run", str(tmp_path / "tools.py")],
+        [sys.executable, "-m", "protomcp_host", "run", str(TOOLS)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path,
     )  # fmt: skip
     assert host.stdin is not None and host.stdout is not None
