@@ -50,6 +50,7 @@ ROOT = HERE.parent
 
 ECHO_TEXT = "hello world"
 WINDOW = 64
+SPACING_MS = 20  # pause before each call of the spaced latency row
 MB = 1_000_000
 
 
@@ -61,6 +62,7 @@ class Config:
     reps: int
     warmup_calls: int
     seq_calls: int
+    spaced_calls: int
     pipe_calls: int
     pipe_budget_s: float
     blob_calls: int
@@ -73,11 +75,23 @@ class Config:
 def make_config(args: argparse.Namespace) -> Config:
     if args.quick:
         cfg = Config(
-            reps=3, warmup_calls=200, seq_calls=500, pipe_calls=5_000, pipe_budget_s=1.5, blob_calls=3
+            reps=3,
+            warmup_calls=200,
+            seq_calls=500,
+            spaced_calls=40,
+            pipe_calls=5_000,
+            pipe_budget_s=1.5,
+            blob_calls=3,
         )
     else:
         cfg = Config(
-            reps=5, warmup_calls=500, seq_calls=2_000, pipe_calls=20_000, pipe_budget_s=4.0, blob_calls=5
+            reps=5,
+            warmup_calls=500,
+            seq_calls=2_000,
+            spaced_calls=100,
+            pipe_calls=20_000,
+            pipe_budget_s=4.0,
+            blob_calls=5,
         )
     if args.reps is not None:
         cfg.reps = max(1, args.reps)
@@ -146,6 +160,7 @@ METRICS: list[Metric] = [
         cpu_unit="µs/call",
     ),
     Metric("seq_p99", "sequential echo latency p99", "µs"),
+    Metric("spaced_p50", f"echo latency p50, {SPACING_MS} ms between calls", "µs", cpu_unit="µs/call"),
     Metric(
         "pipe_cps",
         f"pipelined echo throughput, {WINDOW} in flight",
@@ -249,7 +264,7 @@ async def start(impl: Impl, file: Path, cfg: Config, expect_tools: int) -> tuple
 
 async def main_session(impl: Impl, cfg: Config, res: Results) -> None:
     """Cold start, warm-up, memory, sequential latency, pipelined throughput, blobs: one process."""
-    later = ["rss", "pss", "seq_p50", "seq_p99", "pipe_cps", "blob_1mb", "blob_10mb"]
+    later = ["rss", "pss", "seq_p50", "seq_p99", "spaced_p50", "pipe_cps", "blob_1mb", "blob_10mb"]
     try:
         client, elapsed = await start(impl, impl.main_file, cfg, expect_tools=2)
     except (ServerError, OSError) as exc:
@@ -287,6 +302,19 @@ async def main_session(impl: Impl, cfg: Config, res: Results) -> None:
         put("seq_p50", percentile(lat, 0.50) * 1e6)
         put("seq_p99", percentile(lat, 0.99) * 1e6)
         res.note(impl.key, "seq_calls", len(lat))
+
+        # One call at a time with a pause between (an AI client's pace): each call finds the
+        # processes asleep, so it pays the wake-ups a back-to-back loop hides.
+        spaced: list[float] = []
+        cpu0 = cpu_now()
+        for _ in range(cfg.spaced_calls):
+            await asyncio.sleep(SPACING_MS / 1000)
+            drv = await client.drive(echo_line, 1, 1, 60.0, cfg.call_timeout_s, echo_ok)
+            if drv.bad:
+                raise ServerError("a spaced echo call returned a wrong result")
+            spaced.extend(drv.latencies)
+        res.cpu(impl.key, "spaced_p50", (cpu_now() - cpu0) / max(1, len(spaced)) * 1e6)
+        put("spaced_p50", statistics.median(spaced) * 1e6)
 
         cpu0 = cpu_now()
         drv = await client.drive(
@@ -355,7 +383,17 @@ async def run_all(impls: list[Impl], floor: Impl, cfg: Config) -> Results:
     res = Results()
     log(f"prewarming ({', '.join(i.label for i in [*impls, floor])})")
     await prewarm([*impls, floor], cfg)
-    main_keys = ["cold_start", "rss", "pss", "seq_p50", "seq_p99", "pipe_cps", "blob_1mb", "blob_10mb"]
+    main_keys = [
+        "cold_start",
+        "rss",
+        "pss",
+        "seq_p50",
+        "seq_p99",
+        "spaced_p50",
+        "pipe_cps",
+        "blob_1mb",
+        "blob_10mb",
+    ]
     for rep in range(cfg.reps):
         order = [*(impls if rep % 2 == 0 else impls[::-1]), floor]
         for impl in order:
@@ -523,6 +561,9 @@ fails or hangs is reported as ERROR, never as a hang.
 Metrics:
 - **sequential echo latency p50 / p99** — after a warm-up, one `tools/call echo` at a time;
   round trip from writing the request to parsing its response, percentile within the run.
+- **echo latency, 20 ms between calls** — the same round trip, one call at a time with a 20 ms
+  pause before each (an AI client's pace rather than a loop's): each call finds the processes
+  asleep and pays the wake-ups that back-to-back calls hide; median of the calls.
 - **pipelined echo throughput** — `tools/call echo` with 64 requests in flight (a new request
   is sent as soon as a response arrives), up to a call count or a time budget per
   repetition, whichever comes first; calls/s = completed calls / (last response - first send).
