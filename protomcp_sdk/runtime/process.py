@@ -307,21 +307,30 @@ class ToolProcess:
         except OSError:
             data = b""
         if not data:
-            self.loop.call_soon_threadsafe(self._input_closed)
+            self._to_loop(self._input_closed)
             return False
         self.read_size = readsize.next_size(self.read_size, len(data), READ_CEILING)
         forward: list[pb.Envelope] = []
+        error: wire.FrameError | None = None
         try:
             for envelope in self.decoder.feed(data):
                 if envelope.WhichOneof("msg") != "call_tool" or not self._queue_call(envelope):
                     forward.append(envelope)
         except wire.FrameError as exc:
-            if forward:
-                self.loop.call_soon_threadsafe(self._dispatch_all, forward)
-            self.loop.call_soon_threadsafe(self._bad_frame, exc)
+            error = exc
+        if forward and not self._to_loop(self._dispatch_all, forward):
             return False
-        if forward:
-            self.loop.call_soon_threadsafe(self._dispatch_all, forward)
+        if error is not None:
+            self._to_loop(self._bad_frame, error)
+            return False
+        return True
+
+    def _to_loop(self, callback: Callable[..., None], *args: Any) -> bool:
+        """Run callback(*args) on the loop; False if the loop is closed (the process is ending)."""
+        try:
+            self.loop.call_soon_threadsafe(callback, *args)
+        except RuntimeError:
+            return False
         return True
 
     def _queue_call(self, envelope: pb.Envelope) -> bool:
