@@ -307,16 +307,16 @@ class ToolProcess:
         except OSError:
             data = b""
         if not data:
-            self._to_loop(self._input_closed)
+            self._to_loop(self.input_closed)
             return False
         self.read_size = readsize.next_size(self.read_size, len(data), READ_CEILING)
         forward: list[pb.Envelope] = []
-        error: wire.FrameError | None = None
+        error: Exception | None = None
         try:
             for envelope in self.decoder.feed(data):
                 if envelope.WhichOneof("msg") != "call_tool" or not self._queue_call(envelope):
                     forward.append(envelope)
-        except wire.FrameError as exc:
+        except Exception as exc:  # a bad frame (or a bug): the process ends, as the loop's reading would
             error = exc
         if forward and not self._to_loop(self._dispatch_all, forward):
             return False
@@ -356,14 +356,14 @@ class ToolProcess:
         for envelope in envelopes:
             self.dispatch(envelope)
 
-    def _input_closed(self) -> None:
+    def input_closed(self) -> None:
         try:
             self.decoder.close()
         except wire.FrameError as error:
             print(f"protomcp tool process: {error}", file=sys.stderr)
         self.finish(0)  # the host closed our input: it is stopping us
 
-    def _bad_frame(self, exc: wire.FrameError) -> None:
+    def _bad_frame(self, exc: Exception) -> None:
         print(f"protomcp tool process: bad frame from host: {exc}", file=sys.stderr)
         self.finish(2)
 
@@ -733,7 +733,7 @@ class _Frames(asyncio.Protocol):
         self.process.received(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.process._input_closed()
+        self.process.input_closed()
 
 
 async def _outcome_async(spec: ToolSpec, arguments: str | bytes, ctx: Context) -> Encoded | None:
