@@ -547,6 +547,8 @@ Files:
   Servers run in their own process group, which is killed (with every descendant seen) when a
   session ends.
 - `run.py` — the harness.
+- `reader.py` — paired runs of a tool process's two readers (`PROTOMCP_READER=threads` against
+  `loop`, the same code otherwise): the per-pair ratio of sequential, spaced and pipelined figures.
 
 ## Method
 
