@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import queue
+import select
 import subprocess
 import sys
 import textwrap
 import threading
+import time
+from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -153,6 +156,71 @@ class RawHost:
             if self.proc.poll() is None:
                 os.killpg(self.proc.pid, 9)
                 self.proc.wait()
+
+
+class ToolProcessOnPipes:
+    """`python -m protomcp_sdk FILE` alone on its frame pipes, as the host starts it; the test
+    plays the host, frame by frame."""
+
+    def __init__(self, file: Path, **env: str) -> None:
+        from protomcp_sdk.wire import framing
+
+        to_child_r, self.to_child = os.pipe()
+        self.from_child, from_child_w = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "protomcp_sdk", str(file)], pass_fds=(to_child_r, from_child_w),
+            env={**os.environ, "PROTOMCP_FDS": f"{to_child_r},{from_child_w}", **env},
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self.decoder = framing.FrameDecoder()
+        self.frames: deque[Any] = deque()
+
+    def send(self, data: bytes) -> None:
+        os.write(self.to_child, data)
+
+    def next_frame(self, timeout: float = 20) -> Any:
+        """The next frame the process wrote (an AssertionError if none comes in time)."""
+        deadline = time.monotonic() + timeout
+        while not self.frames:
+            if not select.select([self.from_child], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                raise AssertionError(f"no frame from the tool process within {timeout}s")
+            data = os.read(self.from_child, 65536)
+            if not data:
+                raise AssertionError("the tool process closed its frame pipe")
+            self.frames.extend(self.decoder.feed(data))
+        return self.frames.popleft()
+
+    def close_input(self) -> None:
+        """What the host does to stop it: close the pipe it reads."""
+        if self.to_child >= 0:
+            os.close(self.to_child)
+            self.to_child = -1
+
+    def close(self) -> None:
+        self.close_input()
+        os.close(self.from_child)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        assert self.proc.stderr is not None
+        self.proc.stderr.close()
+
+
+@pytest.fixture
+def tool_process() -> Iterator[Any]:
+    """Start tool processes on frame pipes (ToolProcessOnPipes); all end with the test."""
+    started: list[ToolProcessOnPipes] = []
+
+    def start(file: Path, **env: str) -> ToolProcessOnPipes:
+        process = ToolProcessOnPipes(file, **env)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.close()
 
 
 @pytest.fixture

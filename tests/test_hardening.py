@@ -217,35 +217,18 @@ def test_killing_protomcp_call_mid_call_ends_its_tool_process() -> None:
             proc.wait()
 
 
-def test_tool_process_exits_within_its_bound_when_the_host_lets_go(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_tool_process_exits_within_its_bound_when_the_host_lets_go(tool_process) -> None:  # type: ignore[no-untyped-def]
     """Without the parent-death signal (not Linux), a closed frame pipe still ends a process
     whose calls never finish: within PROTOMCP_EXIT_GRACE."""
-    to_child_r, to_child_w = os.pipe()
-    from_child_r, from_child_w = os.pipe()
-    env = {**os.environ, "PROTOMCP_FDS": f"{to_child_r},{from_child_w}", "PROTOMCP_EXIT_GRACE": "0.5"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "protomcp_sdk", str(HOSTILE)], pass_fds=(to_child_r, from_child_w),
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    os.close(to_child_r)
-    os.close(from_child_w)
-    try:
-        decoder = wire.FrameDecoder()
-        hello = next(iter(decoder.feed(os.read(from_child_r, 65536))))
-        assert hello.WhichOneof("msg") == "hello"
-        call = pb.Envelope(
-            request_id="1", call_tool=pb.CallToolRequest(name="spin", arguments_json='{"key":"x"}')
-        )
-        os.write(to_child_w, wire.encode(call))
-        os.close(to_child_w)  # the host lets go
-        assert proc.wait(20) == 1
-        assert proc.stderr is not None
-        assert b"exiting with calls still running" in proc.stderr.read()
-    finally:
-        os.close(from_child_r)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    process = tool_process(HOSTILE, PROTOMCP_EXIT_GRACE="0.5")
+    assert process.next_frame().WhichOneof("msg") == "hello"
+    call = pb.Envelope(
+        request_id="1", call_tool=pb.CallToolRequest(name="spin", arguments_json='{"key":"x"}')
+    )
+    process.send(wire.encode(call))
+    process.close_input()  # the host lets go
+    assert process.proc.wait(20) == 1
+    assert b"exiting with calls still running" in process.proc.stderr.read()
 
 
 # -- 7. shutdown is bounded and answers what is pending -------------------------------------------

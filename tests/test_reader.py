@@ -4,14 +4,13 @@ the real host with the official client."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
-from conftest import HOST, mcp_session, write_atomic
+from conftest import HOST, ToolProcessOnPipes, mcp_session, write_atomic
 
 from protomcp_sdk import wire
 from protomcp_sdk.wire import protomcp_pb2 as pb
@@ -91,43 +90,18 @@ def test_a_bad_setting_is_a_clear_startup_error(tmp_path: Path, monkeypatch: pyt
 
 @pytest.mark.parametrize("reader", ["threads", "loop"])
 def test_a_bad_frame_ends_the_process_with_a_clear_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader: str
+    tmp_path: Path, tool_process: Callable[..., ToolProcessOnPipes], reader: str
 ) -> None:
     """Whoever reads, a frame the host could not have sent ends the tool process (status 2),
     after the frames before it were served."""
     file = tmp_path / "tools.py"
     write_atomic(file, READING)
-    to_child_r, to_child_w = os.pipe()
-    from_child_r, from_child_w = os.pipe()
-    env = {**os.environ, "PROTOMCP_FDS": f"{to_child_r},{from_child_w}", "PROTOMCP_READER": reader}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "protomcp_sdk", str(file)], pass_fds=(to_child_r, from_child_w),
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    os.close(to_child_r)
-    os.close(from_child_w)
-    try:
-        frames = wire.FrameDecoder()
-        received = iter(())
-
-        def next_frame() -> pb.Envelope:
-            nonlocal received
-            while (frame := next(received, None)) is None:
-                received = iter(list(frames.feed(os.read(from_child_r, 65536))))
-            return frame  # type: ignore[no-any-return]
-
-        assert next_frame().WhichOneof("msg") == "hello"
-        call = pb.Envelope(request_id="1", call_tool=pb.CallToolRequest(name="threads_read"))
-        os.write(to_child_w, wire.encode(call) + b"\xff\xff\xff\xff garbage")
-        answer = next_frame()
-        expected = "true" if reader == "threads" else "false"
-        assert answer.request_id == "1" and f'"text":"{expected}"' in answer.call_result.result_json
-        assert proc.wait(20) == 2
-        assert proc.stderr is not None
-        assert b"protomcp tool process: bad frame from host: frame of" in proc.stderr.read()
-    finally:
-        os.close(to_child_w)
-        os.close(from_child_r)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    process = tool_process(file, PROTOMCP_READER=reader)
+    assert process.next_frame().WhichOneof("msg") == "hello"
+    call = pb.Envelope(request_id="1", call_tool=pb.CallToolRequest(name="threads_read"))
+    process.send(wire.encode(call) + b"\xff\xff\xff\xff garbage")
+    answer = process.next_frame()
+    expected = "true" if reader == "threads" else "false"
+    assert answer.request_id == "1" and f'"text":"{expected}"' in answer.call_result.result_json
+    assert process.proc.wait(20) == 2
+    assert b"protomcp tool process: bad frame from host: frame of" in process.proc.stderr.read()
