@@ -41,7 +41,7 @@ PLAIN_RUN: dict[str, Any] = {
 def serve_plain(paths: list[str]) -> None:
     """`protomcp run PATHS...` without options."""
     try:
-        serve(tuple(map(Path, paths)), **{**PLAIN_RUN, "upstreams": []})
+        serve(tuple(map(Path, paths)), **PLAIN_RUN)
     except UsageError as exc:  # (none is possible with files and no options; said like click)
         echo(f"Error: {exc}")
         sys.exit(2)
@@ -156,16 +156,13 @@ def _run_workers(files: tuple[Path, ...], http: Any, drain_timeout: float, signa
         return 1
     url = url_of(http, sock.getsockname()[1])
 
-    def stderr(text: str) -> None:
-        echo(text)
-
     def announce() -> None:
-        stderr(f"protomcp {__version__}: {http.workers} workers serving at {url}")
+        echo(f"protomcp {__version__}: {http.workers} workers serving at {url}")
 
     command = [sys.executable, "-m", "protomcp_host", *sys.argv[1:]]
     try:
         return anyio.run(
-            run_workers, command, sock, http.workers, drain_timeout, stderr, announce, signalled,
+            run_workers, command, sock, http.workers, drain_timeout, echo, announce, signalled,
             backend="asyncio",
         )  # fmt: skip
     finally:

@@ -14,16 +14,11 @@ from typing import Any
 SMALL = 64 * 1024  # under the mmap threshold: the buffer comes from the heap and is reused
 
 
+def next_size(size: int, got: int, largest: int) -> int:
+    """The size of the read after one of `size` bytes that brought `got`."""
+    return min(size * 4, largest) if got >= size else SMALL
+
+
 def adapt(transport: Any, got: int, largest: int) -> None:
     """After a read of `got` bytes, set the asyncio read transport's next read size."""
-    size = transport.max_size
-    if got >= size:
-        if size < largest:
-            transport.max_size = min(size * 4, largest)
-    elif size != SMALL:
-        transport.max_size = SMALL
-
-
-def next_size(size: int, got: int, largest: int) -> int:
-    """The size of the read after one of `size` bytes that brought `got` (for plain os.read)."""
-    return min(size * 4, largest) if got >= size else SMALL
+    transport.max_size = next_size(transport.max_size, got, largest)
