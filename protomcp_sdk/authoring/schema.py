@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 import types
 import typing
 import warnings
@@ -135,9 +136,10 @@ def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True, return
 
 def _message_class(annotation: Any) -> Any:
     """A generated protobuf message class (a typed tool's parameter or result), else None."""
-    from google.protobuf.message import Message
-
-    return annotation if isinstance(annotation, type) and issubclass(annotation, Message) else None
+    protobuf = sys.modules.get("google.protobuf.message")  # imported by any such class
+    if protobuf is None:
+        return None
+    return annotation if isinstance(annotation, type) and issubclass(annotation, protobuf.Message) else None
 
 
 def _message_arguments(name: str, message: Any, tool_name: str) -> tuple[dict[str, Any], Converter]:

@@ -56,7 +56,14 @@ from protomcp_sdk.runtime.threads import SyncWorkers
 from protomcp_sdk.wire import framing as wire
 from protomcp_sdk.wire import protomcp_pb2 as pb
 from protomcp_sdk.wire import readsize, tracing
-from protomcp_sdk.wire.env import CANCEL_GRACE_ENV, EXIT_GRACE_ENV, FD_ENV, READER_ENV
+from protomcp_sdk.wire.env import (
+    CANCEL_GRACE_ENV,
+    ENVELOPE_CHOICES,
+    ENVELOPE_ENV,
+    EXIT_GRACE_ENV,
+    FD_ENV,
+    READER_ENV,
+)
 from protomcp_sdk.wire.version import SDK_NAME, SDK_VERSION
 
 CANCEL_GRACE = float(os.environ.get(CANCEL_GRACE_ENV, "") or 10.0)
@@ -875,6 +882,14 @@ def main(argv: list[str]) -> int:
         choices = ", ".join(READERS)
         print(
             f"protomcp tool process: {READER_ENV} must be one of {choices}, not {READER!r}", file=sys.stderr
+        )
+        return 2
+    envelope = os.environ.get(ENVELOPE_ENV, "") or "upb"
+    if envelope not in ENVELOPE_CHOICES:
+        choices = ", ".join(ENVELOPE_CHOICES)
+        print(
+            f"protomcp tool process: {ENVELOPE_ENV} must be one of {choices}, not {envelope!r}",
+            file=sys.stderr,
         )
         return 2
     fds = os.environ.get(FD_ENV, "")

@@ -36,6 +36,12 @@ BLOCK_REPORT_ENV = "PROTOMCP_BLOCK_REPORT"
 LIFESPAN_STOP_ENV = "PROTOMCP_LIFESPAN_STOP_TIMEOUT"
 """Seconds a @lifespan's code after its `yield` may run when the tool process stops (default 5)."""
 
+ENVELOPE_ENV = "PROTOMCP_ENVELOPE"
+"""Tool process: which classes build and read its Envelopes. "upb" (the default): protobuf's own;
+"python": pure-Python ones (protomcp_sdk.wire.purepb), about 2 MB less resident memory per tool
+process, for several microseconds more CPU per call (see benchmarks/README.md)."""
+ENVELOPE_CHOICES = ("upb", "python")
+
 READER_ENV = "PROTOMCP_READER"
 """Tool process: who reads the host's frames once the file is loaded. "auto" (the default): the
 worker threads when every tool is sync and the file has no middleware, else the event loop;

@@ -12,8 +12,6 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from google.protobuf.message import DecodeError
-
 from protomcp_sdk.wire import protomcp_pb2 as pb
 from protomcp_sdk.wire.env import FD_ENV as FD_ENV  # re-exported: framing.FD_ENV
 from protomcp_sdk.wire.env import MAX_FRAME_ENV
@@ -40,6 +38,20 @@ RAW_RESOURCE_JSON = "application/json; protomcp=read_resource_response.contents_
 read_resource_response with the same request_id, which follows it."""
 
 _HEADER = struct.Struct(">I")
+
+
+def _decode_error() -> type[Exception]:
+    """What ParseFromString raises for bytes that are not an Envelope, with the classes in use
+    (protomcp_sdk.wire.purepb's, or protobuf's own)."""
+    pure: type[Exception] | None = getattr(pb, "DecodeError", None)
+    if pure is not None:
+        return pure
+    from google.protobuf.message import DecodeError
+
+    return DecodeError
+
+
+_DecodeError = _decode_error()
 
 
 def max_frame_size() -> int:
@@ -168,6 +180,6 @@ def parse(body: bytes | bytearray) -> pb.Envelope:
     envelope = pb.Envelope()
     try:
         envelope.ParseFromString(body)
-    except DecodeError as exc:
+    except _DecodeError as exc:
         raise FrameError(f"frame of {len(body)} bytes is not a valid Envelope ({exc})") from None
     return envelope
