@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,3 +97,13 @@ def test_a_plain_run_imports_only_what_plain_calls_need(tmp_path: Path) -> None:
     assert sorted(found["host"] & set(HOST_NEVER)) == []
     assert "protomcp_sdk.runtime.process" in found["tool"]
     assert sorted(found["tool"] & set(TOOL_NEVER)) == []
+
+
+def test_with_pure_python_envelopes_a_tool_process_loads_no_protobuf(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROTOMCP_ENVELOPE", "python")
+    found = serve_plain_calls(tmp_path)
+    assert "protomcp_sdk.wire.purepb" in found["tool"]
+    assert sorted(name for name in found["tool"] if name.startswith("google")) == []
+    assert "google.protobuf" in found["host"]  # the host keeps upb
