@@ -220,6 +220,41 @@ async def test_crash_mid_call_fails_that_call_and_restarts(tmp_path: Path) -> No
             assert text_of(await session.call_tool("ok", {"x": 7})) == "7"
 
 
+LAST_WORDS_WHILE_WRITING = """
+    import gc, logging, os, sys, threading
+    from protomcp_sdk import tool
+
+    @tool
+    def crash_while_another_writes() -> str:
+        [process] = [o for o in gc.get_objects() if type(o).__name__ == "ToolProcess"]
+        held, release = threading.Event(), threading.Event()
+
+        def write_elsewhere():  # another thread is writing frames when this call prints
+            with process.write_lock:
+                held.set()
+                release.wait(0.2)
+
+        threading.Thread(target=write_elsewhere, daemon=True).start()
+        held.wait(5)
+        print("last words on stderr", file=sys.stderr, flush=True)
+        logging.getLogger("crashy").error("and a log record")
+        os._exit(3)
+"""
+
+
+async def test_what_a_call_prints_before_dying_reaches_it_even_while_another_thread_writes(
+    tmp_path: Path,
+) -> None:
+    file = tmp_path / "crashy.py"
+    write_atomic(file, LAST_WORDS_WHILE_WRITING)
+    async with mcp_session("run", str(file)) as session:
+        with anyio.fail_after(10):
+            result = await session.call_tool("crash_while_another_writes", {})
+    assert result.is_error
+    assert "exited with status 3" in text_of(result)
+    assert "last words on stderr" in text_of(result)
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]

@@ -108,6 +108,7 @@ class ToolProcess:
         self.features = Features(self)
         self.workers = SyncWorkers()
         self.write_lock = threading.Lock()
+        os.register_at_fork(after_in_child=self._forked)
         self.outbox: deque[list[bytes]] = deque()
         self._write_soon = False  # a write of the loop's queued frames is scheduled
         self.spool = Spool()
@@ -122,6 +123,18 @@ class ToolProcess:
     def send(self, envelope: pb.Envelope) -> None:
         """Write one frame, whole; callable from the loop and from worker threads."""
         self._send([wire.encode(envelope)])
+
+    def send_now(self, envelope: pb.Envelope) -> None:
+        """Write one frame before returning (after any write under way): what a call prints or
+        logs reaches the host even when the process dies right after (os._exit, a crash in C),
+        where a frame left to another thread's write would be lost with it."""
+        self.outbox.append([wire.encode(envelope)])
+        self.flush()
+
+    def _forked(self) -> None:
+        """In a child the tool forked: another thread may have held the lock at the fork."""
+        self.write_lock = threading.Lock()
+        self.outbox.clear()
 
     def send_result(self, request_id: str, response: pb.CallToolResponse, content: bytes) -> None:
         """A call's answer (see send_payload)."""
@@ -271,8 +284,8 @@ class ToolProcess:
 
     async def load(self) -> None:
         """Import the file, start its lifespan, say Hello; then the frames that came meanwhile."""
-        logs.install(self.send)
-        output.install(self.send)
+        logs.install(self.send_now)
+        output.install(self.send_now)
         resources.bind(self.send)
         load_error = load_tool_file(self.tool_file)
         if not load_error and REGISTRY.lifespan is not None:
