@@ -546,8 +546,9 @@ Files:
   Servers run in their own process group, which is killed (with every descendant seen) when a
   session ends.
 - `run.py` — the harness.
-- `reader.py` — paired runs of a tool process's two readers (`PROTOMCP_READER=threads` against
-  `loop`, the same code otherwise): the per-pair ratio of sequential, spaced and pipelined figures.
+- `paired.py` — paired runs of two settings of one environment variable, the same code otherwise
+  (`PROTOMCP_READER loop threads`, `PROTOMCP_ENVELOPE upb python`): the per-pair ratio of
+  sequential, spaced and pipelined figures, CPU per call and the tree's RSS.
 
 ## Method
 
