@@ -47,13 +47,13 @@ def _through_upb(name: str) -> ModuleType | None:
         return None
     from google.protobuf.internal import api_implementation
 
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None or api_implementation.Type() != "upb":
+    if api_implementation.Type() != "upb":
         return None
-    code = getattr(spec.loader, "get_code", lambda _: None)(name)
-    serialized = _serialized_descriptor(code) if isinstance(code, CodeType) else None
+    serialized = serialized_descriptor(name)
     if serialized is None:
         return None
+    spec = importlib.util.find_spec(name)
+    assert spec is not None
     try:
         file = _message.default_pool.AddSerializedFile(serialized)
         if file.dependencies or file.extensions_by_name or file.services_by_name:
@@ -68,9 +68,17 @@ def _through_upb(name: str) -> ModuleType | None:
     return module
 
 
+def serialized_descriptor(name: str) -> bytes | None:
+    """The FileDescriptorProto the generated module `name` hands to ``AddSerializedFile``: its
+    code's one bytes constant, read without running it (None if it does not have that shape)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        return None
+    code = getattr(spec.loader, "get_code", lambda _: None)(name)
+    return _serialized_descriptor(code) if isinstance(code, CodeType) else None
+
+
 def _serialized_descriptor(code: CodeType) -> bytes | None:
-    """The FileDescriptorProto a generated module hands to ``AddSerializedFile``: its one
-    bytes constant (None if the code does not have that shape)."""
     if not {"AddSerializedFile", "BuildTopDescriptorsAndMessages"} <= set(code.co_names):
         return None
     found = [const for const in code.co_consts if isinstance(const, bytes)]

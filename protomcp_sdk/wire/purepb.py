@@ -8,7 +8,7 @@ instead (see ``protomcp_sdk.__main__``), for about 2 MB less memory and a few mi
 per call (pure-Python parsing and writing). The host keeps upb. Both speak the same bytes.
 
 The classes are made at import from the generated module's own serialized
-``FileDescriptorProto`` (read from its code object, as :mod:`leanpb` does): the .proto stays
+``FileDescriptorProto`` (read from its code object by :func:`leanpb.serialized_descriptor`): the .proto stays
 the one source of truth. They cover what protomcp.proto uses, which is all the SDK needs:
 proto3 scalars (string, bytes, bool, int32, int64, uint32, double), singular and repeated
 messages, repeated strings, and oneofs. A file using anything else is refused at build time
@@ -25,14 +25,15 @@ and a value of the wrong type is refused when the message is serialized, not whe
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import struct
 import sys
 import weakref
 from collections.abc import Callable
-from types import CodeType, ModuleType
+from types import ModuleType
 from typing import Any, ClassVar
+
+from protomcp_sdk.wire.leanpb import serialized_descriptor
 
 # FieldDescriptorProto.Type values this module handles (descriptor.proto's numbering)
 DOUBLE, INT64, INT32, BOOL, STRING, MESSAGE, BYTES, UINT32 = 1, 3, 5, 8, 9, 11, 12, 13
@@ -497,19 +498,6 @@ def build(serialized_file: bytes, module_name: str) -> dict[str, type[Message]]:
             members = cls._pb_oneofs[field.oneof] if field.oneof is not None else None
             field.decoding = (field.name, field.kind, field.repeated, field.message, members)
     return classes
-
-
-def serialized_descriptor(module_name: str) -> bytes | None:
-    """The FileDescriptorProto a generated module hands to ``AddSerializedFile``, read from its
-    code (its one bytes constant), without running it."""
-    spec = importlib.util.find_spec(module_name)
-    if spec is None or spec.loader is None:
-        return None
-    code = getattr(spec.loader, "get_code", lambda _: None)(module_name)
-    if not isinstance(code, CodeType) or "AddSerializedFile" not in code.co_names:
-        return None
-    found = [const for const in code.co_consts if isinstance(const, bytes)]
-    return found[0] if len(found) == 1 else None
 
 
 def install(module_name: str = "protomcp_sdk.wire.protomcp_pb2") -> ModuleType | None:
