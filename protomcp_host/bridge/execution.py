@@ -271,8 +271,10 @@ class Execution:
         legs, self.legs = self.legs, []
         for channel, request_id in legs:
             channel.drop(request_id, cancel=cancel)
-        if self.chain is not None:
-            self.chain.release(reason)
+        chain = self.chain
+        if chain is not None:
+            self.chain = None  # break the Execution <-> ChainRun cycle too (see below)
+            chain.release(reason)
         self.sink.call_released(self, reason)
         if self.call.execution is self:  # break the Call <-> Execution cycle: refcounting frees
             self.call.execution = None  # both at once, instead of the cyclic GC, once per call
