@@ -5,11 +5,10 @@ would otherwise collect an Execution, its ChainRun and its Call once per call)."
 from __future__ import annotations
 
 import gc
-import weakref
 from typing import Any
 
 from protomcp_host.bridge.execution import Dispatcher
-from protomcp_host.bridge.middleware import Middleware
+from protomcp_host.bridge.middleware import ChainRun, Middleware
 from protomcp_host.processes.events import Leg
 from protomcp_host.protocol.catalog import Tool
 from protomcp_host.protocol.session import Call, ToolAnswer
@@ -60,7 +59,7 @@ class Sink:
         pass
 
 
-def _run(before_only: bool) -> tuple[Sink, FakeChannel, FakeChannel, weakref.ref[Any]]:
+def _run(before_only: bool) -> tuple[Sink, FakeChannel]:
     tools, middleware = FakeChannel(), FakeChannel()
     dispatcher = Dispatcher({"tools.py": tools, "mw.py": middleware}, 30)  # type: ignore[dict-item]
     dispatcher.spawn = lambda *_: None
@@ -69,7 +68,6 @@ def _run(before_only: bool) -> tuple[Sink, FakeChannel, FakeChannel, weakref.ref
     sink = Sink()
     execution = dispatcher.execute(Call(b"1", tool, {"text": "hi"}, None), sink)  # type: ignore[arg-type]
     assert execution.chain is not None
-    chain = weakref.ref(execution.chain)
     del execution
     ask = middleware.started[-1].middleware_intercept
     assert (ask.phase, ask.middleware_name, ask.params_json) == (
@@ -83,16 +81,16 @@ def _run(before_only: bool) -> tuple[Sink, FakeChannel, FakeChannel, weakref.ref
     if not before_only:
         assert middleware.started[-1].middleware_intercept.phase == "after"
         middleware.answer(middleware_intercept_response=pb.MiddlewareInterceptResponse())
-    return sink, tools, middleware, chain
+    return sink, middleware
 
 
 async def test_a_chain_run_answers_once_and_leaves_no_cycle() -> None:
     gc.disable()
     try:
         for before_only in (True, False):
-            sink, _, middleware, chain = _run(before_only)
+            sink, middleware = _run(before_only)
             assert [answer.content for answer in sink.answers] == [[b'[{"type":"text","text":"hi"}]']]
             assert len(middleware.started) == (1 if before_only else 2) and not middleware.holds
-            assert chain() is None  # freed by reference counting alone
+            assert not [o for o in gc.get_objects() if isinstance(o, ChainRun)]  # freed by refcounting
     finally:
         gc.enable()

@@ -108,7 +108,7 @@ class Execution:
         self.dispatcher = dispatcher
         self.call = call
         self.sink = sink
-        self.legs: list[tuple[Channel, str]] = []  # requests it has tool processes work on
+        self.legs: dict[str, Channel] = {}  # requests it has tool processes work on, by request id
         self.timer: int | None = None  # its tick in dispatcher.deadlines
         self.chain: ChainRun | None = None
         self.finished = False
@@ -138,14 +138,16 @@ class Execution:
         else:  # only middleware of the tool's own file: its process runs them, no round trip
             self.run_tool(self.call.arguments, self, here)
 
-    def run_tool(self, arguments: dict[str, Any], leg: Leg, here: Middleware | None = None) -> None:
+    def run_tool(
+        self, arguments: dict[str, Any], leg: Leg, here: Middleware | None = None, arguments_json: str = ""
+    ) -> None:
         """Send the tool's own call to the process serving its file, with the middleware that
-        process runs around it (`here`)."""
+        process runs around it (`here`); `arguments_json`: the arguments' JSON, when known."""
         call = self.call
         envelope = pb.Envelope()
         request = envelope.call_tool  # filled in place: no copy of a request made apart
         request.name = call.tool.name
-        request.arguments_json = orjson.dumps(arguments).decode()
+        request.arguments_json = arguments_json or orjson.dumps(arguments).decode()
         if here is not None:
             request.middleware.extend(here.names)
             request.middleware_owner = here.owner
@@ -171,7 +173,7 @@ class Execution:
         return not self.finished
 
     def sent(self, channel: Channel, request_id: str) -> None:
-        self.legs.append((channel, request_id))
+        self.legs[request_id] = channel
 
     def answered(self, envelope: pb.Envelope, raw: list[bytes] | None, trusted: bool) -> None:
         self.legs.clear()  # it is its own leg only without middleware: the tool's call was its one leg
@@ -268,8 +270,8 @@ class Execution:
             self._progress_timer = None
             if self._progress_waiting is not None and not cancel:  # the last word before the answer
                 self.sink.call_progress(self.call, *self._progress_waiting)
-        legs, self.legs = self.legs, []
-        for channel, request_id in legs:
+        legs, self.legs = self.legs, {}
+        for request_id, channel in legs.items():
             channel.drop(request_id, cancel=cancel)
         chain = self.chain
         if chain is not None:
@@ -281,4 +283,4 @@ class Execution:
 
     def _left(self, request_id: str) -> None:
         """A request of the call was answered: the channel has forgotten it already."""
-        self.legs = [leg for leg in self.legs if leg[1] != request_id]
+        self.legs.pop(request_id, None)
