@@ -151,9 +151,13 @@ class Session:
         decoded = rpc.decode(line)
         if not isinstance(decoded, list):
             event = self._handle(decoded, None)
+            if event is None:
+                return []
             if isinstance(event, list):  # a task request: its answer and what follows from it
                 return event
-            return [event, *self._released(event)] if event is not None else []
+            if isinstance(event, (CancelCall, CancelForward)):
+                return [event, *self._released(event)]
+            return [event]
         if self.version not in BATCH_VERSIONS:
             revision = self.version or "an uninitialized session"
             return [
@@ -394,7 +398,7 @@ class Session:
             )
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        if not is_id(token):
+        if token is not None and not is_id(token):
             token = None
         if task is not None:  # answered at once; the call (if the arguments are valid) runs on
             call = Call(request.id, tool, arguments, token, auth=self.auth)
