@@ -36,6 +36,7 @@ def is_binary(first: int) -> bool:
 
 NOTICE_LIMIT = 64 * 1024 * 1024  # bytes of unread messages past which notifications are dropped
 NOTIFICATION = b'{"jsonrpc":"2.0","method":"notifications/'
+JOIN_BELOW = 64 * 1024  # a message smaller than this leaves joined with its end (one write)
 
 
 class LineSplitter:
@@ -202,9 +203,12 @@ class Outbox:
                 self.on_drop()
             self.dropped += 1
             return
-        self.write(message)
-        if end:
-            self.write(end)
+        if end and len(message) < JOIN_BELOW:
+            self.write(message + end)  # one write (a copy of a small message costs less)
+        else:
+            self.write(message)
+            if end:
+                self.write(end)
 
     def write(self, data: bytes) -> None:
         if self.spilled or self.writer.pressed:
@@ -270,10 +274,13 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
     waiting: deque[bytes | None] = deque()  # lines read but held back while the client does not read
     told = False
     closing = False  # the session is over: held lines are no longer taken
+    loaded = False  # host.ready was seen set (it stays set)
+    draining = False  # input is over: the drain below waits for `moved`
 
     def take_waiting() -> None:
+        nonlocal loaded
         while waiting and not out.full and not closing:
-            if not host.ready.is_set() and needs_tools(waiting[0]):
+            if not loaded and not (loaded := host.ready.is_set()) and needs_tools(waiting[0]):
                 break  # held (with everything after it) until the tool files have loaded
             if running() >= host.max_in_flight and starts_calls(waiting[0]):
                 break  # held (with everything after it) until a running call ends
@@ -302,7 +309,8 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
         """Held lines may move on (a running call ended): take them."""
         if waiting:
             asyncio.get_running_loop().call_soon(take_waiting)
-        moved[0].set()
+        if draining:  # (nobody waits for it before)
+            moved[0].set()
 
     def dropping() -> None:
         host.stderr(
@@ -400,6 +408,7 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
         await _first(host.ready, shutdown)  # held requests are answered once the files have loaded
     if not host.ready.is_set():  # they did not load (or a signal came first): the host is going away
         signalled = True
+    draining = True
     with anyio.move_on_after(drain_timeout):
         while waiting:
             moved[0] = anyio.Event()
