@@ -85,7 +85,7 @@ def decode(line: bytes) -> Message | list[Message]:
         if not data:
             return Invalid(NULL_ID, INVALID_REQUEST, "Invalid Request: empty batch")
         return [_checked(item, deep) for item in data]
-    return _checked(data, deep)
+    return _checked(data, deep) if deep else classify(data)
 
 
 def _checked(data: Any, maybe_deep: bool) -> Message:

@@ -196,19 +196,21 @@ class Outbox:
     def send(self, message: bytes, notice: bool | None = None, end: bytes = b"\n") -> None:
         """One message and its end (a notification past `notice_limit` is dropped; `notice`
         None: a JSON-RPC notification, told by its start)."""
-        if notice is None:
-            notice = message.startswith(NOTIFICATION)
-        if notice and self.spilled > self.notice_limit:
+        if self.spilled > self.notice_limit and (
+            notice if notice is not None else message.startswith(NOTIFICATION)
+        ):
             if not self.dropped:
                 self.on_drop()
             self.dropped += 1
             return
         if end and len(message) < JOIN_BELOW:
-            self.write(message + end)  # one write (a copy of a small message costs less)
+            message, end = message + end, b""  # one write (a copy of a small message costs less)
+        if self.spilled or self.writer.pressed:  # (write(), inlined: the hot path)
+            self._spill(message)
         else:
-            self.write(message)
-            if end:
-                self.write(end)
+            self.writer.write(message)
+        if end:
+            self.write(end)
 
     def write(self, data: bytes) -> None:
         if self.spilled or self.writer.pressed:
@@ -355,7 +357,7 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
             write(too_long)
             return
         try:
-            if is_modern_line(line):
+            if maybe_modern(line) and is_modern_line(line):  # (the cheap test first: the hot path)
                 modern_router().feed(line)
             else:
                 if modern and b"notifications/cancelled" in line:  # ids of either era
