@@ -280,7 +280,3 @@ class Execution:
         self.sink.call_released(self, reason)
         if self.call.execution is self:  # break the Call <-> Execution cycle: refcounting frees
             self.call.execution = None  # both at once, instead of the cyclic GC, once per call
-
-    def _left(self, request_id: str) -> None:
-        """A request of the call was answered: the channel has forgotten it already."""
-        self.legs.pop(request_id, None)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from functools import cached_property, partial
+from functools import cached_property
 from typing import Any, Protocol
 
 import orjson
@@ -102,7 +102,6 @@ class Chained(Protocol):
     def ask_client(
         self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str = ""
     ) -> None: ...
-    def _left(self, request_id: str) -> None: ...
 
 
 Outcome = tuple[ToolAnswer, pb.CallToolResponse | None]
@@ -122,6 +121,7 @@ class ChainRun:
 
     __slots__ = (
         "asked",
+        "asking",
         "at",
         "call_id",
         "chain",
@@ -143,7 +143,8 @@ class ChainRun:
         self.waiting: asyncio.Task[None] | None = None  # for a restarting middleware process
         self.over = False
         self.request_id = ""  # the open request's
-        self.then: Callable[..., None] | None = None  # (and the step its answer goes to, with args)
+        self.then: Callable[..., None] | None = None  # the step its answer goes to
+        self.asking: tuple[Any, ...] = ()  # a middleware phase: (middleware, channel, after, then, args)
 
     @property
     def stage(self) -> str:
@@ -212,8 +213,8 @@ class ChainRun:
         if reply.params_json:
             arguments = orjson.loads(reply.params_json).get("arguments") or {}
             arguments_json = ""
-        if middleware.before_only:  # done with it: one round trip, no phase "after"
-            self._done_with(*self.asked.pop())
+        if middleware.before_only:  # done with it: one round trip, no phase "after" (nothing held)
+            self.asked.pop()
         self._before(index + 1, arguments, arguments_json)
 
     def _tool(self, arguments: dict[str, Any], arguments_json: str) -> None:
@@ -270,7 +271,9 @@ class ChainRun:
                     self._ask_when_ready(middleware, phase, params_json, then, *args)
                 )
                 return
-            self._asking(middleware, channel)
+            self.asked.append((middleware, channel))  # (_asking, inlined: the hot path)
+            if not middleware.before_only:
+                channel.hold(self._key(middleware))
         envelope = pb.Envelope(call_id=self.call_id)
         request = envelope.middleware_intercept  # filled in place: no copy of a request made apart
         request.middleware_name = middleware.name
@@ -280,21 +283,15 @@ class ChainRun:
         if middleware.inner:
             request.chain.extend(middleware.inner)
             request.owner = middleware.owner
-        self.then = partial(self._reply, middleware, channel, phase == "after", then, args)
+        self.asking = (middleware, channel, phase == "after", then, args)
+        self.then = self._reply
         channel.start(envelope, self)
 
     def _reply(
-        self,
-        middleware: Middleware,
-        channel: Channel,
-        after: bool,
-        then: Callable[..., None],
-        args: tuple[Any, ...],
-        envelope: pb.Envelope | None,
-        failure: str,
-        raw: list[bytes] | None,
-        trusted: bool,
+        self, envelope: pb.Envelope | None, failure: str, raw: list[bytes] | None, trusted: bool
     ) -> None:
+        middleware, channel, after, then, args = self.asking
+        self.asking = ()  # (it holds a bound method of this run: no cycle left behind)
         if after:
             self._done_with(middleware, channel)
         if envelope is None:
@@ -339,7 +336,7 @@ class ChainRun:
         """The call ended: the run stops, and every middleware that was asked gets an error
         result as its "after" phase, so none waits forever (nobody waits for their replies)."""
         self.over = True
-        self.then = None
+        self.then, self.asking = None, ()  # (bound methods of this run: no cycle left behind)
         if self.waiting is not None:
             self.waiting.cancel()
         asked, self.asked = self.asked, []
@@ -369,13 +366,13 @@ class ChainRun:
         self.execution.legs[request_id] = channel
 
     def answered(self, envelope: pb.Envelope, raw: list[bytes] | None, trusted: bool) -> None:
-        self.execution._left(self.request_id)
+        self.execution.legs.pop(self.request_id, None)  # (the channel has forgotten it already)
         then, self.then = self.then, None
         if then is not None:  # (its answer goes to one step, once)
             self._step(then, envelope, "", raw, trusted)
 
     def failed(self, reason: str) -> None:
-        self.execution._left(self.request_id)
+        self.execution.legs.pop(self.request_id, None)
         then, self.then = self.then, None
         if then is not None:
             self._step(then, None, reason, None, False)
