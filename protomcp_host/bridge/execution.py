@@ -100,6 +100,7 @@ class Execution:
         "legs",
         "progress_bucket",
         "sink",
+        "timeout",
         "timer",
     )
 
@@ -110,6 +111,7 @@ class Execution:
         self.sink = sink
         self.legs: dict[str, Channel] = {}  # requests it has tool processes work on, by request id
         self.timer: int | None = None  # its tick in dispatcher.deadlines
+        self.timeout: float | None = None  # seconds (None: no limit)
         self.chain: ChainRun | None = None
         self.finished = False
         self.progress_bucket: TokenBucket | None = None  # made at the first progress
@@ -125,9 +127,9 @@ class Execution:
         return self.dispatcher.processes
 
     def start(self) -> None:
-        timeout = self.call.tool.timeout or self.dispatcher.call_timeout
+        timeout = self.timeout = self.call.tool.timeout or self.dispatcher.call_timeout
         if timeout:
-            self.timer = self.dispatcher.deadlines.add(self.id, timeout, lambda: self._timed_out(timeout))
+            self.timer = self.dispatcher.deadlines.add(self.id, timeout, self._timed_out)
         if not self.dispatcher.middleware or self.dispatcher.spawn is None:
             self.run_tool(self.call.arguments, self)
             return
@@ -253,8 +255,9 @@ class Execution:
         if not self.finished:
             self._end(cancel=True, reason=reason)
 
-    def _timed_out(self, timeout: float) -> None:
+    def _timed_out(self) -> None:
         self.timer = None
+        timeout = self.timeout
         if self.chain is not None and self.chain.stage:
             self.fail(f"timed out after {timeout:g}s in {self.chain.stage}")
         else:
