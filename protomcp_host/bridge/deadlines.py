@@ -29,9 +29,11 @@ class Deadlines:
     def add(self, key: Hashable, delay: float, fire: Callable[[], None]) -> int:
         """Call fire() once `delay` seconds have passed, unless `remove(key, tick)` comes
         first; returns the tick to remove it with."""
-        loop = running_loop()
-        if loop is not self._loop:  # a new loop: what the old one had scheduled is gone
-            self._loop, self._due, self._handles = loop, {}, {}
+        loop = self._loop
+        if loop is None or not loop.is_running():  # (its loop still runs: the one running here)
+            loop = running_loop()
+            if loop is not self._loop:  # a new loop: what the old one had scheduled is gone
+                self._loop, self._due, self._handles = loop, {}, {}
         tick = math.ceil((loop.time() + delay) / self.tick)
         bucket = self._due.get(tick)
         if bucket is None:

@@ -100,6 +100,7 @@ class Execution:
         "legs",
         "progress_bucket",
         "sink",
+        "timeout",
         "timer",
     )
 
@@ -108,8 +109,9 @@ class Execution:
         self.dispatcher = dispatcher
         self.call = call
         self.sink = sink
-        self.legs: list[tuple[Channel, str]] = []  # requests it has tool processes work on
+        self.legs: dict[str, Channel] = {}  # requests it has tool processes work on, by request id
         self.timer: int | None = None  # its tick in dispatcher.deadlines
+        self.timeout: float | None = None  # seconds (None: no limit)
         self.chain: ChainRun | None = None
         self.finished = False
         self.progress_bucket: TokenBucket | None = None  # made at the first progress
@@ -125,9 +127,9 @@ class Execution:
         return self.dispatcher.processes
 
     def start(self) -> None:
-        timeout = self.call.tool.timeout or self.dispatcher.call_timeout
+        timeout = self.timeout = self.call.tool.timeout or self.dispatcher.call_timeout
         if timeout:
-            self.timer = self.dispatcher.deadlines.add(self.id, timeout, lambda: self._timed_out(timeout))
+            self.timer = self.dispatcher.deadlines.add(self.id, timeout, self._timed_out)
         if not self.dispatcher.middleware or self.dispatcher.spawn is None:
             self.run_tool(self.call.arguments, self)
             return
@@ -138,14 +140,16 @@ class Execution:
         else:  # only middleware of the tool's own file: its process runs them, no round trip
             self.run_tool(self.call.arguments, self, here)
 
-    def run_tool(self, arguments: dict[str, Any], leg: Leg, here: Middleware | None = None) -> None:
+    def run_tool(
+        self, arguments: dict[str, Any], leg: Leg, here: Middleware | None = None, arguments_json: str = ""
+    ) -> None:
         """Send the tool's own call to the process serving its file, with the middleware that
-        process runs around it (`here`)."""
+        process runs around it (`here`); `arguments_json`: the arguments' JSON, when known."""
         call = self.call
         envelope = pb.Envelope()
         request = envelope.call_tool  # filled in place: no copy of a request made apart
         request.name = call.tool.name
-        request.arguments_json = orjson.dumps(arguments).decode()
+        request.arguments_json = arguments_json or orjson.dumps(arguments).decode()
         if here is not None:
             request.middleware.extend(here.names)
             request.middleware_owner = here.owner
@@ -171,7 +175,7 @@ class Execution:
         return not self.finished
 
     def sent(self, channel: Channel, request_id: str) -> None:
-        self.legs.append((channel, request_id))
+        self.legs[request_id] = channel
 
     def answered(self, envelope: pb.Envelope, raw: list[bytes] | None, trusted: bool) -> None:
         self.legs.clear()  # it is its own leg only without middleware: the tool's call was its one leg
@@ -251,8 +255,9 @@ class Execution:
         if not self.finished:
             self._end(cancel=True, reason=reason)
 
-    def _timed_out(self, timeout: float) -> None:
+    def _timed_out(self) -> None:
         self.timer = None
+        timeout = self.timeout
         if self.chain is not None and self.chain.stage:
             self.fail(f"timed out after {timeout:g}s in {self.chain.stage}")
         else:
@@ -268,15 +273,13 @@ class Execution:
             self._progress_timer = None
             if self._progress_waiting is not None and not cancel:  # the last word before the answer
                 self.sink.call_progress(self.call, *self._progress_waiting)
-        legs, self.legs = self.legs, []
-        for channel, request_id in legs:
+        legs, self.legs = self.legs, {}
+        for request_id, channel in legs.items():
             channel.drop(request_id, cancel=cancel)
-        if self.chain is not None:
-            self.chain.release(reason)
+        chain = self.chain
+        if chain is not None:
+            self.chain = None  # break the Execution <-> ChainRun cycle too (see below)
+            chain.release(reason)
         self.sink.call_released(self, reason)
         if self.call.execution is self:  # break the Call <-> Execution cycle: refcounting frees
             self.call.execution = None  # both at once, instead of the cyclic GC, once per call
-
-    def _left(self, request_id: str) -> None:
-        """A request of the call was answered: the channel has forgotten it already."""
-        self.legs = [leg for leg in self.legs if leg[1] != request_id]

@@ -86,11 +86,13 @@ class Chained(Protocol):
     id: int
     call: Call
     finished: bool
-    legs: list[tuple[Channel, str]]
+    legs: dict[str, Channel]
 
     @property
     def serving(self) -> Mapping[str, Serving]: ...
-    def run_tool(self, arguments: dict[str, Any], leg: Leg, here: Middleware | None = None) -> None: ...
+    def run_tool(
+        self, arguments: dict[str, Any], leg: Leg, here: Middleware | None = None, arguments_json: str = ""
+    ) -> None: ...
     def finish(self, answer: ToolAnswer, effects: pb.CallToolResponse | None) -> None: ...
     def fail(self, message: str) -> None: ...
     def progress(self, note: pb.ProgressNotification) -> None: ...
@@ -100,7 +102,6 @@ class Chained(Protocol):
     def ask_client(
         self, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str = ""
     ) -> None: ...
-    def _left(self, request_id: str) -> None: ...
 
 
 Outcome = tuple[ToolAnswer, pb.CallToolResponse | None]
@@ -111,23 +112,53 @@ class ChainRun:
     execution stops the run and releases every middleware that was asked (waiting in
     call_next, or still in its "before" phase).
 
-    A state machine driven by the answers of the processes it asks (each `_Leg` calls the
-    next step), not a task: a task per call, its steps and the futures it waits on cost more
-    than the round trip to a middleware's process. A task runs only while a middleware's
-    process restarts and the run waits for it."""
+    A state machine driven by the answers of the processes it asks, not a task: a task per
+    call, its steps and the futures it waits on cost more than the round trip to a
+    middleware's process. A task runs only while a middleware's process restarts and the run
+    waits for it. The run has one request open at a time (a middleware phase, or the tool's
+    own call), and is that request's channel `Leg` itself: the answer (or failure) goes to
+    the step waiting for it, once; whatever the process sends meanwhile goes to the execution."""
+
+    __slots__ = (
+        "asked",
+        "asking",
+        "at",
+        "call_id",
+        "chain",
+        "execution",
+        "here",
+        "over",
+        "request_id",
+        "then",
+        "waiting",
+    )
 
     def __init__(self, execution: Chained, chain: list[Middleware], here: Middleware | None = None) -> None:
         self.execution = execution
         self.chain = chain  # segments (see segments) in other processes than the tool's...
         self.here = here  # ...and the one the tool's process runs around it, if any
         self.call_id = f"m{execution.id}"  # names this call in the middleware's process, never reused
-        self.stage = ""  # what runs now, for a timeout message
+        self.at: Middleware | bool = False  # what runs now: a middleware, True for the tool (stage)
         self.asked: list[tuple[Middleware, Channel]] = []  # in "before" or waiting in call_next
         self.waiting: asyncio.Task[None] | None = None  # for a restarting middleware process
         self.over = False
+        self.request_id = ""  # the open request's
+        self.then: Callable[..., None] | None = None  # the step its answer goes to
+        self.asking: tuple[Any, ...] = ()  # a middleware phase: (middleware, channel, after, then, args)
+
+    @property
+    def stage(self) -> str:
+        """What runs now, for a timeout message ("" before anything was asked)."""
+        at = self.at
+        if isinstance(at, Middleware):
+            return at.stage
+        if not at:
+            return ""
+        name = self.execution.call.tool.name
+        return f"tool '{name}'" if self.here is None else f"tool '{name}' or its {self.here.stage}"
 
     def start(self) -> None:
-        self._step(self._before, 0, self.execution.call.arguments)
+        self._step(self._before, 0, self.execution.call.arguments, "")
 
     def _step(self, step: Callable[..., None], *args: Any) -> None:
         """Run one step; whatever goes wrong in it still ends the call, once."""
@@ -148,21 +179,28 @@ class ChainRun:
             self.execution.finish(*outcome)
 
     # -- the steps ---------------------------------------------------------------------
-    def _before(self, index: int, arguments: dict[str, Any]) -> None:
+    def _before(self, index: int, arguments: dict[str, Any], arguments_json: str) -> None:
+        """`arguments_json`: the arguments' JSON when known already ("": not yet)."""
+        call = self.execution.call
         if index == len(self.chain):
-            call = self.execution.call
             problem = call.tool.validate(arguments) if arguments is not call.arguments else None
             if problem:
                 self._after((_error(problem), None))
             else:
-                self._tool(arguments)
+                self._tool(arguments, arguments_json)
             return
         middleware = self.chain[index]
-        params = orjson.dumps({"name": self.execution.call.tool.name, "arguments": arguments}).decode()
-        self._ask(middleware, "before", params, None, self._before_replied, index, arguments)
+        if not arguments_json:
+            arguments_json = orjson.dumps(arguments).decode()
+        params = f'{{"name":{orjson.dumps(call.tool.name).decode()},"arguments":{arguments_json}}}'
+        self._ask(middleware, "before", params, None, self._before_replied, index, arguments, arguments_json)
 
     def _before_replied(
-        self, reply: pb.MiddlewareInterceptResponse, index: int, arguments: dict[str, Any]
+        self,
+        reply: pb.MiddlewareInterceptResponse,
+        index: int,
+        arguments: dict[str, Any],
+        arguments_json: str,
     ) -> None:
         middleware = self.chain[index]
         if reply.reject or reply.result_json:
@@ -174,24 +212,26 @@ class ChainRun:
             return
         if reply.params_json:
             arguments = orjson.loads(reply.params_json).get("arguments") or {}
-        if middleware.before_only:  # done with it: one round trip, no phase "after"
-            self._done_with(*self.asked.pop())
-        self._before(index + 1, arguments)
+            arguments_json = ""
+        if middleware.before_only:  # done with it: one round trip, no phase "after" (nothing held)
+            self.asked.pop()
+        self._before(index + 1, arguments, arguments_json)
 
-    def _tool(self, arguments: dict[str, Any]) -> None:
+    def _tool(self, arguments: dict[str, Any], arguments_json: str) -> None:
         """Run the tool itself; its answer comes back here, not to the client."""
-        name = self.execution.call.tool.name
-        self.stage = f"tool '{name}'" if self.here is None else f"tool '{name}' or its {self.here.stage}"
-        leg = _Leg(self.execution, self.stage, lambda *answer: self._step(self._tool_answered, *answer))
-        self.execution.run_tool(arguments, leg, self.here)
+        self.at = True
+        self.then = self._tool_answered
+        self.execution.run_tool(arguments, self, self.here, arguments_json)
 
-    def _tool_answered(self, envelope: pb.Envelope | None, failure: str, leg: _Leg) -> None:
+    def _tool_answered(
+        self, envelope: pb.Envelope | None, failure: str, raw: list[bytes] | None, trusted: bool
+    ) -> None:
         if envelope is None:
             name = self.execution.call.tool.name
             self._after((_error(f"Tool '{name}' failed: {failure}"), None))
         else:
             result = envelope.call_result
-            self._after((tool_answer(result, leg.raw, leg.trusted), result))
+            self._after((tool_answer(result, raw, trusted), result))
 
     def _after(self, result: Outcome) -> None:
         """Phase "after" for the middleware still asked, innermost first; then the answer."""
@@ -223,7 +263,7 @@ class ChainRun:
         *args: Any,
     ) -> None:
         """Send one phase to `middleware`'s process; `then(reply, *args)` runs on its answer."""
-        self.stage = middleware.stage
+        self.at = middleware
         if channel is None:
             channel = self.execution.serving[middleware.owner].ready_channel()
             if channel is None:  # restarting, or not there: wait (bounded) in a task
@@ -231,7 +271,9 @@ class ChainRun:
                     self._ask_when_ready(middleware, phase, params_json, then, *args)
                 )
                 return
-            self._asking(middleware, channel)
+            self.asked.append((middleware, channel))  # (_asking, inlined: the hot path)
+            if not middleware.before_only:
+                channel.hold(self._key(middleware))
         envelope = pb.Envelope(call_id=self.call_id)
         request = envelope.middleware_intercept  # filled in place: no copy of a request made apart
         request.middleware_name = middleware.name
@@ -241,15 +283,15 @@ class ChainRun:
         if middleware.inner:
             request.chain.extend(middleware.inner)
             request.owner = middleware.owner
-        leg = _Leg(self.execution, middleware, self._answered)
-        leg.asked = (middleware, channel, phase == "after", then, args)
-        channel.start(envelope, leg)
+        self.asking = (middleware, channel, phase == "after", then, args)
+        self.then = self._reply
+        channel.start(envelope, self)
 
-    def _answered(self, envelope: pb.Envelope | None, failure: str, leg: _Leg) -> None:
-        self._step(self._reply, envelope, failure, leg)
-
-    def _reply(self, envelope: pb.Envelope | None, failure: str, leg: _Leg) -> None:
-        middleware, channel, after, then, args = leg.asked
+    def _reply(
+        self, envelope: pb.Envelope | None, failure: str, raw: list[bytes] | None, trusted: bool
+    ) -> None:
+        middleware, channel, after, then, args = self.asking
+        self.asking = ()  # (it holds a bound method of this run: no cycle left behind)
         if after:
             self._done_with(middleware, channel)
         if envelope is None:
@@ -294,6 +336,7 @@ class ChainRun:
         """The call ended: the run stops, and every middleware that was asked gets an error
         result as its "after" phase, so none waits forever (nobody waits for their replies)."""
         self.over = True
+        self.then, self.asking = None, ()  # (bound methods of this run: no cycle left behind)
         if self.waiting is not None:
             self.waiting.cancel()
         asked, self.asked = self.asked, []
@@ -309,28 +352,10 @@ class ChainRun:
             )
             self._done_with(middleware, channel)
 
-
-Then = Callable[[pb.Envelope | None, str, "_Leg"], None]
-
-
-class _Leg:
-    """One request of a chain run (a middleware phase, the tool's own call): its answer (or
-    failure) goes to `then`, once; whatever the process sends meanwhile goes to the execution."""
-
-    __slots__ = ("asked", "done", "execution", "raw", "request_id", "then", "trusted", "what")
-
-    def __init__(self, execution: Chained, what: object, then: Then) -> None:
-        self.execution = execution
-        self.what = what  # what it is for, in messages
-        self.then = then
-        self.asked: tuple[Any, ...] = ()  # for a middleware phase: what ChainRun asked
-        self.done = False
-        self.raw: list[bytes] | None = None
-        self.trusted = False
-        self.request_id = ""
-
+    # -- the channel's Leg of its open request -------------------------------------------
     def __str__(self) -> str:
-        return str(self.what)
+        at = self.at
+        return str(at) if isinstance(at, Middleware) else self.stage
 
     @property
     def live(self) -> bool:
@@ -338,21 +363,19 @@ class _Leg:
 
     def sent(self, channel: Channel, request_id: str) -> None:
         self.request_id = request_id
-        self.execution.legs.append((channel, request_id))
+        self.execution.legs[request_id] = channel
 
     def answered(self, envelope: pb.Envelope, raw: list[bytes] | None, trusted: bool) -> None:
-        self.execution._left(self.request_id)
-        self.raw, self.trusted = raw, trusted
-        self._settle(envelope, "")
+        self.execution.legs.pop(self.request_id, None)  # (the channel has forgotten it already)
+        then, self.then = self.then, None
+        if then is not None:  # (its answer goes to one step, once)
+            self._step(then, envelope, "", raw, trusted)
 
     def failed(self, reason: str) -> None:
-        self.execution._left(self.request_id)
-        self._settle(None, reason)
-
-    def _settle(self, envelope: pb.Envelope | None, failure: str) -> None:
-        if not self.done:
-            self.done = True
-            self.then(envelope, failure, self)
+        self.execution.legs.pop(self.request_id, None)
+        then, self.then = self.then, None
+        if then is not None:
+            self._step(then, None, reason, None, False)
 
     def progress(self, note: pb.ProgressNotification) -> None:
         self.execution.progress(note)

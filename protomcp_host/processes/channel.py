@@ -130,10 +130,11 @@ class Channel:
         if self.broken is not None:
             leg.failed(self.broken)
             return ""
-        envelope.request_id = request_id = new_request_id()
+        envelope.request_id = request_id = str(next(_request_ids))  # (new_request_id, inlined)
         self.legs[request_id] = leg
         leg.sent(self, request_id)
-        self.send(envelope)
+        if not self.writer.closed:  # (send, inlined: the hot path)
+            self.writer.write(wire.encode(envelope))
         return request_id
 
     def drop(self, request_id: str, *, cancel: bool) -> None:
@@ -249,15 +250,17 @@ class Channel:
         if leg is None:
             self.raw.pop(request_id, None)
             return  # answered after it was dropped: nobody wants it
-        self._check_drained()
+        if self._drained is not None:
+            self._check_drained()
         if self.printed:
             self.printed.pop(request_id, None)
-        unreadable = request_id in self.raw and self.raw[request_id] is None
-        raw = self.raw.pop(request_id, None)
-        if unreadable:
-            leg.failed(f"{self.label}: the answer could not be read from the tool process's spool file")
-        else:
-            leg.answered(envelope, raw, self.trusted)
+        raw: list[bytes] | None = None
+        if self.raw and request_id in self.raw:  # (the content came ahead, outside the frame)
+            raw = self.raw.pop(request_id)
+            if raw is None:  # its spool file was unreadable
+                leg.failed(f"{self.label}: the answer could not be read from the tool process's spool file")
+                return
+        leg.answered(envelope, raw, self.trusted)
 
     def _progress(self, envelope: pb.Envelope) -> None:
         leg = self.legs.get(envelope.request_id)

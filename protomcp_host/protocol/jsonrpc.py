@@ -85,7 +85,7 @@ def decode(line: bytes) -> Message | list[Message]:
         if not data:
             return Invalid(NULL_ID, INVALID_REQUEST, "Invalid Request: empty batch")
         return [_checked(item, deep) for item in data]
-    return _checked(data, deep)
+    return _checked(data, deep) if deep else classify(data)
 
 
 def _checked(data: Any, maybe_deep: bool) -> Message:
@@ -211,18 +211,19 @@ def classify(data: Any) -> Message:
         return Invalid(NULL_ID, INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
     has_id = "id" in data
     raw_id = data.get("id")
-    id_bytes = orjson.dumps(raw_id) if has_id and is_id(raw_id) else NULL_ID
+    good_id = has_id and is_id(raw_id)
+    id_bytes = orjson.dumps(raw_id) if good_id else NULL_ID
     if data.get("jsonrpc") != "2.0":
         return Invalid(id_bytes, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')
     method = data.get("method")
     if method is None:
-        if has_id and ("result" in data or "error" in data) and is_id(raw_id):
+        if good_id and ("result" in data or "error" in data):
             return Response(id_bytes, data)
         return Invalid(id_bytes, INVALID_REQUEST, 'Invalid Request: missing "method"')
     if not isinstance(method, str):
         return Invalid(id_bytes, INVALID_REQUEST, 'Invalid Request: "method" must be a string')
     params = data.get("params", {})
-    if has_id and not is_id(raw_id):
+    if has_id and not good_id:
         return Invalid(NULL_ID, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
     if not isinstance(params, dict):
         if not has_id:

@@ -151,9 +151,13 @@ class Session:
         decoded = rpc.decode(line)
         if not isinstance(decoded, list):
             event = self._handle(decoded, None)
+            if event is None:
+                return []
             if isinstance(event, list):  # a task request: its answer and what follows from it
                 return event
-            return [event, *self._released(event)] if event is not None else []
+            if isinstance(event, (CancelCall, CancelForward)):
+                return [event, *self._released(event)]
+            return [event]
         if self.version not in BATCH_VERSIONS:
             revision = self.version or "an uninitialized session"
             return [
@@ -224,12 +228,12 @@ class Session:
         return event
 
     def _dispatch(self, message: rpc.Message, batch: Batch | None) -> Event | list[Event] | None:
-        if isinstance(message, rpc.Invalid):
-            return Send(rpc.error(message.id, message.code, message.message))
-        if isinstance(message, rpc.Notification):
-            return self._notification(message)
-        if isinstance(message, rpc.Response):
-            return self.features.client_answer(message)
+        if not isinstance(message, rpc.Request):  # (a request is the common case: tested first)
+            if isinstance(message, rpc.Invalid):
+                return Send(rpc.error(message.id, message.code, message.message))
+            if isinstance(message, rpc.Notification):
+                return self._notification(message)
+            return self.features.client_answer(message)  # a Response
         refused = self.refuse_early(message)
         if refused is not None:
             return refused
@@ -394,7 +398,7 @@ class Session:
             )
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        if not is_id(token):
+        if token is not None and not is_id(token):
             token = None
         if task is not None:  # answered at once; the call (if the arguments are valid) runs on
             call = Call(request.id, tool, arguments, token, auth=self.auth)
@@ -414,7 +418,8 @@ class Session:
         batch still waits for other answers)."""
         if self.in_flight.pop(call.id, None) is None:
             return None
-        return self._finish(call, self._encode_call_result(call, answer))
+        data = rpc.raw_result(call.id, *self._call_result(call, answer))
+        return call.batch.add(data) if call.batch is not None else data  # (_finish, inlined)
 
     def call_failed(self, call: Call, message: str) -> bytes | None:
         """The call could not complete (tool process died, timed out, ...): an isError result."""
@@ -424,9 +429,6 @@ class Session:
 
     def _finish(self, call: Call, data: bytes) -> bytes | None:
         return call.batch.add(data) if call.batch is not None else data
-
-    def _encode_call_result(self, call: Call, answer: ToolAnswer) -> bytes:
-        return rpc.raw_result(call.id, *self._call_result(call, answer))
 
     def _call_result(self, call: Call, answer: ToolAnswer) -> list[bytes]:
         """The CallToolResult JSON object, in pieces."""

@@ -36,6 +36,7 @@ def is_binary(first: int) -> bool:
 
 NOTICE_LIMIT = 64 * 1024 * 1024  # bytes of unread messages past which notifications are dropped
 NOTIFICATION = b'{"jsonrpc":"2.0","method":"notifications/'
+JOIN_BELOW = 64 * 1024  # a message smaller than this leaves joined with its end (one write)
 
 
 class LineSplitter:
@@ -195,14 +196,19 @@ class Outbox:
     def send(self, message: bytes, notice: bool | None = None, end: bytes = b"\n") -> None:
         """One message and its end (a notification past `notice_limit` is dropped; `notice`
         None: a JSON-RPC notification, told by its start)."""
-        if notice is None:
-            notice = message.startswith(NOTIFICATION)
-        if notice and self.spilled > self.notice_limit:
+        if self.spilled > self.notice_limit and (
+            notice if notice is not None else message.startswith(NOTIFICATION)
+        ):
             if not self.dropped:
                 self.on_drop()
             self.dropped += 1
             return
-        self.write(message)
+        if end and len(message) < JOIN_BELOW:
+            message, end = message + end, b""  # one write (a copy of a small message costs less)
+        if self.spilled or self.writer.pressed:  # (write(), inlined: the hot path)
+            self._spill(message)
+        else:
+            self.writer.write(message)
         if end:
             self.write(end)
 
@@ -270,10 +276,13 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
     waiting: deque[bytes | None] = deque()  # lines read but held back while the client does not read
     told = False
     closing = False  # the session is over: held lines are no longer taken
+    loaded = False  # host.ready was seen set (it stays set)
+    draining = False  # input is over: the drain below waits for `moved`
 
     def take_waiting() -> None:
+        nonlocal loaded
         while waiting and not out.full and not closing:
-            if not host.ready.is_set() and needs_tools(waiting[0]):
+            if not loaded and not (loaded := host.ready.is_set()) and needs_tools(waiting[0]):
                 break  # held (with everything after it) until the tool files have loaded
             if running() >= host.max_in_flight and starts_calls(waiting[0]):
                 break  # held (with everything after it) until a running call ends
@@ -302,7 +311,8 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
         """Held lines may move on (a running call ended): take them."""
         if waiting:
             asyncio.get_running_loop().call_soon(take_waiting)
-        moved[0].set()
+        if draining:  # (nobody waits for it before)
+            moved[0].set()
 
     def dropping() -> None:
         host.stderr(
@@ -347,7 +357,7 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
             write(too_long)
             return
         try:
-            if is_modern_line(line):
+            if maybe_modern(line) and is_modern_line(line):  # (the cheap test first: the hot path)
                 modern_router().feed(line)
             else:
                 if modern and b"notifications/cancelled" in line:  # ids of either era
@@ -400,6 +410,7 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
         await _first(host.ready, shutdown)  # held requests are answered once the files have loaded
     if not host.ready.is_set():  # they did not load (or a signal came first): the host is going away
         signalled = True
+    draining = True
     with anyio.move_on_after(drain_timeout):
         while waiting:
             moved[0] = anyio.Event()
