@@ -223,3 +223,13 @@ def test_a_file_with_what_this_module_lacks_is_refused() -> None:
     ):
         with pytest.raises(purepb.Unsupported):
             purepb.build(unsupported, "t")
+
+
+def test_a_message_field_seen_twice_is_merged_as_upb_merges_it() -> None:
+    first = upb.Envelope(call_tool=upb.CallToolRequest(name="echo")).SerializeToString()
+    second = upb.Envelope(call_tool=upb.CallToolRequest(arguments_json="{}")).SerializeToString()
+    ours = PURE["Envelope"]()
+    _ = ours.call_tool  # a sub-message made by reading, then filled by the bytes
+    ours.MergeFromString(first + second)
+    assert as_dict(ours) == as_dict(upb.Envelope.FromString(first + second))
+    assert ours.HasField("call_tool") and ours.call_tool.name == "echo"

@@ -364,7 +364,7 @@ def _decode_into(message: Message, data: bytes, pos: int, end: int) -> None:
                 value = here.get(name) if not repeated else None  # a message seen twice is merged
                 if value is None:
                     value = _new(cls)  # no parent link: a decoded message is present already
-                    value._pb_here = True
+                value._pb_here = True
                 _decode_into(value, data, start, pos)
             elif kind == BYTES:
                 value = data[start:pos]
