@@ -549,6 +549,8 @@ Files:
 - `paired.py` — paired runs of two settings of one environment variable, the same code otherwise
   (`PROTOMCP_READER loop threads`, `PROTOMCP_ENVELOPE upb python`): the per-pair ratio of
   sequential, spaced and pipelined figures, CPU per call and the tree's RSS.
+- `lean_minimum.py` — the least CPU a call can cost with validation and Envelope framing at both
+  ends (those steps alone, in one process, no I/O), beside the floor's own per-call work.
 
 ## Method
 
