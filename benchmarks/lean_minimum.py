@@ -20,17 +20,14 @@ ends costs above the floor before writing a single line of bookkeeping.
 from __future__ import annotations
 
 import struct
-import sys
 import timeit
-from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from protomcp_sdk.wire import protomcp_pb2 as pb
 
-from protomcp_sdk.wire import protomcp_pb2 as pb  # noqa: E402
-
-LINE = b'{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}'
+CALL = {"name": "echo", "arguments": {"text": "hello"}}
+LINE = orjson.dumps({"jsonrpc": "2.0", "id": 17, "method": "tools/call", "params": CALL})
 HEADER = struct.Struct(">I")
 
 
