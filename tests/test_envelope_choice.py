@@ -1,6 +1,7 @@
 """PROTOMCP_ENVELOPE: a tool process builds and reads its Envelopes with protobuf's upb classes
 (the default) or with protomcp_sdk.wire.purepb's pure-Python ones ("python"). Driven through the
-real host with the official client: the features that cross the pipe, together, under both."""
+real host with the official client: the features that cross the pipe, together, under both. And a
+bad value of a tool process's settings (this one, PROTOMCP_READER) stops the start with one line."""
 
 from __future__ import annotations
 
@@ -98,13 +99,22 @@ async def test_every_feature_crosses_the_pipe(
             assert got.messages[0].content.text == "hi Ada"  # type: ignore[union-attr]
 
 
-def test_a_bad_setting_is_a_clear_startup_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("PROTOMCP_ENVELOPE", "json", "PROTOMCP_ENVELOPE must be one of upb, python, not 'json'"),
+        ("PROTOMCP_READER", "fibers", "PROTOMCP_READER must be one of auto, threads, loop, not 'fibers'"),
+    ],
+)
+def test_a_bad_tool_process_setting_is_a_clear_startup_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, message: str
+) -> None:
     file = tmp_path / "tools.py"
     write_atomic(file, TOOLS)
-    monkeypatch.setenv("PROTOMCP_ENVELOPE", "json")
+    monkeypatch.setenv(variable, value)
     proc = subprocess.run(
         [*HOST, "run", str(file)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30
     )
     assert proc.returncode == 1
-    assert "PROTOMCP_ENVELOPE must be one of upb, python, not 'json'" in proc.stderr
+    assert message in proc.stderr
     assert proc.stdout == ""

@@ -4,13 +4,12 @@ the real host with the official client."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
-from conftest import HOST, ToolProcessOnPipes, mcp_session, write_atomic
+from conftest import ToolProcessOnPipes, mcp_session, write_atomic
 
 from protomcp_sdk import wire
 from protomcp_sdk.wire import protomcp_pb2 as pb
@@ -74,18 +73,6 @@ async def test_the_setting_overrides_it(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("PROTOMCP_READER", reader)
     assert await threads_read(tmp_path, READING + ASYNC_TOOL) is (reader == "threads")
     assert await threads_read(tmp_path, READING) is (reader == "threads")
-
-
-def test_a_bad_setting_is_a_clear_startup_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    file = tmp_path / "tools.py"
-    write_atomic(file, READING)
-    monkeypatch.setenv("PROTOMCP_READER", "fibers")
-    proc = subprocess.run(
-        [*HOST, "run", str(file)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30
-    )
-    assert proc.returncode == 1
-    assert "PROTOMCP_READER must be one of auto, threads, loop, not 'fibers'" in proc.stderr
-    assert proc.stdout == ""
 
 
 @pytest.mark.parametrize("reader", ["threads", "loop"])
