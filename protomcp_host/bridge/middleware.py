@@ -271,9 +271,7 @@ class ChainRun:
                     self._ask_when_ready(middleware, phase, params_json, then, *args)
                 )
                 return
-            self.asked.append((middleware, channel))  # (_asking, inlined: the hot path)
-            if not middleware.before_only:
-                channel.hold(self._key(middleware))
+            self._asking(middleware, channel)
         envelope = pb.Envelope(call_id=self.call_id)
         request = envelope.middleware_intercept  # filled in place: no copy of a request made apart
         request.middleware_name = middleware.name

@@ -312,8 +312,7 @@ class ModernRouter(Router):
 
     def _resume(self, round_: Round, answers: dict[str, Any]) -> None:
         """The suspended owner carries on as this request: its requests get their answers."""
-        if self._idle_now:
-            self._idle_now = False
+        if self._idle.is_set():
             self._idle = anyio.Event()
         round_.known.update(answers)
         for key, ask in list(round_.pending.items()):

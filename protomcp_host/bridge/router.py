@@ -50,7 +50,6 @@ class Router:
         self.log_limit = LogLimiter("protomcp")  # per session: one noisy tool cannot flood it
         self._idle = anyio.Event()
         self._idle.set()
-        self._idle_now = True  # _idle is set (a plain flag: the call path reads it once per call)
         self.on_call_end: Callable[[], None] | None = None  # the transport takes held requests then
         self._events: dict[type, Callable[[Any], None]] = {
             Send: self._send,
@@ -81,9 +80,7 @@ class Router:
         """Handle one line from the client."""
         if self.spans is not None:
             self.spans.received(line)
-        events = self.session.advance(time.time())  # (tick(), inlined: once per message)
-        if events:
-            self.carry_out(events)
+        self.tick()
         for event in self.session.receive(line):
             self._events[type(event)](event)
 
@@ -126,8 +123,7 @@ class Router:
     def _start(self, call: Call) -> None:
         if self.spans is not None:
             call.trace = self.spans.context_of(call.id)
-        if call.task is None and self._idle_now:  # a task's call does not hold a drain up
-            self._idle_now = False
+        if call.task is None and self._idle.is_set():  # a task's call does not hold a drain up
             self._idle = anyio.Event()
         self.dispatcher.execute(call, self)
 
@@ -170,9 +166,7 @@ class Router:
         if call.task is not None:
             self.carry_out(self.session.task_done(call, answer, time.time()))
         else:
-            data = self.session.call_done(call, answer)
-            if data is not None:
-                self.write(data, call.id)
+            self._emit(self.session.call_done(call, answer), call.id)
         self._check_idle()
 
     def call_failed(self, call: Call, message: str) -> None:
@@ -261,7 +255,6 @@ class Router:
     # -- draining ----------------------------------------------------------------------
     def _check_idle(self) -> None:
         if not self.session.in_flight:
-            self._idle_now = True
             self._idle.set()
         if self.on_call_end is not None:
             self.on_call_end()
@@ -295,5 +288,4 @@ class Router:
         if self._flush_timer is not None:  # nobody is left to tell
             self._flush_timer.cancel()
             self._flush_timer = None
-        self._idle_now = True
         self._idle.set()

@@ -130,11 +130,10 @@ class Channel:
         if self.broken is not None:
             leg.failed(self.broken)
             return ""
-        envelope.request_id = request_id = str(next(_request_ids))  # (new_request_id, inlined)
+        envelope.request_id = request_id = new_request_id()
         self.legs[request_id] = leg
         leg.sent(self, request_id)
-        if not self.writer.closed:  # (send, inlined: the hot path)
-            self.writer.write(wire.encode(envelope))
+        self.send(envelope)
         return request_id
 
     def drop(self, request_id: str, *, cancel: bool) -> None:

@@ -290,10 +290,7 @@ class Supervisor:
         """Send a request to the serving tool process, waiting (bounded) for a restart first."""
         worker = self.current
         if worker is not None and worker.death is None and self._ready.is_set():
-            if worker.channel is not None:  # (Worker.start, inlined: the hot path)
-                worker.channel.start(envelope, leg)
-            else:
-                worker.start(envelope, leg)
+            worker.start(envelope, leg)
         elif self._tg is None or self._stopping:
             leg.failed(f"{self.label}: tool process is not running")
         else:

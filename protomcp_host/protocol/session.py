@@ -151,13 +151,9 @@ class Session:
         decoded = rpc.decode(line)
         if not isinstance(decoded, list):
             event = self._handle(decoded, None)
-            if event is None:
-                return []
             if isinstance(event, list):  # a task request: its answer and what follows from it
                 return event
-            if isinstance(event, (CancelCall, CancelForward)):
-                return [event, *self._released(event)]
-            return [event]
+            return [event, *self._released(event)] if event is not None else []
         if self.version not in BATCH_VERSIONS:
             revision = self.version or "an uninitialized session"
             return [
@@ -418,8 +414,7 @@ class Session:
         batch still waits for other answers)."""
         if self.in_flight.pop(call.id, None) is None:
             return None
-        data = rpc.raw_result(call.id, *self._call_result(call, answer))
-        return call.batch.add(data) if call.batch is not None else data  # (_finish, inlined)
+        return self._finish(call, rpc.raw_result(call.id, *self._call_result(call, answer)))
 
     def call_failed(self, call: Call, message: str) -> bytes | None:
         """The call could not complete (tool process died, timed out, ...): an isError result."""

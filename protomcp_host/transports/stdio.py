@@ -205,10 +205,7 @@ class Outbox:
             return
         if end and len(message) < JOIN_BELOW:
             message, end = message + end, b""  # one write (a copy of a small message costs less)
-        if self.spilled or self.writer.pressed:  # (write(), inlined: the hot path)
-            self._spill(message)
-        else:
-            self.writer.write(message)
+        self.write(message)
         if end:
             self.write(end)
 
