@@ -125,6 +125,25 @@ async def test_reload_requests_during_a_reload_coalesce(tmp_path: Path) -> None:
             await supervisor.stop(5)
 
 
+async def test_standbys_prepared_at_once_leave_one_standby(tmp_path: Path) -> None:
+    """A save and a crash in quick succession each ask for a standby: one is kept, none idles
+    unowned until the host exits (each is a whole Python process)."""
+    file = tmp_path / "t.py"
+    file.write_text("from protomcp_sdk import tool\n@tool\ndef a() -> str:\n    return 'a'\n")
+    supervisor = make_supervisor(file, [], standby=True)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(supervisor.run)
+            async with anyio.create_task_group() as asking:
+                for _ in range(3):
+                    asking.start_soon(supervisor._prepare_standby)
+            standbys = [
+                p for p in Path("/proc").iterdir() if p.name.isdigit() and _runs(p, f"--standby\0{file}")
+            ]
+            assert len(standbys) == 1
+            await supervisor.stop(5)
+
+
 GARBAGE = """
     import os
     from protomcp_sdk import tool

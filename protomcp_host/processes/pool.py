@@ -4,8 +4,11 @@ Each member is an ordinary Supervisor (its own crash restart with backoff, heart
 blue/green reload), so a crash restarts one member while the others keep serving. The pool
 adds only what N of them need: each request goes to the least busy serving member; the
 first member alone reports what the file offers (one tool list, one middleware registration,
-so middleware runs once per call); a reload asks every member (each replaces its process
-blue/green). Module-level state in the tool file is per process.
+so middleware runs once per call). A pool serves one version: a reload goes to the first
+member, and the others follow only once the host took what it offers (a reload the host rejects,
+a name clash say, leaves every member on the previous version); a member that restarts with
+something else on offer is refused until the pool reloads. Module-level state in the tool file
+is per process.
 """
 
 from __future__ import annotations
@@ -25,16 +28,34 @@ from protomcp_host.processes.worker import WorkerError
 from protomcp_sdk.wire import protomcp_pb2 as pb
 
 
-class _Follower:
-    """The ProcessEvents of members after the first: what the file offers is the first
-    member's to report (the same file, so the same offer); everything else passes through."""
+def fingerprint(offer: Loaded) -> bytes:
+    """What a process offers, as bytes: two processes serve one version when these are equal."""
+    parts: list[Any] = [*offer.tools, *offer.middleware, offer.resources, offer.templates, offer.prompts]
+    return b"\0".join(
+        b"-" if part is None else part.SerializeToString(deterministic=True) for part in parts
+    ) + (b"c" if offer.completions else b"")
 
-    def __init__(self, events: ProcessEvents) -> None:
+
+class _Members:
+    """The ProcessEvents of a pool's members: the first member's offer goes to the host (which
+    may reject it); the others' offers must be the one the host took, and are not reported again
+    (one tool list). Everything else passes through."""
+
+    def __init__(self, events: ProcessEvents, leader: bool, serving: list[bytes]) -> None:
         self._events = events
+        self._leader = leader
+        self._serving = serving  # one cell shared by the pool's members: the version served
         self.share_output = events.share_output
 
     def loaded(self, label: str, offer: Loaded) -> None:
-        pass
+        if self._leader:
+            self._events.loaded(label, offer)
+            self._serving[:] = [fingerprint(offer)]
+        elif self._serving != [fingerprint(offer)]:
+            raise ValueError(
+                f"{label}: this pool member loaded a version the pool does not serve "
+                "(the file changed); it waits for the pool to reload"
+            )
 
     def __getattr__(self, name: str) -> Any:  # output, echo, log, problem, notice
         return getattr(self._events, name)
@@ -68,24 +89,29 @@ class Pool:
             raise ValueError("a pool needs at least one process")
         self.file = file
         self.label = label_of(file)
-        follower = _Follower(events)
+        serving: list[bytes] = []
         self.members = [
             Supervisor(
                 file,
-                events if i == 0 else follower,  # type: ignore[arg-type]
+                _Members(events, i == 0, serving),  # type: ignore[arg-type]
                 python=python,
                 launched=launched if i == 0 else None,
                 **options,
             )
             for i in range(size)
         ]
+        self.members[0].on_reloaded = self._follow
+        self.restart_wait: float = options.get("restart_wait", 10.0)
         self._next = 0  # where the least-busy search starts: ties rotate
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._stopping = False
 
     # -- lifecycle (as Supervisor) ---------------------------------------------------------
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start every member (the first one's offer goes live first); errors propagate."""
         failure: Exception | None = None
         async with anyio.create_task_group() as tg:
+            self._tg = tg
             try:
                 await tg.start(self.members[0].run)
                 await _start_all(tg, self.members[1:])
@@ -98,10 +124,15 @@ class Pool:
             raise failure
 
     def request_reload(self) -> None:
-        for member in self.members:
+        """The first member reloads; the others follow once the host took its offer."""
+        self.members[0].request_reload()
+
+    def _follow(self) -> None:
+        for member in self.members[1:]:
             member.request_reload()
 
     async def stop(self, grace: float) -> None:
+        self._stopping = True
         async with anyio.create_task_group() as tg:
             for member in self.members:
                 tg.start_soon(member.stop, grace)
@@ -115,9 +146,9 @@ class Pool:
         return min(member.reloads for member in self.members)
 
     # -- requests (as Supervisor) -----------------------------------------------------------
-    def pick(self) -> Supervisor:
-        """The serving member with the fewest requests open (ties: the next in turn); the
-        first member when none serves (its start waits, bounded, for its restart)."""
+    def pick(self) -> Supervisor | None:
+        """The serving member with the fewest requests open (ties: the next in turn); None when
+        none serves."""
         best: Supervisor | None = None
         least = 0
         count = len(self.members)
@@ -129,20 +160,55 @@ class Pool:
                 if load == 0:
                     break
         self._next = (self._next + 1) % count
-        return best or self.members[0]
+        return best
+
+    async def _any_serving(self) -> Supervisor | None:
+        """The first member to serve again, waiting (bounded) while every one restarts."""
+        found: list[Supervisor] = []
+        with anyio.move_on_after(self.restart_wait):
+            async with anyio.create_task_group() as tg:
+
+                async def one(member: Supervisor) -> None:
+                    await member.wait_ready()
+                    found.append(member)
+                    tg.cancel_scope.cancel()
+
+                for member in self.members:
+                    tg.start_soon(one, member)
+        return self.pick() or (found[0] if found else None)
 
     def start(self, envelope: pb.Envelope, leg: Leg) -> None:
-        self.pick().start(envelope, leg)
+        member = self.pick()
+        if member is not None:
+            member.start(envelope, leg)
+        elif self._tg is None or self._stopping:
+            leg.failed(f"{self.label}: tool process is not running")
+        else:
+            self._tg.start_soon(self._start_when_any_serves, envelope, leg)
+
+    async def _start_when_any_serves(self, envelope: pb.Envelope, leg: Leg) -> None:
+        member: Supervisor | None = None
+        try:
+            member = await self._any_serving()
+        finally:  # also when the host stops meanwhile: the request must still get an answer
+            if not leg.live:
+                pass  # its request ended meanwhile: nothing to send
+            elif member is not None:
+                member.start(envelope, leg)
+            else:
+                leg.failed(f"{self.label}: tool process is not running (it is restarting; try again shortly)")
 
     def notify(self, envelope: pb.Envelope) -> None:
         for member in self.members:
             member.notify(envelope)
 
     def ready_channel(self) -> Channel | None:
-        return self.pick().ready_channel()
+        member = self.pick()
+        return None if member is None else member.ready_channel()
 
     async def channel(self) -> Channel | None:
-        return await self.pick().channel()
+        member = self.pick() or await self._any_serving()
+        return None if member is None else member.ready_channel()
 
 
 async def _start_all(tg: anyio.abc.TaskGroup, members: list[Supervisor]) -> None:

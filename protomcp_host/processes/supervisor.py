@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -60,9 +61,11 @@ class Supervisor:
         self.current: Worker | None = None
         self.use_standby = standby  # keep a warm process that has imported the SDK, for fast reloads
         self._standby: Worker | None = None
+        self._standby_starting = False  # one standby at a time: a second would idle until exit
         self._launched = launched  # a first process the CLI started early, to adopt
         self.backoff = Backoff()
         self.reloads = 0  # successful reloads, for diagnostics and tests
+        self.on_reloaded: Callable[[], None] | None = None  # a pool's leader: the others follow
         self._ready = asyncio.Event()
         self._wake = asyncio.Event()
         self._reload_requested = False
@@ -129,12 +132,17 @@ class Supervisor:
 
     async def _prepare_standby(self) -> None:
         assert self._tg is not None
+        if self._standby_starting or (self._standby is not None and self._standby.death is None):
+            return  # saves and crashes in quick succession: the one standby serves them all
+        self._standby_starting = True
         worker = self._new_worker(standby=True)
         try:
             await self._tg.start(worker.run)
         except WorkerError as exc:
             self.events.problem(f"cannot start a standby tool process: {exc}")
             return
+        finally:
+            self._standby_starting = False
         if self._stopping:
             worker.kill()
         else:
@@ -231,7 +239,7 @@ class Supervisor:
         delay = (
             0.0 if self._reload_requested else self.backoff.next_delay(time.monotonic() - self._started_at)
         )
-        self._reload_requested = False
+        reloading, self._reload_requested = self._reload_requested, False
         self.events.problem(f"{reason}\nrestarting in {delay:.1f}s")
         with anyio.move_on_after(delay):
             await self._stop_requested()
@@ -244,6 +252,8 @@ class Supervisor:
             self._started_at = time.monotonic()
             self._wake.set()  # try again after the next backoff delay
         else:
+            if reloading or self._reload_requested:
+                self._reloaded()
             self._reload_requested = False  # the new process loaded the file as it is now
 
     async def _first_load(self) -> None:
@@ -258,7 +268,12 @@ class Supervisor:
         except (WorkerError, ValueError) as exc:
             self.events.problem(f"{exc}\nthe previous version of {self.label} keeps serving")
             return
+        self._reloaded()
+
+    def _reloaded(self) -> None:
         self.reloads += 1
+        if self.on_reloaded is not None:
+            self.on_reloaded()
 
     async def _stop_requested(self) -> None:
         while not self._stopping:
@@ -270,6 +285,10 @@ class Supervisor:
     def ready(self) -> bool:
         """A process is serving (not restarting, not stopping)."""
         return self._ready.is_set()
+
+    async def wait_ready(self) -> None:
+        """Until a process serves (unbounded: the caller bounds it)."""
+        await self._ready.wait()
 
     def ready_channel(self) -> Channel | None:
         """The serving process's frame channel, if it serves now (None while it restarts)."""
