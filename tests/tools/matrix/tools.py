@@ -48,6 +48,12 @@ def version() -> int:
 
 
 @tool
+def where() -> dict[str, int]:
+    """Which host process (a worker, under --workers) and which tool process answered."""
+    return {"host": int(os.environ.get("PROTOMCP_HOST_PID", "0")), "pid": os.getpid()}
+
+
+@tool
 def touch(uri: str) -> str:
     """Tell sessions subscribed to `uri` that it changed (the tests' flush barrier)."""
     resource_updated(uri)
