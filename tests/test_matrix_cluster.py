@@ -169,6 +169,40 @@ async def test_cluster_every_worker_and_member_serves(cluster: Cluster, era: str
         await w.finish()
 
 
+async def test_cluster_tasks_are_their_principals(cluster: Cluster, tmp_path: Path) -> None:
+    """2026-07-28 tasks of Alice, made through any host and worker: Alice reads and cancels them
+    through any other; Bob gets "not found" for each, everywhere, and cannot cancel them."""
+    import httpx2
+    from scale_support import modern_rpc, task_until
+
+    auth = cluster.auth
+    gate = tmp_path / "gate"
+    async with (
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {auth.token(SUBJECTS[0])}"}) as alice,
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {auth.token(SUBJECTS[1])}"}) as bob,
+    ):
+        with anyio.fail_after(90):
+            ids = []
+            for i in range(4):
+                arguments = {"tag": f"alice-task-{i}", "path": str(gate)}
+                created = await modern_rpc(
+                    alice, cluster.url, "tools/call", {"name": "task_file", "arguments": arguments}
+                )
+                assert created["result"]["resultType"] == "task", created
+                ids.append(created["result"]["taskId"])
+            for task_id in ids:
+                for host in cluster.hosts:  # straight to each host: the store shares the record
+                    await task_until(alice, host.url, task_id, "working")
+                    refused = await modern_rpc(bob, host.url, "tasks/get", {"taskId": task_id})
+                    assert "error" in refused and "not found" in refused["error"]["message"].lower(), refused
+                    refused = await modern_rpc(bob, host.url, "tasks/cancel", {"taskId": task_id})
+                    assert "error" in refused, refused
+            gate.write_text("open")
+            for task_id, i in zip(ids, range(4), strict=True):
+                done = await task_until(alice, cluster.url, task_id, "completed")
+                assert done["result"]["content"][0]["text"] == f"task done alice-task-{i}"
+
+
 # -- faults -----------------------------------------------------------------------------------
 @ERAS
 async def test_cluster_a_worker_killed_loses_no_session(cluster: Cluster, era: str) -> None:

@@ -227,6 +227,16 @@ async def task_job(tag: str, ctx: Context) -> str:
     return f"task done {tag}"
 
 
+@tool(task="optional")
+async def task_file(tag: str, path: str) -> str:
+    """Runs as an MCP task until `path` exists (a gate any process of a cluster sees)."""
+    for _ in range(6000):
+        if Path(path).exists():
+            return f"task done {tag}"
+        await asyncio.sleep(0.005)
+    return f"{tag} gave up"
+
+
 # -- reload and crash ------------------------------------------------------------------------
 @tool
 async def wait_file(tag: str, path: str, ctx: Context) -> str:
