@@ -654,9 +654,11 @@ async def _serve(
             tg.start_soon(_close_links_on, shutdown, host.peers)
         if http is not None:
             if host.peers is not None:
+                from protomcp_host.peers.credentials import bridge_authenticator
                 from protomcp_host.peers.endpoint import BRIDGE_PATH, BridgeEndpoint
 
                 http.websockets[BRIDGE_PATH] = BridgeEndpoint(host.peers)
+                http.path_auth[BRIDGE_PATH] = bridge_authenticator(host.peers.settings.credentials, http.auth)
             if await start():  # HTTP clients come and go: serve once the files have loaded
                 from protomcp_host.transports.http.server import serve_http
 

@@ -329,24 +329,33 @@ async def test_bad_requests_get_the_seeds_error_codes(hosts: list[HttpHost]) -> 
         assert reply["payload"]["accepted"] is False and "agent_id" in reply["payload"]["metadata"]["reason"]
 
 
-async def test_the_bridge_is_behind_the_same_authentication(hosts: list[HttpHost]) -> None:
+async def refused_at_bridge(port: int, token: str = "") -> tuple[int, str]:
+    """The HTTP status and text with which /bridge refuses a dialler."""
     from websockets.exceptions import InvalidStatus
 
+    with pytest.raises(InvalidStatus) as refused:
+        async with raw_agent(port, token):
+            pass
+    response = refused.value.response
+    return response.status_code, response.body.decode()
+
+
+async def test_the_bridge_takes_the_peers_own_token_never_a_clients(hosts: list[HttpHost]) -> None:
     port = free_port()
     hosts.append(
         start_host(
-            port, str(BEHAVIOURS), "--agent-id", "b", "--auth-token-env", "B_TOKEN", env={"B_TOKEN": "s3cret"}
+            port, str(BEHAVIOURS), "--agent-id", "b", "--auth-token-env", "B_TOKEN",
+            "--bridge-token-env", "B_PEERS", env={"B_TOKEN": "s3cret", "B_PEERS": "peers-only"},
         )
-    )
-    with pytest.raises(InvalidStatus):
-        async with raw_agent(port):
-            pass
-    with pytest.raises(InvalidStatus):
-        async with raw_agent(port, "wrong"):
-            pass
-    async with raw_agent(port, "s3cret") as ws:
+    )  # fmt: skip
+    assert await refused_at_bridge(port) == (
+        401, "Unauthorized: a peer sends its bridge token as 'Authorization: Bearer <token>'\n"
+    )  # fmt: skip
+    status, why = await refused_at_bridge(port, "s3cret")  # the MCP clients' token
+    assert status == 401 and "an MCP client's token opens no link" in why
+    async with raw_agent(port, "peers-only") as ws:
         assert (await RawAgent(ws).handshake("x"))["payload"]["accepted"] is True
-    os.environ["PEER_TOKEN"] = "s3cret"
+    os.environ["PEER_TOKEN"] = "peers-only"
     try:
         async with mcp_session(
             "run", str(LOCAL), "--agent-id", "a", "--peer", bridge_url(port), "--peer-token-env", "PEER_TOKEN"
@@ -357,17 +366,74 @@ async def test_the_bridge_is_behind_the_same_authentication(hosts: list[HttpHost
         os.environ.pop("PEER_TOKEN", None)
 
 
+async def test_under_oauth_no_users_token_makes_a_peer_and_an_agent_id_keeps_its_token(
+    hosts: list[HttpHost], tmp_path: Path
+) -> None:
+    """Two users of an OAuth host: their access tokens open the MCP endpoint, never /bridge
+    (without a bridge token the host takes no peers at all); an agent id is bound to the
+    bridge token that first registered it, so another peer cannot take it over."""
+    import time
+
+    import jwt
+    from http_support import http_session
+    from test_http_security import _keypair
+
+    key, jwks = _keypair(tmp_path)
+    issuer = "https://auth.example.com"
+    now = int(time.time())
+    oauth = ("--oauth-jwks", jwks, "--oauth-issuer", issuer)
+
+    def token(port: int, user: str) -> str:
+        claims = {"iss": issuer, "aud": f"http://127.0.0.1:{port}/mcp", "exp": now + 600, "sub": user}
+        return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
+
+    closed = free_port()
+    hosts.append(start_host(closed, str(BEHAVIOURS), "--agent-id", "b", *oauth))
+    for user in ("alice", "bob"):
+        status, why = await refused_at_bridge(closed, token(closed, user))
+        assert status == 403 and "--bridge-token-env" in why
+    port = free_port()
+    hosts.append(
+        start_host(
+            port, str(BEHAVIOURS), "--agent-id", "b", *oauth, "--bridge-token-env", "TEAM_1",
+            "--bridge-token-env", "TEAM_2", env={"TEAM_1": "team-one", "TEAM_2": "team-two"},
+        )
+    )  # fmt: skip
+    for user in ("alice", "bob"):
+        async with http_session(
+            f"http://127.0.0.1:{port}/mcp", headers={"authorization": f"Bearer {token(port, user)}"}
+        ) as session:
+            assert texts(await session.call_tool("add", {"a": 1, "b": 1})) == ["2"]
+        status, why = await refused_at_bridge(port, token(port, user))
+        assert status == 401 and "an MCP client's token opens no link" in why
+    async with raw_agent(port, "team-one") as ws:
+        assert (await RawAgent(ws).handshake("x"))["payload"]["accepted"] is True
+    async with raw_agent(port, "team-two") as ws:  # x went away; another token cannot take its id
+        reply = await RawAgent(ws).handshake("x")
+        assert reply["payload"]["accepted"] is False
+        assert "belongs to the credential that first registered it" in reply["payload"]["metadata"]["reason"]
+    async with raw_agent(port, "team-two") as ws:
+        assert (await RawAgent(ws).handshake("y"))["payload"]["accepted"] is True
+    async with raw_agent(port, "team-one") as ws:
+        assert (await RawAgent(ws).handshake("x"))["payload"]["accepted"] is True
+
+
 def test_bridge_options_are_checked() -> None:
     from click.testing import CliRunner
 
     from protomcp_host.cli.main import main
 
     runner = CliRunner()
+    same_token = ["--auth-token-env", "HOME", "--bridge-token-env", "HOME"]
     for args, message in (
         (["--peer", "ws://h:1/bridge"], "only with --agent-id"),
         (["--agent-id", "1a"], "--agent-id: a letter"),
         (["--agent-id", "a", "--peer", "http://h/bridge"], "ws://HOST:PORT/bridge"),
         (["--agent-id", "a", "--peer-token-env", "PROTOMCP_UNSET_VAR"], "is not set"),
+        (["--bridge-token-env", "HOME"], "only with --agent-id"),
+        (["--agent-id", "a", "--bridge-token-env", "PROTOMCP_UNSET_VAR"], "is not set"),
+        (["--agent-id", "a", "--bridge-token-env", "HOME"], "only with --transport http"),
+        (["--agent-id", "a", "--transport", "http", *same_token], "the same token as --auth-token-env"),
     ):
         result = runner.invoke(main, ["run", *args])
         assert result.exit_code == 2, result.output

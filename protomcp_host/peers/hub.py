@@ -86,6 +86,7 @@ class BridgeSettings:
     agent_role: str = ""
     peers: tuple[str, ...] = ()  # ws:// URLs to dial
     token: str = ""  # bearer token sent to the peers dialled
+    credentials: dict[str, str] = field(default_factory=dict)  # /bridge: VAR -> a token peers send
     max_in_flight: int = 16  # peer requests run at once; the rest wait, by priority
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -133,6 +134,7 @@ class PeerHub:
         self.connected = asyncio.Event()  # set whenever a link comes up (tests, diagnostics)
         self._tg: anyio.abc.TaskGroup | None = None
         self._peer_tools: dict[str, dict[str, str]] = {}  # peer id -> served name -> its name
+        self._owners: dict[str, str] = {}  # agent id -> the credential that first registered it
         sources[BRIDGE_LABEL] = BridgeTools(self)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -214,7 +216,7 @@ class PeerHub:
             try:
                 reason = await self._dial(url)
             except Exception as exc:
-                reason = _describe(exc)
+                reason = _describe(exc) + _refusal_text(exc)
             delay = backoff.next_delay(time.monotonic() - began)
             self.stderr(f"protomcp: bridge: {url}: {reason}; connecting again in {delay:g}s")
             await anyio.sleep(delay)
@@ -238,10 +240,13 @@ class PeerHub:
             if not reply.payload.accepted:
                 return f"peer {reply.payload.agent_id} did not accept the handshake"
             peer = AgentCapabilities(**reply.payload.model_dump(exclude={"accepted"}))
+            if self._owners.setdefault(peer.agent_id, url) != url:
+                return f"agent_id {peer.agent_id!r} belongs to the credential that first registered it"
             return await self._serve_link(conn, peer)
 
-    async def accept(self, conn: Conn) -> None:
-        """A peer dialled /bridge: its handshake, then the link."""
+    async def accept(self, conn: Conn, credential: str = "") -> None:
+        """A peer dialled /bridge with `credential` (the name of what it authenticated with):
+        its handshake, then the link."""
         try:
             with anyio.fail_after(HANDSHAKE_TIMEOUT):
                 text = await conn.receive()
@@ -262,6 +267,9 @@ class PeerHub:
             return
         peer = hello.payload
         problem = self._refusal(peer.agent_id)
+        owner = self._owners.setdefault(peer.agent_id, credential) if not problem else credential
+        if owner != credential:
+            problem = f"agent_id {peer.agent_id!r} belongs to the credential that first registered it"
         caps = self.capabilities()
         if problem:
             caps.metadata["reason"] = problem
@@ -708,6 +716,13 @@ def _text(result: dict[str, Any]) -> str:
     return "\n".join(
         str(b.get("text")) for b in result.get("content") or [] if isinstance(b, dict) and "text" in b
     )
+
+
+def _refusal_text(exc: BaseException) -> str:
+    """What a peer's /bridge said when it refused the WebSocket handshake (why, which flag)."""
+    body = getattr(getattr(exc, "response", None), "body", None)
+    text = bytes(body).decode(errors="replace").strip() if isinstance(body, bytes | bytearray) else ""
+    return f" ({text.splitlines()[0]})" if text else ""
 
 
 def _describe(exc: BaseException) -> str:

@@ -38,6 +38,7 @@ class HttpSettings:
     options: HttpOptions = field(default_factory=HttpOptions)
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     websockets: dict[str, ASGIApp] = field(default_factory=dict)  # path -> app (the peers' /bridge)
+    path_auth: dict[str, Authenticator | None] = field(default_factory=dict)  # a path's own check, not auth
     workers: int = 1  # --workers: host processes on this port (workers.py)
     sock: socket.socket | None = None  # a listening socket to serve instead of binding (a worker's)
 
@@ -147,6 +148,7 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         auth=settings.auth,
         max_body=settings.options.max_body,
         public_paths=public,
+        path_auth=settings.path_auth,
     )
     return app, owner
 
