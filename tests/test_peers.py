@@ -468,3 +468,42 @@ async def test_a_peer_tool_list_change_reaches_the_other_host(hosts: list[HttpHo
             await watcher.changed.wait()
         await wait_tools(session, {"b_second"})
         assert texts(await session.call_tool("b_second", {})) == ["two"]
+
+
+async def test_sigterm_lets_the_peers_calls_in_flight_finish(hosts: list[HttpHost], tmp_path: Path) -> None:
+    """On SIGTERM a bridged host refuses peers' new requests but answers those in flight, running
+    and queued past --bridge-max-in-flight, before it exits (their link stays open meanwhile)."""
+    import httpx2
+
+    from protomcp_host.peers.messages import MCPBridgeProtocol, MessagePriority, ToolRequest
+
+    port = free_port()
+    b = start_host(
+        port, str(TOOLS / "tasks_tools.py"), "--agent-id", "b", "--bridge-max-in-flight", "4",
+        "--drain-timeout", "60",
+    )  # fmt: skip
+    hosts.append(b)
+    gate = tmp_path / "open"
+    async with raw_agent(port) as ws, httpx2.AsyncClient(timeout=10) as http:
+        agent = RawAgent(ws)
+        assert (await agent.handshake("x"))["payload"]["accepted"] is True
+        calls = {await agent.request("until_file", {"path": str(gate)}) for _ in range(6)}
+        # Answered at once, in order: every call above has reached b (4 run, 2 wait).
+        await agent.send(MCPBridgeProtocol.create_request("x", "elsewhere", ToolRequest(tool_name="plain")))
+        assert (await agent.receive())["payload"]["error_type"] == "wrong_receiver"
+        b.proc.send_signal(signal.SIGTERM)
+        with anyio.fail_after(30):
+            while (await http.get(f"http://127.0.0.1:{port}/healthz")).json()["status"] != "draining":
+                await anyio.sleep(0.05)
+        late = MCPBridgeProtocol.create_request(
+            "x", "b", ToolRequest(tool_name="plain", arguments={"x": 1}), MessagePriority.NORMAL
+        )
+        await agent.send(late)
+        refused = await agent.receive()
+        assert refused["correlation_id"] == late.message_id
+        assert refused["payload"]["error_type"] == "stopping"
+        gate.write_text("")
+        answers = [await agent.receive(timeout=30) for _ in calls]
+    assert {answer["correlation_id"] for answer in answers} == calls
+    assert all(answer["payload"]["success"] for answer in answers), answers
+    assert b.proc.wait(30) == 0

@@ -135,6 +135,8 @@ class PeerHub:
         self._tg: anyio.abc.TaskGroup | None = None
         self._peer_tools: dict[str, dict[str, str]] = {}  # peer id -> served name -> its name
         self._owners: dict[str, str] = {}  # agent id -> the credential that first registered it
+        self.draining = False  # the host is stopping: peers' new requests are refused
+        self._settled = asyncio.Event()  # set (and replaced) whenever a request here or there ends
         sources[BRIDGE_LABEL] = BridgeTools(self)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -146,6 +148,18 @@ class PeerHub:
                 tg.start_soon(self._dial_forever, url)
             task_status.started()
             await anyio.sleep_forever()
+
+    async def drain(self) -> None:
+        """Refuse peers' new requests; return once theirs (running and queued) have been
+        answered and this host's calls to peers are over (the caller bounds the wait)."""
+        self.draining = True
+        while self.gate.running or len(self.gate) or any(link.pending for link in self.links.values()):
+            settled = self._settled
+            await settled.wait()
+
+    def _settle(self) -> None:
+        self._settled.set()
+        self._settled = asyncio.Event()
 
     async def stop(self, grace: float) -> None:
         for link in list(self.links.values()):
@@ -345,6 +359,7 @@ class PeerHub:
             scope.cancel()
         dropped = self.gate.discard(lambda item: item[0] is link)
         del dropped  # requests of a gone peer: nobody to answer
+        self._settle()
         self._offer(link.peer_id, [], [])  # its tools leave the list (list_changed)
         link.client.close()
 
@@ -386,7 +401,14 @@ class PeerHub:
                 )  # fmt: skip
             return
         if isinstance(message, RequestMessage):
-            if len(self.gate) >= MAX_QUEUED:  # a flood waits in memory only up to a bound
+            if self.draining:
+                await link.send(
+                    self._error(
+                        ErrorCode.INTERNAL_ERROR, f"agent {self.me!r} is stopping: request not started",
+                        "stopping", link.peer_id, message.message_id,
+                    )
+                )  # fmt: skip
+            elif len(self.gate) >= MAX_QUEUED:  # a flood waits in memory only up to a bound
                 await link.send(
                     self._error(
                         ErrorCode.INTERNAL_ERROR, f"agent {self.me!r} is busy: {MAX_QUEUED} requests wait",
@@ -437,6 +459,7 @@ class PeerHub:
             following = self.gate.finish()
             if following is not None:
                 self._start(*following)
+            self._settle()
 
     async def _run(self, link: Link, message: RequestMessage) -> BaseMessage:
         request = message.payload
@@ -515,6 +538,7 @@ class PeerHub:
             ) from None
         finally:
             link.pending.pop(message.message_id, None)
+            self._settle()
         if waited.cancelled_caught:
             raise PeerCallFailed(ErrorCode.TIMEOUT, f"peer {peer_id} did not answer {name} in time")
         if isinstance(reply, ErrorMessage):
