@@ -349,10 +349,10 @@ async def test_the_bridge_takes_the_peers_own_token_never_a_clients(hosts: list[
         )
     )  # fmt: skip
     assert await refused_at_bridge(port) == (
-        401, "Unauthorized: a peer sends its bridge token as 'Authorization: Bearer <token>'\n"
+        403, "Unauthorized: a peer sends its bridge token as 'Authorization: Bearer <token>'\n"
     )  # fmt: skip
     status, why = await refused_at_bridge(port, "s3cret")  # the MCP clients' token
-    assert status == 401 and "an MCP client's token opens no link" in why
+    assert status == 403 and "an MCP client's token opens no link" in why
     async with raw_agent(port, "peers-only") as ws:
         assert (await RawAgent(ws).handshake("x"))["payload"]["accepted"] is True
     os.environ["PEER_TOKEN"] = "peers-only"
@@ -405,7 +405,7 @@ async def test_under_oauth_no_users_token_makes_a_peer_and_an_agent_id_keeps_its
         ) as session:
             assert texts(await session.call_tool("add", {"a": 1, "b": 1})) == ["2"]
         status, why = await refused_at_bridge(port, token(port, user))
-        assert status == 401 and "an MCP client's token opens no link" in why
+        assert status == 403 and "an MCP client's token opens no link" in why
     async with raw_agent(port, "team-one") as ws:
         assert (await RawAgent(ws).handshake("x"))["payload"]["accepted"] is True
     async with raw_agent(port, "team-two") as ws:  # x went away; another token cannot take its id

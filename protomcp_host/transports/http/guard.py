@@ -151,8 +151,8 @@ class Guard:
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A WebSocket handshake passes the same Host, Origin and authentication checks (the
-        path's own, for /bridge); a refused one is answered with the refusal's HTTP status and
-        message where the server can (ASGI's denial response), else closed before it is accepted."""
+        path's own, for /bridge); a refused one is closed before it is accepted (HTTP 403), with
+        the refusal's message as the body where the server can (ASGI's denial response)."""
         refusal = self._check_host(header(scope, b"host")) or self._check_origin(header(scope, b"origin"))
         auth = self.path_auth.get(scope["path"], self.auth)
         if refusal is None and auth is not None:
@@ -168,7 +168,7 @@ class Guard:
         if "websocket.http.response" in scope.get("extensions", {}):
             body = (refusal.message + "\n").encode()
             headers = [(b"content-type", b"text/plain; charset=utf-8"), *refusal.headers]
-            start = {"type": "websocket.http.response.start", "status": refusal.status, "headers": headers}
+            start = {"type": "websocket.http.response.start", "status": 403, "headers": headers}
             await send(start)
             await send({"type": "websocket.http.response.body", "body": body})
             return
