@@ -650,13 +650,17 @@ async def _serve(
             from protomcp_host.processes.reloader import watch_and_reload
 
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
+        peers_drained = anyio.Event()
         if host.peers is not None:
-            tg.start_soon(_close_links_on, shutdown, host.peers)
+            tg.start_soon(_drain_peers_on, shutdown, host.peers, drain_timeout, peers_drained)
         if http is not None:
             if host.peers is not None:
+                from protomcp_host.peers.credentials import bridge_authenticator
                 from protomcp_host.peers.endpoint import BRIDGE_PATH, BridgeEndpoint
 
                 http.websockets[BRIDGE_PATH] = BridgeEndpoint(host.peers)
+                http.path_auth[BRIDGE_PATH] = bridge_authenticator(host.peers.settings.credentials, http.auth)
+                http.before_exit.append(peers_drained.wait)
             if await start():  # HTTP clients come and go: serve once the files have loaded
                 from protomcp_host.transports.http.server import serve_http
 
@@ -681,15 +685,20 @@ async def _serve(
             tg.start_soon(start_and_greet)
             await serve_stdio(host, shutdown, drain_timeout)
         shutdown.set()
+        if host.peers is not None:
+            await peers_drained.wait()  # (bounded by the drain timeout)
         await host.stop(STOP_GRACE)  # every call is answered by now: the processes may go
         tg.cancel_scope.cancel()
     return code
 
 
-async def _close_links_on(event: anyio.Event, peers: Any) -> None:
-    """Shutdown: peer links close first (uvicorn would wait for open WebSockets)."""
+async def _drain_peers_on(event: anyio.Event, peers: Any, timeout: float, drained: anyio.Event) -> None:
+    """Shutdown: the peers' calls in flight finish (bounded) while their links stay open; the
+    links close with the host (host.stop)."""
     await event.wait()
-    await peers.stop(0)
+    with anyio.move_on_after(timeout):
+        await peers.drain()
+    drained.set()
 
 
 async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:

@@ -329,24 +329,33 @@ async def test_bad_requests_get_the_seeds_error_codes(hosts: list[HttpHost]) -> 
         assert reply["payload"]["accepted"] is False and "agent_id" in reply["payload"]["metadata"]["reason"]
 
 
-async def test_the_bridge_is_behind_the_same_authentication(hosts: list[HttpHost]) -> None:
+async def refused_at_bridge(port: int, token: str = "") -> tuple[int, str]:
+    """The HTTP status and text with which /bridge refuses a dialler."""
     from websockets.exceptions import InvalidStatus
 
+    with pytest.raises(InvalidStatus) as refused:
+        async with raw_agent(port, token):
+            pass
+    response = refused.value.response
+    return response.status_code, response.body.decode()
+
+
+async def test_the_bridge_takes_the_peers_own_token_never_a_clients(hosts: list[HttpHost]) -> None:
     port = free_port()
     hosts.append(
         start_host(
-            port, str(BEHAVIOURS), "--agent-id", "b", "--auth-token-env", "B_TOKEN", env={"B_TOKEN": "s3cret"}
+            port, str(BEHAVIOURS), "--agent-id", "b", "--auth-token-env", "B_TOKEN",
+            "--bridge-token-env", "B_PEERS", env={"B_TOKEN": "s3cret", "B_PEERS": "peers-only"},
         )
-    )
-    with pytest.raises(InvalidStatus):
-        async with raw_agent(port):
-            pass
-    with pytest.raises(InvalidStatus):
-        async with raw_agent(port, "wrong"):
-            pass
-    async with raw_agent(port, "s3cret") as ws:
+    )  # fmt: skip
+    assert await refused_at_bridge(port) == (
+        403, "Unauthorized: a peer sends its bridge token as 'Authorization: Bearer <token>'\n"
+    )  # fmt: skip
+    status, why = await refused_at_bridge(port, "s3cret")  # the MCP clients' token
+    assert status == 403 and "an MCP client's token opens no link" in why
+    async with raw_agent(port, "peers-only") as ws:
         assert (await RawAgent(ws).handshake("x"))["payload"]["accepted"] is True
-    os.environ["PEER_TOKEN"] = "s3cret"
+    os.environ["PEER_TOKEN"] = "peers-only"
     try:
         async with mcp_session(
             "run", str(LOCAL), "--agent-id", "a", "--peer", bridge_url(port), "--peer-token-env", "PEER_TOKEN"
@@ -357,17 +366,74 @@ async def test_the_bridge_is_behind_the_same_authentication(hosts: list[HttpHost
         os.environ.pop("PEER_TOKEN", None)
 
 
+async def test_under_oauth_no_users_token_makes_a_peer_and_an_agent_id_keeps_its_token(
+    hosts: list[HttpHost], tmp_path: Path
+) -> None:
+    """Two users of an OAuth host: their access tokens open the MCP endpoint, never /bridge
+    (without a bridge token the host takes no peers at all); an agent id is bound to the
+    bridge token that first registered it, so another peer cannot take it over."""
+    import time
+
+    import jwt
+    from http_support import http_session
+    from test_http_security import _keypair
+
+    key, jwks = _keypair(tmp_path)
+    issuer = "https://auth.example.com"
+    now = int(time.time())
+    oauth = ("--oauth-jwks", jwks, "--oauth-issuer", issuer)
+
+    def token(port: int, user: str) -> str:
+        claims = {"iss": issuer, "aud": f"http://127.0.0.1:{port}/mcp", "exp": now + 600, "sub": user}
+        return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
+
+    closed = free_port()
+    hosts.append(start_host(closed, str(BEHAVIOURS), "--agent-id", "b", *oauth))
+    for user in ("alice", "bob"):
+        status, why = await refused_at_bridge(closed, token(closed, user))
+        assert status == 403 and "--bridge-token-env" in why
+    port = free_port()
+    hosts.append(
+        start_host(
+            port, str(BEHAVIOURS), "--agent-id", "b", *oauth, "--bridge-token-env", "TEAM_1",
+            "--bridge-token-env", "TEAM_2", env={"TEAM_1": "team-one", "TEAM_2": "team-two"},
+        )
+    )  # fmt: skip
+    for user in ("alice", "bob"):
+        async with http_session(
+            f"http://127.0.0.1:{port}/mcp", headers={"authorization": f"Bearer {token(port, user)}"}
+        ) as session:
+            assert texts(await session.call_tool("add", {"a": 1, "b": 1})) == ["2"]
+        status, why = await refused_at_bridge(port, token(port, user))
+        assert status == 403 and "an MCP client's token opens no link" in why
+    async with raw_agent(port, "team-one") as ws:
+        assert (await RawAgent(ws).handshake("x"))["payload"]["accepted"] is True
+    async with raw_agent(port, "team-two") as ws:  # x went away; another token cannot take its id
+        reply = await RawAgent(ws).handshake("x")
+        assert reply["payload"]["accepted"] is False
+        assert "belongs to the credential that first registered it" in reply["payload"]["metadata"]["reason"]
+    async with raw_agent(port, "team-two") as ws:
+        assert (await RawAgent(ws).handshake("y"))["payload"]["accepted"] is True
+    async with raw_agent(port, "team-one") as ws:
+        assert (await RawAgent(ws).handshake("x"))["payload"]["accepted"] is True
+
+
 def test_bridge_options_are_checked() -> None:
     from click.testing import CliRunner
 
     from protomcp_host.cli.main import main
 
     runner = CliRunner()
+    same_token = ["--auth-token-env", "HOME", "--bridge-token-env", "HOME"]
     for args, message in (
         (["--peer", "ws://h:1/bridge"], "only with --agent-id"),
         (["--agent-id", "1a"], "--agent-id: a letter"),
         (["--agent-id", "a", "--peer", "http://h/bridge"], "ws://HOST:PORT/bridge"),
         (["--agent-id", "a", "--peer-token-env", "PROTOMCP_UNSET_VAR"], "is not set"),
+        (["--bridge-token-env", "HOME"], "only with --agent-id"),
+        (["--agent-id", "a", "--bridge-token-env", "PROTOMCP_UNSET_VAR"], "is not set"),
+        (["--agent-id", "a", "--bridge-token-env", "HOME"], "only with --transport http"),
+        (["--agent-id", "a", "--transport", "http", *same_token], "the same token as --auth-token-env"),
     ):
         result = runner.invoke(main, ["run", *args])
         assert result.exit_code == 2, result.output
@@ -402,3 +468,42 @@ async def test_a_peer_tool_list_change_reaches_the_other_host(hosts: list[HttpHo
             await watcher.changed.wait()
         await wait_tools(session, {"b_second"})
         assert texts(await session.call_tool("b_second", {})) == ["two"]
+
+
+async def test_sigterm_lets_the_peers_calls_in_flight_finish(hosts: list[HttpHost], tmp_path: Path) -> None:
+    """On SIGTERM a bridged host refuses peers' new requests but answers those in flight, running
+    and queued past --bridge-max-in-flight, before it exits (their link stays open meanwhile)."""
+    import httpx2
+
+    from protomcp_host.peers.messages import MCPBridgeProtocol, MessagePriority, ToolRequest
+
+    port = free_port()
+    b = start_host(
+        port, str(TOOLS / "tasks_tools.py"), "--agent-id", "b", "--bridge-max-in-flight", "4",
+        "--drain-timeout", "60",
+    )  # fmt: skip
+    hosts.append(b)
+    gate = tmp_path / "open"
+    async with raw_agent(port) as ws, httpx2.AsyncClient(timeout=10) as http:
+        agent = RawAgent(ws)
+        assert (await agent.handshake("x"))["payload"]["accepted"] is True
+        calls = {await agent.request("until_file", {"path": str(gate)}) for _ in range(6)}
+        # Answered at once, in order: every call above has reached b (4 run, 2 wait).
+        await agent.send(MCPBridgeProtocol.create_request("x", "elsewhere", ToolRequest(tool_name="plain")))
+        assert (await agent.receive())["payload"]["error_type"] == "wrong_receiver"
+        b.proc.send_signal(signal.SIGTERM)
+        with anyio.fail_after(30):
+            while (await http.get(f"http://127.0.0.1:{port}/healthz")).json()["status"] != "draining":
+                await anyio.sleep(0.05)
+        late = MCPBridgeProtocol.create_request(
+            "x", "b", ToolRequest(tool_name="plain", arguments={"x": 1}), MessagePriority.NORMAL
+        )
+        await agent.send(late)
+        refused = await agent.receive()
+        assert refused["correlation_id"] == late.message_id
+        assert refused["payload"]["error_type"] == "stopping"
+        gate.write_text("")
+        answers = [await agent.receive(timeout=30) for _ in calls]
+    assert {answer["correlation_id"] for answer in answers} == calls
+    assert all(answer["payload"]["success"] for answer in answers), answers
+    assert b.proc.wait(30) == 0

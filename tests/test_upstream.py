@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from conftest import TOOLS, mcp_session
-from http_support import HttpHost
+from http_support import HttpHost, http_session
 
 pytest.importorskip("mcp")
 
@@ -180,8 +180,42 @@ async def test_an_upstream_request_for_the_client_is_refused_when_calls_overlap(
             await wait_for_file(marks / "waiting")
             refused = await session.call_tool("ex_ask_name", {})
             tg.cancel_scope.cancel()
-        assert refused.is_error and "2 tool calls are running" in texts(refused)[0]
+        assert refused.is_error and "2 requests are running" in texts(refused)[0]
         assert asked == []
+
+
+async def test_an_upstream_request_is_refused_when_requests_of_other_kinds_overlap(marks: Path) -> None:
+    """User B's resources/read asks for a PIN while user A's tool call is the only call in
+    flight: over stdio nothing says which request it belongs to, so it is refused; A is never
+    asked and A's answer never becomes B's result."""
+    from mcp import types
+    from mcp.shared.exceptions import MCPError
+
+    asked_a: list[Any] = []
+
+    async def elicit_a(context: Any, params: Any) -> Any:
+        asked_a.append(params)
+        return types.ElicitResult(action="accept", content={"pin": "A's secret"})
+
+    async def elicit_b(context: Any, params: Any) -> Any:
+        return types.ElicitResult(action="accept", content={"pin": "B's own"})
+
+    host = HttpHost("run", str(POLICY), "--upstream", upstream_arg())
+    try:
+        async with (
+            http_session(host.url, elicitation_callback=elicit_a) as a,
+            http_session(host.url, elicitation_callback=elicit_b) as b,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(a.call_tool, "ex_wait_forever", {})
+            await wait_for_file(marks / "waiting")
+            with pytest.raises(MCPError) as refused:
+                await b.read_resource("memo://upstream/vault/main")
+            tg.cancel_scope.cancel()
+        assert "2 requests are running" in str(refused.value)
+        assert asked_a == []
+    finally:
+        host.terminate()
 
 
 async def test_prefix_and_tag_filter(marks: Path) -> None:
@@ -322,6 +356,44 @@ async def test_http_upstream_with_bearer_list_call_progress_cancel_reconnect(tmp
             assert texts(result) == ["6 [checked]"]
     finally:
         os.environ.pop("UPSTREAM_TOKEN", None)
+        remote.terminate()
+
+
+async def test_http_upstream_request_goes_to_the_request_whose_stream_it_came_on(tmp_path: Path) -> None:
+    """Over Streamable HTTP an upstream's elicitation comes on the stream of the request it
+    belongs to: with another call in flight it still reaches that call's client, and only it."""
+    from mcp import types
+
+    port = free_port()
+    remote = start_remote(port, "s3cret")
+    asked: dict[str, list[Any]] = {"a": [], "b": []}
+
+    def answering(who: str) -> Any:
+        async def elicit(context: Any, params: Any) -> Any:
+            asked[who].append(params.message)
+            return types.ElicitResult(action="accept", content={"pin": who})
+
+        return elicit
+
+    host = HttpHost(
+        "run", str(POLICY), "--upstream", f"remote={remote.url}",
+        "--upstream-token-env", "remote=UPSTREAM_TOKEN", env={"UPSTREAM_TOKEN": "s3cret"},
+    )  # fmt: skip
+    try:
+        async with (
+            http_session(host.url, elicitation_callback=answering("a")) as a,
+            http_session(host.url, elicitation_callback=answering("b")) as b,
+            anyio.create_task_group() as tg,
+        ):
+            mark = str(tmp_path / "hold")
+            tg.start_soon(a.call_tool, "remote_hold", {"path": mark})
+            await wait_for_file(Path(mark + ".started"))
+            result = await b.call_tool("remote_ask_pin", {})
+            tg.cancel_scope.cancel()
+        assert texts(result) == ["pin b"]
+        assert asked == {"a": [], "b": ["Your PIN?"]}
+    finally:
+        host.terminate()
         remote.terminate()
 
 

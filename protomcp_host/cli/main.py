@@ -137,9 +137,9 @@ def _bridge_options(fn: Any) -> Any:
     fn = click.option(
         "--agent-id", metavar="ID",
         help="Take part in a swarm of hosts (the MCP-to-MCP bridge protocol) as agent ID: serve the "
-        "bridge at /bridge beside the MCP endpoint (with --transport http; same host checks and "
-        "authentication), add the tools bridge_notify and bridge_peers, and serve each connected "
-        "peer's tools as PEERID_<name>.",
+        "bridge at /bridge beside the MCP endpoint (with --transport http; same host checks, and "
+        "peers need --bridge-token-env when the MCP endpoint has authentication), add the tools "
+        "bridge_notify and bridge_peers, and serve each connected peer's tools as PEERID_<name>.",
     )(fn)  # fmt: skip
     fn = click.option("--agent-name", metavar="TEXT", help="The agent_name this host tells peers.")(fn)
     fn = click.option("--agent-role", metavar="TEXT", help="The agent_role this host tells peers.")(fn)
@@ -154,6 +154,14 @@ def _bridge_options(fn: Any) -> Any:
         "the environment variable VAR (kept out of tool processes).",
     )(fn)  # fmt: skip
     fn = click.option(
+        "--bridge-token-env", "bridge_token_envs", multiple=True, metavar="VAR",
+        help="[http] Peers dialling /bridge must send 'Authorization: Bearer <token>', the token being "
+        "the value of VAR (kept out of tool processes); repeatable, one per peer or group of peers: "
+        "an agent id stays bound to the token that first registered it. An MCP client's token "
+        "(--auth-token-env, OAuth) never opens /bridge: with either and no --bridge-token-env, no "
+        "peer may dial in.",
+    )(fn)  # fmt: skip
+    fn = click.option(
         "--bridge-max-in-flight", default=16, show_default=True, type=click.IntRange(min=1),
         help="Peer requests this host runs at once; the rest wait, urgent before high before normal "
         "before low, in order of arrival within one priority.",
@@ -161,7 +169,10 @@ def _bridge_options(fn: Any) -> Any:
     return fn
 
 
-BRIDGE_KEYS = ("agent_id", "agent_name", "agent_role", "peers", "peer_token_env", "bridge_max_in_flight")
+BRIDGE_KEYS = (
+    "agent_id", "agent_name", "agent_role", "peers", "peer_token_env", "bridge_token_envs",
+    "bridge_max_in_flight",
+)  # fmt: skip
 
 
 def bridge_settings(options: dict[str, Any]) -> Any:
@@ -175,6 +186,8 @@ def bridge_settings(options: dict[str, Any]) -> Any:
         ]
         if given["peers"]:
             used.insert(0, "--peer")
+        if given["bridge_token_envs"]:
+            used.append("--bridge-token-env")
         if used:
             raise click.UsageError(f"{', '.join(used)}: only with --agent-id (this host's name in the swarm)")
         return None
@@ -189,23 +202,30 @@ def bridge_settings(options: dict[str, Any]) -> Any:
             raise click.UsageError(
                 f"--peer {url}: give the peer's bridge as ws://HOST:PORT/bridge (or wss://)"
             )
-    token = ""
-    if given["peer_token_env"]:
-        import os
-
-        from protomcp_host.processes.launch import SECRET_ENV
-
-        token = os.environ.get(given["peer_token_env"], "")
-        if not token:
-            raise click.UsageError(
-                f"--peer-token-env: the environment variable {given['peer_token_env']} is not set"
-            )
-        SECRET_ENV.add(given["peer_token_env"])
+    token = _secret("--peer-token-env", given["peer_token_env"]) if given["peer_token_env"] else ""
+    credentials = {name: _secret("--bridge-token-env", name) for name in given["bridge_token_envs"] or ()}
+    client_token = os.environ.get(options.get("auth_token_env") or "", "")
+    if client_token and client_token in credentials.values():
+        raise click.UsageError(
+            "--bridge-token-env holds the same token as --auth-token-env: an MCP client's token "
+            "never makes a peer; give peers a token of their own"
+        )
     return BridgeSettings(
         agent_id=given["agent_id"], agent_name=given["agent_name"] or "",
         agent_role=given["agent_role"] or "", peers=tuple(given["peers"]), token=token,
-        max_in_flight=given["bridge_max_in_flight"] or 16,
+        credentials=credentials, max_in_flight=given["bridge_max_in_flight"] or 16,
     )  # fmt: skip
+
+
+def _secret(flag: str, name: str) -> str:
+    """The value of the environment variable `name`, kept out of tool processes from now on."""
+    from protomcp_host.processes.launch import SECRET_ENV
+
+    value = os.environ.get(name, "")
+    if not value:
+        raise click.UsageError(f"{flag}: the environment variable {name} is not set")
+    SECRET_ENV.add(name)
+    return value
 
 
 def upstream_specs(options: dict[str, Any]) -> list[Any]:
@@ -485,6 +505,8 @@ def _serve_command(files: tuple[Path, ...], options: dict[str, Any], **extra: An
     settings = {key: options.pop(key) for key in SERVE_KEYS}
     token_env = options.get("auth_token_env")
     http = _http_settings(transport, options)
+    if bridge is not None and bridge.credentials and http is None:
+        raise click.UsageError("--bridge-token-env: only with --transport http (stdio serves no /bridge)")
     if bridge is not None and http is not None and http.workers > 1:
         raise click.UsageError(
             "--agent-id with --workers: every worker would be a separate agent under one id "

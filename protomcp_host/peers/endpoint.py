@@ -1,5 +1,5 @@
 """`/bridge`: the WebSocket endpoint peers dial (behind the HTTP guard: Host/Origin checks and
-the same bearer or OAuth authentication as the MCP endpoint)."""
+the peers' own credential, credentials.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import contextlib
 from typing import Any
 
 from protomcp_host.peers.hub import PeerHub
+from protomcp_host.transports.http.guard import identity_of
 
 BRIDGE_PATH = "/bridge"
 
@@ -46,10 +47,11 @@ class BridgeEndpoint:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         from starlette.websockets import WebSocket
 
+        identity = identity_of(scope)
         ws = WebSocket(scope, receive, send)
         await ws.accept()
         conn = StarletteConn(ws)
         try:
-            await self.hub.accept(conn)
+            await self.hub.accept(conn, identity.principal if identity is not None else "")
         finally:
             await conn.close()

@@ -86,6 +86,7 @@ class BridgeSettings:
     agent_role: str = ""
     peers: tuple[str, ...] = ()  # ws:// URLs to dial
     token: str = ""  # bearer token sent to the peers dialled
+    credentials: dict[str, str] = field(default_factory=dict)  # /bridge: VAR -> a token peers send
     max_in_flight: int = 16  # peer requests run at once; the rest wait, by priority
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -133,6 +134,9 @@ class PeerHub:
         self.connected = asyncio.Event()  # set whenever a link comes up (tests, diagnostics)
         self._tg: anyio.abc.TaskGroup | None = None
         self._peer_tools: dict[str, dict[str, str]] = {}  # peer id -> served name -> its name
+        self._owners: dict[str, str] = {}  # agent id -> the credential that first registered it
+        self.draining = False  # the host is stopping: peers' new requests are refused
+        self._settled = asyncio.Event()  # set (and replaced) whenever a request here or there ends
         sources[BRIDGE_LABEL] = BridgeTools(self)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -144,6 +148,18 @@ class PeerHub:
                 tg.start_soon(self._dial_forever, url)
             task_status.started()
             await anyio.sleep_forever()
+
+    async def drain(self) -> None:
+        """Refuse peers' new requests; return once theirs (running and queued) have been
+        answered and this host's calls to peers are over (the caller bounds the wait)."""
+        self.draining = True
+        while self.gate.running or len(self.gate) or any(link.pending for link in self.links.values()):
+            settled = self._settled
+            await settled.wait()
+
+    def _settle(self) -> None:
+        self._settled.set()
+        self._settled = asyncio.Event()
 
     async def stop(self, grace: float) -> None:
         for link in list(self.links.values()):
@@ -214,7 +230,7 @@ class PeerHub:
             try:
                 reason = await self._dial(url)
             except Exception as exc:
-                reason = _describe(exc)
+                reason = _describe(exc) + _refusal_text(exc)
             delay = backoff.next_delay(time.monotonic() - began)
             self.stderr(f"protomcp: bridge: {url}: {reason}; connecting again in {delay:g}s")
             await anyio.sleep(delay)
@@ -238,10 +254,13 @@ class PeerHub:
             if not reply.payload.accepted:
                 return f"peer {reply.payload.agent_id} did not accept the handshake"
             peer = AgentCapabilities(**reply.payload.model_dump(exclude={"accepted"}))
+            if self._owners.setdefault(peer.agent_id, url) != url:
+                return f"agent_id {peer.agent_id!r} belongs to the credential that first registered it"
             return await self._serve_link(conn, peer)
 
-    async def accept(self, conn: Conn) -> None:
-        """A peer dialled /bridge: its handshake, then the link."""
+    async def accept(self, conn: Conn, credential: str = "") -> None:
+        """A peer dialled /bridge with `credential` (the name of what it authenticated with):
+        its handshake, then the link."""
         try:
             with anyio.fail_after(HANDSHAKE_TIMEOUT):
                 text = await conn.receive()
@@ -262,6 +281,9 @@ class PeerHub:
             return
         peer = hello.payload
         problem = self._refusal(peer.agent_id)
+        owner = self._owners.setdefault(peer.agent_id, credential) if not problem else credential
+        if owner != credential:
+            problem = f"agent_id {peer.agent_id!r} belongs to the credential that first registered it"
         caps = self.capabilities()
         if problem:
             caps.metadata["reason"] = problem
@@ -337,6 +359,7 @@ class PeerHub:
             scope.cancel()
         dropped = self.gate.discard(lambda item: item[0] is link)
         del dropped  # requests of a gone peer: nobody to answer
+        self._settle()
         self._offer(link.peer_id, [], [])  # its tools leave the list (list_changed)
         link.client.close()
 
@@ -378,7 +401,14 @@ class PeerHub:
                 )  # fmt: skip
             return
         if isinstance(message, RequestMessage):
-            if len(self.gate) >= MAX_QUEUED:  # a flood waits in memory only up to a bound
+            if self.draining:
+                await link.send(
+                    self._error(
+                        ErrorCode.INTERNAL_ERROR, f"agent {self.me!r} is stopping: request not started",
+                        "stopping", link.peer_id, message.message_id,
+                    )
+                )  # fmt: skip
+            elif len(self.gate) >= MAX_QUEUED:  # a flood waits in memory only up to a bound
                 await link.send(
                     self._error(
                         ErrorCode.INTERNAL_ERROR, f"agent {self.me!r} is busy: {MAX_QUEUED} requests wait",
@@ -429,6 +459,7 @@ class PeerHub:
             following = self.gate.finish()
             if following is not None:
                 self._start(*following)
+            self._settle()
 
     async def _run(self, link: Link, message: RequestMessage) -> BaseMessage:
         request = message.payload
@@ -507,6 +538,7 @@ class PeerHub:
             ) from None
         finally:
             link.pending.pop(message.message_id, None)
+            self._settle()
         if waited.cancelled_caught:
             raise PeerCallFailed(ErrorCode.TIMEOUT, f"peer {peer_id} did not answer {name} in time")
         if isinstance(reply, ErrorMessage):
@@ -708,6 +740,13 @@ def _text(result: dict[str, Any]) -> str:
     return "\n".join(
         str(b.get("text")) for b in result.get("content") or [] if isinstance(b, dict) and "text" in b
     )
+
+
+def _refusal_text(exc: BaseException) -> str:
+    """What a peer's /bridge said when it refused the WebSocket handshake (why, which flag)."""
+    body = getattr(getattr(exc, "response", None), "body", None)
+    text = bytes(body).decode(errors="replace").strip() if isinstance(body, bytes | bytearray) else ""
+    return f" ({text.splitlines()[0]})" if text else ""
 
 
 def _describe(exc: BaseException) -> str:

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
@@ -33,6 +34,24 @@ PING_INTERVAL = 1.0  # seconds between liveness pings of a connected upstream
 PING_TIMEOUT = 10.0  # a ping unanswered this long: the upstream is gone
 CONNECTION_CLOSED = -32000  # mcp's code for a connection that closed under a request
 INVALID_REQUEST = -32600
+
+
+class _Request:
+    """A request of the bridge the upstream works on."""
+
+    __slots__ = ("kind", "leg", "scope", "sent")
+
+    def __init__(self, leg: Leg, kind: str) -> None:
+        self.leg, self.kind = leg, kind
+        self.scope = anyio.CancelScope()
+        self.sent = False  # on a connection (else waiting for one)
+
+
+# The request whose task sends to the upstream. The mcp client runs what arrives on a request's
+# own stream (Streamable HTTP: the POST's SSE response) in the context of the task that sent
+# that request, so an upstream's elicitation/sampling sees its owner here; what arrives on a
+# shared stream (stdio, the standalone GET stream) sees None.
+_OWNER: ContextVar[_Request | None] = ContextVar("protomcp_upstream_request", default=None)
 
 
 class UpstreamError(ValueError):
@@ -330,6 +349,7 @@ class Upstream:
         reply: pb.Envelope | None = None
         failure = ""
         session = None
+        _OWNER.set(request)  # this task's context: see _owner_of
         with request.scope:
             try:
                 session = await self._connected()
@@ -448,14 +468,12 @@ class Upstream:
         return await self._ask("elicitation/create", params, types.ElicitResult)
 
     async def _ask(self, method: str, params: Any, model: Any) -> Any:
-        """Ask the client of the one call in flight. The upstream's request does not say which
-        call it belongs to, so with several calls in flight it is refused rather than guessed
-        (it could reach another session's client)."""
+        """Ask the client of the request this one belongs to; refused (an error to the upstream)
+        when that request cannot be told for certain: it could reach another user's client."""
         from mcp import types
 
-        calls = [r.leg for r in self._running.values() if r.kind == "call_tool" and r.leg.live]
-        if len(calls) != 1:
-            why = "no tool call is running" if not calls else f"{len(calls)} tool calls are running"
+        owner, why = self._owner_of(_OWNER.get())
+        if owner is None:
             return types.ErrorData(code=INVALID_REQUEST, message=f"{method} refused by protomcp: {why}")
         answer: asyncio.Future[tuple[Any, str | None]] = asyncio.get_running_loop().create_future()
 
@@ -463,7 +481,7 @@ class Upstream:
             if not answer.done():
                 answer.set_result((result, error))
 
-        calls[0].ask_client(
+        owner.leg.ask_client(
             method, params.model_dump(by_alias=True, mode="json", exclude_none=True), None, reply
         )
         result, error = await answer
@@ -471,16 +489,24 @@ class Upstream:
             return types.ErrorData(code=INVALID_REQUEST, message=error or "no answer")
         return model.model_validate(result)
 
+    def _owner_of(self, related: _Request | None) -> tuple[_Request | None, str]:
+        """The request an upstream's request belongs to, or None and why it cannot be told.
 
-class _Request:
-    """A request of the bridge the upstream works on."""
-
-    __slots__ = ("kind", "leg", "scope", "sent")
-
-    def __init__(self, leg: Leg, kind: str) -> None:
-        self.leg, self.kind = leg, kind
-        self.scope = anyio.CancelScope()
-        self.sent = False  # on a connection (else waiting for one)
+        Over HTTP the transport says: it arrived on that request's stream (`related`), or on the
+        standalone stream, which belongs to no request. Over stdio nothing says: it belongs to
+        the one request of any kind (call, read, prompt, completion) sent and still running."""
+        if related is not None:
+            if related.leg.live and any(r is related for r in self._running.values()):
+                return related, ""
+            return None, "the request it belongs to is over"
+        if self.spec.is_http:
+            return None, "it did not come on the stream of a request of protomcp's clients"
+        running = [r for r in self._running.values() if r.sent and r.leg.live]
+        if len(running) == 1:
+            return running[0], ""
+        if not running:
+            return None, "no request is running"
+        return None, f"{len(running)} requests are running and stdio does not say which one it belongs to"
 
 
 def tool_definition(tool: dict[str, Any], namespace: str, tag: str) -> pb.ToolDefinition:

@@ -98,6 +98,19 @@ def readme() -> str:
     return "read me from upstream"
 
 
+class Pin(BaseModel):
+    pin: str
+
+
+@server.resource("memo://upstream/vault/{name}", mime_type="text/plain")
+async def vault(name: str, ctx: Context) -> str:
+    """Asks the reader's client for a PIN (elicitation) before it answers."""
+    answer = await ctx.elicit("Your PIN?", Pin)
+    if answer.action == "accept" and answer.data:
+        return f"vault opened with {answer.data.pin}"
+    return answer.action
+
+
 @server.prompt()
 def greet(who: str) -> str:
     """Greet someone."""

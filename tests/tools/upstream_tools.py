@@ -31,3 +31,10 @@ async def hold(path: str) -> str:
         Path(path + ".cancelled").write_text("")
         raise
     return "not cancelled"
+
+
+@tool
+async def ask_pin(ctx: Context) -> str:
+    """Ask the caller's client for a PIN (elicitation)."""
+    answer = await ctx.elicit("Your PIN?", {"type": "object", "properties": {"pin": {"type": "string"}}})
+    return f"pin {answer.data['pin']}" if answer.action == "accept" else answer.action

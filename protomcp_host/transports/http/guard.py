@@ -9,7 +9,7 @@ person reading it is usually setting up a reverse proxy or a browser client."""
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from ipaddress import ip_address
 from typing import Any, Protocol
@@ -107,6 +107,7 @@ class Guard:
         auth: Authenticator | None = None,
         max_body: int,
         public_paths: Iterable[str] = (),
+        path_auth: Mapping[str, Authenticator | None] | None = None,
     ) -> None:
         self.app = app
         self.allow_hosts = {h.lower() for h in allow_hosts}
@@ -118,6 +119,8 @@ class Guard:
         self.auth = auth
         self.max_body = max_body
         self.public_paths = frozenset(public_paths)
+        # Paths whose callers prove who they are otherwise (the peers' /bridge: their own token).
+        self.path_auth = dict(path_auth or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -134,8 +137,9 @@ class Guard:
                     await respond(send, 204, headers=_preflight(origin))  # never authenticated
                     return
                 send = _with_cors(send, origin)
-        if refusal is None and self.auth is not None and scope["path"] not in self.public_paths:
-            checked = await self.auth.check(header(scope, b"authorization"))
+        auth = self.path_auth.get(scope["path"], self.auth)
+        if refusal is None and auth is not None and scope["path"] not in self.public_paths:
+            checked = await auth.check(header(scope, b"authorization"))
             if isinstance(checked, Refusal):
                 refusal = checked
             else:
@@ -146,11 +150,13 @@ class Guard:
         await self.app(scope, receive, send)
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A WebSocket handshake (the peers' /bridge) passes the same Host, Origin and
-        authentication checks; a refused one is closed before it is accepted (HTTP 403)."""
+        """A WebSocket handshake passes the same Host, Origin and authentication checks (the
+        path's own, for /bridge); a refused one is closed before it is accepted (HTTP 403), with
+        the refusal's message as the body where the server can (ASGI's denial response)."""
         refusal = self._check_host(header(scope, b"host")) or self._check_origin(header(scope, b"origin"))
-        if refusal is None and self.auth is not None:
-            checked = await self.auth.check(header(scope, b"authorization"))
+        auth = self.path_auth.get(scope["path"], self.auth)
+        if refusal is None and auth is not None:
+            checked = await auth.check(header(scope, b"authorization"))
             if isinstance(checked, Refusal):
                 refusal = checked
             else:
@@ -159,6 +165,13 @@ class Guard:
             await self.app(scope, receive, send)
             return
         await receive()  # websocket.connect
+        if "websocket.http.response" in scope.get("extensions", {}):
+            body = (refusal.message + "\n").encode()
+            headers = [(b"content-type", b"text/plain; charset=utf-8"), *refusal.headers]
+            start = {"type": "websocket.http.response.start", "status": 403, "headers": headers}
+            await send(start)
+            await send({"type": "websocket.http.response.body", "body": body})
+            return
         await send({"type": "websocket.close", "code": 1008, "reason": refusal.message[:120]})
 
     def inspect(self, scope: Scope) -> Refusal | None:

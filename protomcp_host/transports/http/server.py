@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -38,6 +38,10 @@ class HttpSettings:
     options: HttpOptions = field(default_factory=HttpOptions)
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     websockets: dict[str, ASGIApp] = field(default_factory=dict)  # path -> app (the peers' /bridge)
+    path_auth: dict[str, Authenticator | None] = field(default_factory=dict)  # a path's own check, not auth
+    # Waited for on shutdown (within the drain timeout) before the server stops, which closes
+    # every WebSocket: the peers' calls in flight over /bridge.
+    before_exit: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     workers: int = 1  # --workers: host processes on this port (workers.py)
     sock: socket.socket | None = None  # a listening socket to serve instead of binding (a worker's)
 
@@ -147,6 +151,7 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         auth=settings.auth,
         max_body=settings.options.max_body,
         public_paths=public,
+        path_auth=settings.path_auth,
     )
     return app, owner
 
@@ -211,8 +216,12 @@ async def serve_http(
             tg.start_soon(stop_when_server_stops)
             await shutdown.wait()
         owner.drain()
+        deadline = anyio.current_time() + drain_timeout
+        with anyio.CancelScope(deadline=deadline):
+            for wait in settings.before_exit:
+                await wait()
         server.should_exit = True
-        with anyio.move_on_after(drain_timeout):
+        with anyio.CancelScope(deadline=deadline):
             await owner.wait_idle()
         owner.fail_all(f"the host is shutting down and the call did not finish within {drain_timeout:g}s")
         owner.close_all()  # (the error answers above still go out: streams end after their messages)
