@@ -196,10 +196,17 @@ class SharedTasks:
                 if self._unsaved.get(key) is entry:  # (not changed again meanwhile)
                     del self._unsaved[key]
                 if kept is not None:
-                    self._overruled(orjson.loads(kept))
+                    self._kept(kept, self._overruled)
             if self._failing:
                 self._failing = False
                 self.report("protomcp: the task records held back are saved")
+
+    def _kept(self, raw: bytes, follow: Any) -> None:
+        """The final record the store kept instead of this host's write."""
+        try:
+            follow(orjson.loads(raw))
+        except (ValueError, KeyError, TypeError) as exc:
+            self.report(f"protomcp: a task record in the store was not understood: {exc}")
 
     def _overruled(self, record: dict[str, Any]) -> None:
         """The store holds a final record of a task this host wrote (another host failed it
@@ -281,7 +288,7 @@ class SharedTasks:
             if task.terminal or task.id not in self.tasks.tasks:
                 continue  # ended meanwhile
             if kept is not None:
-                self._adopt(orjson.loads(kept))  # its host finished it after all
+                self._kept(kept, self._adopt)  # its host finished it after all
                 continue
             _apply(task, failed)
             task.call = None
