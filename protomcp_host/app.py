@@ -3,6 +3,7 @@ sessions, and the transport. Also the home of what the host prints on stderr."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import os
@@ -59,6 +60,7 @@ MAX_PRINCIPALS = 10_000  # modern era: principals whose tool-list state is kept 
 LOCAL_PRINCIPAL = "local"  # the one principal of a stdio client
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
 HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the store to answer a ping
+KEY_CHECK = 1.0  # seconds between reads of the store's requestState key
 RESOURCE_UPDATED = "resource_updated"  # bus topic: a resource changed (payload: its URI)
 RELOAD_DRAIN = 30.0  # at least this long, an outdated process may finish its calls after a reload
 
@@ -226,6 +228,7 @@ class Host:
             await tg.start(self.store.run)
             if not isinstance(self.store, MemoryStore) and not os.environ.get(STATE_KEY_ENV):
                 self.rounds.key = await self.store.state_key()
+                tg.start_soon(self._keep_state_key)
             self.store.subscribe(self._on_bus)
             if self.sharing is not None:
                 self.store.subscribe(self.sharing.on_bus)
@@ -233,6 +236,18 @@ class Host:
         except StoreError as exc:
             self.startup_error = str(exc)
             raise StartupError(str(exc)) from None
+
+    async def _keep_state_key(self) -> None:
+        """One requestState key for every host of the store, always: read again (and put back
+        if it vanished) every KEY_CHECK seconds, and at once when a requestState did not open."""
+        missed = [anyio.Event()]
+        self.rounds.on_miss = lambda: missed[0].set()
+        while True:
+            with anyio.move_on_after(KEY_CHECK):
+                await missed[0].wait()
+            missed[0] = anyio.Event()
+            with contextlib.suppress(StoreError):  # (the store reports its outage; the key stays)
+                self.rounds.use_key(await self.store.state_key())
 
     def _on_bus(self, topic: str, payload: bytes) -> None:
         """A message from the store's bus (published here or by another host)."""

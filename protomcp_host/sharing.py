@@ -6,9 +6,16 @@ ttl) and published on its bus. Every other host keeps a copy in its own TaskStor
 `tasks/get` through any host answers at once, and a listen stream on any host that asked for
 the task hears `notifications/tasks`. A `tasks/update` or `tasks/cancel` that reaches a host
 holding only a copy goes over the bus to the host running the call. A host that starts loads
-the records in the store; one that stops answering (no heartbeat for GONE_AFTER seconds) has its
-running tasks marked failed by the others, so none stays "working" for ever. Legacy-era tasks
-belong to a session, which lives in one host: they are not shared.
+the records in the store; one that stops answering (no heartbeat for GONE_AFTER seconds while
+the bus works) has its running tasks marked failed by the others, so none stays "working" for
+ever. Legacy-era tasks belong to a session, which lives in one host: they are not shared.
+
+Nothing is lost to a broken store: a record that cannot be written now is kept and written
+when the store is back (the latest per task, in order); after a break of the bus a host
+re-publishes its own tasks and re-reads the store. A terminal record is final, in the store
+too (a conditional write): no host turns a completed task into failed or back. When an
+owner's bound (TaskStore.max_tasks) makes a host forget a finished task, every host and the
+store forget it.
 """
 
 from __future__ import annotations
@@ -16,7 +23,6 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections import deque
 from typing import Any
 
 import anyio
@@ -26,16 +32,21 @@ import orjson
 from protomcp_host.bridge.tasks import TaskRunner
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.tasks import Task, TaskStore
-from protomcp_host.store.base import Store, StoreError
+from protomcp_host.store.base import RECONNECTED, Store, StoreError
 
 TASK = "task"  # bus topics
 TASK_INPUT = "task_input"
 TASK_CANCEL = "task_cancel"
+TASK_FORGET = "task_forget"
 ALIVE = "alive"
 RECORD_PREFIX = "task:"
 HEARTBEAT = 1.0  # seconds between a host's "alive" messages
-GONE_AFTER = 5.0  # seconds without one after which a host's running tasks are failed
+GONE_AFTER = 5.0  # seconds without one (while the bus works) after which a host's running tasks fail
+BROKEN_AFTER = 3 * HEARTBEAT  # this host's own heartbeat missing this long: its bus is broken
+RETRY = 1.0  # seconds between attempts to write records the store could not take
 SHARED_OWNERS = "principal:"  # modern-era owners; a legacy session's tasks stay in its host
+
+Unsaved = tuple[bytes | None, float, bool]  # record (None: delete it), deadline (epoch), final
 
 
 class SharedTasks:
@@ -50,33 +61,58 @@ class SharedTasks:
         self.local: set[str] = set()  # ids of the tasks whose call runs here
         self.runners: dict[str, str] = {}  # task id -> the host running it (copies only)
         self.seen: dict[str, float] = {}  # host -> when its last heartbeat arrived (monotonic)
-        self._since = time.monotonic()
-        self._writes: deque[tuple[str, bytes, float]] = deque()
+        self._since = time.monotonic()  # since when the bus has worked without a break
+        self._unsaved: dict[str, Unsaved] = {}  # by key: the latest not written yet, oldest first
+        self._failing = False  # the store refused writes (said once, until they are all written)
         self._wake = anyio.Event()
+        self._catch_up = False  # the bus had a break: re-share this host's tasks, re-read the store
         runner.on_change = self._changed
         runner.remote = self
+        tasks.on_evict = self._evicted
 
     # -- lifecycle ---------------------------------------------------------------------
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Load the tasks in the store, then write records and send heartbeats until cancelled."""
-        for _, raw in await self.store.scan(RECORD_PREFIX):
-            try:
-                self._adopt(orjson.loads(raw))
-            except (ValueError, KeyError, TypeError):
-                continue  # a record this version cannot read: skipped
+        await self._load()
         task_status.started()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write)
             while True:
                 self.store.publish(ALIVE, self.host_id.encode())
-                self._fail_orphans()
+                if self._catch_up:
+                    await self._caught_up()
+                await self._fail_orphans()
                 await anyio.sleep(HEARTBEAT)
+
+    async def _load(self) -> None:
+        for _, raw in await self.store.scan(RECORD_PREFIX):
+            try:
+                self._adopt(orjson.loads(raw))
+            except (ValueError, KeyError, TypeError):
+                continue  # a record this version cannot read: skipped
+
+    async def _caught_up(self) -> None:
+        """After a break of the bus: what others published meanwhile is in the store, and what
+        this host published meanwhile may not have reached them."""
+        self._catch_up = False
+        for task_id in list(self.local):
+            task = self.tasks.tasks.get(task_id)
+            if task is not None:
+                self._share(task, self.host_id)
+        try:
+            await self._load()
+        except StoreError:
+            self._catch_up = True  # (the next heartbeat tries again)
 
     def on_bus(self, topic: str, payload: bytes) -> None:
         if topic == ALIVE:
-            self.seen[payload.decode(errors="replace")] = time.monotonic()
+            self._alive(payload.decode(errors="replace"))
             return
-        if topic not in (TASK, TASK_INPUT, TASK_CANCEL):
+        if topic == RECONNECTED:
+            self._since = time.monotonic()  # (the others' heartbeats of the break did not come)
+            self._catch_up = True
+            return
+        if topic not in (TASK, TASK_INPUT, TASK_CANCEL, TASK_FORGET):
             return
         try:
             message = orjson.loads(payload)
@@ -86,12 +122,23 @@ class SharedTasks:
                 task = self._running_here(message["id"])
                 if task is not None and isinstance(message.get("responses"), dict):
                     self.runner.answer(task, message["responses"])
-            else:
+            elif topic == TASK_CANCEL:
                 task = self._running_here(message["id"])
                 if task is not None:
                     self.runner.cancel(task)
+            else:
+                task = self.tasks.tasks.get(message["id"])
+                if task is not None and task.terminal:
+                    self.tasks.forget(task)
         except (ValueError, KeyError, TypeError) as exc:
             self.report(f"protomcp: a shared {topic} message was not understood: {exc}")
+
+    def _alive(self, host: str) -> None:
+        now = time.monotonic()
+        if host == self.host_id and now - self.seen.get(host, now) > BROKEN_AFTER:
+            self._since = now  # this host's own heartbeats were not coming back: a break
+            self._catch_up = True
+        self.seen[host] = now
 
     # -- this host's tasks -> the store --------------------------------------------------
     def _changed(self, task: Task) -> None:
@@ -106,22 +153,76 @@ class SharedTasks:
     def _share(self, task: Task, runner: str) -> None:
         record = orjson.dumps(_record(task, runner))
         self.store.publish(TASK, record)
-        self._writes.append((RECORD_PREFIX + task.id, record, task.deadline - time.time()))
+        self._save(RECORD_PREFIX + task.id, (record, task.deadline, task.terminal))
+
+    def _evicted(self, task: Task) -> None:
+        """A finished task this host forgot to keep its owner within the bound: forgotten by
+        every host and by the store too."""
+        if not task.owner.startswith(SHARED_OWNERS):
+            return
+        self.local.discard(task.id)
+        self.runners.pop(task.id, None)
+        self.store.publish(TASK_FORGET, orjson.dumps({"id": task.id}))
+        self._save(RECORD_PREFIX + task.id, (None, 0.0, False))
+
+    def _save(self, key: str, unsaved: Unsaved) -> None:
+        self._unsaved[key] = unsaved
         self._wake.set()
 
     async def _write(self) -> None:
-        """Records go to the store in the order they changed (one writer)."""
+        """Records go to the store in the order they changed (one writer); one the store cannot
+        take now is tried again until it is written or its task has expired."""
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
-            while self._writes:
-                key, record, ttl = self._writes.popleft()
-                if ttl <= 0:
-                    continue
+            while self._unsaved:
+                key, entry = next(iter(self._unsaved.items()))
+                record, deadline, final = entry
+                kept = None
                 try:
-                    await self.store.put(key, record, ttl)
+                    if record is None:
+                        await self.store.delete(key)
+                    elif deadline > time.time():
+                        kept = await self.store.put(key, record, deadline - time.time(), final=final)
                 except StoreError as exc:
-                    self.report(f"protomcp: a task record was not saved: {exc}")
+                    if not self._failing:
+                        self._failing = True
+                        self.report(
+                            f"protomcp: a task record was not saved ({exc}); it and the ones after it "
+                            f"are kept and saved once the store is back (retrying every {RETRY:g}s)"
+                        )
+                    await anyio.sleep(RETRY)
+                    continue
+                if self._unsaved.get(key) is entry:  # (not changed again meanwhile)
+                    del self._unsaved[key]
+                if kept is not None:
+                    self._kept(kept, self._overruled)
+            if self._failing:
+                self._failing = False
+                self.report("protomcp: the task records held back are saved")
+
+    def _kept(self, raw: bytes, follow: Any) -> None:
+        """The final record the store kept instead of this host's write."""
+        try:
+            follow(orjson.loads(raw))
+        except (ValueError, KeyError, TypeError) as exc:
+            self.report(f"protomcp: a task record in the store was not understood: {exc}")
+
+    def _overruled(self, record: dict[str, Any]) -> None:
+        """The store holds a final record of a task this host wrote (another host failed it
+        while this one could not reach the store): every host sees that one, so this one does."""
+        task = self.tasks.tasks.get(record["id"])
+        if task is None or (task.status, task.updated) == (record["status"], record["updated"]):
+            return
+        call = task.call
+        self.runner.sinks.pop(task, None)
+        self.local.discard(task.id)
+        self.runners[task.id] = record["runner"]
+        _apply(task, record)
+        task.call = None
+        if call is not None and call.execution is not None:
+            call.execution.cancel("another host ended its task")
+        self.runner.changed(task, True)
 
     # -- RemoteTasks: tasks/* for a copy go to the host running the call --------------------
     def answer(self, task: Task, responses: dict[str, Any]) -> None:
@@ -145,47 +246,66 @@ class SharedTasks:
         if task is None:
             task = Task(task_id, 0, int(record["ttl_ms"]), float(record["created"]), float(record["updated"]))
             task.owner = record["owner"]
-            self.tasks.adopt(task)
+            _apply(task, record)
+            self.runners[task_id] = record["runner"]
+            self.tasks.adopt(task)  # (may forget an older finished one: the owner's bound)
             self.runner.owners.add(task.owner)
-        elif task.terminal and record["status"] not in ("completed", "failed", "cancelled"):
-            return  # a late message about a task that has ended meanwhile
-        elif float(record["updated"]) < task.updated:
+            self.runner.changed(task, True)  # this host's listen streams that asked for it
+            return
+        if task.terminal:
+            return  # final: a late message, or another host's verdict on a host it lost
+        if float(record["updated"]) < task.updated:
             return  # older than what is known (a record loaded at start after a newer message)
-        elif (task.status, task.updated, task.inputs) == (
-            record["status"],
-            record["updated"],
-            record["inputs"],
-        ):
+        known = (task.status, task.updated, task.inputs)
+        if known == (record["status"], record["updated"], record["inputs"]):
             return  # nothing new (this host's own notice of an orphan, say)
-        task.status, task.message = record["status"], record["message"]
-        task.updated = float(record["updated"])
-        task.inputs = record["inputs"] or {}
-        task.outcome = record["outcome"].encode()
-        task.error = record["error"]
+        _apply(task, record)
         self.runners[task_id] = record["runner"]
-        self.runner.changed(task, True)  # this host's listen streams that asked for it
+        self.runner.changed(task, True)
 
-    def _fail_orphans(self) -> None:
-        """Running copies whose host stopped sending heartbeats: failed, here and in the store."""
+    async def _fail_orphans(self) -> None:
+        """Running copies whose host stopped sending heartbeats while the bus works: failed in
+        the store first (unless it holds a final record already), then here and on the bus."""
         now = time.monotonic()
-        if now - self._since < GONE_AFTER:
-            return  # (just started: the others' heartbeats are yet to come)
+        if now - self.seen.get(self.host_id, float("-inf")) > BROKEN_AFTER or now - self._since < GONE_AFTER:
+            return  # the bus does not work (or just came back): silence says nothing of the others
         for task in list(self.tasks.tasks.values()):
             runner = self.runners.get(task.id)
             if task.terminal or runner is None or task.id in self.local:
                 continue
-            if now - self.seen.get(runner, self._since) < GONE_AFTER:
+            if now - max(self.seen.get(runner, self._since), self._since) < GONE_AFTER:
                 continue
             text = f"The host running this task ({runner}) stopped before it finished."
-            if self.tasks.finish(task, "failed", b"", text, time.time()):
-                task.error = {"code": rpc.INTERNAL_ERROR, "message": text}
-                task.inputs = {}
-                self.runner.changed(task, True)
-                self._share(task, runner)
+            error = {"code": rpc.INTERNAL_ERROR, "message": text}
+            failed = {**_record(task, runner), "status": "failed", "message": text, "updated": time.time(),
+                      "inputs": {}, "outcome": "", "error": error}  # fmt: skip
+            try:
+                kept = await self.store.put(
+                    RECORD_PREFIX + task.id, orjson.dumps(failed), task.deadline - time.time(), final=True
+                )
+            except StoreError:
+                continue  # (the next heartbeat tries again)
+            if task.terminal or task.id not in self.tasks.tasks:
+                continue  # ended meanwhile
+            if kept is not None:
+                self._kept(kept, self._adopt)  # its host finished it after all
+                continue
+            _apply(task, failed)
+            task.call = None
+            self.runner.changed(task, True)
+            self.store.publish(TASK, orjson.dumps(failed))
         for task_id in [t for t in self.local if t not in self.tasks.tasks]:
             self.local.discard(task_id)  # expired: forgotten
         for task_id in [t for t in self.runners if t not in self.tasks.tasks]:
             del self.runners[task_id]
+
+
+def _apply(task: Task, record: dict[str, Any]) -> None:
+    task.status, task.message = record["status"], record["message"]
+    task.updated = float(record["updated"])
+    task.inputs = record["inputs"] or {}
+    task.outcome = record["outcome"].encode()
+    task.error = record["error"]
 
 
 def _record(task: Task, runner: str) -> dict[str, Any]:

@@ -19,6 +19,18 @@ def test_state_round_trips_and_rejects_tampering_expiry_and_other_keys() -> None
     assert StateCodec(b"x" * 32).open(token, now=50) is None  # another host's key
 
 
+def test_a_new_shared_key_seals_and_the_ones_before_still_open() -> None:
+    codec = StateCodec(b"1" * 32)
+    old = codec.seal({"e": 100})
+    codec.use(b"2" * 32)  # another host made the store's key anew
+    new = codec.seal({"e": 100})
+    assert StateCodec(b"2" * 32).open(new, now=50) == {"e": 100}
+    assert codec.open(old, now=50) == codec.open(new, now=50) == {"e": 100}
+    for i in range(3, 3 + 4):  # only the last few keys open
+        codec.use(bytes([i]) * 32)
+    assert codec.open(old, now=50) is None and codec.open(codec.seal({"e": 9}), now=5) == {"e": 9}
+
+
 def test_shared_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROTOMCP_STATE_KEY", "secret")
     token = StateCodec().seal({"e": 10})

@@ -113,3 +113,100 @@ def test_a_host_whose_store_is_unreachable_does_not_start() -> None:
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert done.returncode == 1 and "cannot reach the store redis://127.0.0.1:" in done.stderr, done.stderr
+
+
+async def test_a_final_record_is_never_replaced(handles: Pair) -> None:
+    async with handles() as (a, b):
+        assert await a.put("task:f", b"working", ttl=60) is None
+        assert await b.put("task:f", b"failed", ttl=60, final=True) is None
+        assert await a.put("task:f", b"completed", ttl=60, final=True) == b"failed"  # (two hosts' verdicts)
+        assert await a.put("task:f", b"working", ttl=60) == b"failed"
+        assert await b.scan("task:f") == [("task:f", b"failed")]
+        await a.delete("task:f")
+        await a.delete("task:f")  # (nothing there: nothing happens)
+        assert await b.scan("task:f") == []
+
+
+def _redis(url: str) -> Any:
+    import redis.asyncio
+
+    return redis.asyncio.Redis.from_url(url)
+
+
+async def test_deployments_on_other_databases_or_prefixes_are_apart(redis_url: str) -> None:
+    base = redis_url.rsplit("/", 1)[0]
+    urls = [f"{base}/0", f"{base}/1", f"{base}/0?prefix=staging"]
+    stores = [open_store(url, print) for url in urls]
+    got: list[list[bytes]] = [[] for _ in stores]
+    arrived = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        for i, store in enumerate(stores):
+            await tg.start(store.run)
+            store.subscribe(lambda topic, payload, i=i: (got[i].append(payload), arrived.set()))
+        for i, store in enumerate(stores):
+            await store.put("task:1", f"record {i}".encode(), ttl=60)
+            assert await store.state_key() != await stores[i - 1].state_key()
+        for i, store in enumerate(stores):
+            arrived = anyio.Event()
+            store.publish("task_cancel", f"from {i}".encode())
+            with anyio.fail_after(10):
+                await arrived.wait()
+        for i, store in enumerate(stores):
+            store.publish("alive", b"end")  # (so a message that crossed over would have come by now)
+            with anyio.fail_after(10):
+                while got[i][-1:] != [b"end"]:
+                    await anyio.sleep(0.01)
+            assert got[i] == [f"from {i}".encode(), b"end"]
+            assert await store.scan("task:") == [("task:1", f"record {i}".encode())]
+        tg.cancel_scope.cancel()
+    assert open_store(urls[2], print).url == urls[2]
+
+
+async def test_a_dropped_connection_loses_no_write_and_the_bus_comes_back(redis_url: str) -> None:
+    from protomcp_host.store.base import RECONNECTED
+
+    a, b = open_store(redis_url, print), open_store(redis_url, print)
+    got: list[tuple[str, bytes]] = []
+    changed = anyio.Event()
+
+    def on(topic: str, payload: bytes) -> None:
+        got.append((topic, payload))
+        changed.set()
+
+    async def kill(kind: str) -> None:
+        admin = _redis(redis_url)
+        assert await admin.client_kill_filter(_type=kind, skipme=True) >= 1
+        await admin.aclose()
+
+    async def until(want: tuple[str, bytes]) -> None:
+        nonlocal changed
+        with anyio.fail_after(10):
+            while want not in got:
+                await changed.wait()
+                changed = anyio.Event()
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(a.run)
+        await tg.start(b.run)
+        b.subscribe(on)
+        await a.put("task:1", b"working", ttl=60)
+        await kill("normal")  # the connections that write and publish
+        await a.put("task:1", b"completed", ttl=60)  # sent again on a new connection
+        assert await b.scan("task:") == [("task:1", b"completed")]
+        a.publish("task", b"completed")
+        await until(("task", b"completed"))
+        await kill("pubsub")  # the connections that listen: b hears that it missed messages
+        await until((RECONNECTED, b""))
+        a.publish("task", b"after")
+        await until(("task", b"after"))
+        tg.cancel_scope.cancel()
+
+
+async def test_the_state_key_comes_back_unchanged_when_it_vanishes(redis_url: str) -> None:
+    a, b = open_store(redis_url, print), open_store(redis_url, print)
+    key = await a.state_key()
+    admin = _redis(redis_url)
+    assert await admin.delete(*[k async for k in admin.scan_iter(match="*state-key")]) == 1
+    await admin.aclose()
+    assert await a.state_key() == key  # (created if absent: with the key read before)
+    assert await b.state_key() == key

@@ -116,6 +116,26 @@ def test_limit_forgets_the_oldest_finished_task_then_refuses() -> None:
         store.create(None, T0 + 7)
 
 
+def test_the_limit_holds_for_copies_made_elsewhere_and_says_what_it_forgot() -> None:
+    from protomcp_host.protocol.tasks import Task
+
+    store = TaskStore(max_tasks=3)
+    evicted: list[str] = []
+    store.on_evict = lambda task: evicted.append(task.id)
+    mine = store.create(None, T0 + 3, "principal:a")
+    for i, status in enumerate(("completed", "working", "failed")):  # another host's tasks
+        copy = Task(f"copy{i}", 0, DEFAULT_TTL_MS, T0 + i, T0 + i, status=status, owner="principal:a")
+        store.adopt(copy)
+    assert evicted == ["copy0"] and [t.id for t in store.owned_by("principal:a")] == [
+        mine.id,
+        "copy1",
+        "copy2",
+    ]
+    store.finish(mine, "completed", b"{}", None, T0 + 9)
+    store.create(None, T0 + 10, "principal:a")  # the oldest finished one goes (a copy too)
+    assert evicted == ["copy0", "copy2"]
+
+
 def test_pages_survive_deletions_and_bad_cursors_are_refused() -> None:
     store = TaskStore(page_size=2)
     tasks = [store.create(None, T0) for _ in range(5)]

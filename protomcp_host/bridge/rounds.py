@@ -43,6 +43,7 @@ STATE_TTL = 600.0  # seconds a requestState (and the call it suspends) stays val
 ROUND_WINDOW = 0.02  # seconds the requests a call makes at once gather into one round
 MAX_SUSPENDED = 1000  # suspended calls per host; beyond it the oldest is cancelled
 MAX_ANSWERS = 64 * 1024  # bytes of answers a requestState carries (beyond: not carried)
+OPENING_KEYS = 4  # requestState keys that open tokens: the one in use and the last ones before it
 INVALID_STATE = "Invalid or expired requestState"
 _AAD = b"protomcp requestState v1"
 
@@ -59,6 +60,19 @@ class StateCodec:
             shared = os.environ.get(STATE_KEY_ENV)
             key = hashlib.sha256(shared.encode()).digest() if shared else os.urandom(32)
         self._aead = AESGCM(key)
+        self._keys = [key]  # the one that seals first; the ones before it still open
+        self._opening = [self._aead]
+
+    def use(self, key: bytes) -> None:
+        """Seal with `key` from now on (the shared store's key changed); tokens sealed with the
+        last few keys before it still open until they expire."""
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        if key == self._keys[0]:
+            return
+        self._aead = AESGCM(key)
+        self._keys = [key, *[k for k in self._keys if k != key]][:OPENING_KEYS]
+        self._opening = [AESGCM(k) for k in self._keys]
 
     def seal(self, claims: dict[str, Any]) -> str:
         nonce = os.urandom(12)
@@ -74,8 +88,15 @@ class StateCodec:
         body = token[3:]
         try:
             raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-            claims = orjson.loads(self._aead.decrypt(raw[:12], raw[12:], _AAD))
-        except (ValueError, InvalidTag, orjson.JSONDecodeError):
+        except ValueError:
+            return None
+        for aead in self._opening:
+            try:
+                claims = orjson.loads(aead.decrypt(raw[:12], raw[12:], _AAD))
+                break
+            except (ValueError, InvalidTag, orjson.JSONDecodeError):
+                continue
+        else:
             return None
         if not isinstance(claims, dict) or not isinstance(claims.get("e"), (int, float)) or claims["e"] < now:
             return None
@@ -115,6 +136,7 @@ class Rounds:
     def __init__(self, codec: StateCodec | None = None) -> None:
         self._codec = codec  # made at first use: cryptography is imported only then
         self.key: bytes | None = None  # the shared store's key (--store); else env or random
+        self.on_miss: Callable[[], None] | None = None  # a requestState did not open (--store re-reads)
         self.of: dict[Any, Round] = {}  # by owner
         self.suspended: OrderedDict[str, Round] = OrderedDict()
 
@@ -123,6 +145,12 @@ class Rounds:
         if self._codec is None:
             self._codec = StateCodec(self.key)
         return self._codec
+
+    def use_key(self, key: bytes) -> None:
+        """The shared store's key, read now: it seals from now on (the ones before still open)."""
+        self.key = key
+        if self._codec is not None:
+            self._codec.use(key)
 
     def suspend(self, round_: Round) -> str:
         while len(self.suspended) >= MAX_SUSPENDED:
@@ -284,6 +312,8 @@ class ModernRouter(Router):
         round_ = None
         if retry.state is not None:
             claims = self.rounds.codec.open(retry.state, time.time())
+            if claims is None and self.rounds.on_miss is not None:
+                self.rounds.on_miss()
             if claims is None or claims.get("p") != self.principal or claims.get("m") != method or (
                 claims.get("t") != target or claims.get("a") != digest(arguments)
             ):  # fmt: skip

@@ -61,7 +61,8 @@ def _serve_options(fn: Any) -> Any:
     )(fn)  # fmt: skip
     fn = click.option(
         "--store", default=None, metavar="URL",
-        help="Shared state for several hosts: redis://HOST:PORT/DB. Modern-era tasks are seen, answered "
+        help="Shared state for several hosts: redis://HOST:PORT/DB, with ?prefix=NAME to keep "
+        "deployments on one database apart. Modern-era tasks are seen, answered "
         "and cancelled through any host; resource updates published on one host reach listeners on "
         "all of them; an input-required retry (requestState) is accepted by any of them. Needs the "
         "redis client (pip install 'protomcp-tools[redis]').  "

@@ -140,6 +140,9 @@ class TaskStore:
         self.owned: dict[str, dict[str, Task]] = {}  # owner -> its tasks, in creation order
         self._earliest: dict[str, float] = {}  # owner -> its nearest deadline (expire() is cheap)
         self._seq = itertools.count()
+        # told of each finished task forgotten to keep its owner within max_tasks (a store
+        # shared by several hosts forgets it everywhere: sharing.py)
+        self.on_evict: Callable[[Task], None] | None = None
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -160,14 +163,12 @@ class TaskStore:
         """A new working task of `owner`. Raises TooManyTasks when every one of the owner's
         slots holds a running task (a finished one makes room)."""
         mine = self.owned.setdefault(owner, {})
-        if len(mine) >= self.max_tasks:
-            oldest_finished = next((t for t in mine.values() if t.terminal), None)
-            if oldest_finished is None:
-                raise TooManyTasks(
-                    f"Too many tasks: there are already {self.max_tasks} running tasks (the limit); "
-                    "wait for one to finish or cancel one with tasks/cancel"
-                )
-            self.forget(oldest_finished)
+        if len(mine) >= self.max_tasks and not self._make_room(mine, self.max_tasks - 1):
+            raise TooManyTasks(
+                f"Too many tasks: there are already {self.max_tasks} running tasks (the limit); "
+                "wait for one to finish or cancel one with tasks/cancel"
+            )
+        mine = self.owned.setdefault(owner, {})  # (making room may have dropped the owner's map)
         task = Task(self.new_id(), next(self._seq), granted_ttl(requested_ttl), now, now, owner=owner)
         self.tasks[task.id] = mine[task.id] = task
         self._earliest[owner] = min(self.earliest(owner), task.deadline)
@@ -184,8 +185,23 @@ class TaskStore:
         """Keep a task made elsewhere (another host sharing the store): it gets a place in this
         store's order, its owner finds it, it expires like the others."""
         task.seq = next(self._seq)
-        self.tasks[task.id] = self.owned.setdefault(task.owner, {})[task.id] = task
+        mine = self.owned.setdefault(task.owner, {})
+        self.tasks[task.id] = mine[task.id] = task
         self._earliest[task.owner] = min(self.earliest(task.owner), task.deadline)
+        self._make_room(mine, self.max_tasks)  # (the bound holds for copies too)
+
+    def _make_room(self, mine: dict[str, Task], keep: int) -> bool:
+        """Forget an owner's oldest finished tasks until it has at most `keep`; False when
+        only running ones are left and it still has more."""
+        while len(mine) > keep:
+            finished = [task for task in mine.values() if task.terminal]
+            if not finished:
+                return False
+            oldest = min(finished, key=lambda task: task.created)
+            self.forget(oldest)
+            if self.on_evict is not None:
+                self.on_evict(oldest)
+        return True
 
     def forget(self, task: Task) -> None:
         """Drop a task now (a finished one making room, an expired one)."""

@@ -12,6 +12,10 @@ import anyio.abc
 Handler = Callable[[str, bytes], None]
 """Receives one bus message: (topic, payload). Called on the event loop; must not block."""
 
+RECONNECTED = "store:reconnected"
+"""A topic no host publishes: the store tells its own subscribers (payload b"") that its bus
+works again after a break, so they re-read what they may have missed and re-share their own."""
+
 
 class StoreError(Exception):
     """The store cannot be reached or refused an operation; the message says which."""
@@ -28,17 +32,25 @@ class Store(Protocol):
         """Reachable now (readiness)."""
 
     def subscribe(self, handler: Handler) -> None:
-        """`handler` gets every message published from now on, by any host (this one too)."""
+        """`handler` gets every message published from now on, by any host (this one too), and
+        RECONNECTED when the bus works again after a break (messages of the break are lost)."""
 
     def publish(self, topic: str, payload: bytes) -> None:
         """Send a message to every host's subscribers; never blocks (sent in order, in the
-        background; a message published while the store is unreachable is lost and reported)."""
+        background; while the store is unreachable messages wait, up to a bound, and are sent
+        once it is back; beyond the bound they are dropped and reported)."""
 
     async def state_key(self) -> bytes:
-        """The 32-byte key that seals requestState, the same on every host of this store."""
+        """The 32-byte key that seals requestState, the same on every host of this store: read
+        on every call, and created if absent (with the key this handle read before, if any, so
+        a key that vanished comes back unchanged)."""
 
-    async def put(self, key: str, value: bytes, ttl: float) -> None:
-        """Store `value` under `key` for `ttl` seconds (> 0)."""
+    async def put(self, key: str, value: bytes, ttl: float, *, final: bool = False) -> bytes | None:
+        """Store `value` under `key` for `ttl` seconds (> 0); None once stored. A final record
+        is never replaced: a later put of its key (final or not) stores nothing and returns it."""
+
+    async def delete(self, key: str) -> None:
+        """Drop the record under `key` (none there: nothing happens)."""
 
     async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
         """Every live record whose key starts with `prefix` (a host that starts loads them)."""

@@ -18,7 +18,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._handlers: list[Handler] = []
         self._key: bytes | None = None
-        self._records: dict[str, tuple[bytes, float]] = {}  # key -> (value, deadline)
+        self._records: dict[str, tuple[bytes, float, bool]] = {}  # key -> (value, deadline, final)
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -38,17 +38,25 @@ class MemoryStore:
             self._key = os.urandom(32)
         return self._key
 
-    async def put(self, key: str, value: bytes, ttl: float) -> None:
+    async def put(self, key: str, value: bytes, ttl: float, *, final: bool = False) -> bytes | None:
         self._sweep()
-        self._records[key] = (value, time.monotonic() + ttl)
+        now = time.monotonic()
+        current = self._records.get(key)
+        if current is not None and current[2] and current[1] > now:
+            return current[0]
+        self._records[key] = (value, now + ttl, final)
+        return None
+
+    async def delete(self, key: str) -> None:
+        self._records.pop(key, None)
 
     async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
         now = time.monotonic()
         records = self._records.items()
-        return [(k, v) for k, (v, deadline) in records if k.startswith(prefix) and deadline > now]
+        return [(k, v) for k, (v, deadline, _) in records if k.startswith(prefix) and deadline > now]
 
     def _sweep(self) -> None:
         now = time.monotonic()
         if len(self._records) > 1000:  # (amortised: expired records go when the map grows)
-            for key in [k for k, (_, deadline) in self._records.items() if deadline <= now]:
+            for key in [k for k, (_, deadline, _) in self._records.items() if deadline <= now]:
                 del self._records[key]

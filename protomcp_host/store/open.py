@@ -10,7 +10,8 @@ from protomcp_host.store.memory import MemoryStore
 
 def open_store(url: str | None, report: Callable[[str], None]) -> Store:
     """The store `url` names: None or "memory" for this host's memory, redis://HOST:PORT/DB
-    (or rediss://, unix://) for Redis. Raises StoreError for anything else."""
+    (or rediss://, unix://) for Redis, with `?prefix=NAME` to keep deployments that share one
+    database apart. Raises StoreError for anything else."""
     if url is None or url == "memory":
         return MemoryStore()
     if url.startswith(("redis://", "rediss://", "unix://")):

@@ -1,28 +1,40 @@
-"""The shared store on Redis (`--store redis://HOST:PORT/DB`), the one module that speaks Redis
-(the maintained `redis` client's asyncio API). Keys are under `protomcp:`; the bus is one
-pub/sub channel whose messages are `topic NUL payload`."""
+"""The shared store on Redis (`--store redis://HOST:PORT/DB[?prefix=NAME]`), the one module that
+speaks Redis (the maintained `redis` client's asyncio API). One deployment's keys are under
+`protomcp:` (`NAME:protomcp:` with a prefix); its bus is one pub/sub channel named after the
+keys' namespace and the database number (Redis pub/sub ignores database numbers), whose
+messages are `topic NUL payload`. A stored record starts with one byte: `F` for a final record
+(never replaced), `-` for one that may be."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
-from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
 import anyio.abc
 import redis.asyncio
 import redis.exceptions
 
-from protomcp_host.store.base import Handler, StoreError
+from protomcp_host.store.base import RECONNECTED, Handler, StoreError
 
-PREFIX = "protomcp:"
-BUS = PREFIX + "bus"
-STATE_KEY = PREFIX + "state-key"
+NAMESPACE = "protomcp:"
 OUTBOX = 10_000  # bus messages waiting to be sent; beyond it new ones are dropped (and reported)
 CONNECT_TIMEOUT = 10.0  # seconds to reach Redis and subscribe at start
 RETRY = 1.0  # seconds between attempts to reach Redis again after the connection broke
+ATTEMPTS = 3  # a command that meets a dropped connection is sent again on a new one (idempotent)
+FINAL, REPLACEABLE = b"F", b"-"
+# put: a final record stays (its value is returned); otherwise the new one is stored
+_PUT = """
+local current = redis.call('GET', KEYS[1])
+if current and string.sub(current, 1, 1) == 'F' then return current end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false
+"""
+
+T = TypeVar("T")
 
 
 def _glob(text: str) -> str:
@@ -38,23 +50,41 @@ def _redacted(url: str) -> str:
     return url
 
 
+def _deployment(url: str) -> tuple[str, str]:
+    """The URL for the Redis client (without `prefix=`, which is ours) and the prefix."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefix = next((value for name, value in query if name == "prefix"), "")
+    rest = urlencode([(name, value) for name, value in query if name != "prefix"])
+    return urlunsplit(parts._replace(query=rest)), prefix
+
+
+def _unflagged(raw: bytes) -> bytes:
+    return raw[1:] if raw[:1] in (FINAL, REPLACEABLE) else raw
+
+
 class RedisStore:
     def __init__(self, url: str, report: Callable[[str], None]) -> None:
-
         self.url = _redacted(url)
         self._report = report
-        self._client: Any = redis.asyncio.Redis.from_url(url)
+        client_url, prefix = _deployment(url)
+        self._client: Any = redis.asyncio.Redis.from_url(client_url)
+        db = int(self._client.connection_pool.connection_kwargs.get("db") or 0)
+        self._ns = (f"{prefix}:" if prefix else "") + NAMESPACE
+        self._bus = f"{self._ns}bus:{db}"
+        self._state_key = self._ns + "state-key"
+        self._put = self._client.register_script(_PUT)
         self._errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
         self._handlers: list[Handler] = []
         self._outbox: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(OUTBOX)
         self._dropped = 0
         self._down = False  # an outage was reported (not repeated until it is over)
-        self._key: bytes | None = None  # the requestState key this host uses
+        self._key: bytes | None = None  # the requestState key this handle read last
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         try:
             pubsub = self._client.pubsub()
-            await pubsub.subscribe(BUS)
+            await pubsub.subscribe(self._bus)
             with anyio.fail_after(CONNECT_TIMEOUT):  # confirmed: nothing published from now on is missed
                 while ((await pubsub.get_message(timeout=CONNECT_TIMEOUT)) or {}).get("type") != "subscribe":
                     pass
@@ -72,42 +102,68 @@ class RedisStore:
                 await self._client.aclose()
 
     async def _receive(self, pubsub: Any) -> None:
+        broken = False
         while True:
             try:
                 message = await pubsub.get_message(timeout=None)
             except self._errors as exc:
-                self._trouble(f"the store {self.url} is unreachable ({exc}); retrying every {RETRY:g}s")
+                broken = True
+                self._trouble(exc)
                 await anyio.sleep(RETRY)
                 continue  # (redis-py reconnects and subscribes again on the next read)
             if message is None:
                 continue
-            if message.get("type") == "subscribe" and self._down:
-                self._down = False
-                self._report(f"protomcp: the store {self.url} is reachable again")
-                await self._keep_key()
+            if message.get("type") == "subscribe" and broken:
+                broken = False
+                self._back()
+                self._deliver(RECONNECTED, b"")  # what was published meanwhile did not come
             if message.get("type") != "message":
                 continue
             topic, _, payload = bytes(message["data"]).partition(b"\0")
-            for handler in self._handlers:
-                handler(topic.decode(), payload)
+            self._deliver(topic.decode(), payload)
+
+    def _deliver(self, topic: str, payload: bytes) -> None:
+        for handler in self._handlers:
+            handler(topic, payload)
 
     async def _send(self) -> None:
+        """Messages go out in order; one that cannot go now waits (and those behind it)."""
         while True:
             topic, payload = await self._outbox.get()
-            try:
-                await self._client.publish(BUS, topic.encode() + b"\0" + payload)
-            except self._errors as exc:
-                self._trouble(f"a {topic} notice was not shared: the store {self.url} failed ({exc})")
+            message = topic.encode() + b"\0" + payload
+            while True:
+                try:
+                    await self._retried(lambda message=message: self._client.publish(self._bus, message))
+                    break
+                except self._errors as exc:
+                    self._trouble(exc)
+                    await anyio.sleep(RETRY)
+            self._back()
 
-    def _trouble(self, message: str) -> None:
-        """Say it once per outage (the next successful subscription ends the outage)."""
+    async def _retried(self, command: Callable[[], Awaitable[T]]) -> T:
+        """A dropped connection (CLIENT KILL, a Redis restart, an idle timeout) fails the next
+        command sent on it: that command is sent again, on a new connection."""
+        for _ in range(ATTEMPTS - 1):
+            try:
+                return await command()
+            except redis.exceptions.ConnectionError:
+                continue
+        return await command()
+
+    def _trouble(self, exc: BaseException) -> None:
+        """Say it once per outage."""
         if not self._down:
             self._down = True
-            self._report("protomcp: " + message)
+            self._report(f"protomcp: the store {self.url} is unreachable ({exc}); retrying every {RETRY:g}s")
+
+    def _back(self) -> None:
+        if self._down:
+            self._down = False
+            self._report(f"protomcp: the store {self.url} is reachable again")
 
     async def ping(self) -> bool:
         try:
-            return bool(await self._client.ping())
+            return bool(await self._retried(self._client.ping))
         except self._errors:
             return False
 
@@ -123,39 +179,39 @@ class RedisStore:
                 self._report(f"protomcp: {self._dropped} notices dropped: the store {self.url} is behind")
 
     async def state_key(self) -> bytes:
+        mine = self._key or os.urandom(32)  # (a key that vanished comes back as it was)
         try:
-            await self._client.set(STATE_KEY, os.urandom(32), nx=True)  # the first host makes it
-            key = await self._client.get(STATE_KEY)
+            await self._retried(lambda: self._client.set(self._state_key, mine, nx=True))
+            key = await self._retried(lambda: self._client.get(self._state_key))
         except self._errors as exc:
             raise StoreError(f"cannot read the state key from {self.url}: {exc}") from None
         if not isinstance(key, bytes) or len(key) != 32:
-            raise StoreError(f"{STATE_KEY} in {self.url} is not a 32-byte key")
+            raise StoreError(f"{self._state_key} in {self.url} is not a 32-byte key")
         self._key = key
         return key
 
-    async def _keep_key(self) -> None:
-        """After an outage: a Redis that restarted without its data gets the key back from the
-        hosts that use it (the first to return wins; they all hold the same one)."""
-        if self._key is None:
-            return
+    async def put(self, key: str, value: bytes, ttl: float, *, final: bool = False) -> bytes | None:
+        record = (FINAL if final else REPLACEABLE) + value
+        milliseconds = max(1, int(ttl * 1000))
         try:
-            await self._client.set(STATE_KEY, self._key, nx=True)
+            kept = await self._retried(lambda: self._put(keys=[self._ns + key], args=[record, milliseconds]))
         except self._errors as exc:
-            self._trouble(f"the state key could not be restored in {self.url} ({exc})")
+            raise StoreError(f"cannot write to {self.url}: {exc}") from None
+        return None if kept is None else _unflagged(bytes(kept))
 
-    async def put(self, key: str, value: bytes, ttl: float) -> None:
+    async def delete(self, key: str) -> None:
         try:
-            await self._client.set(PREFIX + key, value, px=max(1, int(ttl * 1000)))
+            await self._retried(lambda: self._client.delete(self._ns + key))
         except self._errors as exc:
             raise StoreError(f"cannot write to {self.url}: {exc}") from None
 
     async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
         found: list[tuple[str, bytes]] = []
         try:
-            async for raw in self._client.scan_iter(match=_glob(PREFIX + prefix) + "*", count=500):
-                value = await self._client.get(raw)
+            async for raw in self._client.scan_iter(match=_glob(self._ns + prefix) + "*", count=500):
+                value = await self._retried(lambda raw=raw: self._client.get(raw))
                 if isinstance(value, bytes):  # (it may have expired meanwhile)
-                    found.append((raw.decode()[len(PREFIX) :], value))
+                    found.append((raw.decode()[len(self._ns) :], _unflagged(value)))
         except self._errors as exc:
             raise StoreError(f"cannot read from {self.url}: {exc}") from None
         return found
