@@ -22,6 +22,7 @@ from cluster_support import NGINX, REDIS, Nginx, free_port, start_redis, stop
 from http_support import HttpHost
 from matrix_support import MATRIX_MW, MATRIX_TOOLS, SUBJECTS, Auth, Peer, World, http_peer, plain_errors
 
+UPSTREAM = MATRIX_TOOLS.parent / "upstream.py"
 ERAS = pytest.mark.parametrize("era", ["legacy", "modern"])
 SEED = "X-Mcp-Session-Seed"
 pytestmark = pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
@@ -38,7 +39,9 @@ class Cluster:
         self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
         self.hosts: list[HttpHost] = []
         self.nginx: Nginx | None = None
+        self.upstream: HttpHost | None = None
         try:
+            self.upstream = HttpHost("run", str(UPSTREAM))
             self.hosts = [self._host() for _ in range(2)]
             self.nginx = Nginx(folder / "nginx", [h.url.split("/")[2] for h in self.hosts])
         except BaseException:
@@ -50,6 +53,7 @@ class Cluster:
         return HttpHost(
             "run", str(MATRIX_TOOLS), str(MATRIX_MW), "--workers", "2", "--processes", "2",
             "--store", self.redis_url, "--session-id-header", SEED, *self.auth.options(),
+            "--upstream", f"up={self.upstream.url}",
         )  # fmt: skip
 
     def restart_redis_empty(self) -> None:
@@ -64,6 +68,8 @@ class Cluster:
             self.nginx.stop()
         for host in self.hosts:
             host.terminate()
+        if self.upstream is not None:
+            self.upstream.terminate()
         stop(self.redis)
 
 
@@ -131,6 +137,21 @@ async def test_cluster_asking_reaches_only_the_asker(cluster: Cluster, era: str)
                 answer = await peer.text(tool, {"tag": tag})
                 assert answer == f"{me} saw sample {tag}|accept:{me} for elicit {tag}|file:///root-of-{me}"
             assert peer.asked == {"sampling": 4, "elicitation": 4, "roots": 4}, peer.asked
+
+        await w.each(ask)
+        await w.finish()
+
+
+@ERAS
+async def test_cluster_upstream_questions_reach_only_their_caller(cluster: Cluster, era: str) -> None:
+    """An upstream server (behind every worker of both hosts) elicits during both principals'
+    concurrent calls: each question reaches the client of the call it belongs to, and only it."""
+    async with world(cluster, era) as w:
+
+        async def ask(peer: Peer) -> None:
+            for _ in range(3):
+                tag = peer.tag("upstream")
+                assert await peer.text("up_ask_name", {"tag": tag}) == f"accept:{peer.label} for Name {tag}?"
 
         await w.each(ask)
         await w.finish()
