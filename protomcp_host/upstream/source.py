@@ -501,9 +501,9 @@ class Upstream:
             return None, "the request it belongs to is over"
         if self.spec.is_http:
             return None, "it did not come on the stream of a request of protomcp's clients"
-        running = [r for r in self._running.values() if r.sent and r.leg.live]
+        running = [r for r in self._running.values() if r.sent]  # a leg gone still runs upstream
         if len(running) == 1:
-            return running[0], ""
+            return (running[0], "") if running[0].leg.live else (None, "the request it belongs to is over")
         if not running:
             return None, "no request is running"
         return None, f"{len(running)} requests are running and stdio does not say which one it belongs to"
