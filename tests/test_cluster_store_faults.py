@@ -50,9 +50,10 @@ async def test_a_dropped_connection_loses_no_task_record(
             task_id = await _task(http, a.url, gate)
             await task_until(http, b.url, task_id, "working")
             admin = _admin(redis_url)
-            assert await admin.client_kill_filter(_type="normal", skipme=True) >= 2  # each host's
+            for kind in ("normal", "pubsub"):  # each host's connections that write, and that listen
+                assert await admin.client_kill_filter(_type=kind, skipme=True) >= 2
             await admin.aclose()
-            gate.write_text("open")  # the next record (completed) meets the dropped connection
+            gate.write_text("open")  # the next record (completed) meets the dropped connections
             await task_until(http, b.url, task_id, "completed", timeout=15)
         late = http_host("run", str(CPU), "--store", redis_url)  # the store has it too
         with anyio.fail_after(30):
