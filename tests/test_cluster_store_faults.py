@@ -50,9 +50,10 @@ async def test_a_dropped_connection_loses_no_task_record(
             task_id = await _task(http, a.url, gate)
             await task_until(http, b.url, task_id, "working")
             admin = _admin(redis_url)
-            assert await admin.client_kill_filter(_type="normal", skipme=True) >= 2  # each host's
+            for kind in ("normal", "pubsub"):  # each host's connections that write, and that listen
+                assert await admin.client_kill_filter(_type=kind, skipme=True) >= 2
             await admin.aclose()
-            gate.write_text("open")  # the next record (completed) meets the dropped connection
+            gate.write_text("open")  # the next record (completed) meets the dropped connections
             await task_until(http, b.url, task_id, "completed", timeout=15)
         late = http_host("run", str(CPU), "--store", redis_url)  # the store has it too
         with anyio.fail_after(30):
@@ -148,3 +149,24 @@ async def test_a_vanished_state_key_comes_back_unchanged(http_host: Any, nginx: 
             assert two.content[0].text == "A(first?)+A(second after A(first?)?)"
     calls = [r for r in balancer.requests() if r[1] == "tools/call"]
     assert len(calls) == 3 and len({r[0] for r in calls}) == 2, calls
+
+
+async def test_deployments_on_other_databases_or_prefixes_do_not_share_tasks(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    import httpx2
+
+    base = redis_url.rsplit("/", 1)[0]
+    here, same, other_db, other_prefix = (
+        http_host("run", str(CPU), "--store", url)
+        for url in (redis_url, redis_url, f"{base}/1", f"{redis_url}?prefix=staging")
+    )
+    async with httpx2.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(30):
+            task_id = await _task(http, here.url, tmp_path / "never")
+            await task_until(http, same.url, task_id, "working")  # its deployment has it now
+            for elsewhere in (other_db, other_prefix):
+                assert await _status(http, elsewhere.url, task_id) == "not found"
+                cancelled = await modern_rpc(http, elsewhere.url, "tasks/cancel", {"taskId": task_id})
+                assert "error" in cancelled, cancelled
+            assert await _status(http, here.url, task_id) == "working"

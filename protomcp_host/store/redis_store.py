@@ -206,12 +206,15 @@ class RedisStore:
             raise StoreError(f"cannot write to {self.url}: {exc}") from None
 
     async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
-        found: list[tuple[str, bytes]] = []
-        try:
+        async def scanned() -> list[tuple[str, bytes]]:
+            found: list[tuple[str, bytes]] = []
             async for raw in self._client.scan_iter(match=_glob(self._ns + prefix) + "*", count=500):
-                value = await self._retried(lambda raw=raw: self._client.get(raw))
+                value = await self._client.get(raw)
                 if isinstance(value, bytes):  # (it may have expired meanwhile)
                     found.append((raw.decode()[len(self._ns) :], _unflagged(value)))
+            return found
+
+        try:
+            return await self._retried(scanned)
         except self._errors as exc:
             raise StoreError(f"cannot read from {self.url}: {exc}") from None
-        return found
