@@ -37,6 +37,7 @@ from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
+from protomcp_host.protocol.skills import Skills
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_host.store.base import Store, StoreError
@@ -93,6 +94,7 @@ class Host:
         store: Store | None = None,
         discovery: str = "full",
         schema_registry: Path | None = None,
+        skills: Skills | None = None,
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -137,6 +139,8 @@ class Host:
         self.features = Features(page_size)  # resources, templates, prompts of every file
         self.forwarding = Forwarding(self.features, self.sources, lambda: self.routers, call_timeout)
         self.features.completions_expected = any(declares_completions(file) for file in files)
+        if skills is not None:  # --skills: served by the host itself, no tool process
+            self.features.serve_skills(skills)
         # One task store for both eras: a legacy session's tasks are its own, a modern-era
         # principal's are the principal's (protocol/tasks.py); modern task calls run in TaskRunner.
         self.task_store = TaskStore()

@@ -92,6 +92,13 @@ def _serve_options(fn: Any) -> Any:
         "listed inline.",
     )(fn)  # fmt: skip
     fn = click.option(
+        "--skills", "skills", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+        metavar="DIR",
+        help="Also serve the skills in DIR (each a folder <name>/SKILL.md with YAML front matter, and "
+        "its other files) as the MCP skills extension (SEP-2640): skills/list, skills/get and "
+        "skill://<name>/<file> resources. Repeatable.",
+    )(fn)  # fmt: skip
+    fn = click.option(
         "--transport", type=click.Choice(["stdio", "http", "sse"]), default="stdio", show_default=True,
         help="How the AI client connects: stdio (the client starts protomcp as a subprocess), "
         "http (Streamable HTTP at --host/--port/--path) or sse (the deprecated HTTP+SSE transport "
@@ -471,7 +478,7 @@ UI_PORT = 6280
 
 SERVE_KEYS = (
     "modules", "plugins", "server_name", "instructions", "python", "call_timeout", "page_size",
-    "include_tags", "exclude_tags", "processes", "store", "discovery", "schema_registry",
+    "include_tags", "exclude_tags", "processes", "store", "discovery", "schema_registry", "skills",
 )  # fmt: skip
 
 
