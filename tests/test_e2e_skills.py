@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 import pytest
 from mcp_types import Request, RequestParams, Result
 from pydantic import ConfigDict
@@ -125,3 +126,31 @@ def test_bad_front_matter_stops_the_start_naming_the_file(tmp_path: Path) -> Non
     )  # fmt: skip
     assert done.returncode == 1
     assert f"protomcp: cannot start: {skill / 'SKILL.md'}: front matter is not valid YAML" in done.stderr
+
+
+def protomcp(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*HOST, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+
+
+def test_list_shows_the_skills_beside_the_tools() -> None:
+    hello = ROOT / "examples" / "tools" / "hello.py"
+    shown = protomcp("list", str(hello), "--skills", str(EXAMPLE))
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert "Skills:\nskill://adding-a-tool/SKILL.md  (2 files)\n    Add a tool" in text
+    assert text.index("hello(name: str)") < text.index("Skills:")
+    as_json = orjson.loads(protomcp("list", "--skills", str(EXAMPLE), "--json").stdout)
+    assert [skill["frontmatter"]["name"] for skill in as_json["skills"]] == ["adding-a-tool", "release-notes"]
+
+
+def test_inspect_reports_the_skills_and_a_bad_one_as_a_problem(tmp_path: Path) -> None:
+    report = orjson.loads(protomcp("inspect", "--skills", str(EXAMPLE), "--json").stdout)
+    assert report["ok"] is True
+    assert report["skills"][1]["resources"][1]["uri"] == "skill://release-notes/templates/notes.md"
+    (tmp_path / "mismatch").mkdir()
+    (tmp_path / "mismatch" / "SKILL.md").write_text("---\nname: other\ndescription: d\n---\n")
+    bad = protomcp("inspect", "--skills", str(tmp_path))
+    assert bad.returncode == 1
+    assert "problem: skills: " in bad.stdout and "must be the folder's name 'mismatch'" in bad.stdout

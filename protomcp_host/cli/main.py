@@ -602,19 +602,45 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
         raise click.UsageError(str(exc)) from None
 
 
+SKILLS_OPTION = click.option(
+    "--skills", "skills", multiple=True, type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+    help="Also the skills in DIR (folders <name>/SKILL.md), as `run --skills DIR` serves them; repeatable.",
+)  # fmt: skip
+
+
+def _load_skill_folders(folders: tuple[Path, ...]) -> Any:
+    """--skills of list and inspect: the skills (None without the option); a bad one is an error."""
+    if not folders:
+        return None
+    from protomcp_host.skillfolder import SkillError, load_skills
+
+    try:
+        return load_skills(folders)
+    except (SkillError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 @main.command(name="list")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @_source_options
+@SKILLS_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the MCP tools/list result as JSON.")
 @PYTHON
 def list_command(
-    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], as_json: bool, python: str
+    files: tuple[Path, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
+    skills: tuple[Path, ...],
+    as_json: bool,
+    python: str,
 ) -> None:
     """Print the tools in FILES, -m modules and --plugin plugins: name, description and parameters;
-    then their resources, resource templates and prompts, if any."""
+    then their resources, resource templates and prompts, and the --skills, if any."""
     import orjson
 
-    served = _with_client(_sources(files, modules, plugins, python), python, _list_everything)
+    served_skills = _load_skill_folders(skills)
+    sources = _sources(files, modules, plugins, python) if not skills or files or modules or plugins else []
+    served = _with_client(sources, python, _list_everything, skills=served_skills)
     if as_json:
         shown = {key: value for key, value in served.items() if value or key == "tools"}
         click.echo(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
@@ -633,7 +659,7 @@ def list_command(
 
 
 def _describe(entry: dict[str, Any]) -> None:
-    description = (entry.get("description") or "").strip()
+    description = (entry.get("description") or entry.get("frontmatter", {}).get("description") or "").strip()
     if description:
         click.echo(f"    {description.splitlines()[0]}")
 
@@ -652,10 +678,11 @@ LISTED: list[tuple[str, str, Any]] = [  # result key, heading, how an entry is s
         lambda e: f"{e['uriTemplate']}  {e.get('name', '')}".rstrip(),
     ),
     ("prompts", "Prompts", _prompt_line),
+    ("skills", "Skills", lambda entry: f"{entry['uri']}  ({len(entry['resources'])} files)"),
 ]
 LIST_METHODS = {
     "tools": "tools/list", "resources": "resources/list",
-    "resourceTemplates": "resources/templates/list", "prompts": "prompts/list",
+    "resourceTemplates": "resources/templates/list", "prompts": "prompts/list", "skills": "skills/list",
 }  # fmt: skip
 
 
@@ -673,7 +700,7 @@ async def _list_everything(request: Any) -> dict[str, list[dict[str, Any]]]:
             except RequestFailed:
                 if key == "tools":
                     raise
-                break  # not offered (no resources or prompts at all)
+                break  # not offered (no resources or prompts at all, no --skills)
             served[key].extend(page.get(key) or [])
             if not (cursor := page.get("nextCursor")):
                 break
@@ -683,28 +710,41 @@ async def _list_everything(request: Any) -> dict[str, list[dict[str, Any]]]:
 @main.command(name="inspect")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @_source_options
+@SKILLS_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (shape in the README).")
 @PYTHON
 def inspect_command(
-    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], as_json: bool, python: str
+    files: tuple[Path, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
+    skills: tuple[Path, ...],
+    as_json: bool,
+    python: str,
 ) -> None:
     """Report everything FILES (and -m modules, --plugin plugins) serve: tools with their
-    schemas, resources, templates, prompts, completions, middleware, lifespan, and warnings.
+    schemas, resources, templates, prompts, completions, middleware, lifespan, and warnings;
+    and the skills of --skills folders.
 
     Nothing is served and no lifespan runs: each file is only imported. Exits with status 1
-    when a file fails to load or two files define the same name (which `run` refuses).
+    when a file fails to load, two files define the same name (which `run` refuses) or a
+    skill is not fit to serve.
     """
     import orjson
 
-    from protomcp_host.cli.inspection import inspect_files, render
+    from protomcp_host.cli.inspection import inspect_files, inspect_skills, render
     from protomcp_host.cli.show import signature
     from protomcp_host.processes.launch import StartupError, tool_files
 
     try:
-        found = tool_files(_sources(files, modules, plugins, python))
+        sources = (
+            _sources(files, modules, plugins, python) if not skills or files or modules or plugins else []
+        )
+        found = tool_files(sources)
     except StartupError as exc:
         raise click.ClickException(str(exc)) from None
     report = inspect_files(found, python)
+    if skills:
+        inspect_skills(report, skills)
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
     else:
