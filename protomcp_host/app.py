@@ -95,6 +95,7 @@ class Host:
         discovery: str = "full",
         schema_registry: Path | None = None,
         skills: Skills | None = None,
+        skill_folders: tuple[Path, ...] = (),
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -141,6 +142,7 @@ class Host:
         self.features.completions_expected = any(declares_completions(file) for file in files)
         if skills is not None:  # --skills: served by the host itself, no tool process
             self.features.serve_skills(skills)
+        self.skill_folders = skill_folders  # where `skills` came from (dev reads them again on a change)
         # One task store for both eras: a legacy session's tasks are its own, a modern-era
         # principal's are the principal's (protocol/tasks.py); modern task calls run in TaskRunner.
         self.task_store = TaskStore()
@@ -446,6 +448,24 @@ class Host:
             if self.peers is not None and (label in self.supervisors or label in self.upstreams):
                 self.peers.tools_changed()  # peers see this host's own tools
 
+    def reload_skills(self) -> None:
+        """dev: a --skills folder changed. Serve it as it is now; if it is not fit to serve, say
+        why and keep serving the skills as they were."""
+        from protomcp_host.protocol.listing import NameClash
+        from protomcp_host.skillfolder import SkillError, load_skills
+
+        try:
+            notes = self.features.serve_skills(load_skills(self.skill_folders, self.catalog.page_size))
+        except (SkillError, NameClash, OSError) as exc:
+            self.report_problem(f"skills not reloaded (the previous ones are served): {exc}")
+            return
+        count = len(self.features.skills or ())
+        self.stderr(f"protomcp: reloaded skills: {count} skill{'s' * (count != 1)}")
+        self.tell("skills", {"count": count})
+        for router in self.routers:
+            for message in router.session.features.list_changed(notes):
+                router.write(message, None)
+
     def tell(self, kind: str, data: dict[str, Any]) -> None:
         """A host event for the watchers (reloads, problems, output outside calls)."""
         for watcher in self.watchers:
@@ -654,6 +674,10 @@ async def _serve(
             from protomcp_host.processes.reloader import watch_and_reload
 
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
+            if host.skill_folders:
+                from protomcp_host.processes.reloader import watch_folders
+
+                tg.start_soon(watch_folders, list(host.skill_folders), host.reload_skills, shutdown)
         if host.peers is not None:
             tg.start_soon(_close_links_on, shutdown, host.peers)
         if http is not None:

@@ -17,7 +17,7 @@ import pytest
 from mcp_types import Request, RequestParams, Result
 from pydantic import ConfigDict
 
-from tests.conftest import HOST
+from tests.conftest import HOST, write_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "skills"
@@ -154,3 +154,28 @@ def test_inspect_reports_the_skills_and_a_bad_one_as_a_problem(tmp_path: Path) -
     bad = protomcp("inspect", "--skills", str(tmp_path))
     assert bad.returncode == 1
     assert "problem: skills: " in bad.stdout and "must be the folder's name 'mismatch'" in bad.stdout
+
+
+def test_dev_serves_a_changed_skills_folder_and_keeps_the_last_good_one(
+    raw_host: Any, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "skills" / "tool" / "SKILL.md"
+    manifest.parent.mkdir(parents=True)
+    write_atomic(manifest, "---\nname: tool\ndescription: First.\n---\n")
+    host = raw_host("dev", "--skills", str(tmp_path / "skills"))
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    host.request(1, "initialize", init)
+    host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def description(request_id: int) -> str:
+        (skill,) = host.request(request_id, "skills/list", {})["result"]["skills"]
+        return str(skill["frontmatter"]["description"])
+
+    assert description(2) == "First."
+    write_atomic(manifest, "---\nname: tool\ndescription: Second.\n---\n")
+    assert host.recv(timeout=15)["method"] == "notifications/resources/list_changed"
+    assert description(3) == "Second."
+    write_atomic(manifest, "---\nname: tool\n---\n")
+    host.wait_stderr("skills not reloaded (the previous ones are served): ")
+    assert "front matter needs a 'description'" in host.stderr_text()
+    assert description(4) == "Second."

@@ -100,6 +100,7 @@ def serve(files: tuple[Path, ...], **options: Any) -> None:
         raise UsageError(
             "nothing to serve: give tool FILES, -m MODULE, --plugin NAME, --upstream, --peer or --skills"
         )
+    options["skill_folders"] = options["skills"]
     options["skills"] = _load_skills(options["skills"], options["page_size"])
     if options["upstreams"]:
         _check_upstreams(options["upstreams"])

@@ -75,10 +75,10 @@ class Features:
 
     def serve_skills(self, skills: Skills) -> list[str]:
         """Serve `skills` (in place of those served before): each SKILL.md is listed as a
-        resource; the list_changed notifications due."""
-        self.skills = skills
+        resource; the list_changed notifications due. NameClash if a tool file has one's URI."""
         listed = [Entry(skill.key, SKILLS_OWNER, skill.resource()) for skill in skills.ordered()]
-        changed = self.resources.replace(SKILLS_OWNER, listed)
+        changed = self.resources.replace(SKILLS_OWNER, listed)  # (NameClash: nothing changed)
+        self.skills = skills
         return ["notifications/resources/list_changed"] if changed else []
 
     def resource_owner(self, uri: str) -> Entry | None:

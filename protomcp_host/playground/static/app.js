@@ -164,6 +164,7 @@ function handle(record) {
   switch (record.kind) {
     case "page": return pageMessage(record);
     case "client": state.wire.client.push(record); return schedule(renderWire);
+    case "skills": if (!state.replaying) refreshSkills().catch(showError); return;  // dev: a skills folder changed
     case "loaded": case "problem": case "output":
       state.events.push(record);
       if (record.kind !== "output" && !(record.kind === "loaded" && record.initial)) state.unseen++;
