@@ -45,7 +45,14 @@ def load_skills(folders: Iterable[Path], page_size: int = 1000) -> Skills:
             raise SkillError(f"--skills {folder}: not a folder")
         found = sorted(child for child in folder.iterdir() if (child / MANIFEST).is_file())
         if not found:
-            raise SkillError(f"--skills {folder}: no skills in it (a skill is a folder <name>/{MANIFEST})")
+            hint = (
+                f"; it is a skill itself: give its parent, {folder.parent}"
+                if (folder / MANIFEST).is_file()
+                else ""
+            )
+            raise SkillError(
+                f"--skills {folder}: no skills in it (a skill is a folder <name>/{MANIFEST}){hint}"
+            )
         for directory in found:
             skill = read_skill(directory)
             if skill.name in seen:

@@ -70,6 +70,9 @@ def test_a_name_breaking_the_naming_rules_is_refused(tmp_path: Path) -> None:
 def test_a_folder_without_skills_and_a_name_in_two_folders_are_errors(tmp_path: Path) -> None:
     with pytest.raises(SkillError, match="no skills in it"):
         load_skills([tmp_path])
+    alone = skill(tmp_path / "one", "alone")
+    with pytest.raises(SkillError, match="it is a skill itself: give its parent"):
+        load_skills([alone])
     skill(tmp_path / "a", "same")
     skill(tmp_path / "b", "same")
     with pytest.raises(SkillError, match="skill clash: 'same' is in both"):
