@@ -69,7 +69,7 @@ def read_skill(directory: Path) -> Skill:
     frontmatter = parse_front_matter(data, manifest)
     name = frontmatter.get("name")
     description = frontmatter.get("description")
-    if not isinstance(name, str) or not NAME.match(name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         raise SkillError(
             f"{manifest}: front matter 'name' must be 1-64 lowercase letters, digits and single "
             f"hyphens, neither first nor last (got {name!r})"
