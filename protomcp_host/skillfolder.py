@@ -11,6 +11,7 @@ as a YAML 1.2 client reading the same SKILL.md sees them.
 from __future__ import annotations
 
 import functools
+import hashlib
 import mimetypes
 import re
 from collections.abc import Iterable
@@ -84,13 +85,13 @@ def read_skill(directory: Path) -> Skill:
         raise SkillError(
             f"{manifest}: 'description' is {len(description)} characters (at most {MAX_DESCRIPTION})"
         )
-    files = [SkillFile(skill_uri(name), data, "text/markdown")]
+    files = [_file(skill_uri(name), data, "text/markdown")]
     for path in _supporting_files(directory):
         relative = "/".join(
             quote(part, safe="-._~!$&'()*+,;=:@") for part in path.relative_to(directory).parts
         )
         content = path.read_bytes()
-        files.append(SkillFile(skill_uri(name, relative), content, _mime_type(path, content)))
+        files.append(_file(skill_uri(name, relative), content, _mime_type(path, content)))
     if len(files) > MAX_FILES:
         raise SkillError(
             f"{directory}: {len(files)} files (a skill has at most {MAX_FILES}, SKILL.md included)"
@@ -139,6 +140,10 @@ def _supporting_files(directory: Path) -> list[Path]:
         if path.is_file() and relative.parts != (MANIFEST,):
             found.append(path)
     return found
+
+
+def _file(uri: str, data: bytes, mime_type: str) -> SkillFile:
+    return SkillFile(uri, data, mime_type, "sha256:" + hashlib.sha256(data).hexdigest())
 
 
 def _mime_type(path: Path, data: bytes) -> str:

@@ -11,7 +11,6 @@ skill's folders. What is served is held here in memory (the folders are read at 
 from __future__ import annotations
 
 import base64
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,11 +27,13 @@ DIRECTORY_MIME = "inode/directory"
 
 @dataclass(frozen=True, slots=True)
 class SkillFile:
-    """One file of a skill: its resource URI, raw bytes and MIME type."""
+    """One file of a skill: its resource URI, raw bytes, MIME type and the SHA-256 digest of
+    the bytes (``sha256:<hex>``, computed where the file is read)."""
 
     uri: str
     data: bytes
     mime_type: str
+    digest: str
 
     @property
     def name(self) -> str:
@@ -40,7 +41,7 @@ class SkillFile:
 
     def manifest(self) -> dict[str, Any]:
         """The SkillResource of the entry: what a host verifies a read against."""
-        return {"uri": self.uri, "digest": digest(self.data), "size": len(self.data)}
+        return {"uri": self.uri, "digest": self.digest, "size": len(self.data)}
 
     def resource(self) -> dict[str, Any]:
         return {"uri": self.uri, "name": self.name, "mimeType": self.mime_type, "size": len(self.data)}
@@ -90,10 +91,6 @@ class Skill:
             "mimeType": manifest.mime_type,
             "size": len(manifest.data),
         }
-
-
-def digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def skill_uri(name: str, path: str = MANIFEST) -> str:
