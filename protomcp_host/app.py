@@ -454,11 +454,18 @@ class Host:
         from protomcp_host.protocol.listing import NameClash
         from protomcp_host.skillfolder import SkillError, load_skills
 
+        before = self.features.skills
         try:
             notes = self.features.serve_skills(load_skills(self.skill_folders, self.catalog.page_size))
         except (SkillError, NameClash, OSError) as exc:
             self.report_problem(f"skills not reloaded (the previous ones are served): {exc}")
             return
+        after = self.features.skills
+        if before is not None and after is not None:  # subscribers hear of each file changed or gone
+            for uri, file in before.files.items():
+                now = after.files.get(uri)
+                if now is None or now.digest != file.digest:
+                    self.forwarding.resource_updated(uri)
         count = len(self.features.skills or ())
         self.stderr(f"protomcp: reloaded skills: {count} skill{'s' * (count != 1)}")
         self.tell("skills", {"count": count})

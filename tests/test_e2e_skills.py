@@ -172,8 +172,10 @@ def test_dev_serves_a_changed_skills_folder_and_keeps_the_last_good_one(
         return str(skill["frontmatter"]["description"])
 
     assert description(2) == "First."
+    assert host.request(9, "resources/subscribe", {"uri": "skill://tool/SKILL.md"})["result"] == {}
     write_atomic(manifest, "---\nname: tool\ndescription: Second.\n---\n")
-    assert host.recv(timeout=15)["method"] == "notifications/resources/list_changed"
+    told = {host.recv(timeout=15)["method"] for _ in range(2)}
+    assert told == {"notifications/resources/list_changed", "notifications/resources/updated"}
     assert description(3) == "Second."
     write_atomic(manifest, "---\nname: tool\n---\n")
     host.wait_stderr("skills not reloaded (the previous ones are served): ")

@@ -353,7 +353,8 @@ class FeatureMethods:
         uri = request.params.get("uri")
         if not isinstance(uri, str):
             return _invalid(request, '"uri" must be a string')
-        if self.features.resource_owner(uri) is None:
+        skills = self.features.skills
+        if self.features.resource_owner(uri) is None and (skills is None or uri not in skills.files):
             return Send(rpc.error(request.id, self.not_found, f"Resource not found: {uri}", {"uri": uri}))
         self.subscriptions.add(uri)
         return Send(rpc.result(request.id, {}))
