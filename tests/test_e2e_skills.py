@@ -181,3 +181,13 @@ def test_dev_serves_a_changed_skills_folder_and_keeps_the_last_good_one(
     host.wait_stderr("skills not reloaded (the previous ones are served): ")
     assert "front matter needs a 'description'" in host.stderr_text()
     assert description(4) == "Second."
+
+
+def test_the_banner_names_the_skills() -> None:
+    from protomcp_host.app import Host
+    from protomcp_host.cli.banner import http_banner, stdio_banner
+    from protomcp_host.skillfolder import load_skills
+
+    host = Host([], skills=load_skills([EXAMPLE]))
+    for printed in (stdio_banner(host, False), http_banner(host, "http://127.0.0.1:1/mcp", False)):
+        assert "\n  and 2 skills: adding-a-tool, release-notes\n" in printed
