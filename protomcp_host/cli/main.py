@@ -639,7 +639,7 @@ def list_command(
     import orjson
 
     served_skills = _load_skill_folders(skills)
-    sources = _sources(files, modules, plugins, python) if not skills or files or modules or plugins else []
+    sources = _sources(files, modules, plugins, python, skills=skills)
     served = _with_client(sources, python, _list_everything, skills=served_skills)
     if as_json:
         shown = {key: value for key, value in served.items() if value or key == "tools"}
@@ -736,10 +736,7 @@ def inspect_command(
     from protomcp_host.processes.launch import StartupError, tool_files
 
     try:
-        sources = (
-            _sources(files, modules, plugins, python) if not skills or files or modules or plugins else []
-        )
-        found = tool_files(sources)
+        found = tool_files(_sources(files, modules, plugins, python, skills=skills))
     except StartupError as exc:
         raise click.ClickException(str(exc)) from None
     report = inspect_files(found, python)
@@ -801,12 +798,20 @@ def proto_schema_command(
 
 
 def _sources(
-    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], python: str
+    files: tuple[Path, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
+    python: str,
+    *,
+    skills: tuple[Path, ...] = (),
 ) -> list[Path]:
-    """FILES plus the source files of -m modules and --plugin plugins (as run finds them)."""
+    """FILES plus the source files of -m modules and --plugin plugins (as run finds them); none
+    at all is an error unless there are --skills (list and inspect) to show."""
     from protomcp_host.processes.launch import StartupError
 
     if not (files or modules or plugins):
+        if skills:
+            return []
         raise click.UsageError("nothing to load: give tool FILES, -m MODULE or --plugin NAME")
     if not (modules or plugins):
         return list(files)
