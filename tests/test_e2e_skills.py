@@ -95,6 +95,8 @@ async def test_the_official_client_reads_and_verifies_every_skill(mode: str, ver
             "skill://adding-a-tool/SKILL.md": "text/markdown",
             "skill://adding-a-tool/references": "inode/directory",
         }
+        if version == "2025-11-25":  # a supporting file (not in resources/list) is subscribable too
+            await session.subscribe_resource("skill://adding-a-tool/references/CHECKLIST.md")
         resources = await client.list_resources()
         manifest = next(r for r in resources.resources if r.uri == first["uri"])
         assert (manifest.name, manifest.description) == ("adding-a-tool", first["frontmatter"]["description"])
