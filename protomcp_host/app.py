@@ -38,6 +38,7 @@ from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
+from protomcp_host.protocol.skills import Skills
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_host.store.base import Store, StoreError
@@ -95,6 +96,8 @@ class Host:
         store: Store | None = None,
         discovery: str = "full",
         schema_registry: Path | None = None,
+        skills: Skills | None = None,
+        skill_folders: tuple[Path, ...] = (),
     ) -> None:
         self.files = files
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
@@ -139,6 +142,9 @@ class Host:
         self.features = Features(page_size)  # resources, templates, prompts of every file
         self.forwarding = Forwarding(self.features, self.sources, lambda: self.routers, call_timeout)
         self.features.completions_expected = any(declares_completions(file) for file in files)
+        if skills is not None:  # --skills: served by the host itself, no tool process
+            self.features.serve_skills(skills)
+        self.skill_folders = skill_folders  # where `skills` came from (dev reads them again on a change)
         # One task store for both eras: a legacy session's tasks are its own, a modern-era
         # principal's are the principal's (protocol/tasks.py); modern task calls run in TaskRunner.
         self.task_store = TaskStore()
@@ -457,6 +463,31 @@ class Host:
             if self.peers is not None and (label in self.supervisors or label in self.upstreams):
                 self.peers.tools_changed()  # peers see this host's own tools
 
+    def reload_skills(self) -> None:
+        """dev: a --skills folder changed. Serve it as it is now; if it is not fit to serve, say
+        why and keep serving the skills as they were."""
+        from protomcp_host.protocol.listing import NameClash
+        from protomcp_host.skillfolder import SkillError, load_skills
+
+        before = self.features.skills
+        try:
+            notes = self.features.serve_skills(load_skills(self.skill_folders, self.catalog.page_size))
+        except (SkillError, NameClash, OSError) as exc:
+            self.report_problem(f"skills not reloaded (the previous ones are served): {exc}")
+            return
+        after = self.features.skills
+        if before is not None and after is not None:  # subscribers hear of each file changed or gone
+            for uri, file in before.files.items():
+                now = after.files.get(uri)
+                if now is None or now.digest != file.digest:
+                    self.forwarding.resource_updated(uri)
+        count = len(self.features.skills or ())
+        self.stderr(f"protomcp: reloaded skills: {count} skill{'s' * (count != 1)}")
+        self.tell("skills", {"count": count})
+        for router in self.routers:
+            for message in router.session.features.list_changed(notes):
+                router.write(message, None)
+
     def tell(self, kind: str, data: dict[str, Any]) -> None:
         """A host event for the watchers (reloads, problems, output outside calls)."""
         for watcher in self.watchers:
@@ -665,6 +696,10 @@ async def _serve(
             from protomcp_host.processes.reloader import watch_and_reload
 
             tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
+            if host.skill_folders:
+                from protomcp_host.processes.reloader import watch_folders
+
+                tg.start_soon(watch_folders, list(host.skill_folders), host.reload_skills, shutdown)
         peers_drained = anyio.Event()
         if host.peers is not None:
             tg.start_soon(_drain_peers_on, shutdown, host.peers, drain_timeout, peers_drained)

@@ -169,7 +169,7 @@ def test_banner_prints_the_entry_install_writes(tmp_path: Path) -> None:
     from protomcp_host.cli.banner import stdio_banner as banner
 
     catalog = type("Catalog", (), {"__len__": lambda self: 1, "names": lambda self: ["hello"]})()
-    host = SimpleNamespace(files=[HELLO.resolve()], catalog=catalog)
+    host = SimpleNamespace(files=[HELLO.resolve()], catalog=catalog, features=SimpleNamespace(skills=None))
     for dev in (False, True):
         printed = banner(host, dev)  # type: ignore[arg-type]
         line = next(line for line in printed.splitlines() if '"mcpServers"' in line)

@@ -108,12 +108,14 @@ async def browser() -> AsyncIterator[Any]:
 
 
 @asynccontextmanager
-async def playground(tmp_path: Path, source: str = TOOLS) -> AsyncIterator[tuple[RawHost, str, Path]]:
-    """`protomcp dev tools.py --ui --ui-port 0` (stdin open, no client yet) and the page URL."""
+async def playground(
+    tmp_path: Path, source: str = TOOLS, *options: str
+) -> AsyncIterator[tuple[RawHost, str, Path]]:
+    """`protomcp dev tools.py --ui --ui-port 0 [options]` (stdin open, no client yet) and the page URL."""
     _playwright()
     file = tmp_path / "tools.py"
     write_atomic(file, source)
-    host = RawHost("dev", str(file), "--ui", "--ui-port", "0", read_stdout=False)
+    host = RawHost("dev", str(file), "--ui", "--ui-port", "0", *options, read_stdout=False)
     try:
         text = await anyio.to_thread.run_sync(host.wait_stderr, "protomcp playground: ")
         match = URL.search(text)
@@ -386,6 +388,25 @@ async def test_results_sampling_tasks_resources_prompts_and_completions(tmp_path
         await page.click("#prompt-form button.primary")
         await expect(page.locator("#prompt-results .card").first.locator("img")).to_be_visible(timeout=WAIT)
         await shot(page, "prompts")
+        assert page.errors == []
+
+
+async def test_skills_view_shows_each_skill_and_reads_its_files(tmp_path: Path) -> None:
+    from playwright.async_api import expect
+
+    skills = Path(__file__).resolve().parent.parent / "examples" / "skills"
+    async with playground(tmp_path, TOOLS, "--skills", str(skills)) as (_, url, _file), browser() as chromium:
+        page = await open_page(chromium, url)
+        await page.click("[data-view=skills]")
+        await page.click("#skill-list [data-skill=adding-a-tool]", timeout=WAIT)
+        detail = page.locator("#skill-detail")
+        await expect(detail).to_contain_text("skill://adding-a-tool/references/CHECKLIST.md")
+        await expect(detail.locator(".tree")).to_contain_text('"MIT"')  # the front matter, verbatim
+        await detail.locator("tr", has_text="CHECKLIST.md").get_by_role("button", name="Read").click()
+        await expect(page.locator("#skill-reads .card").first).to_contain_text(
+            "Checklist for a new tool", timeout=WAIT
+        )
+        await shot(page, "skills")
         assert page.errors == []
 
 

@@ -16,6 +16,14 @@ def banner(host: Host, url: str | None, reload: bool, token_env: str | None = No
     return stdio_banner(host, reload) if url is None else http_banner(host, url, reload, token_env)
 
 
+def _skills_line(host: Host) -> list[str]:
+    """--skills: the skills served beside the tools."""
+    skills = host.features.skills
+    if skills is None:
+        return []
+    return [f"  and {plural(len(skills), 'skill')}: {', '.join(skill.name for skill in skills.ordered())}"]
+
+
 def stdio_banner(host: Host, reload: bool) -> str:
     """What a person who started protomcp in a terminal needs to know."""
     entry = {"mcpServers": {default_name(host.files): server_entry(host.files, dev=reload)}}
@@ -23,6 +31,7 @@ def stdio_banner(host: Host, reload: bool) -> str:
     lines = [
         f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files}",
         f"  {', '.join(host.catalog.names())}",
+        *_skills_line(host),
         f"Install it in a client with `protomcp install claude-desktop {' '.join(map(str, host.files))}`"
         f"{' --dev' if reload else ''} (or claude-code, cursor, vscode, gemini-cli). The entry it writes:",
         "  " + orjson.dumps(entry).decode(),
@@ -56,6 +65,7 @@ def http_banner(host: Host, url: str, reload: bool, token_env: str | None = None
     lines = [
         f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files} at {url}",
         f"  {', '.join(host.catalog.names())}",
+        *_skills_line(host),
         f'Add to a client config under "mcpServers" ({where}):',
         "  " + orjson.dumps({name: entry}).decode(),
         f"Claude Code: {claude}",

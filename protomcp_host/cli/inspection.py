@@ -58,6 +58,28 @@ def inspect_files(files: list[Path], python: str) -> dict[str, Any]:
     return {"version": REPORT_VERSION, "ok": ok, "files": reports, "problems": problems}
 
 
+def inspect_skills(report: dict[str, Any], folders: tuple[Path, ...]) -> None:
+    """Add the skills of --skills folders to the report (`skills`: each skill's entry as
+    skills/list gives it); a folder `run` would refuse is a problem."""
+    from protomcp_host.skillfolder import SkillError, load_skills
+
+    report["skills"] = []
+    try:
+        skills = load_skills(folders)
+    except (SkillError, OSError) as exc:
+        report["problems"].append(f"skills: {exc}")
+        report["ok"] = False
+        return
+    report["skills"] = [skill.mcp for skill in skills.ordered()]
+    for entry in report["files"]:
+        for resource in entry["resources"]:
+            if resource["uri"] in skills.listing:
+                report["problems"].append(
+                    f"resource '{resource['uri']}' is defined in both --skills and {entry['label']}"
+                )
+                report["ok"] = False
+
+
 def clashes(reports: list[dict[str, Any]], key: str, field: str, what: str) -> list[str]:
     owners: dict[str, list[str]] = {}
     for report in reports:
@@ -93,6 +115,12 @@ def render(
             if lines:
                 echo(f"  {title}:")
                 echo("\n".join("    " + line for line in lines))
+        echo("")
+    if report.get("skills"):
+        echo("Skills:")
+        for skill in report["skills"]:
+            files = len(skill["resources"])
+            echo(f"    {skill['uri']}  ({files} file{'s' * (files != 1)}){_about(skill['frontmatter'])}")
         echo("")
     for problem in report["problems"]:
         echo(f"problem: {problem}")

@@ -93,6 +93,13 @@ def _serve_options(fn: Any) -> Any:
         "listed inline.",
     )(fn)  # fmt: skip
     fn = click.option(
+        "--skills", "skills", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+        metavar="DIR",
+        help="Also serve the skills in DIR (each a folder <name>/SKILL.md with YAML front matter, and "
+        "its other files) as the MCP skills extension (SEP-2640): skills/list, skills/get and "
+        "skill://<name>/<file> resources. Repeatable.",
+    )(fn)  # fmt: skip
+    fn = click.option(
         "--transport", type=click.Choice(["stdio", "http", "sse"]), default="stdio", show_default=True,
         help="How the AI client connects: stdio (the client starts protomcp as a subprocess), "
         "http (Streamable HTTP at --host/--port/--path) or sse (the deprecated HTTP+SSE transport "
@@ -492,7 +499,7 @@ UI_PORT = 6280
 
 SERVE_KEYS = (
     "modules", "plugins", "server_name", "instructions", "python", "call_timeout", "page_size",
-    "include_tags", "exclude_tags", "processes", "store", "discovery", "schema_registry",
+    "include_tags", "exclude_tags", "processes", "store", "discovery", "schema_registry", "skills",
 )  # fmt: skip
 
 
@@ -618,19 +625,45 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
         raise click.UsageError(str(exc)) from None
 
 
+SKILLS_OPTION = click.option(
+    "--skills", "skills", multiple=True, type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+    help="Also the skills in DIR (folders <name>/SKILL.md), as `run --skills DIR` serves them; repeatable.",
+)  # fmt: skip
+
+
+def _load_skill_folders(folders: tuple[Path, ...]) -> Any:
+    """--skills of list and inspect: the skills (None without the option); a bad one is an error."""
+    if not folders:
+        return None
+    from protomcp_host.skillfolder import SkillError, load_skills
+
+    try:
+        return load_skills(folders)
+    except (SkillError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 @main.command(name="list")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @_source_options
+@SKILLS_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the MCP tools/list result as JSON.")
 @PYTHON
 def list_command(
-    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], as_json: bool, python: str
+    files: tuple[Path, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
+    skills: tuple[Path, ...],
+    as_json: bool,
+    python: str,
 ) -> None:
     """Print the tools in FILES, -m modules and --plugin plugins: name, description and parameters;
-    then their resources, resource templates and prompts, if any."""
+    then their resources, resource templates and prompts, and the --skills, if any."""
     import orjson
 
-    served = _with_client(_sources(files, modules, plugins, python), python, _list_everything)
+    served_skills = _load_skill_folders(skills)
+    sources = _sources(files, modules, plugins, python, skills=skills)
+    served = _with_client(sources, python, _list_everything, skills=served_skills)
     if as_json:
         shown = {key: value for key, value in served.items() if value or key == "tools"}
         click.echo(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
@@ -649,7 +682,7 @@ def list_command(
 
 
 def _describe(entry: dict[str, Any]) -> None:
-    description = (entry.get("description") or "").strip()
+    description = (entry.get("description") or entry.get("frontmatter", {}).get("description") or "").strip()
     if description:
         click.echo(f"    {description.splitlines()[0]}")
 
@@ -668,10 +701,11 @@ LISTED: list[tuple[str, str, Any]] = [  # result key, heading, how an entry is s
         lambda e: f"{e['uriTemplate']}  {e.get('name', '')}".rstrip(),
     ),
     ("prompts", "Prompts", _prompt_line),
+    ("skills", "Skills", lambda entry: f"{entry['uri']}  ({len(entry['resources'])} files)"),
 ]
 LIST_METHODS = {
     "tools": "tools/list", "resources": "resources/list",
-    "resourceTemplates": "resources/templates/list", "prompts": "prompts/list",
+    "resourceTemplates": "resources/templates/list", "prompts": "prompts/list", "skills": "skills/list",
 }  # fmt: skip
 
 
@@ -689,7 +723,7 @@ async def _list_everything(request: Any) -> dict[str, list[dict[str, Any]]]:
             except RequestFailed:
                 if key == "tools":
                     raise
-                break  # not offered (no resources or prompts at all)
+                break  # not offered (no resources or prompts at all, no --skills)
             served[key].extend(page.get(key) or [])
             if not (cursor := page.get("nextCursor")):
                 break
@@ -699,28 +733,38 @@ async def _list_everything(request: Any) -> dict[str, list[dict[str, Any]]]:
 @main.command(name="inspect")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @_source_options
+@SKILLS_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (shape in the README).")
 @PYTHON
 def inspect_command(
-    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], as_json: bool, python: str
+    files: tuple[Path, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
+    skills: tuple[Path, ...],
+    as_json: bool,
+    python: str,
 ) -> None:
     """Report everything FILES (and -m modules, --plugin plugins) serve: tools with their
-    schemas, resources, templates, prompts, completions, middleware, lifespan, and warnings.
+    schemas, resources, templates, prompts, completions, middleware, lifespan, and warnings;
+    and the skills of --skills folders.
 
     Nothing is served and no lifespan runs: each file is only imported. Exits with status 1
-    when a file fails to load or two files define the same name (which `run` refuses).
+    when a file fails to load, two files define the same name (which `run` refuses) or a
+    skill is not fit to serve.
     """
     import orjson
 
-    from protomcp_host.cli.inspection import inspect_files, render
+    from protomcp_host.cli.inspection import inspect_files, inspect_skills, render
     from protomcp_host.cli.show import signature
     from protomcp_host.processes.launch import StartupError, tool_files
 
     try:
-        found = tool_files(_sources(files, modules, plugins, python))
+        found = tool_files(_sources(files, modules, plugins, python, skills=skills))
     except StartupError as exc:
         raise click.ClickException(str(exc)) from None
     report = inspect_files(found, python)
+    if skills:
+        inspect_skills(report, skills)
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
     else:
@@ -777,12 +821,20 @@ def proto_schema_command(
 
 
 def _sources(
-    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], python: str
+    files: tuple[Path, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
+    python: str,
+    *,
+    skills: tuple[Path, ...] = (),
 ) -> list[Path]:
-    """FILES plus the source files of -m modules and --plugin plugins (as run finds them)."""
+    """FILES plus the source files of -m modules and --plugin plugins (as run finds them); none
+    at all is an error unless there are --skills (list and inspect) to show."""
     from protomcp_host.processes.launch import StartupError
 
     if not (files or modules or plugins):
+        if skills:
+            return []
         raise click.UsageError("nothing to load: give tool FILES, -m MODULE or --plugin NAME")
     if not (modules or plugins):
         return list(files)

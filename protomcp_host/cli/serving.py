@@ -33,7 +33,7 @@ PLAIN_RUN: dict[str, Any] = {
     "modules": (), "plugins": (), "server_name": None, "instructions": None, "python": sys.executable,
     "call_timeout": 300.0, "page_size": 1000, "include_tags": (), "exclude_tags": (), "processes": 1,
     "store": None, "discovery": "full", "schema_registry": None, "http": None, "token_env": None,
-    "upstreams": [], "bridge": None,
+    "upstreams": [], "bridge": None, "skills": (),
     "drain_timeout": 5.0, "max_in_flight": 1000, "startup_timeout": 30.0, "heartbeat_timeout": 15.0,
 }  # fmt: skip
 
@@ -67,6 +67,22 @@ def _check_upstreams(specs: list[Any]) -> None:
             SECRET_ENV.add(spec.token_env)
 
 
+def _load_skills(folders: tuple[Path, ...], page_size: int) -> Any:
+    """--skills: the skills to serve (None without the option); a bad one stops the start."""
+    if not folders:
+        return None
+    from protomcp_host.skillfolder import SkillError, load_skills
+
+    try:
+        return load_skills(folders, page_size)
+    except SkillError as exc:
+        echo(f"protomcp: cannot start: {exc}")
+        sys.exit(1)
+    except OSError as exc:
+        echo(f"protomcp: cannot start: --skills: {exc}")
+        sys.exit(1)
+
+
 def serve(files: tuple[Path, ...], **options: Any) -> None:
     """Start the tool processes, open the store, serve until the client goes or a signal comes."""
     import signal
@@ -80,8 +96,12 @@ def serve(files: tuple[Path, ...], **options: Any) -> None:
     SECRET_ENV.add("PROTOMCP_STATE_KEY")  # the requestState key (bridge.rounds): not for tool code
     modules, plugins = options.pop("modules"), options.pop("plugins")
     token_env = options.pop("token_env", None)
-    if not (files or modules or plugins or options["upstreams"] or options["bridge"]):
-        raise UsageError("nothing to serve: give tool FILES, -m MODULE, --plugin NAME, --upstream or --peer")
+    if not (files or modules or plugins or options["upstreams"] or options["bridge"] or options["skills"]):
+        raise UsageError(
+            "nothing to serve: give tool FILES, -m MODULE, --plugin NAME, --upstream, --peer or --skills"
+        )
+    options["skill_folders"] = options["skills"]
+    options["skills"] = _load_skills(options["skills"], options["page_size"])
     if options["upstreams"]:
         _check_upstreams(options["upstreams"])
     worker = None

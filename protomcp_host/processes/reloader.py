@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import anyio
@@ -70,3 +70,14 @@ async def watch_and_reload(
     ):
         for supervisor in targets((Path(path) for _, path in changes), supervisors):
             supervisor.request_reload()
+
+
+async def watch_folders(
+    folders: list[Path], on_change: Callable[[], None], stop: anyio.Event, debounce_ms: int = 30
+) -> None:
+    """Call `on_change` after any change under `folders` (every file counts: --skills)."""
+    watch_filter = DefaultFilter(ignore_dirs=SKIP_DIRS)
+    async for _ in awatch(
+        *folders, watch_filter=watch_filter, debounce=debounce_ms, step=10, stop_event=stop, recursive=True
+    ):
+        on_change()

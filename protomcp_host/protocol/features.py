@@ -15,6 +15,7 @@ import orjson
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.events import Batch, Send
 from protomcp_host.protocol.listing import InvalidCursor, Listing
+from protomcp_host.protocol.skills import SKILLS_EXTENSION, SKILLS_OWNER, Skills
 from protomcp_sdk.wire.uritemplate import TemplateError, UriTemplate
 
 RESOURCE_NOT_FOUND = -32002
@@ -51,6 +52,7 @@ class Features:
         self.prompts: Listing[Entry] = Listing("prompt", page_size)
         self.completing: set[Hashable] = set()  # owners that define completion functions
         self.completions_expected = False  # a file not loaded yet uses @completion (read statically)
+        self.skills: Skills | None = None  # --skills: served by the host itself (protocol/skills.py)
 
     def check(self, owner: Hashable, offered: FileFeatures) -> None:
         self.resources.check(owner, offered.resources)
@@ -70,6 +72,14 @@ class Features:
         else:
             self.completing.discard(owner)
         return notes
+
+    def serve_skills(self, skills: Skills) -> list[str]:
+        """Serve `skills` (in place of those served before): each SKILL.md is listed as a
+        resource; the list_changed notifications due. NameClash if a tool file has one's URI."""
+        listed = [Entry(skill.key, SKILLS_OWNER, skill.resource()) for skill in skills.ordered()]
+        changed = self.resources.replace(SKILLS_OWNER, listed)  # (NameClash: nothing changed)
+        self.skills = skills
+        return ["notifications/resources/list_changed"] if changed else []
 
     def resource_owner(self, uri: str) -> Entry | None:
         """The resource, or the first template, that `uri` names."""
@@ -178,7 +188,15 @@ class FeatureMethods:
         self._next_id = 0
 
     def table(self) -> dict[str, Handler]:
+        skills: dict[str, Handler] = {}
+        if self.features.skills is not None:
+            skills = {
+                "skills/list": self._skills_list,
+                "skills/get": self._skill_get,
+                "resources/directory/read": self._directory_read,
+            }
         return {
+            **skills,
             "resources/list": self._resources_list,
             "resources/templates/list": self._templates_list,
             "resources/read": self._read,
@@ -198,7 +216,24 @@ class FeatureMethods:
         }
         if self.features.completing or self.features.completions_expected:
             declared["completions"] = {}
+        if self.features.skills is not None:
+            declared["extensions"] = {SKILLS_EXTENSION: self.features.skills.capability()}
         return declared
+
+    # -- skills (their handlers are in the table only with --skills; a reload replaces them) --
+    @property
+    def _skills(self) -> Skills:
+        assert self.features.skills is not None
+        return self.features.skills
+
+    def _skills_list(self, request: rpc.Request, batch: Batch | None) -> FeatureEvent:
+        return self._skills.list_skills(request, batch)
+
+    def _skill_get(self, request: rpc.Request, batch: Batch | None) -> FeatureEvent:
+        return self._skills.get_skill(request, batch)
+
+    def _directory_read(self, request: rpc.Request, batch: Batch | None) -> FeatureEvent:
+        return self._skills.read_directory(request, batch)
 
     # -- lists ---------------------------------------------------------------------------
     def _page(self, request: rpc.Request, listing: Listing[Entry], result_key: str) -> FeatureEvent:
@@ -226,6 +261,10 @@ class FeatureMethods:
         uri = request.params.get("uri")
         if not isinstance(uri, str):
             return _invalid(request, '"uri" must be a string')
+        skills = self.features.skills
+        read = skills.read(uri) if skills is not None else None
+        if read is not None:  # a skill's file: the host has it
+            return Send(rpc.result(request.id, read))
         entry = self.features.resource_owner(uri)
         if entry is None:
             return Send(rpc.error(request.id, self.not_found, f"Resource not found: {uri}", {"uri": uri}))
@@ -314,7 +353,8 @@ class FeatureMethods:
         uri = request.params.get("uri")
         if not isinstance(uri, str):
             return _invalid(request, '"uri" must be a string')
-        if self.features.resource_owner(uri) is None:
+        skills = self.features.skills
+        if self.features.resource_owner(uri) is None and (skills is None or uri not in skills.files):
             return Send(rpc.error(request.id, self.not_found, f"Resource not found: {uri}", {"uri": uri}))
         self.subscriptions.add(uri)
         return Send(rpc.result(request.id, {}))

@@ -60,6 +60,13 @@ REMOVED = frozenset(
      "tasks/result", "tasks/list"}
 )  # fmt: skip
 
+# Results answered at once that carry cache hints (ttlMs, cacheScope); a resources/read answered
+# here is a skill's file (the skills extension asks them of skills/list and skills/get too).
+CACHEABLE = frozenset(
+    {"server/discover", "resources/list", "resources/templates/list", "prompts/list", "resources/read",
+     "skills/list", "skills/get"}
+)  # fmt: skip
+
 _MODERN_MARK = PROTOCOL_VERSION.encode()
 
 
@@ -276,7 +283,8 @@ class ModernSession(Session):
             self._methods["tasks/update"] = self._task_update
             self._methods["tasks/cancel"] = self._task_cancel
         for method in ("resources/list", "resources/templates/list", "resources/read",
-                       "prompts/list", "prompts/get", "completion/complete"):  # fmt: skip
+                       "prompts/list", "prompts/get", "completion/complete",
+                       "skills/list", "skills/get", "resources/directory/read"):  # fmt: skip
             if method in legacy:
                 self._methods[method] = legacy[method]
 
@@ -319,7 +327,7 @@ class ModernSession(Session):
         method = request.method
         if method == "tools/list":
             extra = self._cacheable if self.visibility.is_default else self._private
-        elif method in ("server/discover", "resources/list", "resources/templates/list", "prompts/list"):
+        elif method in CACHEABLE:
             extra = self._cacheable
         else:
             extra = self._complete
@@ -348,7 +356,7 @@ class ModernSession(Session):
             "capabilities": capabilities,
         }
         if self.task_store is not None:
-            capabilities["extensions"] = {TASKS_EXTENSION: {}}
+            capabilities.setdefault("extensions", {})[TASKS_EXTENSION] = {}
         if self.instructions:
             result["instructions"] = self.instructions
         return Send(rpc.result(request.id, result))

@@ -8,6 +8,9 @@
 #      expected-failures-2025-11-25.yml.
 #   3. 0.2.0-alpha.12 --requirements 2026-07-28, judged by expected-failures-2026-07-28.yml
 #      (PROTOMCP_CONFORMANCE_2026=0 skips it).
+#   4. 0.2.0-alpha.12, the skills extension's server scenarios (sep-2640-*, on no revision's
+#      list) against a host that also serves --skills examples/skills, once per era; judged by
+#      expected-failures-skills.yml (empty: a FAILURE or WARNING check fails the run).
 # Under --requirements the suite scores only the revision's required scenarios (its
 # --expected-failures judges those: the file's `server:` list); the scenarios it runs but does
 # not score (extension, pending: tasks-*, json-schema-2020-12, header validation...) are judged
@@ -30,10 +33,11 @@ stop_host() {
 trap 'stop_host; rm -rf "$work"' EXIT
 cd "$root"
 
-# Starts a host on a free port; sets $url.
+# Starts a host on a free port (start_host NAME [more run options]); sets $url.
 start_host() {
   local log="$work/host-$1.log"
-  python3 -m protomcp_host run examples/tools/everything.py --transport http --port 0 </dev/null 2>"$log" &
+  shift
+  python3 -m protomcp_host run examples/tools/everything.py "$@" --transport http --port 0 </dev/null 2>"$log" &
   server=$!
   url=""
   for _ in $(seq 1 300); do  # up to 30 s for the host to start
@@ -72,6 +76,18 @@ if [ "${PROTOMCP_CONFORMANCE_2026:-1}" = 1 ]; then
 else
   echo "== conformance 0.2.0-alpha.12: --requirements 2026-07-28 skipped (PROTOMCP_CONFORMANCE_2026=0)"
 fi
+
+# 4. The skills extension (SEP-2640): extension scenarios run at 2026-07-28 by default; --force
+# runs them on the 2025-11-25 wire too.
+echo "== conformance 0.2.0-alpha.12: skills extension (sep-2640-*), both eras"
+start_host skills --skills examples/skills
+for scenario in sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory; do
+  timeout 600 "$bin/node" "$next" server --url "$url" --scenario "$scenario" \
+    --expected-failures "$here/expected-failures-skills.yml" || failed+=("$scenario (2026-07-28)")
+  timeout 600 "$bin/node" "$next" server --url "$url" --scenario "$scenario" --spec-version 2025-11-25 \
+    --force --expected-failures "$here/expected-failures-skills.yml" || failed+=("$scenario (2025-11-25)")
+done
+stop_host
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "conformance: failed: ${failed[*]}" >&2

@@ -6,12 +6,13 @@
 
 const TOKEN = window.PLAYGROUND_TOKEN;
 const PROTOCOL = "2025-11-25";
+const SKILLS = "io.modelcontextprotocol/skills";  // the skills extension (SEP-2640)
 const ID_PREFIX = "p" + Date.now().toString(36) + "-";
 let nextId = 0;
 
 const state = {
   serverCaps: {},
-  tools: [], resources: [], templates: [], prompts: [],
+  tools: [], resources: [], templates: [], prompts: [], skills: [],
   calls: new Map(),        // request id -> call record (tools/call of this page)
   pending: new Map(),      // request id -> {resolve, reject} for requests this page load made
   asks: new Map(),         // server request id -> message (elicitation, sampling, roots) unanswered
@@ -106,6 +107,12 @@ async function refreshResources() {
   state.resources = await listAll("resources/list", "resources");
   state.templates = await listAll("resources/templates/list", "resourceTemplates");
   schedule(renderResources);
+  await refreshSkills();  // a skill's SKILL.md is one of the resources
+}
+async function refreshSkills() {
+  if (!(state.serverCaps.extensions || {})[SKILLS]) return;
+  state.skills = await listAll("skills/list", "skills");
+  schedule(renderSkills);
 }
 async function refreshPrompts() {
   if (!state.serverCaps.prompts) return;
@@ -157,6 +164,7 @@ function handle(record) {
   switch (record.kind) {
     case "page": return pageMessage(record);
     case "client": state.wire.client.push(record); return schedule(renderWire);
+    case "skills": if (!state.replaying) refreshSkills().catch(showError); return;  // dev: a skills folder changed
     case "loaded": case "problem": case "output":
       state.events.push(record);
       if (record.kind !== "output" && !(record.kind === "loaded" && record.initial)) state.unseen++;
@@ -453,8 +461,7 @@ function renderResources() {
       read(template.replace(/\{[+#./;?&]?([^}]+)\}/g, (_, n) => n.split(",").map((x) => encodeURIComponent(v[x.replace(/\*$/, "")] || "")).join(",")));
     } }, "Read")));
 }
-async function read(uri) {
-  const out = $("#reads");
+async function read(uri, out = $("#reads")) {
   try {
     const result = await request("resources/read", { uri });
     out.prepend(h("div", { class: "card" }, h("h3", {}, uri), (result.contents || []).map(renderContents)));
@@ -482,6 +489,27 @@ function renderPrompts() {
           (result.messages || []).map((m) => h("div", {}, h("b", {}, m.role), renderBlock(m.content)))));
       } catch (err) { out.prepend(h("div", { class: "card error-text" }, err.message)); }
     } }, "Get")));
+}
+
+// ---- skills (the SEP-2640 extension) ----------------------------------------------------------------
+function renderSkills() {
+  $("#skill-list").replaceChildren(...state.skills.map((s) => h("button", {
+    class: s.uri === saved.skill ? "active" : "", "data-skill": s.frontmatter.name,
+    onclick: () => { saved.skill = s.uri; save(); renderSkills(); },
+  }, s.frontmatter.name, h("small", {}, s.frontmatter.description || ""))));
+  const skill = state.skills.find((s) => s.uri === saved.skill);
+  const box = $("#skill-detail");
+  if (!skill) {
+    const none = (state.serverCaps.extensions || {})[SKILLS] ? "No skills." : "This server offers no skills (protomcp dev --skills DIR).";
+    return box.replaceChildren(h("p", {}, state.skills.length ? "Pick a skill." : none));
+  }
+  const files = skill.resources === "dynamic" ? [] : skill.resources;
+  box.replaceChildren(h("div", { class: "card" }, h("h3", {}, skill.frontmatter.name), h("code", {}, skill.uri),
+    h("p", {}, skill.frontmatter.description || ""),
+    h("div", { class: "tree" }, jsonTree(skill.frontmatter, "frontmatter")),
+    h("table", { class: "files" }, files.map((f) => h("tr", {},
+      h("td", {}, h("code", {}, f.uri)), h("td", {}, `${f.size} bytes`), h("td", {}, h("small", {}, f.digest.slice(0, 19) + "…")),
+      h("td", {}, h("button", { onclick: () => read(f.uri, $("#skill-reads")) }, "Read")))))));
 }
 
 // ---- tasks -----------------------------------------------------------------------------------------
@@ -650,7 +678,7 @@ function show(view) {
   for (const s of document.querySelectorAll(".view")) s.classList.toggle("active", s.id === "view-" + view);
   schedule(renderAll);
 }
-function renderAll() { renderTools(); renderCalls(); renderResources(); renderPrompts(); renderTasks(); renderWire(); renderEvents(); }
+function renderAll() { renderTools(); renderCalls(); renderResources(); renderPrompts(); renderSkills(); renderTasks(); renderWire(); renderEvents(); }
 
 document.querySelectorAll("#tabs button").forEach((b) => b.addEventListener("click", () => show(b.dataset.view)));
 document.querySelectorAll("input[name=wire-session]").forEach((r) => r.addEventListener("change", renderWire));
