@@ -23,7 +23,7 @@ from protomcp_host.bridge.envelope import file_features, tool_from_definition
 from protomcp_host.bridge.execution import Dispatcher
 from protomcp_host.bridge.forwarding import Forwarding, declares_completions
 from protomcp_host.bridge.middleware import Middleware
-from protomcp_host.bridge.rounds import STATE_KEY_ENV, ModernRouter, Rounds
+from protomcp_host.bridge.rounds import MAX_SUSPENDED_EACH, STATE_KEY_ENV, ModernRouter, Rounds
 from protomcp_host.bridge.router import Router, Writer
 from protomcp_host.bridge.tasks import TaskRunner
 from protomcp_host.errout import ErrOut
@@ -123,8 +123,10 @@ class Host:
             serve_modern = os.environ.get(MODERN_ENV) != "0"
         self.serve_modern = serve_modern
         self.principals: dict[str, ToolVisibility] = {}  # modern era: tool-list state per principal
-        self.rounds = Rounds()  # modern era: calls waiting for their client's input (bridge/rounds.py)
+        # modern era: calls waiting for their client's input (bridge/rounds.py)
+        self.rounds = Rounds(per_principal=min(MAX_SUSPENDED_EACH, max_in_flight))
         self.store: Store = store or MemoryStore()  # state shared with other hosts (--store)
+        self.rounds.publish = self.store.publish  # each use of a requestState, told to every host
         self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
         self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
         self.upstreams: dict[str, Any] = {}  # label -> upstream.source.Upstream (--upstream)
@@ -227,6 +229,7 @@ class Host:
             if not isinstance(self.store, MemoryStore) and not os.environ.get(STATE_KEY_ENV):
                 self.rounds.key = await self.store.state_key()
             self.store.subscribe(self._on_bus)
+            self.store.subscribe(self.rounds.on_bus)
             if self.sharing is not None:
                 self.store.subscribe(self.sharing.on_bus)
                 await tg.start(self.sharing.run)
