@@ -233,3 +233,29 @@ def test_a_principal_holds_a_bounded_number_of_suspended_calls(raw_host: Any) ->
     }
     done = _call(host, "old", "sync_elicit", **retry)["result"]
     assert "accept {'ok': True}" in done["content"][0]["text"]  # let go here: run again, answered
+
+
+async def test_an_abandoned_round_lets_the_tool_thread_go(monkeypatch: Any, tmp_path: Any) -> None:
+    """No retry within HOLD: the held call is let go, and its sync tool's thread with it."""
+    import anyio
+    import orjson
+    from scale_support import wait_for_file
+
+    from protomcp_host.app import Host
+    from protomcp_host.bridge import rounds
+
+    monkeypatch.setattr(rounds, "HOLD", 0.2)
+    host = Host([ROUNDS], stderr=lambda _: None)
+    answered = anyio.Event()
+    mark = tmp_path / "released"
+    async with anyio.create_task_group() as tg:
+        await host.start(tg)
+        router = host.connect_modern(lambda data, related=None: answered.set())
+        params = {"name": "held_thread", "arguments": {"mark": str(mark)}, "_meta": META}
+        router.feed(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}))
+        with anyio.fail_after(10):
+            await answered.wait()  # the input round
+        assert not mark.exists()
+        assert await wait_for_file(mark, timeout=10) == "released"
+        await host.stop(1.0)
+        tg.cancel_scope.cancel()

@@ -38,3 +38,61 @@ def test_answer_shapes() -> None:
     )
     assert not valid_answer("sampling/createMessage", {"role": "assistant"})
     assert valid_answer("roots/list", {"roots": []}) and not valid_answer("roots/list", {})
+
+
+class _Owner:
+    """What a Round holds (an Execution), as far as Rounds looks at it."""
+
+    def __init__(self) -> None:
+        self.finished = False
+        self.reason = ""
+
+    def cancel(self, reason: str) -> None:
+        self.finished, self.reason = True, reason
+
+
+def test_held_calls_are_bounded_per_principal_and_never_evict_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from protomcp_host.bridge import rounds as module
+    from protomcp_host.bridge.rounds import Round, Rounds
+
+    monkeypatch.setattr(module, "MAX_SUSPENDED", 4)
+    rounds = Rounds(per_principal=2)
+    other = Round(_Owner(), principal="bob")
+    assert rounds.suspend(other, "bob-1")
+    mine = [Round(_Owner(), principal="ann") for _ in range(3)]
+    for n, round_ in enumerate(mine):
+        assert rounds.suspend(round_, f"ann-{n}")
+    assert mine[0].owner.finished and "2 newer calls of its principal" in mine[0].owner.reason
+    assert not any(r.owner.finished for r in [other, *mine[1:]])
+    assert rounds.held == {"bob": 1, "ann": 2} and list(rounds.suspended) == ["bob-1", "ann-1", "ann-2"]
+    third = Round(_Owner(), principal="cy")
+    assert rounds.suspend(third, "cy-1")
+    late = Round(_Owner(), principal="dee")
+    assert not rounds.suspend(late, "dee-1")  # the host is full: not held (its retry re-runs it)
+    assert not other.owner.finished and len(rounds.suspended) == 4
+    assert rounds.resume("ann-1") is mine[1] and rounds.held["ann"] == 1
+
+
+def test_a_state_used_on_another_host_lets_the_held_call_go() -> None:
+    import orjson
+
+    from protomcp_host.bridge.rounds import ROUND_ANSWERED, ROUND_USED, Round, Rounds
+
+    here, there = Rounds(), Rounds()
+    told: list[tuple[str, bytes]] = []
+    there.publish = lambda topic, payload: told.append((topic, payload))
+    held = Round(_Owner(), principal="ann")
+    assert here.suspend(held, "s1")
+    assert there.first_use("s1", 2e9) is None  # the retry reached the other host: it runs there
+    there.answered("s1", b',"result":{}}')
+    for topic, payload in told:
+        here.on_bus(topic, payload)
+        there.on_bus(topic, payload)  # its own messages are not for it
+    assert [topic for topic, _ in told] == [ROUND_USED, ROUND_ANSWERED]
+    assert held.owner.finished and "served by another host" in held.owner.reason
+    assert not here.suspended and here.held == {}
+    use = here.first_use("s1", 2e9)  # a second use here gets the first answer
+    assert use is not None and use.answer == b',"result":{}}'
+    assert there.used["s1"].here and orjson.loads(told[0][1])["s"] == "s1"
