@@ -107,10 +107,13 @@ def after_question(ctx: Context) -> str:
 
 @tool
 def held_thread(mark: str, ctx: Context) -> str:
-    """A sync tool whose thread marks a file when its question ends (answered or let go)."""
+    """A sync tool whose thread leaves MARK.<its process id> when its question ends (answered,
+    or the call let go); answers with that process id."""
+    import os
     from pathlib import Path
 
     try:
-        return ctx.elicit("Wait?", {"type": "object", "properties": {"v": {"type": "string"}}}).action
+        schema = {"type": "object", "properties": {"v": {"type": "string"}}}
+        return f"{ctx.elicit('Wait?', schema, key='wait').action} in {os.getpid()}"
     finally:
-        Path(mark).write_text("released")
+        Path(f"{mark}.{os.getpid()}").write_text("released")
