@@ -617,6 +617,7 @@ async def _serve(
     )
     shutdown = anyio.Event()
     code = 0
+    siblings = _open_siblings(host, http)
     async with anyio.create_task_group() as tg:
         await tg.start(_on_signals, shutdown)  # first: a signal during start-up stops cleanly
         if signalled:  # one arrived before this loop existed (see cli.serving.serve)
@@ -686,7 +687,29 @@ async def _serve(
         shutdown.set()
         await host.stop(STOP_GRACE)  # every call is answered by now: the processes may go
         tg.cancel_scope.cancel()
+    if siblings is not None:
+        siblings.close()
     return code
+
+
+def _open_siblings(host: Host, http: HttpSettings | None) -> Any:
+    """One of --workers N without --store: the workers' bus for the input-required round trip
+    (transports/http/siblings.py), so a retry served by another worker releases the held call."""
+    if http is None or http.workers < 2 or http.sock is None or not isinstance(host.store, MemoryStore):
+        return None
+    from protomcp_host.transports.http.siblings import SiblingBus
+
+    try:
+        bus = SiblingBus.for_worker(http.workers)
+    except OSError as exc:
+        host.stderr(f"protomcp: no bus between the workers ({exc}): a call waiting for input stays held "
+                    "when its retry goes to another worker")  # fmt: skip
+        return None
+    if bus is not None:
+        bus.start()
+        bus.subscribe(host.rounds.on_bus)
+        host.rounds.publish = bus.publish
+    return bus
 
 
 async def _close_links_on(event: anyio.Event, peers: Any) -> None:

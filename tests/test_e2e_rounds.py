@@ -255,7 +255,7 @@ async def test_an_abandoned_round_lets_the_tool_thread_go(monkeypatch: Any, tmp_
         with anyio.fail_after(10):
             await answered.wait()  # the input round
         with anyio.fail_after(10):
-            while not list(tmp_path.glob("released.*")):  # (written by the tool process)
+            while not list(tmp_path.glob("released.[0-9]*")):  # (written by the tool process)
                 await anyio.sleep(0.02)
         await host.stop(1.0)
         tg.cancel_scope.cancel()

@@ -246,6 +246,10 @@ class Rounds:
             waiter(answer, "")
         if use.here and len(answer) <= MAX_ANSWERS:
             self._tell(ROUND_ANSWERED, {"s": sid, "e": use.expires, "a": answer.decode()})
+        elif use.here:
+            self._tell(
+                ROUND_ANSWERED, {"s": sid, "e": use.expires, "why": "its answer is too large to share"}
+            )
 
     def unanswered(self, sid: str, reason: str) -> None:
         """The first use of a state ended without an answer (its request was cancelled)."""
@@ -256,6 +260,8 @@ class Rounds:
         waiters, use.waiters = use.waiters, []
         for waiter in waiters:
             waiter(None, reason)
+        if use.here:
+            self._tell(ROUND_ANSWERED, {"s": sid, "e": use.expires, "why": reason})
 
     def _record(self, sid: str, use: Use) -> None:
         self.used[sid] = use
@@ -284,7 +290,8 @@ class Rounds:
             if message["h"] == self.host_id:
                 return
             sid, expires = str(message["s"]), float(message["e"])
-            answer = message["a"].encode() if topic == ROUND_ANSWERED else None
+            answer = message["a"].encode() if "a" in message else None
+            why = str(message.get("why", ""))
         except (ValueError, KeyError, TypeError, AttributeError):
             return
         round_ = self.suspended.get(sid)
@@ -294,6 +301,8 @@ class Rounds:
             self._record(sid, Use(expires, False))
         if answer is not None:
             self.answered(sid, answer)
+        elif topic == ROUND_ANSWERED:
+            self.unanswered(sid, f"{why} (on another host)")
 
 
 def _request(owner: Any) -> tuple[bytes, str, str, Any, Any]:
@@ -473,22 +482,31 @@ class ModernRouter(Router):
         self._check_idle()
 
     def _second_use(self, request_id: bytes, use: Use) -> None:
-        """A requestState used before: the first use's answer, now or once it has one."""
+        """A requestState used before: the first use's answer, now or once it has one (from
+        another host: within the call timeout)."""
+        timer: asyncio.TimerHandle | None = None
 
         def answer(first: bytes | None, reason: str) -> None:
+            if timer is not None:
+                timer.cancel()
+            if answer in use.waiters:
+                use.waiters.remove(answer)
             if first is None:
-                why = f"requestState already used: {reason or 'its first use was on another host'}"
-                self._refuse(request_id, why, "request_state_used")
+                self._refuse(request_id, f"requestState already used: {reason}", "request_state_used")
             else:
                 self._emit(self.session.replay(request_id, first), request_id)
                 self._check_idle()
 
-        if use.answer is not None or use.ended or not use.here:
+        if use.answer is not None or use.ended:
             answer(use.answer, use.ended)
-        else:  # the first use is still running here
-            if self._idle.is_set():
-                self._idle = anyio.Event()
-            use.waiters.append(answer)
+            return
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+        use.waiters.append(answer)
+        if not use.here:  # its answer comes over the bus (a host that stops sends none)
+            wait = self.dispatcher.call_timeout or HOLD
+            why = f"its first use, on another host, did not answer within {wait:g}s"
+            timer = asyncio.get_running_loop().call_later(wait, answer, None, why)
 
     def _become_task(self, call: Call, execution: Execution) -> None:
         """The call's CreateTaskResult answers the request; it runs on for its task."""

@@ -107,11 +107,13 @@ def after_question(ctx: Context) -> str:
 
 @tool
 def held_thread(mark: str, ctx: Context) -> str:
-    """A sync tool whose thread leaves MARK.<its process id> when its question ends (answered,
-    or the call let go); answers with that process id."""
+    """A sync tool whose thread leaves MARK.started.<its process id> when it starts and
+    MARK.<its process id> when its question ends (answered, or the call let go); answers with
+    that process id."""
     import os
     from pathlib import Path
 
+    Path(f"{mark}.started.{os.getpid()}").write_text("started")
     try:
         schema = {"type": "object", "properties": {"v": {"type": "string"}}}
         return f"{ctx.elicit('Wait?', schema, key='wait').action} in {os.getpid()}"
