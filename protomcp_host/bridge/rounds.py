@@ -340,14 +340,7 @@ class ModernRouter(Router):
             self._events[TaskInput] = lambda event: tasks.answer(event.task, event.responses)
             self._events[TaskCancel] = lambda event: tasks.cancel(event.task)
         self._uses: dict[bytes, str] = {}  # requests in progress that used a state: its id
-        write = self.write
-
-        def noting_answers(data: bytes, related: bytes | None = None) -> None:
-            write(data, related)
-            if related is not None and related in self._uses and data.startswith(_ANSWER + related + b","):
-                self.rounds.answered(self._uses.pop(related), data[len(_ANSWER) + len(related) :])
-
-        self.write = noting_answers
+        self._watching = False  # writes are watched for those requests' answers
 
     # -- tool-list control: the principal's, so its listen streams everywhere hear of it -------
     def update_tools(self, change: ToolListChange) -> None:
@@ -467,7 +460,7 @@ class ModernRouter(Router):
                 if use is not None:
                     self._second_use(request_id, use)
                     return None
-                self._uses[request_id] = sid
+                self._note_answer(request_id, sid)
             known = claims.get("r")
             if isinstance(known, dict):
                 answers.update(known)
@@ -475,6 +468,25 @@ class ModernRouter(Router):
         fresh = {key: value for key, value in retry.responses.items() if isinstance(value, dict)}
         answers.update(fresh)
         return round_, {key: value for key, value in answers.items() if isinstance(value, dict)}, fresh
+
+    def _note_answer(self, request_id: bytes, sid: str) -> None:
+        """The answer this request gets is the state's first answer (writes are watched for it
+        from the first request that uses a state: the others pay nothing)."""
+        if not self._watching:
+            self._watching = True
+            write = self.write
+
+            def noting_answers(data: bytes, related: bytes | None = None) -> None:
+                write(data, related)
+                if (
+                    related is not None
+                    and related in self._uses
+                    and data.startswith(_ANSWER + related + b",")
+                ):
+                    self.rounds.answered(self._uses.pop(related), data[len(_ANSWER) + len(related) :])
+
+            self.write = noting_answers
+        self._uses[request_id] = sid
 
     def _refuse(self, request_id: bytes, message: str, reason: str) -> None:
         data = {"reason": reason}
