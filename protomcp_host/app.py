@@ -126,7 +126,7 @@ class Host:
         # modern era: calls waiting for their client's input (bridge/rounds.py)
         self.rounds = Rounds(per_principal=min(MAX_SUSPENDED_EACH, max_in_flight))
         self.store: Store = store or MemoryStore()  # state shared with other hosts (--store)
-        self.rounds.publish = self.store.publish  # each use of a requestState, told to every host
+        self.rounds.uses.publish = self.store.publish  # each use of a requestState, told to every host
         self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
         self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
         self.upstreams: dict[str, Any] = {}  # label -> upstream.source.Upstream (--upstream)
@@ -708,7 +708,7 @@ def _open_siblings(host: Host, http: HttpSettings | None) -> Any:
     if bus is not None:
         bus.start()
         bus.subscribe(host.rounds.on_bus)
-        host.rounds.publish = bus.publish
+        host.rounds.uses.publish = bus.publish
     return bus
 
 

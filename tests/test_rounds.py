@@ -78,21 +78,22 @@ def test_held_calls_are_bounded_per_principal_and_never_evict_another(
 def test_a_state_used_on_another_host_lets_the_held_call_go() -> None:
     import orjson
 
-    from protomcp_host.bridge.rounds import ROUND_ANSWERED, ROUND_USED, Round, Rounds
+    from protomcp_host.bridge.rounds import Round, Rounds
+    from protomcp_host.bridge.used_states import ROUND_ANSWERED, ROUND_USED
 
     here, there = Rounds(), Rounds()
     told: list[tuple[str, bytes]] = []
-    there.publish = lambda topic, payload: told.append((topic, payload))
+    there.uses.publish = lambda topic, payload: told.append((topic, payload))
     held = Round(_Owner(), principal="ann")
     assert here.suspend(held, "s1")
-    assert there.first_use("s1", 2e9) is None  # the retry reached the other host: it runs there
-    there.answered("s1", b',"result":{}}')
+    assert there.uses.first_use("s1", 2e9) is None  # the retry reached the other host: it runs there
+    there.uses.answered("s1", b',"result":{}}')
     for topic, payload in told:
         here.on_bus(topic, payload)
         there.on_bus(topic, payload)  # its own messages are not for it
     assert [topic for topic, _ in told] == [ROUND_USED, ROUND_ANSWERED]
     assert held.owner.finished and "served by another host" in held.owner.reason
     assert not here.suspended and here.held == {}
-    use = here.first_use("s1", 2e9)  # a second use here gets the first answer
+    use = here.uses.first_use("s1", 2e9)  # a second use here gets the first answer
     assert use is not None and use.answer == b',"result":{}}'
-    assert there.used["s1"].here and orjson.loads(told[0][1])["s"] == "s1"
+    assert there.uses.used["s1"].here and orjson.loads(told[0][1])["s"] == "s1"

@@ -15,10 +15,10 @@ An answer is used once: a call that asks again under the same key asks the clien
 A suspended call keeps its place in the tool process (a sync tool's thread) only for ``HOLD``
 seconds, at most ``MAX_SUSPENDED_EACH`` per principal (its own oldest goes first; never another
 principal's) and ``MAX_SUSPENDED`` in all: one let go is cancelled, and its retry re-runs it.
-A requestState is used once (``Use``): a second use (a client's network retry, a replay, two
-retries at once) gets the first use's answer, or a refusal saying it was used, never a second
-run. Hosts sharing a bus (``publish``/``on_bus``) tell each other of each use, so the host that
-holds the suspended call lets it go when its retry was served elsewhere.
+A requestState is used once (used_states.py): a second use gets the first use's answer, or a
+refusal saying it was used, never a second run. Hosts sharing a bus (``uses.publish``,
+``on_bus``) tell each other of each use, so the host that holds the suspended call lets it go
+when its retry was served elsewhere.
 
 ``ModernRouter`` is the Router of a modern-era connection; everything else a call does
 (progress, logs, answers) goes the Router's way.
@@ -40,6 +40,7 @@ import orjson
 
 from protomcp_host.bridge.execution import Dispatcher, Execution
 from protomcp_host.bridge.router import LIST_CHANGED_DELAY, Forwarder, Router, Writer
+from protomcp_host.bridge.used_states import Use, UsedStates
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import CancelForward, Forward
@@ -54,10 +55,6 @@ ROUND_WINDOW = 0.02  # seconds the requests a call makes at once gather into one
 MAX_SUSPENDED = 1000  # suspended calls per host; beyond it a new one is not held (its retry re-runs)
 MAX_SUSPENDED_EACH = 16  # suspended calls per principal (at most --max-in-flight); then its oldest goes
 MAX_ANSWERS = 64 * 1024  # bytes of answers a requestState carries (beyond: not carried)
-MAX_USED = 50_000  # requestStates remembered as used; beyond it the oldest are forgotten
-REPLAY_BYTES = 16 << 20  # bytes of first answers kept for second uses; beyond: "it was used"
-ROUND_USED = "round_used"  # bus topics: a requestState was used (the holder lets its call go),
-ROUND_ANSWERED = "round_answered"  # and what its first use answered (for a second use elsewhere)
 INVALID_STATE = "Invalid or expired requestState"
 _ANSWER = b'{"jsonrpc":"2.0","id":'
 _AAD = b"protomcp requestState v1"
@@ -127,23 +124,8 @@ class Round:
     asked: int = 0
 
 
-Waiter = Callable[[bytes | None, str], None]
-"""A second use of a requestState waiting for the first one's answer (or why there is none)."""
-
-
-@dataclass(slots=True, eq=False)
-class Use:
-    """A requestState that was used: what its first use answered (the JSON after the id)."""
-
-    expires: float  # the state's expiry (time.time())
-    here: bool  # used on this host (else: heard of on the bus)
-    answer: bytes | None = None
-    ended: str = ""  # why there is no answer to give (the request was cancelled, or it is not kept)
-    waiters: list[Waiter] = field(default_factory=list)
-
-
 class Rounds:
-    """The host's calls in input rounds, the ones held until their retry, the used states."""
+    """The host's calls in input rounds, and the ones held until their retry."""
 
     def __init__(self, codec: StateCodec | None = None, per_principal: int = MAX_SUSPENDED_EACH) -> None:
         self._codec = codec  # made at first use: cryptography is imported only then
@@ -152,10 +134,7 @@ class Rounds:
         self.of: dict[Any, Round] = {}  # by owner
         self.suspended: OrderedDict[str, Round] = OrderedDict()  # held, oldest first
         self.held: dict[str, int] = {}  # principal -> its calls in `suspended`
-        self.used: OrderedDict[str, Use] = OrderedDict()  # by suspension id, in order of use
-        self.kept = 0  # bytes of answers in `used`
-        self.publish: Callable[[str, bytes], None] | None = None  # the bus other hosts hear
-        self.host_id = os.urandom(8).hex()  # (this host's own bus messages are not for it)
+        self.uses = UsedStates()  # each requestState is used once
 
     @property
     def codec(self) -> StateCodec:
@@ -214,95 +193,14 @@ class Rounds:
         for ask in pending.values():
             ask.reply(None, reason)
 
-    # -- each requestState is used once ------------------------------------------------------
-    def first_use(self, sid: str, expires: float) -> Use | None:
-        """None when this is the state's first use (now recorded, and told to the other hosts,
-        whose holder of the call lets it go); else the use that came first."""
-        now = time.time()
-        while self.used and next(iter(self.used.values())).expires < now:
-            self._forget(next(iter(self.used)))
-        use = self.used.get(sid)
-        if use is not None:
-            return use
-        self._record(sid, Use(expires, True))
-        self._tell(ROUND_USED, {"s": sid, "e": expires})
-        return None
-
-    def answered(self, sid: str, answer: bytes) -> None:
-        """What the first use of a state answered (the JSON after the request id)."""
-        use = self.used.get(sid)
-        if use is None or use.answer is not None:
-            return
-        use.answer = answer
-        self.kept += len(answer)
-        for old in self.used.values():  # the oldest answers go beyond the budget
-            if self.kept <= REPLAY_BYTES or old is use:
-                break
-            if old.answer is not None:
-                self.kept -= len(old.answer)
-                old.answer, old.ended = None, "its answer is no longer kept"
-        waiters, use.waiters = use.waiters, []
-        for waiter in waiters:
-            waiter(answer, "")
-        if use.here and len(answer) <= MAX_ANSWERS:
-            self._tell(ROUND_ANSWERED, {"s": sid, "e": use.expires, "a": answer.decode()})
-        elif use.here:
-            self._tell(
-                ROUND_ANSWERED, {"s": sid, "e": use.expires, "why": "its answer is too large to share"}
-            )
-
-    def unanswered(self, sid: str, reason: str) -> None:
-        """The first use of a state ended without an answer (its request was cancelled)."""
-        use = self.used.get(sid)
-        if use is None or use.answer is not None:
-            return
-        use.ended = reason
-        waiters, use.waiters = use.waiters, []
-        for waiter in waiters:
-            waiter(None, reason)
-        if use.here:
-            self._tell(ROUND_ANSWERED, {"s": sid, "e": use.expires, "why": reason})
-
-    def _record(self, sid: str, use: Use) -> None:
-        self.used[sid] = use
-        while len(self.used) > MAX_USED:
-            self._forget(next(iter(self.used)))
-
-    def _forget(self, sid: str) -> None:
-        use = self.used.pop(sid)
-        if use.answer is not None:
-            self.kept -= len(use.answer)
-        for waiter in use.waiters:
-            waiter(None, "its first use did not end in time")
-
     # -- the bus between hosts ------------------------------------------------------------
-    def _tell(self, topic: str, message: dict[str, Any]) -> None:
-        if self.publish is not None:
-            self.publish(topic, orjson.dumps({**message, "h": self.host_id}))
-
     def on_bus(self, topic: str, payload: bytes) -> None:
         """Another host used a state (the call held here for it is let go), or says what its
-        first use answered."""
-        if topic not in (ROUND_USED, ROUND_ANSWERED):
-            return
-        try:
-            message = orjson.loads(payload)
-            if message["h"] == self.host_id:
-                return
-            sid, expires = str(message["s"]), float(message["e"])
-            answer = message["a"].encode() if "a" in message else None
-            why = str(message.get("why", ""))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return
-        round_ = self.suspended.get(sid)
+        first use came to."""
+        state = self.uses.heard(topic, payload)
+        round_ = self.suspended.get(state) if state is not None else None
         if round_ is not None:
             self.drop(round_, "its retry was served by another host")
-        if sid not in self.used:
-            self._record(sid, Use(expires, False))
-        if answer is not None:
-            self.answered(sid, answer)
-        elif topic == ROUND_ANSWERED:
-            self.unanswered(sid, f"{why} (on another host)")
 
 
 def _request(owner: Any) -> tuple[bytes, str, str, Any, Any]:
@@ -380,7 +278,7 @@ class ModernRouter(Router):
         for request_id in request_ids:
             sid = self._uses.pop(request_id, None)
             if sid is not None:
-                self.rounds.unanswered(sid, reason)
+                self.rounds.uses.unanswered(sid, reason)
 
     # -- a request starts: fresh, retried with its suspended owner here, or re-run -----------
     def _start(self, call: Call) -> None:
@@ -456,7 +354,7 @@ class ModernRouter(Router):
                 return None
             sid = claims.get("s")
             if isinstance(sid, str):
-                use = self.rounds.first_use(sid, float(claims["e"]))
+                use = self.rounds.uses.first_use(sid, float(claims["e"]))
                 if use is not None:
                     self._second_use(request_id, use)
                     return None
@@ -483,7 +381,7 @@ class ModernRouter(Router):
                     and related in self._uses
                     and data.startswith(_ANSWER + related + b",")
                 ):
-                    self.rounds.answered(self._uses.pop(related), data[len(_ANSWER) + len(related) :])
+                    self.rounds.uses.answered(self._uses.pop(related), data[len(_ANSWER) + len(related) :])
 
             self.write = noting_answers
         self._uses[request_id] = sid
