@@ -97,3 +97,25 @@ def test_a_state_used_on_another_host_lets_the_held_call_go() -> None:
     use = here.uses.first_use("s1", 2e9)  # a second use here gets the first answer
     assert use is not None and use.answer == b',"result":{}}'
     assert there.uses.used["s1"].here and orjson.loads(told[0][1])["s"] == "s1"
+
+
+def test_used_states_keep_answers_within_a_budget_and_forget_expired_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from protomcp_host.bridge import used_states
+
+    monkeypatch.setattr(used_states, "REPLAY_BYTES", 10)
+    uses = used_states.UsedStates()
+    assert uses.first_use("a", 2e9) is None and uses.first_use("b", 2e9) is None
+    second = uses.first_use("b", 2e9)  # running: a second use waits for the answer
+    assert second is not None and second.answer is None and not second.ended
+    heard: list[tuple[bytes | None, str]] = []
+    second.waiters.append(lambda answer, why: heard.append((answer, why)))
+    uses.answered("a", b"123456")
+    uses.answered("b", b"abcdef")  # over the budget: the oldest answer goes
+    assert heard == [(b"abcdef", "")]
+    assert uses.used["a"].answer is None and "no longer kept" in uses.used["a"].ended
+    assert uses.used["b"].answer == b"abcdef" and uses.kept == 6
+    fresh = used_states.UsedStates()
+    assert fresh.first_use("old", 1.0) is None  # (expired at once)
+    assert fresh.first_use("new", 2e9) is None and list(fresh.used) == ["new"]

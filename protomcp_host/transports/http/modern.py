@@ -194,7 +194,7 @@ def _same(text: str, value: Any) -> bool:
 QUICK_ANSWER = 0.05
 
 
-class Outbox:
+class Backlog:
     """A request's messages not yet written to its connection, bounded in bytes: past `limit`
     the oldest go (never the newest: the answer is the last message of a request)."""
 
@@ -232,7 +232,7 @@ class ModernEndpoint:
     ) -> None:
         self.host = host
         self.keepalive = keepalive
-        self.budget = budget  # bytes of messages one request keeps for its client (see Outbox)
+        self.budget = budget  # bytes of messages one request keeps for its client (see Backlog)
         self.principal_of = principal_of  # scope -> the principal (token subject), or None
         self.claims_of = claims_of  # scope -> the verified claims for the calls, or None
         self.connections: set[Connection] = set()  # requests in progress (for the drain)
@@ -300,7 +300,7 @@ class ModernEndpoint:
                 f"{self.budget >> 20} MiB waited for its client (reported once per stream)"
             )
 
-        outbox = Outbox(self.budget, dropped)
+        outbox = Backlog(self.budget, dropped)
 
         def write(data: bytes, related: bytes | None = None) -> None:
             if related is not None and related != message.id:
