@@ -126,7 +126,8 @@ class Host:
         # modern era: calls waiting for their client's input (bridge/rounds.py)
         self.rounds = Rounds(per_principal=min(MAX_SUSPENDED_EACH, max_in_flight))
         self.store: Store = store or MemoryStore()  # state shared with other hosts (--store)
-        self.rounds.uses.publish = self.store.publish  # each use of a requestState, told to every host
+        if not isinstance(self.store, MemoryStore):  # each use of a requestState, told to the others
+            self.rounds.uses.publish = self.store.publish
         self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
         self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
         self.upstreams: dict[str, Any] = {}  # label -> upstream.source.Upstream (--upstream)
