@@ -24,7 +24,7 @@ from protomcp_host.bridge.envelope import file_features, tool_from_definition
 from protomcp_host.bridge.execution import Dispatcher
 from protomcp_host.bridge.forwarding import Forwarding, declares_completions
 from protomcp_host.bridge.middleware import Middleware
-from protomcp_host.bridge.rounds import STATE_KEY_ENV, ModernRouter, Rounds
+from protomcp_host.bridge.rounds import MAX_SUSPENDED_EACH, STATE_KEY_ENV, ModernRouter, Rounds
 from protomcp_host.bridge.router import Router, Writer
 from protomcp_host.bridge.tasks import TaskRunner
 from protomcp_host.errout import ErrOut
@@ -128,8 +128,11 @@ class Host:
             serve_modern = os.environ.get(MODERN_ENV) != "0"
         self.serve_modern = serve_modern
         self.principals: dict[str, ToolVisibility] = {}  # modern era: tool-list state per principal
-        self.rounds = Rounds()  # modern era: calls waiting for their client's input (bridge/rounds.py)
+        # modern era: calls waiting for their client's input (bridge/rounds.py)
+        self.rounds = Rounds(per_principal=min(MAX_SUSPENDED_EACH, max_in_flight))
         self.store: Store = store or MemoryStore()  # state shared with other hosts (--store)
+        if not isinstance(self.store, MemoryStore):  # each use of a requestState, told to the others
+            self.rounds.uses.publish = self.store.publish
         self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
         self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
         self.upstreams: dict[str, Any] = {}  # label -> upstream.source.Upstream (--upstream)
@@ -236,6 +239,7 @@ class Host:
                 self.rounds.key = await self.store.state_key()
                 tg.start_soon(self._keep_state_key)
             self.store.subscribe(self._on_bus)
+            self.store.subscribe(self.rounds.on_bus)
             if self.sharing is not None:
                 self.store.subscribe(self.sharing.on_bus)
                 await tg.start(self.sharing.run)
@@ -660,6 +664,7 @@ async def _serve(
     )
     shutdown = anyio.Event()
     code = 0
+    siblings = _open_siblings(host, http)
     async with anyio.create_task_group() as tg:
         await tg.start(_on_signals, shutdown)  # first: a signal during start-up stops cleanly
         if signalled:  # one arrived before this loop existed (see cli.serving.serve)
@@ -739,7 +744,29 @@ async def _serve(
             await peers_drained.wait()  # (bounded by the drain timeout)
         await host.stop(STOP_GRACE)  # every call is answered by now: the processes may go
         tg.cancel_scope.cancel()
+    if siblings is not None:
+        siblings.close()
     return code
+
+
+def _open_siblings(host: Host, http: HttpSettings | None) -> Any:
+    """One of --workers N without --store: the workers' bus for the input-required round trip
+    (transports/http/siblings.py), so a retry served by another worker releases the held call."""
+    if http is None or http.workers < 2 or http.sock is None or not isinstance(host.store, MemoryStore):
+        return None
+    from protomcp_host.transports.http.siblings import SiblingBus
+
+    try:
+        bus = SiblingBus.for_worker(http.workers)
+    except OSError as exc:
+        host.stderr(f"protomcp: no bus between the workers ({exc}): a call waiting for input stays held "
+                    "when its retry goes to another worker")  # fmt: skip
+        return None
+    if bus is not None:
+        bus.start()
+        bus.subscribe(host.rounds.on_bus)
+        host.rounds.uses.publish = bus.publish
+    return bus
 
 
 async def _drain_peers_on(event: anyio.Event, peers: Any, timeout: float, drained: anyio.Event) -> None:

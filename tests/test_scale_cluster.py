@@ -260,3 +260,27 @@ async def test_hosts_carry_on_after_redis_restarts_empty(
             assert len(calls) == 3 and len({r[0] for r in calls}) == 2, calls
     finally:
         stop(restarted)
+
+
+async def test_a_retry_served_by_the_other_host_releases_the_held_call(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """Host A holds a sync call waiting for input; its retry reaches host B, which runs it: A
+    lets its call (and the tool's thread) go. A second use of that state, on A, gets B's answer."""
+    import httpx2
+
+    hosts = [http_host("run", str(ROUNDS), "--store", redis_url) for _ in range(2)]
+    mark = str(tmp_path / "released")
+    call = {"name": "held_thread", "arguments": {"mark": mark}}
+    with anyio.fail_after(60):
+        async with httpx2.AsyncClient(timeout=30) as http:
+            first = (await modern_rpc(http, hosts[0].url, "tools/call", call))["result"]
+            assert first["resultType"] == "input_required"
+            retry = {**call, "requestState": first["requestState"],
+                     "inputResponses": {"wait": {"action": "accept", "content": {"v": "x"}}}}  # fmt: skip
+            done = (await modern_rpc(http, hosts[1].url, "tools/call", retry))["result"]
+            assert done["content"][0]["text"].startswith("accept in ")
+            while len(list(tmp_path.glob("released.[0-9]*"))) < 2:  # B's run, and A's thread let go
+                await anyio.sleep(0.02)
+            again = (await modern_rpc(http, hosts[0].url, "tools/call", retry))["result"]
+            assert again["content"] == done["content"]  # the first answer, not a second run

@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from scale_support import CPU, burst, modern_client, wait_for_file
+from conftest import TOOLS
+from scale_support import CPU, burst, modern_client, modern_rpc, wait_for_file
+
+ROUNDS = TOOLS / "rounds" / "rounds.py"
 
 
 def _alive(pid: int) -> bool:
@@ -124,3 +127,59 @@ async def test_a_new_session_takes_a_well_formed_offered_id_only(http_host: Any)
         assert await session_id("short") != "short"
         assert await session_id("x" * 31 + "/") != "x" * 31 + "/"
         assert len(await session_id(None)) == 32  # no header: random, as without the option
+
+
+async def test_the_workers_bus_reaches_the_other_workers() -> None:
+    from protomcp_host.transports.http.siblings import SiblingBus
+
+    parent = (1 << 30) + os.getpid()  # names no real parent's workers use
+    one, two = SiblingBus(1, 2, parent), SiblingBus(2, 2, parent)
+    got: list[tuple[str, bytes]] = []
+    arrived = anyio.Event()
+    two.subscribe(lambda topic, payload: (got.append((topic, payload)), arrived.set()))
+    one.start()
+    two.start()
+    try:
+        one.publish("round_used", b'{"s":"x"}')
+        with anyio.fail_after(5):
+            await arrived.wait()
+        assert got == [("round_used", b'{"s":"x"}')]
+    finally:
+        one.close()
+        two.close()
+
+
+def _pids(mark: Path, pattern: str) -> set[str]:
+    return {path.name.rsplit(".", 1)[1] for path in mark.parent.glob(mark.name + pattern)}
+
+
+async def test_a_retry_served_by_another_worker_releases_the_held_call(
+    http_host: Any, tmp_path: Path
+) -> None:
+    """A sync call held by one worker, retried through a connection another worker accepted
+    (found by trying: the kernel picks the worker), runs there; the holder lets its call go."""
+    import httpx2
+
+    host = http_host("run", str(ROUNDS), "--workers", "2")
+    answer = {"wait": {"action": "accept", "content": {"v": "x"}}}
+    marks: list[Path] = []
+
+    async def round_trip(mark: Path) -> None:
+        call = {"name": "held_thread", "arguments": {"mark": str(mark)}}
+        async with httpx2.AsyncClient(timeout=30) as http:  # a connection of its own: either worker
+            first = (await modern_rpc(http, host.url, "tools/call", call))["result"]
+        retry = {**call, "requestState": first["requestState"], "inputResponses": answer}
+        async with httpx2.AsyncClient(timeout=30) as http:
+            done = (await modern_rpc(http, host.url, "tools/call", retry))["result"]
+        assert done["content"][0]["text"].startswith("accept in ")
+
+    with anyio.fail_after(120):
+        while not any(len(_pids(mark, ".started.*")) == 2 for mark in marks):  # until one crossed
+            batch = [tmp_path / f"m{len(marks) + i}" for i in range(8)]
+            marks += batch
+            async with anyio.create_task_group() as tg:
+                for mark in batch:
+                    tg.start_soon(round_trip, mark)
+        for mark in marks:  # every thread that ran returns: the holder's too
+            while _pids(mark, ".[0-9]*") != _pids(mark, ".started.*"):
+                await anyio.sleep(0.02)
