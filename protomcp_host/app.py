@@ -42,11 +42,13 @@ from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
 from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
     from protomcp_host.peers.hub import BridgeSettings
     from protomcp_host.protocol.discovery import Discovery
     from protomcp_host.protocol.protomcp import Descriptors
+    from protomcp_host.shared_tools import SharedToolLists
     from protomcp_host.sharing import SharedTasks
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
@@ -56,6 +58,7 @@ DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds a tool file may take to import and lis
 DEFAULT_HEARTBEAT_TIMEOUT = 15.0  # seconds a tool process may leave a heartbeat unanswered
 MODERN_ENV = "PROTOMCP_MODERN"
 MAX_PRINCIPALS = 10_000  # modern era: principals whose tool-list state is kept (the idle ones go first)
+NO_CHANGE = ToolListChange()
 LOCAL_PRINCIPAL = "local"  # the one principal of a stdio client
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
 HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the store to answer a ping
@@ -147,6 +150,14 @@ class Host:
             from protomcp_host.sharing import SharedTasks
 
             self.sharing = SharedTasks(self.store, self.task_store, self.task_runner, self.stderr)
+        # ... and so is each principal's tool-list state (shared_tools.py)
+        self.shared_tools: SharedToolLists | None = None
+        if not isinstance(self.store, MemoryStore):
+            from protomcp_host.shared_tools import SharedToolLists
+
+            self.shared_tools = SharedToolLists(
+                self.store, self._principal_state, self._replace_tool_state, self.stderr
+            )
         self._sessions = itertools.count(1)
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
@@ -230,6 +241,9 @@ class Host:
             if self.sharing is not None:
                 self.store.subscribe(self.sharing.on_bus)
                 await tg.start(self.sharing.run)
+            if self.shared_tools is not None:
+                self.store.subscribe(self.shared_tools.on_bus)
+                await tg.start(self.shared_tools.run)
         except StoreError as exc:
             self.startup_error = str(exc)
             raise StartupError(str(exc)) from None
@@ -307,11 +321,7 @@ class Host:
     def connect_modern(self, write: Writer, principal: str = LOCAL_PRINCIPAL) -> Router:
         """A connection serving modern-era (2026-07-28) requests for `principal`, whose
         tool-list control state it shares with the principal's other connections."""
-        visibility = self.principals.get(principal)
-        if visibility is None:
-            if len(self.principals) >= MAX_PRINCIPALS:
-                self._forget_idle_principals()
-            visibility = self.principals[principal] = ToolVisibility()
+        visibility = self._principal_state(principal)
         session = ModernSession(
             self.catalog,
             self.server_info,
@@ -339,10 +349,32 @@ class Host:
             lambda: self.routers,
             self.task_runner,
         )
+        if self.shared_tools is not None:
+            router.tools_changed = self.shared_tools.changed
         if tap is not None:
             _tap_feed(router, tap)
         self.routers.append(router)
         return router
+
+    def _principal_state(self, principal: str) -> ToolVisibility:
+        """The principal's tool-list state (made when it is new)."""
+        visibility = self.principals.get(principal)
+        if visibility is None:
+            if len(self.principals) >= MAX_PRINCIPALS:
+                self._forget_idle_principals()
+            visibility = self.principals[principal] = ToolVisibility()
+        return visibility
+
+    def _replace_tool_state(self, principal: str, apply: Callable[[], None]) -> None:
+        """Another host changed the principal's tool list: `apply` its state here; the principal's
+        listen streams here hear of it as of a change made here (one list_changed, if it changed)."""
+        listening = [
+            router for router in self.routers
+            if isinstance(router, ModernRouter) and router.principal == principal and router.session.listens
+        ]  # fmt: skip
+        for router in listening:  # (an empty change: the list as it is now is what the flush compares to)
+            Router.update_tools(router, NO_CHANGE)
+        apply()
 
     def _session_tap(self, tap: WireTap) -> SessionTap:
         """The wire tap for one new session: its messages carry the session's number."""

@@ -355,9 +355,10 @@ HTTP_OPTIONS = [
         type=click.IntRange(min=1),
         metavar="N",
         help="[http] Host processes sharing the port, each with its own tool processes; this process "
-        "supervises them (a worker that dies is replaced; SIGTERM drains all). Modern (2026-07-28) "
-        "requests go to any worker; a legacy session lives in one worker, so legacy clients need "
-        "one worker or a balancer routing by Mcp-Session-Id.  [default: 1]",
+        "supervises them (a worker that dies is replaced; SIGTERM drains all). More than one needs "
+        "--store redis://...: the workers share each principal's tool-list state, modern-era tasks "
+        "and the requestState key there. Modern (2026-07-28) requests go to any worker; a legacy "
+        "session lives in one worker, which the others pass its requests to.  [default: 1]",
     ),
 ]
 HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags do not apply
@@ -489,6 +490,12 @@ def _serve_command(files: tuple[Path, ...], options: dict[str, Any], **extra: An
         raise click.UsageError(
             "--agent-id with --workers: every worker would be a separate agent under one id "
             "(peers refuse the second link); bridge one worker and scale tools with --processes"
+        )
+    if http is not None and http.workers > 1 and settings["store"] in (None, "memory"):
+        raise click.UsageError(
+            f"--workers {http.workers} needs --store redis://HOST:PORT/DB: each worker is a host of its "
+            "own, and the store is where they share each principal's tool-list state, modern-era tasks "
+            "and the requestState key (or serve with one worker and scale tools with --processes)"
         )
     _serve(
         files,
