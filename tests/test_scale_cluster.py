@@ -125,18 +125,21 @@ async def test_one_host_killed_mid_run(http_host: Any, nginx: Any, redis_url: st
     assert all(f.startswith("MCPError") for f in failures)  # an error answer (nginx's 502), no hang
 
 
-@pytest.mark.parametrize("store", ["memory", "redis"])
+@pytest.mark.parametrize("store", ["memory", "redis", "redis with workers"])
 async def test_without_a_shared_key_a_retry_elsewhere_is_refused_with_one_it_runs_again(
     store: str, http_host: Any, nginx: Any, redis_url: str
 ) -> None:
-    """The control: hosts with their own keys (memory store) refuse each other's requestState."""
-    extra = ("--store", redis_url) if store == "redis" else ()
+    """The control: hosts with their own keys (memory store) refuse each other's requestState;
+    with the store's key, so do hosts of two workers each (the workers use the store's key)."""
+    extra = {"memory": (), "redis": ("--store", redis_url)}.get(
+        store, ("--store", redis_url, "--workers", "2")
+    )
     hosts = [http_host("run", str(ROUNDS), *extra) for _ in range(2)]
     balancer = nginx([host.url.split("/")[2] for host in hosts])
     with anyio.fail_after(60):
         async with modern_client(balancer.url, sampling_callback=_sample) as client:
             await client.list_tools()
-            if store == "redis":
+            if store != "memory":
                 two = await client.call_tool("two_samples", {})
                 assert two.content[0].text == "A(first?)+A(second after A(first?)?)"
             else:
