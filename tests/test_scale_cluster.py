@@ -263,3 +263,23 @@ async def test_hosts_carry_on_after_redis_restarts_empty(
             assert len(calls) == 3 and len({r[0] for r in calls}) == 2, calls
     finally:
         stop(restarted)
+
+
+async def test_a_principals_tool_list_change_reaches_its_listen_streams_on_other_hosts(
+    http_host: Any, redis_url: str
+) -> None:
+    hosts = [http_host("run", str(TOOLS / "control.py"), "--store", redis_url) for _ in range(2)]
+    with anyio.fail_after(60):
+        async with (
+            modern_client(hosts[0].url) as on_a,
+            modern_client(hosts[1].url) as on_b,
+            on_a.listen(tools_list_changed=True) as sub,
+        ):
+            assert "secret" not in {tool.name for tool in (await on_a.list_tools()).tools}
+            await on_b.call_tool("unlock", {})  # the same principal (no credentials), on host B
+            event = await anext(aiter(sub))
+            assert "tools" in repr(event).lower()
+            assert "secret" in {tool.name for tool in (await on_a.list_tools()).tools}
+            await on_b.call_tool("lock", {})
+            await anext(aiter(sub))
+            assert "secret" not in {tool.name for tool in (await on_a.list_tools()).tools}

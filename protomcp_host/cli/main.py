@@ -63,7 +63,8 @@ def _serve_options(fn: Any) -> Any:
         "--store", default=None, metavar="URL",
         help="Shared state for several hosts: redis://HOST:PORT/DB. Modern-era tasks are seen, answered "
         "and cancelled through any host; resource updates published on one host reach listeners on "
-        "all of them; an input-required retry (requestState) is accepted by any of them. Needs the "
+        "all of them; an input-required retry (requestState) is accepted by any of them; a principal's "
+        "tool-list state is the same on all of them. Needed by --workers N > 1. Needs the "
         "redis client (pip install 'protomcp-tools[redis]').  "
         "[default: this host's memory]",
     )(fn)  # fmt: skip
