@@ -349,7 +349,9 @@ class Host:
             lambda: self.routers,
             self.task_runner,
         )
-        if self.shared_tools is not None:
+        if (
+            self.shared_tools is not None and principal != LOCAL_PRINCIPAL
+        ):  # (a stdio client is no one else's)
             router.tools_changed = self.shared_tools.changed
         if tap is not None:
             _tap_feed(router, tap)
@@ -387,6 +389,8 @@ class Host:
         for name in list(self.principals):
             if name not in connected:
                 del self.principals[name]
+                if self.shared_tools is not None:
+                    self.shared_tools.stamps.pop(name, None)
                 if len(self.principals) < MAX_PRINCIPALS // 2:
                     return
 

@@ -97,6 +97,8 @@ class Affinity:
         target = (scope.get("raw_path") or scope["path"].encode()) + (b"?" + query if query else b"")
         headers = [(k, v) for k, v in scope["headers"] if k not in HOP_BY_HOP]
         headers += [(b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+        if not any(name == b"host" for name, _ in headers):  # (HTTP/1.0 may leave it out; h11 needs it)
+            headers.append((b"host", b"localhost"))
         conn = h11.Connection(h11.CLIENT)
         request = conn.send(h11.Request(method=scope["method"], target=target, headers=headers))
         request += conn.send(h11.Data(data=body)) if body else b""
