@@ -78,15 +78,27 @@ class Affinity:
         return sock
 
     async def forward(
-        self, worker: int, scope: Scope, body: bytes | None, receive: Receive, send: Send, max_body: int
+        self,
+        worker: int,
+        scope: Scope,
+        body: bytes | None,
+        receive: Receive,
+        send: Send,
+        limits: tuple[int, float],
     ) -> None:
         """Serve the request at `worker` and relay its answer (a stream as it comes); `body` is
-        None when the request's body was not read yet. The relay ends when either side does."""
+        None when the request's body was not read yet (`limits`: its most bytes, and seconds to
+        read it). The relay ends when either side does."""
         if body is None:
             try:
-                body = await read_body(receive, max_body, 30.0)
-            except (BodyTooLarge, ClientGone, TimeoutError):
-                await refuse(send, 400, "Bad Request: the request body could not be read")
+                body = await read_body(receive, *limits)
+            except BodyTooLarge:
+                await refuse(send, 413, f"Payload Too Large: the limit is {limits[0]} bytes")
+                return
+            except TimeoutError:
+                await refuse(send, 408, "Request Timeout: the request body arrived too slowly")
+                return
+            except ClientGone:
                 return
         try:
             stream = await anyio.connect_unix(self.path(worker))

@@ -91,7 +91,7 @@ class StreamableHTTP:
             session_id = header(scope, b"mcp-session-id")
             if session_id is not None and self.affinity.owner(session_id) != self.affinity.worker:
                 owner = self.affinity.owner(session_id)
-                await self.affinity.forward(owner, scope, None, receive, send, self.options.max_body)
+                await self.affinity.forward(owner, scope, None, receive, send, self._limits)
                 return
         if method != "POST" and self._modern(scope):  # the 2026-07-28 era is POST only
             await respond(send, 405, b"", headers=[(b"allow", b"POST")])
@@ -103,6 +103,11 @@ class StreamableHTTP:
             await self._delete(scope, send)
         else:
             await respond(send, 405, b"", headers=[(b"allow", b"GET, POST, DELETE")])
+
+    @property
+    def _limits(self) -> tuple[int, float]:
+        """A request body's most bytes and the seconds it may take (for a relayed request)."""
+        return self.options.max_body, self.options.read_timeout
 
     # -- the era of a request -----------------------------------------------------------
     def _legacy(self, scope: Scope) -> bool:
@@ -192,7 +197,7 @@ class StreamableHTTP:
             offered = self._offered_id(scope)
             if self.affinity is not None and offered and self.affinity.owner(offered) != self.affinity.worker:
                 owner = self.affinity.owner(offered)  # the worker its later requests will reach
-                await self.affinity.forward(owner, scope, body, receive, send, self.options.max_body)
+                await self.affinity.forward(owner, scope, body, receive, send, self._limits)
                 return
             await self._initialize(body, parsed, scope, send)
             return
