@@ -74,8 +74,12 @@ async def test_modern_requests_round_robin_and_share_state(
             assert "scale://note" in repr(event)
 
 
-async def test_a_legacy_session_is_pinned_by_the_hash(http_host: Any, nginx: Any, redis_url: str) -> None:
-    _, balancer = _cluster(http_host, nginx, redis_url)
+@pytest.mark.parametrize("workers", ["1", "2"])
+async def test_a_legacy_session_is_pinned_by_the_hash(
+    workers: str, http_host: Any, nginx: Any, redis_url: str
+) -> None:
+    """... and, inside a host of several workers, reaches the worker holding it."""
+    _, balancer = _cluster(http_host, nginx, redis_url, "--workers", workers)
     with anyio.fail_after(60):
         for _ in range(3):  # each session stays on the host that made it, wherever that is
             async with modern_client(balancer.url, mode="legacy") as client:
