@@ -44,11 +44,13 @@ from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
 from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
     from protomcp_host.peers.hub import BridgeSettings
     from protomcp_host.protocol.discovery import Discovery
     from protomcp_host.protocol.protomcp import Descriptors
+    from protomcp_host.shared_tools import SharedToolLists
     from protomcp_host.sharing import SharedTasks
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
@@ -58,6 +60,7 @@ DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds a tool file may take to import and lis
 DEFAULT_HEARTBEAT_TIMEOUT = 15.0  # seconds a tool process may leave a heartbeat unanswered
 MODERN_ENV = "PROTOMCP_MODERN"
 MAX_PRINCIPALS = 10_000  # modern era: principals whose tool-list state is kept (the idle ones go first)
+NO_CHANGE = ToolListChange()
 LOCAL_PRINCIPAL = "local"  # the one principal of a stdio client
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
 HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the store to answer a ping
@@ -158,6 +161,14 @@ class Host:
             from protomcp_host.sharing import SharedTasks
 
             self.sharing = SharedTasks(self.store, self.task_store, self.task_runner, self.stderr)
+        # ... and so is each principal's tool-list state (shared_tools.py)
+        self.shared_tools: SharedToolLists | None = None
+        if not isinstance(self.store, MemoryStore):
+            from protomcp_host.shared_tools import SharedToolLists
+
+            self.shared_tools = SharedToolLists(
+                self.store, self._principal_state, self._replace_tool_state, self.stderr
+            )
         self._sessions = itertools.count(1)
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
@@ -243,6 +254,9 @@ class Host:
             if self.sharing is not None:
                 self.store.subscribe(self.sharing.on_bus)
                 await tg.start(self.sharing.run)
+            if self.shared_tools is not None:
+                self.store.subscribe(self.shared_tools.on_bus)
+                await tg.start(self.shared_tools.run)
         except StoreError as exc:
             self.startup_error = str(exc)
             raise StartupError(str(exc)) from None
@@ -332,11 +346,7 @@ class Host:
     def connect_modern(self, write: Writer, principal: str = LOCAL_PRINCIPAL) -> Router:
         """A connection serving modern-era (2026-07-28) requests for `principal`, whose
         tool-list control state it shares with the principal's other connections."""
-        visibility = self.principals.get(principal)
-        if visibility is None:
-            if len(self.principals) >= MAX_PRINCIPALS:
-                self._forget_idle_principals()
-            visibility = self.principals[principal] = ToolVisibility()
+        visibility = self._principal_state(principal)
         session = ModernSession(
             self.catalog,
             self.server_info,
@@ -364,10 +374,34 @@ class Host:
             lambda: self.routers,
             self.task_runner,
         )
+        if (
+            self.shared_tools is not None and principal != LOCAL_PRINCIPAL
+        ):  # (a stdio client is no one else's)
+            router.tools_changed = self.shared_tools.changed
         if tap is not None:
             _tap_feed(router, tap)
         self.routers.append(router)
         return router
+
+    def _principal_state(self, principal: str) -> ToolVisibility:
+        """The principal's tool-list state (made when it is new)."""
+        visibility = self.principals.get(principal)
+        if visibility is None:
+            if len(self.principals) >= MAX_PRINCIPALS:
+                self._forget_idle_principals()
+            visibility = self.principals[principal] = ToolVisibility()
+        return visibility
+
+    def _replace_tool_state(self, principal: str, apply: Callable[[], None]) -> None:
+        """Another host changed the principal's tool list: `apply` its state here; the principal's
+        listen streams here hear of it as of a change made here (one list_changed, if it changed)."""
+        listening = [
+            router for router in self.routers
+            if isinstance(router, ModernRouter) and router.principal == principal and router.session.listens
+        ]  # fmt: skip
+        for router in listening:  # (an empty change: the list as it is now is what the flush compares to)
+            Router.update_tools(router, NO_CHANGE)
+        apply()
 
     def _session_tap(self, tap: WireTap) -> SessionTap:
         """The wire tap for one new session: its messages carry the session's number."""
@@ -380,6 +414,8 @@ class Host:
         for name in list(self.principals):
             if name not in connected:
                 del self.principals[name]
+                if self.shared_tools is not None:
+                    self.shared_tools.stamps.pop(name, None)
                 if len(self.principals) < MAX_PRINCIPALS // 2:
                     return
 
@@ -664,7 +700,6 @@ async def _serve(
     )
     shutdown = anyio.Event()
     code = 0
-    siblings = _open_siblings(host, http)
     async with anyio.create_task_group() as tg:
         await tg.start(_on_signals, shutdown)  # first: a signal during start-up stops cleanly
         if signalled:  # one arrived before this loop existed (see cli.serving.serve)
@@ -744,29 +779,7 @@ async def _serve(
             await peers_drained.wait()  # (bounded by the drain timeout)
         await host.stop(STOP_GRACE)  # every call is answered by now: the processes may go
         tg.cancel_scope.cancel()
-    if siblings is not None:
-        siblings.close()
     return code
-
-
-def _open_siblings(host: Host, http: HttpSettings | None) -> Any:
-    """One of --workers N without --store: the workers' bus for the input-required round trip
-    (transports/http/siblings.py), so a retry served by another worker releases the held call."""
-    if http is None or http.workers < 2 or http.sock is None or not isinstance(host.store, MemoryStore):
-        return None
-    from protomcp_host.transports.http.siblings import SiblingBus
-
-    try:
-        bus = SiblingBus.for_worker(http.workers)
-    except OSError as exc:
-        host.stderr(f"protomcp: no bus between the workers ({exc}): a call waiting for input stays held "
-                    "when its retry goes to another worker")  # fmt: skip
-        return None
-    if bus is not None:
-        bus.start()
-        bus.subscribe(host.rounds.on_bus)
-        host.rounds.uses.publish = bus.publish
-    return bus
 
 
 async def _drain_peers_on(event: anyio.Event, peers: Any, timeout: float, drained: anyio.Event) -> None:

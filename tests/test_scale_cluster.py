@@ -74,8 +74,12 @@ async def test_modern_requests_round_robin_and_share_state(
             assert "scale://note" in repr(event)
 
 
-async def test_a_legacy_session_is_pinned_by_the_hash(http_host: Any, nginx: Any, redis_url: str) -> None:
-    _, balancer = _cluster(http_host, nginx, redis_url)
+@pytest.mark.parametrize("workers", ["1", "2"])
+async def test_a_legacy_session_is_pinned_by_the_hash(
+    workers: str, http_host: Any, nginx: Any, redis_url: str
+) -> None:
+    """... and, inside a host of several workers, reaches the worker holding it."""
+    _, balancer = _cluster(http_host, nginx, redis_url, "--workers", workers)
     with anyio.fail_after(60):
         for _ in range(3):  # each session stays on the host that made it, wherever that is
             async with modern_client(balancer.url, mode="legacy") as client:
@@ -125,18 +129,21 @@ async def test_one_host_killed_mid_run(http_host: Any, nginx: Any, redis_url: st
     assert all(f.startswith("MCPError") for f in failures)  # an error answer (nginx's 502), no hang
 
 
-@pytest.mark.parametrize("store", ["memory", "redis"])
+@pytest.mark.parametrize("store", ["memory", "redis", "redis with workers"])
 async def test_without_a_shared_key_a_retry_elsewhere_is_refused_with_one_it_runs_again(
     store: str, http_host: Any, nginx: Any, redis_url: str
 ) -> None:
-    """The control: hosts with their own keys (memory store) refuse each other's requestState."""
-    extra = ("--store", redis_url) if store == "redis" else ()
+    """The control: hosts with their own keys (memory store) refuse each other's requestState;
+    with the store's key, so do hosts of two workers each (the workers use the store's key)."""
+    extra = {"memory": (), "redis": ("--store", redis_url)}.get(
+        store, ("--store", redis_url, "--workers", "2")
+    )
     hosts = [http_host("run", str(ROUNDS), *extra) for _ in range(2)]
     balancer = nginx([host.url.split("/")[2] for host in hosts])
     with anyio.fail_after(60):
         async with modern_client(balancer.url, sampling_callback=_sample) as client:
             await client.list_tools()
-            if store == "redis":
+            if store != "memory":
                 two = await client.call_tool("two_samples", {})
                 assert two.content[0].text == "A(first?)+A(second after A(first?)?)"
             else:
@@ -284,3 +291,23 @@ async def test_a_retry_served_by_the_other_host_releases_the_held_call(
                 await anyio.sleep(0.02)
             again = (await modern_rpc(http, hosts[0].url, "tools/call", retry))["result"]
             assert again["content"] == done["content"]  # the first answer, not a second run
+
+
+async def test_a_principals_tool_list_change_reaches_its_listen_streams_on_other_hosts(
+    http_host: Any, redis_url: str
+) -> None:
+    hosts = [http_host("run", str(TOOLS / "control.py"), "--store", redis_url) for _ in range(2)]
+    with anyio.fail_after(60):
+        async with (
+            modern_client(hosts[0].url) as on_a,
+            modern_client(hosts[1].url) as on_b,
+            on_a.listen(tools_list_changed=True) as sub,
+        ):
+            assert "secret" not in {tool.name for tool in (await on_a.list_tools()).tools}
+            await on_b.call_tool("unlock", {})  # the same principal (no credentials), on host B
+            event = await anext(aiter(sub))
+            assert "tools" in repr(event).lower()
+            assert "secret" in {tool.name for tool in (await on_a.list_tools()).tools}
+            await on_b.call_tool("lock", {})
+            await anext(aiter(sub))
+            assert "secret" not in {tool.name for tool in (await on_a.list_tools()).tools}

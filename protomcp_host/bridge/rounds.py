@@ -262,6 +262,7 @@ class ModernRouter(Router):
         self.principal = principal
         self.peers = peers  # every connection of the host (the principal's get its list changes)
         self.tasks = tasks  # the host's modern-era tasks (bridge/tasks.py)
+        self.tools_changed: Callable[[str], None] | None = None  # tells other hosts (shared_tools.py)
         if tasks is not None:
             self._events[TaskInput] = lambda event: tasks.answer(event.task, event.responses)
             self._events[TaskCancel] = lambda event: tasks.cancel(event.task)
@@ -284,6 +285,8 @@ class ModernRouter(Router):
             if peer._flush_timer is None:
                 loop = asyncio.get_running_loop()
                 peer._flush_timer = loop.call_later(LIST_CHANGED_DELAY, peer.flush_notifications)
+        if self.tools_changed is not None:
+            self.tools_changed(self.principal)
 
     def end_streams(self) -> None:
         """The server ends its listen streams gracefully (shutdown)."""

@@ -64,7 +64,8 @@ def _serve_options(fn: Any) -> Any:
         help="Shared state for several hosts: redis://HOST:PORT/DB, with ?prefix=NAME to keep "
         "deployments on one database apart. Modern-era tasks are seen, answered "
         "and cancelled through any host; resource updates published on one host reach listeners on "
-        "all of them; an input-required retry (requestState) is accepted by any of them. Needs the "
+        "all of them; an input-required retry (requestState) is accepted by any of them; a principal's "
+        "tool-list state is the same on all of them. Needed by --workers N > 1. Needs the "
         "redis client (pip install 'protomcp-tools[redis]').  "
         "[default: this host's memory]",
     )(fn)  # fmt: skip
@@ -383,9 +384,10 @@ HTTP_OPTIONS = [
         type=click.IntRange(min=1),
         metavar="N",
         help="[http] Host processes sharing the port, each with its own tool processes; this process "
-        "supervises them (a worker that dies is replaced; SIGTERM drains all). Modern (2026-07-28) "
-        "requests go to any worker; a legacy session lives in one worker, so legacy clients need "
-        "one worker or a balancer routing by Mcp-Session-Id.  [default: 1]",
+        "supervises them (a worker that dies is replaced; SIGTERM drains all). More than one needs "
+        "--store redis://...: the workers share each principal's tool-list state, modern-era tasks "
+        "and the requestState key there. Modern (2026-07-28) requests go to any worker; a legacy "
+        "session lives in one worker, which the others pass its requests to.  [default: 1]",
     ),
 ]
 HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags do not apply
@@ -519,6 +521,12 @@ def _serve_command(files: tuple[Path, ...], options: dict[str, Any], **extra: An
         raise click.UsageError(
             "--agent-id with --workers: every worker would be a separate agent under one id "
             "(peers refuse the second link); bridge one worker and scale tools with --processes"
+        )
+    if http is not None and http.workers > 1 and settings["store"] in (None, "memory"):
+        raise click.UsageError(
+            f"--workers {http.workers} needs --store redis://HOST:PORT/DB: each worker is a host of its "
+            "own, and the store is where they share each principal's tool-list state, modern-era tasks "
+            "and the requestState key (or serve with one worker and scale tools with --processes)"
         )
     _serve(
         files,

@@ -15,6 +15,7 @@ import uvicorn
 from starlette.routing import Route, Router, WebSocketRoute
 
 from protomcp_host.processes.launch import StartupError
+from protomcp_host.transports.http.affinity import Affinity
 from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send
 from protomcp_host.transports.http.batching import http_protocol
 from protomcp_host.transports.http.connections import ConnectionLimits, bounded, fit_to_fd_limit
@@ -44,6 +45,7 @@ class HttpSettings:
     before_exit: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     workers: int = 1  # --workers: host processes on this port (workers.py)
     sock: socket.socket | None = None  # a listening socket to serve instead of binding (a worker's)
+    affinity: Affinity | None = None  # a worker's: where the other workers' sessions are served
 
 
 LISTEN_QUEUE = 2048  # connections the kernel holds until they are accepted
@@ -124,7 +126,7 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         ]
         owner: Any = legacy
     else:
-        mcp = StreamableHTTP(host, settings.options)
+        mcp = StreamableHTTP(host, settings.options, settings.affinity)
         routes = [
             Route(settings.path, endpoint=mcp, methods=["GET", "POST", "DELETE"]),
             WebSocketRoute(PROTO_MCP_PATH, endpoint=_Endpoint(ProtoMcpEndpoint(host))),
@@ -166,6 +168,9 @@ async def serve_http(
     """Serve until `shutdown` is set, then shut down gracefully within `drain_timeout`."""
     app, owner = build_app(host, settings)
     sock = settings.sock or listen(settings)
+    sockets = [sock]
+    if settings.affinity is not None:  # the other workers pass this one its sessions' requests here
+        sockets.append(settings.affinity.listen())
     limits = settings.limits
     cap = fit_to_fd_limit(limits.max_connections)
     if cap < limits.max_connections:
@@ -200,7 +205,7 @@ async def serve_http(
 
     async def run_server() -> None:
         try:
-            await server.serve(sockets=[sock])
+            await server.serve(sockets=sockets)
         finally:
             stopped.set()
 
@@ -228,4 +233,5 @@ async def serve_http(
         with anyio.move_on_after(drain_timeout + 2):
             await stopped.wait()
         tg.cancel_scope.cancel()
-    sock.close()
+    for listening in sockets:
+        listening.close()

@@ -22,6 +22,7 @@ import orjson
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.session import BATCH_VERSIONS, SERVER_BUSY, SUPPORTED_VERSIONS
+from protomcp_host.transports.http.affinity import Affinity
 from protomcp_host.transports.http.asgi import (
     Receive,
     Scope,
@@ -75,9 +76,10 @@ class HttpOptions:
 class StreamableHTTP:
     """The MCP endpoint (mounted at --path by the server)."""
 
-    def __init__(self, host: Sessions, options: HttpOptions) -> None:
+    def __init__(self, host: Sessions, options: HttpOptions, affinity: Affinity | None = None) -> None:
         self.host = host
         self.options = options
+        self.affinity = affinity  # --workers N: the worker each session lives in (affinity.py)
         self.sessions: dict[str, HttpSession] = {}
         self.draining = False
         self.expired = 0
@@ -85,6 +87,12 @@ class StreamableHTTP:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
+        if self.affinity is not None:
+            session_id = header(scope, b"mcp-session-id")
+            if session_id is not None and self.affinity.owner(session_id) != self.affinity.worker:
+                owner = self.affinity.owner(session_id)
+                await self.affinity.forward(owner, scope, None, receive, send, self._limits)
+                return
         if method != "POST" and self._modern(scope):  # the 2026-07-28 era is POST only
             await respond(send, 405, b"", headers=[(b"allow", b"POST")])
         elif method == "POST":
@@ -95,6 +103,11 @@ class StreamableHTTP:
             await self._delete(scope, send)
         else:
             await respond(send, 405, b"", headers=[(b"allow", b"GET, POST, DELETE")])
+
+    @property
+    def _limits(self) -> tuple[int, float]:
+        """A request body's most bytes and the seconds it may take (for a relayed request)."""
+        return self.options.max_body, self.options.read_timeout
 
     # -- the era of a request -----------------------------------------------------------
     def _legacy(self, scope: Scope) -> bool:
@@ -132,7 +145,9 @@ class StreamableHTTP:
         return hs
 
     def _new_session(self, scope: Scope) -> HttpSession:
-        session_id = self._offered_id(scope) or secrets.token_urlsafe(24)  # 192 random bits, visible ASCII
+        session_id = self._offered_id(scope) or (
+            self.affinity.new_id() if self.affinity is not None else secrets.token_urlsafe(24)
+        )  # 192 random bits, visible ASCII
         hs = HttpSession(session_id, self.host, _principal(scope), self.options.replay_bytes)
         self.sessions[session_id] = hs
         return hs
@@ -179,6 +194,11 @@ class StreamableHTTP:
             await self.modern.post(scope, body, parsed, receive, send)
             return
         if isinstance(parsed, dict) and parsed.get("method") == "initialize":
+            offered = self._offered_id(scope)
+            if self.affinity is not None and offered and self.affinity.owner(offered) != self.affinity.worker:
+                owner = self.affinity.owner(offered)  # the worker its later requests will reach
+                await self.affinity.forward(owner, scope, body, receive, send, self._limits)
+                return
             await self._initialize(body, parsed, scope, send)
             return
         hs = await self._find(scope, send)
