@@ -6,7 +6,9 @@ the store's bus and writes it as a record (`tools:PRINCIPAL`); every other host 
 and a host that starts (a replaced worker) loads the records. Each state carries a Lamport stamp
 (counter, host id) and a host keeps only a newer one, so when two hosts change one principal's
 list at once every host ends with the same winner. Another host learns of a change within
-milliseconds: a request it serves in that instant still sees the list from before.
+milliseconds: a request it serves in that instant still sees the list from before. After a break
+of the store (RECONNECTED) a host publishes and writes again the states it made (what it could
+not write meanwhile included) and re-reads the records.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import anyio.abc
 import orjson
 
 from protomcp_host.protocol.visibility import ToolVisibility
-from protomcp_host.store.base import Store, StoreError
+from protomcp_host.store.base import RECONNECTED, Store, StoreError
 
 TOOLS = "tools"  # bus topic
 RECORD_PREFIX = "tools:"
@@ -48,22 +50,45 @@ class SharedToolLists:
         self.clock = 0
         self.stamps: dict[str, Stamp] = {}  # principal -> the stamp of the state held here
         self._writes: deque[tuple[str, bytes]] = deque()
+        self._own: dict[str, bytes] = {}  # principal -> the latest state this host made
+        self._reconnected = False
+        self._unsaved = False  # a write failed since the store last came back (reported once)
         self._wake = anyio.Event()
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Load the states in the store, then write records as changes come (one writer: in order)."""
-        for _, payload in await self.store.scan(RECORD_PREFIX):
-            self._receive(payload)
+        await self._load()
         task_status.started()
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
+            if self._reconnected:
+                self._reconnected = False
+                await self._catch_up()
             while self._writes:
                 principal, payload = self._writes.popleft()
                 try:
                     await self.store.put(RECORD_PREFIX + principal, payload, RECORD_TTL)
-                except StoreError as exc:
-                    self.report(f"protomcp: a tool-list change was not stored: {exc}")
+                except StoreError as exc:  # kept in _own: written again once the store is back
+                    if not self._unsaved:
+                        self.report(f"protomcp: a tool-list change was not stored (kept until it is): {exc}")
+                    self._unsaved = True
+
+    async def _load(self) -> None:
+        for _, payload in await self.store.scan(RECORD_PREFIX):
+            self._receive(payload)
+
+    async def _catch_up(self) -> None:
+        """The store is back: what was published or written meanwhile may be lost, here or there."""
+        self._unsaved = False
+        for principal, payload in self._own.items():
+            if self.stamps.get(principal, (0, ""))[1] == self.host_id:  # (still the newest known)
+                self.store.publish(TOOLS, payload)
+                self._writes.append((principal, payload))
+        try:
+            await self._load()
+        except StoreError:
+            self._reconnected = True  # (the next break's end tries again)
 
     def changed(self, principal: str) -> None:
         """A call here changed `principal`'s tool list: tell the other hosts."""
@@ -74,6 +99,7 @@ class SharedToolLists:
             {"p": principal, "c": stamp[0], "h": stamp[1], "mode": state.mode, "listed": sorted(state.listed),
              "enabled": sorted(state.enabled), "disabled": sorted(state.disabled)}
         )  # fmt: skip
+        self._own[principal] = payload
         self.store.publish(TOOLS, payload)
         self._writes.append((principal, payload))
         self._wake.set()
@@ -81,6 +107,9 @@ class SharedToolLists:
     def on_bus(self, topic: str, payload: bytes) -> None:
         if topic == TOOLS:
             self._receive(payload)
+        elif topic == RECONNECTED:
+            self._reconnected = True
+            self._wake.set()
 
     def _receive(self, payload: bytes) -> None:
         try:

@@ -93,3 +93,33 @@ async def test_a_host_that_starts_loads_the_stored_states() -> None:
         await tg.start(late.shared.run)
         assert late.state("alice") == ToolVisibility(mode="block", listed={"admin"})
         tg.cancel_scope.cancel()
+
+
+async def test_a_change_the_store_could_not_take_is_written_once_it_is_back() -> None:
+    """A write during an outage is reported once and kept; after RECONNECTED it is published and
+    written again, so a host that starts later still loads it."""
+    from protomcp_host.store.base import RECONNECTED, StoreError
+
+    class Failing(MemoryStore):
+        down = True
+
+        async def put(self, key: str, value: bytes, ttl: float, *, final: bool = False) -> bytes | None:
+            if self.down:
+                raise StoreError("redis is unreachable")
+            return await super().put(key, value, ttl, final=final)
+
+    store = Failing()
+    a = FakeHost(store, "a")
+    async with anyio.create_task_group() as tg:
+        await tg.start(a.shared.run)
+        a.change("alice", block=["admin"])
+        a.change("alice", block=["admin", "echo"])
+        await anyio.wait_all_tasks_blocked()
+        assert await store.scan(RECORD_PREFIX) == [] and len(a.reports) == 1, a.reports
+        store.down = False
+        store.publish(RECONNECTED, b"")
+        await anyio.wait_all_tasks_blocked()
+        late = FakeHost(store, "late")
+        await tg.start(late.shared.run)
+        assert late.state("alice") == ToolVisibility(mode="block", listed={"admin", "echo"})
+        tg.cancel_scope.cancel()
