@@ -284,12 +284,17 @@ class StreamableHTTP:
             left = True
             scope.cancel()
 
-        with Deadline(self.options.turn_timeout):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch, tg.cancel_scope)
-                while hs.full() and not stream.closed:
-                    await hs.wait_turn()
-                tg.cancel_scope.cancel()
+        with Deadline(self.options.turn_timeout) as deadline:
+            while not (left or hs.closed or stream.closed or deadline.scope.cancel_called):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(watch, tg.cancel_scope)
+                    while hs.full() and not stream.closed:
+                        await hs.wait_turn()
+                    tg.cancel_scope.cancel()
+                # Leaving the task group yields: another waiter woken by the same ended call may
+                # have taken the slot meanwhile. Only a slot still free now is this call's turn.
+                if not hs.full():
+                    break
         if left:
             return "left"
         if hs.closed:
