@@ -98,14 +98,18 @@ def listen(settings: HttpSettings) -> socket.socket:
         ) from None
 
 
+def endpoint_path(settings: HttpSettings) -> str:
+    """Where clients connect: --path, or /sse for the HTTP+SSE transport."""
+    return settings.path if settings.transport == "http" else "/sse"
+
+
 def url_of(settings: HttpSettings, port: int) -> str:
     host = settings.host
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
     elif ":" in host and not host.startswith("["):
         host = f"[{host}]"
-    path = settings.path if settings.transport == "http" else "/sse"
-    return f"http://{host}:{port}{path}"
+    return f"http://{host}:{port}{endpoint_path(settings)}"
 
 
 def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
@@ -127,7 +131,6 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         ]
         owner = mcp
     routes += [WebSocketRoute(path, endpoint=_Endpoint(app)) for path, app in settings.websockets.items()]
-    public: list[str] = []
     health = Health(host)
     routes += [
         Route(READY_PATH, endpoint=_Endpoint(health.ready), methods=["GET"]),
@@ -135,9 +138,10 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
     ]
     public: list[str] = [READY_PATH, LIVE_PATH]  # balancers probe without credentials
     if isinstance(settings.auth, OAuthResource):
-        public += settings.auth.metadata_paths(settings.path)
+        metadata = settings.auth.metadata_paths(endpoint_path(settings))  # the challenge names one
+        public += metadata
         routes += [
-            Route(path, endpoint=_Endpoint(settings.auth.metadata), methods=["GET"]) for path in public
+            Route(path, endpoint=_Endpoint(settings.auth.metadata), methods=["GET"]) for path in metadata
         ]
     app = Guard(
         Router(routes),
