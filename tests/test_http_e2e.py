@@ -133,6 +133,28 @@ async def test_resuming_a_dropped_stream_loses_no_message(http_host: Any) -> Non
         assert not first_ids & {e["id"] for e in sse_events(resumed.text) if e.get("data")}
 
 
+async def test_a_delivered_answer_can_still_be_resumed(http_host: Any) -> None:
+    """The host wrote a stream's answer (handed to the connection, not known to be received): a
+    client whose connection dropped then resumes with Last-Event-ID and gets it (before: the
+    stream was forgotten once written; the resumption came back empty)."""
+    host = http_host("run", str(STREAMS))
+    async with httpx2.AsyncClient(timeout=30) as client:
+        session_id = await open_raw_session(client, host.url)
+        call = rpc(
+            5, "tools/call", {"name": "tick", "arguments": {"seconds": 0}, "_meta": {"progressToken": 1}}
+        )
+        streamed = await client.post(host.url, content=call, headers=headers_for(session_id))
+        assert streamed.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(streamed.text)
+        assert orjson.loads(events[-1]["data"])["id"] == 5  # the answer was written, to the end
+        resume = {**headers_for(session_id), "accept": "text/event-stream"}
+        for last_id, expected in ((events[0]["id"], 2), (events[1]["id"], 1), (events[0]["id"], 2)):
+            resumed = await client.get(host.url, headers={**resume, "last-event-id": last_id})
+            again = [e for e in sse_events(resumed.text) if e.get("data")]
+            assert [e["id"] for e in again] == [e["id"] for e in events[-expected:]], resumed.text
+            assert orjson.loads(again[-1]["data"])["result"]["content"][0]["text"] == "ticked"
+
+
 async def test_cancelling_a_request_ends_its_stream_without_an_answer(http_host: Any) -> None:
     host = http_host("run", str(STREAMS))
     async with httpx2.AsyncClient(timeout=30) as client:

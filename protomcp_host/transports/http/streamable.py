@@ -404,7 +404,6 @@ class StreamableHTTP:
         """Write the stream's messages after `cursor` to this connection until the stream ends,
         the client goes away, another connection takes the stream over, or shutdown."""
         generation = stream.attach()
-        completed = False
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
@@ -418,7 +417,6 @@ class StreamableHTTP:
                         stream.sent = max(stream.sent, cursor)
                         continue
                     if stream.finished(cursor) or (self.draining and stream is hs.get_stream):
-                        completed = stream.done
                         break
                     if not await stream.wait(self.options.keepalive):
                         with anyio.fail_after(self.options.send_timeout):
@@ -429,10 +427,7 @@ class StreamableHTTP:
             pass  # the client is gone or too slow: the stream waits for a resumption
         finally:
             stream.detach(generation)
-            if completed:
-                hs.forget(stream)
-            else:
-                hs.left_unfinished(stream)
+            hs.keep_finished(stream)
 
     # -- DELETE: the client ends its session ---------------------------------------------
     async def _delete(self, scope: Scope, send: Send) -> None:
@@ -452,6 +447,7 @@ class StreamableHTTP:
             await anyio.sleep(min(timeout / 2, 30.0))
             now = time.monotonic()
             for hs in list(self.sessions.values()):
+                hs.let_go_of_finished(now)
                 if hs.idle_for(now) > timeout:
                     self._end(hs)
                     self.expired += 1
