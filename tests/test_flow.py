@@ -383,6 +383,43 @@ async def test_sigterm_answers_calls_past_the_drain_timeout_over_http() -> None:
         host.terminate()
 
 
+async def test_a_draining_host_refuses_new_connections_and_serves_open_ones() -> None:
+    """After SIGTERM a new connection is refused (a balancer tries another host: nothing was
+    sent), while a request on a connection already open is served and closes it (before: 503,
+    which a balancer does not repeat elsewhere for a POST)."""
+    import httpx2
+
+    host = HttpHost("run", str(FLOW), "--drain-timeout", "30")
+    try:
+        async with httpx2.AsyncClient(timeout=20) as client, asyncio.TaskGroup() as tg:
+            session_id = await _open(client, host.url)
+            held = Streamed()
+            tg.create_task(held.run(client, host.url, _call_body(1, "hold", key="d"), session_id))
+            await held.wait_for(_logged("holding d"))
+            ping = await client.post(host.url, content=rpc(3, "ping"), headers=headers_for(session_id))
+            assert ping.status_code == 200  # (on a second connection, which stays open, idle)
+            host.proc.send_signal(signal.SIGTERM)
+            await asyncio.to_thread(host.wait_stderr, lambda line: "draining" in line, 10)
+            async with httpx2.AsyncClient(timeout=20) as newcomer:
+                try:
+                    await newcomer.post(host.url, content=INITIALIZE, headers=headers_for(session_id))
+                except httpx2.ConnectError:
+                    pass
+                else:
+                    raise AssertionError("a new connection was accepted while the host drains")
+            released = await client.post(
+                host.url, content=_call_body(2, "release", key="d"), headers=headers_for(session_id)
+            )
+            assert released.status_code == 200 and answer_of(released)["result"]["content"][0]["text"] == "ok"
+            assert released.headers["connection"] == "close"
+            async with asyncio.timeout(30):
+                await held.ended.wait()
+        assert [text_of(a) for a in held.answers()] == ["released d"]  # it finished in the drain
+        assert host.proc.wait(30) == 0
+    finally:
+        host.terminate()
+
+
 # -- in-process: the pieces behind the HTTP behaviour -----------------------------------------------
 
 

@@ -97,6 +97,10 @@ def bounded(protocol_class: type[Any], limits: ConnectionLimits, report: Callabl
             cycle = self.cycle
             return cycle is not None and not cycle.response_complete
 
+        def idle(self) -> bool:
+            """Open with no request in progress: kept alive between requests (or silent)."""
+            return not self._serving() and not self.transport.is_closing()
+
         def data_received(self, data: bytes) -> None:
             if not self._serving() and self._header_too_large(data):
                 # Refused before the parser sees it: a header is held whole until it ends.

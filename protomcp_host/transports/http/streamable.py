@@ -159,9 +159,8 @@ class StreamableHTTP:
 
     # -- POST: client messages ---------------------------------------------------------------
     async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.draining:
-            await refuse(send, 503, "Service Unavailable: the server is shutting down")
-            return
+        # (While the host drains, a POST on a connection still open is served: a balancer would
+        # not repeat a refused POST elsewhere. server.py refuses new connections instead.)
         accept = header(scope, b"accept") or ""
         modern = self._modern(scope)
         if not _accepts(accept, "application/json") or not (modern or _accepts(accept, "text/event-stream")):
@@ -369,7 +368,8 @@ class StreamableHTTP:
         if not _accepts(header(scope, b"accept") or "", "text/event-stream"):
             await refuse(send, 406, "Not Acceptable: a GET opens an SSE stream; accept text/event-stream")
             return
-        if self.draining:
+        last = header(scope, b"last-event-id")
+        if self.draining and not last:  # a standalone stream would end at once (a resumption is served)
             await refuse(send, 503, "Service Unavailable: the server is shutting down")
             return
         hs = await self._find(scope, send)
@@ -377,7 +377,6 @@ class StreamableHTTP:
             return
         hs.connections += 1
         try:
-            last = header(scope, b"last-event-id")
             resume = parse_event_id(last) if last else None
             if resume is not None:
                 stream = hs.streams.get(resume[0])
@@ -460,6 +459,10 @@ class StreamableHTTP:
             hs.get_stream.close()
         for connection in list(self.modern.connections):
             connection.end_streams()
+
+    def calls_running(self) -> int:
+        sessions = sum(len(hs.session.in_flight) for hs in self.sessions.values())
+        return sessions + sum(len(c.session.in_flight) for c in self.modern.connections)
 
     async def wait_idle(self) -> None:
         for hs in list(self.sessions.values()):
