@@ -423,6 +423,13 @@ class Host:
         self.routers = [r for r in self.routers if r is not router]
         router.session.tasks.forget_all()  # a legacy session's tasks end with it (a principal's stay)
 
+    async def wait_tasks(self) -> None:
+        """Until no modern-era task's call runs on this host (a drain finishes them)."""
+        await self.task_runner.wait_idle()
+
+    def tasks_running(self) -> int:
+        return len(self.task_runner.sinks)
+
     async def expire_tasks(self, period: float = 1.0) -> None:
         """Task ttl expiry in idle sessions (a session also expires its tasks on each message)."""
         while True:

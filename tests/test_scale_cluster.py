@@ -311,3 +311,65 @@ async def test_a_principals_tool_list_change_reaches_its_listen_streams_on_other
             await on_b.call_tool("lock", {})
             await anext(aiter(sub))
             assert "secret" not in {tool.name for tool in (await on_a.list_tools()).tools}
+
+
+async def test_a_rolling_restart_loses_nothing(
+    http_host: Any, nginx: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """SIGTERM to one host behind the shipped nginx site while clients call through it: every
+    request is answered by some host (before: 503s from the draining host, 502s when it closed
+    kept-alive connections nginx was reusing), and a task running there completes (before: the
+    drain did not wait for task calls; the task ended `failed`)."""
+    import httpx2
+
+    hosts, balancer = _cluster(http_host, nginx, redis_url, "--drain-timeout", "30")
+    victim, survivor = hosts
+    gate = tmp_path / "gate"
+    wrong: list[Any] = []
+    async with httpx2.AsyncClient(timeout=60) as http:
+        with anyio.fail_after(120):
+            created = await modern_rpc(
+                http, victim.url, "tools/call", {"name": "wait_for", "arguments": {"path": str(gate)}}
+            )
+            task_id = created["result"]["taskId"]
+            await task_until(http, survivor.url, task_id, "working")
+            stop = anyio.Event()
+            counted = [0]
+            more = [200, anyio.Event()]  # set once `counted` reaches more[0]
+
+            async def answered(count: int) -> None:
+                """Until `count` more requests were answered."""
+                more[:] = [counted[0] + count, anyio.Event()]
+                await more[1].wait()  # type: ignore[union-attr]
+
+            async def caller() -> None:
+                whoami = {"name": "whoami", "arguments": {}}
+                while not stop.is_set():
+                    try:
+                        answer = await modern_rpc(http, balancer.url, "tools/call", whoami)
+                    except Exception as exc:  # a status nginx made up (502/503): no JSON-RPC answer
+                        wrong.append(repr(exc))
+                        answer = {"result": "(counted)"}
+                    if "result" not in answer:
+                        wrong.append(answer)
+                    counted[0] += 1
+                    if counted[0] >= more[0]:  # type: ignore[operator]
+                        more[1].set()  # type: ignore[union-attr]
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(8):
+                    tg.start_soon(caller)
+                await answered(200)  # the load runs on both hosts
+                victim.proc.send_signal(signal.SIGTERM)
+                await anyio.to_thread.run_sync(
+                    victim.wait_stderr, lambda line: "draining" in line and "1 running task" in line
+                )
+                gate.write_text("open")  # the task finishes while its host drains
+                assert await anyio.to_thread.run_sync(victim.proc.wait) == 0
+                await answered(100)  # nginx goes on with the survivor alone
+                stop.set()
+            done = await task_until(http, survivor.url, task_id, "completed", "failed")
+    assert done["status"] == "completed" and done["result"]["structuredContent"]["saw"] is True
+    assert wrong == [], wrong[:5]
+    upstream_statuses = Counter(r[-1] for r in balancer.requests())  # (a retried one names two upstreams)
+    assert set(upstream_statuses) == {"200"}, upstream_statuses

@@ -174,9 +174,8 @@ class StreamableHTTP:
 
     # -- POST: client messages ---------------------------------------------------------------
     async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.draining:
-            await refuse(send, 503, "Service Unavailable: the server is shutting down")
-            return
+        # (While the host drains, a POST on a connection still open is served: a balancer would
+        # not repeat a refused POST elsewhere. server.py refuses new connections instead.)
         accept = header(scope, b"accept") or ""
         modern = self._modern(scope)
         if not _accepts(accept, "application/json") or not (modern or _accepts(accept, "text/event-stream")):
@@ -304,12 +303,17 @@ class StreamableHTTP:
             left = True
             scope.cancel()
 
-        with Deadline(self.options.turn_timeout):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch, tg.cancel_scope)
-                while hs.full() and not stream.closed:
-                    await hs.wait_turn()
-                tg.cancel_scope.cancel()
+        with Deadline(self.options.turn_timeout) as deadline:
+            while not (left or hs.closed or stream.closed or deadline.scope.cancel_called):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(watch, tg.cancel_scope)
+                    while hs.full() and not stream.closed:
+                        await hs.wait_turn()
+                    tg.cancel_scope.cancel()
+                # Leaving the task group yields: another waiter woken by the same ended call may
+                # have taken the slot meanwhile. Only a slot still free now is this call's turn.
+                if not hs.full():
+                    break
         if left:
             return "left"
         if hs.closed:
@@ -384,7 +388,8 @@ class StreamableHTTP:
         if not _accepts(header(scope, b"accept") or "", "text/event-stream"):
             await refuse(send, 406, "Not Acceptable: a GET opens an SSE stream; accept text/event-stream")
             return
-        if self.draining:
+        last = header(scope, b"last-event-id")
+        if self.draining and not last:  # a standalone stream would end at once (a resumption is served)
             await refuse(send, 503, "Service Unavailable: the server is shutting down")
             return
         hs = await self._find(scope, send)
@@ -392,7 +397,6 @@ class StreamableHTTP:
             return
         hs.connections += 1
         try:
-            last = header(scope, b"last-event-id")
             resume = parse_event_id(last) if last else None
             if resume is not None:
                 stream = hs.streams.get(resume[0])
@@ -419,7 +423,6 @@ class StreamableHTTP:
         """Write the stream's messages after `cursor` to this connection until the stream ends,
         the client goes away, another connection takes the stream over, or shutdown."""
         generation = stream.attach()
-        completed = False
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
@@ -433,7 +436,6 @@ class StreamableHTTP:
                         stream.sent = max(stream.sent, cursor)
                         continue
                     if stream.finished(cursor) or (self.draining and stream is hs.get_stream):
-                        completed = stream.done
                         break
                     if not await stream.wait(self.options.keepalive):
                         with anyio.fail_after(self.options.send_timeout):
@@ -444,10 +446,7 @@ class StreamableHTTP:
             pass  # the client is gone or too slow: the stream waits for a resumption
         finally:
             stream.detach(generation)
-            if completed:
-                hs.forget(stream)
-            else:
-                hs.left_unfinished(stream)
+            hs.keep_finished(stream)
 
     # -- DELETE: the client ends its session ---------------------------------------------
     async def _delete(self, scope: Scope, send: Send) -> None:
@@ -467,6 +466,7 @@ class StreamableHTTP:
             await anyio.sleep(min(timeout / 2, 30.0))
             now = time.monotonic()
             for hs in list(self.sessions.values()):
+                hs.let_go_of_finished(now)
                 if hs.idle_for(now) > timeout:
                     self._end(hs)
                     self.expired += 1
@@ -479,6 +479,10 @@ class StreamableHTTP:
             hs.get_stream.close()
         for connection in list(self.modern.connections):
             connection.end_streams()
+
+    def calls_running(self) -> int:
+        sessions = sum(len(hs.session.in_flight) for hs in self.sessions.values())
+        return sessions + sum(len(c.session.in_flight) for c in self.modern.connections)
 
     async def wait_idle(self) -> None:
         for hs in list(self.sessions.values()):
