@@ -401,6 +401,7 @@ class Upstream:
         )
         if dumped.get("structuredContent") is not None:
             response.structured_content_json = orjson.dumps(dumped["structuredContent"]).decode()
+        response.meta_json = _json(dumped.get("_meta"))
         return pb.Envelope(call_result=response)
 
     async def _read(self, session: Any, uri: str) -> pb.Envelope:
@@ -498,6 +499,8 @@ def tool_definition(tool: dict[str, Any], namespace: str, tag: str) -> pb.ToolDe
         input_schema_json=orjson.dumps(tool.get("inputSchema") or {"type": "object"}).decode(),
         title=tool.get("title") or "",
         annotations_json=_json(tool.get("annotations")),
+        meta_json=_json(tool.get("_meta")),  # passed on as they are (Claude Code reads some keys)
+        icons_json=_json(tool.get("icons")),
         tags=sorted(tags),
         task_support_mode="forbidden",  # tasks are not forwarded
     )
