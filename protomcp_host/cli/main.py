@@ -802,7 +802,7 @@ def call(
     import orjson
 
     from protomcp_host.cli.show import CallDisplay, parse_pairs
-    from protomcp_host.transports.direct import list_tools
+    from protomcp_host.transports.direct import RequestFailed, list_tools
 
     files: tuple[Path, ...] = ()
     if not (modules or plugins) or (len(words) > 1 and "=" not in words[0] and Path(words[0]).exists()):
@@ -833,10 +833,17 @@ def call(
         params = {"name": tool, "arguments": arguments, "_meta": {"progressToken": 1}}
         try:
             return await request("tools/call", params)
+        except RequestFailed as exc:
+            from protomcp_host.cli.undecorated import undecorated_hint
+
+            hint = undecorated_hint(sources, tool) if str(exc).startswith("Unknown tool") else ""
+            raise click.ClickException(f"{exc} ({hint})" if hint else str(exc)) from None
         finally:
             display.close()
 
-    result = _with_client(sources, python, one_call, call_timeout=call_timeout or None, on_message=display)
+    result = _with_client(
+        sources, python, one_call, call_timeout=call_timeout or None, on_message=display, echo_requests=False
+    )  # what the call prints reaches the display as log messages: shown once
     if as_json:
         click.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     else:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
 from protomcp_sdk.authoring.completions import completion_spec
+from protomcp_sdk.authoring.direct_run import note_direct_run
 from protomcp_sdk.authoring.lifespan import Lifespan, lifespan_spec
 from protomcp_sdk.authoring.middleware import Middleware, middleware_spec
 from protomcp_sdk.authoring.prompts import prompt_spec
@@ -115,6 +116,7 @@ def tool(
         if input_schema is not None:
             spec.input_schema = dict(input_schema)
         REGISTRY.add(spec)
+        note_direct_run(func)
         return func
 
     return register(fn) if fn is not None else register
@@ -140,6 +142,7 @@ def resource(
     def register(fn: F) -> F:
         spec = resource_spec(fn, uri, name, title, description, mime_type, size, annotations, meta, icons)
         REGISTRY.add_resource(spec)
+        note_direct_run(fn)
         return fn
 
     return register
@@ -182,6 +185,7 @@ def prompt(
 
     def register(func: F) -> F:
         REGISTRY.add_prompt(prompt_spec(func, name, title, description, meta, icons))
+        note_direct_run(func)
         return func
 
     return register(fn) if fn is not None else register
