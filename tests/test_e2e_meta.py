@@ -70,7 +70,9 @@ def anyio_backend() -> str:
 def _client(tool_file: Path, mode: str) -> Any:
     from mcp import Client, StdioServerParameters
 
-    params = StdioServerParameters(command=HOST[0], args=[*HOST[1:], "run", str(tool_file)], env=dict(os.environ))
+    params = StdioServerParameters(
+        command=HOST[0], args=[*HOST[1:], "run", str(tool_file)], env=dict(os.environ)
+    )
     return Client(params, mode=mode, cache=None)  # type: ignore[arg-type]
 
 
