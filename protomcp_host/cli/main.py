@@ -435,7 +435,7 @@ def run(files: tuple[Path, ...], **options: Any) -> None:
 )  # fmt: skip
 @click.option(
     "--ui-port", type=click.IntRange(min=0, max=65535), default=None,
-    help="[--ui] The playground's port on 127.0.0.1 (0: any free port).  [default: 6280]",
+    help="[--ui] The playground's port on 127.0.0.1 (0, or taken: any free port).  [default: 6280]",
 )  # fmt: skip
 def dev(
     files: tuple[Path, ...],
