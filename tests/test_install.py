@@ -306,3 +306,26 @@ def test_a_file_that_does_not_load_is_not_installed_and_doctor_says_so(tmp_path:
     assert f"Cursor 'broken' ({config}): {broken} does not load" in doctor.stdout
     assert "No module named 'no_such_module_here'" in doctor.stdout
     assert "1 problem found." in doctor.stdout  # needs_key loads with its entry's env
+
+
+def test_install_passes_run_options_on_to_the_entry(tmp_path: Path) -> None:
+    """Issue 30: `install` could not say `--discovery search`, `--call-timeout`, tags..."""
+    from click.testing import CliRunner
+
+    from protomcp_host.cli.doctor import _entry_files
+    from protomcp_host.cli.main import main
+
+    options = [
+        "--discovery", "search", "--call-timeout", "60", "--startup-timeout", "90", "--processes", "2",
+        "--include-tag", "a", "--include-tag", "b", "--exclude-tag", "admin", "--instructions", "Be brief.",
+    ]  # fmt: skip
+    done = CliRunner().invoke(main, ["install", "mcp-json", str(HELLO), "--no-check", *options])
+    assert done.exit_code == 0, done.output
+    entry = orjson.loads(done.output)["mcpServers"]["hello"]
+    assert entry["args"][-len(options) - 2 :] == ["run", str(HELLO.resolve()), *options]
+    assert _entry_files(entry) == [str(HELLO.resolve())]  # doctor does not take "search" for a file
+    served = subprocess.run(  # the entry starts as the client would start it
+        [entry["command"], *entry["args"]], capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert served.returncode == 0, served.stderr

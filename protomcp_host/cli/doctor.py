@@ -17,6 +17,7 @@ from typing import Any
 from protomcp_host import __version__
 from protomcp_host.cli.install import (
     CONFIG_FILES,
+    RUN_OPTIONS,
     ConfigFile,
     InstallError,
     Place,
@@ -189,7 +190,7 @@ def _entry_files(entry: dict[str, Any]) -> list[str]:
     rest = args[verb + 1 :]
     valued = (  # options whose values are not files
         "-m", "--module", "--plugin", "--python", "--name", "--instructions",
-        "--upstream", "--upstream-token-env", "--upstream-prefix",
+        "--upstream", "--upstream-token-env", "--upstream-prefix", *RUN_OPTIONS,
     )  # fmt: skip
     return [a for i, a in enumerate(rest) if not a.startswith("-") and (i == 0 or rest[i - 1] not in valued)]
 

@@ -126,6 +126,24 @@ def protomcp_command(python: str = sys.executable) -> list[str]:
     return [str(interpreter), "-m", "protomcp_host"]
 
 
+# Options of `run` that `install` passes on to the entry (each takes a value; tags repeat).
+RUN_OPTIONS = (
+    "--discovery", "--call-timeout", "--startup-timeout", "--processes", "--include-tag", "--exclude-tag",
+    "--instructions",
+)  # fmt: skip
+
+
+def run_arguments(values: Mapping[str, Any]) -> list[str]:
+    """`--flag value` words for the RUN_OPTIONS given, by click parameter name (None: not given)."""
+    words: list[str] = []
+    for flag in RUN_OPTIONS:
+        value = values.get(flag.removeprefix("--").replace("-", "_"))
+        for item in value if isinstance(value, (tuple, list)) else [value]:
+            if item is not None:
+                words += [flag, f"{item:g}" if isinstance(item, float) else str(item)]
+    return words
+
+
 def server_entry(
     files: list[Path],
     *,
@@ -135,16 +153,18 @@ def server_entry(
     modules: Sequence[str] = (),
     plugins: Sequence[str] = (),
     upstreams: Sequence[Any] = (),
+    options: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The portable `mcpServers` entry: absolute command and absolute tool files; modules and
     plugins by name (the client's protomcp finds them in its interpreter); upstreams
-    (upstream.spec.UpstreamSpec) as their --upstream options."""
+    (upstream.spec.UpstreamSpec) as their --upstream options; then `options` (run_arguments)."""
     argv = command or protomcp_command()
     sources = [*(str(f.resolve()) for f in files)]
     sources += [word for module in modules for word in ("-m", module)]
     sources += [word for plugin in plugins for word in ("--plugin", plugin)]
     sources += [word for spec in upstreams for word in spec.argv()]
-    entry: dict[str, Any] = {"command": argv[0], "args": [*argv[1:], "dev" if dev else "run", *sources]}
+    verb = "dev" if dev else "run"
+    entry: dict[str, Any] = {"command": argv[0], "args": [*argv[1:], verb, *sources, *options]}
     if env:
         entry["env"] = dict(env)
     return entry
@@ -425,9 +445,11 @@ def install(
     modules: Sequence[str] = (),
     plugins: Sequence[str] = (),
     upstreams: Sequence[Any] = (),
+    options: Sequence[str] = (),
 ) -> str:
     """Install `files` (and tool modules and plugins, by name, and upstream MCP servers) into
-    `client`; returns what to tell the user. Raises InstallError."""
+    `client`, served with the run `options` (run_arguments); returns what to tell the user.
+    Raises InstallError."""
     missing = [str(f) for f in files if not f.exists()]  # files, or folders of tool files
     if missing:
         raise InstallError("no such tool file or folder: " + ", ".join(missing))
@@ -435,7 +457,9 @@ def install(
         raise InstallError("nothing to install: give tool FILES, -m MODULE, --plugin NAME or --upstream")
     name = name or default_name(files, modules, plugins) if (files or modules or plugins) else name
     name = name or (upstreams[0].name if len(upstreams) == 1 else "tools")
-    entry = server_entry(files, dev=dev, env=env, modules=modules, plugins=plugins, upstreams=upstreams)
+    entry = server_entry(
+        files, dev=dev, env=env, modules=modules, plugins=plugins, upstreams=upstreams, options=options
+    )
     if client == "mcp-json":
         return portable_json(name, entry)
     if client == "claude-code":

@@ -969,6 +969,21 @@ CLIENT = click.argument("client", type=click.Choice(
     "--no-check", is_flag=True,
     help="Install even if FILES do not load now (by default they are loaded first, with the --env given).",
 )  # fmt: skip
+@click.option(
+    "--discovery", type=click.Choice(["full", "search"]), help="Run option for the entry (see run)."
+)
+@click.option("--call-timeout", type=click.FloatRange(min=0), help="Run option for the entry (see run).")
+@click.option(
+    "--startup-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Run option for the entry (see run).",
+)
+@click.option(
+    "--processes", type=click.IntRange(min=1), metavar="N", help="Run option for the entry (see run)."
+)
+@click.option("--include-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
+@click.option("--exclude-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
+@click.option("--instructions", metavar="TEXT", help="Run option for the entry (see run).")
 def install(
     client: str, files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...],
     name: str | None, env: tuple[str, ...], env_file: Path | None, dev: bool, force: bool, no_check: bool,
@@ -983,6 +998,7 @@ def install(
     """
     from protomcp_host.cli import install as installer
 
+    options = installer.run_arguments(given)  # --discovery, --call-timeout...: passed on as given
     # kept as options (commands made absolute); an upstream's token variable needs --env
     upstreams = [spec.absolute() for spec in upstream_specs(given)]
     try:
@@ -997,7 +1013,7 @@ def install(
         click.echo(
             installer.install(
                 client, list(files), name=name, env=variables, dev=dev, force=force,
-                modules=modules, plugins=plugins, upstreams=upstreams,
+                modules=modules, plugins=plugins, upstreams=upstreams, options=options,
             )
         )  # fmt: skip
     except installer.InstallError as exc:
