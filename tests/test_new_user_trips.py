@@ -65,3 +65,58 @@ def test_the_dev_banner_keeps_dev_inside_the_command(tools_file: Path) -> None:
 
     text = stdio_banner(Host([tools_file]), reload=True)
     assert f"`protomcp install claude-desktop {tools_file} --dev`" in text
+
+
+FEATURES = """from protomcp_sdk import prompt, resource, tool
+
+@tool
+def add(a: int, b: int) -> int:
+    return a + b
+
+@resource("config://app", mime_type="text/plain")
+def config() -> str:
+    return "debug=false"
+
+@resource("blob://one")
+def one() -> bytes:
+    return bytes(range(5))
+
+@prompt
+def review(path: str, lines: str = "10") -> str:
+    return f"Please review {path} ({lines} lines)."
+"""
+
+
+@pytest.fixture
+def features_file(tmp_path: Path) -> Path:
+    file = tmp_path / "tools.py"
+    file.write_text(FEATURES)
+    return file
+
+
+def test_call_reads_a_resource_by_its_uri(features_file: Path) -> None:
+    done = run_host("call", str(features_file), "config://app", stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and done.stdout == "debug=false\n", done.stderr
+    blob = run_host("call", str(features_file), "blob://one", stdin=subprocess.DEVNULL)
+    assert blob.stdout == "[application/octet-stream blob://one, 5 bytes]\n", blob.stderr
+    missing = run_host("call", str(features_file), "nothing://here", stdin=subprocess.DEVNULL)
+    assert missing.returncode == 1 and "Resource not found: nothing://here" in missing.stderr
+
+
+def test_call_renders_a_prompt_with_text_arguments(features_file: Path) -> None:
+    done = run_host("call", str(features_file), "review", "path=a.py", "lines=3", stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "user: Please review a.py (3 lines).\n"  # "3" stays text
+
+
+def test_list_and_call_take_upstreams(features_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("mcp")
+    from conftest import TOOLS
+
+    monkeypatch.setenv("UPSTREAM_MARKS", str(features_file.parent))
+    upstream = f"ex={sys.executable} {TOOLS / 'upstream_server.py'}"
+    listed = run_host("list", "--upstream", upstream, stdin=subprocess.DEVNULL)
+    assert listed.returncode == 0 and "ex_add(a: int, b: int)" in listed.stdout, listed.stderr
+    called = run_host("call", str(features_file), "--upstream", upstream, "ex_add", "a=1", "b=2",
+                      stdin=subprocess.DEVNULL)  # fmt: skip
+    assert called.returncode == 0 and called.stdout == "3\n", called.stderr

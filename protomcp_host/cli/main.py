@@ -598,16 +598,22 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
 @main.command(name="list")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @_source_options
+@_upstream_options
 @click.option("--json", "as_json", is_flag=True, help="Print the MCP tools/list result as JSON.")
 @PYTHON
 def list_command(
-    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], as_json: bool, python: str
-) -> None:
-    """Print the tools in FILES, -m modules and --plugin plugins: name, description and parameters;
-    then their resources, resource templates and prompts, if any."""
+    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], as_json: bool, python: str,
+    **given: Any,
+) -> None:  # fmt: skip
+    """Print the tools in FILES, -m modules, --plugin plugins and --upstream servers: name,
+    description and parameters; then their resources, resource templates and prompts, if any."""
     import orjson
 
-    served = _with_client(_sources(files, modules, plugins, python), python, _list_everything)
+    upstreams = upstream_specs(given)
+    sources = (
+        _sources(files, modules, plugins, python) if files or modules or plugins or not upstreams else []
+    )
+    served = _with_client(sources, python, _list_everything, upstreams=upstreams)
     if as_json:
         shown = {key: value for key, value in served.items() if value or key == "tools"}
         click.echo(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
@@ -788,29 +794,39 @@ def _sources(
     "send the arguments as the tool's protobuf message (--json prints the result's content, isError "
     "and structured data).",
 )  # fmt: skip
+@_upstream_options
 @PYTHON
 def call(
     words: tuple[str, ...], modules: tuple[str, ...], plugins: tuple[str, ...], args: str, as_json: bool,
-    call_timeout: float, binary: bool, python: str,
+    call_timeout: float, binary: bool, python: str, **given: Any,
 ) -> None:  # fmt: skip
-    """Call TOOL from FILE (or from -m MODULE / --plugin NAME, then without FILE) once and print
-    its result (exit status 1 if it is an error).
+    """Call TOOL from FILE (or from -m MODULE / --plugin NAME / --upstream, then without FILE)
+    once and print its result (exit status 1 if it is an error).
 
     Arguments are KEY=VALUE pairs (VALUE is read as JSON, e.g. n=3 or tags='["a"]', except
-    for text parameters) and/or --args JSON. Progress and log messages go to stderr.
+    for text parameters) and/or --args JSON. Progress and log messages go to stderr. A URI
+    instead of TOOL reads that resource (`call tools.py config://app`); a prompt's name
+    renders the prompt (its KEY=VALUE arguments are text).
     """
     import orjson
 
+    from protomcp_host.cli.reading import contents_text, find_prompt, is_uri, messages_text, prompt_arguments
     from protomcp_host.cli.show import CallDisplay, parse_pairs
     from protomcp_host.transports.direct import RequestFailed, list_tools
 
+    upstreams = upstream_specs(given)
+
     files: tuple[Path, ...] = ()
-    if not (modules or plugins) or (len(words) > 1 and "=" not in words[0] and Path(words[0]).exists()):
+    if not (modules or plugins or upstreams) or (
+        len(words) > 1 and "=" not in words[0] and Path(words[0]).exists()
+    ):
         files, words = tuple(Path(w) for w in words[:1]), words[1:]
     if not words:
         raise click.UsageError("missing TOOL (give FILE TOOL, or -m MODULE TOOL)")
     tool, pairs = words[0], words[1:]
-    sources = _sources(files, modules, plugins, python)
+    sources = (
+        _sources(files, modules, plugins, python) if files or modules or plugins or not upstreams else []
+    )
     try:
         arguments = orjson.loads(args)
     except orjson.JSONDecodeError as exc:
@@ -818,12 +834,18 @@ def call(
     if not isinstance(arguments, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--args")
     if binary:
+        if upstreams or is_uri(tool):
+            raise click.UsageError("--binary calls a tool of FILES (no --upstream, no resource URI)")
         from protomcp_host.cli.binary_call import call_binary
 
         sys.exit(call_binary(sources, tool, pairs, arguments, as_json, call_timeout or None, python))
     display = CallDisplay(tool)
 
-    async def one_call(request: Any) -> dict[str, Any]:
+    async def one_call(request: Any) -> tuple[str, dict[str, Any]]:
+        if is_uri(tool):  # a resource: read it
+            if pairs or arguments:
+                raise click.UsageError("a resource URI takes no arguments")
+            return "resource", await request("resources/read", {"uri": tool})
         if pairs:
             schemas = {entry["name"]: entry.get("inputSchema", {}) for entry in await list_tools(request)}
             try:
@@ -832,20 +854,38 @@ def call(
                 raise click.BadParameter(str(exc), param_hint="KEY=VALUE") from None
         params = {"name": tool, "arguments": arguments, "_meta": {"progressToken": 1}}
         try:
-            return await request("tools/call", params)
+            return "tool", await request("tools/call", params)
         except RequestFailed as exc:
+            if not str(exc).startswith("Unknown tool"):
+                raise click.ClickException(str(exc)) from None
+            if await find_prompt(request, tool) is not None:  # a prompt: render it
+                try:
+                    given = prompt_arguments(pairs, orjson.loads(args))
+                except ValueError as problem:
+                    raise click.BadParameter(str(problem), param_hint="KEY=VALUE") from None
+                return "prompt", await request("prompts/get", {"name": tool, "arguments": given})
             from protomcp_host.cli.undecorated import undecorated_hint
 
-            hint = undecorated_hint(sources, tool) if str(exc).startswith("Unknown tool") else ""
+            hint = undecorated_hint(sources, tool)
             raise click.ClickException(f"{exc} ({hint})" if hint else str(exc)) from None
         finally:
             display.close()
 
-    result = _with_client(
-        sources, python, one_call, call_timeout=call_timeout or None, on_message=display, echo_requests=False
-    )  # what the call prints reaches the display as log messages: shown once
+    kind, result = _with_client(
+        sources,
+        python,
+        one_call,
+        call_timeout=call_timeout or None,
+        on_message=display,
+        echo_requests=False,  # what the call prints reaches the display as log messages: shown once
+        upstreams=upstreams,
+    )
     if as_json:
         click.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    elif kind == "resource":
+        click.echo("\n".join(contents_text(result)))
+    elif kind == "prompt":
+        click.echo("\n".join(messages_text(result, _describe_block)))
     else:
         for block in result.get("content", []):
             click.echo(_describe_block(block))
