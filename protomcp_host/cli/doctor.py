@@ -124,11 +124,12 @@ async def check_installed(
         if not path.exists():
             continue
         try:
-            servers = read_config(path).get(client.key) or {}
+            servers = read_config(path, client.yaml).get(client.key) or {}
         except InstallError as exc:
             yield Finding(False, str(exc), "fix the file by hand")
             continue
-        for name, entry in servers.items() if isinstance(servers, dict) else ():
+        for name, stored in servers.items() if isinstance(servers, dict) else ():
+            entry = client.entry(stored)
             if not is_protomcp_entry(entry):
                 continue
             findings = _check_entry(client, path, name, entry)
@@ -173,11 +174,11 @@ def installed_upstreams(place: Place) -> list[tuple[str, Any]]:
     for client in [*CONFIG_FILES.values(), CLAUDE_CODE]:
         path = client.path(place)
         try:
-            servers = read_config(path).get(client.key) or {} if path.exists() else {}
+            servers = read_config(path, client.yaml).get(client.key) or {} if path.exists() else {}
         except InstallError:
             continue
-        for name, entry in servers.items() if isinstance(servers, dict) else ():
-            if is_protomcp_entry(entry):
+        for name, stored in servers.items() if isinstance(servers, dict) else ():
+            if is_protomcp_entry(entry := client.entry(stored)):
                 found += [(f"{client.title} '{name}' ({path})", spec) for spec in entry_upstreams(entry)]
     return found
 

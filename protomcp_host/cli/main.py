@@ -988,7 +988,7 @@ def doctor(
 
 
 CLIENT = click.argument("client", type=click.Choice(
-    ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "mcp-json"]))  # fmt: skip
+    ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "goose", "mcp-json"]))  # fmt: skip
 
 
 @main.command()
@@ -1031,7 +1031,7 @@ def install(
 ) -> None:  # fmt: skip
     """Add the tools in FILES (and -m modules, --plugin plugins) to an AI client's MCP configuration.
 
-    CLIENT is claude-desktop, claude-code, cursor, vscode, gemini-cli, or mcp-json (print a
+    CLIENT is claude-desktop, claude-code, cursor, vscode, gemini-cli, goose, or mcp-json (print a
     portable "mcpServers" entry). Paths are made absolute, modules and plugins are kept by
     name; other servers in the config are
     kept and the previous file is saved next to it as .bak.
