@@ -860,10 +860,10 @@ def call(
                 raise click.ClickException(str(exc)) from None
             if await find_prompt(request, tool) is not None:  # a prompt: render it
                 try:
-                    given = prompt_arguments(pairs, orjson.loads(args))
+                    texts = prompt_arguments(pairs, orjson.loads(args))
                 except ValueError as problem:
                     raise click.BadParameter(str(problem), param_hint="KEY=VALUE") from None
-                return "prompt", await request("prompts/get", {"name": tool, "arguments": given})
+                return "prompt", await request("prompts/get", {"name": tool, "arguments": texts})
             from protomcp_host.cli.undecorated import undecorated_hint
 
             hint = undecorated_hint(sources, tool)
