@@ -138,8 +138,8 @@ async def check_installed(
                     yield finding
                 continue
             where = f"{client.title} '{name}' ({path})"
-            env = {str(k): str(v) for k, v in (entry.get("env") or {}).items()} if isinstance(
-                entry.get("env"), dict) else {}  # fmt: skip
+            given_env = entry.get("env")
+            env = {str(k): str(v) for k, v in given_env.items()} if isinstance(given_env, dict) else {}
             interpreter = _entry_python(entry) or python
             failed = False
             for file in map(Path, _entry_files(entry)):
