@@ -113,3 +113,13 @@ async def test_meta_and_icons_in_proto_mcp(tool_file: Path) -> None:
         assert orjson.loads(listed.metadata["_meta"]) == {"owner": "ops"}
         [shown] = await client.list_prompts()
         assert orjson.loads(shown.metadata["icons"]) == [ICON]
+
+
+def test_a_results_meta_crosses_the_hosts_middleware_chain() -> None:
+    """The host hands a result to middleware as JSON and takes back what they return."""
+    from protomcp_host.bridge.middleware import _answer_of, _result_json
+    from protomcp_host.protocol.session import ToolAnswer
+
+    answer = ToolAnswer([b'[{"type":"text","text":"sent"}]'], meta=b'{"claude/endTurn":true}')
+    back = _answer_of(_result_json(answer))
+    assert orjson.loads(back.meta) == {"claude/endTurn": True} and b"".join(back.content) == answer.content[0]

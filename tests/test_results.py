@@ -460,3 +460,11 @@ def test_long_exception_message_is_cut() -> None:
     response = error_response(ValueError("z" * 5000), "t")
     [block] = content(response)
     assert block["text"] == "Error in tool 't': ValueError: " + "z" * 1000 + "..."
+
+
+def test_a_results_meta_survives_middleware() -> None:
+    """Middleware sees results as MCP JSON (as_seen): a ToolResult's meta stays with it."""
+    from protomcp_sdk.runtime.middleware import as_seen
+
+    seen = as_seen(ToolResult("sent", meta={"claude/endTurn": True}))
+    assert seen.meta == {"claude/endTurn": True} and [getattr(b, "text", b) for b in seen.content] == ["sent"]
