@@ -123,3 +123,17 @@ def test_a_results_meta_crosses_the_hosts_middleware_chain() -> None:
     answer = ToolAnswer([b'[{"type":"text","text":"sent"}]'], meta=b'{"claude/endTurn":true}')
     back = _answer_of(_result_json(answer))
     assert orjson.loads(back.meta) == {"claude/endTurn": True} and b"".join(back.content) == answer.content[0]
+
+
+def test_an_upstream_tools_meta_and_icons_pass_through() -> None:
+    from protomcp_host.bridge.envelope import tool_from_definition
+    from protomcp_host.upstream.source import tool_definition
+
+    upstream = {"name": "sms", "inputSchema": {"type": "object"}, "_meta": {"anthropic/searchHint": "text"},
+                "icons": [ICON]}  # fmt: skip
+    mcp = tool_from_definition(tool_definition(upstream, "ex_", "ex"), "ex").mcp
+    assert (
+        mcp["name"] == "ex_sms"
+        and mcp["_meta"] == {"anthropic/searchHint": "text"}
+        and mcp["icons"] == [ICON]
+    )
