@@ -101,8 +101,12 @@ class Host:
         schema_registry: Path | None = None,
         skills: Skills | None = None,
         skill_folders: tuple[Path, ...] = (),
+        echo_requests: bool = True,
     ) -> None:
         self.files = files
+        # Lines a call printed also go to stderr (off where the session's own log messages
+        # are shown on that same terminal: `protomcp call`).
+        self.echo_requests = echo_requests
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
         self.instructions = instructions
         self.call_timeout = call_timeout
@@ -458,7 +462,8 @@ class Host:
                 router.log(LEVELS.get(stream, "info"), label, line)
 
     def echo(self, label: str, line: str) -> None:
-        self.stderr("\n".join(f"[{label}] {part}" for part in line.split("\n")))
+        if self.echo_requests:
+            self.stderr("\n".join(f"[{label}] {part}" for part in line.split("\n")))
 
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         """A log message a tool process sent outside any call."""

@@ -465,7 +465,7 @@ def run(files: tuple[Path, ...], **options: Any) -> None:
 )  # fmt: skip
 @click.option(
     "--ui-port", type=click.IntRange(min=0, max=65535), default=None,
-    help="[--ui] The playground's port on 127.0.0.1 (0: any free port).  [default: 6280]",
+    help="[--ui] The playground's port on 127.0.0.1 (0, or taken: any free port).  [default: 6280]",
 )  # fmt: skip
 def dev(
     files: tuple[Path, ...],
@@ -655,6 +655,7 @@ def _load_skill_folders(folders: tuple[Path, ...]) -> Any:
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @_source_options
 @SKILLS_OPTION
+@_upstream_options
 @click.option("--json", "as_json", is_flag=True, help="Print the MCP tools/list result as JSON.")
 @PYTHON
 def list_command(
@@ -664,14 +665,21 @@ def list_command(
     skills: tuple[Path, ...],
     as_json: bool,
     python: str,
+    **given: Any,
 ) -> None:
-    """Print the tools in FILES, -m modules and --plugin plugins: name, description and parameters;
-    then their resources, resource templates and prompts, and the --skills, if any."""
+    """Print the tools in FILES, -m modules, --plugin plugins and --upstream servers: name,
+    description and parameters; then their resources, resource templates and prompts, and the
+    --skills, if any."""
     import orjson
 
+    upstreams = upstream_specs(given)
     served_skills = _load_skill_folders(skills)
-    sources = _sources(files, modules, plugins, python, skills=skills)
-    served = _with_client(sources, python, _list_everything, skills=served_skills)
+    sources = (
+        _sources(files, modules, plugins, python, skills=skills)
+        if files or modules or plugins or not upstreams
+        else []
+    )
+    served = _with_client(sources, python, _list_everything, skills=served_skills, upstreams=upstreams)
     if as_json:
         shown = {key: value for key, value in served.items() if value or key == "tools"}
         click.echo(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
@@ -871,29 +879,39 @@ def _sources(
     "send the arguments as the tool's protobuf message (--json prints the result's content, isError "
     "and structured data).",
 )  # fmt: skip
+@_upstream_options
 @PYTHON
 def call(
     words: tuple[str, ...], modules: tuple[str, ...], plugins: tuple[str, ...], args: str, as_json: bool,
-    call_timeout: float, binary: bool, python: str,
+    call_timeout: float, binary: bool, python: str, **given: Any,
 ) -> None:  # fmt: skip
-    """Call TOOL from FILE (or from -m MODULE / --plugin NAME, then without FILE) once and print
-    its result (exit status 1 if it is an error).
+    """Call TOOL from FILE (or from -m MODULE / --plugin NAME / --upstream, then without FILE)
+    once and print its result (exit status 1 if it is an error).
 
     Arguments are KEY=VALUE pairs (VALUE is read as JSON, e.g. n=3 or tags='["a"]', except
-    for text parameters) and/or --args JSON. Progress and log messages go to stderr.
+    for text parameters) and/or --args JSON. Progress and log messages go to stderr. A URI
+    instead of TOOL reads that resource (`call tools.py config://app`); a prompt's name
+    renders the prompt (its KEY=VALUE arguments are text).
     """
     import orjson
 
+    from protomcp_host.cli.reading import contents_text, find_prompt, is_uri, messages_text, prompt_arguments
     from protomcp_host.cli.show import CallDisplay, parse_pairs
-    from protomcp_host.transports.direct import list_tools
+    from protomcp_host.transports.direct import RequestFailed, list_tools
+
+    upstreams = upstream_specs(given)
 
     files: tuple[Path, ...] = ()
-    if not (modules or plugins) or (len(words) > 1 and "=" not in words[0] and Path(words[0]).exists()):
+    if not (modules or plugins or upstreams) or (
+        len(words) > 1 and "=" not in words[0] and Path(words[0]).exists()
+    ):
         files, words = tuple(Path(w) for w in words[:1]), words[1:]
     if not words:
         raise click.UsageError("missing TOOL (give FILE TOOL, or -m MODULE TOOL)")
     tool, pairs = words[0], words[1:]
-    sources = _sources(files, modules, plugins, python)
+    sources = (
+        _sources(files, modules, plugins, python) if files or modules or plugins or not upstreams else []
+    )
     try:
         arguments = orjson.loads(args)
     except orjson.JSONDecodeError as exc:
@@ -901,12 +919,18 @@ def call(
     if not isinstance(arguments, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--args")
     if binary:
+        if upstreams or is_uri(tool):
+            raise click.UsageError("--binary calls a tool of FILES (no --upstream, no resource URI)")
         from protomcp_host.cli.binary_call import call_binary
 
         sys.exit(call_binary(sources, tool, pairs, arguments, as_json, call_timeout or None, python))
     display = CallDisplay(tool)
 
-    async def one_call(request: Any) -> dict[str, Any]:
+    async def one_call(request: Any) -> tuple[str, dict[str, Any]]:
+        if is_uri(tool):  # a resource: read it
+            if pairs or arguments:
+                raise click.UsageError("a resource URI takes no arguments")
+            return "resource", await request("resources/read", {"uri": tool})
         if pairs:
             schemas = {entry["name"]: entry.get("inputSchema", {}) for entry in await list_tools(request)}
             try:
@@ -915,13 +939,38 @@ def call(
                 raise click.BadParameter(str(exc), param_hint="KEY=VALUE") from None
         params = {"name": tool, "arguments": arguments, "_meta": {"progressToken": 1}}
         try:
-            return await request("tools/call", params)
+            return "tool", await request("tools/call", params)
+        except RequestFailed as exc:
+            if not str(exc).startswith("Unknown tool"):
+                raise click.ClickException(str(exc)) from None
+            if await find_prompt(request, tool) is not None:  # a prompt: render it
+                try:
+                    texts = prompt_arguments(pairs, orjson.loads(args))
+                except ValueError as problem:
+                    raise click.BadParameter(str(problem), param_hint="KEY=VALUE") from None
+                return "prompt", await request("prompts/get", {"name": tool, "arguments": texts})
+            from protomcp_host.cli.undecorated import undecorated_hint
+
+            hint = undecorated_hint(sources, tool)
+            raise click.ClickException(f"{exc} ({hint})" if hint else str(exc)) from None
         finally:
             display.close()
 
-    result = _with_client(sources, python, one_call, call_timeout=call_timeout or None, on_message=display)
+    kind, result = _with_client(
+        sources,
+        python,
+        one_call,
+        call_timeout=call_timeout or None,
+        on_message=display,
+        echo_requests=False,  # what the call prints reaches the display as log messages: shown once
+        upstreams=upstreams,
+    )
     if as_json:
         click.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    elif kind == "resource":
+        click.echo("\n".join(contents_text(result)))
+    elif kind == "prompt":
+        click.echo("\n".join(messages_text(result, _describe_block)))
     else:
         for block in result.get("content", []):
             click.echo(_describe_block(block))
@@ -1024,7 +1073,7 @@ def doctor(
 
 
 CLIENT = click.argument("client", type=click.Choice(
-    ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "mcp-json"]))  # fmt: skip
+    ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "goose", "mcp-json"]))  # fmt: skip
 
 
 @main.command()
@@ -1045,6 +1094,21 @@ CLIENT = click.argument("client", type=click.Choice(
     "--no-check", is_flag=True,
     help="Install even if FILES do not load now (by default they are loaded first, with the --env given).",
 )  # fmt: skip
+@click.option(
+    "--discovery", type=click.Choice(["full", "search"]), help="Run option for the entry (see run)."
+)
+@click.option("--call-timeout", type=click.FloatRange(min=0), help="Run option for the entry (see run).")
+@click.option(
+    "--startup-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Run option for the entry (see run).",
+)
+@click.option(
+    "--processes", type=click.IntRange(min=1), metavar="N", help="Run option for the entry (see run)."
+)
+@click.option("--include-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
+@click.option("--exclude-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
+@click.option("--instructions", metavar="TEXT", help="Run option for the entry (see run).")
 def install(
     client: str, files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...],
     name: str | None, env: tuple[str, ...], env_file: Path | None, dev: bool, force: bool, no_check: bool,
@@ -1052,13 +1116,14 @@ def install(
 ) -> None:  # fmt: skip
     """Add the tools in FILES (and -m modules, --plugin plugins) to an AI client's MCP configuration.
 
-    CLIENT is claude-desktop, claude-code, cursor, vscode, gemini-cli, or mcp-json (print a
+    CLIENT is claude-desktop, claude-code, cursor, vscode, gemini-cli, goose, or mcp-json (print a
     portable "mcpServers" entry). Paths are made absolute, modules and plugins are kept by
     name; other servers in the config are
     kept and the previous file is saved next to it as .bak.
     """
     from protomcp_host.cli import install as installer
 
+    options = installer.run_arguments(given)  # --discovery, --call-timeout...: passed on as given
     # kept as options (commands made absolute); an upstream's token variable needs --env
     upstreams = [spec.absolute() for spec in upstream_specs(given)]
     try:
@@ -1073,7 +1138,7 @@ def install(
         click.echo(
             installer.install(
                 client, list(files), name=name, env=variables, dev=dev, force=force,
-                modules=modules, plugins=plugins, upstreams=upstreams,
+                modules=modules, plugins=plugins, upstreams=upstreams, options=options,
             )
         )  # fmt: skip
     except installer.InstallError as exc:

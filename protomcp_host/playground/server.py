@@ -11,6 +11,7 @@ One page session lives as long as the host, so a reloaded page picks up where it
 from __future__ import annotations
 
 import contextlib
+import errno
 import hmac
 import secrets
 from collections.abc import AsyncIterator, Iterator
@@ -189,8 +190,20 @@ async def serve_playground(
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the playground on loopback `port` (0: any free port) until `shutdown`; the page's
-    URL, with its token, goes to the host's stderr once it listens. An `app.serve` companion."""
-    sock = bind(LOOPBACK, port)  # OSError (port taken) reaches serve(), which says so
+    URL, with its token, goes to the host's stderr once it listens. An `app.serve` companion.
+
+    A port already taken (a sibling copy of this server: Claude Desktop starts a second one to
+    probe its protocol era, a Cowork session its own) falls back to a free port, said on stderr."""
+    try:
+        sock = bind(LOOPBACK, port)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE or port == 0:
+            raise  # reaches serve(), which says so
+        sock = bind(LOOPBACK, 0)
+        host.stderr(
+            f"protomcp playground: port {port} is in use (another protomcp dev --ui?); "
+            f"using port {sock.getsockname()[1]} instead"
+        )
     playground = Playground(host)
     playground.port = sock.getsockname()[1]
     config = uvicorn.Config(

@@ -415,8 +415,12 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
     if binary:
         binary[0].ended()
     # Input is over (end of input, or a signal): what was read is answered, as the limits allow.
-    with anyio.move_on_after(drain_timeout if signalled else None):
-        await _first(host.ready, shutdown)  # held requests are answered once the files have loaded
+    # Held requests are answered once the files have loaded, and empty input (`run tools.py
+    # < /dev/null`, a check) learns whether they load; a client that spoke, has no request held
+    # and closed its input (a sibling copy that probed) does not wait for the load.
+    if waiting or not decided:
+        with anyio.move_on_after(drain_timeout if signalled else None):
+            await _first(host.ready, shutdown)
     if not host.ready.is_set():  # they did not load (or a signal came first): the host is going away
         signalled = True
     draining = True
