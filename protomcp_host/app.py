@@ -25,6 +25,7 @@ from protomcp_host.bridge.forwarding import Forwarding, declares_completions
 from protomcp_host.bridge.middleware import Middleware
 from protomcp_host.bridge.rounds import STATE_KEY_ENV, ModernRouter, Rounds
 from protomcp_host.bridge.router import Router, Writer
+from protomcp_host.bridge.staleness import stale_note
 from protomcp_host.bridge.tasks import TaskRunner
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
@@ -380,6 +381,11 @@ class Host:
             )
             self.forwarding.stage(label, features)  # checked first; applied with the tools
         self._on_tools(label, offer.tools, offer.middleware)
+        self.dispatcher.stale.pop(label, None)  # it serves the file as it is now
+
+    def stale(self, label: str, error: str) -> None:
+        """dev: a save failed to load; the answers of the file's tools say so until a good one."""
+        self.dispatcher.stale[label] = stale_note(label, error)
 
     def output(self, label: str, stream: str, line: str) -> None:
         """A line a tool process printed outside the frames (no call known)."""

@@ -46,6 +46,9 @@ class Events:
     def problem(self, message: str) -> None:
         self.problems.append(message)
 
+    def stale(self, label: str, error: str) -> None:
+        pass
+
     def notice(self, label: str, envelope: Any) -> None:
         pass
 

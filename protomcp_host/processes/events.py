@@ -44,6 +44,10 @@ class ProcessEvents(Protocol):
     def problem(self, message: str) -> None:
         """Something the person running the host should know (crash, restart, failed reload)."""
 
+    def stale(self, label: str, error: str) -> None:
+        """A save of the file failed to load (`error`); its previous version keeps serving
+        until a process loads it again (then `loaded` comes)."""
+
     def notice(self, label: str, envelope: pb.Envelope) -> None:
         """A notification outside any request (a resource changed)."""
 

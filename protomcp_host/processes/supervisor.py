@@ -257,6 +257,7 @@ class Supervisor:
             await self._replace()
         except (WorkerError, ValueError) as exc:
             self.events.problem(f"{exc}\nthe previous version of {self.label} keeps serving")
+            self.events.stale(self.label, str(exc))
             return
         self.reloads += 1
 
