@@ -345,6 +345,11 @@ class Host:
         self.routers.append(router)
         return router
 
+    def add_wire_tap(self, tap: WireTap) -> None:
+        """Show `tap` every message of the sessions connected from now on, beside any tap set."""
+        previous = self.wire_tap
+        self.wire_tap = tap if previous is None else _both_taps(previous, tap)
+
     def _session_tap(self, tap: WireTap) -> SessionTap:
         """The wire tap for one new session: its messages carry the session's number."""
         self._tapped += 1
@@ -397,10 +402,14 @@ class Host:
 
     def echo(self, label: str, line: str) -> None:
         self.stderr("\n".join(f"[{label}] {part}" for part in line.split("\n")))
+        if self.watchers:
+            self.tell("printed", {"label": label, "line": line})
 
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         """A log message a tool process sent outside any call."""
         self.stderr(f"[{label}] {level}: {data if isinstance(data, str) else orjson.dumps(data).decode()}")
+        if self.watchers:
+            self.tell("log", {"label": label, "level": level, "logger": logger, "data": data})
         if self.share_output:
             for router in self.routers:
                 router.log(level, logger, data)
@@ -499,11 +508,20 @@ def _prepare(tools: list[Tool]) -> None:
 
 
 Watcher = Callable[[str, dict[str, Any]], None]
-"""Told of host events: ("loaded", diff), ("problem", message), ("output", line)."""
+"""Told of host events: ("loaded", diff), ("problem", message), ("output", line), ("printed",
+a line a call printed), ("log", a log message outside calls), ("playground", its url)."""
 WireTap = Callable[[int, str, bytes, bytes | None], None]
 """Shown every MCP message of the observed sessions: (session number, "in" | "out", message,
 related request id)."""
 SessionTap = Callable[[str, bytes, bytes | None], None]
+
+
+def _both_taps(first: WireTap, second: WireTap) -> WireTap:
+    def both(session: int, direction: str, data: bytes, related: bytes | None) -> None:
+        first(session, direction, data, related)
+        second(session, direction, data, related)
+
+    return both
 
 
 def _tapped_write(write: Writer, tap: SessionTap) -> Writer:

@@ -455,15 +455,28 @@ def dev(
     """
     if ui_port is not None and not ui:
         raise click.UsageError("--ui-port: only with --ui")
-    companions = (partial(_playground, UI_PORT if ui_port is None else ui_port),) if ui else ()
+    companions: tuple[Any, ...] = (_journal,)  # first: it hears the playground's URL
+    if ui:
+        companions += (partial(_playground, ui_port),)
     _serve_command(files, options, reload=not no_reload, watch=watch, companions=companions)
 
 
-async def _playground(port: int, host: Any, shutdown: Any, *, task_status: Any) -> None:
-    """The --ui companion; imported only once the tool processes have been launched."""
+async def _playground(port: int | None, host: Any, shutdown: Any, *, task_status: Any) -> None:
+    """The --ui companion; imported only once the tool processes have been launched. Without
+    --ui-port, any free port when UI_PORT is taken (each client starts its own dev host)."""
     from protomcp_host.playground.server import serve_playground
 
-    await serve_playground(host, shutdown, port, task_status=task_status)
+    await serve_playground(
+        host, shutdown, UI_PORT if port is None else port, any_port_if_taken=port is None,
+        task_status=task_status,
+    )  # fmt: skip
+
+
+async def _journal(host: Any, shutdown: Any, *, task_status: Any) -> None:
+    """dev's journal for `protomcp logs`."""
+    from protomcp_host.cli.devjournal import journal_companion
+
+    await journal_companion(host, shutdown, task_status=task_status)
 
 
 UI_PORT = 6280
@@ -938,6 +951,37 @@ def doctor(
     problems = anyio.run(diagnose, sources, python, Place.current(), show, upstreams, backend="asyncio")
     click.echo(f"{problems} problem{'s' * (problems != 1)} found." if problems else "No problems found.")
     sys.exit(1 if problems else 0)
+
+
+@main.command()
+@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "-n", "--lines", "tail", default=20, show_default=True, type=click.IntRange(min=0),
+    help="Records of the latest host's journal to show before following.",
+)  # fmt: skip
+def logs(file: Path | None, tail: int) -> None:
+    """Follow what the `protomcp dev` hosts serving FILE do, live: loads and load errors with
+    their tracebacks, calls and answers, printed output, crashes, the playground URL (with --ui).
+
+    Meant for hosts an AI client started (their stderr is the client's): each dev host keeps a
+    journal of its own (at most 2 MiB) in a per-user runtime folder. Without FILE: list the
+    running dev hosts. Ctrl+C stops following.
+    """
+    from protomcp_host.cli.devjournal import runtime_dir
+    from protomcp_host.cli.logs import describe_hosts, follow
+
+    try:
+        folder = runtime_dir()
+    except OSError as exc:
+        raise click.ClickException(str(exc)) from None
+    if file is None:
+        for line in describe_hosts(folder):
+            click.echo(line)
+        return
+    import contextlib
+
+    with contextlib.suppress(KeyboardInterrupt):
+        follow(folder, file, lambda line: click.echo(line), tail=tail)
 
 
 CLIENT = click.argument("client", type=click.Choice(

@@ -48,7 +48,7 @@ class Playground:
         self.port = 0
         self.router: Router = host.connect(self._page_out, observed=False)
         host.watchers.append(self._host_event)
-        host.wire_tap = self._client_message
+        host.add_wire_tap(self._client_message)
 
     # -- what goes into the journal --------------------------------------------------------
     def _page_out(self, data: bytes, related: bytes | None) -> None:
@@ -186,11 +186,18 @@ async def serve_playground(
     shutdown: anyio.Event,
     port: int,
     *,
+    any_port_if_taken: bool = False,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the playground on loopback `port` (0: any free port) until `shutdown`; the page's
-    URL, with its token, goes to the host's stderr once it listens. An `app.serve` companion."""
-    sock = bind(LOOPBACK, port)  # OSError (port taken) reaches serve(), which says so
+    URL, with its token, goes to the host's stderr (and to `protomcp logs`) once it listens.
+    An `app.serve` companion."""
+    try:
+        sock = bind(LOOPBACK, port)  # OSError (port taken) reaches serve(), which says so
+    except OSError:
+        if not any_port_if_taken:  # (the default port: another dev host of a client may have it)
+            raise
+        sock = bind(LOOPBACK, 0)
     playground = Playground(host)
     playground.port = sock.getsockname()[1]
     config = uvicorn.Config(
@@ -201,6 +208,7 @@ async def serve_playground(
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, [sock])
             host.stderr(f"protomcp playground: {playground.url()}")
+            host.tell("playground", {"url": playground.url()})
             task_status.started()
             await shutdown.wait()
             playground.journal.close()  # event streams end, so uvicorn can stop
