@@ -112,6 +112,8 @@ class DevJournal:
 
     def wire(self, session: int, direction: str, data: bytes, related: bytes | None) -> None:
         """An MCP message of a client session: its tools/call requests and their answers."""
+        if (b"tools/call" not in data) if direction == "in" else not self._pending:
+            return  # (nothing to record: not worth a parse)
         try:
             message = orjson.loads(data)
         except orjson.JSONDecodeError:
