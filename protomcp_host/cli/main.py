@@ -984,6 +984,58 @@ def logs(file: Path | None, tail: int) -> None:
         follow(folder, file, lambda line: click.echo(line), tail=tail)
 
 
+@main.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--plugin", "plugins", multiple=True, metavar="NAME",
+    help="Also serve an installed tool plugin: the bundle depends on its distribution; repeatable.",
+)  # fmt: skip
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="The bundle to write.  [default: NAME.mcpb]",
+)  # fmt: skip
+@click.option(
+    "--type", "kind", type=click.Choice(["uv", "python"]), default="uv", show_default=True,
+    help="uv: dependencies installed by the client with uv (Claude Desktop); python: protomcp and "
+    "every dependency inside the bundle, for this platform and Python version (clients that run "
+    "no uv, e.g. Claude Code plugins).",
+)  # fmt: skip
+@click.option("--name", help="The bundle's name (default: the tool file's name).")
+@click.option("--version", "version", default="0.1.0", show_default=True, help="The bundle's version.")
+@click.option("--author", help="The author's name (default: your login name).")
+@click.option("--description", help="One line (default: the first tool file's docstring).")
+def pack(
+    files: tuple[Path, ...], plugins: tuple[str, ...], out: Path | None, kind: str, name: str | None,
+    version: str, author: str | None, description: str | None,
+) -> None:  # fmt: skip
+    """Build an MCP Bundle (.mcpb, manifest 0.4) of the tools in FILES (files or folders):
+    Claude Desktop installs it by double-click, with a settings form for the environment
+    variables the files declare with env() (secret ones masked).
+
+    The bundle holds the tool files, a pyproject.toml depending on protomcp-tools (and on what
+    the files' `# /// script` blocks list), and an entry that runs `protomcp run` on them; its
+    manifest lists their tools and prompts. Every file is loaded first: one that fails stops it.
+    """
+    from protomcp_host.cli import pack as packer
+
+    if not (files or plugins):
+        raise click.UsageError("nothing to pack: give tool FILES or --plugin NAME")
+    try:
+        bundle = packer.plan(
+            list(files), list(plugins), kind, name=name, version=version, author=author,
+            description=description,
+        )  # fmt: skip
+        written = packer.write(bundle, out or Path(f"{bundle.name}.mcpb"), say=_err)
+    except packer.PackError as exc:
+        raise click.ClickException(str(exc)) from None
+    tools = sum(len(entry["tools"]) for entry in bundle.report["files"])
+    settings = len(bundle.variables())
+    click.echo(
+        f"wrote {written} ({kind} bundle: {tools} tool{'s' * (tools != 1)}, "
+        f"{settings} setting{'s' * (settings != 1)}); open it with Claude Desktop to install it"
+    )
+
+
 CLIENT = click.argument("client", type=click.Choice(
     ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "mcp-json"]))  # fmt: skip
 
