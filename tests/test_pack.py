@@ -15,6 +15,7 @@ import anyio
 import orjson
 import pytest
 from conftest import HOST
+from test_plugins import plugin_venv  # noqa: F401 (the fixture: a virtualenv with the example plugin)
 
 from protomcp_host.cli.pack import plan, script_dependencies
 
@@ -220,3 +221,19 @@ def test_env_reads_a_variable_and_declares_it(monkeypatch: pytest.MonkeyPatch) -
         ]
     finally:
         REGISTRY.clear()
+
+
+def test_a_plugin_is_a_dependency_and_an_argument(
+    request: pytest.FixtureRequest, tmp_path: Path, mcpb: Path
+) -> None:
+    python = request.getfixturevalue("plugin_venv")  # the example plugin installed there
+    done = pack("--python", str(python), "--plugin", "unit-converter", "-o", "units.mcpb", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    folder = unpack(mcpb, tmp_path / "units.mcpb", tmp_path / "unpacked")
+    assert validate(mcpb, folder).returncode == 0
+    manifest = orjson.loads((folder / "manifest.json").read_bytes())
+    assert manifest["name"] == "unit-converter"
+    assert [t["name"] for t in manifest["tools"]] == ["convert_length"]
+    assert '"protomcp-example-plugin==0.1.0"' in (folder / "pyproject.toml").read_text()
+    main = (folder / "server" / "main.py").read_text()
+    assert "TOOLS = []" in main and "ARGS = ['--plugin', 'unit-converter']" in main

@@ -1004,9 +1004,10 @@ def logs(file: Path | None, tail: int) -> None:
 @click.option("--version", "version", default="0.1.0", show_default=True, help="The bundle's version.")
 @click.option("--author", help="The author's name (default: your login name).")
 @click.option("--description", help="One line (default: the first tool file's docstring).")
+@PYTHON
 def pack(
     files: tuple[Path, ...], plugins: tuple[str, ...], out: Path | None, kind: str, name: str | None,
-    version: str, author: str | None, description: str | None,
+    version: str, author: str | None, description: str | None, python: str,
 ) -> None:  # fmt: skip
     """Build an MCP Bundle (.mcpb, manifest 0.4) of the tools in FILES (files or folders):
     Claude Desktop installs it by double-click, with a settings form for the environment
@@ -1022,7 +1023,7 @@ def pack(
         raise click.UsageError("nothing to pack: give tool FILES or --plugin NAME")
     try:
         bundle = packer.plan(
-            list(files), list(plugins), kind, name=name, version=version, author=author,
+            list(files), list(plugins), kind, python, name=name, version=version, author=author,
             description=description,
         )  # fmt: skip
         written = packer.write(bundle, out or Path(f"{bundle.name}.mcpb"), say=_err)
