@@ -38,7 +38,8 @@ def runtime_dir() -> Path:
     uid = os.getuid() if hasattr(os, "getuid") else 0
     root = Path(base) / "protomcp" if base else Path(tempfile.gettempdir()) / f"protomcp-{uid}"
     folder = root / "dev"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder.mkdir(exist_ok=True, mode=0o700)
     if hasattr(os, "getuid") and root.stat().st_uid != uid:
         raise OSError(f"{root} belongs to another user: not using it for dev journals")
     return folder
