@@ -103,7 +103,11 @@ def test_a_uv_bundle_is_valid_and_asks_for_what_the_file_needs(tmp_path: Path, m
     assert manifest["manifest_version"] == "0.4" and manifest["server"]["type"] == "uv"
     assert manifest["description"] == "Weather for Claude: current conditions by city."
     assert [t["name"] for t in manifest["tools"]] == ["forecast", "where"]
-    assert manifest["prompts"][0]["name"] == "plan_day" and manifest["prompts"][0]["arguments"] == ["city"]
+    assert manifest["prompts"] == [
+        {"name": "plan_day", "description": "Plan a day out", "arguments": ["city"],
+         "text": "Plan a day out in ${arguments.city}."}  # the prompt, rendered with placeholders
+    ]  # fmt: skip
+    assert manifest["tools_generated"] is False
     assert manifest["user_config"] == {
         "weather_api_key": {"type": "string", "title": "WEATHER_API_KEY", "sensitive": True,
                             "description": "Your weather.example API key", "required": True},
@@ -237,3 +241,13 @@ def test_a_plugin_is_a_dependency_and_an_argument(
     assert '"protomcp-example-plugin==0.1.0"' in (folder / "pyproject.toml").read_text()
     main = (folder / "server" / "main.py").read_text()
     assert "TOOLS = []" in main and "ARGS = ['--plugin', 'unit-converter']" in main
+
+
+def test_hidden_tools_are_not_listed_but_announced(tmp_path: Path) -> None:
+    file = tmp_path / "admin.py"
+    file.write_text(
+        "from protomcp_sdk import tool\n\n@tool\ndef status() -> str:\n    return 'ok'\n\n"
+        "@tool(hidden=True)\ndef reindex() -> str:\n    return 'done'\n"
+    )
+    manifest = plan([file], [], "uv").manifest()
+    assert [t["name"] for t in manifest["tools"]] == ["status"] and manifest["tools_generated"] is True

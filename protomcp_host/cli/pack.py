@@ -68,21 +68,21 @@ class Bundle:
     sources: list[Path]  # the FILE arguments (files or folders)
     plugins: list[Any] = field(default_factory=list)  # cli.plugins.Plugin
     report: dict[str, Any] = field(default_factory=dict)  # cli.inspection's
+    prompt_texts: dict[str, str] = field(default_factory=dict)  # with ${arguments.NAME} placeholders
 
     # -- what the manifest says -------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
         files = self.report["files"]
+        every = [t for f in files for t in f["tools"]]
         tools = [
-            {"name": t["name"], "description": first_line(t["description"])}
-            for f in files
-            for t in f["tools"]
+            {"name": t["name"], "description": first_line(t["description"])} for t in every if not t["hidden"]
         ]
         prompts = [
             {
                 "name": p["name"],
                 "description": first_line(p["description"]),
                 "arguments": [a["name"] for a in p["arguments"]],
-                "text": p["description"] or p["name"],  # (made by the server at run time)
+                "text": self.prompt_texts.get(p["name"]) or p["description"] or p["name"],
             }
             for f in files
             for p in f["prompts"]
@@ -110,7 +110,7 @@ class Bundle:
             "server": {"type": self.kind, "entry_point": "server/main.py", "mcp_config": config},
             "tools": tools,
             "prompts": prompts,
-            "prompts_generated": bool(prompts),  # their messages come from the server
+            "tools_generated": len(tools) < len(every),  # hidden tools a call may reveal
             "compatibility": {"runtimes": {"python": f">={python_floor()}"}},
         }
         if self.kind == "python":  # compiled dependencies: this platform and Python version only
@@ -252,7 +252,47 @@ def plan(
         name=name, version=version,
         description=description or next((d for d in docs if d), f"MCP tools: {name}"),
         author=author or getpass.getuser(), kind=kind, sources=sources, plugins=plugins, report=report,
+        prompt_texts=prompt_texts(loaded, python, report),
     )  # fmt: skip
+
+
+def prompt_texts(files: list[Path], python: str, report: dict[str, Any]) -> dict[str, str]:
+    """Each prompt's text as the manifest wants it: the prompt got through the real host with
+    `${arguments.NAME}` as each argument (a prompt that cannot render so keeps its description)."""
+    prompts = [p for entry in report["files"] for p in entry["prompts"]]
+    if not prompts:
+        return {}
+    import anyio
+
+    from protomcp_host.app import Host
+    from protomcp_host.transports.direct import RequestFailed, direct_client
+
+    texts: dict[str, str] = {}
+
+    async def render() -> None:
+        host = Host(files, python=python, stderr=lambda _: None, call_timeout=30.0)
+        async with direct_client(host) as request:
+            for prompt in prompts:
+                arguments = {a["name"]: f"${{arguments.{a['name']}}}" for a in prompt["arguments"]}
+                try:
+                    result = await request("prompts/get", {"name": prompt["name"], "arguments": arguments})
+                except RequestFailed:
+                    continue
+                parts = [
+                    str(message["content"].get("text"))
+                    for message in result.get("messages") or []
+                    if isinstance(message.get("content"), dict) and message["content"].get("type") == "text"
+                ]
+                if parts:
+                    texts[prompt["name"]] = "\n\n".join(parts)
+
+    from protomcp_host.processes.launch import StartupError
+
+    try:
+        anyio.run(render, backend="asyncio")
+    except StartupError:
+        return {}  # (loaded a moment ago: the descriptions stand in)
+    return texts
 
 
 def _plugins(names: list[str], python: str) -> list[Any]:
