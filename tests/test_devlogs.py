@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 from conftest import HOST, mcp_session, write_atomic
 
@@ -202,3 +203,15 @@ def test_ui_without_a_port_takes_any_free_one_when_the_default_is_taken(
             host.close()
     finally:
         holder.close()
+
+
+def test_install_dev_ui_writes_a_dev_host_with_its_playground(tmp_path: Path) -> None:
+    file = tmp_path / "tools.py"
+    write_atomic(file, TOOLS)
+    argv = [*HOST, "install", "mcp-json", str(file), "--dev", "--ui"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    entry = orjson.loads(done.stdout)["mcpServers"]["tools"]
+    assert entry["args"][-3:] == ["dev", str(file.resolve()), "--ui"]
+    done = subprocess.run([*argv[:-2], "--ui"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--ui: only with --dev" in done.stderr

@@ -130,6 +130,7 @@ def server_entry(
     files: list[Path],
     *,
     dev: bool = False,
+    ui: bool = False,
     env: Mapping[str, str] | None = None,
     command: list[str] | None = None,
     modules: Sequence[str] = (),
@@ -145,6 +146,8 @@ def server_entry(
     sources += [word for plugin in plugins for word in ("--plugin", plugin)]
     sources += [word for spec in upstreams for word in spec.argv()]
     entry: dict[str, Any] = {"command": argv[0], "args": [*argv[1:], "dev" if dev else "run", *sources]}
+    if ui:  # dev's playground: any free port when 6280 is taken; `protomcp logs` prints its URL
+        entry["args"].append("--ui")
     if env:
         entry["env"] = dict(env)
     return entry
@@ -419,6 +422,7 @@ def install(
     name: str | None = None,
     env: Mapping[str, str] | None = None,
     dev: bool = False,
+    ui: bool = False,
     force: bool = False,
     place: Place | None = None,
     which: Callable[[str], str | None] = shutil.which,
@@ -435,7 +439,9 @@ def install(
         raise InstallError("nothing to install: give tool FILES, -m MODULE, --plugin NAME or --upstream")
     name = name or default_name(files, modules, plugins) if (files or modules or plugins) else name
     name = name or (upstreams[0].name if len(upstreams) == 1 else "tools")
-    entry = server_entry(files, dev=dev, env=env, modules=modules, plugins=plugins, upstreams=upstreams)
+    entry = server_entry(
+        files, dev=dev, ui=ui, env=env, modules=modules, plugins=plugins, upstreams=upstreams
+    )
     if client == "mcp-json":
         return portable_json(name, entry)
     if client == "claude-code":

@@ -1054,6 +1054,10 @@ CLIENT = click.argument("client", type=click.Choice(
     "--env-file", type=click.Path(path_type=Path, dir_okay=False), help="Read KEY=VALUE lines from a file."
 )
 @click.option("--dev", is_flag=True, help="Install `protomcp dev` (hot reload) instead of `protomcp run`.")
+@click.option(
+    "--ui", is_flag=True,
+    help="[--dev] The dev host also serves the playground; `protomcp logs` prints its URL.",
+)  # fmt: skip
 @click.option("--force", is_flag=True, help="Replace an existing server of the same name.")
 @click.option(
     "--no-check", is_flag=True,
@@ -1061,8 +1065,8 @@ CLIENT = click.argument("client", type=click.Choice(
 )  # fmt: skip
 def install(
     client: str, files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...],
-    name: str | None, env: tuple[str, ...], env_file: Path | None, dev: bool, force: bool, no_check: bool,
-    **given: Any,
+    name: str | None, env: tuple[str, ...], env_file: Path | None, dev: bool, ui: bool, force: bool,
+    no_check: bool, **given: Any,
 ) -> None:  # fmt: skip
     """Add the tools in FILES (and -m modules, --plugin plugins) to an AI client's MCP configuration.
 
@@ -1073,6 +1077,8 @@ def install(
     """
     from protomcp_host.cli import install as installer
 
+    if ui and not dev:
+        raise click.UsageError("--ui: only with --dev (the playground is dev's)")
     # kept as options (commands made absolute); an upstream's token variable needs --env
     upstreams = [spec.absolute() for spec in upstream_specs(given)]
     try:
@@ -1086,7 +1092,7 @@ def install(
             _refuse_unloadable(tuple(sources), variables)
         click.echo(
             installer.install(
-                client, list(files), name=name, env=variables, dev=dev, force=force,
+                client, list(files), name=name, env=variables, dev=dev, ui=ui, force=force,
                 modules=modules, plugins=plugins, upstreams=upstreams,
             )
         )  # fmt: skip
