@@ -23,12 +23,17 @@ from protomcp_host.cli.devjournal import DevJournal, Follower, running_or_not, s
 from protomcp_host.cli.logs import describe_hosts
 
 TOOLS = """
+    import os
     from protomcp_sdk import tool
 
     @tool
     def add(a: int, b: int) -> int:
         print("adding", a, b)
         return a + b
+
+    @tool
+    def crash() -> str:
+        os._exit(3)
 """
 
 
@@ -106,15 +111,20 @@ async def test_logs_follows_calls_output_load_errors_and_restarts(
     follower = logs(str(file))  # started before any host: it waits for one
     follower.wait_for(f"waiting for a dev host serving {file}")
     async with mcp_session("dev", str(file)) as session:
-        follower.wait_for("loaded tools.py: add")
+        follower.wait_for("loaded tools.py: add, crash")
         with anyio.fail_after(10):
             await session.call_tool("add", {"a": 1, "b": 2})
         assert follower.wait_for("call #").endswith('add {"a":1,"b":2}')
         follower.wait_for("[tools.py] adding 1 2")  # what the call printed
         assert "add ok in" in follower.wait_for("answer #")
+        with anyio.fail_after(10):
+            await session.call_tool("crash", {})
+        assert "exited with status 3" in follower.wait_for("crash error in")
+        assert "exited with status 3" in follower.wait_for("problem: ")  # the crash, and its restart
+        follower.wait_for("restarting in")
         write_atomic(file, textwrap.dedent(TOOLS) + "\ndef broken(:\n")
         follower.wait_for("problem: tools.py failed to load")
-        follower.wait_for(f'File "{file}", line 9')  # the traceback, whole
+        follower.wait_for(f'File "{file}", line 14')  # the traceback, whole
         follower.wait_for("SyntaxError")
         follower.wait_for("the previous version of tools.py keeps serving")
     follower.wait_for("stopped")
