@@ -414,6 +414,10 @@ class Host:
             for router in self.routers:
                 router.log(level, logger, data)
 
+    def logged(self, label: str, level: str, logger: str, data: Any) -> None:
+        if self.watchers:
+            self.tell("log", {"label": label, "level": level, "logger": logger, "data": data, "call": True})
+
     def problem(self, message: str) -> None:
         self.report_problem(message)
 
@@ -509,7 +513,8 @@ def _prepare(tools: list[Tool]) -> None:
 
 Watcher = Callable[[str, dict[str, Any]], None]
 """Told of host events: ("loaded", diff), ("problem", message), ("output", line), ("printed",
-a line a call printed), ("log", a log message outside calls), ("playground", its url)."""
+a line a call printed), ("log", a log message; "call": true when a call sent it), ("playground",
+its url)."""
 WireTap = Callable[[int, str, bytes, bytes | None], None]
 """Shown every MCP message of the observed sessions: (session number, "in" | "out", message,
 related request id)."""

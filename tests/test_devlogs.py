@@ -24,11 +24,12 @@ from protomcp_host.cli.logs import describe_hosts
 
 TOOLS = """
     import os
-    from protomcp_sdk import tool
+    from protomcp_sdk import Context, tool
 
     @tool
-    def add(a: int, b: int) -> int:
+    def add(a: int, b: int, ctx: Context) -> int:
         print("adding", a, b)
+        ctx.info(f"the sum is {a + b}")
         return a + b
 
     @tool
@@ -116,6 +117,7 @@ async def test_logs_follows_calls_output_load_errors_and_restarts(
             await session.call_tool("add", {"a": 1, "b": 2})
         assert follower.wait_for("call #").endswith('add {"a":1,"b":2}')
         follower.wait_for("[tools.py] adding 1 2")  # what the call printed
+        follower.wait_for("[tools.py] info add: the sum is 3")  # what it logged
         assert "add ok in" in follower.wait_for("answer #")
         with anyio.fail_after(10):
             await session.call_tool("crash", {})
@@ -124,7 +126,7 @@ async def test_logs_follows_calls_output_load_errors_and_restarts(
         follower.wait_for("restarting in")
         write_atomic(file, textwrap.dedent(TOOLS) + "\ndef broken(:\n")
         follower.wait_for("problem: tools.py failed to load")
-        follower.wait_for(f'File "{file}", line 14')  # the traceback, whole
+        follower.wait_for(f'File "{file}", line 15')  # the traceback, whole
         follower.wait_for("SyntaxError")
         follower.wait_for("the previous version of tools.py keeps serving")
     follower.wait_for("stopped")

@@ -43,6 +43,9 @@ class Events:
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         pass
 
+    def logged(self, label: str, level: str, logger: str, data: Any) -> None:
+        pass
+
     def problem(self, message: str) -> None:
         self.problems.append(message)
 

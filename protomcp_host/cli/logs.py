@@ -104,7 +104,8 @@ def render(record: dict[str, Any], pid: int) -> str:
     elif kind in ("output", "printed"):
         text = f"[{record.get('label')}] {record.get('line')}"
     elif kind == "log":
-        text = f"[{record.get('label')}] {record.get('level')}: {record.get('data')}"
+        source = f" {record.get('logger')}" if record.get("logger") else ""
+        text = f"[{record.get('label')}] {record.get('level')}{source}: {record.get('data')}"
     else:
         text = f"{kind}: {record}"
     return head + text

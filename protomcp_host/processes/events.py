@@ -41,6 +41,9 @@ class ProcessEvents(Protocol):
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         """A log frame sent outside any request of the bridge."""
 
+    def logged(self, label: str, level: str, logger: str, data: Any) -> None:
+        """A log frame a request sent (its session has it already): for the host's observers."""
+
     def problem(self, message: str) -> None:
         """Something the person running the host should know (crash, restart, failed reload)."""
 
