@@ -961,7 +961,7 @@ def doctor(
 )  # fmt: skip
 def logs(file: Path | None, tail: int) -> None:
     """Follow what the `protomcp dev` hosts serving FILE do, live: loads and load errors with
-    their tracebacks, calls and answers, printed output, crashes, the playground URL (with --ui).
+    their tracebacks, calls and answers, what calls print and log, crashes, the playground URL (--ui).
 
     Meant for hosts an AI client started (their stderr is the client's): each dev host keeps a
     journal of its own (at most 2 MiB) in a per-user runtime folder. Without FILE: list the
