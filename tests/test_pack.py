@@ -17,7 +17,7 @@ import pytest
 from conftest import HOST
 from test_plugins import plugin_venv  # noqa: F401 (the fixture: a virtualenv with the example plugin)
 
-from protomcp_host.cli.pack import plan, script_dependencies
+from protomcp_host.cli.pack import Bundle, plan, script_dependencies
 
 MCPB_DIR = Path(__file__).resolve().parent / "mcpb"
 MCPB = MCPB_DIR / "node_modules" / ".bin" / "mcpb"
@@ -203,6 +203,9 @@ def test_script_dependencies_come_from_the_pep_723_block(tmp_path: Path) -> None
     file.write_text('# /// script\n# requires-python = ">=3.11"\n# dependencies = [\n#   "httpx>=0.27",\n'
                     '#   "rich",\n# ]\n# ///\nimport httpx\n')  # fmt: skip
     assert script_dependencies(file) == ["httpx>=0.27", "rich"]
+    file.write_text('# /// script\n# dependencies = ["protomcp-tools>=0.1", "protomcp_tools_extra"]\n# ///\n')
+    bundle = Bundle("t", "1", "", "me", "uv", [file])
+    assert bundle.dependencies()[1:] == ["protomcp_tools_extra"]  # protomcp-tools: once, from pack
     file.write_text("import os\n")
     assert script_dependencies(file) == []
 

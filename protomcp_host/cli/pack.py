@@ -132,10 +132,13 @@ class Bundle:
         return list(seen.values())
 
     def dependencies(self) -> list[str]:
+        """protomcp-tools (this version or later; a script block's own requirement of it is
+        dropped), the files' script dependencies, the plugins' distributions."""
         found = [f"{DIST_NAME}>={__version__}"]
+        ours = re.compile(rf"^\s*{DIST_NAME.replace('-', '[-_.]')}\b(?!-)", re.IGNORECASE)
         for source in self.sources:
             for file in [source] if source.is_file() else sorted(python_files(source)):
-                found += [d for d in script_dependencies(file) if d not in found]
+                found += [d for d in script_dependencies(file) if d not in found and not ours.match(d)]
         found += [f"{p.distribution}=={p.version}" for p in self.plugins if p.distribution]
         return found
 
