@@ -207,8 +207,8 @@ async def serve_playground(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, [sock])
+            host.tell("playground", {"url": playground.url()})  # (first: once it is said, it is known)
             host.stderr(f"protomcp playground: {playground.url()}")
-            host.tell("playground", {"url": playground.url()})
             task_status.started()
             await shutdown.wait()
             playground.journal.close()  # event streams end, so uvicorn can stop
