@@ -9,6 +9,7 @@ import socket
 import subprocess
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,10 +61,11 @@ class Lines:
         self.lines.put(None)
 
     def wait_for(self, text: str, timeout: float = 20) -> str:
-        """The first line from now on that contains `text`."""
+        """The first line from now on that contains `text` (within `timeout` in all)."""
+        deadline = time.monotonic() + timeout
         while True:
             try:
-                line = self.lines.get(timeout=timeout)
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 raise AssertionError(f"{text!r} not printed; so far:\n" + "\n".join(self.seen)) from None
             if line is None:
@@ -124,6 +126,7 @@ async def test_logs_follows_calls_output_load_errors_and_restarts(
         assert "exited with status 3" in follower.wait_for("crash error in")
         assert "exited with status 3" in follower.wait_for("problem: ")  # the crash, and its restart
         follower.wait_for("restarting in")
+        follower.wait_for("reloaded tools.py: add, crash")  # restarted: now a save is a reload
         write_atomic(file, textwrap.dedent(TOOLS) + "\ndef broken(:\n")
         follower.wait_for("problem: tools.py failed to load")
         follower.wait_for(f'File "{file}", line 15')  # the traceback, whole
