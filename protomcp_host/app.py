@@ -26,6 +26,7 @@ from protomcp_host.bridge.forwarding import Forwarding, declares_completions
 from protomcp_host.bridge.middleware import Middleware
 from protomcp_host.bridge.rounds import MAX_SUSPENDED_EACH, STATE_KEY_ENV, ModernRouter, Rounds
 from protomcp_host.bridge.router import Router, Writer
+from protomcp_host.bridge.staleness import stale_note
 from protomcp_host.bridge.tasks import TaskRunner
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
@@ -407,6 +408,11 @@ class Host:
             Router.update_tools(router, NO_CHANGE)
         apply()
 
+    def add_wire_tap(self, tap: WireTap) -> None:
+        """Show `tap` every message of the sessions connected from now on, beside any tap set."""
+        previous = self.wire_tap
+        self.wire_tap = tap if previous is None else _both_taps(previous, tap)
+
     def _session_tap(self, tap: WireTap) -> SessionTap:
         """The wire tap for one new session: its messages carry the session's number."""
         self._tapped += 1
@@ -452,6 +458,11 @@ class Host:
             )
             self.forwarding.stage(label, features)  # checked first; applied with the tools
         self._on_tools(label, offer.tools, offer.middleware)
+        self.dispatcher.stale.pop(label, None)  # it serves the file as it is now
+
+    def stale(self, label: str, error: str) -> None:
+        """dev: a save failed to load; the answers of the file's tools say so until a good one."""
+        self.dispatcher.stale[label] = stale_note(label, error)
 
     def output(self, label: str, stream: str, line: str) -> None:
         """A line a tool process printed outside the frames (no call known)."""
@@ -464,13 +475,21 @@ class Host:
     def echo(self, label: str, line: str) -> None:
         if self.echo_requests:
             self.stderr("\n".join(f"[{label}] {part}" for part in line.split("\n")))
+        if self.watchers:
+            self.tell("printed", {"label": label, "line": line})
 
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         """A log message a tool process sent outside any call."""
         self.stderr(f"[{label}] {level}: {data if isinstance(data, str) else orjson.dumps(data).decode()}")
+        if self.watchers:
+            self.tell("log", {"label": label, "level": level, "logger": logger, "data": data})
         if self.share_output:
             for router in self.routers:
                 router.log(level, logger, data)
+
+    def logged(self, label: str, level: str, logger: str, data: Any) -> None:
+        if self.watchers:
+            self.tell("log", {"label": label, "level": level, "logger": logger, "data": data, "call": True})
 
     def problem(self, message: str) -> None:
         self.report_problem(message)
@@ -591,11 +610,21 @@ def _prepare(tools: list[Tool]) -> None:
 
 
 Watcher = Callable[[str, dict[str, Any]], None]
-"""Told of host events: ("loaded", diff), ("problem", message), ("output", line)."""
+"""Told of host events: ("loaded", diff), ("problem", message), ("output", line), ("printed",
+a line a call printed), ("log", a log message; "call": true when a call sent it), ("playground",
+its url)."""
 WireTap = Callable[[int, str, bytes, bytes | None], None]
 """Shown every MCP message of the observed sessions: (session number, "in" | "out", message,
 related request id)."""
 SessionTap = Callable[[str, bytes, bytes | None], None]
+
+
+def _both_taps(first: WireTap, second: WireTap) -> WireTap:
+    def both(session: int, direction: str, data: bytes, related: bytes | None) -> None:
+        first(session, direction, data, related)
+        second(session, direction, data, related)
+
+    return both
 
 
 def _tapped_write(write: Writer, tap: SessionTap) -> Writer:

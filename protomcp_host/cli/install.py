@@ -176,6 +176,7 @@ def server_entry(
     files: list[Path],
     *,
     dev: bool = False,
+    ui: bool = False,
     env: Mapping[str, str] | None = None,
     command: list[str] | None = None,
     modules: Sequence[str] = (),
@@ -193,6 +194,8 @@ def server_entry(
     sources += [word for spec in upstreams for word in spec.argv()]
     verb = "dev" if dev else "run"
     entry: dict[str, Any] = {"command": argv[0], "args": [*argv[1:], verb, *sources, *options]}
+    if ui:  # dev's playground: any free port when 6280 is taken; `protomcp logs` prints its URL
+        entry["args"].append("--ui")
     if env:
         entry["env"] = dict(env)
     return entry
@@ -495,6 +498,7 @@ def install(
     name: str | None = None,
     env: Mapping[str, str] | None = None,
     dev: bool = False,
+    ui: bool = False,
     force: bool = False,
     place: Place | None = None,
     which: Callable[[str], str | None] = shutil.which,
@@ -514,7 +518,7 @@ def install(
     name = name or default_name(files, modules, plugins) if (files or modules or plugins) else name
     name = check_server_name(name or (upstreams[0].name if len(upstreams) == 1 else "tools"))
     entry = server_entry(
-        files, dev=dev, env=env, modules=modules, plugins=plugins, upstreams=upstreams, options=options
+        files, dev=dev, ui=ui, env=env, modules=modules, plugins=plugins, upstreams=upstreams, options=options
     )
     if client == "mcp-json":
         return portable_json(name, entry)

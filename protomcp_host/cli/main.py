@@ -485,15 +485,28 @@ def dev(
     """
     if ui_port is not None and not ui:
         raise click.UsageError("--ui-port: only with --ui")
-    companions = (partial(_playground, UI_PORT if ui_port is None else ui_port),) if ui else ()
+    companions: tuple[Any, ...] = (_journal,)  # first: it hears the playground's URL
+    if ui:
+        companions += (partial(_playground, ui_port),)
     _serve_command(files, options, reload=not no_reload, watch=watch, companions=companions)
 
 
-async def _playground(port: int, host: Any, shutdown: Any, *, task_status: Any) -> None:
-    """The --ui companion; imported only once the tool processes have been launched."""
+async def _playground(port: int | None, host: Any, shutdown: Any, *, task_status: Any) -> None:
+    """The --ui companion; imported only once the tool processes have been launched. Without
+    --ui-port, any free port when UI_PORT is taken (each client starts its own dev host)."""
     from protomcp_host.playground.server import serve_playground
 
-    await serve_playground(host, shutdown, port, task_status=task_status)
+    await serve_playground(
+        host, shutdown, UI_PORT if port is None else port, any_port_if_taken=port is None,
+        task_status=task_status,
+    )  # fmt: skip
+
+
+async def _journal(host: Any, shutdown: Any, *, task_status: Any) -> None:
+    """dev's journal for `protomcp logs`."""
+    from protomcp_host.cli.devjournal import journal_companion
+
+    await journal_companion(host, shutdown, task_status=task_status)
 
 
 UI_PORT = 6280
@@ -1072,6 +1085,90 @@ def doctor(
     sys.exit(1 if problems else 0)
 
 
+@main.command()
+@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "-n", "--lines", "tail", default=20, show_default=True, type=click.IntRange(min=0),
+    help="Records of the latest host's journal to show before following.",
+)  # fmt: skip
+def logs(file: Path | None, tail: int) -> None:
+    """Follow what the `protomcp dev` hosts serving FILE do, live: loads and load errors with
+    their tracebacks, calls and answers, what calls print and log, crashes, the playground URL (--ui).
+
+    Meant for hosts an AI client started (their stderr is the client's): each dev host keeps a
+    journal of its own (at most 2 MiB) in a per-user runtime folder. Without FILE: list the
+    running dev hosts. Ctrl+C stops following.
+    """
+    from protomcp_host.cli.devjournal import runtime_dir
+    from protomcp_host.cli.logs import describe_hosts, follow
+
+    try:
+        folder = runtime_dir()
+    except OSError as exc:
+        raise click.ClickException(str(exc)) from None
+    if file is None:
+        for line in describe_hosts(folder):
+            click.echo(line)
+        return
+    import contextlib
+
+    with contextlib.suppress(KeyboardInterrupt):
+        follow(folder, file, lambda line: click.echo(line), tail=tail)
+
+
+@main.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--plugin", "plugins", multiple=True, metavar="NAME",
+    help="Also serve an installed tool plugin: the bundle depends on its distribution; repeatable.",
+)  # fmt: skip
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="The bundle to write.  [default: NAME.mcpb]",
+)  # fmt: skip
+@click.option(
+    "--type", "kind", type=click.Choice(["uv", "python"]), default="uv", show_default=True,
+    help="uv: dependencies installed by the client with uv (Claude Desktop); python: protomcp and "
+    "every dependency inside the bundle, for this platform and Python version (clients that run "
+    "no uv, e.g. Claude Code plugins).",
+)  # fmt: skip
+@click.option("--name", help="The bundle's name (default: the tool file's name).")
+@click.option("--version", "version", default="0.1.0", show_default=True, help="The bundle's version.")
+@click.option("--author", help="The author's name (default: your login name).")
+@click.option("--description", help="One line (default: the first tool file's docstring).")
+@PYTHON
+def pack(
+    files: tuple[Path, ...], plugins: tuple[str, ...], out: Path | None, kind: str, name: str | None,
+    version: str, author: str | None, description: str | None, python: str,
+) -> None:  # fmt: skip
+    """Build an MCP Bundle (.mcpb, manifest 0.4) of the tools in FILES (files or folders):
+    Claude Desktop installs it by double-click, with a settings form for the environment
+    variables the files declare with env() (secret ones masked).
+
+    The bundle holds the tool files, a pyproject.toml depending on protomcp-tools (and on what
+    the files' `# /// script` blocks list), and an entry that runs `protomcp run` on them; its
+    manifest lists their tools and prompts. Every file is loaded first: one that fails stops it.
+    """
+    from protomcp_host.cli import pack as packer
+
+    if not (files or plugins):
+        raise click.UsageError("nothing to pack: give tool FILES or --plugin NAME")
+    try:
+        bundle = packer.plan(
+            list(files), list(plugins), kind, python, name=name, version=version, author=author,
+            description=description,
+        )  # fmt: skip
+        written = packer.write(bundle, out or Path(f"{bundle.name}.mcpb"), say=_err)
+    except packer.PackError as exc:
+        raise click.ClickException(str(exc)) from None
+    tools = sum(len(entry["tools"]) for entry in bundle.report["files"])
+    settings = len(bundle.variables())
+    click.echo(
+        f"wrote {written} ({kind} bundle: {tools} tool{'s' * (tools != 1)}, "
+        f"{settings} setting{'s' * (settings != 1)}); open it with Claude Desktop to install it"
+    )
+
+
 CLIENT = click.argument("client", type=click.Choice(
     ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "goose", "mcp-json"]))  # fmt: skip
 
@@ -1089,6 +1186,10 @@ CLIENT = click.argument("client", type=click.Choice(
     "--env-file", type=click.Path(path_type=Path, dir_okay=False), help="Read KEY=VALUE lines from a file."
 )
 @click.option("--dev", is_flag=True, help="Install `protomcp dev` (hot reload) instead of `protomcp run`.")
+@click.option(
+    "--ui", is_flag=True,
+    help="[--dev] The dev host also serves the playground; `protomcp logs` prints its URL.",
+)  # fmt: skip
 @click.option("--force", is_flag=True, help="Replace an existing server of the same name.")
 @click.option(
     "--no-check", is_flag=True,
@@ -1111,8 +1212,8 @@ CLIENT = click.argument("client", type=click.Choice(
 @click.option("--instructions", metavar="TEXT", help="Run option for the entry (see run).")
 def install(
     client: str, files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...],
-    name: str | None, env: tuple[str, ...], env_file: Path | None, dev: bool, force: bool, no_check: bool,
-    **given: Any,
+    name: str | None, env: tuple[str, ...], env_file: Path | None, dev: bool, ui: bool, force: bool,
+    no_check: bool, **given: Any,
 ) -> None:  # fmt: skip
     """Add the tools in FILES (and -m modules, --plugin plugins) to an AI client's MCP configuration.
 
@@ -1124,6 +1225,8 @@ def install(
     from protomcp_host.cli import install as installer
 
     options = installer.run_arguments(given)  # --discovery, --call-timeout...: passed on as given
+    if ui and not dev:
+        raise click.UsageError("--ui: only with --dev (the playground is dev's)")
     # kept as options (commands made absolute); an upstream's token variable needs --env
     upstreams = [spec.absolute() for spec in upstream_specs(given)]
     try:
@@ -1137,7 +1240,7 @@ def install(
             _refuse_unloadable(tuple(sources), variables)
         click.echo(
             installer.install(
-                client, list(files), name=name, env=variables, dev=dev, force=force,
+                client, list(files), name=name, env=variables, dev=dev, ui=ui, force=force,
                 modules=modules, plugins=plugins, upstreams=upstreams, options=options,
             )
         )  # fmt: skip

@@ -49,7 +49,7 @@ class Playground:
         self.port = 0
         self.router: Router = host.connect(self._page_out, observed=False)
         host.watchers.append(self._host_event)
-        host.wire_tap = self._client_message
+        host.add_wire_tap(self._client_message)
 
     # -- what goes into the journal --------------------------------------------------------
     def _page_out(self, data: bytes, related: bytes | None) -> None:
@@ -187,17 +187,20 @@ async def serve_playground(
     shutdown: anyio.Event,
     port: int,
     *,
+    any_port_if_taken: bool = False,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the playground on loopback `port` (0: any free port) until `shutdown`; the page's
-    URL, with its token, goes to the host's stderr once it listens. An `app.serve` companion.
+    URL, with its token, goes to the host's stderr (and to `protomcp logs`) once it listens.
+    An `app.serve` companion.
 
-    A port already taken (a sibling copy of this server: Claude Desktop starts a second one to
-    probe its protocol era, a Cowork session its own) falls back to a free port, said on stderr."""
+    The default port already taken (a sibling copy of this server: Claude Desktop starts a second
+    one to probe its protocol era, a Cowork session its own; or another dev host) falls back to a
+    free port, said on stderr; a port given with --ui-port is not replaced."""
     try:
         sock = bind(LOOPBACK, port)
     except OSError as exc:
-        if exc.errno != errno.EADDRINUSE or port == 0:
+        if exc.errno != errno.EADDRINUSE or not any_port_if_taken:
             raise  # reaches serve(), which says so
         sock = bind(LOOPBACK, 0)
         host.stderr(
@@ -213,6 +216,7 @@ async def serve_playground(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, [sock])
+            host.tell("playground", {"url": playground.url()})  # (first: once it is said, it is known)
             host.stderr(f"protomcp playground: {playground.url()}")
             task_status.started()
             await shutdown.wait()

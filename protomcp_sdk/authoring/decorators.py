@@ -4,11 +4,13 @@ registry; the function itself is returned unchanged."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
 from protomcp_sdk.authoring.completions import completion_spec
 from protomcp_sdk.authoring.direct_run import note_direct_run
+from protomcp_sdk.authoring.environment import EnvSpec
 from protomcp_sdk.authoring.lifespan import Lifespan, lifespan_spec
 from protomcp_sdk.authoring.middleware import Middleware, middleware_spec
 from protomcp_sdk.authoring.prompts import prompt_spec
@@ -238,3 +240,15 @@ def lifespan(fn: L) -> L:
     ``ctx.state`` in every call (see ``protomcp_sdk.authoring.lifespan``)."""
     REGISTRY.set_lifespan(lifespan_spec(fn))
     return fn
+
+
+def env(name: str, description: str = "", *, secret: bool = False, default: str | None = None) -> str | None:
+    """The value of the environment variable `name` (`default` when it is unset or empty: a
+    bundle's settings form passes an empty value for an optional setting left blank).
+
+    Called at module level, it also declares the variable as one this file needs (with no
+    `default`, a required one), for `protomcp inspect` and `protomcp pack`. `secret=True`
+    marks an API key or password.
+    """
+    REGISTRY.add_env(EnvSpec(name, description, secret, default))
+    return os.environ.get(name) or default
