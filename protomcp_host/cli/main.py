@@ -492,14 +492,11 @@ def dev(
 
 
 async def _playground(port: int | None, host: Any, shutdown: Any, *, task_status: Any) -> None:
-    """The --ui companion; imported only once the tool processes have been launched. Without
-    --ui-port, any free port when UI_PORT is taken (each client starts its own dev host)."""
+    """The --ui companion; imported only once the tool processes have been launched (a port
+    taken, say by a sibling copy, falls back to a free one)."""
     from protomcp_host.playground.server import serve_playground
 
-    await serve_playground(
-        host, shutdown, UI_PORT if port is None else port, any_port_if_taken=port is None,
-        task_status=task_status,
-    )  # fmt: skip
+    await serve_playground(host, shutdown, UI_PORT if port is None else port, task_status=task_status)
 
 
 async def _journal(host: Any, shutdown: Any, *, task_status: Any) -> None:

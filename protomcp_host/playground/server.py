@@ -187,20 +187,19 @@ async def serve_playground(
     shutdown: anyio.Event,
     port: int,
     *,
-    any_port_if_taken: bool = False,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the playground on loopback `port` (0: any free port) until `shutdown`; the page's
     URL, with its token, goes to the host's stderr (and to `protomcp logs`) once it listens.
     An `app.serve` companion.
 
-    The default port already taken (a sibling copy of this server: Claude Desktop starts a second
-    one to probe its protocol era, a Cowork session its own; or another dev host) falls back to a
-    free port, said on stderr; a port given with --ui-port is not replaced."""
+    A port already taken (a sibling copy of this server, with the same --ui-port if any: Claude
+    Desktop starts a second one to probe its protocol era, a Cowork session its own; or another
+    dev host) falls back to a free port, said on stderr."""
     try:
         sock = bind(LOOPBACK, port)
     except OSError as exc:
-        if exc.errno != errno.EADDRINUSE or not any_port_if_taken:
+        if exc.errno != errno.EADDRINUSE or port == 0:
             raise  # reaches serve(), which says so
         sock = bind(LOOPBACK, 0)
         host.stderr(
