@@ -60,6 +60,14 @@ def touch(uri: str) -> str:
     return "touched"
 
 
+@tool
+def touch_many(uri: str, times: int) -> str:
+    """`times` resource updates of `uri` at once (a flood for a listen stream nobody reads)."""
+    for _ in range(times):
+        resource_updated(uri)
+    return f"touched {times}"
+
+
 @resource("matrix://flush/{key}")
 def flush_resource(key: str) -> str:
     return key
