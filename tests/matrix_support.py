@@ -4,6 +4,7 @@ id and to look for another session's traces), over stdio or Streamable HTTP with
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
@@ -309,7 +310,9 @@ async def tapped_session(peer: Peer, read: Any, write: Any, modern: bool = False
         async with to_session:
             async for item in read:
                 if peer.record_in(item):
-                    await to_session.send(item)
+                    # once the session has closed, what still comes is recorded, not read
+                    with contextlib.suppress(anyio.BrokenResourceError):
+                        await to_session.send(item)
 
     async def pump_out() -> None:
         async for item in from_session:

@@ -21,6 +21,7 @@ worker, round-robin)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 from collections.abc import AsyncIterator, Iterator
@@ -36,6 +37,7 @@ from matrix_support import (
     MATRIX_MW,
     MATRIX_TOOLS,
     SUBJECTS,
+    WAIT,
     Auth,
     Peer,
     World,
@@ -85,6 +87,32 @@ class Cluster:
     def restart_redis_empty(self) -> None:
         stop(self.redis, signal.SIGKILL)
         self.redis = start_redis(self.redis_port, self.folder / "redis")
+
+    def restart_nginx(self) -> None:
+        """A fresh balancer (new port): after a fault nginx keeps a host marked failed for its
+        fail_timeout (10 s); the scenarios after it start from a balancer that knows nothing."""
+        assert self.nginx is not None
+        self.nginx.stop()
+        self.nginx = Nginx(self.folder / f"nginx-{free_port()}", [h.url.split("/")[2] for h in self.hosts])
+        self.url = self.nginx.url
+
+    def host_of(self, pid: int) -> int:
+        """Which host (index) a worker process belongs to, from the hosts' "(pid N) serving" lines."""
+        for index, host in enumerate(self.hosts):
+            if any(f"(pid {pid}) serving" in line for line in host.stderr):
+                return index
+        raise AssertionError(f"no host started a worker of pid {pid}")
+
+    def wait_replaced(self, victim: int) -> None:
+        """Until the parent of a killed worker says that worker's replacement is serving."""
+        died = False
+
+        def replaced(line: str) -> bool:
+            nonlocal died
+            died = died or f"(pid {victim}) exited" in line
+            return died and re.search(r"\(pid \d+\) serving", line) is not None
+
+        self.hosts[self.host_of(victim)].wait_stderr(replaced, timeout=60)
 
     def kill_upstream(self) -> None:
         assert self.upstream is not None
@@ -316,6 +344,11 @@ async def test_cluster_listen_streams_hear_only_their_principal(cluster: Cluster
         a, b = w.a, w.b
         assert b is not None
         uri_a, uri_b = flush_uri(a, "listen"), flush_uri(b, "listen")
+        # tool-list state may be shared by every host of the store: start from `secret` hidden
+        await a.call("lock_sync", {"tag": a.tag("listen-lock")})
+        with anyio.fail_after(WAIT):
+            while "secret" in await a.tool_names():
+                await anyio.sleep(0.05)
         async with (
             listen(a.session, tools_list_changed=True, resource_subscriptions=[uri_a]),
             listen(b.session, tools_list_changed=True, resource_subscriptions=[uri_b]),
@@ -389,29 +422,54 @@ async def test_cluster_peer_events_reach_no_client_session(
 
 
 # -- faults -----------------------------------------------------------------------------------
+async def served_again(peer: Peer) -> None:
+    """Calls until one succeeds: after a fault nginx answers 502 for what the dead process held and
+    may keep its host out for fail_timeout; each of those requests still gets its one answer."""
+    from mcp.shared.exceptions import MCPError
+
+    with anyio.fail_after(30):
+        while True:
+            try:
+                word = peer.tag("again")
+                if await peer.text("echo", {"text": word}) == word:
+                    return
+            except MCPError:
+                await anyio.sleep(0.1)
+
+
 @ERAS
 async def test_cluster_a_worker_killed_loses_no_session(cluster: Cluster, era: str) -> None:
-    """kill -9 of the worker serving Alice: the parent replaces it; Bob, on the other host or
-    worker, never notices; every request still gets exactly one answer."""
-    async with world(cluster, era) as w:
-        a, b = w.a, w.b
-        assert b is not None
-        victim, _ = await where(a)
-        bob_hosts = {host for host, _ in await many(b, 4)}
-        if era == "legacy" and victim in bob_hosts:
-            pytest.skip("both legacy sessions landed on one worker (the hash put them together)")
-        os.kill(victim, signal.SIGKILL)
-        with anyio.fail_after(60):
-            if era == "modern":  # stateless: the next requests go to the workers alive
-                while victim in {host for host, _ in await many(a, 4)}:
-                    pass
-            for _ in range(4):
-                await b.text("echo", {"text": b.tag("bob-after-kill")})
-        if era == "modern":
-            await w.finish()
-        else:  # Alice's session died with its worker (a 404 is one answer); Bob's lives on
-            b.assert_one_answer_each()
-            b.assert_no_trace_of(a)
+    """kill -9 of the worker serving Alice: the parent replaces it and every request gets exactly
+    one answer. A request nginx had just sent on a connection of the dead worker gets a 502
+    (nginx repeats no POST), even Bob's: so "served again" is asserted, not "never noticed".
+    Modern: both principals are served again. Legacy: Alice's session died with its worker (a
+    404 is an answer); Bob's, on the other host, lives on. (Bob's session on the victim's host
+    is not asserted: nginx's max_fails=1 takes the whole host out for fail_timeout when the
+    worker's streams break and re-hashes his requests to the other host, which does not know
+    his session; the sessions are opened again until they are on different hosts.)"""
+    try:
+        for _ in range(8):
+            async with world(cluster, era) as w:
+                a, b = w.a, w.b
+                assert b is not None
+                victim, _ = await where(a)
+                if era == "legacy" and cluster.host_of(victim) == cluster.host_of((await where(b))[0]):
+                    continue
+                os.kill(victim, signal.SIGKILL)
+                for _ in range(4):
+                    await served_again(b)
+                await anyio.to_thread.run_sync(cluster.wait_replaced, victim)
+                if era == "modern":
+                    await served_again(a)
+                    await w.finish()
+                else:
+                    b.assert_one_answer_each()
+                    a.assert_one_answer_each()
+                    b.assert_no_trace_of(a)
+                return
+        raise AssertionError("eight pairs of legacy sessions all landed on one host")
+    finally:
+        cluster.restart_nginx()
 
 
 @ERAS
@@ -499,7 +557,7 @@ async def test_cluster_redis_connections_dropped(cluster: Cluster, tmp_path: Pat
         admin = redis.asyncio.Redis.from_url(cluster.redis_url)
         try:
             for kind in ("normal", "pubsub"):
-                assert await admin.client_kill_filter(_type=kind, skipme=True) >= 4  # each worker's
+                assert await admin.client_kill_filter(_type=kind, skipme=True) >= 2  # both hosts'
         finally:
             await admin.aclose()
         uris = {peer.label: flush_uri(peer, "dropped") for peer in w.peers}

@@ -98,6 +98,12 @@ async def unlock_async(tag: str, ctx: Context) -> list[str]:
     return await ctx.enable_tools(["secret"])
 
 
+@tool
+def lock_sync(tag: str, ctx: Context) -> list[str]:
+    """Hide `secret` again for the calling session (principal)."""
+    return ctx.disable_tools(["secret"])
+
+
 def _late(tag: str, outcome: str) -> None:
     _outcomes[tag] = outcome
     _event(f"late:{tag}").set()
