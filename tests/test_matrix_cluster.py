@@ -5,8 +5,8 @@ got exactly one answer and neither principal received anything of the other's
 (matrix_support.World.finish). Scenarios: asking (sampling, elicitation, roots; upstream
 elicitation), tool-list control, every worker and pool member serving, tasks, listen streams
 (modern), a retry provably on another host. Faults: a worker, a pool member, the upstream and
-finally a whole host killed (kill -9); Redis restarted empty; Redis connections dropped; a
-listen stream whose client stops reading.
+finally a whole host killed (kill -9; legacy sessions begun while the worker is replaced);
+Redis restarted empty; Redis connections dropped; a listen stream whose client stops reading.
 
 The peer host: a bridged host (`--agent-id`) is one agent and takes one worker (the CLI refuses
 `--agent-id` with `--workers`), so the `--workers 2` hosts cannot be bridged. The bridge is
@@ -470,6 +470,39 @@ async def test_cluster_a_worker_killed_loses_no_session(cluster: Cluster, era: s
         raise AssertionError("eight pairs of legacy sessions all landed on one host")
     finally:
         cluster.restart_nginx()
+
+
+async def test_cluster_legacy_sessions_begin_while_a_worker_is_replaced(cluster: Cluster) -> None:
+    """kill -9 of a worker, then at once legacy sessions begin on its host with the ids nginx
+    offers (`X-Mcp-Session-Seed`, which hash to either worker): each is made and serves a call
+    while the parent is still replacing the dead worker."""
+    import secrets
+
+    import httpx2
+    from http_support import ACCEPT, INITIALIZE, INITIALIZED, answer_of, headers_for, rpc
+
+    async with world(cluster, "modern") as w:
+        victim, _ = await where(w.a)
+    host = cluster.hosts[cluster.host_of(victim)]
+    bearer = {"authorization": f"Bearer {cluster.auth.token(SUBJECTS[0])}"}
+    outcomes: list[str] = []
+    async with httpx2.AsyncClient(headers=bearer, timeout=30) as http:
+        os.kill(victim, signal.SIGKILL)
+        for i in range(8):
+            seed = secrets.token_hex(16)
+            headers = {"accept": ACCEPT, "content-type": "application/json", SEED: seed}
+            made = await http.post(host.url, content=INITIALIZE, headers=headers)
+            if made.status_code != 200:
+                outcomes.append(f"initialize {made.status_code} {made.text[:100]}")
+                continue
+            session = made.headers["mcp-session-id"]
+            await http.post(host.url, content=INITIALIZED, headers=headers_for(session))
+            call = rpc(i + 1, "tools/call", {"name": "echo", "arguments": {"text": seed}})
+            answered = await http.post(host.url, content=call, headers=headers_for(session))
+            ok = answered.status_code == 200 and seed in str(answer_of(answered).get("result"))
+            outcomes.append("served" if ok else f"call {answered.status_code} {answered.text[:100]}")
+    await anyio.to_thread.run_sync(cluster.wait_replaced, victim)
+    assert outcomes == ["served"] * 8, outcomes
 
 
 @ERAS
