@@ -424,17 +424,20 @@ async def test_cluster_peer_events_reach_no_client_session(
 # -- faults -----------------------------------------------------------------------------------
 async def served_again(peer: Peer) -> None:
     """Calls until one succeeds: after a fault nginx answers 502 for what the dead process held and
-    may keep its host out for fail_timeout; each of those requests still gets its one answer."""
+    may keep its host out for fail_timeout, and a call sent to a killed tool process fails; each
+    of those requests still gets its one answer."""
     from mcp.shared.exceptions import MCPError
 
     with anyio.fail_after(30):
         while True:
+            word = peer.tag("again")
             try:
-                word = peer.tag("again")
-                if await peer.text("echo", {"text": word}) == word:
+                result = await peer.call("echo", {"text": word})
+                if not result.is_error and text_of(result) == word:
                     return
             except MCPError:
-                await anyio.sleep(0.1)
+                pass
+            await anyio.sleep(0.1)
 
 
 @ERAS
@@ -507,13 +510,19 @@ async def test_cluster_legacy_sessions_begin_while_a_worker_is_replaced(cluster:
 
 @ERAS
 async def test_cluster_a_pool_member_crashes_mid_call(cluster: Cluster, era: str) -> None:
-    """A tool process dies mid-call: that call gets one error answer, the other member serves."""
+    """A tool process exits mid-call: that call gets one error answer, the other member serves.
+    Then kill -9 of a member: both principals are served again (restarted or by the other)."""
     async with world(cluster, era) as w:
-        a = w.a
+        a, b = w.a, w.b
+        assert b is not None
         crashed = await a.call("crash", {"tag": a.tag("crash")})
         assert crashed.is_error
         for _ in range(4):
             await a.text("echo", {"text": a.tag("after-crash")})
+        _, member = await where(a)
+        os.kill(member, signal.SIGKILL)
+        for peer in (a, b):
+            await served_again(peer)
         await w.finish()
 
 
