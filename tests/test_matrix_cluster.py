@@ -70,7 +70,8 @@ class Cluster:
         self.upstream_port = free_port()  # fixed: the restarted upstream is found again
         try:
             self.upstream = start_host(self.upstream_port, str(UPSTREAM))
-            self.hosts = [self._host() for _ in range(2)]
+            for _ in range(2):
+                self.hosts.append(self._host())
             self.nginx = Nginx(folder / "nginx", [h.url.split("/")[2] for h in self.hosts])
         except BaseException:
             self.close()
