@@ -33,7 +33,11 @@ class HttpHost:
         self.stderr: list[str] = []
         self._lines = threading.Condition()
         threading.Thread(target=self._read_stderr, daemon=True).start()
-        line = self.wait_stderr(lambda text: URL.search(text) is not None)
+        try:
+            line = self.wait_stderr(lambda text: URL.search(text) is not None)
+        except BaseException:
+            self.terminate()  # a host that did not start is not left behind
+            raise
         match = URL.search(line)
         assert match is not None
         self.url = match.group(1)

@@ -4,6 +4,7 @@ id and to look for another session's traces), over stdio or Streamable HTTP with
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
@@ -29,6 +30,7 @@ MATRIX_MW = TOOLS / "matrix" / "mw.py"
 ISSUER = "https://issuer.matrix.test"
 AUDIENCE = "https://matrix.test/mcp"
 SUBJECTS = ("alice", "bob")
+MODERN = "2026-07-28"
 WAIT = 15.0  # seconds any single expected event may take (never a pause: a bound on a wait)
 
 Message = dict[str, Any]
@@ -115,11 +117,45 @@ class Peer:
     async def call(self, name: str, arguments: dict[str, Any], **options: Any) -> types.CallToolResult:
         try:
             with anyio.fail_after(WAIT):
-                return await self.session.call_tool(name, arguments, **options)
+                if self.session.protocol_version != MODERN:
+                    return await self.session.call_tool(name, arguments, **options)
+                return await self._driven_call(name, arguments, **options)
         except TimeoutError:
             raise AssertionError(
                 f"session {self.label}: tools/call {name} got no answer within {WAIT:g}s; got:\n{self.dump()}"
             ) from None
+
+    async def _driven_call(
+        self, name: str, arguments: dict[str, Any], **options: Any
+    ) -> types.CallToolResult:
+        """A 2026-07-28 call: the session's callbacks answer each input-required round and the call
+        is sent again with the answers, as the official `Client.call_tool` does (a ClientSession
+        alone hands the InputRequiredResult back)."""
+        from mcp.client._input_required import run_input_required_driver
+        from mcp.client.session import ClientRequestContext
+
+        session = self.session
+
+        async def retry(responses: Any, state: str | None) -> Any:
+            return await session.call_tool(
+                name,
+                arguments,
+                input_responses=responses,
+                request_state=state,
+                allow_input_required=True,
+                **options,
+            )
+
+        async def dispatch(key: str, request: Any) -> Any:
+            meta = request.params.meta if request.params else None
+            return await session.dispatch_input_request(
+                ClientRequestContext(session=session, request_id=key, meta=meta), request
+            )
+
+        first = await retry(None, None)
+        if not isinstance(first, types.InputRequiredResult):
+            return first
+        return await run_input_required_driver(first, dispatch=dispatch, retry=retry)
 
     async def text(self, name: str, arguments: dict[str, Any], **options: Any) -> str:
         result = await self.call(name, arguments, **options)
@@ -274,7 +310,9 @@ async def tapped_session(peer: Peer, read: Any, write: Any, modern: bool = False
         async with to_session:
             async for item in read:
                 if peer.record_in(item):
-                    await to_session.send(item)
+                    # once the session has closed, what still comes is recorded, not read
+                    with contextlib.suppress(anyio.BrokenResourceError):
+                        await to_session.send(item)
 
     async def pump_out() -> None:
         async for item in from_session:

@@ -60,6 +60,14 @@ def touch(uri: str) -> str:
     return "touched"
 
 
+@tool
+def touch_many(uri: str, times: int) -> str:
+    """`times` resource updates of `uri` at once (a flood for a listen stream nobody reads)."""
+    for _ in range(times):
+        resource_updated(uri)
+    return f"touched {times}"
+
+
 @resource("matrix://flush/{key}")
 def flush_resource(key: str) -> str:
     return key
@@ -88,6 +96,12 @@ def unlock_sync(tag: str, ctx: Context) -> list[str]:
 async def unlock_async(tag: str, ctx: Context) -> list[str]:
     """Enable `secret` for the calling session, from an async tool."""
     return await ctx.enable_tools(["secret"])
+
+
+@tool
+def lock_sync(tag: str, ctx: Context) -> list[str]:
+    """Hide `secret` again for the calling session (principal)."""
+    return ctx.disable_tools(["secret"])
 
 
 def _late(tag: str, outcome: str) -> None:
