@@ -1,0 +1,183 @@
+"""The real Claude Code CLI (pinned in tests/claude_code/package.json; `npm ci` there installs
+it, as .ci/run does) driven end to end against protomcp with no model: `claude -p` talks to
+tests/fake_messages_api.py, whose scripted "model" calls the MCP tools, and which records what
+Claude Code offered the model and sent back. Claude Code starts the host itself from an MCP
+config, through tests/stdio_tap.py, which records the MCP wire and the host's stderr.
+
+What Claude Code 2.1.332 does with a protomcp host, as these tests pin it:
+- it speaks 2026-07-28 (server/discover, every request's _meta naming the version);
+- an MCP tool is deferred behind its ToolSearch tool (named in the system prompt only) unless
+  the tool's _meta has "anthropic/alwaysLoad": true (`@tool(pinned=True)` sets it);
+- a result whose _meta has "claude/endTurn": true ends the turn: the model is not asked again;
+- an isError result reaches the model as its text, and the user as "Error: " + that text;
+- what a tool prints reaches neither the model nor the user: Claude Code asks for no log
+  messages and keeps a server's stderr to itself (it logs it only when a connection fails).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.fake_messages_api import FakeMessagesAPI, tool_use
+
+HERE = Path(__file__).resolve().parent
+CLAUDE_CODE = HERE / "claude_code"
+PINNED = json.loads((CLAUDE_CODE / "package.json").read_text())["devDependencies"][
+    "@anthropic-ai/claude-code"
+]
+TAP = HERE / "stdio_tap.py"
+SERVER = "tools"  # the server's name in the MCP config: Claude Code calls its tools mcp__tools__NAME
+VERSION_META = "io.modelcontextprotocol/protocolVersion"
+RUN_TIMEOUT = 60.0
+
+TOOLS = """
+    from protomcp_sdk import ToolError, ToolResult, tool
+
+    @tool
+    def greet(name: str) -> str:
+        \"\"\"Say hello to someone.\"\"\"
+        print("greet printed this")
+        return f"Hello, {name}!"
+"""
+
+
+@pytest.fixture(scope="module")
+def claude() -> Path:
+    binary = CLAUDE_CODE / "node_modules" / ".bin" / "claude"
+    if not binary.exists():
+        why = "npm is not installed" if shutil.which("npm") is None else "it is not installed"
+        pytest.skip(f"needs Claude Code {PINNED} from npm ({why}): run `npm ci` in tests/claude_code")
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
+    assert version.stdout.startswith(PINNED), version.stdout + version.stderr
+    return binary
+
+
+@dataclass
+class Run:
+    """One `claude -p` run: its stream-json events, the MCP wire as the tap saw it, its debug log."""
+
+    events: list[dict[str, Any]]
+    wire: list[tuple[str, str]]
+    debug: str
+
+    def result(self) -> dict[str, Any]:
+        [result] = [event for event in self.events if event["type"] == "result"]
+        return result
+
+    def messages(self, side: str) -> list[dict[str, Any]]:
+        """The JSON-RPC messages `side` ("client" or "server") sent."""
+        return [json.loads(line) for who, line in self.wire if who == side]
+
+    def request(self, method: str) -> dict[str, Any]:
+        return next(m for m in self.messages("client") if m.get("method") == method)
+
+    def stderr(self) -> str:
+        return "\n".join(line for who, line in self.wire if who == "stderr")
+
+    def shown_results(self) -> list[Any]:
+        """What the user is shown of each MCP tool result (the stream's tool_use_result)."""
+        return [
+            event["tool_use_result"]
+            for event in self.events
+            if event["type"] == "user" and "tool_use_result" in event
+        ]
+
+
+def read_wire(path: Path) -> list[tuple[str, str]]:
+    return [tuple(json.loads(line)) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def run_claude(claude: Path, workdir: Path, api: FakeMessagesAPI, *host_args: str) -> Run:
+    """`claude -p` against `api`, with the one MCP server `protomcp HOST_ARGS` (tapped), its MCP
+    tools allowed, in a fresh HOME; no network but the fake, no telemetry, no updates."""
+    wire = workdir / "wire.jsonl"
+    config = workdir / "mcp.json"
+    host = [sys.executable, "-m", "protomcp_host", *host_args]
+    server = {
+        "command": sys.executable,
+        "args": [str(TAP), str(wire), *host],
+        "env": {"PYTHONPATH": str(ROOT)},
+    }
+    config.write_text(json.dumps({"mcpServers": {SERVER: server}}))
+    home = workdir / "home"
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    env |= {
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": api.url,
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        # Claude Code's documented switches: no telemetry, error reports, update checks.
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+    }
+    debug = workdir / "claude-debug.log"
+    argv = [str(claude), "-p", "Use the tools.", "--mcp-config", str(config), "--strict-mcp-config"]
+    argv += ["--allowedTools", f"mcp__{SERVER}", "--output-format", "stream-json", "--verbose"]
+    argv += ["--debug-file", str(debug)]
+    proc = subprocess.Popen(
+        argv,
+        cwd=workdir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=RUN_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # claude, the tap and the host it started
+            proc.communicate()
+    assert proc.returncode == 0, f"claude exited {proc.returncode}: {err[-2000:]}"
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return Run(events, read_wire(wire), debug.read_text() if debug.exists() else "")
+
+
+def tool_file(workdir: Path, source: str = TOOLS) -> Path:
+    path = workdir / "tools.py"
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+@pytest.mark.parametrize("verb", ["run", "dev"])
+def test_a_call_reaches_the_model_as_a_tool_result(claude: Path, tmp_path: Path, verb: str) -> None:
+    with FakeMessagesAPI([[tool_use("mcp__tools__greet", {"name": "Ada"})]]) as api:
+        run = run_claude(claude, tmp_path, api, verb, str(tool_file(tmp_path)))
+    assert run.result()["subtype"] == "success" and run.result()["result"] == "done"
+    [result] = api.tool_results()
+    assert result["tool_use_id"] == "toolu_fake1" and not result.get("is_error")
+    assert result["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    assert len(api.agent_requests) == 2  # the model was asked again with the result
+    # 2026-07-28, on both sides: Claude Code's requests name it, the host lists it first.
+    assert '"negotiatedProtocolVersion":"2026-07-28"' in run.debug
+    assert run.request("tools/call")["params"]["_meta"][VERSION_META] == "2026-07-28"
+    discover = next(m for m in run.messages("server") if "supportedVersions" in m.get("result", {}))
+    assert discover["result"]["supportedVersions"][0] == "2026-07-28"
+
+
+def test_printed_output_reaches_neither_the_model_nor_the_user(claude: Path, tmp_path: Path) -> None:
+    with FakeMessagesAPI([[tool_use("mcp__tools__greet", {"name": "Ada"})]]) as api:
+        run = run_claude(claude, tmp_path, api, "run", str(tool_file(tmp_path)))
+    assert api.tool_results()[0]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    assert "greet printed this" in run.stderr()  # the host's stderr has it...
+    assert "greet printed this" not in json.dumps(run.events)  # ...the user does not see it,
+    assert "greet printed this" not in json.dumps(api.requests)  # nor does the model,
+    assert "greet printed this" not in run.debug  # nor Claude Code's own debug log:
+    # a 2026-07-28 call asks for log messages with a logLevel in its _meta; Claude Code's do not.
+    assert "io.modelcontextprotocol/logLevel" not in run.request("tools/call")["params"]["_meta"]
+    assert not any(m.get("method") == "notifications/message" for m in run.messages("server"))
