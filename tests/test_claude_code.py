@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import HOST, ROOT
 from tests.fake_messages_api import FakeMessagesAPI, tool_use
 
 HERE = Path(__file__).resolve().parent
@@ -69,7 +69,7 @@ class Run:
     """One `claude -p` run: its stream-json events, the MCP wire as the tap saw it, its debug log."""
 
     events: list[dict[str, Any]]
-    wire: list[tuple[str, str]]
+    wire: list[tuple[str, str]]  # (side, line) through the tap: "client", "server", "stderr"
     debug: str
 
     def result(self) -> dict[str, Any]:
@@ -99,34 +99,44 @@ def read_wire(path: Path) -> list[tuple[str, str]]:
     return [tuple(json.loads(line)) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def run_claude(claude: Path, workdir: Path, api: FakeMessagesAPI, *host_args: str) -> Run:
-    """`claude -p` against `api`, with the one MCP server `protomcp HOST_ARGS` (tapped), its MCP
-    tools allowed, in a fresh HOME; no network but the fake, no telemetry, no updates."""
-    wire = workdir / "wire.jsonl"
-    config = workdir / "mcp.json"
-    host = [sys.executable, "-m", "protomcp_host", *host_args]
-    server = {
-        "command": sys.executable,
-        "args": [str(TAP), str(wire), *host],
-        "env": {"PYTHONPATH": str(ROOT)},
-    }
-    config.write_text(json.dumps({"mcpServers": {SERVER: server}}))
+def claude_env(workdir: Path) -> dict[str, str]:
+    """The environment of every `claude` here: a fresh HOME, no network but the fake API."""
     home = workdir / "home"
     home.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
-    env |= {
+    return env | {
         "HOME": str(home),
-        "ANTHROPIC_BASE_URL": api.url,
+        "PATH": f"{CLAUDE_CODE / 'node_modules' / '.bin'}{os.pathsep}{env.get('PATH', '')}",
+        "PYTHONPATH": str(ROOT),  # the hosts Claude Code starts import this checkout
         "ANTHROPIC_API_KEY": "sk-ant-fake",
-        # Claude Code's documented switches: no telemetry, error reports, update checks.
+        # Claude Code's documented switches: no telemetry, error reports or update checks...
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_TELEMETRY": "1",
+        # ...and its MCP tool search on, as for the real API (a base URL not Anthropic's may
+        # turn it off by default).
+        "ENABLE_TOOL_SEARCH": "true",
     }
+
+
+def run_claude(claude: Path, workdir: Path, api: FakeMessagesAPI, *host_args: str) -> Run:
+    """`claude -p` with the one MCP server `protomcp HOST_ARGS` (through the tap)."""
+    wire = workdir / "wire.jsonl"
+    host = [sys.executable, "-m", "protomcp_host", *host_args]
+    server = {"command": sys.executable, "args": [str(TAP), str(wire), *host]}
+    config = workdir / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {SERVER: server}}))
+    run = claude_print(claude, workdir, api, "--mcp-config", str(config), "--strict-mcp-config")
+    run.wire = read_wire(wire)
+    return run
+
+
+def claude_print(claude: Path, workdir: Path, api: FakeMessagesAPI, *options: str) -> Run:
+    """`claude -p OPTIONS` against `api`, the MCP tools of the server SERVER allowed."""
     debug = workdir / "claude-debug.log"
-    argv = [str(claude), "-p", "Use the tools.", "--mcp-config", str(config), "--strict-mcp-config"]
-    argv += ["--allowedTools", f"mcp__{SERVER}", "--output-format", "stream-json", "--verbose"]
-    argv += ["--debug-file", str(debug)]
+    argv = [str(claude), "-p", "Use the tools.", *options, "--allowedTools", f"mcp__{SERVER}"]
+    argv += ["--output-format", "stream-json", "--verbose", "--debug-file", str(debug)]
+    env = claude_env(workdir) | {"ANTHROPIC_BASE_URL": api.url}
     proc = subprocess.Popen(
         argv,
         cwd=workdir,
@@ -141,11 +151,11 @@ def run_claude(claude: Path, workdir: Path, api: FakeMessagesAPI, *host_args: st
         out, err = proc.communicate(timeout=RUN_TIMEOUT)
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)  # claude, the tap and the host it started
+            os.killpg(proc.pid, signal.SIGKILL)  # claude, and the hosts it started
             proc.communicate()
     assert proc.returncode == 0, f"claude exited {proc.returncode}: {err[-2000:]}"
     events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return Run(events, read_wire(wire), debug.read_text() if debug.exists() else "")
+    return Run(events, [], debug.read_text() if debug.exists() else "")
 
 
 def tool_file(workdir: Path, source: str = TOOLS) -> Path:
@@ -181,3 +191,15 @@ def test_printed_output_reaches_neither_the_model_nor_the_user(claude: Path, tmp
     # a 2026-07-28 call asks for log messages with a logLevel in its _meta; Claude Code's do not.
     assert "io.modelcontextprotocol/logLevel" not in run.request("tools/call")["params"]["_meta"]
     assert not any(m.get("method") == "notifications/message" for m in run.messages("server"))
+
+
+def test_install_claude_code_then_claude_code_calls_the_tools(claude: Path, tmp_path: Path) -> None:
+    """`protomcp install claude-code` registers the server with the real `claude mcp` (user
+    scope); a plain `claude -p` then starts it and calls its tools."""
+    file = tool_file(tmp_path)
+    install = [*HOST, "install", "claude-code", str(file)]
+    done = subprocess.run(install, env=claude_env(tmp_path), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with FakeMessagesAPI([[tool_use("mcp__tools__greet", {"name": "Ada"})]]) as api:
+        claude_print(claude, tmp_path, api)
+    assert api.tool_results()[0]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
