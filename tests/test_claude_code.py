@@ -23,13 +23,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import HOST, ROOT
+from tests.conftest import HOST, ROOT, write_atomic
 from tests.fake_messages_api import FakeMessagesAPI, tool_use
 
 HERE = Path(__file__).resolve().parent
@@ -41,6 +42,7 @@ TAP = HERE / "stdio_tap.py"
 SERVER = "tools"  # the server's name in the MCP config: Claude Code calls its tools mcp__tools__NAME
 VERSION_META = "io.modelcontextprotocol/protocolVersion"
 RUN_TIMEOUT = 60.0
+DEFERRED = "The following deferred tools are now available via ToolSearch."
 
 TOOLS = """
     from protomcp_sdk import ToolError, ToolResult, tool
@@ -158,6 +160,30 @@ def claude_print(claude: Path, workdir: Path, api: FakeMessagesAPI, *options: st
     return Run(events, [], debug.read_text() if debug.exists() else "")
 
 
+def wait_for_wire(wire: Path, side: str, text: str, timeout: float = 30.0) -> None:
+    """Until the tap has seen `side` send a line holding `text` (it writes each as it passes)."""
+    deadline = time.monotonic() + timeout
+    while not any(who == side and text in line for who, line in read_wire(wire)):
+        assert time.monotonic() < deadline, f"{side} never sent {text!r}"
+        time.sleep(0.05)
+
+
+def deferred_tools(request: dict[str, Any]) -> list[str]:
+    """The tools a request to the model names as loadable through ToolSearch (each list after
+    DEFERRED, in the environment message of the first turn or a message of its own later)."""
+    messages = request["messages"]
+    texts = [m["content"] for m in messages if isinstance(m["content"], str)]
+    texts += [
+        b["text"] for m in messages if isinstance(m["content"], list) for b in m["content"] if "text" in b
+    ]
+    lists = [
+        text.split(DEFERRED, 1)[1].split(":\n", 1)[1].split("\n\n", 1)[0]
+        for text in texts
+        if DEFERRED in text
+    ]
+    return [name for names in lists for name in names.splitlines()]
+
+
 def tool_file(workdir: Path, source: str = TOOLS) -> Path:
     path = workdir / "tools.py"
     path.write_text(textwrap.dedent(source))
@@ -203,3 +229,28 @@ def test_install_claude_code_then_claude_code_calls_the_tools(claude: Path, tmp_
     with FakeMessagesAPI([[tool_use("mcp__tools__greet", {"name": "Ada"})]]) as api:
         claude_print(claude, tmp_path, api)
     assert api.tool_results()[0]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+
+
+SHOUT = """
+    @tool
+    def shout(word: str) -> str:
+        \"\"\"Say it louder.\"\"\"
+        return word.upper()
+"""
+
+
+def test_a_tool_added_in_dev_reaches_the_model(claude: Path, tmp_path: Path) -> None:
+    file = tool_file(tmp_path)
+
+    def add_a_tool(turn: int) -> None:
+        if turn == 1:
+            write_atomic(file, TOOLS + SHOUT)
+            wait_for_wire(tmp_path / "wire.jsonl", "server", '"name":"shout"')  # Claude Code listed again
+
+    greet = tool_use("mcp__tools__greet", {"name": "Ada"})
+    calls = [[greet], [greet], [tool_use("mcp__tools__shout", {"word": "hi"})]]
+    with FakeMessagesAPI(calls, before_turn=add_a_tool) as api:
+        run_claude(claude, tmp_path, api, "dev", str(file))
+    assert "mcp__tools__shout" not in deferred_tools(api.agent_requests[1])
+    assert "mcp__tools__shout" in deferred_tools(api.agent_requests[2])  # announced to the model
+    assert api.tool_results()[2]["content"] == [{"type": "text", "text": "HI"}]
