@@ -124,22 +124,29 @@ def claude_env(workdir: Path) -> dict[str, str]:
     }
 
 
-def run_claude(claude: Path, workdir: Path, api: FakeMessagesAPI, *host_args: str) -> Run:
-    """`claude -p` with the one MCP server `protomcp HOST_ARGS` (through the tap)."""
+def run_claude(
+    claude: Path, workdir: Path, api: FakeMessagesAPI, *host_args: str, prompt: str = "Use the tools."
+) -> Run:
+    """`claude -p PROMPT` with the one MCP server `protomcp HOST_ARGS` (through the tap)."""
     wire = workdir / "wire.jsonl"
     host = [sys.executable, "-m", "protomcp_host", *host_args]
     server = {"command": sys.executable, "args": [str(TAP), str(wire), *host]}
     config = workdir / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {SERVER: server}}))
-    run = claude_print(claude, workdir, api, "--mcp-config", str(config), "--strict-mcp-config")
+    run = claude_print(
+        claude, workdir, api, "--mcp-config", str(config), "--strict-mcp-config", prompt=prompt
+    )
     run.wire = read_wire(wire)
     return run
 
 
-def claude_print(claude: Path, workdir: Path, api: FakeMessagesAPI, *options: str) -> Run:
-    """`claude -p OPTIONS` against `api`, the MCP tools of the server SERVER allowed."""
+def claude_print(
+    claude: Path, workdir: Path, api: FakeMessagesAPI, *options: str, prompt: str = "Use the tools."
+) -> Run:
+    """`claude -p PROMPT OPTIONS` against `api`, the MCP tools of the server SERVER (and the
+    reading of its resources) allowed."""
     debug = workdir / "claude-debug.log"
-    argv = [str(claude), "-p", "Use the tools.", *options, "--allowedTools", f"mcp__{SERVER}"]
+    argv = [str(claude), "-p", prompt, *options, "--allowedTools", f"mcp__{SERVER},ReadMcpResourceTool"]
     argv += ["--output-format", "stream-json", "--verbose", "--debug-file", str(debug)]
     env = claude_env(workdir) | {"ANTHROPIC_BASE_URL": api.url}
     proc = subprocess.Popen(
@@ -257,3 +264,41 @@ def test_a_tool_added_in_dev_reaches_the_model(claude: Path, tmp_path: Path) -> 
     assert "mcp__tools__shout" not in deferred_tools(api.agent_requests[1])
     assert "mcp__tools__shout" in deferred_tools(api.agent_requests[2])  # announced to the model
     assert api.tool_results()[2]["content"] == [{"type": "text", "text": "HI"}]
+
+
+FEATURES = """
+    from protomcp_sdk import prompt, resource
+
+    @resource("notes://today", description="Today's notes")
+    def today() -> str:
+        return "buy milk"
+
+    @prompt
+    def review(topic: str) -> str:
+        \"\"\"Review something.\"\"\"
+        return f"Please review {topic} carefully."
+"""
+
+
+def test_a_prompt_is_a_slash_command(claude: Path, tmp_path: Path) -> None:
+    with FakeMessagesAPI([]) as api:
+        run = run_claude(
+            claude,
+            tmp_path,
+            api,
+            "run",
+            str(tool_file(tmp_path, FEATURES)),
+            prompt="/mcp__tools__review milk",
+        )
+    assert run.request("prompts/get")["params"]["arguments"] == {"topic": "milk"}
+    [user] = [m for m in api.agent_requests[0]["messages"] if m["role"] == "user"]
+    assert user["content"][-1] == {"type": "text", "text": "Please review milk carefully."}
+
+
+def test_a_resource_reaches_the_model(claude: Path, tmp_path: Path) -> None:
+    load = tool_use("ToolSearch", {"query": "select:ReadMcpResourceTool"})  # deferred, as MCP tools
+    read = tool_use("ReadMcpResourceTool", {"server": SERVER, "uri": "notes://today"})
+    with FakeMessagesAPI([[load], [read]]) as api:
+        run_claude(claude, tmp_path, api, "run", str(tool_file(tmp_path, FEATURES)))
+    contents = json.loads(api.tool_results()[1]["content"])["contents"]
+    assert contents == [{"uri": "notes://today", "mimeType": "text/plain", "text": "buy milk"}]
