@@ -302,3 +302,36 @@ def test_a_resource_reaches_the_model(claude: Path, tmp_path: Path) -> None:
         run_claude(claude, tmp_path, api, "run", str(tool_file(tmp_path, FEATURES)))
     contents = json.loads(api.tool_results()[1]["content"])["contents"]
     assert contents == [{"uri": "notes://today", "mimeType": "text/plain", "text": "buy milk"}]
+
+
+ASKING = """
+    from protomcp_sdk import Context, tool
+
+    @tool
+    async def where(ctx: Context) -> str:
+        \"\"\"The client's roots.\"\"\"
+        return " ".join(root.uri for root in await ctx.list_roots())
+
+    @tool
+    async def ask(ctx: Context) -> str:
+        \"\"\"Asks the user.\"\"\"
+        name = {"type": "object", "properties": {"name": {"type": "string"}}}
+        return (await ctx.elicit("Your name?", name)).action
+"""
+
+
+def test_a_tool_that_asks_gets_claude_codes_answers(claude: Path, tmp_path: Path) -> None:
+    """The 2026-07-28 round trip (an input_required result, then the call again with the
+    answers): Claude Code's roots are its working directory; in print mode, with nobody to
+    ask, it cancels an elicitation."""
+    with FakeMessagesAPI([[tool_use("mcp__tools__where")], [tool_use("mcp__tools__ask")]]) as api:
+        run = run_claude(claude, tmp_path, api, "run", str(tool_file(tmp_path, ASKING)))
+    roots, asked = api.tool_results()
+    assert roots["content"] == [{"type": "text", "text": tmp_path.as_uri()}]
+    assert asked["content"] == [{"type": "text", "text": "cancel"}]
+    retries = [
+        m["params"]
+        for m in run.messages("client")
+        if m.get("method") == "tools/call" and "inputResponses" in m["params"]
+    ]
+    assert [sorted(retry["inputResponses"]) for retry in retries] == [["roots-1"], ["elicit-1"]]
