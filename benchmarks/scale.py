@@ -1,14 +1,14 @@
 """Scale-out benchmark: CPU-bound sync calls per second with --processes N and --workers N.
 
-    python benchmarks/scale.py                      # the default configurations
-    python benchmarks/scale.py --calls 200 --concurrency 16 --n 300000 --configs 1x1,1x2,2x1,2x2
+    python benchmarks/scale.py --store redis://127.0.0.1:6379/0   # the default configurations
+    python benchmarks/scale.py --calls 200 --concurrency 16 --n 300000 --configs 1x1,1x2
 
 Each configuration (WORKERSxPROCESSES) starts `protomcp run benchmarks/tools_cpu.py --transport
-http --workers W --processes P` on a free port, warms it up, then sends `--calls` modern-era
-(2026-07-28, stateless) tools/call POSTs from `--concurrency` concurrent requests and reports
-calls/s and the speed-up over 1x1. Every answer is checked (the checksum, once per request id).
-On a machine with C cores the speed-up is bounded by C: the numbers are only meaningful with
-idle cores.
+http --workers W --processes P` on a free port (with `--store URL` when W > 1, which needs it),
+warms it up, then sends `--calls` modern-era (2026-07-28, stateless) tools/call POSTs from
+`--concurrency` concurrent requests and reports calls/s and the speed-up over 1x1. Every answer
+is checked (the checksum, once per request id). On a machine with C cores the speed-up is
+bounded by C: the numbers are only meaningful with idle cores.
 """
 
 from __future__ import annotations
@@ -36,10 +36,13 @@ HEADERS = {"accept": "application/json, text/event-stream", "content-type": "app
            "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "burn"}  # fmt: skip
 
 
-def start(workers: int, processes: int) -> tuple[subprocess.Popen[bytes], str]:
+def start(workers: int, processes: int, store: str | None) -> tuple[subprocess.Popen[bytes], str]:
+    if workers > 1 and not store:
+        raise SystemExit(f"{workers}x{processes}: --workers {workers} needs --store redis://HOST:PORT/DB")
+    shared = ["--store", store] if workers > 1 and store else []
     proc = subprocess.Popen(
         [sys.executable, "-m", "protomcp_host", "run", str(TOOLS), "--transport", "http", "--port", "0",
-         "--workers", str(workers), "--processes", str(processes)],
+         "--workers", str(workers), "--processes", str(processes), *shared],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
     assert proc.stderr is not None
@@ -102,13 +105,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=120)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--n", type=int, default=300_000, help="loop steps per call (CPU time per call)")
+    parser.add_argument("--store", default=None, help="redis://HOST:PORT/DB, for configurations with workers")
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs; {args.calls} calls of burn(n={args.n}), {args.concurrency} concurrent")
     print(f"{'workers x processes':>20} {'calls/s':>9} {'speed-up':>9}")
     base = None
     for config in args.configs.split(","):
         workers, processes = (int(x) for x in config.split("x"))
-        proc, url = start(workers, processes)
+        proc, url = start(workers, processes, args.store)
         try:
             anyio.run(measure, url, max(4, args.concurrency), args.concurrency, args.n)  # warm-up
             rate = anyio.run(measure, url, args.calls, args.concurrency, args.n)

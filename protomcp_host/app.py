@@ -24,8 +24,9 @@ from protomcp_host.bridge.envelope import file_features, tool_from_definition
 from protomcp_host.bridge.execution import Dispatcher
 from protomcp_host.bridge.forwarding import Forwarding, declares_completions
 from protomcp_host.bridge.middleware import Middleware
-from protomcp_host.bridge.rounds import STATE_KEY_ENV, ModernRouter, Rounds
+from protomcp_host.bridge.rounds import MAX_SUSPENDED_EACH, STATE_KEY_ENV, ModernRouter, Rounds
 from protomcp_host.bridge.router import Router, Writer
+from protomcp_host.bridge.staleness import stale_note
 from protomcp_host.bridge.tasks import TaskRunner
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
@@ -44,11 +45,13 @@ from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
 from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
     from protomcp_host.peers.hub import BridgeSettings
     from protomcp_host.protocol.discovery import Discovery
     from protomcp_host.protocol.protomcp import Descriptors
+    from protomcp_host.shared_tools import SharedToolLists
     from protomcp_host.sharing import SharedTasks
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
@@ -58,6 +61,7 @@ DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds a tool file may take to import and lis
 DEFAULT_HEARTBEAT_TIMEOUT = 15.0  # seconds a tool process may leave a heartbeat unanswered
 MODERN_ENV = "PROTOMCP_MODERN"
 MAX_PRINCIPALS = 10_000  # modern era: principals whose tool-list state is kept (the idle ones go first)
+NO_CHANGE = ToolListChange()
 LOCAL_PRINCIPAL = "local"  # the one principal of a stdio client
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
 HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the store to answer a ping
@@ -98,8 +102,12 @@ class Host:
         schema_registry: Path | None = None,
         skills: Skills | None = None,
         skill_folders: tuple[Path, ...] = (),
+        echo_requests: bool = True,
     ) -> None:
         self.files = files
+        # Lines a call printed also go to stderr (off where the session's own log messages
+        # are shown on that same terminal: `protomcp call`).
+        self.echo_requests = echo_requests
         self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
         self.instructions = instructions
         self.call_timeout = call_timeout
@@ -128,8 +136,11 @@ class Host:
             serve_modern = os.environ.get(MODERN_ENV) != "0"
         self.serve_modern = serve_modern
         self.principals: dict[str, ToolVisibility] = {}  # modern era: tool-list state per principal
-        self.rounds = Rounds()  # modern era: calls waiting for their client's input (bridge/rounds.py)
+        # modern era: calls waiting for their client's input (bridge/rounds.py)
+        self.rounds = Rounds(per_principal=min(MAX_SUSPENDED_EACH, max_in_flight))
         self.store: Store = store or MemoryStore()  # state shared with other hosts (--store)
+        if not isinstance(self.store, MemoryStore):  # each use of a requestState, told to the others
+            self.rounds.uses.publish = self.store.publish
         self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
         self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
         self.upstreams: dict[str, Any] = {}  # label -> upstream.source.Upstream (--upstream)
@@ -155,6 +166,14 @@ class Host:
             from protomcp_host.sharing import SharedTasks
 
             self.sharing = SharedTasks(self.store, self.task_store, self.task_runner, self.stderr)
+        # ... and so is each principal's tool-list state (shared_tools.py)
+        self.shared_tools: SharedToolLists | None = None
+        if not isinstance(self.store, MemoryStore):
+            from protomcp_host.shared_tools import SharedToolLists
+
+            self.shared_tools = SharedToolLists(
+                self.store, self._principal_state, self._replace_tool_state, self.stderr
+            )
         self._sessions = itertools.count(1)
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
@@ -236,9 +255,13 @@ class Host:
                 self.rounds.key = await self.store.state_key()
                 tg.start_soon(self._keep_state_key)
             self.store.subscribe(self._on_bus)
+            self.store.subscribe(self.rounds.on_bus)
             if self.sharing is not None:
                 self.store.subscribe(self.sharing.on_bus)
                 await tg.start(self.sharing.run)
+            if self.shared_tools is not None:
+                self.store.subscribe(self.shared_tools.on_bus)
+                await tg.start(self.shared_tools.run)
         except StoreError as exc:
             self.startup_error = str(exc)
             raise StartupError(str(exc)) from None
@@ -328,11 +351,7 @@ class Host:
     def connect_modern(self, write: Writer, principal: str = LOCAL_PRINCIPAL) -> Router:
         """A connection serving modern-era (2026-07-28) requests for `principal`, whose
         tool-list control state it shares with the principal's other connections."""
-        visibility = self.principals.get(principal)
-        if visibility is None:
-            if len(self.principals) >= MAX_PRINCIPALS:
-                self._forget_idle_principals()
-            visibility = self.principals[principal] = ToolVisibility()
+        visibility = self._principal_state(principal)
         session = ModernSession(
             self.catalog,
             self.server_info,
@@ -360,10 +379,39 @@ class Host:
             lambda: self.routers,
             self.task_runner,
         )
+        if (
+            self.shared_tools is not None and principal != LOCAL_PRINCIPAL
+        ):  # (a stdio client is no one else's)
+            router.tools_changed = self.shared_tools.changed
         if tap is not None:
             _tap_feed(router, tap)
         self.routers.append(router)
         return router
+
+    def _principal_state(self, principal: str) -> ToolVisibility:
+        """The principal's tool-list state (made when it is new)."""
+        visibility = self.principals.get(principal)
+        if visibility is None:
+            if len(self.principals) >= MAX_PRINCIPALS:
+                self._forget_idle_principals()
+            visibility = self.principals[principal] = ToolVisibility()
+        return visibility
+
+    def _replace_tool_state(self, principal: str, apply: Callable[[], None]) -> None:
+        """Another host changed the principal's tool list: `apply` its state here; the principal's
+        listen streams here hear of it as of a change made here (one list_changed, if it changed)."""
+        listening = [
+            router for router in self.routers
+            if isinstance(router, ModernRouter) and router.principal == principal and router.session.listens
+        ]  # fmt: skip
+        for router in listening:  # (an empty change: the list as it is now is what the flush compares to)
+            Router.update_tools(router, NO_CHANGE)
+        apply()
+
+    def add_wire_tap(self, tap: WireTap) -> None:
+        """Show `tap` every message of the sessions connected from now on, beside any tap set."""
+        previous = self.wire_tap
+        self.wire_tap = tap if previous is None else _both_taps(previous, tap)
 
     def _session_tap(self, tap: WireTap) -> SessionTap:
         """The wire tap for one new session: its messages carry the session's number."""
@@ -376,12 +424,21 @@ class Host:
         for name in list(self.principals):
             if name not in connected:
                 del self.principals[name]
+                if self.shared_tools is not None:
+                    self.shared_tools.stamps.pop(name, None)
                 if len(self.principals) < MAX_PRINCIPALS // 2:
                     return
 
     def disconnect(self, router: Router) -> None:
         self.routers = [r for r in self.routers if r is not router]
         router.session.tasks.forget_all()  # a legacy session's tasks end with it (a principal's stay)
+
+    async def wait_tasks(self) -> None:
+        """Until no modern-era task's call runs on this host (a drain finishes them)."""
+        await self.task_runner.wait_idle()
+
+    def tasks_running(self) -> int:
+        return len(self.task_runner.sinks)
 
     async def expire_tasks(self, period: float = 1.0) -> None:
         """Task ttl expiry in idle sessions (a session also expires its tasks on each message)."""
@@ -401,6 +458,11 @@ class Host:
             )
             self.forwarding.stage(label, features)  # checked first; applied with the tools
         self._on_tools(label, offer.tools, offer.middleware)
+        self.dispatcher.stale.pop(label, None)  # it serves the file as it is now
+
+    def stale(self, label: str, error: str) -> None:
+        """dev: a save failed to load; the answers of the file's tools say so until a good one."""
+        self.dispatcher.stale[label] = stale_note(label, error)
 
     def output(self, label: str, stream: str, line: str) -> None:
         """A line a tool process printed outside the frames (no call known)."""
@@ -411,14 +473,23 @@ class Host:
                 router.log(LEVELS.get(stream, "info"), label, line)
 
     def echo(self, label: str, line: str) -> None:
-        self.stderr("\n".join(f"[{label}] {part}" for part in line.split("\n")))
+        if self.echo_requests:
+            self.stderr("\n".join(f"[{label}] {part}" for part in line.split("\n")))
+        if self.watchers:
+            self.tell("printed", {"label": label, "line": line})
 
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         """A log message a tool process sent outside any call."""
         self.stderr(f"[{label}] {level}: {data if isinstance(data, str) else orjson.dumps(data).decode()}")
+        if self.watchers:
+            self.tell("log", {"label": label, "level": level, "logger": logger, "data": data})
         if self.share_output:
             for router in self.routers:
                 router.log(level, logger, data)
+
+    def logged(self, label: str, level: str, logger: str, data: Any) -> None:
+        if self.watchers:
+            self.tell("log", {"label": label, "level": level, "logger": logger, "data": data, "call": True})
 
     def problem(self, message: str) -> None:
         self.report_problem(message)
@@ -539,11 +610,21 @@ def _prepare(tools: list[Tool]) -> None:
 
 
 Watcher = Callable[[str, dict[str, Any]], None]
-"""Told of host events: ("loaded", diff), ("problem", message), ("output", line)."""
+"""Told of host events: ("loaded", diff), ("problem", message), ("output", line), ("printed",
+a line a call printed), ("log", a log message; "call": true when a call sent it), ("playground",
+its url)."""
 WireTap = Callable[[int, str, bytes, bytes | None], None]
 """Shown every MCP message of the observed sessions: (session number, "in" | "out", message,
 related request id)."""
 SessionTap = Callable[[str, bytes, bytes | None], None]
+
+
+def _both_taps(first: WireTap, second: WireTap) -> WireTap:
+    def both(session: int, direction: str, data: bytes, related: bytes | None) -> None:
+        first(session, direction, data, related)
+        second(session, direction, data, related)
+
+    return both
 
 
 def _tapped_write(write: Writer, tap: SessionTap) -> Writer:

@@ -39,6 +39,7 @@ __all__ = [
     "ToolResult",
     "__version__",
     "completion",
+    "env",
     "lifespan",
     "middleware",
     "on_roots_changed",
@@ -71,11 +72,13 @@ _EXPORTS = {
     "prompt": _DECORATORS,
     "completion": _DECORATORS,
     "Message": "protomcp_sdk.authoring.messages",
+    "env": _DECORATORS,
 }
 
 if TYPE_CHECKING:
     from protomcp_sdk.authoring.decorators import (
         completion,
+        env,
         lifespan,
         middleware,
         on_roots_changed,

@@ -114,6 +114,17 @@ def test_tools_list_shows_meta_tools_and_pinned_ones_only() -> None:
     assert listed(make()) == ["find_tools", "get_tool_schema", "call_tool", "help_me"]
 
 
+@pytest.mark.parametrize(
+    ("version", "shown"), [("2025-03-26", False), ("2025-06-18", True), ("2025-11-25", True)]
+)
+def test_meta_tools_ask_claude_code_to_load_them_up_front(version: str, shown: bool) -> None:
+    """Claude Code defers MCP tools behind its own tool search unless `anthropic/alwaysLoad`."""
+    (event,) = make(version=version).receive(rpc("tools/list", {}))
+    tools = {t["name"]: t for t in orjson.loads(event.data)["result"]["tools"]}
+    for name in META_NAMES:
+        assert tools[name].get("_meta") == ({"anthropic/alwaysLoad": True} if shown else None)
+
+
 def test_find_ranks_and_never_finds_a_hidden_tool() -> None:
     session = make()
     found = text(answer(session, "find_tools", {"query": "send a message"}))

@@ -7,10 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import orjson
 from conftest import EXAMPLES, HOST
 
-from protomcp_host.cli.doctor import check_clients
+from protomcp_host.cli.doctor import Finding, check_installed
 from protomcp_host.cli.install import Place, protomcp_command
 
 HELLO = EXAMPLES / "hello.py"
@@ -58,7 +59,7 @@ def test_doctor_finds_stale_client_entries(tmp_path: Path) -> None:
         "someone-else": {"command": "/usr/bin/other", "args": ["x.py"]},
     }
     config.write_bytes(orjson.dumps({"mcpServers": servers}))
-    findings = check_clients(place)
+    findings = installed_findings(place)
     texts = {f.text: f for f in findings}
     assert any(f.ok and "'good'" in f.text for f in findings)
     moved = next(f for t, f in texts.items() if "'moved'" in t)
@@ -67,6 +68,39 @@ def test_doctor_finds_stale_client_entries(tmp_path: Path) -> None:
     assert any(not f.ok and "'relative'" in f.text and "not an absolute path" in f.text for f in findings)
     assert any(not f.ok and "'old-venv'" in f.text and "no longer exists" in f.text for f in findings)
     assert not any("someone-else" in f.text for f in findings)  # not ours: not judged
+
+
+def installed_findings(place: Place) -> list[Finding]:
+    async def collect() -> list[Finding]:
+        return [finding async for finding in check_installed(place, sys.executable, {})]
+
+    return anyio.run(collect)
+
+
+def test_doctor_does_not_pass_a_vscode_entry_whose_file_does_not_load(tmp_path: Path) -> None:
+    """Issue 30: the entry was reported "ok" (and the load failure apart, as another finding)."""
+    broken = tmp_path / "broken.py"
+    broken.write_text("from protomcp_sdk import tool\nimport not_a_module_anywhere\n")
+    config = tmp_path / ".config" / "Code" / "User" / "mcp.json"
+    config.parent.mkdir(parents=True)
+    command = protomcp_command()
+    entry = {"type": "stdio", "command": command[0], "args": [*command[1:], "run", str(broken)]}
+    config.write_bytes(orjson.dumps({"servers": {"broken": entry}}))
+    [finding] = installed_findings(Place("linux", tmp_path, {}))
+    assert not finding.ok and finding.text.startswith(f"VS Code 'broken' ({config}): {broken} does not load")
+    assert "No module named 'not_a_module_anywhere'" in finding.detail and "restart the client" in finding.fix
+
+
+def test_doctor_loads_an_entry_with_its_own_interpreter(tmp_path: Path) -> None:
+    """The entry's --python runs its tool files, not doctor's interpreter."""
+    missing = tmp_path / "gone" / "python"
+    config = tmp_path / ".cursor" / "mcp.json"
+    config.parent.mkdir(parents=True)
+    command = protomcp_command()
+    entry = {"command": command[0], "args": [*command[1:], "run", "--python", str(missing), str(HELLO)]}
+    config.write_bytes(orjson.dumps({"mcpServers": {"hello": entry}}))
+    [finding] = installed_findings(Place("linux", tmp_path, {}))
+    assert not finding.ok and f"{HELLO} does not load" in finding.text and str(missing) in finding.detail
 
 
 def test_doctor_reports_load_warnings(tmp_path: Path) -> None:

@@ -172,9 +172,14 @@ async def test_failed_load_keeps_old_tools_then_fix_reloads(tmp_path: Path, kind
         write_atomic(file, tool_source("alpha") + breakage)
         error = await watcher.wait_log(lambda p: p.level == "error")
         assert expected in str(error.data) and "tools.py" in str(error.data)
-        assert text_of(await session.call_tool("alpha", {"x": 3})) == "3"  # old tools still serve
+        stale = await session.call_tool("alpha", {"x": 3})
+        assert stale.content[0].text == "3"  # old tools still serve, and their answers say why
+        [note] = [block.text for block in stale.content[1:]]
+        assert note.startswith("Note: tools.py failed to load at ") and expected in note
+        assert "this answer came from the previous version of tools.py" in note.lower()
         write_atomic(file, tool_source("alpha", "fixed"))
         await watcher.tools_after_change(session, lambda t: "fixed" in t)
+        assert text_of(await session.call_tool("alpha", {"x": 3})) == "3"  # a good save: no note
 
 
 CRASHY = """

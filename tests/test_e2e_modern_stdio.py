@@ -135,3 +135,15 @@ def test_modern_logs_only_when_asked(raw_host: Any) -> None:
     ]
     # nothing logged for the first call reached the client before the second one's logs
     assert all(m.get("method") == "notifications/message" for m in seen)
+
+
+def test_a_legacy_line_mentioning_cancelled_gets_one_answer(raw_host: Any) -> None:
+    """After a modern probe, a legacy request whose argument merely contains the bytes
+    notifications/cancelled is the tool's alone: one answer, the tool's (the era is told from
+    the decoded message, not from bytes inside it)."""
+    host = raw_host("run", str(BEHAVIOURS))
+    assert host.request(1, "server/discover", {"_meta": MODERN_META})["result"]
+    host.initialize()
+    call = host.request(2, "tools/call", {"name": "echo", "arguments": {"text": "notifications/cancelled"}})
+    assert call["result"]["content"][0]["text"] == "notifications/cancelled"
+    assert host.request(3, "ping")["result"] == {}  # nothing else answered id 2 in between

@@ -175,3 +175,87 @@ def test_raw_prompt_round(raw_host: Any) -> None:
     tampered = host.request(3, "prompts/get", {"name": "needs_context", "_meta": META,
                                                "requestState": first["requestState"] + "x"})  # fmt: skip
     assert tampered["error"]["code"] == -32602
+
+
+def _elicited(v: str) -> dict[str, Any]:
+    return {"action": "accept", "content": {"v": v}}
+
+
+def test_an_answer_is_used_once(raw_host: Any) -> None:
+    """Asked again under the same key, the call asks the client again (suspended here, and
+    re-run with its answers, where the tool process answers from them)."""
+    host = raw_host("run", str(ROUNDS))
+    first = _call(host, 1, "ask_twice")["result"]
+    again = _call(host, 2, "ask_twice", requestState=first["requestState"],
+                  inputResponses={"again": _elicited("a")})["result"]  # fmt: skip
+    assert again["resultType"] == "input_required" and list(again["inputRequests"]) == ["again"]
+    assert again["inputRequests"]["again"]["params"]["message"] == "Second?"
+    done = _call(host, 3, "ask_twice", requestState=again["requestState"],
+                 inputResponses={"again": _elicited("b")})["result"]  # fmt: skip
+    assert done["content"][0]["text"] == "a-b"
+    rerun = _call(host, 4, "ask_twice", inputResponses={"again": _elicited("c")})["result"]
+    assert rerun["resultType"] == "input_required"  # the tool process used "c" once, then asked
+    done = _call(host, 5, "ask_twice", requestState=rerun["requestState"],
+                 inputResponses={"again": _elicited("d")})["result"]  # fmt: skip
+    assert done["content"][0]["text"] == "c-d"
+
+
+def test_a_used_request_state_answers_with_its_first_answer(raw_host: Any) -> None:
+    host = raw_host("run", str(ROUNDS))
+    first = _call(host, 1, "after_question")["result"]
+    retry = {"requestState": first["requestState"], "inputResponses": {"go": _elicited("x")}}
+    done = _call(host, 2, "after_question", **retry)
+    assert done["result"]["content"][0]["text"] == "x (effects here: 1)"
+    for n in range(3, 6):  # replays: the first answer, the tool not run again
+        assert _call(host, n, "after_question", **retry) == {**done, "id": n}
+    # two retries of one suspended round at once: one run, the same answer twice
+    second = _call(host, 6, "after_question")["result"]
+    retry = {"requestState": second["requestState"], "inputResponses": {"go": _elicited("y")}}
+    for id_ in (7, 8):
+        params = {"name": "after_question", "arguments": {}, "_meta": META, **retry}
+        host.send({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params})
+    answers = [host.recv()["result"] for _ in (7, 8)]
+    assert answers[0] == answers[1] and answers[0]["content"][0]["text"] == "y (effects here: 2)"
+
+
+def test_a_principal_holds_a_bounded_number_of_suspended_calls(raw_host: Any) -> None:
+    """Past its bound a principal's oldest suspended call is let go (its thread freed; its retry
+    re-runs it), so its abandoned calls never take a sync tool's every thread (48)."""
+    host = raw_host("run", str(ROUNDS))
+    states = []
+    for n in range(60):
+        reply = _call(host, n, "sync_elicit")["result"]
+        assert reply["resultType"] == "input_required"
+        states.append(reply["requestState"])
+    retry = {
+        "requestState": states[0],
+        "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}},
+    }
+    done = _call(host, "old", "sync_elicit", **retry)["result"]
+    assert "accept {'ok': True}" in done["content"][0]["text"]  # let go here: run again, answered
+
+
+async def test_an_abandoned_round_lets_the_tool_thread_go(monkeypatch: Any, tmp_path: Any) -> None:
+    """No retry within HOLD: the held call is let go, and its sync tool's thread with it."""
+    import anyio
+    import orjson
+
+    from protomcp_host.app import Host
+    from protomcp_host.bridge import rounds
+
+    monkeypatch.setattr(rounds, "HOLD", 0.2)
+    host = Host([ROUNDS], stderr=lambda _: None)
+    answered = anyio.Event()
+    mark = tmp_path / "released"
+    async with anyio.create_task_group() as tg:
+        await host.start(tg)
+        router = host.connect_modern(lambda data, related=None: answered.set())
+        params = {"name": "held_thread", "arguments": {"mark": str(mark)}, "_meta": META}
+        router.feed(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}))
+        with anyio.fail_after(10):
+            await answered.wait()  # the input round
+        with anyio.fail_after(10):
+            while not list(tmp_path.glob("released.[0-9]*")):  # (written by the tool process)
+                await anyio.sleep(0.02)
+        await host.stop(1.0)
+        tg.cancel_scope.cancel()

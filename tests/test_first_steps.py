@@ -206,31 +206,13 @@ def test_an_unsupported_parameter_type_is_explained_in_our_words(tmp_path: Path)
     assert "arbitrary_types_allowed" not in done.stderr and "__protomcp_tools__" not in done.stderr
 
 
-TESTED_TOOLS = """from protomcp_sdk import Context, tool
-
-@tool
-def add(a: int, b: int) -> int:
-    return a + b
-
-@tool
-async def count(n: int, ctx: Context) -> str:
-    for i in range(n):
-        ctx.report_progress(i + 1, n, f"step {i + 1}")
-        ctx.info(f"did step {i + 1}")
-    return "done"
-"""
-
-
 def test_the_readme_testing_example_passes_as_copied(tmp_path: Path) -> None:
-    """Copied into a project with no pytest configuration (pytest-asyncio in strict mode)."""
-    from conftest import ROOT
-
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Testing your tools") :]
-    snippet = section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")]
+    """Copied into a project with no pytest configuration (pytest-asyncio in strict mode), next
+    to the README's own tools.py (issue 30: it once listed a tool the example did not expect)."""
+    snippet = _readme_block("## Testing your tools")
     project = tmp_path / "project"
     project.mkdir()
-    (project / "tools.py").write_text(TESTED_TOOLS)
+    (project / "tools.py").write_text(_readme_block("## Writing a tool file") + "\n")
     (project / "test_tools.py").write_text(snippet + "\n")
     env = {**os.environ, "PYTEST_ADDOPTS": ""}
     done = subprocess.run(

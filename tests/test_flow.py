@@ -383,6 +383,43 @@ async def test_sigterm_answers_calls_past_the_drain_timeout_over_http() -> None:
         host.terminate()
 
 
+async def test_a_draining_host_refuses_new_connections_and_serves_open_ones() -> None:
+    """After SIGTERM a new connection is refused (a balancer tries another host: nothing was
+    sent), while a request on a connection already open is served and closes it (before: 503,
+    which a balancer does not repeat elsewhere for a POST)."""
+    import httpx2
+
+    host = HttpHost("run", str(FLOW), "--drain-timeout", "30")
+    try:
+        async with httpx2.AsyncClient(timeout=20) as client, asyncio.TaskGroup() as tg:
+            session_id = await _open(client, host.url)
+            held = Streamed()
+            tg.create_task(held.run(client, host.url, _call_body(1, "hold", key="d"), session_id))
+            await held.wait_for(_logged("holding d"))
+            ping = await client.post(host.url, content=rpc(3, "ping"), headers=headers_for(session_id))
+            assert ping.status_code == 200  # (on a second connection, which stays open, idle)
+            host.proc.send_signal(signal.SIGTERM)
+            await asyncio.to_thread(host.wait_stderr, lambda line: "draining" in line, 10)
+            async with httpx2.AsyncClient(timeout=20) as newcomer:
+                try:
+                    await newcomer.post(host.url, content=INITIALIZE, headers=headers_for(session_id))
+                except httpx2.ConnectError:
+                    pass
+                else:
+                    raise AssertionError("a new connection was accepted while the host drains")
+            released = await client.post(
+                host.url, content=_call_body(2, "release", key="d"), headers=headers_for(session_id)
+            )
+            assert released.status_code == 200 and answer_of(released)["result"]["content"][0]["text"] == "ok"
+            assert released.headers["connection"] == "close"
+            async with asyncio.timeout(30):
+                await held.ended.wait()
+        assert [text_of(a) for a in held.answers()] == ["released d"]  # it finished in the drain
+        assert host.proc.wait(30) == 0
+    finally:
+        host.terminate()
+
+
 # -- in-process: the pieces behind the HTTP behaviour -----------------------------------------------
 
 
@@ -526,6 +563,51 @@ async def test_a_call_beyond_max_in_flight_waits_bounded_then_is_refused() -> No
             await _answered(late)
     assert late.status == 200
     assert orjson.loads(late.text())["error"]["message"] == NOT_STARTED
+
+
+async def test_several_calls_waiting_for_one_slot_each_get_their_turn() -> None:
+    """When one call ends and several wait, one takes the slot and the others wait on (until
+    the turn timeout), instead of being refused as "busy" at once."""
+    from protomcp_host.app import Host
+    from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
+
+    host = Host([], stderr=lambda _: None, max_in_flight=1)
+    app = StreamableHTTP(host, HttpOptions(turn_timeout=30))
+    init = Exchange("POST", INITIALIZE)
+    await app(init.scope, init.receive, init.send)
+    session_id = init.headers()[b"mcp-session-id"].decode()
+    hs = app.sessions[session_id]
+    running = hs.session.in_flight
+    running[b"99"] = SimpleNamespace(execution=None)  # type: ignore[assignment]  # a call that runs on
+    feed = hs.router.feed
+
+    def feed_long_call(body: bytes) -> None:  # the call that gets the turn runs on too
+        feed(body)
+        running[orjson.dumps(orjson.loads(body)["id"])] = SimpleNamespace(execution=None)  # type: ignore[assignment]
+
+    hs.router.feed = feed_long_call  # type: ignore[method-assign]
+    given = {"mcp-session-id": session_id}
+    waiters = [Exchange("POST", _call_body(n, "add", a=1, b=1), given) for n in (5, 6, 7)]
+    async with anyio.create_task_group() as tg:
+        for waiter in waiters:
+            tg.start_soon(app, waiter.scope, waiter.receive, waiter.send)
+        with anyio.fail_after(10):
+            while not all(key in hs.pending for key in (b"5", b"6", b"7")):
+                await anyio.wait_all_tasks_blocked()
+        for _ in waiters:  # each call that ends lets exactly one more run
+            del running[next(iter(running))]
+            hs.router.on_call_end()  # type: ignore[misc]
+            with anyio.fail_after(10):
+                while len(running) < 1:
+                    await anyio.wait_all_tasks_blocked()
+            await anyio.wait_all_tasks_blocked()
+            refused = [w for w in waiters if w.sent and "Server busy" in w.text()]
+            assert not refused, refused[0].text()
+        with anyio.fail_after(10):
+            for waiter in waiters:
+                await _answered(waiter)
+    for waiter in waiters:
+        assert "Unknown tool" in orjson.loads(waiter.text())["error"]["message"]  # each one ran
 
 
 def test_max_in_flight_help_says_what_each_transport_does() -> None:

@@ -156,6 +156,33 @@ async def test_header_and_keep_alive_timeouts(http_host: Any) -> None:
         assert text_of(await session.call_tool("add", {"a": 2, "b": 2})) == "4"
 
 
+async def test_a_request_header_over_the_limit_is_refused_before_it_is_parsed(http_host: Any) -> None:
+    """64 KiB of request line and header fields at most: one byte more gets 431 and the connection
+    closes, whether the header ended or is still coming (before: a 10 MB header was read whole
+    and parsed, an 8 MB token verified)."""
+    from protomcp_host.transports.http.connections import ConnectionLimits
+
+    limit = ConnectionLimits().max_header
+    host = http_host("run", STREAMS, "--header-timeout", "60")
+    head = b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nx-pad: "
+
+    async def exchange(data: bytes) -> bytes:
+        reader, writer = await asyncio.open_connection(*address(host.url))
+        try:
+            writer.write(data)
+            with anyio.fail_after(30):
+                return await reader.readuntil(b"\r\n")
+        finally:
+            writer.close()
+
+    def padded(size: int, end: bytes) -> bytes:
+        return head + b"a" * (size - len(head) - len(end)) + end
+
+    assert (await exchange(padded(limit, b"\r\n\r\n"))).startswith(b"HTTP/1.1 200")  # at the limit
+    assert (await exchange(padded(limit + 1, b"\r\n\r\n"))).startswith(b"HTTP/1.1 431")
+    assert (await exchange(padded(limit + 1, b""))).startswith(b"HTTP/1.1 431")  # not even ended
+
+
 # -- OAuth ---------------------------------------------------------------------------------
 class Jwks:
     """An authorization server's JWKS endpoint, served from a thread: counts its requests and
@@ -420,6 +447,21 @@ async def test_legacy_sse_sessions_belong_to_their_caller_and_see_the_claims(
         claims = (await session.call_tool("whoami", {})).structured_content
         assert claims["sub"] == "ada" and claims["iss"] == ISSUER
         assert ada not in orjson.dumps(claims).decode()
+
+
+async def test_legacy_sse_serves_the_metadata_its_challenge_names(http_host: Any, jwks: Jwks) -> None:
+    host = http_host("run", STREAMS, "--oauth-jwks", jwks.url, "--oauth-issuer", ISSUER, transport="sse")
+    async with httpx2.AsyncClient(timeout=30) as client:
+        challenged = await client.get(host.url)
+        assert challenged.status_code == 401
+        challenge = challenged.headers["www-authenticate"]
+        where = challenge.split('resource_metadata="', 1)[1].split('"', 1)[0]
+        assert where.endswith("/.well-known/oauth-protected-resource/sse")
+        metadata = await client.get(where)  # no token: this is how a client learns where to get one
+        assert metadata.status_code == 200, metadata.text
+        assert metadata.json()["resource"] == host.url and metadata.json()["authorization_servers"] == [
+            ISSUER
+        ]
 
 
 # -- secrets and tool processes ----------------------------------------------------------------

@@ -133,6 +133,28 @@ async def test_resuming_a_dropped_stream_loses_no_message(http_host: Any) -> Non
         assert not first_ids & {e["id"] for e in sse_events(resumed.text) if e.get("data")}
 
 
+async def test_a_delivered_answer_can_still_be_resumed(http_host: Any) -> None:
+    """The host wrote a stream's answer (handed to the connection, not known to be received): a
+    client whose connection dropped then resumes with Last-Event-ID and gets it (before: the
+    stream was forgotten once written; the resumption came back empty)."""
+    host = http_host("run", str(STREAMS))
+    async with httpx2.AsyncClient(timeout=30) as client:
+        session_id = await open_raw_session(client, host.url)
+        call = rpc(
+            5, "tools/call", {"name": "tick", "arguments": {"seconds": 0}, "_meta": {"progressToken": 1}}
+        )
+        streamed = await client.post(host.url, content=call, headers=headers_for(session_id))
+        assert streamed.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(streamed.text)
+        assert orjson.loads(events[-1]["data"])["id"] == 5  # the answer was written, to the end
+        resume = {**headers_for(session_id), "accept": "text/event-stream"}
+        for last_id, expected in ((events[0]["id"], 2), (events[1]["id"], 1), (events[0]["id"], 2)):
+            resumed = await client.get(host.url, headers={**resume, "last-event-id": last_id})
+            again = [e for e in sse_events(resumed.text) if e.get("data")]
+            assert [e["id"] for e in again] == [e["id"] for e in events[-expected:]], resumed.text
+            assert orjson.loads(again[-1]["data"])["result"]["content"][0]["text"] == "ticked"
+
+
 async def test_cancelling_a_request_ends_its_stream_without_an_answer(http_host: Any) -> None:
     host = http_host("run", str(STREAMS))
     async with httpx2.AsyncClient(timeout=30) as client:
@@ -342,6 +364,37 @@ async def test_batch_in_a_2025_03_26_session(http_host: Any) -> None:
             b'[{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}]'
         )
         assert (await client.post(host.url, content=only_notifications, headers=headers)).status_code == 202
+
+
+async def test_refused_values_and_deep_bodies_are_answered_as_over_stdio(http_host: Any) -> None:
+    """A batch with a value orjson cannot hold refuses only the message holding it, and a body
+    nested too deep is refused with its request's id (-32600), as stdio answers both (before:
+    one answer for the whole batch; -32700 with a null id)."""
+    host = http_host("run", str(STREAMS))
+    async with httpx2.AsyncClient(timeout=30) as client:
+        init = rpc(0, "initialize", {"protocolVersion": "2025-03-26", "capabilities": {},
+                                     "clientInfo": {"name": "raw", "version": "1"}})  # fmt: skip
+        response = await client.post(
+            host.url, content=init, headers={"accept": ACCEPT, "content-type": "application/json"}
+        )
+        headers = headers_for(response.headers["mcp-session-id"], **{"mcp-protocol-version": "2025-03-26"})
+        await client.post(
+            host.url, content=b'{"jsonrpc":"2.0","method":"notifications/initialized"}', headers=headers
+        )
+        add = rpc(3, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 5}})
+        for value in (b"18446744073709551616", b'"\\ud800"'):  # orjson: a float / an error
+            held = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"v":' + value + b"}}"
+            batch = b"[" + rpc(1, "ping") + b"," + held + b"," + add + b"]"
+            answer = await client.post(host.url, content=batch, headers=headers)
+            assert answer.status_code == 200, answer.text
+            by_id = {item["id"]: item for item in answer.json()}
+            assert sorted(by_id) == [1, 2, 3], answer.text
+            assert by_id[2]["error"]["code"] == -32602 and by_id[3]["result"]["content"][0]["text"] == "7"
+        deep = b"[" * 3000 + b"]" * 3000  # beyond orjson's depth limit
+        body = b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"v":' + deep + b"}}"
+        refused = await client.post(host.url, content=body, headers=headers)
+        assert refused.status_code == 400
+        assert refused.json()["id"] == 9 and refused.json()["error"]["code"] == -32600
 
 
 async def test_max_sessions(http_host: Any) -> None:

@@ -274,3 +274,53 @@ async def test_a_client_that_disconnects_cancels_its_call(http_host: Any, tmp_pa
             host.url, content=rpc(2, "tools/call", call), headers=_headers("tools/call", "multiply")
         )
         assert answer.json()["result"]["structuredContent"] == {"result": 42}
+
+
+async def test_a_listen_stream_its_client_does_not_read_is_bounded_in_bytes() -> None:
+    """In-process: the client stops reading a listen stream while notifications keep coming;
+    what waits for it stays within the budget (the oldest go, said once on stderr)."""
+    import anyio
+
+    from protomcp_host.app import Host
+    from protomcp_host.transports.http.modern import ModernEndpoint
+
+    lines: list[str] = []
+    host = Host([], stderr=lines.append)
+    endpoint = ModernEndpoint(host, 15.0, lambda scope: None, lambda scope: None, budget=1 << 20)
+    body = rpc("L", "subscriptions/listen", {"notifications": {"toolsListChanged": True}, "_meta": META})
+    headers = {"accept": ACCEPT, "mcp-protocol-version": "2026-07-28", "mcp-method": "subscriptions/listen"}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+    }
+    reading = anyio.Event()  # set: the client reads again
+    started = anyio.Event()
+    received: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        await anyio.sleep_forever()
+        return {}
+
+    async def send(message: dict[str, Any]) -> None:
+        received.append(message.get("body", b""))
+        if message["type"] == "http.response.body":
+            started.set()
+            await reading.wait()  # the client does not read: the stream's writer waits here
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(endpoint.post, scope, body, orjson.loads(body), receive, send)
+        with anyio.fail_after(10):
+            await started.wait()  # the acknowledgement is being written
+        router = host.routers[0]
+        note = orjson.dumps(
+            {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x" * (64 << 10)}}
+        )
+        for _ in range(160):  # 10 MiB for a client that reads nothing
+            router.write(note, b'"L"')
+        router.end_streams()  # the server ends the stream: the answer comes last
+        assert any("dropped its oldest messages" in line for line in lines)
+        reading.set()
+    delivered = b"".join(received)
+    assert len(delivered) < 2 << 20 and delivered.count(b"notifications/message") < 20
+    assert b'"id":"L","result"' in delivered  # the answer is never dropped

@@ -76,6 +76,34 @@ def test_guard_hosts_and_origins() -> None:
     assert too_big is not None and too_big.status == 413
 
 
+def test_guard_refuses_hosts_and_origins_that_only_start_like_local_ones() -> None:
+    guard = Guard(_app, bind="127.0.0.1", max_body=100)
+    for bad in ("[::1]evil.com", "localhost:evil.com", "[::1]:evil.com", "127.0.0.1:80:80", "a b"):
+        refusal = guard.inspect(scope({"host": bad}))
+        assert refusal is not None and refusal.status in (400, 403), bad
+    for bad in ("http://[::1]evil.com", "http://localhost:evil.com", "http://evil.com@localhost"):
+        refusal = guard.inspect(scope({"host": "localhost", "origin": bad}))
+        assert refusal is not None and refusal.status in (400, 403), bad
+
+
+def test_guard_refuses_a_duplicated_host_or_origin() -> None:
+    guard = Guard(_app, bind="127.0.0.1", max_body=100)
+
+    def twice(name: bytes, first: bytes, last: bytes) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "path": "/mcp",
+            "headers": [(b"host", b"localhost"), (name, first), (name, last)],
+        }
+
+    for duplicated in (
+        twice(b"host", b"evil.com", b"localhost"),
+        twice(b"origin", b"http://evil.com", b"http://localhost"),
+    ):
+        refusal = guard.inspect(duplicated)
+        assert refusal is not None and refusal.status == 400 and "more than once" in refusal.message
+
+
 def test_guard_wildcard_bind_checks_host_only_when_told() -> None:
     assert Guard(_app, bind="0.0.0.0", max_body=1).inspect(scope({"host": "anything.example"})) is None
     strict = Guard(_app, bind="0.0.0.0", allow_hosts=["mcp.example.com"], max_body=1)

@@ -306,3 +306,104 @@ def test_a_file_that_does_not_load_is_not_installed_and_doctor_says_so(tmp_path:
     assert f"Cursor 'broken' ({config}): {broken} does not load" in doctor.stdout
     assert "No module named 'no_such_module_here'" in doctor.stdout
     assert "1 problem found." in doctor.stdout  # needs_key loads with its entry's env
+
+
+def test_install_passes_run_options_on_to_the_entry(tmp_path: Path) -> None:
+    """Issue 30: `install` could not say `--discovery search`, `--call-timeout`, tags..."""
+    from click.testing import CliRunner
+
+    from protomcp_host.cli.doctor import _entry_files
+    from protomcp_host.cli.main import main
+
+    options = [
+        "--discovery", "search", "--call-timeout", "60", "--startup-timeout", "90", "--processes", "2",
+        "--include-tag", "a", "--include-tag", "b", "--exclude-tag", "admin", "--instructions", "Be brief.",
+    ]  # fmt: skip
+    done = CliRunner().invoke(main, ["install", "mcp-json", str(HELLO), "--no-check", *options])
+    assert done.exit_code == 0, done.output
+    entry = orjson.loads(done.output)["mcpServers"]["hello"]
+    assert entry["args"][-len(options) - 2 :] == ["run", str(HELLO.resolve()), *options]
+    assert _entry_files(entry) == [str(HELLO.resolve())]  # doctor does not take "search" for a file
+    served = subprocess.run(  # the entry starts as the client would start it
+        [entry["command"], *entry["args"]], capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert served.returncode == 0, served.stderr
+
+
+GOOSE_CONFIG = """# my goose settings
+GOOSE_MODE: smart_approve
+extensions:
+  developer:
+    bundled: true
+    enabled: true
+    name: developer
+    timeout: 300
+    type: builtin
+"""
+
+
+@pytest.mark.parametrize(
+    ("platform", "relative"),
+    [("linux", ".config/goose/config.yaml"), ("darwin", ".config/goose/config.yaml"),
+     ("win32", "AppData/Roaming/Block/goose/config/config.yaml")],
+)  # fmt: skip
+def test_install_goose_writes_an_extension_and_keeps_the_rest(
+    tmp_path: Path, platform: str, relative: str
+) -> None:
+    yaml = pytest.importorskip("yaml")
+    place = place_for(platform, tmp_path)
+    config = tmp_path / relative
+    config.parent.mkdir(parents=True)
+    config.write_text(GOOSE_CONFIG)
+    message = installer.install("goose", [HELLO], name="Hello.Tools", env={"K": "v"}, place=place)
+    assert "Goose: added" in message and "comments are not kept" in message and "restart Goose" in message
+    written = yaml.safe_load(config.read_text())
+    assert (
+        written["GOOSE_MODE"] == "smart_approve" and written["extensions"]["developer"]["type"] == "builtin"
+    )
+    extension = written["extensions"]["hello_tools"]  # goose's own key for the name
+    command = installer.protomcp_command()
+    assert extension == {
+        "enabled": True, "type": "stdio", "name": "Hello.Tools", "description": "", "cmd": command[0],
+        "args": [*command[1:], "run", str(HELLO.resolve())], "envs": {"K": "v"}, "env_keys": [],
+        "timeout": 300,
+    }  # fmt: skip
+    assert (config.parent / "config.yaml.bak").read_text() == GOOSE_CONFIG
+    from protomcp_host.cli.doctor import _entry_files
+
+    assert _entry_files(CONFIG_FILES["goose"].entry(extension)) == [str(HELLO.resolve())]
+    removed = installer.uninstall("goose", "Hello.Tools", place=place)
+    assert "removed" in removed
+    assert set(yaml.safe_load(config.read_text())["extensions"]) == {"developer"}
+
+
+def test_doctor_checks_goose_extensions(tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    from test_doctor import installed_findings
+
+    broken = tmp_path / "broken.py"
+    broken.write_text("import not_a_module_anywhere\n")
+    installer.install("goose", [HELLO], place=Place("linux", tmp_path, {}))
+    installer.install("goose", [broken], place=Place("linux", tmp_path, {}))
+    findings = installed_findings(Place("linux", tmp_path, {}))
+    assert any(f.ok and "Goose 'hello'" in f.text for f in findings)
+    assert any(not f.ok and "Goose 'broken'" in f.text and "does not load" in f.text for f in findings)
+
+
+@pytest.mark.parametrize("name", ["a;rm -rf ~", "x$(id)", "two words", "-flag", "a|b", "tick`s"])
+def test_server_names_with_shell_metacharacters_are_refused(tmp_path: Path, name: str) -> None:
+    for client in ("claude-code", "cursor", "goose"):
+        with pytest.raises(InstallError, match="use 1-64 letters, digits"):
+            installer.install(
+                client, [HELLO], name=name, which=lambda _: None, place=place_for("linux", tmp_path)
+            )
+    with pytest.raises(InstallError, match="use 1-64 letters, digits"):
+        installer.uninstall("claude-code", name, which=lambda _: None)
+
+
+def test_a_file_name_with_odd_characters_gives_a_safe_default_name(tmp_path: Path) -> None:
+    odd = tmp_path / "my tools;v2.py"
+    odd.write_text(HELLO.read_text())
+    printed = orjson.loads(installer.install("mcp-json", [odd]))
+    assert list(printed["mcpServers"]) == ["my-tools-v2"]

@@ -201,6 +201,24 @@ def test_refused_values_keep_the_request_id(value: bytes, reason: str) -> None:
     assert reason in decoded.message
 
 
+@pytest.mark.parametrize("value", [b'"\\ud800"', b"1e400", b"18446744073709551616", b"NaN"])
+def test_a_refused_value_in_a_batch_refuses_only_its_message(value: bytes) -> None:
+    """The other messages of the batch are served as usual (before: one answer, for the whole
+    batch, with the first message's id; the others were never answered)."""
+    line = (
+        b'[{"jsonrpc":"2.0","id":1,"method":"ping"},'
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"v":' + value + b"}},"
+        b'{"jsonrpc":"2.0","method":"notifications/x","params":{"v":' + value + b"}},"
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"n":[1,2.5,{"k":"ok"}]}}]'
+    )
+    decoded = rpc.decode(line)
+    assert isinstance(decoded, list) and len(decoded) == 4
+    assert decoded[0] == Request(b"1", "ping", {})
+    assert isinstance(decoded[1], Invalid) and decoded[1].id == b"2" and decoded[1].code == -32602
+    assert isinstance(decoded[2], Notification)  # no answer
+    assert decoded[3] == Request(b"3", "tools/list", {"n": [1, 2.5, {"k": "ok"}]})
+
+
 def test_a_refused_notification_gets_no_answer() -> None:
     decoded = rpc.decode(b'{"jsonrpc":"2.0","method":"notifications/x","params":{"v":"\\ud800"}}')
     assert isinstance(decoded, Notification)

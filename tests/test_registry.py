@@ -183,6 +183,53 @@ def test_lambda_needs_a_name() -> None:
     assert "anon" in REGISTRY.tools
 
 
+def test_positional_name_as_the_user_wrote_it() -> None:
+    """`@tool("named")` once failed with "invalid tool name ''"."""
+
+    @tool("named")
+    def f() -> str:
+        return "x"
+
+    assert list(REGISTRY.tools) == ["named"] and REGISTRY.tools["named"].fn is f
+    with pytest.raises(TypeError, match="give the name once"):
+        tool("a", name="b")
+
+
+def test_meta_and_icons_are_listed_and_pinned_sets_always_load() -> None:
+    icon = {"src": "https://example.com/i.png", "sizes": ["48x48"]}
+
+    @tool(meta={"anthropic/searchHint": "sms"}, icons=[icon], pinned=True)
+    def sms() -> str:
+        return "x"
+
+    definition = REGISTRY.tools["sms"].definition()
+    assert orjson.loads(definition.meta_json) == {"anthropic/alwaysLoad": True, "anthropic/searchHint": "sms"}
+    assert orjson.loads(definition.icons_json) == [icon]
+
+    @tool(pinned=True, meta={"anthropic/alwaysLoad": False})  # the author's own value wins
+    def quiet() -> str:
+        return "x"
+
+    assert orjson.loads(REGISTRY.tools["quiet"].definition().meta_json) == {"anthropic/alwaysLoad": False}
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"meta": ["x"]}, "meta must be a dict"),
+        ({"meta": {1: "x"}}, "meta must be a dict"),
+        ({"meta": {"k": object()}}, "meta must hold JSON values"),
+        ({"icons": {"src": "x"}}, "icons must be a list"),
+        ({"icons": [{"href": "x"}]}, "each icon must be a dict with a 'src'"),
+    ],
+)
+def test_bad_meta_or_icons_are_refused_when_decorated(options: dict[str, Any], problem: str) -> None:
+    def f() -> None: ...
+
+    with pytest.raises(TypeError, match=problem):
+        tool(**options)(f)
+
+
 def test_var_args_rejected_by_decorator() -> None:
     with pytest.raises(TypeError, match=r"\*args is not supported"):
 

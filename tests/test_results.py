@@ -360,6 +360,18 @@ def test_tool_result_defaults() -> None:
     assert list(response.enable_tools) == []
 
 
+def test_tool_result_of_one_string_is_one_block_with_its_meta() -> None:
+    """`ToolResult("sent", meta=...)` as DESIGN writes it: once one text block per character."""
+    response = to_response(ToolResult("sent", meta={"claude/endTurn": True}), spec_returning(ToolResult))
+    assert content(response) == [{"type": "text", "text": "sent"}]
+    assert orjson.loads(response.meta_json) == {"claude/endTurn": True}
+    assert to_response(ToolResult(Text("t")), spec_returning(ToolResult)).result_json == (
+        '[{"type":"text","text":"t"}]'
+    )
+    with pytest.raises(TypeError, match=r"meta=\.\.\.\) must be a dict"):
+        ToolResult("x", meta=["no"])  # type: ignore[arg-type]
+
+
 def test_tool_result_structured_only_gets_a_text_copy() -> None:
     response = to_response(ToolResult(structured=Point(3, 4)), spec_returning(None))
     assert content(response) == [{"type": "text", "text": '{"x":3,"y":4}'}]
@@ -400,7 +412,7 @@ def test_tool_error_with_suggestion_and_retryable() -> None:
     assert content(response) == [
         {
             "type": "text",
-            "text": "Error: Note 7 not found (retryable)\nSuggestion: Call list_notes to see ids",
+            "text": "Note 7 not found (retryable)\nSuggestion: Call list_notes to see ids",
         }
     ]
     assert response.error == pb.ToolError(
@@ -417,7 +429,7 @@ def test_plain_tool_error() -> None:
     assert (exc.message, exc.code, exc.suggestion, exc.retryable) == ("Disk full", "", "", False)
     assert str(exc) == "Disk full"
     response = error_response(exc, "save")
-    assert content(response) == [{"type": "text", "text": "Error: Disk full"}]
+    assert content(response) == [{"type": "text", "text": "Disk full"}]  # clients add "Error: " themselves
     assert response.error == pb.ToolError(error_code="tool_error", message="Disk full")
 
 
@@ -448,3 +460,11 @@ def test_long_exception_message_is_cut() -> None:
     response = error_response(ValueError("z" * 5000), "t")
     [block] = content(response)
     assert block["text"] == "Error in tool 't': ValueError: " + "z" * 1000 + "..."
+
+
+def test_a_results_meta_survives_middleware() -> None:
+    """Middleware sees results as MCP JSON (as_seen): a ToolResult's meta stays with it."""
+    from protomcp_sdk.runtime.middleware import as_seen
+
+    seen = as_seen(ToolResult("sent", meta={"claude/endTurn": True}))
+    assert seen.meta == {"claude/endTurn": True} and [getattr(b, "text", b) for b in seen.content] == ["sent"]

@@ -74,8 +74,12 @@ async def test_modern_requests_round_robin_and_share_state(
             assert "scale://note" in repr(event)
 
 
-async def test_a_legacy_session_is_pinned_by_the_hash(http_host: Any, nginx: Any, redis_url: str) -> None:
-    _, balancer = _cluster(http_host, nginx, redis_url)
+@pytest.mark.parametrize("workers", ["1", "2"])
+async def test_a_legacy_session_is_pinned_by_the_hash(
+    workers: str, http_host: Any, nginx: Any, redis_url: str
+) -> None:
+    """... and, inside a host of several workers, reaches the worker holding it."""
+    _, balancer = _cluster(http_host, nginx, redis_url, "--workers", workers)
     with anyio.fail_after(60):
         for _ in range(3):  # each session stays on the host that made it, wherever that is
             async with modern_client(balancer.url, mode="legacy") as client:
@@ -125,18 +129,21 @@ async def test_one_host_killed_mid_run(http_host: Any, nginx: Any, redis_url: st
     assert all(f.startswith("MCPError") for f in failures)  # an error answer (nginx's 502), no hang
 
 
-@pytest.mark.parametrize("store", ["memory", "redis"])
+@pytest.mark.parametrize("store", ["memory", "redis", "redis with workers"])
 async def test_without_a_shared_key_a_retry_elsewhere_is_refused_with_one_it_runs_again(
     store: str, http_host: Any, nginx: Any, redis_url: str
 ) -> None:
-    """The control: hosts with their own keys (memory store) refuse each other's requestState."""
-    extra = ("--store", redis_url) if store == "redis" else ()
+    """The control: hosts with their own keys (memory store) refuse each other's requestState;
+    with the store's key, so do hosts of two workers each (the workers use the store's key)."""
+    extra = {"memory": (), "redis": ("--store", redis_url)}.get(
+        store, ("--store", redis_url, "--workers", "2")
+    )
     hosts = [http_host("run", str(ROUNDS), *extra) for _ in range(2)]
     balancer = nginx([host.url.split("/")[2] for host in hosts])
     with anyio.fail_after(60):
         async with modern_client(balancer.url, sampling_callback=_sample) as client:
             await client.list_tools()
-            if store == "redis":
+            if store != "memory":
                 two = await client.call_tool("two_samples", {})
                 assert two.content[0].text == "A(first?)+A(second after A(first?)?)"
             else:
@@ -260,3 +267,109 @@ async def test_hosts_carry_on_after_redis_restarts_empty(
             assert len(calls) == 3 and len({r[0] for r in calls}) == 2, calls
     finally:
         stop(restarted)
+
+
+async def test_a_retry_served_by_the_other_host_releases_the_held_call(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """Host A holds a sync call waiting for input; its retry reaches host B, which runs it: A
+    lets its call (and the tool's thread) go. A second use of that state, on A, gets B's answer."""
+    import httpx2
+
+    hosts = [http_host("run", str(ROUNDS), "--store", redis_url) for _ in range(2)]
+    mark = str(tmp_path / "released")
+    call = {"name": "held_thread", "arguments": {"mark": mark}}
+    with anyio.fail_after(60):
+        async with httpx2.AsyncClient(timeout=30) as http:
+            first = (await modern_rpc(http, hosts[0].url, "tools/call", call))["result"]
+            assert first["resultType"] == "input_required"
+            retry = {**call, "requestState": first["requestState"],
+                     "inputResponses": {"wait": {"action": "accept", "content": {"v": "x"}}}}  # fmt: skip
+            done = (await modern_rpc(http, hosts[1].url, "tools/call", retry))["result"]
+            assert done["content"][0]["text"].startswith("accept in ")
+            while len(list(tmp_path.glob("released.[0-9]*"))) < 2:  # B's run, and A's thread let go
+                await anyio.sleep(0.02)
+            again = (await modern_rpc(http, hosts[0].url, "tools/call", retry))["result"]
+            assert again["content"] == done["content"]  # the first answer, not a second run
+
+
+async def test_a_principals_tool_list_change_reaches_its_listen_streams_on_other_hosts(
+    http_host: Any, redis_url: str
+) -> None:
+    hosts = [http_host("run", str(TOOLS / "control.py"), "--store", redis_url) for _ in range(2)]
+    with anyio.fail_after(60):
+        async with (
+            modern_client(hosts[0].url) as on_a,
+            modern_client(hosts[1].url) as on_b,
+            on_a.listen(tools_list_changed=True) as sub,
+        ):
+            assert "secret" not in {tool.name for tool in (await on_a.list_tools()).tools}
+            await on_b.call_tool("unlock", {})  # the same principal (no credentials), on host B
+            event = await anext(aiter(sub))
+            assert "tools" in repr(event).lower()
+            assert "secret" in {tool.name for tool in (await on_a.list_tools()).tools}
+            await on_b.call_tool("lock", {})
+            await anext(aiter(sub))
+            assert "secret" not in {tool.name for tool in (await on_a.list_tools()).tools}
+
+
+async def test_a_rolling_restart_loses_nothing(
+    http_host: Any, nginx: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """SIGTERM to one host behind the shipped nginx site while clients call through it: every
+    request is answered by some host (before: 503s from the draining host, 502s when it closed
+    kept-alive connections nginx was reusing), and a task running there completes (before: the
+    drain did not wait for task calls; the task ended `failed`)."""
+    import httpx2
+
+    hosts, balancer = _cluster(http_host, nginx, redis_url, "--drain-timeout", "30")
+    victim, survivor = hosts
+    gate = tmp_path / "gate"
+    wrong: list[Any] = []
+    async with httpx2.AsyncClient(timeout=60) as http:
+        with anyio.fail_after(120):
+            created = await modern_rpc(
+                http, victim.url, "tools/call", {"name": "wait_for", "arguments": {"path": str(gate)}}
+            )
+            task_id = created["result"]["taskId"]
+            await task_until(http, survivor.url, task_id, "working")
+            stop = anyio.Event()
+            counted = [0]
+            more = [200, anyio.Event()]  # set once `counted` reaches more[0]
+
+            async def answered(count: int) -> None:
+                """Until `count` more requests were answered."""
+                more[:] = [counted[0] + count, anyio.Event()]
+                await more[1].wait()  # type: ignore[union-attr]
+
+            async def caller() -> None:
+                whoami = {"name": "whoami", "arguments": {}}
+                while not stop.is_set():
+                    try:
+                        answer = await modern_rpc(http, balancer.url, "tools/call", whoami)
+                    except Exception as exc:  # a status nginx made up (502/503): no JSON-RPC answer
+                        wrong.append(repr(exc))
+                        answer = {"result": "(counted)"}
+                    if "result" not in answer:
+                        wrong.append(answer)
+                    counted[0] += 1
+                    if counted[0] >= more[0]:  # type: ignore[operator]
+                        more[1].set()  # type: ignore[union-attr]
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(8):
+                    tg.start_soon(caller)
+                await answered(200)  # the load runs on both hosts
+                victim.proc.send_signal(signal.SIGTERM)
+                await anyio.to_thread.run_sync(
+                    victim.wait_stderr, lambda line: "draining" in line and "1 running task" in line
+                )
+                gate.write_text("open")  # the task finishes while its host drains
+                assert await anyio.to_thread.run_sync(victim.proc.wait) == 0
+                await answered(100)  # nginx goes on with the survivor alone
+                stop.set()
+            done = await task_until(http, survivor.url, task_id, "completed", "failed")
+    assert done["status"] == "completed" and done["result"]["structuredContent"]["saw"] is True
+    assert wrong == [], wrong[:5]
+    upstream_statuses = Counter(r[-1] for r in balancer.requests())  # (a retried one names two upstreams)
+    assert set(upstream_statuses) == {"200"}, upstream_statuses

@@ -43,8 +43,14 @@ class Events:
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         pass
 
+    def logged(self, label: str, level: str, logger: str, data: Any) -> None:
+        pass
+
     def problem(self, message: str) -> None:
         self.problems.append(message)
+
+    def stale(self, label: str, error: str) -> None:
+        pass
 
     def notice(self, label: str, envelope: Any) -> None:
         pass

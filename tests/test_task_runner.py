@@ -109,3 +109,23 @@ def test_a_call_that_cannot_complete_fails_its_task_with_a_json_rpc_error() -> N
     }
     missing = make(TaskStore())
     assert missing.receive(line("tasks/get", {"taskId": call.task.id}, 1, DECLARED))  # another store: unknown
+
+
+async def test_a_drain_waits_for_the_task_calls_running_here() -> None:
+    import anyio
+
+    runner, _, call, sink = setup()
+    waited = anyio.Event()
+
+    async def drain() -> None:
+        await runner.wait_idle()
+        waited.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drain)
+        await anyio.wait_all_tasks_blocked()
+        assert not waited.is_set()  # the task's call runs on
+        sink.call_answered(call, ToolAnswer([b'[{"type":"text","text":"done"}]']))
+        with anyio.fail_after(5):
+            await waited.wait()
+    await runner.wait_idle()  # nothing runs: at once

@@ -262,6 +262,22 @@ async def test_an_upstream_that_cannot_start_stops_the_host() -> None:
         host.close()
 
 
+async def test_an_upstream_whose_tool_names_clash_says_it_connected(tmp_path: Path, marks: Path) -> None:
+    """A name clash once read "cannot connect" though the upstream had answered."""
+    from conftest import RawHost
+
+    local = tmp_path / "local.py"
+    local.write_text("from protomcp_sdk import tool\n\n@tool\ndef ex_add(a: int) -> int:\n    return a\n")
+    host = RawHost("run", str(local), "--upstream", upstream_arg())
+    try:
+        assert host.proc.wait(30) == 1
+        stderr = host.stderr_text()
+        assert "upstream ex: connected to" in stderr and "clash: 'ex_add'" in stderr, stderr
+        assert "cannot connect" not in stderr
+    finally:
+        host.close()
+
+
 # -- a protomcp host over Streamable HTTP as the upstream ----------------------------------------
 
 

@@ -33,6 +33,7 @@ def tool_from_definition(definition: pb.ToolDefinition, owner: Hashable) -> Tool
     mode = task_mode(definition)
     if mode != "forbidden":
         mcp["execution"] = {"taskSupport": mode}
+    _decorated(mcp, definition)
     return Tool(
         definition.name,
         owner,
@@ -47,6 +48,15 @@ def tool_from_definition(definition: pb.ToolDefinition, owner: Hashable) -> Tool
             else None
         ),
     )
+
+
+def _decorated(mcp: dict[str, Any], definition: Any) -> dict[str, Any]:
+    """The author's `icons` and `_meta` (JSON in the definition), when set."""
+    if definition.icons_json:
+        mcp["icons"] = orjson.loads(definition.icons_json)
+    if definition.meta_json:
+        mcp["_meta"] = orjson.loads(definition.meta_json)
+    return mcp
 
 
 def task_mode(definition: pb.ToolDefinition) -> str:
@@ -77,11 +87,22 @@ def tool_answer(response: pb.CallToolResponse, raw: list[bytes] | None, trusted:
     it travelled outside the Envelope (raw payload or spool file)."""
     content = raw if raw is not None else [response.result_json.encode() or b"[]"]
     structured = response.structured_content_json.encode() if response.structured_content_json else b""
-    meta = b""
+    meta = response.meta_json.encode()  # the tool's own (ToolResult(meta=...))
+    if meta and not trusted:
+        meta = _checked_object(meta)
     if response.is_error and response.error.error_code:  # a ToolError's code, for programs to act on
         error = {"code": response.error.error_code, "retryable": response.error.retryable}
-        meta = orjson.dumps({"protomcp/error": error})
+        meta = orjson.dumps({**(orjson.loads(meta) if meta else {}), "protomcp/error": error})
     return ToolAnswer(content, structured, response.is_error, trusted, meta)
+
+
+def _checked_object(data: bytes) -> bytes:
+    """A `_meta` from a tool process not written with this SDK: an object on one line, or none."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return b""
+    return orjson.dumps(value) if isinstance(value, dict) and value else b""
 
 
 # -- resources, prompts, completions --------------------------------------------------------
@@ -122,6 +143,7 @@ def file_features(
             item["required"] = argument.required
             arguments.append(item)
         mcp["arguments"] = arguments
+        _decorated(mcp, prompt)
         required = tuple(a.name for a in prompt.arguments if a.required)
         offered.prompts.append(Entry(prompt.name, owner, mcp, required=required))
     return offered
@@ -136,7 +158,7 @@ def _described(mcp: dict[str, Any], definition: Any) -> dict[str, Any]:
         mcp["mimeType"] = definition.mime_type
     if definition.annotations_json:
         mcp["annotations"] = orjson.loads(definition.annotations_json)
-    return mcp
+    return _decorated(mcp, definition)
 
 
 def forward_request(forward: Forward) -> pb.Envelope:

@@ -20,6 +20,7 @@ import orjson
 from protomcp_host.bridge.deadlines import Deadlines
 from protomcp_host.bridge.envelope import tool_answer
 from protomcp_host.bridge.middleware import ChainRun, Middleware, segments
+from protomcp_host.bridge.staleness import with_note
 from protomcp_host.processes.channel import Channel
 from protomcp_host.processes.events import Leg, Refused, Reply
 from protomcp_host.processes.output import TokenBucket
@@ -66,6 +67,8 @@ class Dispatcher:
         self._plans: dict[str, tuple[list[Middleware], Middleware | None]] = {}
         self.spawn: Callable[..., None] | None = None  # runs a task in the host's task group
         self.deadlines = Deadlines()  # every call's timeout, on one shared tick
+        # dev: files whose last save failed to load (label -> note for their tools' answers)
+        self.stale: dict[str, str] = {}
 
     def set_middleware(self, chain: list[Middleware]) -> None:
         self.middleware[:] = chain
@@ -241,6 +244,9 @@ class Execution:
         change = ToolListChange.from_response(effects) if effects is not None else None
         if change is not None:  # ToolResult(enable_tools=..., disable_tools=...)
             self.sink.call_control(change)
+        stale = self.dispatcher.stale
+        if stale and self.call.tool.owner in stale:
+            answer = with_note(answer, stale[self.call.tool.owner])
         self.sink.call_answered(self.call, answer)
 
     def fail(self, message: str) -> None:
@@ -248,6 +254,9 @@ class Execution:
         if self.finished:
             return
         self._end(cancel=True, reason=f"the tool call failed: {message}")
+        stale = self.dispatcher.stale
+        if stale and self.call.tool.owner in stale:
+            message = f"{message}\n{stale[self.call.tool.owner]}"
         self.sink.call_failed(self.call, message)
 
     def cancel(self, reason: str = "the tool call was cancelled") -> None:

@@ -407,6 +407,8 @@ def _result_json(answer: ToolAnswer) -> str:
     parts = [b'{"content":', *answer.content]
     if answer.structured:
         parts += [b',"structuredContent":', answer.structured]
+    if answer.meta:
+        parts += [b',"_meta":', answer.meta]
     parts.append(b',"isError":true}' if answer.is_error else b',"isError":false}')
     return b"".join(bytes(part) for part in parts).decode()
 
@@ -417,8 +419,12 @@ def _answer_of(result_json: str) -> ToolAnswer:
         result = orjson.loads(result_json)
         content = orjson.dumps(result.get("content", []))
         structured = result.get("structuredContent")
+        meta = result.get("_meta")
     except (orjson.JSONDecodeError, AttributeError):
         return _error("a middleware returned a malformed result")
     return ToolAnswer(
-        [content], orjson.dumps(structured) if structured is not None else b"", bool(result.get("isError"))
+        [content],
+        orjson.dumps(structured) if structured is not None else b"",
+        bool(result.get("isError")),
+        meta=orjson.dumps(meta) if isinstance(meta, dict) and meta else b"",
     )

@@ -10,6 +10,15 @@ the suspension, and carries the answers given so far (bounded). When the client 
 new request and its requests are answered by key; one still unanswered (or a new one) makes
 another round. A retry that finds no suspended call here (a restart, another host) re-runs the
 tool with every answer known so far: the tool process answers requests with a known key itself.
+An answer is used once: a call that asks again under the same key asks the client again.
+
+A suspended call keeps its place in the tool process (a sync tool's thread) only for ``HOLD``
+seconds, at most ``MAX_SUSPENDED_EACH`` per principal (its own oldest goes first; never another
+principal's) and ``MAX_SUSPENDED`` in all: one let go is cancelled, and its retry re-runs it.
+A requestState is used once (used_states.py): a second use gets the first use's answer, or a
+refusal saying it was used, never a second run. Hosts sharing a bus (``uses.publish``,
+``on_bus``) tell each other of each use, so the host that holds the suspended call lets it go
+when its retry was served elsewhere.
 
 ``ModernRouter`` is the Router of a modern-era connection; everything else a call does
 (progress, logs, answers) goes the Router's way.
@@ -31,20 +40,24 @@ import orjson
 
 from protomcp_host.bridge.execution import Dispatcher, Execution
 from protomcp_host.bridge.router import LIST_CHANGED_DELAY, Forwarder, Router, Writer
+from protomcp_host.bridge.used_states import Use, UsedStates
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.features import Forward
+from protomcp_host.protocol.features import CancelForward, Forward
 from protomcp_host.protocol.modern import ModernSession, Retry, TaskCancel, TaskInput, valid_answer
-from protomcp_host.protocol.session import Call
+from protomcp_host.protocol.session import Call, CancelCall
 from protomcp_sdk.wire.toollist import ToolListChange
 
 STATE_KEY_ENV = "PROTOMCP_STATE_KEY"  # a shared secret: hosts behind one name accept each other's state
-STATE_TTL = 600.0  # seconds a requestState (and the call it suspends) stays valid
+STATE_TTL = 600.0  # seconds a requestState stays valid (a retry after HOLD re-runs the call)
+HOLD = 60.0  # seconds a suspended call keeps its place (and a sync tool its thread) for its retry
 ROUND_WINDOW = 0.02  # seconds the requests a call makes at once gather into one round
-MAX_SUSPENDED = 1000  # suspended calls per host; beyond it the oldest is cancelled
+MAX_SUSPENDED = 1000  # suspended calls per host; beyond it a new one is not held (its retry re-runs)
+MAX_SUSPENDED_EACH = 16  # suspended calls per principal (at most --max-in-flight); then its oldest goes
 MAX_ANSWERS = 64 * 1024  # bytes of answers a requestState carries (beyond: not carried)
 OPENING_KEYS = 4  # requestState keys that open tokens: the one in use and the last ones before it
 INVALID_STATE = "Invalid or expired requestState"
+_ANSWER = b'{"jsonrpc":"2.0","id":'
 _AAD = b"protomcp requestState v1"
 
 
@@ -124,21 +137,26 @@ class Round:
     owner: Any  # the Execution of a call, or the _ForwardLeg of a read or a prompt
     pending: dict[str, Ask] = field(default_factory=dict)
     known: dict[str, Any] = field(default_factory=dict)  # answers given so far, by key
+    used: set[str] = field(default_factory=set)  # keys whose answer the call has had (once each)
     gathering: asyncio.TimerHandle | None = None
-    suspension: str | None = None  # its id while the call waits for the client's retry
+    suspension: str | None = None  # its id while the call is held for the client's retry
+    principal: str = ""
     expiry: asyncio.TimerHandle | None = None
     asked: int = 0
 
 
 class Rounds:
-    """The host's calls in input rounds, and the ones suspended until their retry."""
+    """The host's calls in input rounds, and the ones held until their retry."""
 
-    def __init__(self, codec: StateCodec | None = None) -> None:
+    def __init__(self, codec: StateCodec | None = None, per_principal: int = MAX_SUSPENDED_EACH) -> None:
         self._codec = codec  # made at first use: cryptography is imported only then
         self.key: bytes | None = None  # the shared store's key (--store); else env or random
         self.on_miss: Callable[[], None] | None = None  # a requestState did not open (--store re-reads)
+        self.per_principal = per_principal
         self.of: dict[Any, Round] = {}  # by owner
-        self.suspended: OrderedDict[str, Round] = OrderedDict()
+        self.suspended: OrderedDict[str, Round] = OrderedDict()  # held, oldest first
+        self.held: dict[str, int] = {}  # principal -> its calls in `suspended`
+        self.uses = UsedStates()  # each requestState is used once
 
     @property
     def codec(self) -> StateCodec:
@@ -152,38 +170,65 @@ class Rounds:
         if self._codec is not None:
             self._codec.use(key)
 
-    def suspend(self, round_: Round) -> str:
-        while len(self.suspended) >= MAX_SUSPENDED:
-            _, oldest = self.suspended.popitem(last=False)
-            oldest.suspension = None
-            oldest.owner.cancel("too many calls wait for their clients' input")
-        sid = round_.suspension = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+    # -- held calls ----------------------------------------------------------------------
+    def suspend(self, round_: Round, sid: str) -> bool:
+        """Hold the round's call for its retry under `sid`; False when the host holds as many
+        as it may (the call is then let go: its retry runs it again)."""
+        principal = round_.principal
+        if self.held.get(principal, 0) >= self.per_principal:
+            oldest = next(r for r in self.suspended.values() if r.principal == principal)
+            self.drop(oldest, f"{self.per_principal} newer calls of its principal wait for input")
+        elif len(self.suspended) >= MAX_SUSPENDED:
+            return False
+        round_.suspension = sid
         self.suspended[sid] = round_
-        return sid
+        self.held[principal] = self.held.get(principal, 0) + 1
+        return True
 
-    def resume(self, sid: Any) -> Round | None:
-        round_ = self.suspended.pop(sid, None) if isinstance(sid, str) else None
-        if round_ is None or round_.owner.finished:
-            return None
-        round_.suspension = None
+    def _unhold(self, round_: Round) -> None:
+        sid, round_.suspension = round_.suspension, None
+        if sid is not None and self.suspended.pop(sid, None) is not None:
+            left = self.held[round_.principal] - 1
+            if left:
+                self.held[round_.principal] = left
+            else:
+                del self.held[round_.principal]
         if round_.expiry is not None:
             round_.expiry.cancel()
             round_.expiry = None
-        return round_
+
+    def drop(self, round_: Round, reason: str) -> None:
+        """Let a held call go: it is cancelled (a later retry runs it again)."""
+        self._unhold(round_)
+        round_.owner.cancel(f"the call waiting for input was let go: {reason}")
+
+    def resume(self, sid: Any) -> Round | None:
+        round_ = self.suspended.get(sid) if isinstance(sid, str) else None
+        if round_ is None:
+            return None
+        self._unhold(round_)
+        return None if round_.owner.finished else round_
 
     def release(self, owner: Any, reason: str) -> None:
         """The request ended: its round goes, and requests it still awaits are answered."""
         round_ = self.of.pop(owner, None)
         if round_ is None:
             return
-        for timer in (round_.gathering, round_.expiry):
-            if timer is not None:
-                timer.cancel()
-        if round_.suspension is not None:
-            self.suspended.pop(round_.suspension, None)
+        if round_.gathering is not None:
+            round_.gathering.cancel()
+        self._unhold(round_)
         pending, round_.pending = round_.pending, {}
         for ask in pending.values():
             ask.reply(None, reason)
+
+    # -- the bus between hosts ------------------------------------------------------------
+    def on_bus(self, topic: str, payload: bytes) -> None:
+        """Another host used a state (the call held here for it is let go), or says what its
+        first use came to."""
+        state = self.uses.heard(topic, payload)
+        round_ = self.suspended.get(state) if state is not None else None
+        if round_ is not None:
+            self.drop(round_, "its retry was served by another host")
 
 
 def _request(owner: Any) -> tuple[bytes, str, str, Any, Any]:
@@ -217,9 +262,12 @@ class ModernRouter(Router):
         self.principal = principal
         self.peers = peers  # every connection of the host (the principal's get its list changes)
         self.tasks = tasks  # the host's modern-era tasks (bridge/tasks.py)
+        self.tools_changed: Callable[[str], None] | None = None  # tells other hosts (shared_tools.py)
         if tasks is not None:
             self._events[TaskInput] = lambda event: tasks.answer(event.task, event.responses)
             self._events[TaskCancel] = lambda event: tasks.cancel(event.task)
+        self._uses: dict[bytes, str] = {}  # requests in progress that used a state: its id
+        self._watching = False  # writes are watched for those requests' answers
 
     # -- tool-list control: the principal's, so its listen streams everywhere hear of it -------
     def update_tools(self, change: ToolListChange) -> None:
@@ -237,6 +285,8 @@ class ModernRouter(Router):
             if peer._flush_timer is None:
                 loop = asyncio.get_running_loop()
                 peer._flush_timer = loop.call_later(LIST_CHANGED_DELAY, peer.flush_notifications)
+        if self.tools_changed is not None:
+            self.tools_changed(self.principal)
 
     def end_streams(self) -> None:
         """The server ends its listen streams gracefully (shutdown)."""
@@ -245,6 +295,21 @@ class ModernRouter(Router):
     def cancel_all(self) -> None:
         self.session.listens.clear()  # the client went away: its streams end without a word
         super().cancel_all()
+        self._unanswered(list(self._uses), "its request was cancelled (the client went away)")
+
+    def _cancel(self, event: CancelCall) -> None:
+        super()._cancel(event)
+        self._unanswered([event.call.id], "its request was cancelled")
+
+    def _cancel_forward(self, event: CancelForward) -> None:
+        super()._cancel_forward(event)
+        self._unanswered([event.forward.id], "its request was cancelled")
+
+    def _unanswered(self, request_ids: list[bytes], reason: str) -> None:
+        for request_id in request_ids:
+            sid = self._uses.pop(request_id, None)
+            if sid is not None:
+                self.rounds.uses.unanswered(sid, reason)
 
     # -- a request starts: fresh, retried with its suspended owner here, or re-run -----------
     def _start(self, call: Call) -> None:
@@ -258,11 +323,11 @@ class ModernRouter(Router):
         found = self._retried(call.id, "tools/call", call.tool.name, call.arguments, retry)
         if found is None:
             return
-        round_, answers = found
+        round_, answers, fresh = found
         if round_ is not None:
             execution = round_.owner
             execution.call, execution.sink, call.execution = call, self, execution
-            self._resume(round_, answers)
+            self._resume(round_, answers, fresh)
             if call.task_later and not round_.pending:  # its questions are answered: a task now
                 self._become_task(call, execution)
             return
@@ -275,8 +340,8 @@ class ModernRouter(Router):
                 self.tasks.start(call, self)
                 return
         super()._start(call)
-        if call.execution is not None and answers:
-            self.rounds.of[call.execution] = Round(call.execution, known=answers)
+        if call.execution is not None and answers:  # (its tool process answers them: used)
+            self.rounds.of[call.execution] = Round(call.execution, known=answers, used=set(answers))
 
     def _forward(self, forward: Forward) -> None:
         if forward.method not in ("resources/read", "prompts/get"):
@@ -291,23 +356,24 @@ class ModernRouter(Router):
         found = self._retried(forward.id, forward.method, target, forward.params.get("arguments", {}), retry)
         if found is None:
             return
-        round_, answers = found
+        round_, answers, fresh = found
         if round_ is not None:
             leg = round_.owner
             leg.forward, leg.router, forward.cancel = forward, self, leg.cancel
-            self._resume(round_, answers)
+            self._resume(round_, answers, fresh)
             return
         if answers:
             forward.params["answers"] = orjson.dumps(answers).decode()
         leg = self.forwarder.forward(forward, self)
         if leg is not None and answers:
-            self.rounds.of[leg] = Round(leg, known=answers)
+            self.rounds.of[leg] = Round(leg, known=answers, used=set(answers))
 
     def _retried(
         self, request_id: bytes, method: str, target: str, arguments: Any, retry: Retry
-    ) -> tuple[Round | None, dict[str, Any]] | None:
-        """The suspended round a retry continues (if it is here) and the answers it brings;
-        None after refusing a requestState that fails verification."""
+    ) -> tuple[Round | None, dict[str, Any], dict[str, Any]] | None:
+        """The suspended round a retry continues (if it is here), every answer known and the
+        ones this retry brings; None when the request is answered otherwise: a requestState
+        that fails verification, or one used already (the first use's answer, or why not)."""
         answers: dict[str, Any] = {}
         round_ = None
         if retry.state is not None:
@@ -317,18 +383,73 @@ class ModernRouter(Router):
             if claims is None or claims.get("p") != self.principal or claims.get("m") != method or (
                 claims.get("t") != target or claims.get("a") != digest(arguments)
             ):  # fmt: skip
-                data = {"reason": "invalid_request_state"}
-                self._emit(
-                    self.session.refuse(request_id, rpc.INVALID_PARAMS, INVALID_STATE, data), request_id
-                )
-                self._check_idle()
+                self._refuse(request_id, INVALID_STATE, "invalid_request_state")
                 return None
+            sid = claims.get("s")
+            if isinstance(sid, str):
+                use = self.rounds.uses.first_use(sid, float(claims["e"]))
+                if use is not None:
+                    self._second_use(request_id, use)
+                    return None
+                self._note_answer(request_id, sid)
             known = claims.get("r")
             if isinstance(known, dict):
                 answers.update(known)
-            round_ = self.rounds.resume(claims.get("s"))
-        answers.update(retry.responses)
-        return round_, {key: value for key, value in answers.items() if isinstance(value, dict)}
+            round_ = self.rounds.resume(sid)
+        fresh = {key: value for key, value in retry.responses.items() if isinstance(value, dict)}
+        answers.update(fresh)
+        return round_, {key: value for key, value in answers.items() if isinstance(value, dict)}, fresh
+
+    def _note_answer(self, request_id: bytes, sid: str) -> None:
+        """The answer this request gets is the state's first answer (writes are watched for it
+        from the first request that uses a state: the others pay nothing)."""
+        if not self._watching:
+            self._watching = True
+            write = self.write
+
+            def noting_answers(data: bytes, related: bytes | None = None) -> None:
+                write(data, related)
+                if (
+                    related is not None
+                    and related in self._uses
+                    and data.startswith(_ANSWER + related + b",")
+                ):
+                    self.rounds.uses.answered(self._uses.pop(related), data[len(_ANSWER) + len(related) :])
+
+            self.write = noting_answers
+        self._uses[request_id] = sid
+
+    def _refuse(self, request_id: bytes, message: str, reason: str) -> None:
+        data = {"reason": reason}
+        self._emit(self.session.refuse(request_id, rpc.INVALID_PARAMS, message, data), request_id)
+        self._check_idle()
+
+    def _second_use(self, request_id: bytes, use: Use) -> None:
+        """A requestState used before: the first use's answer, now or once it has one (from
+        another host: within the call timeout)."""
+        timer: asyncio.TimerHandle | None = None
+
+        def answer(first: bytes | None, reason: str) -> None:
+            if timer is not None:
+                timer.cancel()
+            if answer in use.waiters:
+                use.waiters.remove(answer)
+            if first is None:
+                self._refuse(request_id, f"requestState already used: {reason}", "request_state_used")
+            else:
+                self._emit(self.session.replay(request_id, first), request_id)
+                self._check_idle()
+
+        if use.answer is not None or use.ended:
+            answer(use.answer, use.ended)
+            return
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+        use.waiters.append(answer)
+        if not use.here:  # its answer comes over the bus (a host that stops sends none)
+            wait = self.dispatcher.call_timeout or HOLD
+            why = f"its first use, on another host, did not answer within {wait:g}s"
+            timer = asyncio.get_running_loop().call_later(wait, answer, None, why)
 
     def _become_task(self, call: Call, execution: Execution) -> None:
         """The call's CreateTaskResult answers the request; it runs on for its task."""
@@ -340,15 +461,17 @@ class ModernRouter(Router):
         self.tasks.adopt(call, execution, self)
         self._check_idle()
 
-    def _resume(self, round_: Round, answers: dict[str, Any]) -> None:
-        """The suspended owner carries on as this request: its requests get their answers."""
+    def _resume(self, round_: Round, answers: dict[str, Any], fresh: dict[str, Any]) -> None:
+        """The suspended owner carries on as this request: its requests get the answers this
+        retry brings (an answer the call had already is not given twice)."""
         if self._idle.is_set():
             self._idle = anyio.Event()
         round_.known.update(answers)
         for key, ask in list(round_.pending.items()):
-            answer = answers.get(key)
+            answer = fresh.get(key)
             if valid_answer(ask.method, answer):
                 del round_.pending[key]
+                round_.used.add(key)
                 ask.reply(answer, None)
         if round_.pending:
             self._gather(round_)
@@ -378,7 +501,8 @@ class ModernRouter(Router):
         if not key:  # a tool process of another SDK: keys by order
             key = f"{method}-{round_.asked}"
         known = round_.known.get(key)
-        if valid_answer(method, known):
+        if key not in round_.used and valid_answer(method, known):  # each answer is used once
+            round_.used.add(key)
             reply(known, None)
             return
         if method == "elicitation/create":
@@ -399,7 +523,9 @@ class ModernRouter(Router):
         request_id, method, target, arguments, router = _request(round_.owner)
         if not isinstance(router, ModernRouter):
             return
-        sid = self.rounds.suspend(round_)
+        sid = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+        round_.principal = router.principal
+        held = self.rounds.suspend(round_, sid)
         claims: dict[str, Any] = {
             "v": 1,
             "p": router.principal,
@@ -413,16 +539,16 @@ class ModernRouter(Router):
             claims["r"] = orjson.loads(known)
         state = self.rounds.codec.seal(claims)
         requests = {key: {"method": ask.method, "params": ask.params} for key, ask in round_.pending.items()}
-        round_.expiry = asyncio.get_running_loop().call_later(STATE_TTL, self._expire, round_)
         router._emit(router.session.input_required(request_id, requests, state), request_id)
         router._check_idle()
+        if held:
+            round_.expiry = asyncio.get_running_loop().call_later(HOLD, self._expire, round_)
+        else:  # the host holds all it can: let it go (its retry runs it again)
+            round_.owner.cancel(f"the host holds {MAX_SUSPENDED} calls waiting for input already")
 
     def _expire(self, round_: Round) -> None:
         round_.expiry = None
-        if round_.suspension is not None:
-            self.rounds.suspended.pop(round_.suspension, None)
-            round_.suspension = None
-        round_.owner.cancel(f"the client did not retry within {STATE_TTL:g}s")
+        self.rounds.drop(round_, f"no retry came within {HOLD:g}s (a later one runs the call again)")
 
     def call_released(self, execution: Execution, reason: str) -> None:
         self.rounds.release(execution, reason)

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
+
 from protomcp_host.bridge.execution import Dispatcher, Execution
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
@@ -52,6 +54,20 @@ class TaskRunner:
         # asked to pass tasks/update and tasks/cancel on to the host running the task
         self.on_change: Callable[[Task], None] | None = None
         self.remote: RemoteTasks | None = None
+        self._released: anyio.Event | None = None  # set when a task's call stops being run here
+
+    def release(self, task: Task) -> None:
+        """The task's call is no longer this runner's (it ended, or the task did)."""
+        if self.sinks.pop(task, None) is not None and self._released is not None:
+            self._released.set()
+            self._released = None
+
+    async def wait_idle(self) -> None:
+        """Until no task's call runs here (a drain waits for them, bounded by its caller)."""
+        while self.sinks:
+            if self._released is None:
+                self._released = anyio.Event()
+            await self._released.wait()
 
     def start(self, call: Call, router: ModernRouter) -> None:
         task = call.task
@@ -97,7 +113,7 @@ class TaskRunner:
             self.remote.cancel(task)  # its call runs on another host (this host's copy ends now)
         ended = self.store.finish(task, "cancelled", b"", CANCELLED, time.time())
         task.inputs = {}
-        self.sinks.pop(task, None)
+        self.release(task)
         if call is not None and call.execution is not None:
             call.execution.cancel("its task was cancelled")
         self.changed(task, ended)
@@ -108,7 +124,7 @@ class TaskRunner:
             if self.store.earliest(owner) > now:
                 continue
             for task in self.store.expire(now, owner):
-                self.sinks.pop(task, None)
+                self.release(task)
                 if task.call is not None and task.call.execution is not None:
                     task.call.execution.cancel("its task expired")
             if owner not in self.store.owners():
@@ -149,7 +165,7 @@ class TaskSink:
         return self.call.task
 
     def _finish(self, status: str, outcome: bytes, message: str | None) -> bool:
-        self.runner.sinks.pop(self.task, None)
+        self.runner.release(self.task)
         return self.runner.store.finish(self.task, status, outcome, message, time.time())
 
     def call_answered(self, call: Call, answer: ToolAnswer) -> None:

@@ -32,8 +32,9 @@ def stdio_banner(host: Host, reload: bool) -> str:
         f"protomcp {__version__}: serving {plural(len(host.catalog), 'tool')} from {files}",
         f"  {', '.join(host.catalog.names())}",
         *_skills_line(host),
-        f"Install it in a client with `protomcp install claude-desktop {' '.join(map(str, host.files))}`"
-        f"{' --dev' if reload else ''} (or claude-code, cursor, vscode, gemini-cli). The entry it writes:",
+        f"Install it in a client with `protomcp install claude-desktop {' '.join(map(str, host.files))}"
+        f"{' --dev' if reload else ''}` (or claude-code, cursor, vscode, gemini-cli, goose). "
+        "The entry it writes:",
         "  " + orjson.dumps(entry).decode(),
     ]
     if reload:

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 from protomcp_host import __version__
 from protomcp_host.cli.install import (
     CONFIG_FILES,
+    RUN_OPTIONS,
     ConfigFile,
     InstallError,
     Place,
@@ -111,42 +112,60 @@ async def _check_file(file: Path, python: str) -> list[Finding]:
     return findings
 
 
-def check_clients(place: Place, clients: list[ConfigFile] | None = None) -> list[Finding]:
-    """Every protomcp entry in every known client config: command, interpreter, tool files."""
-    findings: list[Finding] = []
-    for client in clients or [*CONFIG_FILES.values(), CLAUDE_CODE]:
+async def check_installed(
+    place: Place, python: str, checked: dict[Path, list[Finding]]
+) -> AsyncIterator[Finding]:
+    """Every protomcp entry in every known client config (command, interpreter, tool files),
+    and the tool files it starts loaded as the client would (its environment, its interpreter):
+    an entry is ok only once they load. `checked`: files checked already (with `python`)."""
+    loads: dict[tuple[Path, str, tuple[tuple[str, str], ...]], list[Finding]] = {}
+    for client in [*CONFIG_FILES.values(), CLAUDE_CODE]:
         path = client.path(place)
         if not path.exists():
             continue
         try:
-            servers = read_config(path).get(client.key) or {}
+            servers = read_config(path, client.yaml).get(client.key) or {}
         except InstallError as exc:
-            findings.append(Finding(False, str(exc), "fix the file by hand"))
+            yield Finding(False, str(exc), "fix the file by hand")
             continue
-        for name, entry in servers.items() if isinstance(servers, dict) else ():
-            if is_protomcp_entry(entry):
-                findings.extend(_check_entry(client, path, name, entry))
-    return findings
-
-
-def installed_files(place: Place) -> list[tuple[str, Path, dict[str, str]]]:
-    """The tool files the protomcp entries of client configs serve, with the entry's environment
-    and a description of the entry (files that do not exist are check_clients' business)."""
-    found: list[tuple[str, Path, dict[str, str]]] = []
-    for client in [*CONFIG_FILES.values(), CLAUDE_CODE]:
-        path = client.path(place)
-        try:
-            servers = read_config(path).get(client.key) or {} if path.exists() else {}
-        except InstallError:
-            continue
-        for name, entry in servers.items() if isinstance(servers, dict) else ():
+        for name, stored in servers.items() if isinstance(servers, dict) else ():
+            entry = client.entry(stored)
             if not is_protomcp_entry(entry):
                 continue
-            env = entry.get("env") if isinstance(entry.get("env"), dict) else {}
-            for file in _entry_files(entry):
-                if Path(file).is_absolute() and Path(file).exists():
-                    found.append((f"{client.title} '{name}' ({path})", Path(file), {**env}))
-    return found
+            findings = _check_entry(client, path, name, entry)
+            if not all(f.ok for f in findings):
+                for finding in findings:
+                    yield finding
+                continue
+            where = f"{client.title} '{name}' ({path})"
+            given_env = entry.get("env")
+            env = {str(k): str(v) for k, v in given_env.items()} if isinstance(given_env, dict) else {}
+            interpreter = _entry_python(entry) or python
+            failed = False
+            for file in map(Path, _entry_files(entry)):
+                key = (file, interpreter, tuple(sorted(env.items())))
+                if key not in loads:
+                    given = checked.get(file) if interpreter == python and not env else None
+                    loads[key] = given if given is not None else await check_file(file, interpreter, env)
+                for finding in loads[key]:
+                    if not finding.ok:
+                        failed = True
+                        fix = finding.fix.replace("run `protomcp doctor` again", "restart the client")
+                        yield Finding(False, f"{where}: {finding.text}", fix, finding.detail)
+            if not failed:
+                yield findings[0]  # the entry's one "ok" line
+
+
+def _entry_python(entry: dict[str, Any]) -> str | None:
+    """The interpreter an entry runs its tool files with: its --python, else the one that runs
+    protomcp (`python -m protomcp_host`, or a console script's #! line)."""
+    args = [str(a) for a in entry.get("args", [])]
+    if "--python" in args[:-1]:
+        return args[args.index("--python") + 1]
+    command = Path(str(entry.get("command", "")))
+    if args[:2] == ["-m", "protomcp_host"]:
+        return str(command)
+    return _script_interpreter(command) if command.is_file() else None
 
 
 def installed_upstreams(place: Place) -> list[tuple[str, Any]]:
@@ -155,11 +174,11 @@ def installed_upstreams(place: Place) -> list[tuple[str, Any]]:
     for client in [*CONFIG_FILES.values(), CLAUDE_CODE]:
         path = client.path(place)
         try:
-            servers = read_config(path).get(client.key) or {} if path.exists() else {}
+            servers = read_config(path, client.yaml).get(client.key) or {} if path.exists() else {}
         except InstallError:
             continue
-        for name, entry in servers.items() if isinstance(servers, dict) else ():
-            if is_protomcp_entry(entry):
+        for name, stored in servers.items() if isinstance(servers, dict) else ():
+            if is_protomcp_entry(entry := client.entry(stored)):
                 found += [(f"{client.title} '{name}' ({path})", spec) for spec in entry_upstreams(entry)]
     return found
 
@@ -172,7 +191,7 @@ def _entry_files(entry: dict[str, Any]) -> list[str]:
     rest = args[verb + 1 :]
     valued = (  # options whose values are not files
         "-m", "--module", "--plugin", "--python", "--name", "--instructions",
-        "--upstream", "--upstream-token-env", "--upstream-prefix",
+        "--upstream", "--upstream-token-env", "--upstream-prefix", *RUN_OPTIONS,
     )  # fmt: skip
     return [a for i, a in enumerate(rest) if not a.startswith("-") and (i == 0 or rest[i - 1] not in valued)]
 
@@ -247,15 +266,17 @@ async def diagnose(
     checks: list[Finding] = [*check_python(python)]
     for finding in checks:
         out(finding)
+    loaded: dict[Path, list[Finding]] = {}
     for file in files:
-        for finding in await check_file(file.resolve(), python):
+        loaded[file.resolve()] = await check_file(file.resolve(), python)
+        for finding in loaded[file.resolve()]:
             out(finding)
             checks.append(finding)
     for spec in upstreams:
         finding = Finding(*await check_upstream(spec))
         out(finding)
         checks.append(finding)
-    for finding in check_clients(place):
+    async for finding in check_installed(place, python, loaded):  # what the clients start must load
         out(finding)
         checks.append(finding)
     checked = {spec for spec in upstreams}
@@ -268,17 +289,6 @@ async def diagnose(
             finding.text = f"{where}: {finding.text}"
             out(finding)
             checks.append(finding)
-    loaded = {file.resolve() for file in files}
-    for where, file, env in installed_files(place):  # what the clients start must load too
-        if file in loaded:
-            continue
-        loaded.add(file)
-        for finding in await check_file(file, python, env):
-            if not finding.ok:
-                finding.text = f"{where}: {finding.text}"
-                finding.fix = finding.fix.replace("run `protomcp doctor` again", "restart the client")
-                out(finding)
-                checks.append(finding)
     return sum(not f.ok for f in checks)
 
 

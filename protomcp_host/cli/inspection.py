@@ -43,7 +43,7 @@ def inspect_file(file: Path, python: str) -> dict[str, Any]:
         report = {"file": str(file), "ok": False, "error": problem}
         for key in ("tools", "resources", "resourceTemplates", "prompts", "completions", "middleware"):
             report[key] = []
-        report.update(lifespan=None, rootsHooks=[], warnings=[])
+        report.update(lifespan=None, rootsHooks=[], warnings=[], env=[])
     return {"label": label_of(file), **report}
 
 
@@ -109,6 +109,7 @@ def render(
             ("Completions", [_completion_line(c) for c in entry["completions"]]),
             ("Middleware", [f"{m['name']}  (priority {m['priority']})" for m in entry["middleware"]]),
             ("Lifespan", [entry["lifespan"]] if entry["lifespan"] else []),
+            ("Environment", [_env_line(variable) for variable in entry.get("env", [])]),
             ("Warnings", list(entry["warnings"])),
         ]
         for title, lines in sections:
@@ -158,3 +159,9 @@ def _completion_line(completion: dict[str, Any]) -> str:
     ref = completion["ref"]
     target = f"prompt {ref['name']}" if ref["type"] == "ref/prompt" else f"resource {ref['uri']}"
     return f"{target}, argument {completion['argument']}"
+
+
+def _env_line(variable: dict[str, Any]) -> str:
+    flags = ["secret"] if variable["secret"] else []
+    flags += ["required"] if variable["required"] else [f"default {variable['default']!r}"]
+    return f"{variable['name']}  [{' '.join(flags)}]{_about(variable)}"

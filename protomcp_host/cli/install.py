@@ -8,6 +8,7 @@ Locations, from the clients' documentation:
 - VS Code: the user profile's mcp.json (~/Library/Application Support/Code/User, %APPDATA%\\Code\\User,
   ~/.config/Code/User), key "servers", entries with "type": "stdio".
 - Gemini CLI: ~/.gemini/settings.json, key "mcpServers".
+- Goose: ~/.config/goose/config.yaml (YAML), key "extensions" (see goose.py).
 - Claude Code: configured through its own CLI (`claude mcp add --scope user`).
 
 The platform, home folder and environment are parameters (`Place`), so tests lay out a
@@ -17,6 +18,7 @@ temporary home for each platform.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,7 +30,9 @@ from typing import Any
 
 import orjson
 
-CLIENT_NAMES = ("claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "mcp-json")
+from protomcp_host.cli import goose
+
+CLIENT_NAMES = ("claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "goose", "mcp-json")
 
 
 class InstallError(Exception):
@@ -63,19 +67,29 @@ class Place:
 
 @dataclass(frozen=True)
 class ConfigFile:
-    """A client that keeps its MCP servers in a JSON file."""
+    """A client that keeps its MCP servers in a JSON file (or YAML: Goose)."""
 
     name: str
     title: str
     key: str  # the object that maps server names to entries
     locate: Callable[[Place], Path]
     stdio_type: bool = False  # VS Code wants "type": "stdio" in each entry
+    yaml: bool = False  # Goose: the file is YAML, its entries are goose extensions
 
     def path(self, place: Place) -> Path:
         return self.locate(place)
 
-    def shape(self, entry: dict[str, Any]) -> dict[str, Any]:
+    def shape(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
+        if self.yaml:
+            return goose.extension(name, entry)
         return {"type": "stdio", **entry} if self.stdio_type else dict(entry)
+
+    def server_key(self, name: str) -> str:
+        return goose.key_of(name) if self.yaml else name
+
+    def entry(self, stored: Any) -> Any:
+        """A stored server as an `mcpServers` entry (command, args, env)."""
+        return goose.as_entry(stored) if self.yaml else stored
 
 
 def _claude_desktop(place: Place) -> Path:
@@ -103,7 +117,21 @@ CONFIG_FILES: dict[str, ConfigFile] = {
     "gemini-cli": ConfigFile(
         "gemini-cli", "Gemini CLI", "mcpServers", lambda p: p.home / ".gemini" / "settings.json"
     ),
+    "goose": ConfigFile("goose", "Goose", "extensions", goose.config_path, yaml=True),
 }
+
+_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def check_server_name(name: str) -> str:
+    """A server name reaches client CLIs and the commands printed to paste into a shell: only
+    letters, digits, '_', '-' and '.'."""
+    if not _SERVER_NAME.fullmatch(name):
+        raise InstallError(
+            f"server name {name!r}: use 1-64 letters, digits, '_', '-' or '.' (starting with a letter or "
+            "digit); it is passed to the client's CLI and shown in commands to paste into a shell"
+        )
+    return name
 
 
 # ---- the entry ---------------------------------------------------------------------
@@ -126,34 +154,59 @@ def protomcp_command(python: str = sys.executable) -> list[str]:
     return [str(interpreter), "-m", "protomcp_host"]
 
 
+# Options of `run` that `install` passes on to the entry (each takes a value; tags repeat).
+RUN_OPTIONS = (
+    "--discovery", "--call-timeout", "--startup-timeout", "--processes", "--include-tag", "--exclude-tag",
+    "--instructions",
+)  # fmt: skip
+
+
+def run_arguments(values: Mapping[str, Any]) -> list[str]:
+    """`--flag value` words for the RUN_OPTIONS given, by click parameter name (None: not given)."""
+    words: list[str] = []
+    for flag in RUN_OPTIONS:
+        value = values.get(flag.removeprefix("--").replace("-", "_"))
+        for item in value if isinstance(value, (tuple, list)) else [value]:
+            if item is not None:
+                words += [flag, f"{item:g}" if isinstance(item, float) else str(item)]
+    return words
+
+
 def server_entry(
     files: list[Path],
     *,
     dev: bool = False,
+    ui: bool = False,
     env: Mapping[str, str] | None = None,
     command: list[str] | None = None,
     modules: Sequence[str] = (),
     plugins: Sequence[str] = (),
     upstreams: Sequence[Any] = (),
+    options: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The portable `mcpServers` entry: absolute command and absolute tool files; modules and
     plugins by name (the client's protomcp finds them in its interpreter); upstreams
-    (upstream.spec.UpstreamSpec) as their --upstream options."""
+    (upstream.spec.UpstreamSpec) as their --upstream options; then `options` (run_arguments)."""
     argv = command or protomcp_command()
     sources = [*(str(f.resolve()) for f in files)]
     sources += [word for module in modules for word in ("-m", module)]
     sources += [word for plugin in plugins for word in ("--plugin", plugin)]
     sources += [word for spec in upstreams for word in spec.argv()]
-    entry: dict[str, Any] = {"command": argv[0], "args": [*argv[1:], "dev" if dev else "run", *sources]}
+    verb = "dev" if dev else "run"
+    entry: dict[str, Any] = {"command": argv[0], "args": [*argv[1:], verb, *sources, *options]}
+    if ui:  # dev's playground: any free port when 6280 is taken; `protomcp logs` prints its URL
+        entry["args"].append("--ui")
     if env:
         entry["env"] = dict(env)
     return entry
 
 
 def default_name(files: list[Path], modules: Sequence[str] = (), plugins: Sequence[str] = ()) -> str:
-    """A file's stem, a module's top-level package, a plugin's name; "tools" for several."""
+    """A file's stem, a module's top-level package, a plugin's name; "tools" for several.
+    Characters a server name may not have (check_server_name) become '-'."""
     names = [f.stem for f in files] + [m.split(".")[0] for m in modules] + list(plugins)
-    return names[0] if len(names) == 1 else "tools"
+    name = re.sub(r"[^A-Za-z0-9_.-]", "-", names[0]).strip("-._")[:64] if len(names) == 1 else ""
+    return name or "tools"
 
 
 def parse_env(pairs: tuple[str, ...] | list[str], env_file: Path | None = None) -> dict[str, str]:
@@ -237,10 +290,10 @@ def strip_jsonc(text: str) -> str:
     return "".join(out)
 
 
-def load_config(path: Path) -> tuple[dict[str, Any], bool]:
+def load_config(path: Path, yaml: bool = False) -> tuple[dict[str, Any], bool]:
     """The config as a dict ({} when the file does not exist) and whether it had comments or
-    trailing commas (JSONC, which VS Code, Cursor and Gemini CLI accept); InstallError if it is
-    not JSON even so."""
+    trailing commas (JSONC, which VS Code, Cursor and Gemini CLI accept; comments in YAML);
+    InstallError if it is not JSON (YAML) even so."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -249,6 +302,8 @@ def load_config(path: Path) -> tuple[dict[str, Any], bool]:
         raise InstallError(f"cannot read {path}: {exc.strerror}") from None
     if not data.strip():
         return {}, False
+    if yaml:
+        return _load_yaml(path, data)
     lenient = False
     try:
         config = orjson.loads(data)
@@ -265,22 +320,42 @@ def load_config(path: Path) -> tuple[dict[str, Any], bool]:
     return config, lenient
 
 
-def read_config(path: Path) -> dict[str, Any]:
+def _load_yaml(path: Path, data: bytes) -> tuple[dict[str, Any], bool]:
+    try:
+        config = goose.load(data.decode("utf-8", errors="replace"))
+    except ImportError as exc:
+        raise InstallError(str(exc)) from None
+    except Exception as exc:  # yaml.YAMLError (PyYAML is imported only here)
+        raise InstallError(f"{path} is not valid YAML ({exc}); fix it by hand") from None
+    if not isinstance(config, dict):
+        raise InstallError(f"{path} does not hold a YAML mapping; fix it by hand")
+    return config, b"#" in data
+
+
+def read_config(path: Path, yaml: bool = False) -> dict[str, Any]:
     """The config as a dict (see load_config)."""
-    return load_config(path)[0]
+    return load_config(path, yaml)[0]
 
 
 _DROPPED = " (its comments and trailing commas are not kept: the file is rewritten as plain JSON)"
+_DROPPED_YAML = " (its comments are not kept: the file is rewritten)"
+
+
+def _dropped(client: ConfigFile) -> str:
+    return _DROPPED_YAML if client.yaml else _DROPPED
 
 
 def add_server(client: ConfigFile, place: Place, name: str, entry: dict[str, Any], *, force: bool) -> Outcome:
     """Write `name` into the client's config, keeping every other setting and server."""
     path = client.path(place)
-    config, lenient = load_config(path)
+    config, lenient = load_config(path, client.yaml)
     servers = config.setdefault(client.key, {})
+    if servers is None:  # YAML: `extensions:` with nothing under it
+        servers = config[client.key] = {}
     if not isinstance(servers, dict):
         raise InstallError(f'{path}: "{client.key}" is not an object; fix it by hand')
-    shaped = client.shape(entry)
+    shaped = client.shape(name, entry)
+    name = client.server_key(name)
     existing = servers.get(name)
     if existing == shaped:
         return Outcome(path, None, f"{client.title}: '{name}' is already installed in {path}")
@@ -290,25 +365,28 @@ def add_server(client: ConfigFile, place: Place, name: str, entry: dict[str, Any
             "or --name to install under another name"
         )
     servers[name] = shaped
-    backup = _write(path, config)
+    backup = _write(path, config, client.yaml)
     verb = "replaced" if existing is not None else "added"
-    return Outcome(path, backup, f"{client.title}: {verb} '{name}' in {path}" + (_DROPPED if lenient else ""))
+    return Outcome(
+        path, backup, f"{client.title}: {verb} '{name}' in {path}" + (_dropped(client) if lenient else "")
+    )
 
 
 def remove_server(client: ConfigFile, place: Place, name: str, *, force: bool) -> Outcome:
     path = client.path(place)
-    config, lenient = load_config(path)
+    config, lenient = load_config(path, client.yaml)
     servers = config.get(client.key)
+    name = client.server_key(name)
     if not isinstance(servers, dict) or name not in servers:
         raise InstallError(f"{path}: no server named '{name}'")
-    if not force and not is_protomcp_entry(servers[name]):
+    if not force and not is_protomcp_entry(client.entry(servers[name])):
         raise InstallError(
             f"{path}: the server '{name}' was not installed by protomcp; pass --force to remove it anyway"
         )
     del servers[name]
-    backup = _write(path, config)
+    backup = _write(path, config, client.yaml)
     return Outcome(
-        path, backup, f"{client.title}: removed '{name}' from {path}" + (_DROPPED if lenient else "")
+        path, backup, f"{client.title}: removed '{name}' from {path}" + (_dropped(client) if lenient else "")
     )
 
 
@@ -323,7 +401,7 @@ def is_protomcp_entry(entry: Any) -> bool:
     return Path(command).stem == "protomcp" or args[:2] == ["-m", "protomcp_host"]
 
 
-def _write(path: Path, config: dict[str, Any]) -> Path | None:
+def _write(path: Path, config: dict[str, Any], yaml: bool = False) -> Path | None:
     """Write atomically; keep the previous file as `<name>.bak`. Returns the backup path."""
     path.parent.mkdir(parents=True, exist_ok=True)
     backup = None
@@ -331,7 +409,8 @@ def _write(path: Path, config: dict[str, Any]) -> Path | None:
         backup = path.with_name(path.name + ".bak")
         shutil.copy2(path, backup)
     temporary = path.with_name(f".{path.name}.protomcp-tmp")
-    temporary.write_bytes(orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n")
+    text = goose.dump(config) if yaml else orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n"
+    temporary.write_bytes(text)
     os.replace(temporary, path)
     return backup
 
@@ -419,23 +498,28 @@ def install(
     name: str | None = None,
     env: Mapping[str, str] | None = None,
     dev: bool = False,
+    ui: bool = False,
     force: bool = False,
     place: Place | None = None,
     which: Callable[[str], str | None] = shutil.which,
     modules: Sequence[str] = (),
     plugins: Sequence[str] = (),
     upstreams: Sequence[Any] = (),
+    options: Sequence[str] = (),
 ) -> str:
     """Install `files` (and tool modules and plugins, by name, and upstream MCP servers) into
-    `client`; returns what to tell the user. Raises InstallError."""
+    `client`, served with the run `options` (run_arguments); returns what to tell the user.
+    Raises InstallError."""
     missing = [str(f) for f in files if not f.exists()]  # files, or folders of tool files
     if missing:
         raise InstallError("no such tool file or folder: " + ", ".join(missing))
     if not (files or modules or plugins or upstreams):
         raise InstallError("nothing to install: give tool FILES, -m MODULE, --plugin NAME or --upstream")
     name = name or default_name(files, modules, plugins) if (files or modules or plugins) else name
-    name = name or (upstreams[0].name if len(upstreams) == 1 else "tools")
-    entry = server_entry(files, dev=dev, env=env, modules=modules, plugins=plugins, upstreams=upstreams)
+    name = check_server_name(name or (upstreams[0].name if len(upstreams) == 1 else "tools"))
+    entry = server_entry(
+        files, dev=dev, ui=ui, env=env, modules=modules, plugins=plugins, upstreams=upstreams, options=options
+    )
     if client == "mcp-json":
         return portable_json(name, entry)
     if client == "claude-code":
@@ -458,6 +542,7 @@ def uninstall(
 ) -> str:
     if client == "mcp-json":
         raise InstallError("mcp-json only prints an entry; there is nothing to uninstall")
+    check_server_name(name)
     if client == "claude-code":
         ran, output = run_client_cli(claude_code_remove(name), which)
         if ran:

@@ -64,7 +64,8 @@ def _serve_options(fn: Any) -> Any:
         help="Shared state for several hosts: redis://HOST:PORT/DB, with ?prefix=NAME to keep "
         "deployments on one database apart. Modern-era tasks are seen, answered "
         "and cancelled through any host; resource updates published on one host reach listeners on "
-        "all of them; an input-required retry (requestState) is accepted by any of them. Needs the "
+        "all of them; an input-required retry (requestState) is accepted by any of them; a principal's "
+        "tool-list state is the same on all of them. Needed by --workers N > 1. Needs the "
         "redis client (pip install 'protomcp-tools[redis]').  "
         "[default: this host's memory]",
     )(fn)  # fmt: skip
@@ -383,9 +384,10 @@ HTTP_OPTIONS = [
         type=click.IntRange(min=1),
         metavar="N",
         help="[http] Host processes sharing the port, each with its own tool processes; this process "
-        "supervises them (a worker that dies is replaced; SIGTERM drains all). Modern (2026-07-28) "
-        "requests go to any worker; a legacy session lives in one worker, so legacy clients need "
-        "one worker or a balancer routing by Mcp-Session-Id.  [default: 1]",
+        "supervises them (a worker that dies is replaced; SIGTERM drains all). More than one needs "
+        "--store redis://...: the workers share each principal's tool-list state, modern-era tasks "
+        "and the requestState key there. Modern (2026-07-28) requests go to any worker; a legacy "
+        "session lives in one worker, which the others pass its requests to.  [default: 1]",
     ),
 ]
 HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags do not apply
@@ -463,7 +465,7 @@ def run(files: tuple[Path, ...], **options: Any) -> None:
 )  # fmt: skip
 @click.option(
     "--ui-port", type=click.IntRange(min=0, max=65535), default=None,
-    help="[--ui] The playground's port on 127.0.0.1 (0: any free port).  [default: 6280]",
+    help="[--ui] The playground's port on 127.0.0.1 (0, or taken: any free port).  [default: 6280]",
 )  # fmt: skip
 def dev(
     files: tuple[Path, ...],
@@ -483,15 +485,25 @@ def dev(
     """
     if ui_port is not None and not ui:
         raise click.UsageError("--ui-port: only with --ui")
-    companions = (partial(_playground, UI_PORT if ui_port is None else ui_port),) if ui else ()
+    companions: tuple[Any, ...] = (_journal,)  # first: it hears the playground's URL
+    if ui:
+        companions += (partial(_playground, ui_port),)
     _serve_command(files, options, reload=not no_reload, watch=watch, companions=companions)
 
 
-async def _playground(port: int, host: Any, shutdown: Any, *, task_status: Any) -> None:
-    """The --ui companion; imported only once the tool processes have been launched."""
+async def _playground(port: int | None, host: Any, shutdown: Any, *, task_status: Any) -> None:
+    """The --ui companion; imported only once the tool processes have been launched (a port
+    taken, say by a sibling copy, falls back to a free one)."""
     from protomcp_host.playground.server import serve_playground
 
-    await serve_playground(host, shutdown, port, task_status=task_status)
+    await serve_playground(host, shutdown, UI_PORT if port is None else port, task_status=task_status)
+
+
+async def _journal(host: Any, shutdown: Any, *, task_status: Any) -> None:
+    """dev's journal for `protomcp logs`."""
+    from protomcp_host.cli.devjournal import journal_companion
+
+    await journal_companion(host, shutdown, task_status=task_status)
 
 
 UI_PORT = 6280
@@ -519,6 +531,12 @@ def _serve_command(files: tuple[Path, ...], options: dict[str, Any], **extra: An
         raise click.UsageError(
             "--agent-id with --workers: every worker would be a separate agent under one id "
             "(peers refuse the second link); bridge one worker and scale tools with --processes"
+        )
+    if http is not None and http.workers > 1 and settings["store"] in (None, "memory"):
+        raise click.UsageError(
+            f"--workers {http.workers} needs --store redis://HOST:PORT/DB: each worker is a host of its "
+            "own, and the store is where they share each principal's tool-list state, modern-era tasks "
+            "and the requestState key (or serve with one worker and scale tools with --processes)"
         )
     _serve(
         files,
@@ -647,6 +665,7 @@ def _load_skill_folders(folders: tuple[Path, ...]) -> Any:
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @_source_options
 @SKILLS_OPTION
+@_upstream_options
 @click.option("--json", "as_json", is_flag=True, help="Print the MCP tools/list result as JSON.")
 @PYTHON
 def list_command(
@@ -656,14 +675,21 @@ def list_command(
     skills: tuple[Path, ...],
     as_json: bool,
     python: str,
+    **given: Any,
 ) -> None:
-    """Print the tools in FILES, -m modules and --plugin plugins: name, description and parameters;
-    then their resources, resource templates and prompts, and the --skills, if any."""
+    """Print the tools in FILES, -m modules, --plugin plugins and --upstream servers: name,
+    description and parameters; then their resources, resource templates and prompts, and the
+    --skills, if any."""
     import orjson
 
+    upstreams = upstream_specs(given)
     served_skills = _load_skill_folders(skills)
-    sources = _sources(files, modules, plugins, python, skills=skills)
-    served = _with_client(sources, python, _list_everything, skills=served_skills)
+    sources = (
+        _sources(files, modules, plugins, python, skills=skills)
+        if files or modules or plugins or not upstreams
+        else []
+    )
+    served = _with_client(sources, python, _list_everything, skills=served_skills, upstreams=upstreams)
     if as_json:
         shown = {key: value for key, value in served.items() if value or key == "tools"}
         click.echo(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
@@ -863,29 +889,39 @@ def _sources(
     "send the arguments as the tool's protobuf message (--json prints the result's content, isError "
     "and structured data).",
 )  # fmt: skip
+@_upstream_options
 @PYTHON
 def call(
     words: tuple[str, ...], modules: tuple[str, ...], plugins: tuple[str, ...], args: str, as_json: bool,
-    call_timeout: float, binary: bool, python: str,
+    call_timeout: float, binary: bool, python: str, **given: Any,
 ) -> None:  # fmt: skip
-    """Call TOOL from FILE (or from -m MODULE / --plugin NAME, then without FILE) once and print
-    its result (exit status 1 if it is an error).
+    """Call TOOL from FILE (or from -m MODULE / --plugin NAME / --upstream, then without FILE)
+    once and print its result (exit status 1 if it is an error).
 
     Arguments are KEY=VALUE pairs (VALUE is read as JSON, e.g. n=3 or tags='["a"]', except
-    for text parameters) and/or --args JSON. Progress and log messages go to stderr.
+    for text parameters) and/or --args JSON. Progress and log messages go to stderr. A URI
+    instead of TOOL reads that resource (`call tools.py config://app`); a prompt's name
+    renders the prompt (its KEY=VALUE arguments are text).
     """
     import orjson
 
+    from protomcp_host.cli.reading import contents_text, find_prompt, is_uri, messages_text, prompt_arguments
     from protomcp_host.cli.show import CallDisplay, parse_pairs
-    from protomcp_host.transports.direct import list_tools
+    from protomcp_host.transports.direct import RequestFailed, list_tools
+
+    upstreams = upstream_specs(given)
 
     files: tuple[Path, ...] = ()
-    if not (modules or plugins) or (len(words) > 1 and "=" not in words[0] and Path(words[0]).exists()):
+    if not (modules or plugins or upstreams) or (
+        len(words) > 1 and "=" not in words[0] and Path(words[0]).exists()
+    ):
         files, words = tuple(Path(w) for w in words[:1]), words[1:]
     if not words:
         raise click.UsageError("missing TOOL (give FILE TOOL, or -m MODULE TOOL)")
     tool, pairs = words[0], words[1:]
-    sources = _sources(files, modules, plugins, python)
+    sources = (
+        _sources(files, modules, plugins, python) if files or modules or plugins or not upstreams else []
+    )
     try:
         arguments = orjson.loads(args)
     except orjson.JSONDecodeError as exc:
@@ -893,12 +929,18 @@ def call(
     if not isinstance(arguments, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--args")
     if binary:
+        if upstreams or is_uri(tool):
+            raise click.UsageError("--binary calls a tool of FILES (no --upstream, no resource URI)")
         from protomcp_host.cli.binary_call import call_binary
 
         sys.exit(call_binary(sources, tool, pairs, arguments, as_json, call_timeout or None, python))
     display = CallDisplay(tool)
 
-    async def one_call(request: Any) -> dict[str, Any]:
+    async def one_call(request: Any) -> tuple[str, dict[str, Any]]:
+        if is_uri(tool):  # a resource: read it
+            if pairs or arguments:
+                raise click.UsageError("a resource URI takes no arguments")
+            return "resource", await request("resources/read", {"uri": tool})
         if pairs:
             schemas = {entry["name"]: entry.get("inputSchema", {}) for entry in await list_tools(request)}
             try:
@@ -907,13 +949,38 @@ def call(
                 raise click.BadParameter(str(exc), param_hint="KEY=VALUE") from None
         params = {"name": tool, "arguments": arguments, "_meta": {"progressToken": 1}}
         try:
-            return await request("tools/call", params)
+            return "tool", await request("tools/call", params)
+        except RequestFailed as exc:
+            if not str(exc).startswith("Unknown tool"):
+                raise click.ClickException(str(exc)) from None
+            if await find_prompt(request, tool) is not None:  # a prompt: render it
+                try:
+                    texts = prompt_arguments(pairs, orjson.loads(args))
+                except ValueError as problem:
+                    raise click.BadParameter(str(problem), param_hint="KEY=VALUE") from None
+                return "prompt", await request("prompts/get", {"name": tool, "arguments": texts})
+            from protomcp_host.cli.undecorated import undecorated_hint
+
+            hint = undecorated_hint(sources, tool)
+            raise click.ClickException(f"{exc} ({hint})" if hint else str(exc)) from None
         finally:
             display.close()
 
-    result = _with_client(sources, python, one_call, call_timeout=call_timeout or None, on_message=display)
+    kind, result = _with_client(
+        sources,
+        python,
+        one_call,
+        call_timeout=call_timeout or None,
+        on_message=display,
+        echo_requests=False,  # what the call prints reaches the display as log messages: shown once
+        upstreams=upstreams,
+    )
     if as_json:
         click.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    elif kind == "resource":
+        click.echo("\n".join(contents_text(result)))
+    elif kind == "prompt":
+        click.echo("\n".join(messages_text(result, _describe_block)))
     else:
         for block in result.get("content", []):
             click.echo(_describe_block(block))
@@ -1015,8 +1082,92 @@ def doctor(
     sys.exit(1 if problems else 0)
 
 
+@main.command()
+@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "-n", "--lines", "tail", default=20, show_default=True, type=click.IntRange(min=0),
+    help="Records of the latest host's journal to show before following.",
+)  # fmt: skip
+def logs(file: Path | None, tail: int) -> None:
+    """Follow what the `protomcp dev` hosts serving FILE do, live: loads and load errors with
+    their tracebacks, calls and answers, what calls print and log, crashes, the playground URL (--ui).
+
+    Meant for hosts an AI client started (their stderr is the client's): each dev host keeps a
+    journal of its own (at most 2 MiB) in a per-user runtime folder. Without FILE: list the
+    running dev hosts. Ctrl+C stops following.
+    """
+    from protomcp_host.cli.devjournal import runtime_dir
+    from protomcp_host.cli.logs import describe_hosts, follow
+
+    try:
+        folder = runtime_dir()
+    except OSError as exc:
+        raise click.ClickException(str(exc)) from None
+    if file is None:
+        for line in describe_hosts(folder):
+            click.echo(line)
+        return
+    import contextlib
+
+    with contextlib.suppress(KeyboardInterrupt):
+        follow(folder, file, lambda line: click.echo(line), tail=tail)
+
+
+@main.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--plugin", "plugins", multiple=True, metavar="NAME",
+    help="Also serve an installed tool plugin: the bundle depends on its distribution; repeatable.",
+)  # fmt: skip
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="The bundle to write.  [default: NAME.mcpb]",
+)  # fmt: skip
+@click.option(
+    "--type", "kind", type=click.Choice(["uv", "python"]), default="uv", show_default=True,
+    help="uv: dependencies installed by the client with uv (Claude Desktop); python: protomcp and "
+    "every dependency inside the bundle, for this platform and Python version (clients that run "
+    "no uv, e.g. Claude Code plugins).",
+)  # fmt: skip
+@click.option("--name", help="The bundle's name (default: the tool file's name).")
+@click.option("--version", "version", default="0.1.0", show_default=True, help="The bundle's version.")
+@click.option("--author", help="The author's name (default: your login name).")
+@click.option("--description", help="One line (default: the first tool file's docstring).")
+@PYTHON
+def pack(
+    files: tuple[Path, ...], plugins: tuple[str, ...], out: Path | None, kind: str, name: str | None,
+    version: str, author: str | None, description: str | None, python: str,
+) -> None:  # fmt: skip
+    """Build an MCP Bundle (.mcpb, manifest 0.4) of the tools in FILES (files or folders):
+    Claude Desktop installs it by double-click, with a settings form for the environment
+    variables the files declare with env() (secret ones masked).
+
+    The bundle holds the tool files, a pyproject.toml depending on protomcp-tools (and on what
+    the files' `# /// script` blocks list), and an entry that runs `protomcp run` on them; its
+    manifest lists their tools and prompts. Every file is loaded first: one that fails stops it.
+    """
+    from protomcp_host.cli import pack as packer
+
+    if not (files or plugins):
+        raise click.UsageError("nothing to pack: give tool FILES or --plugin NAME")
+    try:
+        bundle = packer.plan(
+            list(files), list(plugins), kind, python, name=name, version=version, author=author,
+            description=description,
+        )  # fmt: skip
+        written = packer.write(bundle, out or Path(f"{bundle.name}.mcpb"), say=_err)
+    except packer.PackError as exc:
+        raise click.ClickException(str(exc)) from None
+    tools = sum(len(entry["tools"]) for entry in bundle.report["files"])
+    settings = len(bundle.variables())
+    click.echo(
+        f"wrote {written} ({kind} bundle: {tools} tool{'s' * (tools != 1)}, "
+        f"{settings} setting{'s' * (settings != 1)}); open it with Claude Desktop to install it"
+    )
+
+
 CLIENT = click.argument("client", type=click.Choice(
-    ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "mcp-json"]))  # fmt: skip
+    ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "goose", "mcp-json"]))  # fmt: skip
 
 
 @main.command()
@@ -1032,25 +1183,47 @@ CLIENT = click.argument("client", type=click.Choice(
     "--env-file", type=click.Path(path_type=Path, dir_okay=False), help="Read KEY=VALUE lines from a file."
 )
 @click.option("--dev", is_flag=True, help="Install `protomcp dev` (hot reload) instead of `protomcp run`.")
+@click.option(
+    "--ui", is_flag=True,
+    help="[--dev] The dev host also serves the playground; `protomcp logs` prints its URL.",
+)  # fmt: skip
 @click.option("--force", is_flag=True, help="Replace an existing server of the same name.")
 @click.option(
     "--no-check", is_flag=True,
     help="Install even if FILES do not load now (by default they are loaded first, with the --env given).",
 )  # fmt: skip
+@click.option(
+    "--discovery", type=click.Choice(["full", "search"]), help="Run option for the entry (see run)."
+)
+@click.option("--call-timeout", type=click.FloatRange(min=0), help="Run option for the entry (see run).")
+@click.option(
+    "--startup-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Run option for the entry (see run).",
+)
+@click.option(
+    "--processes", type=click.IntRange(min=1), metavar="N", help="Run option for the entry (see run)."
+)
+@click.option("--include-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
+@click.option("--exclude-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
+@click.option("--instructions", metavar="TEXT", help="Run option for the entry (see run).")
 def install(
     client: str, files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...],
-    name: str | None, env: tuple[str, ...], env_file: Path | None, dev: bool, force: bool, no_check: bool,
-    **given: Any,
+    name: str | None, env: tuple[str, ...], env_file: Path | None, dev: bool, ui: bool, force: bool,
+    no_check: bool, **given: Any,
 ) -> None:  # fmt: skip
     """Add the tools in FILES (and -m modules, --plugin plugins) to an AI client's MCP configuration.
 
-    CLIENT is claude-desktop, claude-code, cursor, vscode, gemini-cli, or mcp-json (print a
+    CLIENT is claude-desktop, claude-code, cursor, vscode, gemini-cli, goose, or mcp-json (print a
     portable "mcpServers" entry). Paths are made absolute, modules and plugins are kept by
     name; other servers in the config are
     kept and the previous file is saved next to it as .bak.
     """
     from protomcp_host.cli import install as installer
 
+    options = installer.run_arguments(given)  # --discovery, --call-timeout...: passed on as given
+    if ui and not dev:
+        raise click.UsageError("--ui: only with --dev (the playground is dev's)")
     # kept as options (commands made absolute); an upstream's token variable needs --env
     upstreams = [spec.absolute() for spec in upstream_specs(given)]
     try:
@@ -1064,8 +1237,8 @@ def install(
             _refuse_unloadable(tuple(sources), variables)
         click.echo(
             installer.install(
-                client, list(files), name=name, env=variables, dev=dev, force=force,
-                modules=modules, plugins=plugins, upstreams=upstreams,
+                client, list(files), name=name, env=variables, dev=dev, ui=ui, force=force,
+                modules=modules, plugins=plugins, upstreams=upstreams, options=options,
             )
         )  # fmt: skip
     except installer.InstallError as exc:

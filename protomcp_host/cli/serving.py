@@ -107,9 +107,11 @@ def serve(files: tuple[Path, ...], **options: Any) -> None:
     worker = None
     http = options.get("http")
     if http is not None and http.workers > 1:
+        from protomcp_host.transports.http.affinity import Affinity
         from protomcp_host.transports.http.workers import inherited_socket
 
         http.sock = inherited_socket()
+        http.affinity = Affinity.from_env()
         if http.sock is None:  # the parent: it serves no tools itself
             sys.exit(_run_workers(files, http, options.get("drain_timeout", 5.0), signalled))
         worker = os.environ.get("PROTOMCP_WORKER", "?")

@@ -11,6 +11,7 @@ One page session lives as long as the host, so a reloaded page picks up where it
 from __future__ import annotations
 
 import contextlib
+import errno
 import hmac
 import secrets
 from collections.abc import AsyncIterator, Iterator
@@ -48,7 +49,7 @@ class Playground:
         self.port = 0
         self.router: Router = host.connect(self._page_out, observed=False)
         host.watchers.append(self._host_event)
-        host.wire_tap = self._client_message
+        host.add_wire_tap(self._client_message)
 
     # -- what goes into the journal --------------------------------------------------------
     def _page_out(self, data: bytes, related: bytes | None) -> None:
@@ -189,8 +190,22 @@ async def serve_playground(
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the playground on loopback `port` (0: any free port) until `shutdown`; the page's
-    URL, with its token, goes to the host's stderr once it listens. An `app.serve` companion."""
-    sock = bind(LOOPBACK, port)  # OSError (port taken) reaches serve(), which says so
+    URL, with its token, goes to the host's stderr (and to `protomcp logs`) once it listens.
+    An `app.serve` companion.
+
+    A port already taken (a sibling copy of this server, with the same --ui-port if any: Claude
+    Desktop starts a second one to probe its protocol era, a Cowork session its own; or another
+    dev host) falls back to a free port, said on stderr."""
+    try:
+        sock = bind(LOOPBACK, port)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE or port == 0:
+            raise  # reaches serve(), which says so
+        sock = bind(LOOPBACK, 0)
+        host.stderr(
+            f"protomcp playground: port {port} is in use (another protomcp dev --ui?); "
+            f"using port {sock.getsockname()[1]} instead"
+        )
     playground = Playground(host)
     playground.port = sock.getsockname()[1]
     config = uvicorn.Config(
@@ -200,6 +215,7 @@ async def serve_playground(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, [sock])
+            host.tell("playground", {"url": playground.url()})  # (first: once it is said, it is known)
             host.stderr(f"protomcp playground: {playground.url()}")
             task_status.started()
             await shutdown.wait()

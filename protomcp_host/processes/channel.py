@@ -291,6 +291,7 @@ class Channel:
         elif leg is None:  # outside any request (or after it ended): nobody's session
             self.events.log(self.label, entry.level, entry.logger, data)
         else:
+            self.events.logged(self.label, entry.level, entry.logger, data)
             leg.log(entry.level, entry.logger, data)
 
     def _raw_header(self, envelope: pb.Envelope) -> None:

@@ -41,8 +41,15 @@ class ProcessEvents(Protocol):
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
         """A log frame sent outside any request of the bridge."""
 
+    def logged(self, label: str, level: str, logger: str, data: Any) -> None:
+        """A log frame a request sent (its session has it already): for the host's observers."""
+
     def problem(self, message: str) -> None:
         """Something the person running the host should know (crash, restart, failed reload)."""
+
+    def stale(self, label: str, error: str) -> None:
+        """A save of the file failed to load (`error`); its previous version keeps serving
+        until a process loads it again (then `loaded` comes)."""
 
     def notice(self, label: str, envelope: pb.Envelope) -> None:
         """A notification outside any request (a resource changed)."""

@@ -267,6 +267,7 @@ class Supervisor:
             await self._replace()
         except (WorkerError, ValueError) as exc:
             self.events.problem(f"{exc}\nthe previous version of {self.label} keeps serving")
+            self.events.stale(self.label, str(exc))
             return
         self._reloaded()
 

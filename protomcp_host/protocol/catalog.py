@@ -24,10 +24,15 @@ LARGE_SCHEMA = 64 * 1024  # bytes of JSON: above this a validator is built ahead
 _FIELDS_BY_VERSION = {
     "2024-11-05": ("name", "description", "inputSchema"),
     "2025-03-26": ("name", "description", "inputSchema", "annotations"),
-    "2025-06-18": ("name", "title", "description", "inputSchema", "outputSchema", "annotations"),
-    "2026-07-28": ("name", "title", "description", "inputSchema", "outputSchema", "annotations"),
-}
-_ALL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "execution")
+    "2025-06-18": ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"),
+    "2026-07-28": (
+        "name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "_meta",
+    ),
+}  # fmt: skip
+_ALL_FIELDS = (
+    "name", "title", "description", "inputSchema", "outputSchema", "annotations", "execution",
+    "icons", "_meta",
+)  # fmt: skip
 
 
 @dataclass(slots=True)

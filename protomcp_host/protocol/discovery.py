@@ -37,6 +37,8 @@ DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
 MAX_QUERY = 1000  # characters: a query is a few words
 
+# The meta-tools are the way in: Claude Code must not defer them behind its own tool search.
+ALWAYS_LOADED = {"anthropic/alwaysLoad": True}
 META_TOOLS: list[dict[str, Any]] = [
     {
         "name": FIND,
@@ -52,6 +54,7 @@ META_TOOLS: list[dict[str, Any]] = [
             },
             "required": ["query"],
         },
+        "_meta": ALWAYS_LOADED,
     },
     {
         "name": SCHEMA,
@@ -61,6 +64,7 @@ META_TOOLS: list[dict[str, Any]] = [
             "properties": {"name": {"type": "string", "description": "The tool's name"}},
             "required": ["name"],
         },
+        "_meta": ALWAYS_LOADED,
     },
     {
         "name": CALL,
@@ -73,6 +77,7 @@ META_TOOLS: list[dict[str, Any]] = [
             },
             "required": ["name"],
         },
+        "_meta": ALWAYS_LOADED,
     },
 ]
 META_NAMES = frozenset(tool["name"] for tool in META_TOOLS)

@@ -132,78 +132,102 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-class _Refusal(Exception):
-    pass
+class _Refused:
+    """Stands, in a leniently parsed message, for a value orjson cannot hold faithfully."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
-def _refuse_int(text: str) -> int:
+def _refuse_int(text: str) -> int | _Refused:
     value = int(text)
     if not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
-        raise _Refusal(f"the integer {text[:40]}{'...' if len(text) > 40 else ''} exceeds 64 bits")
+        return _Refused(f"the integer {text[:40]}{'...' if len(text) > 40 else ''} exceeds 64 bits")
     return value
 
 
-def _refuse_float(text: str) -> float:
+def _refuse_float(text: str) -> float | _Refused:
     value = float(text)
     if value in (float("inf"), float("-inf")):
-        raise _Refusal(f"the number {text[:40]} is too large for a double")
+        return _Refused(f"the number {text[:40]} is too large for a double")
     return value
 
 
-def _refuse_constant(text: str) -> Any:
-    raise _Refusal(f"{text} is not JSON")
+def _refuse_constant(text: str) -> _Refused:
+    return _Refused(f"{text} is not JSON")
 
 
-def _refused(line: bytes) -> Invalid | Notification | None:
+def _refused(line: bytes) -> Message | list[Message] | None:
     """Valid JSON that orjson cannot represent faithfully (lone surrogates, numbers beyond
     64-bit integers or doubles): refused with the request's id and the reason, instead of a
-    parse error. None when the line is not valid JSON after all (or holds nothing refused)."""
-    reason = ""
+    parse error; in a batch, only the messages that hold such a value. None when the line is not
+    valid JSON after all (or holds nothing refused)."""
     try:
         data = json.loads(
             line, parse_int=_refuse_int, parse_float=_refuse_float, parse_constant=_refuse_constant
         )
-    except _Refusal as refusal:
-        reason = str(refusal)
-        data = _parsed_leniently(line)
     except (ValueError, RecursionError):
         return None
-    if not reason:
-        if not _has_lone_surrogate(data):
+    if isinstance(data, list) and data:
+        reasons = [_refusal_in(item) for item in data]
+        if all(reason is None for reason in reasons):
             return None
-        reason = "a string holds a lone UTF-16 surrogate escape (such as \\ud800), which is not Unicode text"
-    message = data[0] if isinstance(data, list) and data else data
+        deep = line.count(b"[") + line.count(b"{") > MAX_DEPTH
+        return [
+            _checked(item, deep) if reason is None else _refusal(item, reason)
+            for item, reason in zip(data, reasons, strict=True)
+        ]
+    reason = _refusal_in(data)
+    return None if reason is None else _refusal(data, reason)
+
+
+def _refusal(message: Any, reason: str) -> Invalid | Notification:
+    """The answer to one message holding a refused value (a notification gets none)."""
     if isinstance(message, dict) and "id" not in message and isinstance(message.get("method"), str):
         return Notification("", {})  # a notification gets no answer, not even this one
     id_bytes = NULL_ID
-    if isinstance(message, dict) and is_id(message.get("id")):
+    if isinstance(message, dict) and is_id(message.get("id")):  # (a refused number is no id)
         with contextlib.suppress(orjson.JSONEncodeError):  # the id itself may be what was refused
             id_bytes = orjson.dumps(message["id"])
     return Invalid(id_bytes, INVALID_PARAMS, f"Invalid params: {reason}")
 
 
-def _parsed_leniently(line: bytes) -> Any:
-    try:
-        return json.loads(line)
-    except (ValueError, RecursionError):
-        return None
+_LONE_SURROGATE = "a string holds a lone UTF-16 surrogate escape (such as \\ud800), which is not Unicode text"
 
 
-def _has_lone_surrogate(value: Any) -> bool:
+def _refusal_in(value: Any) -> str | None:
+    """Why a leniently parsed value cannot be taken: the first refused value in document order
+    or a lone surrogate; None when it can."""
     stack = [value]
     while stack:
         item = stack.pop()
+        if isinstance(item, _Refused):
+            return item.reason
         if isinstance(item, str):
             try:
                 item.encode()
             except UnicodeEncodeError:
-                return True
+                return _LONE_SURROGATE
         elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
+            for key, child in reversed(item.items()):
+                stack += (child, key)
         elif isinstance(item, list):
-            stack.extend(item)
-    return False
+            stack.extend(reversed(item))
+    return None
+
+
+def parse_leniently(line: bytes) -> Any:
+    """What orjson refuses to parse but decode() takes (a value it cannot hold, a batch nested
+    too deep in one message), parsed as orjson would if it could: a refused number is a float
+    (it is no id, and decode() refuses the message that holds it)."""
+    return json.loads(line, parse_int=_int_as_orjson, parse_constant=float)
+
+
+def _int_as_orjson(text: str) -> int | float:
+    value = int(text)
+    return value if _INT_RANGE[0] <= value <= _INT_RANGE[1] else float(text)
 
 
 def classify(data: Any) -> Message:

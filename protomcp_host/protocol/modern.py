@@ -552,6 +552,17 @@ class ModernSession(Session):
         self.envelopes.pop(request_id, None)
         return rpc.error(request_id, code, message, data)
 
+    def replay(self, request_id: bytes, answer: bytes) -> bytes | None:
+        """End a request in progress with the answer an earlier request with the same
+        requestState got (`answer`: its JSON after the id, i.e. from ``,"result":`` on)."""
+        if (
+            self.in_flight.pop(request_id, None) is None
+            and self.features.forwarded.pop(request_id, None) is None
+        ):
+            return None
+        self.envelopes.pop(request_id, None)
+        return b'{"jsonrpc":"2.0","id":' + request_id + answer
+
     def call_failed(self, call: Call, message: str) -> bytes | None:
         if self.in_flight.pop(call.id, None) is None:
             return None

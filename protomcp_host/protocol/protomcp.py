@@ -392,9 +392,7 @@ class ProtoMcp:
                 tool.bsr_ref = described.ref
             else:
                 tool.inline_schema.CopyFrom(described.fds)
-            for key in ("title", "annotations", "_meta"):
-                if key in shown:
-                    tool.metadata[key] = orjson.dumps(shown[key]).decode()
+            _put_metadata(tool.metadata, shown, ("title", "annotations", "_meta", "icons"))
         return pm.MCPMessage(id=id_, list_tools_response=answer)
 
     def _answer_call_tool_request(self, id_: int, pending: Pending, result: dict[str, Any]) -> pm.MCPMessage:
@@ -404,19 +402,22 @@ class ProtoMcp:
         structured = result.get("structuredContent")
         if structured is not None:
             answer.content.append(pm.ToolContent(data=_pack_structured(structured, pending.described)))
-        return pm.MCPMessage(id=id_, call_tool_response=pm.CallToolResponse(success=answer))
+        response = pm.CallToolResponse(success=answer)
+        _put_metadata(response.metadata, result, ("_meta",))
+        return pm.MCPMessage(id=id_, call_tool_response=response)
 
     def _answer_list_resources_request(
         self, id_: int, pending: Pending, result: dict[str, Any]
     ) -> pm.MCPMessage:
         answer = pm.ListResourcesResponse(next_cursor=result.get("nextCursor") or "")
         for shown in result.get("resources") or []:
-            answer.resources.add(
+            resource = answer.resources.add(
                 uri=shown["uri"],
                 name=shown.get("name") or "",
                 description=shown.get("description") or "",
                 mime_type=shown.get("mimeType") or "",
             )
+            _put_metadata(resource.metadata, shown, ("title", "annotations", "_meta", "icons"))
         return pm.MCPMessage(id=id_, list_resources_response=answer)
 
     def _answer_read_resource_request(
@@ -437,6 +438,7 @@ class ProtoMcp:
         answer = pm.ListPromptsResponse(next_cursor=result.get("nextCursor") or "")
         for shown in result.get("prompts") or []:
             prompt = answer.prompts.add(name=shown["name"], description=shown.get("description") or "")
+            _put_metadata(prompt.metadata, shown, ("title", "_meta", "icons"))
             for argument in shown.get("arguments") or []:
                 prompt.arguments.add(
                     name=argument["name"],
@@ -450,6 +452,13 @@ class ProtoMcp:
         for item in result.get("messages") or []:
             answer.messages.add(role=item.get("role", "user"), content=_content(item.get("content") or {}))
         return pm.MCPMessage(id=id_, get_prompt_response=answer)
+
+
+def _put_metadata(metadata: Any, shown: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """MCP fields proto-mcp has no field for, as JSON in a `metadata` map."""
+    for key in keys:
+        if key in shown:
+            metadata[key] = orjson.dumps(shown[key]).decode()
 
 
 def _wrong_type(packed: any_pb2.Any, described: Described) -> str:

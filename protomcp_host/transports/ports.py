@@ -76,6 +76,12 @@ class Sessions(Protocol):
     async def health(self) -> tuple[bool, dict[str, Any]]:
         """Readiness for a load balancer: (ready, what /healthz shows)."""
 
+    async def wait_tasks(self) -> None:
+        """Until no task's call runs outside a session (modern-era tasks): a drain waits for them."""
+
+    def tasks_running(self) -> int:
+        """How many such task calls run now."""
+
 
 class StartStop(Sessions, Protocol):
     """A host the in-process client (`transports.direct`) starts and stops itself."""

@@ -139,6 +139,18 @@ def is_modern_line(line: bytes) -> bool:
     return isinstance(message, dict) and is_modern(message.get("params"))
 
 
+def is_cancellation(line: bytes) -> bool:
+    """Whether a line is a notifications/cancelled message (decoded: the bytes may as well sit
+    inside a tool's argument). The byte test first, so other lines are not parsed twice."""
+    if b"notifications/cancelled" not in line:
+        return False
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(message, dict) and message.get("method") == "notifications/cancelled"
+
+
 def take_stdout() -> int:
     """Reserve the real stdout for MCP and send everything else written to fd 1 to stderr."""
     mcp_fd = os.dup(1)
@@ -357,7 +369,7 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
             if maybe_modern(line) and is_modern_line(line):  # (the cheap test first: the hot path)
                 modern_router().feed(line)
             else:
-                if modern and b"notifications/cancelled" in line:  # ids of either era
+                if modern and is_cancellation(line):  # ids of either era
                     modern[0].feed(line)
                 router.feed(line)
         except Exception as exc:  # a bug must not cost the other messages of this chunk
@@ -403,8 +415,12 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
     if binary:
         binary[0].ended()
     # Input is over (end of input, or a signal): what was read is answered, as the limits allow.
-    with anyio.move_on_after(drain_timeout if signalled else None):
-        await _first(host.ready, shutdown)  # held requests are answered once the files have loaded
+    # Held requests are answered once the files have loaded, and empty input (`run tools.py
+    # < /dev/null`, a check) learns whether they load; a client that spoke, has no request held
+    # and closed its input (a sibling copy that probed) does not wait for the load.
+    if waiting or not decided:
+        with anyio.move_on_after(drain_timeout if signalled else None):
+            await _first(host.ready, shutdown)
     if not host.ready.is_set():  # they did not load (or a signal came first): the host is going away
         signalled = True
     draining = True

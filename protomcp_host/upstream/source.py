@@ -122,7 +122,16 @@ class Upstream:
                 except Exception as exc:
                     reason = _describe(exc)
                     if not self.connects:  # raised below, outside the task group, so it is not wrapped
-                        failure = UpstreamError(f"{self.label}: cannot connect to {self._target()}: {reason}")
+                        if isinstance(
+                            _first(exc), OfferRefused
+                        ):  # it connected; what it offers cannot be served
+                            failure = UpstreamError(
+                                f"{self.label}: connected to {self._target()}, but {reason}"
+                            )
+                        else:
+                            failure = UpstreamError(
+                                f"{self.label}: cannot connect to {self._target()}: {reason}"
+                            )
                         break
                 self._fail_running(f"{self.label} went away ({reason})")
                 if self._stopping:
@@ -156,7 +165,10 @@ class Upstream:
                 offer = await self._offer(session)
             info = getattr(init, "server_info", None)
             self.server_name = getattr(info, "name", "") or ""
-            self.events.loaded(self.label, offer)  # may raise: a name clash
+            try:
+                self.events.loaded(self.label, offer)
+            except ValueError as exc:  # a name clash
+                raise OfferRefused(str(exc)) from None
             self.session = session
             self._lost = asyncio.Event()
             self._ready.set()
@@ -421,6 +433,7 @@ class Upstream:
         )
         if dumped.get("structuredContent") is not None:
             response.structured_content_json = orjson.dumps(dumped["structuredContent"]).decode()
+        response.meta_json = _json(dumped.get("_meta"))
         return pb.Envelope(call_result=response)
 
     async def _read(self, session: Any, uri: str) -> pb.Envelope:
@@ -524,6 +537,8 @@ def tool_definition(tool: dict[str, Any], namespace: str, tag: str) -> pb.ToolDe
         input_schema_json=orjson.dumps(tool.get("inputSchema") or {"type": "object"}).decode(),
         title=tool.get("title") or "",
         annotations_json=_json(tool.get("annotations")),
+        meta_json=_json(tool.get("_meta")),  # passed on as they are (Claude Code reads some keys)
+        icons_json=_json(tool.get("icons")),
         tags=sorted(tags),
         task_support_mode="forbidden",  # tasks are not forwarded
     )
@@ -569,9 +584,18 @@ def _error_reply(kind: str, code: int, message: str) -> pb.Envelope | None:
     return None
 
 
-def _describe(exc: BaseException) -> str:
-    """One readable line for an exception (the first of a group)."""
+class OfferRefused(Exception):
+    """The upstream answered, but its tools cannot be served beside the others (a name clash)."""
+
+
+def _first(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException) -> str:
+    """One readable line for an exception (the first of a group)."""
+    exc = _first(exc)
     text = str(exc) or type(exc).__name__
     return text.splitlines()[0] if text else type(exc).__name__

@@ -4,10 +4,13 @@ registry; the function itself is returned unchanged."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
 from protomcp_sdk.authoring.completions import completion_spec
+from protomcp_sdk.authoring.direct_run import note_direct_run
+from protomcp_sdk.authoring.environment import EnvSpec
 from protomcp_sdk.authoring.lifespan import Lifespan, lifespan_spec
 from protomcp_sdk.authoring.middleware import Middleware, middleware_spec
 from protomcp_sdk.authoring.prompts import prompt_spec
@@ -26,26 +29,7 @@ def tool(fn: F, /) -> F: ...
 
 @overload
 def tool(
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    read_only: bool | None = None,
-    destructive: bool | None = None,
-    idempotent: bool | None = None,
-    open_world: bool | None = None,
-    hidden: bool = False,
-    pinned: bool = False,
-    tags: Iterable[str] = (),
-    timeout: float | None = None,
-    task: TaskSupport = "forbidden",
-    input_schema: dict[str, Any] | None = None,
-    input_before_task: bool = False,
-) -> Callable[[F], F]: ...
-
-
-def tool(
-    fn: F | None = None,
+    name_: str | None = None,
     /,
     *,
     name: str | None = None,
@@ -62,12 +46,38 @@ def tool(
     task: TaskSupport = "forbidden",
     input_schema: dict[str, Any] | None = None,
     input_before_task: bool = False,
+    meta: dict[str, Any] | None = None,
+    icons: Iterable[dict[str, Any]] | None = None,
+) -> Callable[[F], F]: ...
+
+
+def tool(
+    fn: F | str | None = None,
+    /,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+    hidden: bool = False,
+    pinned: bool = False,
+    tags: Iterable[str] = (),
+    timeout: float | None = None,
+    task: TaskSupport = "forbidden",
+    input_schema: dict[str, Any] | None = None,
+    input_before_task: bool = False,
+    meta: dict[str, Any] | None = None,
+    icons: Iterable[dict[str, Any]] | None = None,
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP tool; the function itself is returned unchanged.
 
-    Use bare (``@tool``) or with options. Hints left as None are not sent at all, so a
-    client applies the MCP defaults rather than reading them as false. ``hidden`` tools
-    start disabled in every session until a tool enables them (``ctx.enable_tools``);
+    Use bare (``@tool``) or with options; ``@tool("name")`` is ``@tool(name="name")``.
+    Hints left as None are not sent at all, so a client applies the MCP defaults rather
+    than reading them as false. ``hidden`` tools start disabled in every session until a
+    tool enables them (``ctx.enable_tools``);
     ``pinned`` tools stay in tools/list when the host runs with ``--discovery search`` (the
     others are found on demand); ``tags`` let a host expose a subset (``--include-tag`` / ``--exclude-tag``);
     ``timeout`` (seconds) overrides the host's ``--call-timeout`` for this tool.
@@ -78,7 +88,14 @@ def tool(
     becomes a task once they are answered, instead of becoming one at once.
     ``input_schema`` replaces the schema built from the signature (the host validates
     arguments against it; the function still receives them by parameter name).
+    ``meta`` is the tool's MCP ``_meta`` (e.g. ``{"anthropic/searchHint": "send sms"}``; a
+    pinned tool also gets ``"anthropic/alwaysLoad": True``); ``icons`` is a list of MCP icons
+    (``[{"src": "https://.../sms.png", "mimeType": "image/png"}]``).
     """
+    if isinstance(fn, str):
+        if name is not None:
+            raise TypeError(f"@tool({fn!r}, name={name!r}): give the name once")
+        fn, name = None, fn
     set_hints = zip(_HINTS, (read_only, destructive, idempotent, open_world), strict=True)
     annotations = {key: bool(value) for (key, _), value in set_hints if value is not None}
 
@@ -95,10 +112,13 @@ def tool(
             timeout=timeout,
             task=task,
             input_before_task=input_before_task,
+            meta=meta,
+            icons=icons,
         )
         if input_schema is not None:
             spec.input_schema = dict(input_schema)
         REGISTRY.add(spec)
+        note_direct_run(func)
         return func
 
     return register(fn) if fn is not None else register
@@ -113,13 +133,18 @@ def resource(
     mime_type: str | None = None,
     size: int | None = None,
     annotations: dict[str, Any] | None = None,
+    meta: dict[str, Any] | None = None,
+    icons: Iterable[dict[str, Any]] | None = None,
 ) -> Callable[[F], F]:
     """Register a function as an MCP resource. A URI with ``{variables}`` (RFC 6570) is a
     template: each variable is a parameter of the function, converted like a tool argument.
-    Return ``str`` (text), ``bytes`` (binary) or a list of contents."""
+    Return ``str`` (text), ``bytes`` (binary) or a list of contents. ``meta`` and ``icons``
+    are listed as the resource's ``_meta`` and ``icons`` (as on ``@tool``)."""
 
     def register(fn: F) -> F:
-        REGISTRY.add_resource(resource_spec(fn, uri, name, title, description, mime_type, size, annotations))
+        spec = resource_spec(fn, uri, name, title, description, mime_type, size, annotations, meta, icons)
+        REGISTRY.add_resource(spec)
+        note_direct_run(fn)
         return fn
 
     return register
@@ -131,23 +156,38 @@ def prompt(fn: F, /) -> F: ...
 
 @overload
 def prompt(
-    *, name: str | None = None, title: str | None = None, description: str | None = None
-) -> Callable[[F], F]: ...
-
-
-def prompt(
-    fn: F | None = None,
+    name_: str | None = None,
     /,
     *,
     name: str | None = None,
     title: str | None = None,
     description: str | None = None,
+    meta: dict[str, Any] | None = None,
+    icons: Iterable[dict[str, Any]] | None = None,
+) -> Callable[[F], F]: ...
+
+
+def prompt(
+    fn: F | str | None = None,
+    /,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    meta: dict[str, Any] | None = None,
+    icons: Iterable[dict[str, Any]] | None = None,
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP prompt. Its parameters are the prompt's arguments
-    (required unless they have a default; descriptions from ``Annotated[..., Field(...)]``)."""
+    (required unless they have a default; descriptions from ``Annotated[..., Field(...)]``).
+    ``@prompt("name")`` is ``@prompt(name="name")``; ``meta`` and ``icons`` as on ``@tool``."""
+    if isinstance(fn, str):
+        if name is not None:
+            raise TypeError(f"@prompt({fn!r}, name={name!r}): give the name once")
+        fn, name = None, fn
 
     def register(func: F) -> F:
-        REGISTRY.add_prompt(prompt_spec(func, name, title, description))
+        REGISTRY.add_prompt(prompt_spec(func, name, title, description, meta, icons))
+        note_direct_run(func)
         return func
 
     return register(fn) if fn is not None else register
@@ -200,3 +240,15 @@ def lifespan(fn: L) -> L:
     ``ctx.state`` in every call (see ``protomcp_sdk.authoring.lifespan``)."""
     REGISTRY.set_lifespan(lifespan_spec(fn))
     return fn
+
+
+def env(name: str, description: str = "", *, secret: bool = False, default: str | None = None) -> str | None:
+    """The value of the environment variable `name` (`default` when it is unset or empty: a
+    bundle's settings form passes an empty value for an optional setting left blank).
+
+    Called at module level, it also declares the variable as one this file needs (with no
+    `default`, a required one), for `protomcp inspect` and `protomcp pack`. `secret=True`
+    marks an API key or password.
+    """
+    REGISTRY.add_env(EnvSpec(name, description, secret, default))
+    return os.environ.get(name) or default

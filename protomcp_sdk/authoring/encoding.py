@@ -95,7 +95,7 @@ def encode_result(value: Any, spec: ToolSpec) -> Encoded:
 def encode_error(exc: BaseException, spec_name: str) -> Encoded:
     """The response for a tool that raised, with its content JSON (see error_response)."""
     if isinstance(exc, ToolError):
-        text = f"Error: {exc.message}"
+        text = exc.message  # clients mark an isError result themselves ("Error: ...")
         if exc.retryable:
             text += " (retryable)"
         if exc.suggestion:
@@ -140,6 +140,8 @@ def _from_tool_result(result: ToolResult, tool_name: str) -> Encoded:
         if not content:  # MCP: structured results should also be readable as text
             content.append({"type": "text", "text": structured.decode()})
     response, content_json = _encoded(content, is_error=result.is_error, structured=structured)
+    if result.meta:
+        response.meta_json = dump_json(result.meta).decode()
     if result.enable_tools or result.disable_tools:
         ToolListChange(enable=tuple(result.enable_tools), disable=tuple(result.disable_tools)).write_to(
             response
@@ -157,6 +159,8 @@ def mcp_result_json_of(response: pb.CallToolResponse, content: bytes) -> str:
     parts = [b'{"content":', content]
     if response.structured_content_json:
         parts += [b',"structuredContent":', response.structured_content_json.encode()]
+    if response.meta_json:
+        parts += [b',"_meta":', response.meta_json.encode()]
     parts.append(b',"isError":true}' if response.is_error else b',"isError":false}')
     return b"".join(parts).decode()
 
@@ -167,6 +171,7 @@ def tool_result_from_mcp(data: dict[str, Any]) -> ToolResult:
         content=[_block_from_mcp(block) for block in data.get("content") or []],
         structured=data.get("structuredContent"),
         is_error=bool(data.get("isError")),
+        meta=data["_meta"] if isinstance(data.get("_meta"), dict) else None,
     )
 
 

@@ -4,10 +4,11 @@ return value (a str, a Message, or a list of them) is the prompt's messages."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta
 from protomcp_sdk.authoring.schema import Converter, analyze
 from protomcp_sdk.authoring.tools import check_name
 from protomcp_sdk.wire import protomcp_pb2 as pb
@@ -23,18 +24,32 @@ class PromptSpec:
     is_async: bool
     context_param: str | None
     converter: Converter = field(repr=False)
+    meta: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
 
     def definition(self) -> pb.PromptDefinition:
         return pb.PromptDefinition(
-            name=self.name, title=self.title or "", description=self.description, arguments=self.arguments
+            name=self.name,
+            title=self.title or "",
+            description=self.description,
+            arguments=self.arguments,
+            meta_json=as_json(self.meta),
+            icons_json=as_json(self.icons),
         )
 
 
 def prompt_spec(
-    fn: Callable[..., Any], name: str | None, title: str | None, description: str | None
+    fn: Callable[..., Any],
+    name: str | None,
+    title: str | None,
+    description: str | None,
+    meta: dict[str, Any] | None = None,
+    icons: Iterable[dict[str, Any]] | None = None,
 ) -> PromptSpec:
     prompt_name = name if name is not None else getattr(fn, "__name__", "")
     check_name(prompt_name)
+    label = f"prompt {prompt_name!r}"
+    meta, icons = checked_meta(label, meta), checked_icons(label, icons)
     signature = analyze(fn, prompt_name, returns=False)
     properties = signature.input_schema.get("properties", {})
     required = set(signature.input_schema.get("required", ()))
@@ -56,4 +71,6 @@ def prompt_spec(
         is_async=inspect.iscoroutinefunction(fn),
         context_param=signature.context_param,
         converter=signature.convert,
+        meta=meta,
+        icons=icons,
     )

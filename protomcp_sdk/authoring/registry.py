@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from protomcp_sdk.authoring.completions import CompletionSpec
+from protomcp_sdk.authoring.environment import EnvSpec
 from protomcp_sdk.authoring.lifespan import LifespanSpec
 from protomcp_sdk.authoring.middleware import MiddlewareSpec
 from protomcp_sdk.authoring.prompts import PromptSpec
@@ -31,6 +32,7 @@ class Registry:
         self.middleware: dict[str, MiddlewareSpec] = {}
         self.roots_hooks: list[Callable[[], Any]] = []  # @on_roots_changed
         self.lifespan: LifespanSpec | None = None  # @lifespan: at most one per tool process
+        self.env: dict[str, EnvSpec] = {}  # env(NAME, ...): variables the file needs
 
     def add(self, spec: ToolSpec) -> None:
         if spec.name in self.tools:
@@ -44,6 +46,10 @@ class Registry:
         if spec.name in self.middleware:
             raise DuplicateToolError(f"middleware {spec.name!r} is registered twice")
         self.middleware[spec.name] = spec
+
+    def add_env(self, spec: EnvSpec) -> None:
+        """The same variable read twice is declared once (the first description stays)."""
+        self.env.setdefault(spec.name, spec)
 
     def set_lifespan(self, spec: LifespanSpec) -> None:
         if self.lifespan is not None and self.lifespan.fn is not spec.fn:
@@ -87,6 +93,7 @@ class Registry:
         self.middleware.clear()
         self.roots_hooks.clear()
         self.lifespan = None
+        self.env.clear()
 
     def warnings(self, file_name: str) -> list[str]:
         """What the author of a just-loaded tool file should hear about."""

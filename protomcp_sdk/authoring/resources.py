@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import binascii
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta
 from protomcp_sdk.authoring.results import EmbeddedResource
 from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
 from protomcp_sdk.wire import protomcp_pb2 as pb
@@ -40,6 +41,8 @@ class ResourceSpec:
     template: UriTemplate | None
     context_param: str | None
     converter: Converter = field(repr=False)
+    meta: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
 
     def definition(self) -> pb.ResourceDefinition | pb.ResourceTemplateDefinition:
         common = {
@@ -48,6 +51,8 @@ class ResourceSpec:
             "description": self.description,
             "mime_type": self.mime_type or "",
             "annotations_json": orjson.dumps(self.annotations).decode() if self.annotations else "",
+            "meta_json": as_json(self.meta),
+            "icons_json": as_json(self.icons),
         }
         if self.template is not None:
             return pb.ResourceTemplateDefinition(uri_template=self.uri, **common)
@@ -92,6 +97,8 @@ def resource_spec(
     mime_type: str | None,
     size: int | None,
     annotations: dict[str, Any] | None,
+    meta: dict[str, Any] | None = None,
+    icons: Iterable[dict[str, Any]] | None = None,
 ) -> ResourceSpec:
     if not isinstance(uri, str) or not uri:
         raise ValueError("@resource needs a URI, e.g. @resource('notes://{id}')")
@@ -127,6 +134,8 @@ def resource_spec(
         template=template,
         context_param=signature.context_param,
         converter=signature.convert,
+        meta=checked_meta(f"resource {uri!r}", meta),
+        icons=checked_icons(f"resource {uri!r}", icons),
     )
 
 

@@ -134,13 +134,22 @@ CONTENT_TYPES = (Text, Image, Audio, ResourceLink, EmbeddedResource)
 
 @dataclass
 class ToolResult:
-    """Full control over a result. ``structured`` is sent as-is (it must be a JSON object)."""
+    """Full control over a result. ``structured`` is sent as-is (it must be a JSON object);
+    ``meta`` is the result's ``_meta`` object (e.g. ``{"claude/endTurn": True}``). A single
+    str or block as ``content`` is one block: ``ToolResult("sent")``."""
 
     content: list[ContentBlock | str] = field(default_factory=list)
     structured: Any = None
     is_error: bool = False
     enable_tools: list[str] = field(default_factory=list)
     disable_tools: list[str] = field(default_factory=list)
+    meta: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.content, (str, *CONTENT_TYPES)):
+            self.content = [self.content]
+        if self.meta is not None and not isinstance(self.meta, dict):
+            raise TypeError(f"ToolResult(meta=...) must be a dict, got {type(self.meta).__name__}")
 
 
 def _to_jsonable(value: Any) -> Any:

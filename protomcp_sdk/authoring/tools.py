@@ -11,6 +11,7 @@ from typing import Any, Literal
 import orjson
 
 from protomcp_sdk.authoring import docstrings
+from protomcp_sdk.authoring.metadata import ALWAYS_LOAD, as_json, checked_icons, checked_meta
 from protomcp_sdk.authoring.outputs import OutputCheck
 from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
 from protomcp_sdk.wire import protomcp_pb2 as pb
@@ -51,6 +52,8 @@ class ToolSpec:
     input_before_task: bool = False  # 2026-07-28: input round trip first, then a task
     message: Any = None  # a typed tool: its parameter's protobuf message class...
     result_message: Any = None  # ... and its result's, when it returns one
+    meta: dict[str, Any] | None = None  # the MCP Tool's _meta (pinned adds anthropic/alwaysLoad)
+    icons: list[dict[str, Any]] | None = None
 
     @classmethod
     def from_function(
@@ -67,6 +70,8 @@ class ToolSpec:
         timeout: float | None = None,
         task: TaskSupport = "forbidden",
         input_before_task: bool = False,
+        meta: dict[str, Any] | None = None,
+        icons: Iterable[dict[str, Any]] | None = None,
     ) -> ToolSpec:
         """Inspect ``fn`` (without registering it). Raises ValueError/TypeError on misuse."""
         tool_name = name if name is not None else getattr(fn, "__name__", "")
@@ -81,6 +86,10 @@ class ToolSpec:
             raise ValueError(f"tool {tool_name!r}: task must be one of {', '.join(map(repr, TASK_MODES))}")
         if input_before_task and task == "forbidden":
             raise ValueError(f"tool {tool_name!r}: input_before_task needs task='optional' or 'required'")
+        meta = checked_meta(f"tool {tool_name!r}", meta)
+        if pinned:  # Claude Code defers every tool behind its tool search unless told this
+            meta = {ALWAYS_LOAD: True, **(meta or {})}
+        icons = checked_icons(f"tool {tool_name!r}", icons)
         signature = analyze(fn, tool_name)
         summary, documented = docstrings.parse(inspect.cleandoc(fn.__doc__)) if fn.__doc__ else ("", {})
         if description is None:
@@ -110,6 +119,8 @@ class ToolSpec:
             input_before_task=bool(input_before_task),
             message=signature.message,
             result_message=signature.result_message,
+            meta=meta,
+            icons=icons,
         )
 
     def convert(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
@@ -142,6 +153,8 @@ class ToolSpec:
             task_support=self.task != "forbidden",
             task_support_mode=self.task,
             input_before_task=self.input_before_task,
+            meta_json=as_json(self.meta),
+            icons_json=as_json(self.icons),
         )
         for key, attr in _HINTS:
             setattr(definition, attr, bool(hints.get(key, False)))

@@ -112,6 +112,7 @@ class Context(CallContext):
         self._capabilities: dict[str, Any] | None = None
         self._answers_json = answers_json
         self._asked: dict[str, int] = {}  # requests for the client made so far, per kind
+        self._answered: set[str] = set()  # keys answered from answers_json (each answer is used once)
         self.progress_token = progress_token
         self.tool_name = tool_name
         self.task_id = task_id  # set when the client runs this call as an MCP task
@@ -325,8 +326,9 @@ class Context(CallContext):
             key = f"{kind}-{count}"  # stable across re-runs of the same call
         if self._capabilities_json:
             client.check_capability(envelope, self.client_capabilities)
-        known = client.known_answer(envelope, key, self._answers_json)
-        if known is not None:
+        known = None if key in self._answered else client.known_answer(envelope, key, self._answers_json)
+        if known is not None:  # asked again under this key: the host asks the client again
+            self._answered.add(key)
             return answer_of(_done(known), convert, timeout)
         getattr(envelope, envelope.WhichOneof("msg") or "").key = key
         envelope.call_id = self.request_id

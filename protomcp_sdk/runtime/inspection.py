@@ -82,6 +82,11 @@ def report(file: str) -> dict[str, Any]:
     ]
     out["lifespan"] = registry.lifespan.name if registry.lifespan else None
     out["rootsHooks"] = [getattr(hook, "__name__", repr(hook)) for hook in registry.roots_hooks]
+    out["env"] = [
+        {"name": spec.name, "description": spec.description, "secret": spec.secret,
+         "required": spec.required, "default": spec.default}
+        for spec in registry.env.values()
+    ]  # fmt: skip
     out["warnings"] = [] if error else registry.warnings(Path(file).name)
     return out
 

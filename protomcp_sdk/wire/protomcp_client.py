@@ -62,6 +62,7 @@ class CallResult:
     is_error: bool
     structured: Any = None  # the structured result as JSON (decoded from ToolContent.data)
     data: Message | None = None  # ... and as the tool's response message, when it has one
+    metadata: dict[str, str] = field(default_factory=dict)  # e.g. "_meta": the result's, as JSON
 
     @property
     def text(self) -> str:
@@ -266,7 +267,9 @@ class ProtoMcpClient:
         answer = (await self.request(progress, call_tool_request=request)).call_tool_response
         if answer.WhichOneof("result") == "error":
             raise ProtoMcpError(answer.error.code, answer.error.message)
-        return self._result(name, answer.success)
+        result = self._result(name, answer.success)
+        result.metadata = dict(answer.metadata)
+        return result
 
     async def _find(self, name: str) -> ToolInfo:
         await self.list_tools()

@@ -101,6 +101,15 @@ async def read_json(receive: Receive, send: Send, limit: int, timeout: float) ->
         return None
     try:
         return body, orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        await refuse(send, 400, f"Parse error: {exc}", code=-32700)
+    except orjson.JSONDecodeError:
+        pass
+    # Not for orjson: answered by the rules stdio answers it by (a message nested too deep, a
+    # value orjson cannot hold: refused with the request's id; else a parse error).
+    decoded = rpc.decode(body)
+    if isinstance(decoded, rpc.Invalid):
+        await respond_json(send, 400, rpc.error(decoded.id, decoded.code, decoded.message))
         return None
+    if isinstance(decoded, rpc.Notification):  # (one holding a refused value): nothing to answer
+        await respond(send, 202)
+        return None
+    return body, rpc.parse_leniently(body)  # a batch: its session answers each message

@@ -1,6 +1,7 @@
 """Bounds on HTTP connections, below the requests: a connection must send a complete request
-header soon after it opens (or after the first byte of its next request), an idle kept-alive
-connection is closed, and the number of open connections has a cap.
+header soon after it opens (or after the first byte of its next request), a header has a size
+limit (431 above it, before it is parsed), an idle kept-alive connection is closed, and the
+number of open connections has a cap.
 
 Silent connections must not lock real clients out: at the cap, a new connection takes the place
 of the oldest one that has no request in progress (a silent one, or an idle kept-alive one, which
@@ -25,9 +26,22 @@ BUSY = (
 )
 
 
+HEADER_TOO_LARGE_TEXT = b"Request Header Fields Too Large: the limit is %d bytes"
+HEADER_END = b"\r\n\r\n"
+
+
+def header_too_large(limit: int) -> bytes:
+    body = HEADER_TOO_LARGE_TEXT % limit
+    return (
+        b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+        b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+    )
+
+
 @dataclass(frozen=True)
 class ConnectionLimits:
     header_timeout: float = 10.0  # seconds for a request's header (from connect / its first byte)
+    max_header: int = 64 * 1024  # bytes of a request line and header fields (431 above)
     keep_alive_timeout: float = 5.0  # seconds an idle kept-alive connection stays open
     max_connections: int = 1000  # open connections at once
 
@@ -47,8 +61,12 @@ def bounded(protocol_class: type[Any], limits: ConnectionLimits, report: Callabl
                 return True
         return False
 
+    too_large = header_too_large(limits.max_header)
+
     class Bounded(protocol_class):  # type: ignore[misc, valid-type]
         _header_timer: asyncio.TimerHandle | None = None
+        _head_seen = 0  # bytes of the request header read so far (while no request is served)
+        _head_tail = b""  # its last 3 bytes: the end of the header may straddle two reads
 
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
@@ -79,7 +97,17 @@ def bounded(protocol_class: type[Any], limits: ConnectionLimits, report: Callabl
             cycle = self.cycle
             return cycle is not None and not cycle.response_complete
 
+        def idle(self) -> bool:
+            """Open with no request in progress: kept alive between requests (or silent)."""
+            return not self._serving() and not self.transport.is_closing()
+
         def data_received(self, data: bytes) -> None:
+            if not self._serving() and self._header_too_large(data):
+                # Refused before the parser sees it: a header is held whole until it ends.
+                self._forget()
+                self.transport.write(too_large)
+                self.transport.close()
+                return
             super().data_received(data)
             if self._serving():
                 if self._header_timer is not None:
@@ -90,6 +118,22 @@ def bounded(protocol_class: type[Any], limits: ConnectionLimits, report: Callabl
                 self._forget()
             elif self._header_timer is None and not self.transport.is_closing():
                 self._arm()  # the first bytes of the next request: its header has a deadline
+
+        def _header_too_large(self, data: bytes) -> bool:
+            """Count a read towards the request header; whether the header is now over the limit."""
+            at = data.find(HEADER_END)
+            end: int | None = None if at < 0 else at
+            if end is None and self._head_tail:
+                at = (self._head_tail + data[:3]).find(HEADER_END)
+                if at >= 0:
+                    end = at - len(self._head_tail)  # (negative: the end began in the last read)
+            if end is None:
+                self._head_seen += len(data)
+                self._head_tail = (self._head_tail + data[-3:])[-3:]
+                return self._head_seen > limits.max_header
+            size = self._head_seen + end + len(HEADER_END)
+            self._head_seen, self._head_tail = 0, b""  # the header ends here; the next starts anew
+            return size > limits.max_header
 
         def on_response_complete(self) -> None:
             super().on_response_complete()

@@ -9,11 +9,11 @@ person reading it is usually setting up a reverse proxy or a browser client."""
 from __future__ import annotations
 
 import hmac
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from ipaddress import ip_address
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send, header, refuse, respond
 
@@ -39,11 +39,36 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _hostname(host_header: str) -> str:
-    """`example.com:8000` -> `example.com`; `[::1]:8000` -> `[::1]`."""
-    if host_header.startswith("["):
-        return host_header[: host_header.find("]") + 1]
-    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+# RFC 9110 Host (and an origin's authority): a name or an IP literal in brackets, then an optional
+# port of digits, and nothing else (no user info, no second colon, nothing after the bracket).
+_AUTHORITY = re.compile(r"(\[[0-9a-f:.]+\]|[^:\[\]@/\\\s]+)(?::[0-9]*)?")
+
+
+def _hostname(host_header: str) -> str | None:
+    """`example.com:8000` -> `example.com`; `[::1]:8000` -> `[::1]`; None for anything that is
+    not a host and port (`[::1]evil.com`, `localhost:evil.com`)."""
+    match = _AUTHORITY.fullmatch(host_header)
+    return None if match is None else match.group(1)
+
+
+def _origin_hostname(origin: str) -> str | None:
+    """The host of an origin (`scheme://host[:port]`, lower case); None for anything else."""
+    scheme, sep, authority = origin.partition("://")
+    if not sep or scheme not in ("http", "https"):
+        return None
+    return _hostname(authority)
+
+
+def _duplicated(scope: Scope) -> str | None:
+    """The name of a Host or Origin header the request sends more than once (which of them a
+    proxy or a browser meant cannot be told; the checks below read one)."""
+    hosts = origins = 0
+    for name, _ in scope["headers"]:
+        if name == b"host":
+            hosts += 1
+        elif name == b"origin":
+            origins += 1
+    return "Host" if hosts > 1 else "Origin" if origins > 1 else None
 
 
 @dataclass(frozen=True)
@@ -153,7 +178,7 @@ class Guard:
         """A WebSocket handshake passes the same Host, Origin and authentication checks (the
         path's own, for /bridge); a refused one is closed before it is accepted (HTTP 403), with
         the refusal's message as the body where the server can (ASGI's denial response)."""
-        refusal = self._check_host(header(scope, b"host")) or self._check_origin(header(scope, b"origin"))
+        refusal = self._check_names(scope)
         auth = self.path_auth.get(scope["path"], self.auth)
         if refusal is None and auth is not None:
             checked = await auth.check(header(scope, b"authorization"))
@@ -176,13 +201,20 @@ class Guard:
 
     def inspect(self, scope: Scope) -> Refusal | None:
         """The checks that need no I/O: Host, Origin, declared body size."""
-        refusal = self._check_host(header(scope, b"host")) or self._check_origin(header(scope, b"origin"))
+        refusal = self._check_names(scope)
         if refusal is not None:
             return refusal
         length = header(scope, b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body:
             return Refusal(413, f"Payload Too Large: the limit is {self.max_body} bytes (--max-body)")
         return None
+
+    def _check_names(self, scope: Scope) -> Refusal | None:
+        """DNS-rebinding protection: one Host and at most one Origin, both allowed."""
+        duplicated = _duplicated(scope)
+        if duplicated is not None:
+            return Refusal(400, f"Bad Request: the {duplicated} header is sent more than once")
+        return self._check_host(header(scope, b"host")) or self._check_origin(header(scope, b"origin"))
 
     def _check_host(self, value: str | None) -> Refusal | None:
         if not self.check_host:
@@ -191,6 +223,8 @@ class Guard:
             return Refusal(400, "Bad Request: missing Host header")
         value = value.lower()
         name = _hostname(value)
+        if name is None:
+            return Refusal(400, f"Bad Request: Host {value!r} is not a host name and port")
         if "*" in self.allow_hosts or value in self.allow_hosts or name in self.allow_hosts:
             return None
         if is_loopback(name) or name == self.bind or name.strip("[]") == self.bind:
@@ -208,8 +242,8 @@ class Guard:
         origin = value.rstrip("/").lower()
         if "*" in self.allow_origins or origin in self.allow_origins:
             return None
-        parts = urlsplit(origin)
-        if parts.scheme in ("http", "https") and parts.hostname and is_loopback(parts.hostname):
+        name = _origin_hostname(origin)
+        if name is not None and is_loopback(name):
             return None
         return Refusal(
             403,

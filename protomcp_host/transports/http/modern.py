@@ -8,6 +8,8 @@ version (-32022), then the method (-32601 → 404). Each request gets a connecti
 answer comes before anything else, otherwise an SSE stream of that request's notifications
 ending with the answer (keep-alive comments meanwhile). The client closing it cancels the
 request. ``Mcp-Session-Id`` and ``Last-Event-ID`` are ignored; no session id is minted.
+What waits for a client that reads slowly (or not at all: a listen stream) is bounded in bytes
+like a legacy session's streams: past the bound its oldest notifications go, never the answer.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -32,6 +36,7 @@ from protomcp_host.protocol.modern import (
 from protomcp_host.protocol.session import SUPPORTED_VERSIONS
 from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond, respond_json
 from protomcp_host.transports.http.event_stream import KEEP_ALIVE
+from protomcp_host.transports.http.sessions import REPLAY_BYTES
 from protomcp_host.transports.http.timers import Deadline
 from protomcp_host.transports.ports import Connection, Sessions
 
@@ -189,12 +194,45 @@ def _same(text: str, value: Any) -> bool:
 QUICK_ANSWER = 0.05
 
 
+class Backlog:
+    """A request's messages not yet written to its connection, bounded in bytes: past `limit`
+    the oldest go (never the newest: the answer is the last message of a request)."""
+
+    def __init__(self, limit: int, on_first_drop: Callable[[], None]) -> None:
+        self.limit = limit
+        self.on_first_drop = on_first_drop  # called the first time messages go (to tell)
+        self.items: deque[bytes] = deque()
+        self.held = 0  # bytes in items
+        self.dropped = 0  # messages dropped for the bound, ever
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def append(self, data: bytes) -> None:
+        self.items.append(data)
+        self.held += len(data)
+        if self.held > self.limit and len(self.items) > 1:
+            first = not self.dropped
+            while self.held > self.limit and len(self.items) > 1:
+                self.held -= len(self.items.popleft())
+                self.dropped += 1
+            if first:
+                self.on_first_drop()
+
+    def take(self) -> list[bytes]:
+        items, self.items, self.held = list(self.items), deque(), 0
+        return items
+
+
 class ModernEndpoint:
     """The modern-era POSTs of the MCP endpoint."""
 
-    def __init__(self, host: Sessions, keepalive: float, principal_of: Any, claims_of: Any) -> None:
+    def __init__(
+        self, host: Sessions, keepalive: float, principal_of: Any, claims_of: Any, budget: int = REPLAY_BYTES
+    ) -> None:
         self.host = host
         self.keepalive = keepalive
+        self.budget = budget  # bytes of messages one request keeps for its client (see Backlog)
         self.principal_of = principal_of  # scope -> the principal (token subject), or None
         self.claims_of = claims_of  # scope -> the verified claims for the calls, or None
         self.connections: set[Connection] = set()  # requests in progress (for the drain)
@@ -253,9 +291,16 @@ class ModernEndpoint:
     async def _serve(
         self, scope: Scope, body: bytes, message: rpc.Request, receive: Receive, send: Send
     ) -> None:
-        outbox: list[bytes] = []
         arrived = anyio.Event()
         answer_prefix = _ANSWER + message.id + b","
+
+        def dropped() -> None:
+            self.host.stderr(
+                f"protomcp: a {message.method} stream dropped its oldest messages: more than "
+                f"{self.budget >> 20} MiB waited for its client (reported once per stream)"
+            )
+
+        outbox = Backlog(self.budget, dropped)
 
         def write(data: bytes, related: bytes | None = None) -> None:
             if related is not None and related != message.id:
@@ -271,8 +316,9 @@ class ModernEndpoint:
             if not outbox:  # most answers come this fast: no disconnect watcher, no stream
                 with Deadline(QUICK_ANSWER):
                     await arrived.wait()
-            if len(outbox) == 1 and outbox[0].startswith(answer_prefix):
-                await respond_json(send, _status(outbox[0], len(answer_prefix)), outbox[0])
+            if len(outbox) == 1 and outbox.items[0].startswith(answer_prefix):
+                data = outbox.items[0]
+                await respond_json(send, _status(data, len(answer_prefix)), data)
                 return
             streaming = False
             async with anyio.create_task_group() as tg:
@@ -282,7 +328,7 @@ class ModernEndpoint:
                         arrived = anyio.Event()
                         with Deadline(self.keepalive):
                             await arrived.wait()
-                    items, outbox[:] = list(outbox), []
+                    items = outbox.take()
                     final = next((i for i, d in enumerate(items) if d.startswith(answer_prefix)), None)
                     if not streaming and final == 0 and len(items) == 1:
                         data = items[0]

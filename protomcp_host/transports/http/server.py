@@ -1,6 +1,13 @@
 """Runs the HTTP transports under uvicorn inside the host's task group, and shuts them down
-gracefully: stop accepting, end standalone streams, let in-flight calls finish (bounded),
-then cancel what is left."""
+gracefully, losing nothing a client behind a balancer can see:
+
+- new connections are refused at once (a balancer tries another host: nothing was sent);
+- a request on a connection already open is served, and every response from then on closes
+  its connection; a kept-alive connection is left for the peer to close (closing it here could
+  cross a request the balancer is sending on it, which it may not repeat elsewhere: a POST);
+- in-flight calls and running task calls finish; standalone streams end;
+- all bounded by --drain-timeout, after which what still runs is answered with an error.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ import uvicorn
 from starlette.routing import Route, Router, WebSocketRoute
 
 from protomcp_host.processes.launch import StartupError
+from protomcp_host.transports.http.affinity import Affinity
 from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send
 from protomcp_host.transports.http.batching import http_protocol
 from protomcp_host.transports.http.connections import ConnectionLimits, bounded, fit_to_fd_limit
@@ -44,9 +52,11 @@ class HttpSettings:
     before_exit: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     workers: int = 1  # --workers: host processes on this port (workers.py)
     sock: socket.socket | None = None  # a listening socket to serve instead of binding (a worker's)
+    affinity: Affinity | None = None  # a worker's: where the other workers' sessions are served
 
 
 LISTEN_QUEUE = 2048  # connections the kernel holds until they are accepted
+DRAIN_POLL = 0.05  # seconds between two looks at the connections a drain waits for
 ACCEPT_BATCH = 16  # connections accepted per loop iteration (asyncio takes it from the backlog)
 
 
@@ -76,6 +86,53 @@ class _Endpoint:
         await self.handler(scope, receive, send)
 
 
+class _ClosingWhenDraining:
+    """While the host drains, each response closes its connection after it (`Connection:
+    close`): the client's next request opens a new one, which is refused, and goes elsewhere."""
+
+    def __init__(self, app: ASGIApp, owner: Any) -> None:
+        self.app = app
+        self.owner = owner
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.owner.draining:
+            send = _closing(send)
+        await self.app(scope, receive, send)
+
+
+def _closing(send: Send) -> Send:
+    async def send_closing(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", ()), (b"connection", b"close")]
+        await send(message)
+
+    return send_closing
+
+
+def _stop_accepting(server: uvicorn.Server, http: type[Any]) -> None:
+    """Refuse new connections; a connection serving a request closes once it is answered."""
+    for listener in getattr(server, "servers", ()):  # (none before uvicorn started)
+        listener.close()
+    for connection in _http_connections(server, http):
+        if not connection.idle():
+            connection.shutdown()  # (uvicorn: no keep-alive after the response in progress)
+
+
+def _http_connections(server: uvicorn.Server, http: type[Any]) -> list[Any]:
+    """The open HTTP connections (`http`: their protocol; not the WebSockets, no longer HTTP)."""
+    return [c for c in server.server_state.connections if isinstance(c, http)]
+
+
+async def _drained(server: uvicorn.Server, http: type[Any], owner: Any, host: Sessions) -> None:
+    """Until nothing is left to finish: no kept-alive connection a request may still arrive on
+    (the peer closes it: a balancer's idle timeout is set shorter than --keep-alive-timeout, and
+    a request that comes on it instead is served), then no call and no task call running."""
+    while any(connection.idle() for connection in _http_connections(server, http)):
+        await anyio.sleep(DRAIN_POLL)
+    await owner.wait_idle()
+    await host.wait_tasks()
+
+
 def bind(host: str, port: int) -> socket.socket:
     """The listening socket. Its protocol is named (IPPROTO_TCP) so that asyncio turns Nagle off on
     accepted connections (it only does for sockets that say they are TCP): otherwise a response
@@ -102,14 +159,18 @@ def listen(settings: HttpSettings) -> socket.socket:
         ) from None
 
 
+def endpoint_path(settings: HttpSettings) -> str:
+    """Where clients connect: --path, or /sse for the HTTP+SSE transport."""
+    return settings.path if settings.transport == "http" else "/sse"
+
+
 def url_of(settings: HttpSettings, port: int) -> str:
     host = settings.host
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
     elif ":" in host and not host.startswith("["):
         host = f"[{host}]"
-    path = settings.path if settings.transport == "http" else "/sse"
-    return f"http://{host}:{port}{path}"
+    return f"http://{host}:{port}{endpoint_path(settings)}"
 
 
 def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
@@ -124,14 +185,13 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         ]
         owner: Any = legacy
     else:
-        mcp = StreamableHTTP(host, settings.options)
+        mcp = StreamableHTTP(host, settings.options, settings.affinity)
         routes = [
             Route(settings.path, endpoint=mcp, methods=["GET", "POST", "DELETE"]),
             WebSocketRoute(PROTO_MCP_PATH, endpoint=_Endpoint(ProtoMcpEndpoint(host))),
         ]
         owner = mcp
     routes += [WebSocketRoute(path, endpoint=_Endpoint(app)) for path, app in settings.websockets.items()]
-    public: list[str] = []
     health = Health(host)
     routes += [
         Route(READY_PATH, endpoint=_Endpoint(health.ready), methods=["GET"]),
@@ -139,9 +199,10 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
     ]
     public: list[str] = [READY_PATH, LIVE_PATH]  # balancers probe without credentials
     if isinstance(settings.auth, OAuthResource):
-        public += settings.auth.metadata_paths(settings.path)
+        metadata = settings.auth.metadata_paths(endpoint_path(settings))  # the challenge names one
+        public += metadata
         routes += [
-            Route(path, endpoint=_Endpoint(settings.auth.metadata), methods=["GET"]) for path in public
+            Route(path, endpoint=_Endpoint(settings.auth.metadata), methods=["GET"]) for path in metadata
         ]
     app = Guard(
         Router(routes),
@@ -153,7 +214,7 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         public_paths=public,
         path_auth=settings.path_auth,
     )
-    return app, owner
+    return _ClosingWhenDraining(app, owner), owner
 
 
 async def serve_http(
@@ -166,6 +227,9 @@ async def serve_http(
     """Serve until `shutdown` is set, then shut down gracefully within `drain_timeout`."""
     app, owner = build_app(host, settings)
     sock = settings.sock or listen(settings)
+    sockets = [sock]
+    if settings.affinity is not None:  # the other workers pass this one its sessions' requests here
+        sockets.append(settings.affinity.listen())
     limits = settings.limits
     cap = fit_to_fd_limit(limits.max_connections)
     if cap < limits.max_connections:
@@ -174,6 +238,7 @@ async def serve_http(
             f"open files allows (ulimit -n); serving at most {cap} connections"
         )
         limits = replace(limits, max_connections=cap)
+    http = bounded(http_protocol(), limits, host.stderr)
     config = uvicorn.Config(
         app,
         lifespan="off",
@@ -184,7 +249,7 @@ async def serve_http(
         timeout_graceful_shutdown=max(1, int(drain_timeout) + 1),
         timeout_keep_alive=limits.keep_alive_timeout,
         backlog=ACCEPT_BATCH,  # type: ignore[arg-type]  # a float works
-        http=bounded(http_protocol(), limits, host.stderr),
+        http=http,
     )
     server = _Server(config)
     url = url_of(settings, sock.getsockname()[1])
@@ -200,7 +265,7 @@ async def serve_http(
 
     async def run_server() -> None:
         try:
-            await server.serve(sockets=[sock])
+            await server.serve(sockets=sockets)
         finally:
             stopped.set()
 
@@ -215,17 +280,31 @@ async def serve_http(
 
             tg.start_soon(stop_when_server_stops)
             await shutdown.wait()
+        _stop_accepting(server, http)
         owner.drain()
         deadline = anyio.current_time() + drain_timeout
-        with anyio.CancelScope(deadline=deadline):
+        with anyio.CancelScope(deadline=deadline):  # (the peers' calls: their links stay open)
             for wait in settings.before_exit:
                 await wait()
-        server.should_exit = True
+        kept = sum(connection.idle() for connection in _http_connections(server, http))
+        if kept or host.tasks_running() or owner.calls_running():
+            host.stderr(
+                f"protomcp: draining: new connections are refused; waiting up to {drain_timeout:g}s "
+                f"for {owner.calls_running()} call(s) in flight, {host.tasks_running()} running "
+                f"task(s) and {kept} kept-alive connection(s)"
+            )
         with anyio.CancelScope(deadline=deadline):
-            await owner.wait_idle()
+            await _drained(server, http, owner, host)
+        if host.tasks_running():
+            host.stderr(
+                f"protomcp: {host.tasks_running()} task(s) did not finish within the drain "
+                f"({drain_timeout:g}s, --drain-timeout); they end failed"
+            )
         owner.fail_all(f"the host is shutting down and the call did not finish within {drain_timeout:g}s")
         owner.close_all()  # (the error answers above still go out: streams end after their messages)
+        server.should_exit = True
         with anyio.move_on_after(drain_timeout + 2):
             await stopped.wait()
         tg.cancel_scope.cancel()
-    sock.close()
+    for listening in sockets:
+        listening.close()

@@ -16,7 +16,8 @@ GET_STREAM = "0"
 GET_KEEP = 1_000  # unrelated messages kept for a GET stream that is not connected
 REPLAY_BYTES = 32 << 20  # bytes of stream messages a session keeps (unread or for resumption)
 RESPONSE_PREFIX = b'{"jsonrpc":"2.0","id":'
-DONE_STREAMS_KEPT = 32  # finished streams whose connection dropped, kept for a late resumption
+DONE_STREAMS_KEPT = 32  # finished streams kept for a late resumption (per session)
+DONE_STREAMS_FOR = 30.0  # seconds a finished stream stays resumable after it was last written out
 
 
 def is_response(data: bytes, request_id: bytes) -> bool:
@@ -44,7 +45,7 @@ class HttpSession:
         self.last_active = time.monotonic()
         self.closed = False
         self._next_key = 0
-        self._done_detached: list[str] = []
+        self._finished: dict[str, float] = {}  # key -> when: finished streams kept for a resumption
         self._slot: anyio.Event | None = None  # set when a call ends, for requests waiting their turn
 
     # -- streams ---------------------------------------------------------------------
@@ -107,13 +108,23 @@ class HttpSession:
             self.streams.pop(stream.key, None)
             stream.release()
 
-    def left_unfinished(self, stream: EventStream) -> None:
-        """A connection dropped; if the stream has meanwhile ended, keep it (bounded) for a resume."""
+    def keep_finished(self, stream: EventStream) -> None:
+        """A connection is done with the stream (it dropped, or it was handed the last message, which
+        is not the client having read it): a finished stream stays resumable a while (bounded)."""
         if stream is self.get_stream or not stream.done:
             return
-        self._done_detached.append(stream.key)
-        while len(self._done_detached) > DONE_STREAMS_KEPT:
-            old = self.streams.pop(self._done_detached.pop(0), None)
+        now = time.monotonic()
+        self._finished.pop(stream.key, None)
+        self._finished[stream.key] = now  # (the newest last)
+        self.let_go_of_finished(now)
+
+    def let_go_of_finished(self, now: float) -> None:
+        """Finished streams past DONE_STREAMS_FOR, or beyond the DONE_STREAMS_KEPT newest, go."""
+        for key, since in list(self._finished.items()):
+            if len(self._finished) <= DONE_STREAMS_KEPT and now - since <= DONE_STREAMS_FOR:
+                break
+            del self._finished[key]
+            old = self.streams.pop(key, None)
             if old is not None:
                 old.release()
 
@@ -129,7 +140,7 @@ class HttpSession:
                     del self.pending[related]
                 stream.push(data, last=last)
                 if last and not stream.attached:
-                    self.left_unfinished(stream)  # finished while nobody listened: keep it, bounded
+                    self.keep_finished(stream)  # finished while nobody listened: keep it, bounded
                 return
             if is_response(data, related):
                 return  # its request's stream is gone (session closing); never on the GET stream

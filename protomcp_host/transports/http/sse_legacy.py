@@ -106,10 +106,8 @@ class LegacySSE:
             session.close()
 
     async def message(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """POST /messages?session_id=...: one JSON-RPC message (or batch); answers go on the stream."""
-        if self.draining:
-            await refuse(send, 503, "Service Unavailable: the server is shutting down")
-            return
+        """POST /messages?session_id=...: one JSON-RPC message (or batch); answers go on the stream.
+        (Served while the host drains too: the session's stream is open until the drain ends.)"""
         session_id = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("session_id", [""])[0]
         session = self.sessions.get(session_id)
         identity = identity_of(scope)
@@ -131,6 +129,9 @@ class LegacySSE:
 
     def drain(self) -> None:
         self.draining = True
+
+    def calls_running(self) -> int:
+        return sum(len(session.router.session.in_flight) for session in self.sessions.values())
 
     async def wait_idle(self) -> None:
         for session in list(self.sessions.values()):

@@ -22,6 +22,7 @@ import orjson
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.session import BATCH_VERSIONS, SERVER_BUSY, SUPPORTED_VERSIONS
+from protomcp_host.transports.http.affinity import Affinity
 from protomcp_host.transports.http.asgi import (
     Receive,
     Scope,
@@ -75,9 +76,10 @@ class HttpOptions:
 class StreamableHTTP:
     """The MCP endpoint (mounted at --path by the server)."""
 
-    def __init__(self, host: Sessions, options: HttpOptions) -> None:
+    def __init__(self, host: Sessions, options: HttpOptions, affinity: Affinity | None = None) -> None:
         self.host = host
         self.options = options
+        self.affinity = affinity  # --workers N: the worker each session lives in (affinity.py)
         self.sessions: dict[str, HttpSession] = {}
         self.draining = False
         self.expired = 0
@@ -85,6 +87,12 @@ class StreamableHTTP:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
+        if self.affinity is not None:
+            session_id = header(scope, b"mcp-session-id")
+            if session_id is not None and self.affinity.owner(session_id) != self.affinity.worker:
+                owner = self.affinity.owner(session_id)
+                await self.affinity.forward(owner, scope, None, receive, send, self._limits)
+                return
         if method != "POST" and self._modern(scope):  # the 2026-07-28 era is POST only
             await respond(send, 405, b"", headers=[(b"allow", b"POST")])
         elif method == "POST":
@@ -95,6 +103,11 @@ class StreamableHTTP:
             await self._delete(scope, send)
         else:
             await respond(send, 405, b"", headers=[(b"allow", b"GET, POST, DELETE")])
+
+    @property
+    def _limits(self) -> tuple[int, float]:
+        """A request body's most bytes and the seconds it may take (for a relayed request)."""
+        return self.options.max_body, self.options.read_timeout
 
     # -- the era of a request -----------------------------------------------------------
     def _legacy(self, scope: Scope) -> bool:
@@ -132,7 +145,9 @@ class StreamableHTTP:
         return hs
 
     def _new_session(self, scope: Scope) -> HttpSession:
-        session_id = self._offered_id(scope) or secrets.token_urlsafe(24)  # 192 random bits, visible ASCII
+        session_id = self._offered_id(scope) or (
+            self.affinity.new_id() if self.affinity is not None else secrets.token_urlsafe(24)
+        )  # 192 random bits, visible ASCII
         hs = HttpSession(session_id, self.host, _principal(scope), self.options.replay_bytes)
         self.sessions[session_id] = hs
         return hs
@@ -159,9 +174,8 @@ class StreamableHTTP:
 
     # -- POST: client messages ---------------------------------------------------------------
     async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.draining:
-            await refuse(send, 503, "Service Unavailable: the server is shutting down")
-            return
+        # (While the host drains, a POST on a connection still open is served: a balancer would
+        # not repeat a refused POST elsewhere. server.py refuses new connections instead.)
         accept = header(scope, b"accept") or ""
         modern = self._modern(scope)
         if not _accepts(accept, "application/json") or not (modern or _accepts(accept, "text/event-stream")):
@@ -179,6 +193,11 @@ class StreamableHTTP:
             await self.modern.post(scope, body, parsed, receive, send)
             return
         if isinstance(parsed, dict) and parsed.get("method") == "initialize":
+            offered = self._offered_id(scope)
+            if self.affinity is not None and offered and self.affinity.owner(offered) != self.affinity.worker:
+                owner = self.affinity.owner(offered)  # the worker its later requests will reach
+                await self.affinity.forward(owner, scope, body, receive, send, self._limits)
+                return
             await self._initialize(body, parsed, scope, send)
             return
         hs = await self._find(scope, send)
@@ -284,12 +303,17 @@ class StreamableHTTP:
             left = True
             scope.cancel()
 
-        with Deadline(self.options.turn_timeout):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch, tg.cancel_scope)
-                while hs.full() and not stream.closed:
-                    await hs.wait_turn()
-                tg.cancel_scope.cancel()
+        with Deadline(self.options.turn_timeout) as deadline:
+            while not (left or hs.closed or stream.closed or deadline.scope.cancel_called):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(watch, tg.cancel_scope)
+                    while hs.full() and not stream.closed:
+                        await hs.wait_turn()
+                    tg.cancel_scope.cancel()
+                # Leaving the task group yields: another waiter woken by the same ended call may
+                # have taken the slot meanwhile. Only a slot still free now is this call's turn.
+                if not hs.full():
+                    break
         if left:
             return "left"
         if hs.closed:
@@ -364,7 +388,8 @@ class StreamableHTTP:
         if not _accepts(header(scope, b"accept") or "", "text/event-stream"):
             await refuse(send, 406, "Not Acceptable: a GET opens an SSE stream; accept text/event-stream")
             return
-        if self.draining:
+        last = header(scope, b"last-event-id")
+        if self.draining and not last:  # a standalone stream would end at once (a resumption is served)
             await refuse(send, 503, "Service Unavailable: the server is shutting down")
             return
         hs = await self._find(scope, send)
@@ -372,7 +397,6 @@ class StreamableHTTP:
             return
         hs.connections += 1
         try:
-            last = header(scope, b"last-event-id")
             resume = parse_event_id(last) if last else None
             if resume is not None:
                 stream = hs.streams.get(resume[0])
@@ -399,7 +423,6 @@ class StreamableHTTP:
         """Write the stream's messages after `cursor` to this connection until the stream ends,
         the client goes away, another connection takes the stream over, or shutdown."""
         generation = stream.attach()
-        completed = False
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
@@ -413,7 +436,6 @@ class StreamableHTTP:
                         stream.sent = max(stream.sent, cursor)
                         continue
                     if stream.finished(cursor) or (self.draining and stream is hs.get_stream):
-                        completed = stream.done
                         break
                     if not await stream.wait(self.options.keepalive):
                         with anyio.fail_after(self.options.send_timeout):
@@ -424,10 +446,7 @@ class StreamableHTTP:
             pass  # the client is gone or too slow: the stream waits for a resumption
         finally:
             stream.detach(generation)
-            if completed:
-                hs.forget(stream)
-            else:
-                hs.left_unfinished(stream)
+            hs.keep_finished(stream)
 
     # -- DELETE: the client ends its session ---------------------------------------------
     async def _delete(self, scope: Scope, send: Send) -> None:
@@ -447,6 +466,7 @@ class StreamableHTTP:
             await anyio.sleep(min(timeout / 2, 30.0))
             now = time.monotonic()
             for hs in list(self.sessions.values()):
+                hs.let_go_of_finished(now)
                 if hs.idle_for(now) > timeout:
                     self._end(hs)
                     self.expired += 1
@@ -459,6 +479,10 @@ class StreamableHTTP:
             hs.get_stream.close()
         for connection in list(self.modern.connections):
             connection.end_streams()
+
+    def calls_running(self) -> int:
+        sessions = sum(len(hs.session.in_flight) for hs in self.sessions.values())
+        return sessions + sum(len(c.session.in_flight) for c in self.modern.connections)
 
     async def wait_idle(self) -> None:
         for hs in list(self.sessions.values()):

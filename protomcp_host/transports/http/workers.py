@@ -7,31 +7,32 @@ ready. Each worker is a whole host with its own tool processes. The parent repla
 that dies (bounded backoff), and on SIGTERM/SIGINT passes the signal on and waits for every
 worker to drain (each stops accepting, lets its calls finish within --drain-timeout, exits).
 
-The workers share the key that seals `requestState` (PROTOMCP_STATE_KEY, made here when it is
-not set), so an input-required retry that lands on another worker is accepted. Legacy
-(2025-11-25 and older) sessions live in one worker: behind several workers they need a
-balancer that routes by Mcp-Session-Id (see the README), or a single worker.
+A legacy (2025-11-25 and older) session lives in one worker; the others pass its requests on to
+that worker's private socket in the folder made here (affinity.py). Every worker is a host of
+the shared store (`--store`, required): there the workers share each principal's tool-list
+state, modern-era tasks and the key that seals `requestState`, as several hosts do.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 
 import anyio
 import anyio.abc
 
+from protomcp_host.transports.http.affinity import COUNT_ENV, FOLDER_ENV, WORKER_ENV
+
 LISTEN_FD_ENV = "PROTOMCP_LISTEN_FD"  # the inherited listening socket a worker serves
 READY_FD_ENV = "PROTOMCP_READY_FD"  # a pipe a worker writes one byte to once it serves
-WORKER_ENV = "PROTOMCP_WORKER"  # the worker's number (1..N), for its log lines
-STATE_KEY_ENV = "PROTOMCP_STATE_KEY"  # (bridge.rounds reads it)
 STARTUP_TIMEOUT = 60.0  # seconds a worker may take to load its tool files and serve
 EXIT_GRACE = 5.0  # seconds beyond the drain timeout a worker gets before it is killed
 
@@ -64,9 +65,9 @@ class WorkerSet:
         self.procs: dict[int, subprocess.Popen[bytes]] = {}  # by worker number
         self.stopping = False
         self.restarts = 0
-        env = dict(os.environ)
-        env.setdefault(STATE_KEY_ENV, secrets.token_hex(32))
-        self.env = env
+        # the workers' private sockets, where each serves the legacy sessions it holds (affinity.py)
+        self.folder = tempfile.mkdtemp(prefix="protomcp-workers-")
+        self.env = {**os.environ, FOLDER_ENV: self.folder, COUNT_ENV: str(count)}
 
     def _spawn(self, number: int) -> tuple[subprocess.Popen[bytes], int]:
         """Start worker `number`; returns it and the read end of its ready pipe."""
@@ -155,6 +156,7 @@ class WorkerSet:
                 self.stderr(f"protomcp: worker pid {proc.pid} did not stop in time; killing it")
                 proc.kill()
                 proc.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
         return max((p.returncode or 0 for p in self.procs.values()), default=0)
 
 

@@ -86,3 +86,36 @@ async def roots_listing(ctx: Context) -> str:
     """A resource made from the client's roots."""
     roots = await ctx.list_roots()
     return ",".join(root.uri for root in roots)
+
+
+@tool
+async def ask_twice(ctx: Context) -> str:
+    """Asks under one key twice: the second ask is a new question, not the first answer again."""
+    schema = {"type": "object", "properties": {"v": {"type": "string"}}}
+    first = await ctx.elicit("First?", schema, key="again")
+    second = await ctx.elicit("Second?", schema, key="again")
+    return f"{first.data['v']}-{second.data['v']}"
+
+
+@tool
+def after_question(ctx: Context) -> str:
+    """A sync tool with a side effect after its question: counted per process."""
+    answer = ctx.elicit("Go?", {"type": "object", "properties": {"v": {"type": "string"}}}, key="go")
+    RUNS["after"] = RUNS.get("after", 0) + 1
+    return f"{answer.data['v']} (effects here: {RUNS['after']})"
+
+
+@tool
+def held_thread(mark: str, ctx: Context) -> str:
+    """A sync tool whose thread leaves MARK.started.<its process id> when it starts and
+    MARK.<its process id> when its question ends (answered, or the call let go); answers with
+    that process id."""
+    import os
+    from pathlib import Path
+
+    Path(f"{mark}.started.{os.getpid()}").write_text("started")
+    try:
+        schema = {"type": "object", "properties": {"v": {"type": "string"}}}
+        return f"{ctx.elicit('Wait?', schema, key='wait').action} in {os.getpid()}"
+    finally:
+        Path(f"{mark}.{os.getpid()}").write_text("released")

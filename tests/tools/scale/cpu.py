@@ -30,6 +30,12 @@ def whoami() -> dict[str, int]:
 
 
 @tool
+def sees(ctx: Context) -> dict[str, object]:
+    """Which host answered, and the tools it shows this caller (its principal's tool list)."""
+    return {"host": int(os.environ.get("PROTOMCP_HOST_PID", "0")), "active": ctx.active_tools()}
+
+
+@tool
 def has_env(name: str) -> bool:
     """Whether the tool process has this environment variable."""
     return name in os.environ

@@ -1,0 +1,157 @@
+"""`--workers N`: a legacy (2025-11-25 and older) session lives in one worker, and every request
+of that session is served there, whichever worker the kernel handed the connection to.
+
+A session id belongs to worker `crc32(id) % N + 1`: a worker makes new ids that hash to itself,
+and a balancer's offered id (--session-id-header) is taken by the worker it hashes to. A worker
+that gets a request naming a session of another passes it on, as it came, to that worker's
+private Unix socket (each worker serves the same app there too) and relays the answer back,
+streamed. Only those requests pay for the extra hop: modern-era requests carry no session and
+are served where they land.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import socket
+import zlib
+from dataclasses import dataclass
+
+import anyio
+import anyio.abc
+import h11
+
+from protomcp_host.transports.http.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    Receive,
+    Scope,
+    Send,
+    read_body,
+    refuse,
+)
+
+FOLDER_ENV = "PROTOMCP_WORKERS_DIR"  # where the workers' private sockets are (made by the parent)
+COUNT_ENV = "PROTOMCP_WORKERS"  # how many workers there are
+WORKER_ENV = "PROTOMCP_WORKER"  # this worker's number (1..N)
+HOP_BY_HOP = {b"connection", b"keep-alive", b"transfer-encoding", b"content-length", b"upgrade", b"te"}
+READ_SIZE = 65536
+
+
+@dataclass(frozen=True)
+class Affinity:
+    worker: int  # this worker's number, 1..count
+    count: int
+    folder: str
+
+    @classmethod
+    def from_env(cls) -> Affinity | None:
+        """In a worker of `--workers N` (N > 1): its place among the others; None elsewhere."""
+        folder, count, worker = (os.environ.get(name) for name in (FOLDER_ENV, COUNT_ENV, WORKER_ENV))
+        if not (folder and count and worker) or int(count) < 2:
+            return None
+        return cls(int(worker), int(count), folder)
+
+    def owner(self, session_id: str) -> int:
+        """The worker a session id belongs to (the same answer in every worker)."""
+        return zlib.crc32(session_id.encode("latin-1", "replace")) % self.count + 1
+
+    def new_id(self) -> str:
+        """A fresh session id (192 random bits) that belongs to this worker."""
+        while True:
+            session_id = secrets.token_urlsafe(24)
+            if self.owner(session_id) == self.worker:
+                return session_id
+
+    def path(self, worker: int) -> str:
+        return os.path.join(self.folder, f"{worker}.sock")
+
+    def listen(self) -> socket.socket:
+        """This worker's private socket (a replaced worker takes over its predecessor's path)."""
+        path = self.path(self.worker)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(path)
+        sock.listen(128)
+        return sock
+
+    async def forward(
+        self,
+        worker: int,
+        scope: Scope,
+        body: bytes | None,
+        receive: Receive,
+        send: Send,
+        limits: tuple[int, float],
+    ) -> None:
+        """Serve the request at `worker` and relay its answer (a stream as it comes); `body` is
+        None when the request's body was not read yet (`limits`: its most bytes, and seconds to
+        read it). The relay ends when either side does."""
+        if body is None:
+            try:
+                body = await read_body(receive, *limits)
+            except BodyTooLarge:
+                await refuse(send, 413, f"Payload Too Large: the limit is {limits[0]} bytes")
+                return
+            except TimeoutError:
+                await refuse(send, 408, "Request Timeout: the request body arrived too slowly")
+                return
+            except ClientGone:
+                return
+        try:
+            stream = await anyio.connect_unix(self.path(worker))
+        except OSError:  # the worker is gone (being replaced): so is the session
+            await refuse(send, 404, "Session not found: it expired or was ended; initialize a new one")
+            return
+        query = scope.get("query_string") or b""
+        target = (scope.get("raw_path") or scope["path"].encode()) + (b"?" + query if query else b"")
+        headers = [(k, v) for k, v in scope["headers"] if k not in HOP_BY_HOP]
+        headers += [(b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+        if not any(name == b"host" for name, _ in headers):  # (HTTP/1.0 may leave it out; h11 needs it)
+            headers.append((b"host", b"localhost"))
+        conn = h11.Connection(h11.CLIENT)
+        request = conn.send(h11.Request(method=scope["method"], target=target, headers=headers))
+        request += conn.send(h11.Data(data=body)) if body else b""
+        request += conn.send(h11.EndOfMessage())
+        async with stream, anyio.create_task_group() as tg:
+
+            async def end_when_the_client_goes() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(end_when_the_client_goes)
+            await stream.send(request)
+            await _relay(conn, stream, send)
+            tg.cancel_scope.cancel()
+
+
+async def _relay(conn: h11.Connection, stream: anyio.abc.ByteStream, send: Send) -> None:
+    """The worker's answer, event by event, to the client."""
+    started = False
+    while True:
+        try:
+            event = conn.next_event()
+        except h11.RemoteProtocolError:  # it went away mid-answer
+            break
+        if event is h11.NEED_DATA:
+            try:
+                data = await stream.receive(READ_SIZE)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                data = b""  # (the end: h11 says next whether the answer was whole)
+            conn.receive_data(data)
+            continue
+        if isinstance(event, h11.Response):
+            headers = [(k, v) for k, v in event.headers if k not in HOP_BY_HOP]
+            await send({"type": "http.response.start", "status": event.status_code, "headers": headers})
+            started = True
+        elif isinstance(event, h11.Data):
+            await send({"type": "http.response.body", "body": bytes(event.data), "more_body": True})
+        elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+            break
+    if started:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    else:
+        await refuse(send, 502, "Bad Gateway: the worker holding the session did not answer")
