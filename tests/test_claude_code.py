@@ -5,24 +5,30 @@ Claude Code offered the model and sent back. Claude Code starts the host itself 
 config, through tests/stdio_tap.py, which records the MCP wire and the host's stderr.
 
 What Claude Code 2.1.332 does with a protomcp host, as these tests pin it:
-- it speaks 2026-07-28 (server/discover, every request's _meta naming the version);
-- an MCP tool is deferred behind its ToolSearch tool (named in the system prompt only) unless
+- it speaks 2026-07-28 (server/discover, every request's _meta naming the version), follows
+  tools/list_changed, and answers input_required round trips (roots; elicitation: cancel);
+- an MCP tool is deferred behind its ToolSearch tool (named in a prompt message only) unless
   the tool's _meta has "anthropic/alwaysLoad": true (`@tool(pinned=True)` sets it);
+  "anthropic/searchHint" is searched, "anthropic/maxResultSizeChars" raises its own limit;
 - a result whose _meta has "claude/endTurn": true ends the turn: the model is not asked again;
 - an isError result reaches the model as its text, and the user as "Error: " + that text;
 - what a tool prints reaches neither the model nor the user: Claude Code asks for no log
-  messages and keeps a server's stderr to itself (it logs it only when a connection fails).
+  messages and drains a server's stderr unread once connected (`protomcp logs` shows it);
+- a @prompt is a slash command (/mcp__SERVER__NAME), a @resource is read by its
+  ReadMcpResourceTool.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -335,3 +341,165 @@ def test_a_tool_that_asks_gets_claude_codes_answers(claude: Path, tmp_path: Path
         if m.get("method") == "tools/call" and "inputResponses" in m["params"]
     ]
     assert [sorted(retry["inputResponses"]) for retry in retries] == [["roots-1"], ["elicit-1"]]
+
+
+DEFERRAL = """
+    from protomcp_sdk import tool
+
+    @tool(pinned=True)
+    def greet(name: str) -> str:
+        \"\"\"Say hello to someone.\"\"\"
+        return f"Hello, {name}!"
+
+    @tool(meta={"anthropic/alwaysLoad": True})
+    def wave(name: str) -> str:
+        \"\"\"Wave at someone.\"\"\"
+        return f"*waves at {name}*"
+
+    @tool(meta={"anthropic/searchHint": "salute a person warmly"})
+    def bow(name: str) -> str:
+        \"\"\"A gesture.\"\"\"
+        return name
+
+    @tool
+    def nod(name: str) -> str:
+        \"\"\"A gesture.\"\"\"
+        return name
+"""
+
+
+def test_pinned_and_always_load_tools_are_offered_up_front(claude: Path, tmp_path: Path) -> None:
+    load_nod = tool_use("ToolSearch", {"query": "select:mcp__tools__nod"})
+    with FakeMessagesAPI([[load_nod]]) as api:
+        run_claude(claude, tmp_path, api, "run", str(tool_file(tmp_path, DEFERRAL)))
+    offered = api.offered_tools(0)
+    for name, description in [("greet", "Say hello to someone."), ("wave", "Wave at someone.")]:
+        tool = offered[f"mcp__tools__{name}"]  # in the model's tools from the first turn
+        assert tool["description"] == description and not tool.get("defer_loading")
+    # The others are deferred: only named in the prompt, as ToolSearch can load them...
+    deferred = {name for name in deferred_tools(api.agent_requests[0]) if name.startswith("mcp__")}
+    assert deferred == {"mcp__tools__bow", "mcp__tools__nod"}
+    assert "mcp__tools__nod" not in offered
+    loaded = api.offered_tools(1)["mcp__tools__nod"]  # ...as the model did here
+    assert loaded["description"] == "A gesture." and loaded["defer_loading"] is True
+
+
+def test_a_search_hint_finds_a_deferred_tool(claude: Path, tmp_path: Path) -> None:
+    search = tool_use("ToolSearch", {"query": "salute"})  # in bow's hint, in no description
+    with FakeMessagesAPI([[search]]) as api:
+        run_claude(claude, tmp_path, api, "run", str(tool_file(tmp_path, DEFERRAL)))
+    [found] = api.tool_results()
+    assert found["content"] == [{"type": "tool_reference", "tool_name": "mcp__tools__bow"}]
+
+
+SIZES = """
+    from protomcp_sdk import tool
+
+    @tool(pinned=True, meta={"anthropic/maxResultSizeChars": 200_000})
+    def roomy() -> str:
+        \"\"\"Long text, allowed in full.\"\"\"
+        return "x" * 60_000
+
+    @tool(pinned=True)
+    def capped() -> str:
+        \"\"\"Long text.\"\"\"
+        return "x" * 60_000
+"""
+
+
+def test_max_result_size_chars_keeps_a_long_answer_whole(claude: Path, tmp_path: Path) -> None:
+    calls = [[tool_use("mcp__tools__roomy")], [tool_use("mcp__tools__capped")]]
+    with FakeMessagesAPI(calls) as api:
+        run_claude(claude, tmp_path, api, "run", str(tool_file(tmp_path, SIZES)))
+    roomy, capped = api.tool_results()
+    assert roomy["content"] == [{"type": "text", "text": "x" * 60_000}]
+    # Above Claude Code's own limit the model gets a preview and the path of a saved copy.
+    assert capped["content"].startswith("<persisted-output>\nOutput too large")
+
+
+ENDINGS = """
+    from protomcp_sdk import ToolError, ToolResult, tool
+
+    @tool(pinned=True)
+    def refuse(why: str) -> str:
+        \"\"\"Always refuses.\"\"\"
+        raise ToolError(f"refused: {why}")
+
+    @tool(pinned=True)
+    def finish() -> ToolResult:
+        \"\"\"Ends the turn.\"\"\"
+        return ToolResult("all done", meta={"claude/endTurn": True})
+"""
+
+
+def test_a_tool_error_reads_error_once(claude: Path, tmp_path: Path) -> None:
+    with FakeMessagesAPI([[tool_use("mcp__tools__refuse", {"why": "no reason"})]]) as api:
+        run = run_claude(claude, tmp_path, api, "run", str(tool_file(tmp_path, ENDINGS)))
+    [result] = api.tool_results()
+    assert result["is_error"] is True and result["content"] == "refused: no reason"  # the model's
+    assert run.shown_results()[0]["content"] == "Error: refused: no reason"  # the user's
+
+
+def test_end_turn_meta_ends_the_turn(claude: Path, tmp_path: Path) -> None:
+    twice = [[tool_use("mcp__tools__finish")], [tool_use("mcp__tools__finish")]]
+    with FakeMessagesAPI(twice) as api:
+        run = run_claude(claude, tmp_path, api, "run", str(tool_file(tmp_path, ENDINGS)))
+    assert len(api.agent_requests) == 1  # the model is not asked again after the result
+    assert run.shown_results()[0]["content"] == [{"type": "text", "text": "all done"}]
+    assert run.result()["subtype"] == "success"
+    assert len([m for m in run.messages("client") if m.get("method") == "tools/call"]) == 1
+
+
+def test_a_broken_save_in_dev_reaches_the_model(claude: Path, tmp_path: Path) -> None:
+    file = tool_file(tmp_path)
+
+    def break_the_file(turn: int) -> None:
+        if turn == 1:  # between the two calls
+            write_atomic(file, TOOLS + "\n    def broken(:\n")
+            wait_for_wire(tmp_path / "wire.jsonl", "stderr", "failed to load")
+
+    greet = tool_use("mcp__tools__greet", {"name": "Ada"})
+    with FakeMessagesAPI([[greet], [greet]], before_turn=break_the_file) as api:
+        run_claude(claude, tmp_path, api, "dev", str(file))
+    before, after = api.tool_results()
+    assert before["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    answer, note = after["content"]
+    assert answer == {"type": "text", "text": "Hello, Ada!"}  # the previous version still serves
+    assert note["text"].startswith("Note: tools.py failed to load at ")
+    assert "SyntaxError" in note["text"] and "(line 10)" in note["text"]
+
+
+def output_until(argv: list[str], env: dict[str, str], text: str, timeout: float = 30.0) -> str:
+    """What a command that does not end by itself (`protomcp logs` follows) printed up to the
+    first line holding `text`; it is stopped then."""
+    proc = subprocess.Popen(
+        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+    try:
+        while not seen or text not in seen[-1]:
+            line = lines.get(timeout=timeout)
+            assert line is not None, f"it ended without printing {text!r}:\n" + "".join(seen)
+            seen.append(line)
+    finally:
+        proc.kill()
+        proc.wait()
+    return "".join(seen)
+
+
+def test_what_a_tool_prints_in_dev_shows_in_protomcp_logs(claude: Path, tmp_path: Path) -> None:
+    """Claude Code shows no printed output (see above); `protomcp logs FILE` does."""
+    file = tool_file(tmp_path)
+    with FakeMessagesAPI([[tool_use("mcp__tools__greet", {"name": "Ada"})]]) as api:
+        run_claude(claude, tmp_path, api, "dev", str(file))
+    assert api.tool_results()[0]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    output_until([*HOST, "logs", str(file), "-n", "100"], claude_env(tmp_path), "greet printed this")
