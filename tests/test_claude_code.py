@@ -113,10 +113,13 @@ def claude_env(workdir: Path) -> dict[str, str]:
     home.mkdir(exist_ok=True)
     runtime = workdir / "runtime"  # where dev hosts keep their journals
     runtime.mkdir(mode=0o700, exist_ok=True)
+    scratch = workdir / "tmp"  # Claude Code leaves a folder per project in $TMPDIR/claude-UID
+    scratch.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
     return env | {
         "HOME": str(home),
         "XDG_RUNTIME_DIR": str(runtime),
+        "TMPDIR": str(scratch),
         "PATH": f"{CLAUDE_CODE / 'node_modules' / '.bin'}{os.pathsep}{env.get('PATH', '')}",
         "PYTHONPATH": str(ROOT),  # the hosts Claude Code starts import this checkout
         "ANTHROPIC_API_KEY": "sk-ant-fake",
