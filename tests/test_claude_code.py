@@ -506,3 +506,35 @@ def test_what_a_tool_prints_in_dev_shows_in_protomcp_logs(claude: Path, tmp_path
         run_claude(claude, tmp_path, api, "dev", str(file))
     assert api.tool_results()[0]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
     output_until([*HOST, "logs", str(file), "-n", "100"], claude_env(tmp_path), "greet printed this")
+
+
+def test_two_claude_code_sessions_each_get_a_dev_host_of_one_file(claude: Path, tmp_path: Path) -> None:
+    """Two sessions in one project (two terminals): two `protomcp dev --ui` of one file, both
+    running at once, both serve (the playground of the second on another port)."""
+    file = tool_file(tmp_path)
+    both_connected = threading.Barrier(2, timeout=30)
+    apis: list[FakeMessagesAPI] = []
+    failures: list[BaseException] = []
+
+    def session(workdir: Path) -> None:
+        workdir.mkdir()
+        greet = tool_use("mcp__tools__greet", {"name": workdir.name})
+        # Claude Code asks the model only once its MCP servers are up: both hosts run now.
+        with FakeMessagesAPI([[greet]], before_turn=lambda turn: turn == 0 and both_connected.wait()) as api:
+            apis.append(api)
+            run_claude(claude, workdir, api, "dev", "--ui", str(file))
+
+    def guarded(workdir: Path) -> None:
+        try:
+            session(workdir)
+        except BaseException as exc:  # reported by the test, not lost in the thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(tmp_path / name,)) for name in ("Ada", "Bo")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=RUN_TIMEOUT + 30)
+    assert not failures, failures
+    contents = sorted((api.tool_results()[0]["content"] for api in apis), key=str)
+    assert contents == [[{"type": "text", "text": f"Hello, {name}!"}] for name in ("Ada", "Bo")]
