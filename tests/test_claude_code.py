@@ -538,3 +538,13 @@ def test_two_claude_code_sessions_each_get_a_dev_host_of_one_file(claude: Path, 
     assert not failures, failures
     contents = sorted((api.tool_results()[0]["content"] for api in apis), key=str)
     assert contents == [[{"type": "text", "text": f"Hello, {name}!"}] for name in ("Ada", "Bo")]
+
+
+def test_discovery_search_meta_tools_are_offered_up_front(claude: Path, tmp_path: Path) -> None:
+    call = tool_use("mcp__tools__call_tool", {"name": "greet", "arguments": {"name": "Ada"}})
+    with FakeMessagesAPI([[call]]) as api:
+        run_claude(claude, tmp_path, api, "run", "--discovery", "search", str(tool_file(tmp_path)))
+    offered = {name for name in api.offered_tools(0) if name.startswith("mcp__")}
+    assert offered == {"mcp__tools__find_tools", "mcp__tools__get_tool_schema", "mcp__tools__call_tool"}
+    assert not [name for name in deferred_tools(api.agent_requests[0]) if name.startswith("mcp__")]
+    assert api.tool_results()[0]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
