@@ -51,7 +51,7 @@ RUN_TIMEOUT = 60.0
 DEFERRED = "The following deferred tools are now available via ToolSearch."
 
 TOOLS = """
-    from protomcp_sdk import ToolError, ToolResult, tool
+    from protomcp_sdk import tool
 
     @tool
     def greet(name: str) -> str:
