@@ -1,4 +1,4 @@
-"""A stand-in for the Claude Code CLI's `claude mcp add|remove|get`, parsing arguments as the real
+"""A stand-in for the Claude Code CLI's `claude mcp add|add-json|remove`, parsing arguments as the real
 one does (commander.js): options may come anywhere before `--`; `-e/--env` is variadic, so it
 takes every following word that is not an option (a name after it included); `--` ends options.
 Servers are kept in the JSON file $FAKE_CLAUDE_CONFIG, per scope. The messages are the real
@@ -34,7 +34,7 @@ def parse(words: list[str]) -> tuple[list[str], dict[str, object]]:
             while i < len(words) and not words[i].startswith("-"):
                 options["env"].append(words[i])  # type: ignore[union-attr]
                 i += 1
-        elif word.startswith("-"):
+        elif word.startswith("-") and word != "-":  # (a lone `-` is an argument: standard input)
             fail(f"error: unknown option '{word}'")
         else:
             positionals.append(word)
@@ -48,7 +48,7 @@ def main() -> None:
     store = Path(os.environ["FAKE_CLAUDE_CONFIG"])
     config = json.loads(store.read_text()) if store.exists() else {}
     if sys.argv[1:2] != ["mcp"] or len(sys.argv) < 3:
-        fail("fake claude: only `claude mcp add|remove` are supported")
+        fail("fake claude: only `claude mcp add|add-json|remove` are supported")
     command = sys.argv[2]
     positionals, options = parse(sys.argv[3:])
     scope = str(options["scope"])
@@ -71,11 +71,20 @@ def main() -> None:
         servers[name] = {"type": "stdio", "command": command_line[0], "args": command_line[1:], "env": env}
         store.write_text(json.dumps(config))
         print(f"Added stdio MCP server {name} with command: {' '.join(command_line)} to {scope} config")
+    elif command == "add-json":  # `-` reads the JSON from standard input
+        if len(positionals) != 2:
+            fail("error: missing required argument 'json'")
+        name, text = positionals[0], sys.stdin.read() if positionals[1] == "-" else positionals[1]
+        if name in servers:
+            fail(f"MCP server {name} already exists in {scope} config")
+        servers[name] = json.loads(text)
+        store.write_text(json.dumps(config))
+        print(f"Added stdio MCP server {name} to {scope} config")
     elif command == "remove":
         if len(positionals) != 1:
             fail("error: missing required argument 'name'")
         if positionals[0] not in servers:
-            fail(f"No MCP server found with name: {positionals[0]} in {scope} config")
+            fail(f'No MCP server named "{positionals[0]}" in {scope} scope')
         del servers[positionals[0]]
         store.write_text(json.dumps(config))
         print(f"Removed MCP server {positionals[0]} from {scope} config")

@@ -105,25 +105,32 @@ def test_env_file_and_env_options(tmp_path: Path) -> None:
 
 
 def test_claude_code_prints_the_command_without_the_cli(tmp_path: Path) -> None:
-    message = installer.install("claude-code", [HELLO], env={"K": "v"}, which=lambda name: None)
-    assert "claude mcp add --scope user hello --env K=v -- " in message
-    assert f"run {HELLO.resolve()}" in message
+    message = installer.install("claude-code", [HELLO], env={"K": "secret"}, which=lambda name: None)
+    command = message.splitlines()[1]
+    assert command.strip() == "claude mcp add-json --scope user hello - <<'EOF'" and "secret" not in command
+    assert '"env":{"K":"secret"}' in message and f'"run","{HELLO.resolve()}"' in message
     removal = installer.uninstall("claude-code", "hello", which=lambda name: None)
     assert "claude mcp remove hello --scope user" in removal
 
 
-def test_claude_code_runs_its_cli_when_present(tmp_path: Path) -> None:
+def test_claude_code_runs_its_cli_when_present_with_the_secrets_off_its_command_line(
+    tmp_path: Path,
+) -> None:
+    """The entry, env secrets included, reaches `claude mcp add-json NAME -` on standard input."""
     record = tmp_path / "argv.json"
     fake = tmp_path / "claude"
     fake.write_text(
-        f"#!{sys.executable}\nimport json, sys\nopen({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+        f"#!{sys.executable}\nimport json, sys\n"
+        f"open({str(record)!r}, 'w').write(json.dumps([sys.argv[1:], sys.stdin.read()]))\n"
     )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    message = installer.install("claude-code", [HELLO], which=lambda name: str(fake))
+    message = installer.install("claude-code", [HELLO], env={"TOKEN": "s3cret"}, which=lambda name: str(fake))
     assert "added 'hello'" in message
-    argv = orjson.loads(record.read_bytes())
-    assert argv[:6] == ["mcp", "add", "--scope", "user", "hello", "--"]
-    assert argv[-2:] == ["run", str(HELLO.resolve())]
+    argv, stdin = orjson.loads(record.read_bytes())
+    assert argv == ["mcp", "add-json", "--scope", "user", "hello", "-"]
+    server = orjson.loads(stdin)
+    assert server["type"] == "stdio" and server["env"] == {"TOKEN": "s3cret"}
+    assert server["args"][-2:] == ["run", str(HELLO.resolve())]
 
 
 def test_mcp_json_prints_a_portable_entry() -> None:
@@ -220,18 +227,17 @@ def test_install_claude_code_with_env_and_force_through_its_cli(
 
 
 def test_printed_claude_code_commands_work_when_pasted(claude_on_path: tuple[dict[str, str], Path]) -> None:
-    import shlex
 
     env, store = claude_on_path
     for force in (False, True):
         message = installer.install(
             "claude-code", [HELLO], env={"K": "v", "L": "w x"}, force=force, which=lambda name: None
         )
-        commands = [line.strip() for line in message.splitlines()[1:]]
-        assert len(commands) == (2 if force else 1)
-        for command in commands:  # as the user would paste them into a shell
-            done = subprocess.run(shlex.split(command), capture_output=True, text=True, env=env, timeout=60)
-            assert done.returncode == 0, done.stderr
+        pasted = "\n".join(line.strip() for line in message.splitlines()[1:]) + "\n"
+        done = subprocess.run(  # as the user would paste them into a shell
+            ["sh", "-e"], input=pasted, capture_output=True, text=True, env=env, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
         assert orjson.loads(store.read_bytes())["user"]["hello"]["env"] == {"K": "v", "L": "w x"}
 
 

@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 from typing import Any, Protocol
 
-EXTRA_HINT = "pip install 'protomcp-tools[goose]' (Goose's config is YAML: it needs PyYAML)"
 TIMEOUT = 300  # seconds, goose's default for an extension
 
 
@@ -59,10 +58,8 @@ def as_entry(extension: Any) -> Any:
 
 
 def load(text: str) -> Any:
-    try:
-        import yaml
-    except ImportError:
-        raise ImportError(EXTRA_HINT) from None
+    import yaml  # (a dependency: --skills reads YAML too)
+
     return yaml.safe_load(text)
 
 

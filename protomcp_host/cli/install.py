@@ -9,7 +9,8 @@ Locations, from the clients' documentation:
   ~/.config/Code/User), key "servers", entries with "type": "stdio".
 - Gemini CLI: ~/.gemini/settings.json, key "mcpServers".
 - Goose: ~/.config/goose/config.yaml (YAML), key "extensions" (see goose.py).
-- Claude Code: configured through its own CLI (`claude mcp add --scope user`).
+- Claude Code: configured through its own CLI (`claude mcp add-json --scope user NAME -`, the
+  entry on standard input).
 
 The platform, home folder and environment are parameters (`Place`), so tests lay out a
 temporary home for each platform.
@@ -418,27 +419,36 @@ def _write(path: Path, config: dict[str, Any], yaml: bool = False) -> Path | Non
 # ---- Claude Code: configured through its own CLI -----------------------------------
 
 
-def claude_code_add(name: str, entry: dict[str, Any]) -> list[str]:
-    """`claude mcp add`: the name comes before `--env`, whose values are variadic (they would
-    swallow a name that followed), and `--` ends them before the command."""
-    argv = ["claude", "mcp", "add", "--scope", "user", name]
-    for key, value in (entry.get("env") or {}).items():
-        argv += ["--env", f"{key}={value}"]
-    return [*argv, "--", entry["command"], *entry["args"]]
+def claude_code_add(name: str) -> list[str]:
+    """`claude mcp add-json NAME -`: the entry comes on standard input (claude_code_json), so the
+    secrets in its env never appear on a command line (`ps`, shell history)."""
+    return ["claude", "mcp", "add-json", "--scope", "user", name, "-"]
+
+
+def claude_code_json(entry: dict[str, Any]) -> str:
+    """The server as `claude mcp add-json` reads it."""
+    server = {"type": "stdio", "command": entry["command"], "args": entry["args"]}
+    if entry.get("env"):
+        server["env"] = entry["env"]
+    return orjson.dumps(server).decode()
 
 
 def claude_code_remove(name: str) -> list[str]:
     return ["claude", "mcp", "remove", name, "--scope", "user"]
 
 
+NOT_THERE = ("no mcp server named", "no mcp server found", "not found")  # (Claude Code's words)
+
+
 def _claude_code_install(
     name: str, entry: dict[str, Any], *, force: bool, which: Callable[[str], str | None]
 ) -> str:
-    """`claude mcp add`; with `force`, `claude mcp remove` first (Claude Code has no replace)."""
-    add, remove = claude_code_add(name, entry), claude_code_remove(name)
+    """`claude mcp add-json`; with `force`, `claude mcp remove` first (Claude Code has no replace)."""
+    add, remove, server = claude_code_add(name), claude_code_remove(name), claude_code_json(entry)
     if which(add[0]) is None:
-        steps = [remove, add] if force else [add]
-        commands = "\n".join(f"  {_printable(argv)}" for argv in steps)
+        steps = [_printable(remove)] if force else []
+        steps.append(f"{_printable(add)} <<'EOF'\n{server}\nEOF")  # (a heredoc: not in argv either)
+        commands = "\n".join(f"  {step}" for step in "\n".join(steps).splitlines())
         return f"The claude command is not on PATH; run this to add '{name}' to Claude Code:\n{commands}"
     replaced = ""
     if force:
@@ -446,15 +456,15 @@ def _claude_code_install(
             run_client_cli(remove, which)
             replaced = " (replaced the previous entry)"
         except InstallError as exc:
-            if "no mcp server found" not in str(exc).lower() and "not found" not in str(exc).lower():
+            if not any(words in str(exc).lower() for words in NOT_THERE):
                 raise
     try:
-        _, output = run_client_cli(add, which)
+        _, output = run_client_cli(add, which, stdin=server)
     except InstallError as exc:
         if "already exists" in str(exc):
             raise InstallError(f"{exc}\npass --force to replace it") from None
         raise
-    added = f"Claude Code: added '{name}' (claude mcp add --scope user){replaced}"
+    added = f"Claude Code: added '{name}' (claude mcp add-json --scope user){replaced}"
     return added + (f"\n{output}" if output else "")
 
 
@@ -462,15 +472,17 @@ def _printable(argv: list[str]) -> str:
     return subprocess.list2cmdline(argv) if sys.platform.startswith("win") else _shell(argv)
 
 
-def run_client_cli(argv: list[str], which: Callable[[str], str | None] = shutil.which) -> tuple[bool, str]:
-    """Run the client's own CLI if it is installed. Returns (ran, output or the command to run)."""
+def run_client_cli(
+    argv: list[str], which: Callable[[str], str | None] = shutil.which, stdin: str | None = None
+) -> tuple[bool, str]:
+    """Run the client's own CLI if it is installed, with `stdin` as its standard input (none by
+    default). Returns (ran, output or the command to run)."""
     executable = which(argv[0])
     if executable is None:
         return False, _printable(argv)
+    given: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
     try:
-        done = subprocess.run(
-            [executable, *argv[1:]], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
-        )
+        done = subprocess.run([executable, *argv[1:]], capture_output=True, text=True, timeout=60, **given)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InstallError(f"`{_shell(argv)}` failed: {exc}") from None
     if done.returncode != 0:
