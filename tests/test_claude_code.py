@@ -238,16 +238,29 @@ def test_printed_output_reaches_neither_the_model_nor_the_user(claude: Path, tmp
     assert not any(m.get("method") == "notifications/message" for m in run.messages("server"))
 
 
+GREETING = """
+    import os
+
+    from protomcp_sdk import tool
+
+    @tool
+    def greet(name: str) -> str:
+        \"\"\"Say hello to someone.\"\"\"
+        return f"{os.environ.get('GREETING', 'Hello')}, {name}!"
+"""
+
+
 def test_install_claude_code_then_claude_code_calls_the_tools(claude: Path, tmp_path: Path) -> None:
     """`protomcp install claude-code` registers the server with the real `claude mcp` (user
-    scope); a plain `claude -p` then starts it and calls its tools."""
-    file = tool_file(tmp_path)
-    install = [*HOST, "install", "claude-code", str(file)]
-    done = subprocess.run(install, env=claude_env(tmp_path), capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stdout + done.stderr
+    scope); a plain `claude -p` then starts it, with the entry's --env, and calls its tools."""
+    file = tool_file(tmp_path, GREETING)
+    for again in ([], ["--force", "--env", "GREETING=Howdy"]):  # --force: replaces the entry
+        install = [*HOST, "install", "claude-code", str(file), *again]
+        done = subprocess.run(install, env=claude_env(tmp_path), capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
     with FakeMessagesAPI([[tool_use("mcp__tools__greet", {"name": "Ada"})]]) as api:
         claude_print(claude, tmp_path, api)
-    assert api.tool_results()[0]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    assert api.tool_results()[0]["content"] == [{"type": "text", "text": "Howdy, Ada!"}]
 
 
 SHOUT = """
