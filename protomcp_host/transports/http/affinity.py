@@ -37,6 +37,7 @@ COUNT_ENV = "PROTOMCP_WORKERS"  # how many workers there are
 WORKER_ENV = "PROTOMCP_WORKER"  # this worker's number (1..N)
 HOP_BY_HOP = {b"connection", b"keep-alive", b"transfer-encoding", b"content-length", b"upgrade", b"te"}
 READ_SIZE = 65536
+REPLACEMENT_WAIT = 10.0  # seconds a new session waits for its worker, when that one is being replaced
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,14 @@ class Affinity:
         receive: Receive,
         send: Send,
         limits: tuple[int, float],
+        *,
+        wait: float = 0.0,
     ) -> None:
         """Serve the request at `worker` and relay its answer (a stream as it comes); `body` is
         None when the request's body was not read yet (`limits`: its most bytes, and seconds to
-        read it). The relay ends when either side does."""
+        read it); `wait`: seconds to wait for a worker being replaced (a session that does not
+        exist yet can begin in its replacement; one that did is gone with it). The relay ends
+        when either side does."""
         if body is None:
             try:
                 body = await read_body(receive, *limits)
@@ -100,9 +105,8 @@ class Affinity:
                 return
             except ClientGone:
                 return
-        try:
-            stream = await anyio.connect_unix(self.path(worker))
-        except OSError:  # the worker is gone (being replaced): so is the session
+        stream = await self._connect(worker, wait)
+        if stream is None:  # the worker is gone (being replaced): so is the session
             await refuse(send, 404, "Session not found: it expired or was ended; initialize a new one")
             return
         query = scope.get("query_string") or b""
@@ -126,6 +130,18 @@ class Affinity:
             await stream.send(request)
             await _relay(conn, stream, send)
             tg.cancel_scope.cancel()
+
+    async def _connect(self, worker: int, wait: float) -> anyio.abc.ByteStream | None:
+        """A connection to the worker's socket; None when it does not serve within `wait`s
+        (polled: its replacement is another process, started by the parent)."""
+        deadline = anyio.current_time() + wait
+        while True:
+            try:
+                return await anyio.connect_unix(self.path(worker))
+            except OSError:
+                if anyio.current_time() >= deadline:
+                    return None
+                await anyio.sleep(0.05)
 
 
 async def _relay(conn: h11.Connection, stream: anyio.abc.ByteStream, send: Send) -> None:

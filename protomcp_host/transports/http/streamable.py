@@ -22,7 +22,7 @@ import orjson
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.session import BATCH_VERSIONS, SERVER_BUSY, SUPPORTED_VERSIONS
-from protomcp_host.transports.http.affinity import Affinity
+from protomcp_host.transports.http.affinity import REPLACEMENT_WAIT, Affinity
 from protomcp_host.transports.http.asgi import (
     Receive,
     Scope,
@@ -196,7 +196,9 @@ class StreamableHTTP:
             offered = self._offered_id(scope)
             if self.affinity is not None and offered and self.affinity.owner(offered) != self.affinity.worker:
                 owner = self.affinity.owner(offered)  # the worker its later requests will reach
-                await self.affinity.forward(owner, scope, body, receive, send, self._limits)
+                await self.affinity.forward(
+                    owner, scope, body, receive, send, self._limits, wait=REPLACEMENT_WAIT
+                )
                 return
             await self._initialize(body, parsed, scope, send)
             return
