@@ -840,8 +840,14 @@ async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
 async def _on_signals(
     shutdown: anyio.Event, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
 ) -> None:
+    """The first SIGTERM or SIGINT starts the graceful stop. A SIGTERM after it is absorbed:
+    clients such as Claude Code send SIGINT, then SIGTERM 100 ms later (then SIGKILL), and dying
+    at the SIGTERM would cut the tool processes' @lifespan teardown short. A second SIGINT (Ctrl+C
+    again) stops at once."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         task_status.started()
-        async for _ in signals:
-            shutdown.set()
-            return
+        async for signum in signals:
+            if not shutdown.is_set():
+                shutdown.set()
+            elif signum == signal.SIGINT:
+                raise KeyboardInterrupt

@@ -147,6 +147,49 @@ def test_the_end_of_a_lifespan_is_bounded(tmp_path: Path) -> None:
     assert "@lifespan 'stuck' did not finish within 0.2s" in done.stderr
 
 
+SLOW_END = """import asyncio, os
+from protomcp_sdk import lifespan, tool
+
+@lifespan
+async def slow_end():
+    yield {}
+    await asyncio.sleep(0.3)  # longer than a client's SIGINT-to-SIGTERM gap
+    open(os.environ["LIFESPAN_DONE"], "w").write("done")
+
+@tool
+def n() -> int:
+    return 1
+"""
+
+
+def test_a_sigterm_after_sigint_lets_the_lifespan_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code stops a server with SIGINT, SIGTERM 100 ms later, then SIGKILL: the SIGTERM
+    must not cut the stop short, or the @lifespan teardown never runs."""
+    import signal
+    import time
+
+    from conftest import RawHost
+
+    file, done = tmp_path / "slow_end.py", tmp_path / "done"
+    file.write_text(SLOW_END)
+    monkeypatch.setenv("LIFESPAN_DONE", str(done))
+    host = RawHost("run", str(file))
+    try:
+        era = "io.modelcontextprotocol/"
+        modern = {era + "protocolVersion": "2026-07-28", era + "clientCapabilities": {}}
+        host.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern}})
+        assert "result" in host.recv()  # serving
+        host.proc.send_signal(signal.SIGINT)
+        time.sleep(0.1)  # (the client's gap, not a wait for an event)
+        host.proc.send_signal(signal.SIGTERM)
+        assert host.proc.wait(30) == 0
+        assert done.read_text() == "done"
+    finally:
+        host.close()
+
+
 def test_lifespan_misuse_is_explained() -> None:
     def plain():
         return 1
