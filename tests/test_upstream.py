@@ -481,3 +481,34 @@ def test_doctor_connects_to_upstreams(marks: Path) -> None:
     )  # fmt: skip
     assert bad.returncode == 1
     assert "upstream gone (http://127.0.0.1:1/mcp) cannot be served" in bad.stdout
+
+
+async def test_an_upstream_question_answered_on_another_host_is_not_asked_again(
+    http_host: Any, redis_url: str
+) -> None:
+    """Two hosts sharing a store, each serving the same HTTP upstream: the retry of a call
+    whose upstream elicited reaches the other host, which runs the call again; the upstream's
+    question there is answered from the requestState, not asked in a new round."""
+    import httpx2
+    from scale_support import modern_rpc
+
+    port = free_port()
+    remote = start_remote(port, "s3cret")
+    upstream = ("--upstream", f"remote={remote.url}", "--upstream-token-env", "remote=UPSTREAM_TOKEN")
+    token = {"UPSTREAM_TOKEN": "s3cret"}
+    hosts = [http_host("run", str(POLICY), "--store", redis_url, *upstream, env=token) for _ in range(2)]
+    call = {"name": "remote_ask_pin", "arguments": {}}
+    try:
+        with anyio.fail_after(60):
+            async with httpx2.AsyncClient(timeout=30) as http:
+                first = (await modern_rpc(http, hosts[0].url, "tools/call", call))["result"]
+                assert first["resultType"] == "input_required", first
+                [(key, question)] = first["inputRequests"].items()
+                assert question["params"]["message"] == "Your PIN?"
+                retry = {**call, "requestState": first["requestState"],
+                         "inputResponses": {key: {"action": "accept", "content": {"pin": "7"}}}}  # fmt: skip
+                done = (await modern_rpc(http, hosts[1].url, "tools/call", retry))["result"]
+                assert done.get("resultType") != "input_required", done
+                assert done["content"][0]["text"] == "pin 7", done
+    finally:
+        remote.terminate()

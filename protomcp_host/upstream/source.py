@@ -12,6 +12,7 @@ fail with a message that says why.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import sys
 import time
@@ -39,12 +40,34 @@ INVALID_REQUEST = -32600
 class _Request:
     """A request of the bridge the upstream works on."""
 
-    __slots__ = ("kind", "leg", "scope", "sent")
+    __slots__ = ("asked", "carried", "kind", "leg", "scope", "sent")
 
-    def __init__(self, leg: Leg, kind: str) -> None:
+    def __init__(self, leg: Leg, kind: str, carried: dict[str, Any]) -> None:
         self.leg, self.kind = leg, kind
         self.scope = anyio.CancelScope()
         self.sent = False  # on a connection (else waiting for one)
+        self.carried = carried  # 2026-07-28: answers a retry run again here brings, by key
+        self.asked = 0  # the upstream's requests for the client so far
+
+
+def question_key(method: str, params: dict[str, Any], order: int) -> str:
+    """The name of an upstream's request for the client in a 2026-07-28 input round: the same
+    on every host that runs the call again, so the answer a retry carries is found there. It
+    binds the question's order within the request (a second identical question is asked
+    again) and its content (an answer is never given to another question)."""
+    asked = {k: v for k, v in params.items() if k not in ("_meta", "elicitationId")}  # per-run ids
+    content = hashlib.sha256(orjson.dumps(asked, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    return f"{method}-{order}-{content}"
+
+
+def _carried(envelope: pb.Envelope, kind: str) -> dict[str, Any]:
+    """The answers a retried request brings (a re-run: the call was suspended elsewhere)."""
+    request = getattr(envelope, kind) if kind in _ANSWERED else None
+    answers = orjson.loads(request.input_answers_json) if request and request.input_answers_json else {}
+    return answers if isinstance(answers, dict) else {}
+
+
+_ANSWERED = ("call_tool", "read_resource_request", "get_prompt_request")  # carry input_answers_json
 
 
 # The request whose task sends to the upstream. The mcp client runs what arrives on a request's
@@ -331,7 +354,8 @@ class Upstream:
             leg.failed(f"{self.label} is not running")
             return
         request_id = f"u{next(self._ids)}"
-        request = self._running[request_id] = _Request(leg, envelope.WhichOneof("msg") or "")
+        kind = envelope.WhichOneof("msg") or ""
+        request = self._running[request_id] = _Request(leg, kind, _carried(envelope, kind))
         leg.sent(self, request_id)
         self._tg.start_soon(self._serve, envelope, request, request_id)
 
@@ -488,15 +512,19 @@ class Upstream:
         owner, why = self._owner_of(_OWNER.get())
         if owner is None:
             return types.ErrorData(code=INVALID_REQUEST, message=f"{method} refused by protomcp: {why}")
+        asked = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        owner.asked += 1
+        key = question_key(method, asked, owner.asked)
+        carried = owner.carried.pop(key, None)  # popped: each answer is used once
+        if isinstance(carried, dict):
+            return model.model_validate(carried)
         answer: asyncio.Future[tuple[Any, str | None]] = asyncio.get_running_loop().create_future()
 
         def reply(result: dict[str, Any] | None, error: str | None) -> None:
             if not answer.done():
                 answer.set_result((result, error))
 
-        owner.leg.ask_client(
-            method, params.model_dump(by_alias=True, mode="json", exclude_none=True), None, reply
-        )
+        owner.leg.ask_client(method, asked, None, reply, key)
         result, error = await answer
         if error is not None or result is None:
             return types.ErrorData(code=INVALID_REQUEST, message=error or "no answer")
