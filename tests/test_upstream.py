@@ -512,3 +512,75 @@ async def test_an_upstream_question_answered_on_another_host_is_not_asked_again(
                 assert done["content"][0]["text"] == "pin 7", done
     finally:
         remote.terminate()
+
+
+class _Events:
+    """ProcessEvents that keep nothing (an Upstream driven without a host)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args: None
+
+
+class _Leg:
+    """A Leg that keeps its one answer (or failure)."""
+
+    live = True
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.answer: Any = None
+        self.failure = ""
+
+    def sent(self, channel: Any, request_id: str) -> None:
+        pass
+
+    def answered(self, envelope: Any, raw: Any, trusted: bool) -> None:
+        self.answer = envelope
+        self.done.set()
+
+    def failed(self, reason: str) -> None:
+        self.failure = reason
+        self.done.set()
+
+
+async def test_an_idle_http_upstream_restarted_gets_a_new_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The upstream restarts while the link is idle (no ping notices in between): the next
+    call gets a 404 for the old session, which opens a new one and sends the call again."""
+    import signal
+
+    from protomcp_host.upstream.source import Upstream
+    from protomcp_host.upstream.spec import UpstreamSpec
+    from protomcp_sdk.wire import protomcp_pb2 as pb
+
+    monkeypatch.setenv("UPSTREAM_TOKEN", "s3cret")
+    port = free_port()
+    remote = start_remote(port, "s3cret")
+    spec = UpstreamSpec(name="remote", url=remote.url, token_env="UPSTREAM_TOKEN")
+    upstream = Upstream(spec, _Events(), ping_interval=3600)  # type: ignore[arg-type]
+
+    async def call(a: int, b: int) -> _Leg:
+        leg = _Leg()
+        arguments = f'{{"a": {a}, "b": {b}}}'
+        upstream.start(
+            pb.Envelope(call_tool=pb.CallToolRequest(name="remote_multiply", arguments_json=arguments)), leg
+        )  # type: ignore[arg-type]
+        with anyio.fail_after(30):
+            await leg.done.wait()
+        return leg
+
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(upstream.run)
+            first = await call(6, 7)
+            assert first.answer is not None and "42" in first.answer.call_result.result_json, first.failure
+            os.killpg(remote.proc.pid, signal.SIGKILL)
+            remote.proc.wait()
+            remote = start_remote(port, "s3cret")
+            again = await call(2, 3)
+            assert again.failure == ""
+            assert '"6"' in again.answer.call_result.result_json
+            assert upstream.connects == 2
+            await upstream.stop(1)
+            tg.cancel_scope.cancel()
+    finally:
+        remote.terminate()

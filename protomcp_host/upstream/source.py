@@ -388,21 +388,21 @@ class Upstream:
         _OWNER.set(request)  # this task's context: see _owner_of
         with request.scope:
             try:
-                session = await self._connected()
-                request.sent = True
-                if kind == "call_tool":
-                    reply = await self._call_tool(session, envelope.call_tool, leg)
-                elif kind == "read_resource_request":
-                    reply = await self._read(session, envelope.read_resource_request.uri)
-                elif kind == "get_prompt_request":
-                    reply = await self._prompt(session, envelope.get_prompt_request)
-                elif kind == "completion_request":
-                    reply = await self._complete(session, envelope.completion_request)
-                else:
-                    failure = f"{kind} is not forwarded to an upstream"
+                try:
+                    session = await self._connected()
+                    reply, failure = await self._send(session, envelope, request)
+                except MCPError as exc:
+                    if not _session_gone(exc):
+                        raise
+                    # The upstream restarted and forgot the session: this request was never
+                    # served. Open a new session (the next connection) and send it once more.
+                    request.sent = False  # it waits for the next connection, not failed with this one
+                    self._lose(session)
+                    session = await self._connected()
+                    reply, failure = await self._send(session, envelope, request)
             except MCPError as exc:
                 reply = _error_reply(kind, exc.error.code, exc.error.message)
-                if exc.error.code == CONNECTION_CLOSED:
+                if exc.error.code == CONNECTION_CLOSED or _session_gone(exc):
                     self._lose(session)  # calls from now on wait for the next connection
                     failure = f"{self.label} went away during the request ({exc.error.message})"
                 elif reply is None:
@@ -417,6 +417,22 @@ class Upstream:
             leg.answered(reply, None, True)
         else:
             leg.failed(failure or f"{self.label}: no answer")
+
+    async def _send(
+        self, session: Any, envelope: pb.Envelope, request: _Request
+    ) -> tuple[pb.Envelope | None, str]:
+        """The request on `session`: the answer, or why there is none."""
+        kind, leg = request.kind, request.leg
+        request.sent = True
+        if kind == "call_tool":
+            return await self._call_tool(session, envelope.call_tool, leg), ""
+        if kind == "read_resource_request":
+            return await self._read(session, envelope.read_resource_request.uri), ""
+        if kind == "get_prompt_request":
+            return await self._prompt(session, envelope.get_prompt_request), ""
+        if kind == "completion_request":
+            return await self._complete(session, envelope.completion_request), ""
+        return None, f"{kind} is not forwarded to an upstream"
 
     async def _connected(self) -> Any:
         if self.session is None:
@@ -614,6 +630,16 @@ def _error_reply(kind: str, code: int, message: str) -> pb.Envelope | None:
 
 class OfferRefused(Exception):
     """The upstream answered, but its tools cannot be served beside the others (a name clash)."""
+
+
+def _session_gone(exc: Any) -> bool:
+    """An HTTP 404 for the session (the upstream restarted or ended it), as the mcp client
+    reports it: the server's own JSON-RPC error (protomcp: "Session not found"), or its
+    stand-in "Session terminated"."""
+    error = exc.error
+    return error.code == INVALID_REQUEST and error.message.startswith(
+        ("Session not found", "Session terminated")
+    )
 
 
 def _first(exc: BaseException) -> BaseException:
