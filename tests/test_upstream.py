@@ -514,6 +514,42 @@ async def test_an_upstream_question_answered_on_another_host_is_not_asked_again(
         remote.terminate()
 
 
+async def test_an_upstream_asking_twice_on_other_hosts_uses_each_answer_once(
+    http_host: Any, redis_url: str
+) -> None:
+    """The same question asked twice by an upstream: a run on the other host answers the first
+    from the carried answer and asks the second in a new round; a third run, back on the first
+    host, answers both from what the retry carries."""
+    import httpx2
+    from scale_support import modern_rpc
+
+    port = free_port()
+    remote = start_remote(port, "s3cret")
+    upstream = ("--upstream", f"remote={remote.url}", "--upstream-token-env", "remote=UPSTREAM_TOKEN")
+    token = {"UPSTREAM_TOKEN": "s3cret"}
+    hosts = [http_host("run", str(POLICY), "--store", redis_url, *upstream, env=token) for _ in range(2)]
+    call = {"name": "remote_ask_pin_twice", "arguments": {}}
+    try:
+        with anyio.fail_after(60):
+            async with httpx2.AsyncClient(timeout=30) as http:
+                answers: dict[str, Any] = {}
+                result = (await modern_rpc(http, hosts[0].url, "tools/call", call))["result"]
+                for pin, host in (("1", hosts[1]), ("2", hosts[0])):
+                    assert result["resultType"] == "input_required", result
+                    [key] = result["inputRequests"]
+                    assert key not in answers  # the answered question is not asked again
+                    answers[key] = {"action": "accept", "content": {"pin": pin}}
+                    retry = {
+                        **call,
+                        "requestState": result["requestState"],
+                        "inputResponses": {key: answers[key]},
+                    }
+                    result = (await modern_rpc(http, host.url, "tools/call", retry))["result"]
+                assert result["content"][0]["text"] == "pins 1 2", result
+    finally:
+        remote.terminate()
+
+
 class _Events:
     """ProcessEvents that keep nothing (an Upstream driven without a host)."""
 
