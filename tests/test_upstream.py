@@ -481,3 +481,142 @@ def test_doctor_connects_to_upstreams(marks: Path) -> None:
     )  # fmt: skip
     assert bad.returncode == 1
     assert "upstream gone (http://127.0.0.1:1/mcp) cannot be served" in bad.stdout
+
+
+async def test_an_upstream_question_answered_on_another_host_is_not_asked_again(
+    http_host: Any, redis_url: str
+) -> None:
+    """Two hosts sharing a store, each serving the same HTTP upstream: the retry of a call
+    whose upstream elicited reaches the other host, which runs the call again; the upstream's
+    question there is answered from the requestState, not asked in a new round."""
+    import httpx2
+    from scale_support import modern_rpc
+
+    port = free_port()
+    remote = start_remote(port, "s3cret")
+    upstream = ("--upstream", f"remote={remote.url}", "--upstream-token-env", "remote=UPSTREAM_TOKEN")
+    token = {"UPSTREAM_TOKEN": "s3cret"}
+    hosts = [http_host("run", str(POLICY), "--store", redis_url, *upstream, env=token) for _ in range(2)]
+    call = {"name": "remote_ask_pin", "arguments": {}}
+    try:
+        with anyio.fail_after(60):
+            async with httpx2.AsyncClient(timeout=30) as http:
+                first = (await modern_rpc(http, hosts[0].url, "tools/call", call))["result"]
+                assert first["resultType"] == "input_required", first
+                [(key, question)] = first["inputRequests"].items()
+                assert question["params"]["message"] == "Your PIN?"
+                retry = {**call, "requestState": first["requestState"],
+                         "inputResponses": {key: {"action": "accept", "content": {"pin": "7"}}}}  # fmt: skip
+                done = (await modern_rpc(http, hosts[1].url, "tools/call", retry))["result"]
+                assert done.get("resultType") != "input_required", done
+                assert done["content"][0]["text"] == "pin 7", done
+    finally:
+        remote.terminate()
+
+
+async def test_an_upstream_asking_twice_on_other_hosts_uses_each_answer_once(
+    http_host: Any, redis_url: str
+) -> None:
+    """The same question asked twice by an upstream: a run on the other host answers the first
+    from the carried answer and asks the second in a new round; a third run, back on the first
+    host, answers both from what the retry carries."""
+    import httpx2
+    from scale_support import modern_rpc
+
+    port = free_port()
+    remote = start_remote(port, "s3cret")
+    upstream = ("--upstream", f"remote={remote.url}", "--upstream-token-env", "remote=UPSTREAM_TOKEN")
+    token = {"UPSTREAM_TOKEN": "s3cret"}
+    hosts = [http_host("run", str(POLICY), "--store", redis_url, *upstream, env=token) for _ in range(2)]
+    call = {"name": "remote_ask_pin_twice", "arguments": {}}
+    try:
+        with anyio.fail_after(60):
+            async with httpx2.AsyncClient(timeout=30) as http:
+                answers: dict[str, Any] = {}
+                result = (await modern_rpc(http, hosts[0].url, "tools/call", call))["result"]
+                for pin, host in (("1", hosts[1]), ("2", hosts[0])):
+                    assert result["resultType"] == "input_required", result
+                    [key] = result["inputRequests"]
+                    assert key not in answers  # the answered question is not asked again
+                    answers[key] = {"action": "accept", "content": {"pin": pin}}
+                    retry = {
+                        **call,
+                        "requestState": result["requestState"],
+                        "inputResponses": {key: answers[key]},
+                    }
+                    result = (await modern_rpc(http, host.url, "tools/call", retry))["result"]
+                assert result["content"][0]["text"] == "pins 1 2", result
+    finally:
+        remote.terminate()
+
+
+class _Events:
+    """ProcessEvents that keep nothing (an Upstream driven without a host)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args: None
+
+
+class _Leg:
+    """A Leg that keeps its one answer (or failure)."""
+
+    live = True
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.answer: Any = None
+        self.failure = ""
+
+    def sent(self, channel: Any, request_id: str) -> None:
+        pass
+
+    def answered(self, envelope: Any, raw: Any, trusted: bool) -> None:
+        self.answer = envelope
+        self.done.set()
+
+    def failed(self, reason: str) -> None:
+        self.failure = reason
+        self.done.set()
+
+
+async def test_an_idle_http_upstream_restarted_gets_a_new_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The upstream restarts while the link is idle (no ping notices in between): the next
+    call gets a 404 for the old session, which opens a new one and sends the call again."""
+    import signal
+
+    from protomcp_host.upstream.source import Upstream
+    from protomcp_host.upstream.spec import UpstreamSpec
+    from protomcp_sdk.wire import protomcp_pb2 as pb
+
+    monkeypatch.setenv("UPSTREAM_TOKEN", "s3cret")
+    port = free_port()
+    remote = start_remote(port, "s3cret")
+    spec = UpstreamSpec(name="remote", url=remote.url, token_env="UPSTREAM_TOKEN")
+    upstream = Upstream(spec, _Events(), ping_interval=3600)  # type: ignore[arg-type]
+
+    async def call(a: int, b: int) -> _Leg:
+        leg = _Leg()
+        arguments = f'{{"a": {a}, "b": {b}}}'
+        upstream.start(
+            pb.Envelope(call_tool=pb.CallToolRequest(name="remote_multiply", arguments_json=arguments)), leg
+        )  # type: ignore[arg-type]
+        with anyio.fail_after(30):
+            await leg.done.wait()
+        return leg
+
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(upstream.run)
+            first = await call(6, 7)
+            assert first.answer is not None and "42" in first.answer.call_result.result_json, first.failure
+            os.killpg(remote.proc.pid, signal.SIGKILL)
+            remote.proc.wait()
+            remote = start_remote(port, "s3cret")
+            again = await call(2, 3)
+            assert again.failure == ""
+            assert '"6"' in again.answer.call_result.result_json
+            assert upstream.connects == 2
+            await upstream.stop(1)
+            tg.cancel_scope.cancel()
+    finally:
+        remote.terminate()

@@ -12,6 +12,7 @@ fail with a message that says why.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import sys
 import time
@@ -39,12 +40,34 @@ INVALID_REQUEST = -32600
 class _Request:
     """A request of the bridge the upstream works on."""
 
-    __slots__ = ("kind", "leg", "scope", "sent")
+    __slots__ = ("asked", "carried", "kind", "leg", "scope", "sent")
 
-    def __init__(self, leg: Leg, kind: str) -> None:
+    def __init__(self, leg: Leg, kind: str, carried: dict[str, Any]) -> None:
         self.leg, self.kind = leg, kind
         self.scope = anyio.CancelScope()
         self.sent = False  # on a connection (else waiting for one)
+        self.carried = carried  # 2026-07-28: answers a retry run again here brings, by key
+        self.asked = 0  # the upstream's requests for the client so far
+
+
+def question_key(method: str, params: dict[str, Any], order: int) -> str:
+    """The name of an upstream's request for the client in a 2026-07-28 input round: the same
+    on every host that runs the call again, so the answer a retry carries is found there. It
+    binds the question's order within the request (a second identical question is asked
+    again) and its content (an answer is never given to another question)."""
+    asked = {k: v for k, v in params.items() if k not in ("_meta", "elicitationId")}  # per-run ids
+    content = hashlib.sha256(orjson.dumps(asked, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    return f"{method}-{order}-{content}"
+
+
+def _carried(envelope: pb.Envelope, kind: str) -> dict[str, Any]:
+    """The answers a retried request brings (a re-run: the call was suspended elsewhere)."""
+    request = getattr(envelope, kind) if kind in _ANSWERED else None
+    answers = orjson.loads(request.input_answers_json) if request and request.input_answers_json else {}
+    return answers if isinstance(answers, dict) else {}
+
+
+_ANSWERED = ("call_tool", "read_resource_request", "get_prompt_request")  # carry input_answers_json
 
 
 # The request whose task sends to the upstream. The mcp client runs what arrives on a request's
@@ -331,7 +354,8 @@ class Upstream:
             leg.failed(f"{self.label} is not running")
             return
         request_id = f"u{next(self._ids)}"
-        request = self._running[request_id] = _Request(leg, envelope.WhichOneof("msg") or "")
+        kind = envelope.WhichOneof("msg") or ""
+        request = self._running[request_id] = _Request(leg, kind, _carried(envelope, kind))
         leg.sent(self, request_id)
         self._tg.start_soon(self._serve, envelope, request, request_id)
 
@@ -364,21 +388,21 @@ class Upstream:
         _OWNER.set(request)  # this task's context: see _owner_of
         with request.scope:
             try:
-                session = await self._connected()
-                request.sent = True
-                if kind == "call_tool":
-                    reply = await self._call_tool(session, envelope.call_tool, leg)
-                elif kind == "read_resource_request":
-                    reply = await self._read(session, envelope.read_resource_request.uri)
-                elif kind == "get_prompt_request":
-                    reply = await self._prompt(session, envelope.get_prompt_request)
-                elif kind == "completion_request":
-                    reply = await self._complete(session, envelope.completion_request)
-                else:
-                    failure = f"{kind} is not forwarded to an upstream"
+                try:
+                    session = await self._connected()
+                    reply, failure = await self._send(session, envelope, request)
+                except MCPError as exc:
+                    if not _session_gone(exc):
+                        raise
+                    # The upstream restarted and forgot the session: this request was never
+                    # served. Open a new session (the next connection) and send it once more.
+                    request.sent = False  # it waits for the next connection, not failed with this one
+                    self._lose(session)
+                    session = await self._connected()
+                    reply, failure = await self._send(session, envelope, request)
             except MCPError as exc:
                 reply = _error_reply(kind, exc.error.code, exc.error.message)
-                if exc.error.code == CONNECTION_CLOSED:
+                if exc.error.code == CONNECTION_CLOSED or _session_gone(exc):
                     self._lose(session)  # calls from now on wait for the next connection
                     failure = f"{self.label} went away during the request ({exc.error.message})"
                 elif reply is None:
@@ -393,6 +417,22 @@ class Upstream:
             leg.answered(reply, None, True)
         else:
             leg.failed(failure or f"{self.label}: no answer")
+
+    async def _send(
+        self, session: Any, envelope: pb.Envelope, request: _Request
+    ) -> tuple[pb.Envelope | None, str]:
+        """The request on `session`: the answer, or why there is none."""
+        kind, leg = request.kind, request.leg
+        request.sent = True
+        if kind == "call_tool":
+            return await self._call_tool(session, envelope.call_tool, leg), ""
+        if kind == "read_resource_request":
+            return await self._read(session, envelope.read_resource_request.uri), ""
+        if kind == "get_prompt_request":
+            return await self._prompt(session, envelope.get_prompt_request), ""
+        if kind == "completion_request":
+            return await self._complete(session, envelope.completion_request), ""
+        return None, f"{kind} is not forwarded to an upstream"
 
     async def _connected(self) -> Any:
         if self.session is None:
@@ -488,15 +528,19 @@ class Upstream:
         owner, why = self._owner_of(_OWNER.get())
         if owner is None:
             return types.ErrorData(code=INVALID_REQUEST, message=f"{method} refused by protomcp: {why}")
+        asked = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        owner.asked += 1
+        key = question_key(method, asked, owner.asked)
+        carried = owner.carried.pop(key, None)  # popped: each answer is used once
+        if isinstance(carried, dict):
+            return model.model_validate(carried)
         answer: asyncio.Future[tuple[Any, str | None]] = asyncio.get_running_loop().create_future()
 
         def reply(result: dict[str, Any] | None, error: str | None) -> None:
             if not answer.done():
                 answer.set_result((result, error))
 
-        owner.leg.ask_client(
-            method, params.model_dump(by_alias=True, mode="json", exclude_none=True), None, reply
-        )
+        owner.leg.ask_client(method, asked, None, reply, key)
         result, error = await answer
         if error is not None or result is None:
             return types.ErrorData(code=INVALID_REQUEST, message=error or "no answer")
@@ -586,6 +630,16 @@ def _error_reply(kind: str, code: int, message: str) -> pb.Envelope | None:
 
 class OfferRefused(Exception):
     """The upstream answered, but its tools cannot be served beside the others (a name clash)."""
+
+
+def _session_gone(exc: Any) -> bool:
+    """An HTTP 404 for the session (the upstream restarted or ended it), as the mcp client
+    reports it: the server's own JSON-RPC error (protomcp: "Session not found"), or its
+    stand-in "Session terminated"."""
+    error = exc.error
+    return error.code == INVALID_REQUEST and error.message.startswith(
+        ("Session not found", "Session terminated")
+    )
 
 
 def _first(exc: BaseException) -> BaseException:

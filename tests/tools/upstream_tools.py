@@ -34,6 +34,15 @@ async def hold(path: str) -> str:
 
 
 @tool
+async def ask_pin_twice(ctx: Context) -> str:
+    """Ask the same question twice (each answer is used once: the client is asked twice)."""
+    schema = {"type": "object", "properties": {"pin": {"type": "string"}}}
+    first = await ctx.elicit("Your PIN?", schema)
+    second = await ctx.elicit("Your PIN?", schema)
+    return f"pins {first.data['pin']} {second.data['pin']}"
+
+
+@tool
 async def ask_pin(ctx: Context) -> str:
     """Ask the caller's client for a PIN (elicitation)."""
     answer = await ctx.elicit("Your PIN?", {"type": "object", "properties": {"pin": {"type": "string"}}})
