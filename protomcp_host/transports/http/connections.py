@@ -132,7 +132,8 @@ def bounded(protocol_class: type[Any], limits: ConnectionLimits, report: Callabl
                 self._head_tail = (self._head_tail + data[-3:])[-3:]
                 return self._head_seen > limits.max_header
             size = self._head_seen + end + len(HEADER_END)
-            self._head_seen, self._head_tail = 0, b""  # the header ends here; the next starts anew
+            if self._head_seen:  # the header ends here; the next starts anew (written only when
+                self._head_seen, self._head_tail = 0, b""  # needed: an idle connection stays small)
             return size > limits.max_header
 
         def on_response_complete(self) -> None:
