@@ -131,6 +131,33 @@ async def test_reload_requests_during_a_reload_coalesce(tmp_path: Path) -> None:
             await supervisor.stop(5)
 
 
+async def test_a_save_while_a_crashed_process_is_replaced_is_not_lost(tmp_path: Path) -> None:
+    """The file is saved while the replacement of a crashed process loads it: that load may have
+    read the file before the save, so the save still reloads it."""
+    file = tmp_path / "t.py"
+    source = "import os\nfrom protomcp_sdk import tool\n@tool\ndef v() -> str:\n    return '{}'\n"
+    source += "@tool\ndef crash() -> str:\n    os._exit(3)\n"
+    file.write_text(source.format("one"))
+    supervisor = make_supervisor(file, [])
+    replace = supervisor._replace
+
+    async def replace_then_save() -> None:
+        await replace()  # the new process loaded version one ...
+        if supervisor.reloads == 0 and "two" not in file.read_text():
+            file.write_text(source.format("two"))  # ... and the file is saved right then
+            supervisor.request_reload()
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(supervisor.run)
+            supervisor._replace = replace_then_save  # type: ignore[method-assign]  # (the restart's)
+            await call(supervisor, "crash")
+            while supervisor.reloads == 0:  # the save reloads the file
+                await anyio.sleep(0.02)
+            assert "two" in (await call(supervisor, "v")).result_json
+            await supervisor.stop(5)
+
+
 async def test_standbys_prepared_at_once_leave_one_standby(tmp_path: Path) -> None:
     """A save and a crash in quick succession each ask for a standby: one is kept, none idles
     unowned until the host exits (each is a whole Python process)."""

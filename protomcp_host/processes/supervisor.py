@@ -245,6 +245,10 @@ class Supervisor:
             await self._stop_requested()
         if self._stopping:
             return
+        # The load below reads the file as it is now: a save made so far is served by it; one made
+        # while it loads stays requested (the file may have changed after it was read).
+        reloading = reloading or self._reload_requested
+        self._reload_requested = False
         try:
             await self._replace()
         except (WorkerError, ValueError) as exc:
@@ -252,9 +256,8 @@ class Supervisor:
             self._started_at = time.monotonic()
             self._wake.set()  # try again after the next backoff delay
         else:
-            if reloading or self._reload_requested:
+            if reloading:
                 self._reloaded()
-            self._reload_requested = False  # the new process loaded the file as it is now
 
     async def _first_load(self) -> None:
         try:
