@@ -141,6 +141,7 @@ class Host:
         self.store: Store = store or MemoryStore()  # state shared with other hosts (--store)
         if not isinstance(self.store, MemoryStore):  # each use of a requestState, told to the others
             self.rounds.uses.publish = self.store.publish
+        self._key_missed: anyio.Event | None = None  # set: a requestState did not open (--store)
         self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
         self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
         self.upstreams: dict[str, Any] = {}  # label -> upstream.source.Upstream (--upstream)
@@ -269,14 +270,17 @@ class Host:
     async def _keep_state_key(self) -> None:
         """One requestState key for every host of the store, always: read again (and put back
         if it vanished) every KEY_CHECK seconds, and at once when a requestState did not open."""
-        missed = [anyio.Event()]
-        self.rounds.on_miss = lambda: missed[0].set()
+        self.rounds.on_miss = self._state_key_missed
         while True:
+            self._key_missed = anyio.Event()
             with anyio.move_on_after(KEY_CHECK):
-                await missed[0].wait()
-            missed[0] = anyio.Event()
+                await self._key_missed.wait()
             with contextlib.suppress(StoreError):  # (the store reports its outage; the key stays)
                 self.rounds.use_key(await self.store.state_key())
+
+    def _state_key_missed(self) -> None:
+        if self._key_missed is not None:
+            self._key_missed.set()
 
     def _on_bus(self, topic: str, payload: bytes) -> None:
         """A message from the store's bus (published here or by another host)."""
