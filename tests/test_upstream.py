@@ -483,6 +483,16 @@ def test_doctor_connects_to_upstreams(marks: Path) -> None:
     assert "upstream gone (http://127.0.0.1:1/mcp) cannot be served" in bad.stdout
 
 
+def _two_hosts_of_one_upstream(http_host: Any, redis_url: str) -> tuple[Any, list[Any]]:
+    """An HTTP upstream (with a token) behind two hosts that share a store."""
+    remote = start_remote(free_port(), "s3cret")
+    upstream = ("--upstream", f"remote={remote.url}", "--upstream-token-env", "remote=UPSTREAM_TOKEN")
+    token = {"UPSTREAM_TOKEN": "s3cret"}
+    return remote, [
+        http_host("run", str(POLICY), "--store", redis_url, *upstream, env=token) for _ in range(2)
+    ]
+
+
 async def test_an_upstream_question_answered_on_another_host_is_not_asked_again(
     http_host: Any, redis_url: str
 ) -> None:
@@ -492,11 +502,7 @@ async def test_an_upstream_question_answered_on_another_host_is_not_asked_again(
     import httpx2
     from scale_support import modern_rpc
 
-    port = free_port()
-    remote = start_remote(port, "s3cret")
-    upstream = ("--upstream", f"remote={remote.url}", "--upstream-token-env", "remote=UPSTREAM_TOKEN")
-    token = {"UPSTREAM_TOKEN": "s3cret"}
-    hosts = [http_host("run", str(POLICY), "--store", redis_url, *upstream, env=token) for _ in range(2)]
+    remote, hosts = _two_hosts_of_one_upstream(http_host, redis_url)
     call = {"name": "remote_ask_pin", "arguments": {}}
     try:
         with anyio.fail_after(60):
@@ -523,11 +529,7 @@ async def test_an_upstream_asking_twice_on_other_hosts_uses_each_answer_once(
     import httpx2
     from scale_support import modern_rpc
 
-    port = free_port()
-    remote = start_remote(port, "s3cret")
-    upstream = ("--upstream", f"remote={remote.url}", "--upstream-token-env", "remote=UPSTREAM_TOKEN")
-    token = {"UPSTREAM_TOKEN": "s3cret"}
-    hosts = [http_host("run", str(POLICY), "--store", redis_url, *upstream, env=token) for _ in range(2)]
+    remote, hosts = _two_hosts_of_one_upstream(http_host, redis_url)
     call = {"name": "remote_ask_pin_twice", "arguments": {}}
     try:
         with anyio.fail_after(60):
