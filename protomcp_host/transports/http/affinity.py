@@ -105,31 +105,39 @@ class Affinity:
                 return
             except ClientGone:
                 return
-        stream = await self._connect(worker, wait)
-        if stream is None:  # the worker is gone (being replaced): so is the session
-            await refuse(send, 404, "Session not found: it expired or was ended; initialize a new one")
-            return
         query = scope.get("query_string") or b""
         target = (scope.get("raw_path") or scope["path"].encode()) + (b"?" + query if query else b"")
         headers = [(k, v) for k, v in scope["headers"] if k not in HOP_BY_HOP]
         headers += [(b"content-length", str(len(body)).encode()), (b"connection", b"close")]
         if not any(name == b"host" for name, _ in headers):  # (HTTP/1.0 may leave it out; h11 needs it)
             headers.append((b"host", b"localhost"))
-        conn = h11.Connection(h11.CLIENT)
-        request = conn.send(h11.Request(method=scope["method"], target=target, headers=headers))
-        request += conn.send(h11.Data(data=body)) if body else b""
-        request += conn.send(h11.EndOfMessage())
-        async with stream, anyio.create_task_group() as tg:
+        deadline = anyio.current_time() + wait
+        while True:
+            stream = await self._connect(worker, max(0.0, deadline - anyio.current_time()))
+            if stream is None:  # the worker is gone (being replaced): so is the session
+                await refuse(send, 404, "Session not found: it expired or was ended; initialize a new one")
+                return
+            conn = h11.Connection(h11.CLIENT)
+            request = conn.send(h11.Request(method=scope["method"], target=target, headers=headers))
+            request += conn.send(h11.Data(data=body)) if body else b""
+            request += conn.send(h11.EndOfMessage())
+            answered: bool | None = None  # (None: the client went away first)
+            async with stream, anyio.create_task_group() as tg:
 
-            async def end_when_the_client_goes() -> None:
-                while (await receive())["type"] != "http.disconnect":
-                    pass
+                async def end_when_the_client_goes() -> None:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(end_when_the_client_goes)
+                await stream.send(request)
+                answered = await _relay(conn, stream, send)
                 tg.cancel_scope.cancel()
-
-            tg.start_soon(end_when_the_client_goes)
-            await stream.send(request)
-            await _relay(conn, stream, send)
-            tg.cancel_scope.cancel()
+            if answered is None or answered:
+                return
+            if anyio.current_time() >= deadline:  # (a new session may try the replacement)
+                await refuse(send, 502, "Bad Gateway: the worker holding the session did not answer")
+                return
 
     async def _connect(self, worker: int, wait: float) -> anyio.abc.ByteStream | None:
         """A connection to the worker's socket; None when it does not serve within `wait`s
@@ -144,8 +152,9 @@ class Affinity:
                 await anyio.sleep(0.05)
 
 
-async def _relay(conn: h11.Connection, stream: anyio.abc.ByteStream, send: Send) -> None:
-    """The worker's answer, event by event, to the client."""
+async def _relay(conn: h11.Connection, stream: anyio.abc.ByteStream, send: Send) -> bool:
+    """The worker's answer, event by event, to the client; False when none began (a worker killed
+    as it took the connection: nothing was sent to the client)."""
     started = False
     while True:
         try:
@@ -169,5 +178,4 @@ async def _relay(conn: h11.Connection, stream: anyio.abc.ByteStream, send: Send)
             break
     if started:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
-    else:
-        await refuse(send, 502, "Bad Gateway: the worker holding the session did not answer")
+    return started
