@@ -246,9 +246,13 @@ class BlockingConnection:
 
 CLIENT_INFO = {"name": "bench", "version": "1"}
 INITIALIZE = orjson.dumps(
-    {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO}}
-)  # fmt: skip
+    {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO},
+    }
+)
 
 
 # --------------------------------------------------------------------------- servers
@@ -284,9 +288,14 @@ SIDES = [
 class Server:
     def __init__(self, side: Side) -> None:
         self.proc = subprocess.Popen(
-            side.command, cwd=HERE, env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, start_new_session=True,
-        )  # fmt: skip
+            side.command,
+            cwd=HERE,
+            env=ENV,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         found = threading.Event()
         self.port, self.path = 0, ""
 

@@ -24,7 +24,7 @@ import timeit
 
 import orjson
 
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 CALL = {"name": "echo", "arguments": {"text": "hello"}}
 LINE = orjson.dumps({"jsonrpc": "2.0", "id": 17, "method": "tools/call", "params": CALL})

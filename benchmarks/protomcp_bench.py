@@ -45,8 +45,11 @@ def encoding(reps: int) -> tuple[float, float]:
     sys.path.insert(0, str(ROOT / "tests"))
     from protomcp_host.cli.inspection import inspect_file
 
-    [models] = [t for t in inspect_file(ROOT / "tests" / "tools" / "proto_shapes.py", sys.executable)["tools"]
-                if t["name"] == "models"]  # fmt: skip
+    [models] = [
+        t
+        for t in inspect_file(ROOT / "tests" / "tools" / "proto_shapes.py", sys.executable)["tools"]
+        if t["name"] == "models"
+    ]
     file = protoschema.tool_messages("models", models["inputSchema"], models["outputSchema"])
     fds = protoschema.descriptor_set([file])
     request_cls = protoschema.message_class(fds, protoschema.message_names(file)[0])

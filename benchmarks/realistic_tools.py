@@ -23,151 +23,411 @@ SEED = 18
 
 # service prefix, product name, what it is, its scope parameter, three kinds of object:
 # (noun, create verb, fields "name:type:description[=default]"; type str|int|bool|date|enum(a|b))
-# fmt: off
 SERVICES: list[tuple[str, str, str, str, list[tuple[str, str, list[str]]]]] = [
-    ("github", "GitHub", "code hosting", "repo:str:Repository as owner/name", [
-        ("pull_request", "open", ["title:str:Title of the pull request", "base:str:Branch to merge into=main"]),
-        ("issue", "open", ["title:str:Short summary of the issue", "labels:list:Labels to apply"]),
-        ("release", "publish", ["tag:str:Git tag of the release", "draft:bool:Keep it as a draft=False"]),
-    ]),
-    ("gitlab", "GitLab", "DevOps platform", "project:str:Project path, e.g. group/app", [
-        ("merge_request", "open", ["title:str:Title of the merge request", "squash:bool:Squash commits=True"]),
-        ("pipeline", "trigger", ["ref:str:Branch or tag to run on", "variables:list:KEY=VALUE pairs"]),
-        ("runner", "register", ["description:str:Runner description", "tag_list:list:Job tags it accepts"]),
-    ]),
-    ("slack", "Slack", "team chat", "workspace:str:Workspace domain", [
-        ("message", "send", ["channel:str:Channel name or ID", "text:str:Message text (mrkdwn)"]),
-        ("channel", "create", ["name:str:Channel name", "private:bool:Make it private=False"]),
-        ("reminder", "set", ["text:str:What to remind about", "time:str:When, e.g. 'in 20 minutes'"]),
-    ]),
-    ("teams", "Microsoft Teams", "workplace chat and meetings", "tenant:str:Tenant ID", [
-        ("meeting", "schedule", ["subject:str:Meeting subject", "duration_minutes:int:Length=30"]),
-        ("chat", "start", ["members:list:User emails", "topic:str:Chat topic"]),
-        ("team", "create", ["display_name:str:Team name", "visibility:enum(public|private):Who can join=private"]),
-    ]),
-    ("jira", "Jira", "issue tracking", "project_key:str:Project key, e.g. ENG", [
-        ("ticket", "file", ["summary:str:One-line summary", "priority:enum(lowest|low|medium|high|highest):Priority=medium"]),
-        ("sprint", "start", ["name:str:Sprint name", "goal:str:Sprint goal"]),
-        ("epic", "create", ["name:str:Epic name", "color:str:Card color"]),
-    ]),
-    ("linear", "Linear", "product planning", "team:str:Team key", [
-        ("cycle", "create", ["starts_at:date:First day", "ends_at:date:Last day"]),
-        ("roadmap", "create", ["name:str:Roadmap name", "quarter:enum(Q1|Q2|Q3|Q4):Quarter"]),
-        ("label", "create", ["name:str:Label name", "color:str:Hex color=#888888"]),
-    ]),
-    ("gcal", "Google Calendar", "calendars", "calendar_id:str:Calendar ID=primary", [
-        ("event", "schedule", ["title:str:Event title", "start:date:Start time", "attendees:list:Guest emails"]),
-        ("calendar", "create", ["summary:str:Calendar name", "time_zone:str:IANA time zone=UTC"]),
-        ("out_of_office", "set", ["start:date:First day away", "end:date:Last day away"]),
-    ]),
-    ("gmail", "Gmail", "email", "mailbox:str:Mailbox address=me", [
-        ("email", "send", ["to:list:Recipients", "subject:str:Subject line", "body:str:Plain-text body"]),
-        ("draft", "create", ["to:list:Recipients", "subject:str:Subject line"]),
-        ("filter", "create", ["from_address:str:Sender to match", "label:str:Label to apply"]),
-    ]),
-    ("drive", "Google Drive", "file storage", "drive_id:str:Shared drive ID=my-drive", [
-        ("file", "upload", ["name:str:File name", "mime_type:str:MIME type=application/octet-stream"]),
-        ("folder", "create", ["name:str:Folder name", "parent_id:str:Parent folder ID"]),
-        ("permission", "grant", ["email:str:Who gets access", "role:enum(reader|commenter|writer):Access level=reader"]),
-    ]),
-    ("postgres", "PostgreSQL", "relational database", "database:str:Database name", [
-        ("table", "create", ["name:str:Table name", "columns:list:Column definitions"]),
-        ("row", "insert", ["table:str:Table name", "values:list:Column=value pairs"]),
-        ("index", "create", ["table:str:Table name", "columns:list:Indexed columns", "unique:bool:Unique index=False"]),
-    ]),
-    ("bigquery", "BigQuery", "data warehouse", "project_id:str:Cloud project ID", [
-        ("dataset", "create", ["dataset_id:str:Dataset ID", "location:enum(US|EU|asia-northeast1):Location=US"]),
-        ("query_job", "run", ["sql:str:Standard SQL text", "dry_run:bool:Only estimate bytes=False"]),
-        ("scheduled_query", "create", ["sql:str:Standard SQL text", "schedule:str:Cron-like schedule"]),
-    ]),
-    ("s3", "Amazon S3", "object storage", "region:str:AWS region=us-east-1", [
-        ("bucket", "create", ["bucket:str:Bucket name", "versioning:bool:Enable versioning=False"]),
-        ("object", "upload", ["bucket:str:Bucket name", "key:str:Object key"]),
-        ("lifecycle_rule", "add", ["bucket:str:Bucket name", "expire_days:int:Days until objects expire=30"]),
-    ]),
-    ("k8s", "Kubernetes", "container orchestration", "namespace:str:Namespace=default", [
-        ("pod", "create", ["name:str:Pod name", "image:str:Container image"]),
-        ("deployment", "create", ["name:str:Deployment name", "replicas:int:Number of replicas=1"]),
-        ("service", "expose", ["name:str:Service name", "port:int:Port to expose"]),
-    ]),
-    ("ec2", "Amazon EC2", "virtual machines", "region:str:AWS region=us-east-1", [
-        ("instance", "launch", ["instance_type:str:Instance type=t3.micro", "ami:str:Machine image ID"]),
-        ("volume", "create", ["size_gb:int:Size in GiB", "volume_type:enum(gp3|io2|st1):Volume type=gp3"]),
-        ("security_group", "create", ["name:str:Group name", "description:str:What it allows"]),
-    ]),
-    ("stripe", "Stripe", "payments", "account:str:Connected account ID", [
-        ("invoice", "create", ["customer:str:Customer ID", "amount_cents:int:Amount in cents", "currency:str:ISO currency=usd"]),
-        ("customer", "create", ["email:str:Customer email", "name:str:Full name"]),
-        ("refund", "issue", ["charge:str:Charge ID", "amount_cents:int:Amount in cents (all if unset)"]),
-    ]),
-    ("quickbooks", "QuickBooks", "accounting", "company_id:str:Company ID", [
-        ("bill", "enter", ["vendor_id:str:Vendor ID", "due_date:date:Due date"]),
-        ("vendor", "add", ["display_name:str:Vendor name", "email:str:Billing email"]),
-        ("expense", "record", ["amount:float:Amount", "category:str:Expense category"]),
-    ]),
-    ("salesforce", "Salesforce", "CRM", "org:str:Org alias", [
-        ("lead", "create", ["company:str:Company name", "last_name:str:Contact last name"]),
-        ("opportunity", "create", ["name:str:Opportunity name", "stage:enum(prospecting|qualification|proposal|closed_won|closed_lost):Sales stage=prospecting"]),
-        ("account", "create", ["name:str:Account name", "industry:str:Industry"]),
-    ]),
-    ("hubspot", "HubSpot", "marketing automation", "portal_id:str:Portal ID", [
-        ("contact", "create", ["email:str:Contact email", "lifecycle_stage:enum(subscriber|lead|customer):Stage=lead"]),
-        ("deal", "create", ["deal_name:str:Deal name", "amount:float:Deal value"]),
-        ("campaign", "launch", ["name:str:Campaign name", "budget:float:Budget in USD"]),
-    ]),
-    ("notion", "Notion", "notes and wikis", "workspace:str:Workspace ID", [
-        ("page", "create", ["title:str:Page title", "parent_id:str:Parent page or database"]),
-        ("database", "create", ["title:str:Database title", "properties:list:Property definitions"]),
-        ("block", "append", ["page_id:str:Page ID", "markdown:str:Content as Markdown"]),
-    ]),
-    ("zendesk", "Zendesk", "customer support desk", "subdomain:str:Zendesk subdomain", [
-        ("support_ticket", "open", ["subject:str:Ticket subject", "requester_email:str:Customer email"]),
-        ("macro", "create", ["title:str:Macro title", "actions:list:Field changes it applies"]),
-        ("satisfaction_survey", "send", ["ticket_id:int:Solved ticket", "channel:enum(email|web):How to ask=email"]),
-    ]),
-    ("pagerduty", "PagerDuty", "on-call and incident response", "service_id:str:Service ID", [
-        ("incident", "trigger", ["title:str:What is broken", "urgency:enum(high|low):Urgency=high"]),
-        ("oncall_schedule", "create", ["name:str:Schedule name", "time_zone:str:IANA time zone=UTC"]),
-        ("maintenance_window", "create", ["start:date:Start time", "end:date:End time"]),
-    ]),
-    ("datadog", "Datadog", "monitoring", "site:str:Datadog site=datadoghq.com", [
-        ("monitor", "create", ["query:str:Metric query to alert on", "threshold:float:Alert threshold"]),
-        ("dashboard", "create", ["title:str:Dashboard title", "layout:enum(ordered|free):Layout=ordered"]),
-        ("log_pipeline", "create", ["name:str:Pipeline name", "filter_query:str:Logs it processes"]),
-    ]),
-    ("twilio", "Twilio", "SMS and voice", "account_sid:str:Account SID", [
-        ("sms", "send", ["to:str:Phone number in E.164", "body:str:Message text"]),
-        ("phone_number", "buy", ["area_code:int:Area code", "sms_enabled:bool:Needs SMS=True"]),
-        ("voice_call", "place", ["to:str:Phone number in E.164", "twiml_url:str:Instructions URL"]),
-    ]),
-    ("shopify", "Shopify", "online store", "shop:str:Shop domain", [
-        ("product", "create", ["title:str:Product title", "price:float:Price", "sku:str:Stock keeping unit"]),
-        ("order", "create", ["line_items:list:Variant IDs and quantities", "email:str:Customer email"]),
-        ("discount_code", "create", ["code:str:The code", "percent_off:int:Percent off=10"]),
-    ]),
-    ("workday", "Workday", "HR", "tenant:str:Tenant name", [
-        ("employee", "hire", ["name:str:Full name", "position_id:str:Position to fill", "start_date:date:First day"]),
-        ("time_off_request", "submit", ["employee_id:str:Employee ID", "days:float:Days off", "kind:enum(vacation|sick|parental):Kind=vacation"]),
-        ("position", "open", ["title:str:Job title", "department:str:Department"]),
-    ]),
-    ("greenhouse", "Greenhouse", "recruiting", "board:str:Job board token", [
-        ("candidate", "add", ["first_name:str:First name", "last_name:str:Last name", "job_id:int:Job applied to"]),
-        ("job_posting", "publish", ["title:str:Job title", "location:str:Office or Remote"]),
-        ("interview", "schedule", ["application_id:int:Application ID", "start:date:Start time"]),
-    ]),
-    ("figma", "Figma", "design", "team_id:str:Team ID", [
-        ("design_file", "create", ["name:str:File name", "project_id:str:Project ID"]),
-        ("comment_thread", "start", ["file_key:str:File key", "message:str:Comment text"]),
-        ("component", "publish", ["file_key:str:File key", "description:str:Release notes"]),
-    ]),
-    ("weather", "OpenWeather", "weather data", "units:enum(metric|imperial):Units=metric", [
-        ("forecast", "request", ["city:str:City name", "days:int:Days ahead=3"]),
-        ("severe_alert", "subscribe", ["lat:float:Latitude", "lon:float:Longitude"]),
-        ("station", "register", ["name:str:Station name", "altitude_m:int:Altitude in meters"]),
-    ]),
+    (
+        "github",
+        "GitHub",
+        "code hosting",
+        "repo:str:Repository as owner/name",
+        [
+            (
+                "pull_request",
+                "open",
+                ["title:str:Title of the pull request", "base:str:Branch to merge into=main"],
+            ),
+            ("issue", "open", ["title:str:Short summary of the issue", "labels:list:Labels to apply"]),
+            ("release", "publish", ["tag:str:Git tag of the release", "draft:bool:Keep it as a draft=False"]),
+        ],
+    ),
+    (
+        "gitlab",
+        "GitLab",
+        "DevOps platform",
+        "project:str:Project path, e.g. group/app",
+        [
+            (
+                "merge_request",
+                "open",
+                ["title:str:Title of the merge request", "squash:bool:Squash commits=True"],
+            ),
+            ("pipeline", "trigger", ["ref:str:Branch or tag to run on", "variables:list:KEY=VALUE pairs"]),
+            (
+                "runner",
+                "register",
+                ["description:str:Runner description", "tag_list:list:Job tags it accepts"],
+            ),
+        ],
+    ),
+    (
+        "slack",
+        "Slack",
+        "team chat",
+        "workspace:str:Workspace domain",
+        [
+            ("message", "send", ["channel:str:Channel name or ID", "text:str:Message text (mrkdwn)"]),
+            ("channel", "create", ["name:str:Channel name", "private:bool:Make it private=False"]),
+            ("reminder", "set", ["text:str:What to remind about", "time:str:When, e.g. 'in 20 minutes'"]),
+        ],
+    ),
+    (
+        "teams",
+        "Microsoft Teams",
+        "workplace chat and meetings",
+        "tenant:str:Tenant ID",
+        [
+            ("meeting", "schedule", ["subject:str:Meeting subject", "duration_minutes:int:Length=30"]),
+            ("chat", "start", ["members:list:User emails", "topic:str:Chat topic"]),
+            (
+                "team",
+                "create",
+                ["display_name:str:Team name", "visibility:enum(public|private):Who can join=private"],
+            ),
+        ],
+    ),
+    (
+        "jira",
+        "Jira",
+        "issue tracking",
+        "project_key:str:Project key, e.g. ENG",
+        [
+            (
+                "ticket",
+                "file",
+                [
+                    "summary:str:One-line summary",
+                    "priority:enum(lowest|low|medium|high|highest):Priority=medium",
+                ],
+            ),
+            ("sprint", "start", ["name:str:Sprint name", "goal:str:Sprint goal"]),
+            ("epic", "create", ["name:str:Epic name", "color:str:Card color"]),
+        ],
+    ),
+    (
+        "linear",
+        "Linear",
+        "product planning",
+        "team:str:Team key",
+        [
+            ("cycle", "create", ["starts_at:date:First day", "ends_at:date:Last day"]),
+            ("roadmap", "create", ["name:str:Roadmap name", "quarter:enum(Q1|Q2|Q3|Q4):Quarter"]),
+            ("label", "create", ["name:str:Label name", "color:str:Hex color=#888888"]),
+        ],
+    ),
+    (
+        "gcal",
+        "Google Calendar",
+        "calendars",
+        "calendar_id:str:Calendar ID=primary",
+        [
+            (
+                "event",
+                "schedule",
+                ["title:str:Event title", "start:date:Start time", "attendees:list:Guest emails"],
+            ),
+            ("calendar", "create", ["summary:str:Calendar name", "time_zone:str:IANA time zone=UTC"]),
+            ("out_of_office", "set", ["start:date:First day away", "end:date:Last day away"]),
+        ],
+    ),
+    (
+        "gmail",
+        "Gmail",
+        "email",
+        "mailbox:str:Mailbox address=me",
+        [
+            ("email", "send", ["to:list:Recipients", "subject:str:Subject line", "body:str:Plain-text body"]),
+            ("draft", "create", ["to:list:Recipients", "subject:str:Subject line"]),
+            ("filter", "create", ["from_address:str:Sender to match", "label:str:Label to apply"]),
+        ],
+    ),
+    (
+        "drive",
+        "Google Drive",
+        "file storage",
+        "drive_id:str:Shared drive ID=my-drive",
+        [
+            ("file", "upload", ["name:str:File name", "mime_type:str:MIME type=application/octet-stream"]),
+            ("folder", "create", ["name:str:Folder name", "parent_id:str:Parent folder ID"]),
+            (
+                "permission",
+                "grant",
+                ["email:str:Who gets access", "role:enum(reader|commenter|writer):Access level=reader"],
+            ),
+        ],
+    ),
+    (
+        "postgres",
+        "PostgreSQL",
+        "relational database",
+        "database:str:Database name",
+        [
+            ("table", "create", ["name:str:Table name", "columns:list:Column definitions"]),
+            ("row", "insert", ["table:str:Table name", "values:list:Column=value pairs"]),
+            (
+                "index",
+                "create",
+                ["table:str:Table name", "columns:list:Indexed columns", "unique:bool:Unique index=False"],
+            ),
+        ],
+    ),
+    (
+        "bigquery",
+        "BigQuery",
+        "data warehouse",
+        "project_id:str:Cloud project ID",
+        [
+            (
+                "dataset",
+                "create",
+                ["dataset_id:str:Dataset ID", "location:enum(US|EU|asia-northeast1):Location=US"],
+            ),
+            ("query_job", "run", ["sql:str:Standard SQL text", "dry_run:bool:Only estimate bytes=False"]),
+            ("scheduled_query", "create", ["sql:str:Standard SQL text", "schedule:str:Cron-like schedule"]),
+        ],
+    ),
+    (
+        "s3",
+        "Amazon S3",
+        "object storage",
+        "region:str:AWS region=us-east-1",
+        [
+            ("bucket", "create", ["bucket:str:Bucket name", "versioning:bool:Enable versioning=False"]),
+            ("object", "upload", ["bucket:str:Bucket name", "key:str:Object key"]),
+            (
+                "lifecycle_rule",
+                "add",
+                ["bucket:str:Bucket name", "expire_days:int:Days until objects expire=30"],
+            ),
+        ],
+    ),
+    (
+        "k8s",
+        "Kubernetes",
+        "container orchestration",
+        "namespace:str:Namespace=default",
+        [
+            ("pod", "create", ["name:str:Pod name", "image:str:Container image"]),
+            ("deployment", "create", ["name:str:Deployment name", "replicas:int:Number of replicas=1"]),
+            ("service", "expose", ["name:str:Service name", "port:int:Port to expose"]),
+        ],
+    ),
+    (
+        "ec2",
+        "Amazon EC2",
+        "virtual machines",
+        "region:str:AWS region=us-east-1",
+        [
+            ("instance", "launch", ["instance_type:str:Instance type=t3.micro", "ami:str:Machine image ID"]),
+            (
+                "volume",
+                "create",
+                ["size_gb:int:Size in GiB", "volume_type:enum(gp3|io2|st1):Volume type=gp3"],
+            ),
+            ("security_group", "create", ["name:str:Group name", "description:str:What it allows"]),
+        ],
+    ),
+    (
+        "stripe",
+        "Stripe",
+        "payments",
+        "account:str:Connected account ID",
+        [
+            (
+                "invoice",
+                "create",
+                [
+                    "customer:str:Customer ID",
+                    "amount_cents:int:Amount in cents",
+                    "currency:str:ISO currency=usd",
+                ],
+            ),
+            ("customer", "create", ["email:str:Customer email", "name:str:Full name"]),
+            ("refund", "issue", ["charge:str:Charge ID", "amount_cents:int:Amount in cents (all if unset)"]),
+        ],
+    ),
+    (
+        "quickbooks",
+        "QuickBooks",
+        "accounting",
+        "company_id:str:Company ID",
+        [
+            ("bill", "enter", ["vendor_id:str:Vendor ID", "due_date:date:Due date"]),
+            ("vendor", "add", ["display_name:str:Vendor name", "email:str:Billing email"]),
+            ("expense", "record", ["amount:float:Amount", "category:str:Expense category"]),
+        ],
+    ),
+    (
+        "salesforce",
+        "Salesforce",
+        "CRM",
+        "org:str:Org alias",
+        [
+            ("lead", "create", ["company:str:Company name", "last_name:str:Contact last name"]),
+            (
+                "opportunity",
+                "create",
+                [
+                    "name:str:Opportunity name",
+                    "stage:enum(prospecting|qualification|proposal|closed_won|closed_lost):Sales stage=prospecting",
+                ],
+            ),
+            ("account", "create", ["name:str:Account name", "industry:str:Industry"]),
+        ],
+    ),
+    (
+        "hubspot",
+        "HubSpot",
+        "marketing automation",
+        "portal_id:str:Portal ID",
+        [
+            (
+                "contact",
+                "create",
+                ["email:str:Contact email", "lifecycle_stage:enum(subscriber|lead|customer):Stage=lead"],
+            ),
+            ("deal", "create", ["deal_name:str:Deal name", "amount:float:Deal value"]),
+            ("campaign", "launch", ["name:str:Campaign name", "budget:float:Budget in USD"]),
+        ],
+    ),
+    (
+        "notion",
+        "Notion",
+        "notes and wikis",
+        "workspace:str:Workspace ID",
+        [
+            ("page", "create", ["title:str:Page title", "parent_id:str:Parent page or database"]),
+            ("database", "create", ["title:str:Database title", "properties:list:Property definitions"]),
+            ("block", "append", ["page_id:str:Page ID", "markdown:str:Content as Markdown"]),
+        ],
+    ),
+    (
+        "zendesk",
+        "Zendesk",
+        "customer support desk",
+        "subdomain:str:Zendesk subdomain",
+        [
+            ("support_ticket", "open", ["subject:str:Ticket subject", "requester_email:str:Customer email"]),
+            ("macro", "create", ["title:str:Macro title", "actions:list:Field changes it applies"]),
+            (
+                "satisfaction_survey",
+                "send",
+                ["ticket_id:int:Solved ticket", "channel:enum(email|web):How to ask=email"],
+            ),
+        ],
+    ),
+    (
+        "pagerduty",
+        "PagerDuty",
+        "on-call and incident response",
+        "service_id:str:Service ID",
+        [
+            ("incident", "trigger", ["title:str:What is broken", "urgency:enum(high|low):Urgency=high"]),
+            ("oncall_schedule", "create", ["name:str:Schedule name", "time_zone:str:IANA time zone=UTC"]),
+            ("maintenance_window", "create", ["start:date:Start time", "end:date:End time"]),
+        ],
+    ),
+    (
+        "datadog",
+        "Datadog",
+        "monitoring",
+        "site:str:Datadog site=datadoghq.com",
+        [
+            ("monitor", "create", ["query:str:Metric query to alert on", "threshold:float:Alert threshold"]),
+            (
+                "dashboard",
+                "create",
+                ["title:str:Dashboard title", "layout:enum(ordered|free):Layout=ordered"],
+            ),
+            ("log_pipeline", "create", ["name:str:Pipeline name", "filter_query:str:Logs it processes"]),
+        ],
+    ),
+    (
+        "twilio",
+        "Twilio",
+        "SMS and voice",
+        "account_sid:str:Account SID",
+        [
+            ("sms", "send", ["to:str:Phone number in E.164", "body:str:Message text"]),
+            ("phone_number", "buy", ["area_code:int:Area code", "sms_enabled:bool:Needs SMS=True"]),
+            ("voice_call", "place", ["to:str:Phone number in E.164", "twiml_url:str:Instructions URL"]),
+        ],
+    ),
+    (
+        "shopify",
+        "Shopify",
+        "online store",
+        "shop:str:Shop domain",
+        [
+            (
+                "product",
+                "create",
+                ["title:str:Product title", "price:float:Price", "sku:str:Stock keeping unit"],
+            ),
+            ("order", "create", ["line_items:list:Variant IDs and quantities", "email:str:Customer email"]),
+            ("discount_code", "create", ["code:str:The code", "percent_off:int:Percent off=10"]),
+        ],
+    ),
+    (
+        "workday",
+        "Workday",
+        "HR",
+        "tenant:str:Tenant name",
+        [
+            (
+                "employee",
+                "hire",
+                ["name:str:Full name", "position_id:str:Position to fill", "start_date:date:First day"],
+            ),
+            (
+                "time_off_request",
+                "submit",
+                [
+                    "employee_id:str:Employee ID",
+                    "days:float:Days off",
+                    "kind:enum(vacation|sick|parental):Kind=vacation",
+                ],
+            ),
+            ("position", "open", ["title:str:Job title", "department:str:Department"]),
+        ],
+    ),
+    (
+        "greenhouse",
+        "Greenhouse",
+        "recruiting",
+        "board:str:Job board token",
+        [
+            (
+                "candidate",
+                "add",
+                ["first_name:str:First name", "last_name:str:Last name", "job_id:int:Job applied to"],
+            ),
+            ("job_posting", "publish", ["title:str:Job title", "location:str:Office or Remote"]),
+            ("interview", "schedule", ["application_id:int:Application ID", "start:date:Start time"]),
+        ],
+    ),
+    (
+        "figma",
+        "Figma",
+        "design",
+        "team_id:str:Team ID",
+        [
+            ("design_file", "create", ["name:str:File name", "project_id:str:Project ID"]),
+            ("comment_thread", "start", ["file_key:str:File key", "message:str:Comment text"]),
+            ("component", "publish", ["file_key:str:File key", "description:str:Release notes"]),
+        ],
+    ),
+    (
+        "weather",
+        "OpenWeather",
+        "weather data",
+        "units:enum(metric|imperial):Units=metric",
+        [
+            ("forecast", "request", ["city:str:City name", "days:int:Days ahead=3"]),
+            ("severe_alert", "subscribe", ["lat:float:Latitude", "lon:float:Longitude"]),
+            ("station", "register", ["name:str:Station name", "altitude_m:int:Altitude in meters"]),
+        ],
+    ),
 ]
 
-# fmt: on
 
 # action: (verb or None = the object's own verb for "create"), sentences (one is picked), params
 ACTIONS: dict[str, tuple[list[str], list[str]]] = {
@@ -352,9 +612,14 @@ def all_tools() -> list[ToolShape]:
             plural = words + ("es" if words.endswith(("s", "x", "ch", "sh")) else "s")
             for action, (sentences, params) in ACTIONS.items():
                 names = {
-                    "singular": words, "plural": plural, "product": product, "what": what,
-                    "verb": verb, "Verb": verb.capitalize(), "id": f"{singular}_id",
-                }  # fmt: skip
+                    "singular": words,
+                    "plural": plural,
+                    "product": product,
+                    "what": what,
+                    "verb": verb,
+                    "Verb": verb.capitalize(),
+                    "id": f"{singular}_id",
+                }
                 name = f"{prefix}_{verb if action == 'create' else action}_{singular}"
                 text = rng.choice(sentences).format(**names)
                 extras = rng.sample(EXTRA, rng.randint(1, 3))

@@ -84,8 +84,11 @@ def measure_reloads(edits: int, source_file: Path, marker: str) -> list[float]:
     shutil.copy(source_file, file)
     proc = subprocess.Popen(
         [sys.executable, "-m", "protomcp_host", "dev", str(file)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     assert proc.stdin is not None
     lines = Lines(proc)
     try:

@@ -32,8 +32,13 @@ META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json",
-           "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "burn"}  # fmt: skip
+HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "burn",
+}
 
 
 def start(workers: int, processes: int, store: str | None) -> tuple[subprocess.Popen[bytes], str]:
@@ -41,10 +46,27 @@ def start(workers: int, processes: int, store: str | None) -> tuple[subprocess.P
         raise SystemExit(f"{workers}x{processes}: --workers {workers} needs --store redis://HOST:PORT/DB")
     shared = ["--store", store] if workers > 1 and store else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "protomcp_host", "run", str(TOOLS), "--transport", "http", "--port", "0",
-         "--workers", str(workers), "--processes", str(processes), *shared],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "protomcp_host",
+            "run",
+            str(TOOLS),
+            "--transport",
+            "http",
+            "--port",
+            "0",
+            "--workers",
+            str(workers),
+            "--processes",
+            str(processes),
+            *shared,
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     assert proc.stderr is not None
     deadline = time.monotonic() + 60
     for line in proc.stderr:
@@ -80,8 +102,12 @@ async def measure(url: str, calls: int, concurrency: int, n: int) -> float:
 
         async def worker() -> None:
             for request_id in next_id:
-                body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                        "params": {"name": "burn", "arguments": {"n": n}, "_meta": META}}  # fmt: skip
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "method": "tools/call",
+                    "params": {"name": "burn", "arguments": {"n": n}, "_meta": META},
+                }
                 response = await http.post(url, content=orjson.dumps(body), headers=HEADERS)
                 answer = response.json()
                 assert answer["id"] == request_id and request_id not in answered, answer

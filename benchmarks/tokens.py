@@ -17,7 +17,7 @@ against its SHA-256):
   the catalogue holds);
 - proto-mcp: the same catalogue as protobuf descriptors (``protomcp proto-schema``): the .proto
   text a model would have to read, and the binary FileDescriptorSet (bytes on the wire, and the
-  tokens of its base64, which is how seed 000 counts; a model cannot read either).
+  tokens of its base64, which is how proto-mcp counts; a model cannot read either).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import orjson
 import realistic_tools  # beside this file: run as `python benchmarks/tokens.py`
 from sections import replace_section
 
-from protomcp_host.bridge.envelope import tool_from_definition
+from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.discovery import FIND, Discovery, summary
 from protomcp_host.protocol.session import Session
@@ -121,7 +121,7 @@ class Row:
     queries: int
     proto_text: int = 0  # tokens of the catalogue's .proto files
     proto_bytes: int = 0  # bytes of its FileDescriptorSet
-    proto_base64: int = 0  # tokens of that set in base64 (seed 000's measure)
+    proto_base64: int = 0  # tokens of that set in base64 (proto-mcp's measure)
 
 
 def measure(count: int, enc: Any) -> Row:
@@ -219,7 +219,7 @@ def section(rows: list[Row]) -> str:
                 f" proto-mcp does not shrink what a model reads: a model reads text, and the same "
                 f"catalogue as .proto files is {rows[-1].proto_text / rows[-1].full:.0%} of the JSON "
                 f"list's tokens at {rows[-1].tools:,} tools (the exact schemas ride in options). The binary "
-                f"descriptor set is {rows[-1].proto_bytes:,} bytes on the wire, and its base64, seed 000's "
+                f"descriptor set is {rows[-1].proto_bytes:,} bytes on the wire, and its base64, proto-mcp's "
                 f"measure, {rows[-1].proto_base64 / rows[-1].full:.0%} of the JSON's tokens: binary saves "
                 "bytes between programs, not context; for context, use search."
                 if rows and rows[-1].proto_text

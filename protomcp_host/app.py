@@ -20,21 +20,21 @@ import anyio.abc
 import orjson
 
 from protomcp_host import __version__
-from protomcp_host.bridge.envelope import file_features, tool_from_definition
-from protomcp_host.bridge.execution import Dispatcher
-from protomcp_host.bridge.forwarding import Forwarding, declares_completions
-from protomcp_host.bridge.middleware import Middleware
-from protomcp_host.bridge.rounds import MAX_SUSPENDED_EACH, STATE_KEY_ENV, ModernRouter, Rounds
-from protomcp_host.bridge.router import Router, Writer
-from protomcp_host.bridge.staleness import stale_note
-from protomcp_host.bridge.tasks import TaskRunner
+from protomcp_host.calls.envelope import file_features, tool_from_definition
+from protomcp_host.calls.execution import Dispatcher
+from protomcp_host.calls.forwarding import Forwarding, declares_completions
+from protomcp_host.calls.middleware import Middleware
+from protomcp_host.calls.rounds import MAX_SUSPENDED_EACH, STATE_KEY_ENV, ModernRouter, Rounds
+from protomcp_host.calls.router import Router, Writer
+from protomcp_host.calls.staleness import stale_note
+from protomcp_host.calls.tasks import TaskRunner
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
 from protomcp_host.processes.launch import Launched, StartupError, label_of
 from protomcp_host.processes.output import LEVELS
 from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.supervisor import Supervisor
-from protomcp_host.processes.worker import WorkerError
+from protomcp_host.processes.tool_process import ToolProcessError
 from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession
@@ -44,13 +44,13 @@ from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
     from protomcp_host.peers.hub import BridgeSettings
+    from protomcp_host.proto_mcp.codec import Descriptors
     from protomcp_host.protocol.discovery import Discovery
-    from protomcp_host.protocol.protomcp import Descriptors
     from protomcp_host.shared_tools import SharedToolLists
     from protomcp_host.sharing import SharedTasks
     from protomcp_host.transports.http.server import HttpSettings
@@ -129,14 +129,14 @@ class Host:
         # Output and log messages outside any call reach clients only where there is exactly
         # one (stdio); over HTTP they go to the host's stderr alone.
         self.share_output = share_output
-        # The 2026-07-28 era is served beside the legacy one. PROTOMCP_MODERN=0 turns it off:
+        # The 2026-07-28 era is served beside the stateful one. PROTOMCP_MODERN=0 turns it off:
         # modern requests then get -32022 naming only the handshake revisions, so clients fall
         # back to initialize.
         if serve_modern is None:
             serve_modern = os.environ.get(MODERN_ENV) != "0"
         self.serve_modern = serve_modern
         self.principals: dict[str, ToolVisibility] = {}  # modern era: tool-list state per principal
-        # modern era: calls waiting for their client's input (bridge/rounds.py)
+        # modern era: calls waiting for their client's input (calls/rounds.py)
         self.rounds = Rounds(per_principal=min(MAX_SUSPENDED_EACH, max_in_flight))
         self.store: Store = store or MemoryStore()  # state shared with other hosts (--store)
         if not isinstance(self.store, MemoryStore):  # each use of a requestState, told to the others
@@ -145,7 +145,9 @@ class Host:
         self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
         self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
         self.upstreams: dict[str, Any] = {}  # label -> upstream.source.Upstream (--upstream)
-        self.sources: dict[str, Any] = {}  # every source of tools the bridge calls: supervisors, upstreams
+        self.sources: dict[
+            str, Any
+        ] = {}  # every source of tools the calls layer calls: supervisors, upstreams
         self.routers: list[Router] = []  # one per client session
         self._middleware_of: dict[str, list[Middleware]] = {}
         self.ready = anyio.Event()  # set once every file has loaded (or, in dev, failed to)
@@ -157,7 +159,7 @@ class Host:
         if skills is not None:  # --skills: served by the host itself, no tool process
             self.features.serve_skills(skills)
         self.skill_folders = skill_folders  # where `skills` came from (dev reads them again on a change)
-        # One task store for both eras: a legacy session's tasks are its own, a modern-era
+        # One task store for both eras: a stateful session's tasks are its own, a modern-era
         # principal's are the principal's (protocol/tasks.py); modern task calls run in TaskRunner.
         self.task_store = TaskStore()
         self.task_runner = TaskRunner(self.task_store, self.dispatcher, lambda: self.routers)
@@ -212,9 +214,14 @@ class Host:
             from protomcp_host.peers.hub import PeerHub
 
             self.peers = PeerHub(
-                bridge, self, self, self.sources, call_timeout=call_timeout, on_event=self._peer_event,
+                bridge,
+                self,
+                self,
+                self.sources,
+                call_timeout=call_timeout,
+                on_event=self._peer_event,
                 stderr=self.stderr,
-            )  # fmt: skip
+            )
 
     # -- lifecycle -----------------------------------------------------------------
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
@@ -227,7 +234,7 @@ class Host:
         async def start_one(supervisor: Supervisor | Pool) -> None:
             try:
                 await tg.start(supervisor.run)
-            except (WorkerError, ValueError) as exc:
+            except (ToolProcessError, ValueError) as exc:
                 errors.append(str(exc))
 
         async with anyio.create_task_group() as starting:
@@ -299,8 +306,12 @@ class Host:
             status = "starting"
         else:
             status = "ok" if reachable and all(files.values()) else "unready"
-        body = {"status": status, "pid": os.getpid(), "files": files,
-                "store": {"url": self.store.url, "reachable": reachable}}  # fmt: skip
+        body = {
+            "status": status,
+            "pid": os.getpid(),
+            "files": files,
+            "store": {"url": self.store.url, "reachable": reachable},
+        }
         return status == "ok", body
 
     async def stop(self, grace: float) -> None:
@@ -320,7 +331,7 @@ class Host:
         when the first proto-mcp client comes (JSON-RPC-only hosts never import protobuf's
         descriptor machinery for it)."""
         if self._descriptors is None:
-            from protomcp_host.protocol.protomcp import Descriptors, SchemaRegistry
+            from protomcp_host.proto_mcp.codec import Descriptors, SchemaRegistry
 
             registry = SchemaRegistry(self.schema_registry) if self.schema_registry is not None else None
             self._descriptors = Descriptors(
@@ -405,9 +416,10 @@ class Host:
         """Another host changed the principal's tool list: `apply` its state here; the principal's
         listen streams here hear of it as of a change made here (one list_changed, if it changed)."""
         listening = [
-            router for router in self.routers
+            router
+            for router in self.routers
             if isinstance(router, ModernRouter) and router.principal == principal and router.session.listens
-        ]  # fmt: skip
+        ]
         for router in listening:  # (an empty change: the list as it is now is what the flush compares to)
             Router.update_tools(router, NO_CHANGE)
         apply()
@@ -435,7 +447,7 @@ class Host:
 
     def disconnect(self, router: Router) -> None:
         self.routers = [r for r in self.routers if r is not router]
-        router.session.tasks.forget_all()  # a legacy session's tasks end with it (a principal's stay)
+        router.session.tasks.forget_all()  # a stateful session's tasks end with it (a principal's stay)
 
     async def wait_tasks(self) -> None:
         """Until no modern-era task's call runs on this host (a drain finishes them)."""
@@ -667,8 +679,11 @@ def describe_change(before: dict[str, Any], after: dict[str, Any]) -> str:
     added = sorted(after.keys() - before.keys())
     removed = sorted(before.keys() - after.keys())
     changed = sorted(name for name in after.keys() & before.keys() if after[name] != before[name])
-    parts = [f"{label} {', '.join(names)}" for label, names in
-             (("added", added), ("changed", changed), ("removed", removed)) if names]  # fmt: skip
+    parts = [
+        f"{label} {', '.join(names)}"
+        for label, names in (("added", added), ("changed", changed), ("removed", removed))
+        if names
+    ]
     return plural(len(after), "tool") + (
         f" ({'; '.join(parts)})" if parts else ", no change to the tool list"
     )

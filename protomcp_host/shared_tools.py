@@ -96,9 +96,16 @@ class SharedToolLists:
         stamp = self.stamps[principal] = (self.clock, self.host_id)
         state = self.state_of(principal)
         payload = orjson.dumps(
-            {"p": principal, "c": stamp[0], "h": stamp[1], "mode": state.mode, "listed": sorted(state.listed),
-             "enabled": sorted(state.enabled), "disabled": sorted(state.disabled)}
-        )  # fmt: skip
+            {
+                "p": principal,
+                "c": stamp[0],
+                "h": stamp[1],
+                "mode": state.mode,
+                "listed": sorted(state.listed),
+                "enabled": sorted(state.enabled),
+                "disabled": sorted(state.disabled),
+            }
+        )
         self._own[principal] = payload
         self.store.publish(TOOLS, payload)
         self._writes.append((principal, payload))

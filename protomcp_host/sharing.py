@@ -8,7 +8,7 @@ the task hears `notifications/tasks`. A `tasks/update` or `tasks/cancel` that re
 holding only a copy goes over the bus to the host running the call. A host that starts loads
 the records in the store; one that stops answering (no heartbeat for GONE_AFTER seconds while
 the bus works) has its running tasks marked failed by the others, so none stays "working" for
-ever. Legacy-era tasks belong to a session, which lives in one host: they are not shared.
+ever. Stateful-era tasks belong to a session, which lives in one host: they are not shared.
 
 Nothing is lost to a broken store: a record that cannot be written now is kept and written
 when the store is back (the latest per task, in order); after a break of the bus a host
@@ -29,7 +29,7 @@ import anyio
 import anyio.abc
 import orjson
 
-from protomcp_host.bridge.tasks import TaskRunner
+from protomcp_host.calls.tasks import TaskRunner
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.tasks import Task, TaskStore
 from protomcp_host.store.base import RECONNECTED, Store, StoreError
@@ -44,7 +44,7 @@ HEARTBEAT = 1.0  # seconds between a host's "alive" messages
 GONE_AFTER = 5.0  # seconds without one (while the bus works) after which a host's running tasks fail
 BROKEN_AFTER = 3 * HEARTBEAT  # this host's own heartbeat missing this long: its bus is broken
 RETRY = 1.0  # seconds between attempts to write records the store could not take
-SHARED_OWNERS = "principal:"  # modern-era owners; a legacy session's tasks stay in its host
+SHARED_OWNERS = "principal:"  # modern-era owners; a stateful session's tasks stay in its host
 
 Unsaved = tuple[bytes | None, float, bool]  # record (None: delete it), deadline (epoch), final
 
@@ -277,8 +277,15 @@ class SharedTasks:
                 continue
             text = f"The host running this task ({runner}) stopped before it finished."
             error = {"code": rpc.INTERNAL_ERROR, "message": text}
-            failed = {**_record(task, runner), "status": "failed", "message": text, "updated": time.time(),
-                      "inputs": {}, "outcome": "", "error": error}  # fmt: skip
+            failed = {
+                **_record(task, runner),
+                "status": "failed",
+                "message": text,
+                "updated": time.time(),
+                "inputs": {},
+                "outcome": "",
+                "error": error,
+            }
             try:
                 kept = await self.store.put(
                     RECORD_PREFIX + task.id, orjson.dumps(failed), task.deadline - time.time(), final=True

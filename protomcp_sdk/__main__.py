@@ -8,7 +8,7 @@ from protomcp_sdk.wire.env import ENVELOPE_ENV
 
 die_with_host()  # first, before the (possibly slow) imports
 
-if os.environ.get(ENVELOPE_ENV) == "python":  # before anything imports protomcp_pb2
+if os.environ.get(ENVELOPE_ENV) == "python":  # before anything imports envelope_pb2
     from protomcp_sdk.wire.purepb import install
 
     install()

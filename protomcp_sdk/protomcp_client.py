@@ -1,4 +1,4 @@
-"""A small proto-mcp client (seed 000): see protomcp_sdk.wire.protomcp_client, where it lives
+"""A small proto-mcp client: see protomcp_sdk.wire.protomcp_client, where it lives
 because the host's own `protomcp call --binary` uses it too (the host imports only the SDK's
 wire package)."""
 

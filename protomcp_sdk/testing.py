@@ -58,7 +58,7 @@ import orjson
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.runtime import client
 from protomcp_sdk.runtime.context import _UNSET, Context
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
 __all__ = ["CallResult", "Client", "ClientError", "RecordingContext", "load_tool_module"]
@@ -506,9 +506,14 @@ class RecordingContext(Context):
         self.sent: list[pb.Envelope] = []  # every message, including kinds recorded nowhere else
         capabilities = client_capabilities(sampling, elicitation, roots)
         super().__init__(
-            "test", "test", self._record, tool_name, self.sent.append,
-            capabilities_json=orjson.dumps(capabilities).decode(), state=state,
-        )  # fmt: skip
+            "test",
+            "test",
+            self._record,
+            tool_name,
+            self.sent.append,
+            capabilities_json=orjson.dumps(capabilities).decode(),
+            state=state,
+        )
         self.progress: list[tuple[float, float | None, str | None]] = []
         self.logs: list[tuple[str, Any]] = []
         self.tool_changes: list[ToolListChange] = []

@@ -4,8 +4,8 @@ Usage: python scripts/gen_proto.py [--check]
 --check exits 1 when a committed module differs from a fresh generation.
 Needs grpcio-tools (in the [test] extra).
 
-  proto/protomcp.proto          -> protomcp_pb2.py   host <-> tool process Envelope frames
-  proto/proto_mcp.proto         -> proto_mcp_pb2.py  proto-mcp (seed 000), client <-> host
+  proto/protomcp.proto          -> envelope_pb2.py   host <-> tool process Envelope frames
+  proto/proto_mcp.proto         -> proto_mcp_pb2.py  proto-mcp, client <-> host
   protomcp_sdk/wire/options.proto (as protomcp/options.proto)
                                 -> options_pb2.py    options on messages derived from JSON Schema
                                    (kept in the package: `protomcp proto-schema --out` writes it)
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "proto"
 WIRE = ROOT / "protomcp_sdk" / "wire"
 MODULES = {
-    "protomcp.proto": "protomcp_pb2.py",
+    "protomcp.proto": "envelope_pb2.py",
     "proto_mcp.proto": "proto_mcp_pb2.py",
     "protomcp/options.proto": "options_pb2.py",
 }

@@ -55,10 +55,27 @@ def start_redis(port: int, folder: Path) -> subprocess.Popen[bytes]:
     """redis-server on 127.0.0.1:port without persistence, accepting connections."""
     folder.mkdir(exist_ok=True)
     proc = subprocess.Popen(
-        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(folder), "--daemonize", "no", "--logfile", str(folder / "redis.log")],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            REDIS,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(folder),
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(folder / "redis.log"),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_port(port, proc)
     except AssertionError:
@@ -112,8 +129,10 @@ class Nginx:
         )
         self.proc = subprocess.Popen(
             [NGINX, "-p", str(folder), "-c", str(folder / "nginx.conf"), "-e", str(folder / "error.log")],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         wait_port(self.port, self.proc)
         self.url = f"http://127.0.0.1:{self.port}/mcp"
 

@@ -168,10 +168,13 @@ class ToolProcessOnPipes:
         to_child_r, self.to_child = os.pipe()
         self.from_child, from_child_w = os.pipe()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "protomcp_sdk", str(file)], pass_fds=(to_child_r, from_child_w),
+            [sys.executable, "-m", "protomcp_sdk", str(file)],
+            pass_fds=(to_child_r, from_child_w),
             env={**os.environ, "PROTOMCP_FDS": f"{to_child_r},{from_child_w}", **env},
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self.decoder = framing.FrameDecoder()

@@ -58,8 +58,12 @@ async def modern_rpc(http: Any, url: str, method: str, params: dict[str, Any]) -
     import orjson
     from http_support import ACCEPT, answer_of
 
-    headers = {"accept": ACCEPT, "content-type": "application/json", "mcp-protocol-version": "2026-07-28",
-               "mcp-method": method}  # fmt: skip
+    headers = {
+        "accept": ACCEPT,
+        "content-type": "application/json",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": method,
+    }
     if method in _NAMED:
         headers["mcp-name"] = str(params[_NAMED[method]])
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": TASKS_META}}

@@ -1,4 +1,4 @@
-"""transports/http/affinity.py without processes: which worker holds a legacy session."""
+"""transports/http/affinity.py without processes: which worker holds a stateful session."""
 
 from __future__ import annotations
 

@@ -12,9 +12,9 @@ import pytest
 
 from protomcp_sdk import middleware, tool
 from protomcp_sdk.authoring.registry import REGISTRY
-from protomcp_sdk.runtime.process import ToolProcess
+from protomcp_sdk.runtime.process import ProcessRuntime
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire import framing as wire
-from protomcp_sdk.wire import protomcp_pb2 as pb
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ async def test_the_call_ends_though_its_task_never_ran(registry: None, through: 
     from_process, write_fd = os.pipe()
     os.set_blocking(from_process, False)
     try:
-        process = ToolProcess(read_fd, write_fd, "tools.py", standby=True)
+        process = ProcessRuntime(read_fd, write_fd, "tools.py", standby=True)
         process.loaded = True
         ended: list[str] = []
         process.on_call_end = lambda: ended.append("ended")

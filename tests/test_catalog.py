@@ -7,9 +7,9 @@ from typing import Any
 import orjson
 import pytest
 
-from protomcp_host.bridge.envelope import tool_from_definition
+from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog, InvalidCursor, NameClash, Tool
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 
 def make_tool(
@@ -285,9 +285,9 @@ def test_validator_is_compiled_once() -> None:
 
 
 def test_replace_keeps_order_of_surviving_tools() -> None:
-    from protomcp_host.bridge.envelope import tool_from_definition
+    from protomcp_host.calls.envelope import tool_from_definition
     from protomcp_host.protocol.catalog import Catalog
-    from protomcp_sdk.wire import protomcp_pb2 as pb
+    from protomcp_sdk.wire import envelope_pb2 as pb
 
     def tools(owner: str, *names: str) -> list:  # type: ignore[type-arg]
         return [tool_from_definition(pb.ToolDefinition(name=n), owner) for n in names]

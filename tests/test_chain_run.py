@@ -1,4 +1,4 @@
-"""The host's middleware chain run (bridge.middleware.ChainRun) without processes: fake
+"""The host's middleware chain run (calls.middleware.ChainRun) without processes: fake
 channels answer its frames. A finished call leaves no reference cycle behind (the cyclic GC
 would otherwise collect an Execution, its ChainRun and its Call once per call)."""
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 import gc
 from typing import Any
 
-from protomcp_host.bridge.execution import Dispatcher, Execution
-from protomcp_host.bridge.middleware import ChainRun, Middleware
+from protomcp_host.calls.execution import Dispatcher, Execution
+from protomcp_host.calls.middleware import ChainRun, Middleware
 from protomcp_host.processes.events import Leg
 from protomcp_host.protocol.catalog import Tool
 from protomcp_host.protocol.session import Call, ToolAnswer
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 
 class FakeChannel:

@@ -39,8 +39,11 @@ def test_call_on_a_terminal_shows_a_progress_bar_and_logs(slow: Path) -> None:
     try:
         proc = subprocess.Popen(
             [*HOST, "call", str(slow), "count", "n=3", "word=007"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower, env=env,
-        )  # fmt: skip
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            env=env,
+        )
         os.close(follower)
         seen = b""
         while True:
@@ -64,15 +67,21 @@ def test_call_on_a_terminal_shows_a_progress_bar_and_logs(slow: Path) -> None:
 def test_call_without_a_terminal_prints_plain_lines(slow: Path) -> None:
     done = subprocess.run(
         [*HOST, "call", str(slow), "count", "n=2", "--args", '{"word": "ab"}'],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "abab\n"
     assert "progress 1/2: step 1\n[info count] did 1\nprogress 2/2: step 2\n" in done.stderr
     bad = subprocess.run(
         [*HOST, "call", str(slow), "count", "n=two", "word=x"],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert bad.returncode == 1 and "n" in bad.stdout and "integer" in bad.stdout
 
 
@@ -88,17 +97,26 @@ def test_key_value_parsing_follows_the_schema() -> None:
     }
     pairs = ["name=42", "mode=1", "n=42", 'tags=["a"]', "maybe=true", "other=not json", "empty="]
     assert parse_pairs(pairs, schema) == {
-        "name": "42", "mode": "1", "n": 42, "tags": ["a"], "maybe": "true", "other": "not json", "empty": "",
-    }  # fmt: skip
+        "name": "42",
+        "mode": "1",
+        "n": 42,
+        "tags": ["a"],
+        "maybe": "true",
+        "other": "not json",
+        "empty": "",
+    }
     with pytest.raises(ValueError, match="KEY=VALUE"):
         parse_pairs(["oops"], schema)
 
 
 def test_list_prints_readable_signatures() -> None:
     done = subprocess.run(
-        [*HOST, "list", str(EXAMPLES / "notes.py")], capture_output=True, text=True, timeout=60,
+        [*HOST, "list", str(EXAMPLES / "notes.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
         stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     assert (
         "add_note(title: str, body: str = '', priority: 'low'|'normal'|'high' = 'normal', "

@@ -34,16 +34,25 @@ ns = _load_not_scored()
 
 # The not-scored server scenarios of 0.2.0-alpha.12 at 2026-07-28 (brief §12.3).
 NOT_SCORED_2026 = {
-    **{name: "extension" for name in (
-        "tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields",
-        "tasks-request-state-removal", "tasks-mrtr-input", "tasks-request-headers",
-        "tasks-dispatch-and-envelope", "tasks-status-notifications", "tasks-required-task-error",
-        "tasks-mrtr-composition",
-    )},
+    **{
+        name: "extension"
+        for name in (
+            "tasks-lifecycle",
+            "tasks-capability-negotiation",
+            "tasks-wire-fields",
+            "tasks-request-state-removal",
+            "tasks-mrtr-input",
+            "tasks-request-headers",
+            "tasks-dispatch-and-envelope",
+            "tasks-status-notifications",
+            "tasks-required-task-error",
+            "tasks-mrtr-composition",
+        )
+    },
     "json-schema-2020-12": "pending",
     "http-header-validation": "pending",
     "http-custom-header-server-validation": "pending",
-}  # fmt: skip
+}
 
 
 def results_dir(tmp_path: Path) -> Path:
@@ -203,14 +212,27 @@ def test_run_sh_parses_and_runs_every_revision_it_should() -> None:
 # -- the fixtures in everything.py, through the real host --------------------------------------
 
 NEW_TOOLS = {
-    "test_missing_capability", "test_streaming_elicitation", "test_logging_tool",
-    "test_trigger_tool_change", "test_input_required_result_elicitation",
-    "test_input_required_result_sampling", "test_input_required_result_list_roots",
-    "test_input_required_result_request_state", "test_input_required_result_multiple_inputs",
-    "test_input_required_result_multi_round", "test_input_required_result_tampered_state",
-    "test_input_required_result_capabilities", "test_custom_header", "greet", "slow_compute",
-    "failing_job", "protocol_error_job", "confirm_delete", "multi_input", "test_tool_with_task",
-}  # fmt: skip
+    "test_missing_capability",
+    "test_streaming_elicitation",
+    "test_logging_tool",
+    "test_trigger_tool_change",
+    "test_input_required_result_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities",
+    "test_custom_header",
+    "greet",
+    "slow_compute",
+    "failing_job",
+    "protocol_error_job",
+    "confirm_delete",
+    "multi_input",
+    "test_tool_with_task",
+}
 
 
 async def test_everything_serves_the_fixtures_the_scenarios_call() -> None:

@@ -1,10 +1,10 @@
-"""bridge.deadlines: call timeouts on a shared tick."""
+"""calls.deadlines: call timeouts on a shared tick."""
 
 from __future__ import annotations
 
 import asyncio
 
-from protomcp_host.bridge.deadlines import Deadlines
+from protomcp_host.calls.deadlines import Deadlines
 
 
 def test_a_deadline_fires_once_never_early_and_a_removed_one_never() -> None:

@@ -8,14 +8,14 @@ from typing import Any
 import orjson
 import pytest
 
-from protomcp_host.bridge.envelope import tool_from_definition
+from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.discovery import META_NAMES, Discovery, signature, summary
 from protomcp_host.protocol.modern import CLIENT_CAPABILITIES, PROTOCOL_VERSION, ModernSession
 from protomcp_host.protocol.ranking import Bm25Index, index_tools, stem, words
 from protomcp_host.protocol.session import Call, Send, Session
 from protomcp_host.protocol.visibility import ToolVisibility
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
 INFO = {"name": "t", "version": "1"}

@@ -23,8 +23,12 @@ def test_doctor_on_a_good_and_a_broken_file(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path)}  # no client configs in this home
     done = subprocess.run(
         [*HOST, "doctor", str(HELLO), str(broken)],
-        capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout
     assert f"Python {sys.version.split()[0]}, protomcp_sdk" in out
@@ -36,9 +40,13 @@ def test_doctor_on_a_good_and_a_broken_file(tmp_path: Path) -> None:
 def test_doctor_passes_when_everything_is_fine(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path)}
     done = subprocess.run(
-        [*HOST, "doctor", str(HELLO)], capture_output=True, text=True, timeout=120, env=env,
+        [*HOST, "doctor", str(HELLO)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
         stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stdout
     assert "No problems found." in done.stdout
 
@@ -108,9 +116,13 @@ def test_doctor_reports_load_warnings(tmp_path: Path) -> None:
     file.write_text("from protomcp_sdk import tool\n\n@tool\ndef f(x) -> str:\n    return str(x)\n")
     env = {**os.environ, "HOME": str(tmp_path)}
     done = subprocess.run(
-        [*HOST, "doctor", str(file)], capture_output=True, text=True, timeout=120, env=env,
+        [*HOST, "doctor", str(file)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
         stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     assert done.returncode == 1
     assert "loose.py: 1 tool loaded" in done.stdout
     assert "loose.py: warning: tool 'f': parameter 'x' has no type annotation" in done.stdout

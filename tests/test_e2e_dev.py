@@ -202,7 +202,7 @@ CRASHY = """
 
     @tool
     def crash_while_another_writes() -> str:
-        [process] = [o for o in gc.get_objects() if type(o).__name__ == "ToolProcess"]
+        [process] = [o for o in gc.get_objects() if type(o).__name__ == "ProcessRuntime"]
         held = threading.Event()
 
         def write_elsewhere():  # another thread writes frames while this call prints
@@ -329,8 +329,11 @@ def test_python_without_sdk_is_a_clear_error(tmp_path: Path) -> None:
     write_atomic(file, tool_source("x"))
     proc = subprocess.run(
         [*HOST, "run", "--python", str(venv / "bin" / "python"), str(file)],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 1
     assert "protomcp_sdk is not importable" in proc.stderr and "--python" in proc.stderr
     assert "install protomcp-tools there (" in proc.stderr and "-m pip install" in proc.stderr

@@ -26,8 +26,14 @@ def _until(host: Any, request_id: Any) -> tuple[list[Any], Any]:
 
 
 def _listen(host: Any, id_: Any, **wanted: Any) -> dict[str, Any]:
-    host.send({"jsonrpc": "2.0", "id": id_, "method": "subscriptions/listen",
-               "params": {"notifications": wanted, "_meta": META}})  # fmt: skip
+    host.send(
+        {
+            "jsonrpc": "2.0",
+            "id": id_,
+            "method": "subscriptions/listen",
+            "params": {"notifications": wanted, "_meta": META},
+        }
+    )
     return host.recv()
 
 
@@ -38,8 +44,14 @@ def test_listen_ack_filter_control_and_cancel(raw_host: Any) -> None:
     assert ack["params"] == {"_meta": {SUB: "tools"}, "notifications": {"toolsListChanged": True}}
     prompts_only = _listen(host, 7, promptsListChanged=True)
     assert prompts_only["params"]["_meta"] == {SUB: 7}
-    host.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "unlock", "arguments": {}, "_meta": META}})  # fmt: skip
+    host.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "unlock", "arguments": {}, "_meta": META},
+        }
+    )
     notes, reply = _until(host, 1)
     assert "secret" in reply["result"]["structuredContent"]["result"]
     tools_changed = {
@@ -52,8 +64,14 @@ def test_listen_ack_filter_control_and_cancel(raw_host: Any) -> None:
     assert "secret" in [t["name"] for t in listed["tools"]] and listed["cacheScope"] == "private"
     # cancelled: the stream ends, later changes do not reach it
     host.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "tools"}})
-    host.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-               "params": {"name": "lock", "arguments": {}, "_meta": META}})  # fmt: skip
+    host.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "lock", "arguments": {}, "_meta": META},
+        }
+    )
     notes, _ = _until(host, 3)
     assert notes == []
 

@@ -117,7 +117,7 @@ async def test_meta_and_icons_in_proto_mcp(tool_file: Path) -> None:
 
 def test_a_results_meta_crosses_the_hosts_middleware_chain() -> None:
     """The host hands a result to middleware as JSON and takes back what they return."""
-    from protomcp_host.bridge.middleware import _answer_of, _result_json
+    from protomcp_host.calls.middleware import _answer_of, _result_json
     from protomcp_host.protocol.session import ToolAnswer
 
     answer = ToolAnswer([b'[{"type":"text","text":"sent"}]'], meta=b'{"claude/endTurn":true}')
@@ -126,11 +126,15 @@ def test_a_results_meta_crosses_the_hosts_middleware_chain() -> None:
 
 
 def test_an_upstream_tools_meta_and_icons_pass_through() -> None:
-    from protomcp_host.bridge.envelope import tool_from_definition
+    from protomcp_host.calls.envelope import tool_from_definition
     from protomcp_host.upstream.source import tool_definition
 
-    upstream = {"name": "sms", "inputSchema": {"type": "object"}, "_meta": {"anthropic/searchHint": "text"},
-                "icons": [ICON]}  # fmt: skip
+    upstream = {
+        "name": "sms",
+        "inputSchema": {"type": "object"},
+        "_meta": {"anthropic/searchHint": "text"},
+        "icons": [ICON],
+    }
     mcp = tool_from_definition(tool_definition(upstream, "ex_", "ex"), "ex").mcp
     assert (
         mcp["name"] == "ex_sms"

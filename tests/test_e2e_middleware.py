@@ -170,17 +170,19 @@ def test_a_call_cancelled_inside_middleware_here_gets_no_answer(raw_host) -> Non
 
 
 def test_a_files_middleware_next_to_each_other_run_as_one_and_the_tools_own_run_in_its_process() -> None:
-    from protomcp_host.bridge.execution import Dispatcher
-    from protomcp_host.bridge.middleware import Middleware
+    from protomcp_host.calls.execution import Dispatcher
+    from protomcp_host.calls.middleware import Middleware
 
     dispatcher = Dispatcher({}, None)
-    dispatcher.set_middleware([
-        Middleware("a", 1, "x.py", before_only=True, composes=True),
-        Middleware("b", 2, "y.py", composes=True),
-        Middleware("c", 3, "y.py", before_only=True, composes=True),
-        Middleware("d", 4, "x.py", before_only=True, composes=True),
-        Middleware("e", 5, "x.py", before_only=True, composes=True),
-    ])  # fmt: skip
+    dispatcher.set_middleware(
+        [
+            Middleware("a", 1, "x.py", before_only=True, composes=True),
+            Middleware("b", 2, "y.py", composes=True),
+            Middleware("c", 3, "y.py", before_only=True, composes=True),
+            Middleware("d", 4, "x.py", before_only=True, composes=True),
+            Middleware("e", 5, "x.py", before_only=True, composes=True),
+        ]
+    )
     outer, here = dispatcher.plan("x.py")  # a tool of x.py: d and e run in its process
     segments = [(m.names, m.owner, m.before_only) for m in outer]
     assert segments == [(("a",), "x.py", True), (("b", "c"), "y.py", False)]
@@ -196,8 +198,8 @@ def test_a_files_middleware_next_to_each_other_run_as_one_and_the_tools_own_run_
 def test_middleware_of_a_process_that_does_not_compose_them_are_each_asked_alone() -> None:
     """Another SDK may not know `chain` or `CallToolRequest.middleware` (it would skip them):
     its middleware are asked one by one, tools of its own file included."""
-    from protomcp_host.bridge.execution import Dispatcher
-    from protomcp_host.bridge.middleware import Middleware
+    from protomcp_host.calls.execution import Dispatcher
+    from protomcp_host.calls.middleware import Middleware
 
     dispatcher = Dispatcher({}, None)
     dispatcher.set_middleware([Middleware("a", 1, "go.py"), Middleware("b", 2, "go.py")])

@@ -1,4 +1,4 @@
-"""The 2026-07-28 era beside the legacy one over stdio, through the real host: the official
+"""The 2026-07-28 era beside the stateful one over stdio, through the real host: the official
 client in auto mode (modern) and forced to legacy, and a raw Claude-Code-like probe."""
 
 from __future__ import annotations
@@ -76,8 +76,11 @@ def test_raw_probe_then_fallback_to_initialize(raw_host: Any, legacy_only: None)
     assert reply["error"]["code"] == -32022
     assert "2026-07-28" not in reply["error"]["data"]["supported"]
     assert reply["error"]["data"]["requested"] == "2026-07-28"
-    init = host.request(2, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                          "clientInfo": {"name": "cc", "version": "1"}})  # fmt: skip
+    init = host.request(
+        2,
+        "initialize",
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "cc", "version": "1"}},
+    )
     assert init["result"]["protocolVersion"] == "2025-11-25"
     host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     tools = host.request(3, "tools/list")
@@ -106,9 +109,12 @@ def test_raw_probe_modern(raw_host: Any) -> None:
     assert ping["id"] == 4 and ping["error"]["code"] == -32601
     bad = host.request(5, "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
     assert bad["id"] == 5 and bad["error"]["code"] == -32602
-    # a legacy session in the same process
-    init = host.request(6, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                          "clientInfo": {"name": "cc", "version": "1"}})  # fmt: skip
+    # a stateful session in the same process
+    init = host.request(
+        6,
+        "initialize",
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "cc", "version": "1"}},
+    )
     assert init["result"]["protocolVersion"] == "2025-06-18"
     legacy = host.request(7, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 2}})
     assert legacy["result"]["structuredContent"] == {"result": 4} and "resultType" not in legacy["result"]
@@ -121,8 +127,14 @@ def test_modern_logs_only_when_asked(raw_host: Any) -> None:
     )
     assert quiet["result"]["content"][0]["text"] == "done"
     meta = {**MODERN_META, "io.modelcontextprotocol/logLevel": "info"}
-    host.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "progress", "arguments": {"steps": 2}, "_meta": meta}})  # fmt: skip
+    host.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "progress", "arguments": {"steps": 2}, "_meta": meta},
+        }
+    )
     seen = []
     while True:
         message = host.recv()

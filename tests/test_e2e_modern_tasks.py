@@ -106,7 +106,7 @@ async def test_official_client_runs_tasks_over_http_beside_a_legacy_session(http
         old_id = old["result"]["task"]["taskId"]
         assert (await legacy.call_tool("greet", {"name": "Al"})).content[0].text == "Hello, Al!"
         await _tasks_through_the_client(modern, tasks)
-        with pytest.raises(MCPError) as refused:  # the legacy session's task is not the client's
+        with pytest.raises(MCPError) as refused:  # the stateful session's task is not the client's
             await get_task(modern.session, old_id)
         assert refused.value.error.code == -32602
         for task_id, status in ((tasks.created[0], None), (old_id, "working")):
@@ -125,13 +125,20 @@ async def test_official_client_runs_tasks_over_http_beside_a_legacy_session(http
 
 def test_listen_stream_gets_notifications_for_its_tasks_over_stdio(raw_host: Any) -> None:
     host = raw_host("run", EVERYTHING)
-    created = host.request(1, "tools/call", {"name": "confirm_delete", "arguments": {"filename": "a"},
-                                             "_meta": meta()})["result"]  # fmt: skip
+    created = host.request(
+        1, "tools/call", {"name": "confirm_delete", "arguments": {"filename": "a"}, "_meta": meta()}
+    )["result"]
     assert created["resultType"] == "task" and "requestState" not in created
     task_id = created["taskId"]
     wanted = {"taskIds": [task_id, "unknown-task"]}
-    host.send({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
-               "params": {"notifications": wanted, "_meta": meta()}})  # fmt: skip
+    host.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "L",
+            "method": "subscriptions/listen",
+            "params": {"notifications": wanted, "_meta": meta()},
+        }
+    )
     ack = host.recv()
     assert ack["method"] == "notifications/subscriptions/acknowledged"
     assert ack["params"] == {"_meta": {SUB: "L"}, "notifications": {"taskIds": [task_id]}}
@@ -167,8 +174,9 @@ def test_listen_stream_gets_notifications_for_its_tasks_over_stdio(raw_host: Any
     )
     assert sync["result"]["resultType"] == "complete" and "taskId" not in sync["result"]
     # a JSON-RPC error during the call (its timeout) is a failed task with the error inlined
-    failed_id = host.request(9, "tools/call", {"name": "protocol_error_job", "arguments": {},
-                                               "_meta": meta()})["result"]["taskId"]  # fmt: skip
+    failed_id = host.request(
+        9, "tools/call", {"name": "protocol_error_job", "arguments": {}, "_meta": meta()}
+    )["result"]["taskId"]
     failed = _poll(host, failed_id, "failed")
     assert failed["error"]["code"] == -32603 and "result" not in failed
 
@@ -188,8 +196,13 @@ def _poll(host: Any, task_id: str, status: str) -> dict[str, Any]:
 
 # -- two principals over HTTP -----------------------------------------------------------------------
 def _headers(token: str, method: str, name: str | None = None) -> dict[str, str]:
-    headers = {"authorization": f"Bearer {token}", "accept": ACCEPT, "content-type": "application/json",
-               "mcp-protocol-version": "2026-07-28", "mcp-method": method}  # fmt: skip
+    headers = {
+        "authorization": f"Bearer {token}",
+        "accept": ACCEPT,
+        "content-type": "application/json",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": method,
+    }
     if name is not None:
         headers["mcp-name"] = name
     return headers
@@ -211,20 +224,25 @@ async def test_two_principals_never_see_each_others_tasks(tmp_path: Path, http_h
     host = http_host("run", EVERYTHING, *auth.options())
     alice, bob = auth.token("alice"), auth.token("bob")
     async with httpx2.AsyncClient(timeout=30) as client:
-        status, created = await _post(client, host.url, alice, 1, "tools/call",
-                                      {"name": "slow_compute", "arguments": {"seconds": 30}})  # fmt: skip
+        status, created = await _post(
+            client, host.url, alice, 1, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 30}}
+        )
         assert status == 200 and created["result"]["resultType"] == "task"
         task_id = created["result"]["taskId"]
-        for id_, method, extra in ((2, "tasks/get", {}), (3, "tasks/cancel", {}),
-                                   (4, "tasks/update", {"inputResponses": {}})):  # fmt: skip
+        for id_, method, extra in (
+            (2, "tasks/get", {}),
+            (3, "tasks/cancel", {}),
+            (4, "tasks/update", {"inputResponses": {}}),
+        ):
             status, refused = await _post(client, host.url, bob, id_, method, {"taskId": task_id, **extra})
             assert status == 400 and refused["error"]["code"] == -32602, refused
             assert refused["error"]["message"] == "Failed to retrieve task: Task not found"
         # bob's listen stream does not get alice's task
         listen = {"notifications": {"taskIds": [task_id]}, "_meta": meta()}
         body = orjson.dumps({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": listen})
-        async with client.stream("POST", host.url, content=body,
-                                 headers=_headers(bob, "subscriptions/listen")) as stream:  # fmt: skip
+        async with client.stream(
+            "POST", host.url, content=body, headers=_headers(bob, "subscriptions/listen")
+        ) as stream:
             async for line in stream.aiter_lines():
                 if line.startswith("data:"):
                     ack = orjson.loads(line[5:])
@@ -234,8 +252,9 @@ async def test_two_principals_never_see_each_others_tasks(tmp_path: Path, http_h
         assert status == 200 and mine["result"]["status"] == "working"
         # Mcp-Name must be the task id on tasks/*
         wrong = _headers(alice, "tasks/get", "another-task")
-        body = orjson.dumps({"jsonrpc": "2.0", "id": 6, "method": "tasks/get",
-                             "params": {"taskId": task_id, "_meta": meta()}})  # fmt: skip
+        body = orjson.dumps(
+            {"jsonrpc": "2.0", "id": 6, "method": "tasks/get", "params": {"taskId": task_id, "_meta": meta()}}
+        )
         response = await client.post(host.url, content=body, headers=wrong)
         assert response.status_code == 400 and response.json()["error"]["code"] == -32020
         # alice's listen stream hears of her task's cancellation (notifications/tasks)

@@ -36,8 +36,10 @@ def test_non_object_line_is_invalid_request(raw_host, line: bytes) -> None:  # t
 def test_missing_method_is_invalid_request(host: RawHost) -> None:
     host.send({"jsonrpc": "2.0", "id": 7, "params": {}})
     assert host.recv() == {
-        "jsonrpc": "2.0", "id": 7, "error": {"code": -32600, "message": 'Invalid Request: missing "method"'}
-    }  # fmt: skip
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32600, "message": 'Invalid Request: missing "method"'},
+    }
 
 
 def test_unknown_method(host: RawHost) -> None:
@@ -155,11 +157,13 @@ def test_a_batch_repeating_a_fast_requests_id_gets_one_answer_per_id(raw_host) -
     host = raw_host("run", str(BEHAVIOURS))
     host.initialize("2025-03-26")
     call = {"name": "add", "arguments": {"a": 1, "b": 1}}
-    host.send([
-        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
-    ])  # fmt: skip
+    host.send(
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+        ]
+    )
     replies = host.recv()
     results = [r for r in replies if "result" in r]
     assert sorted(r["id"] for r in results) == [1, 2] and len(replies) == 3

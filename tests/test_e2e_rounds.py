@@ -100,8 +100,9 @@ def test_raw_rounds_state_tampered_and_re_run(raw_host: Any) -> None:
     )
     assert again["result"]["resultType"] == "input_required"
     step2 = {"action": "accept", "content": {"v": "b"}}
-    done = _call(host, 6, "restartable", requestState=again["result"]["requestState"],
-                 inputResponses={"step2": step2})["result"]  # fmt: skip
+    done = _call(
+        host, 6, "restartable", requestState=again["result"]["requestState"], inputResponses={"step2": step2}
+    )["result"]
     assert done["resultType"] == "complete" and done["content"][0]["text"] == "a-b (runs here: 1)"
     # no state, answers given: the tool runs with them
     fresh = _call(host, 7, "restartable", inputResponses={"step1": step1, "step2": step2, "extra": {}})[
@@ -127,19 +128,21 @@ def test_retry_after_a_host_restart_re_runs_with_the_answers(raw_host: Any, monk
     first_host = raw_host("run", str(ROUNDS))
     first = _call(first_host, 1, "restartable")["result"]
     step1 = {"action": "accept", "content": {"v": "x"}}
-    second = _call(first_host, 2, "restartable", requestState=first["requestState"],
-                   inputResponses={"step1": step1})["result"]  # fmt: skip
+    second = _call(
+        first_host, 2, "restartable", requestState=first["requestState"], inputResponses={"step1": step1}
+    )["result"]
     assert list(second["inputRequests"]) == ["step2"]
     assert first_host.close() == 0
     other = raw_host("run", str(ROUNDS))  # a new host, same key: the suspended call is not here
     step2 = {"action": "accept", "content": {"v": "y"}}
-    done = _call(other, 3, "restartable", requestState=second["requestState"],
-                 inputResponses={"step2": step2})["result"]  # fmt: skip
+    done = _call(
+        other, 3, "restartable", requestState=second["requestState"], inputResponses={"step2": step2}
+    )["result"]
     assert done["content"][0]["text"] == "x-y (runs here: 1)"  # re-run, step1 answered from the state
 
 
 def test_expired_state_is_refused(raw_host: Any, monkeypatch: Any) -> None:
-    from protomcp_host.bridge.rounds import StateCodec, digest
+    from protomcp_host.calls.rounds import StateCodec, digest
 
     monkeypatch.setenv("PROTOMCP_STATE_KEY", "another secret")
     host = raw_host("run", str(ROUNDS))
@@ -172,8 +175,11 @@ def test_raw_prompt_round(raw_host: Any) -> None:
     retry = {"requestState": first["requestState"], "inputResponses": {"user_context": answer}}
     done = host.request(2, "prompts/get", {"name": "needs_context", "_meta": META, **retry})["result"]
     assert done["resultType"] == "complete" and done["messages"][0]["content"]["text"] == "Use the repo"
-    tampered = host.request(3, "prompts/get", {"name": "needs_context", "_meta": META,
-                                               "requestState": first["requestState"] + "x"})  # fmt: skip
+    tampered = host.request(
+        3,
+        "prompts/get",
+        {"name": "needs_context", "_meta": META, "requestState": first["requestState"] + "x"},
+    )
     assert tampered["error"]["code"] == -32602
 
 
@@ -186,17 +192,20 @@ def test_an_answer_is_used_once(raw_host: Any) -> None:
     re-run with its answers, where the tool process answers from them)."""
     host = raw_host("run", str(ROUNDS))
     first = _call(host, 1, "ask_twice")["result"]
-    again = _call(host, 2, "ask_twice", requestState=first["requestState"],
-                  inputResponses={"again": _elicited("a")})["result"]  # fmt: skip
+    again = _call(
+        host, 2, "ask_twice", requestState=first["requestState"], inputResponses={"again": _elicited("a")}
+    )["result"]
     assert again["resultType"] == "input_required" and list(again["inputRequests"]) == ["again"]
     assert again["inputRequests"]["again"]["params"]["message"] == "Second?"
-    done = _call(host, 3, "ask_twice", requestState=again["requestState"],
-                 inputResponses={"again": _elicited("b")})["result"]  # fmt: skip
+    done = _call(
+        host, 3, "ask_twice", requestState=again["requestState"], inputResponses={"again": _elicited("b")}
+    )["result"]
     assert done["content"][0]["text"] == "a-b"
     rerun = _call(host, 4, "ask_twice", inputResponses={"again": _elicited("c")})["result"]
     assert rerun["resultType"] == "input_required"  # the tool process used "c" once, then asked
-    done = _call(host, 5, "ask_twice", requestState=rerun["requestState"],
-                 inputResponses={"again": _elicited("d")})["result"]  # fmt: skip
+    done = _call(
+        host, 5, "ask_twice", requestState=rerun["requestState"], inputResponses={"again": _elicited("d")}
+    )["result"]
     assert done["content"][0]["text"] == "c-d"
 
 
@@ -241,7 +250,7 @@ async def test_an_abandoned_round_lets_the_tool_thread_go(monkeypatch: Any, tmp_
     import orjson
 
     from protomcp_host.app import Host
-    from protomcp_host.bridge import rounds
+    from protomcp_host.calls import rounds
 
     monkeypatch.setattr(rounds, "HOLD", 0.2)
     host = Host([ROUNDS], stderr=lambda _: None)

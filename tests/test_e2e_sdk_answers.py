@@ -62,7 +62,7 @@ async def test_a_quick_call_never_waits_behind_a_slow_sync_call(tmp_path: Path, 
     file = tmp_path / "tools.py"
     write_atomic(file, SLOW_AND_QUICK)
     async with mcp_session("run", str(file)) as session:
-        for _ in range(3):  # leave idle worker threads behind, the case that used to wait
+        for _ in range(3):  # leave idle call threads behind, the case that used to wait
             assert text_of(await session.call_tool("quick_sync", {})) == "quick"
         slow_result: list[Any] = []
         async with anyio.create_task_group() as tg:
@@ -288,8 +288,12 @@ async def test_hostile_resource_uris_are_refused_without_blocking(tmp_path: Path
     write_atomic(file, TEMPLATES)
     async with mcp_session("run", str(file)) as session:
         with anyio.fail_after(ANSWER_SOON):  # 6 KB took 75 s of the host's event loop before
-            for uri in ("files://" + "a/" * 3000 + "x", "notes://..%2F..%2Fetc%2Fpasswd", "notes://%2e%2e",
-                        "notes://a%00b"):  # fmt: skip
+            for uri in (
+                "files://" + "a/" * 3000 + "x",
+                "notes://..%2F..%2Fetc%2Fpasswd",
+                "notes://%2e%2e",
+                "notes://a%00b",
+            ):
                 with pytest.raises(McpError):
                     await session.read_resource(uri)  # type: ignore[arg-type]
             found = await session.read_resource("files://1/2/3/4/end")  # type: ignore[arg-type]

@@ -124,8 +124,11 @@ def test_bad_front_matter_stops_the_start_naming_the_file(tmp_path: Path) -> Non
     (skill / "SKILL.md").write_text("---\nname: broken\ndescription: [unclosed\n---\n# Broken\n")
     done = subprocess.run(
         [*HOST, "run", "--skills", str(tmp_path)],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 1
     assert f"protomcp: cannot start: {skill / 'SKILL.md'}: front matter is not valid YAML" in done.stderr
 

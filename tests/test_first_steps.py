@@ -28,9 +28,13 @@ def add_file(tmp_path: Path) -> Path:
 def run_host(*args: str, timeout: float = 60, **kwargs: object) -> subprocess.CompletedProcess[str]:
     """Run `protomcp ARGS` to completion; on a hang, stop its whole process group and fail."""
     proc = subprocess.Popen(
-        [*HOST, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, **kwargs,  # type: ignore[call-overload]
-    )  # fmt: skip
+        [*HOST, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **kwargs,  # type: ignore[call-overload]
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -113,11 +117,21 @@ def test_list_shows_resources_templates_and_prompts(tmp_path: Path) -> None:
     done = run_host("list", str(file))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "add(a: int, b: int)", "    Add two numbers.",
-        "", "Resources:", "notes://index  index", "    All notes.",
-        "", "Resource templates:", "notes://{id}  note", "    One note.",
-        "", "Prompts:", "summarize(topic, style?)", "    Summarize a topic.",
-    ]  # fmt: skip
+        "add(a: int, b: int)",
+        "    Add two numbers.",
+        "",
+        "Resources:",
+        "notes://index  index",
+        "    All notes.",
+        "",
+        "Resource templates:",
+        "notes://{id}  note",
+        "    One note.",
+        "",
+        "Prompts:",
+        "summarize(topic, style?)",
+        "    Summarize a topic.",
+    ]
     listed = orjson.loads(run_host("list", str(file), "--json").stdout)
     assert [len(listed[key]) for key in ("tools", "resources", "resourceTemplates", "prompts")] == [
         1,
@@ -217,8 +231,13 @@ def test_the_readme_testing_example_passes_as_copied(tmp_path: Path) -> None:
     env = {**os.environ, "PYTEST_ADDOPTS": ""}
     done = subprocess.run(
         [HOST[0], "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(project), "test_tools.py"],
-        cwd=project, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout
 
@@ -258,9 +277,12 @@ def test_helper_detection_follows_imports_and_keeps_cycles() -> None:
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         sources = {
-            "a.py": "from . import b\n", "b.py": "import c.sub\n", "c.py": "",
-            "x.py": "import y\n", "y.py": "import x\n",  # a cycle nobody else imports: both served
-        }  # fmt: skip
+            "a.py": "from . import b\n",
+            "b.py": "import c.sub\n",
+            "c.py": "",
+            "x.py": "import y\n",
+            "y.py": "import x\n",  # a cycle nobody else imports: both served
+        }
         for file, text in sources.items():
             (folder / file).write_text(text)
         files = sorted(folder.glob("*.py"))
@@ -290,7 +312,20 @@ def test_the_readme_inspect_json_shape(add_file: Path) -> None:
     report = json.loads(done.stdout)
     assert done.returncode == 0 and report["version"] == 1 and report["ok"]
     (entry,) = report["files"]
-    for key in ("label", "file", "ok", "error", "tools", "resources", "resourceTemplates", "prompts",
-                "completions", "middleware", "lifespan", "rootsHooks", "warnings"):  # fmt: skip
+    for key in (
+        "label",
+        "file",
+        "ok",
+        "error",
+        "tools",
+        "resources",
+        "resourceTemplates",
+        "prompts",
+        "completions",
+        "middleware",
+        "lifespan",
+        "rootsHooks",
+        "warnings",
+    ):
         assert key in entry, key
     assert entry["tools"][0]["name"] == "add"

@@ -119,9 +119,13 @@ async def test_notifications_past_the_limit_are_dropped_while_answers_are_kept()
     high = 64 * 1024
     told: list[bool] = []
     out = Outbox(
-        write_end, on_pressure=lambda full: None, high_water=high, low_water=high // 4,
-        notice_limit=200_000, on_drop=lambda: told.append(True),
-    )  # fmt: skip
+        write_end,
+        on_pressure=lambda full: None,
+        high_water=high,
+        low_water=high // 4,
+        notice_limit=200_000,
+        on_drop=lambda: told.append(True),
+    )
     log = rpc.notification("notifications/message", {"level": "info", "data": "x" * 1000})
     answers = [rpc.result(f"{i}".encode(), {"content": [], "pad": "y" * 5000}) for i in range(100)]
     for answer in answers:
@@ -488,10 +492,10 @@ def test_a_sessions_stream_messages_are_bounded_in_bytes_oldest_first() -> None:
 
 
 def test_a_legacy_sse_sessions_stream_is_bounded_in_bytes_too() -> None:
-    from protomcp_host.transports.http.sse_legacy import LegacySession
+    from protomcp_host.transports.http.sse import SseSession
 
     host = _Host()
-    session = LegacySession("l" * 32, host, None, replay_bytes=1 << 20)  # type: ignore[arg-type]
+    session = SseSession("l" * 32, host, None, replay_bytes=1 << 20)  # type: ignore[arg-type]
     for i in range(100):  # 6 MB: was kept up to 10,000 messages whatever their size
         session.write(b'{"n":%d,"pad":"%s"}' % (i, b"y" * 60_000))
     assert session.budget.held <= 1 << 20 and session.stream.events[-1][1].startswith(b'{"n":99,')

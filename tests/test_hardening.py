@@ -18,7 +18,7 @@ import pytest
 from conftest import HOST, TOOLS, RawHost
 
 from protomcp_sdk import wire
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 HOSTILE = TOOLS / "hostile.py"
 
@@ -26,7 +26,7 @@ HOSTILE = TOOLS / "hostile.py"
 @pytest.fixture(autouse=True, params=["loop", "threads"])
 def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test twice: the tool process's input read by its event loop (what a file with async
-    tools gets), and by its worker threads in turn (what a file of sync tools gets)."""
+    tools gets), and by its call threads in turn (what a file of sync tools gets)."""
     monkeypatch.setenv("PROTOMCP_READER", request.param)
     return request.param  # type: ignore[no-any-return]
 
@@ -125,8 +125,14 @@ def test_numbers_at_the_limits_still_pass(host: RawHost) -> None:
 def test_base_exceptions_get_one_answer_each_and_threads_survive(host: RawHost, kind: str) -> None:
     for tool in ("raise_base", "raise_base_async"):
         for request_id in range(1, 81):  # more than the pool has threads
-            host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                       "params": {"name": tool, "arguments": {"kind": kind}}})  # fmt: skip
+            host.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "method": "tools/call",
+                    "params": {"name": tool, "arguments": {"kind": kind}},
+                }
+            )
         answers = [answer_to_call(host) for _ in range(1, 81)]
         assert sorted(a["id"] for a in answers) == list(range(1, 81))
         assert all(a["result"]["isError"] for a in answers)
@@ -142,8 +148,14 @@ def test_base_exceptions_get_one_answer_each_and_threads_survive(host: RawHost, 
 def test_stuck_sync_tool_does_not_starve_the_others(host: RawHost) -> None:
     stuck = 70  # more than one tool's share of threads, more than the old 32-thread pool
     for request_id in range(1, stuck + 1):
-        host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                   "params": {"name": "blocked", "arguments": {"key": "k"}}})  # fmt: skip
+        host.send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": "blocked", "arguments": {"key": "k"}},
+            }
+        )
     assert_serving(host)  # a fast sync call runs while every one of them is blocked
     reply = host.request(500, "tools/call", {"name": "open_gate", "arguments": {"key": "k"}})
     assert reply["result"]["content"][0]["text"] == "open"
@@ -155,8 +167,14 @@ def test_a_cancelled_sync_call_that_keeps_its_thread_is_named(raw_host, monkeypa
     monkeypatch.setenv("PROTOMCP_CANCEL_GRACE", "0.2")
     host = raw_host("run", str(HOSTILE))
     host.initialize()
-    host.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "spin", "arguments": {"key": "s"}}})  # fmt: skip
+    host.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "spin", "arguments": {"key": "s"}},
+        }
+    )
     assert_serving(host)  # the call is running
     host.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
     host.wait_stderr("tool 'spin' was cancelled")
@@ -187,8 +205,14 @@ def spinning_pid(stderr: str) -> int:
 def test_sigkill_of_the_host_ends_a_stuck_tool_process(raw_host) -> None:  # type: ignore[no-untyped-def]
     host = raw_host("run", str(HOSTILE))
     host.initialize()
-    host.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "spin_loud", "arguments": {"key": "never"}}})  # fmt: skip
+    host.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "spin_loud", "arguments": {"key": "never"}},
+        }
+    )
     pid = spinning_pid(host.wait_stderr("spinning in pid"))
     host.proc.kill()
     host.proc.wait(10)
@@ -198,8 +222,10 @@ def test_sigkill_of_the_host_ends_a_stuck_tool_process(raw_host) -> None:  # typ
 def test_killing_protomcp_call_mid_call_ends_its_tool_process() -> None:
     proc = subprocess.Popen(
         [*HOST, "call", str(HOSTILE), "spin_loud", "--args", '{"key": "never"}'],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert proc.stderr is not None
         seen = b""
@@ -238,9 +264,17 @@ def test_end_of_input_answers_stuck_calls_and_exits_promptly(raw_host) -> None: 
     host = raw_host("run", "--drain-timeout", "0.5", str(HOSTILE))
     host.initialize()
     for request_id in (1, 2):
-        host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                   "params": {"name": "spin_loud" if request_id == 1 else "blocked",
-                              "arguments": {"key": "never"}}})  # fmt: skip
+        host.send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {
+                    "name": "spin_loud" if request_id == 1 else "blocked",
+                    "arguments": {"key": "never"},
+                },
+            }
+        )
     pid = spinning_pid(host.wait_stderr("spinning in pid"))
     assert_serving(host)
     host.proc.stdin.close()
@@ -276,10 +310,22 @@ def test_calls_beyond_the_in_flight_bound_wait_their_turn(raw_host) -> None:  # 
     host = raw_host("run", "--max-in-flight", "3", "--call-timeout", "1", str(HOSTILE))
     host.initialize()
     for request_id in range(1, 6):
-        host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                   "params": {"name": "blocked", "arguments": {"key": "b"}}})  # fmt: skip
-    host.send({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
-               "params": {"name": "open_gate", "arguments": {"key": "b"}}})  # fmt: skip
+        host.send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": "blocked", "arguments": {"key": "b"}},
+            }
+        )
+    host.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 6,
+            "method": "tools/call",
+            "params": {"name": "open_gate", "arguments": {"key": "b"}},
+        }
+    )
     host.send({"jsonrpc": "2.0", "id": 7, "method": "ping"})
     answers = [answer_to_call(host) for _ in range(7)]
     order = [a["id"] for a in answers]
@@ -297,8 +343,10 @@ def test_calls_beyond_the_in_flight_bound_wait_their_turn(raw_host) -> None:  # 
 def test_a_batch_beyond_the_in_flight_bound_is_refused_in_part(raw_host) -> None:  # type: ignore[no-untyped-def]
     host = raw_host("run", "--max-in-flight", "2", str(HOSTILE))
     host.initialize("2025-03-26")  # the revision with batches
-    batch = [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "quick", "arguments": {}}}
-             for i in range(1, 5)]  # fmt: skip
+    batch = [
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "quick", "arguments": {}}}
+        for i in range(1, 5)
+    ]
     host.send(batch)
     replies = {r["id"]: r for r in host.recv()}
     assert [replies[i]["result"]["content"][0]["text"] for i in (1, 2)] == ["quick", "quick"]
@@ -328,8 +376,14 @@ def test_unread_answers_pause_input_and_nothing_is_lost(raw_host) -> None:  # ty
 
 
 def test_log_floods_are_rate_limited(host: RawHost) -> None:
-    host.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "shout", "arguments": {"times": 2000}}})  # fmt: skip
+    host.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "shout", "arguments": {"times": 2000}},
+        }
+    )
     notes = []
     while "id" not in (message := host.recv()):
         notes.append(message["params"]["data"])
@@ -547,8 +601,14 @@ def test_a_tool_blocking_the_event_loop_is_named_and_its_process_replaced(raw_ho
     old_pid = host.request(1, "tools/call", {"name": "pid_async", "arguments": {}})["result"][
         "structuredContent"
     ]
-    host.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "hog_loop", "arguments": {"key": "never"}}})  # fmt: skip
+    host.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "hog_loop", "arguments": {"key": "never"}},
+        }
+    )
     reply = answer_to_call(host)
     assert reply["id"] == 2 and reply["result"]["isError"]
     text = reply["result"]["content"][0]["text"]
@@ -567,8 +627,14 @@ def test_stuck_threads_that_starve_a_tool_get_a_fresh_process(raw_host, monkeypa
         "structuredContent"
     ]
     for request_id in range(10, 10 + 48):  # one tool's whole share of threads, each ignoring its timeout
-        host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                   "params": {"name": "blocked", "arguments": {"key": "stuck"}}})  # fmt: skip
+        host.send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": "blocked", "arguments": {"key": "stuck"}},
+            }
+        )
     answers = [answer_to_call(host) for _ in range(48)]
     assert all("timed out after 0.2s" in a["result"]["content"][0]["text"] for a in answers)
     host.wait_stderr("calls to blocked ignored cancellation")

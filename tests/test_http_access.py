@@ -1,6 +1,6 @@
 """Who may reach the host over HTTP, and for how long: connection bounds (header / keep-alive
 timeouts, the connection cap), OAuth tokens (JWKS refetches, what a refusal reveals, sessions
-bound to the token's subject or hash, malformed claims), CORS, the legacy SSE transport's
+bound to the token's subject or hash, malformed claims), CORS, the HTTP+SSE transport (2024-11-05)'s
 sessions, and the secret the host keeps from its tool processes. End to end, through the real
 host over HTTP."""
 
@@ -44,9 +44,13 @@ def post(body: bytes, extra: bytes = b"") -> bytes:
     """A raw POST of `body` to /mcp."""
     return (
         b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: " + ACCEPT.encode() + b"\r\n"
-        b"content-type: application/json\r\ncontent-length: " + str(len(body)).encode() + b"\r\n"
-        + extra + b"\r\n" + body
-    )  # fmt: skip
+        b"content-type: application/json\r\ncontent-length: "
+        + str(len(body)).encode()
+        + b"\r\n"
+        + extra
+        + b"\r\n"
+        + body
+    )
 
 
 async def wait_closed(readers: list[asyncio.StreamReader], count: int, timeout: float = 30) -> None:
@@ -334,7 +338,7 @@ async def test_sessions_are_bound_to_the_subject_or_the_token(http_host: Any, jw
 async def test_malformed_claims_are_refused_not_a_crash(http_host: Any, jwks: Jwks) -> None:
     host = http_host(
         "run", STREAMS, "--oauth-jwks", jwks.url, "--oauth-issuer", ISSUER, "--oauth-scope", "tools:call"
-    )  # fmt: skip
+    )
     async with httpx2.AsyncClient(timeout=30) as client:
         for claims in (
             {"scope": 5},
@@ -371,9 +375,14 @@ async def test_malformed_claims_are_refused_not_a_crash(http_host: Any, jwks: Jw
 async def test_cors_preflight_and_responses(http_host: Any) -> None:
     app = "https://app.example.com"
     host = http_host(
-        "run", STREAMS, "--allow-origin", app, "--auth-token-env", "PROTOMCP_TEST_TOKEN",
+        "run",
+        STREAMS,
+        "--allow-origin",
+        app,
+        "--auth-token-env",
+        "PROTOMCP_TEST_TOKEN",
         env={"PROTOMCP_TEST_TOKEN": "s3cret"},
-    )  # fmt: skip
+    )
     preflight = {
         "access-control-request-method": "POST",
         "access-control-request-headers": "authorization, content-type, mcp-session-id",
@@ -386,8 +395,12 @@ async def test_cors_preflight_and_responses(http_host: Any) -> None:
         assert "DELETE" in allowed.headers["access-control-allow-methods"]
         granted = {h.strip().lower() for h in allowed.headers["access-control-allow-headers"].split(",")}
         assert {
-            "authorization", "content-type", "mcp-session-id", "mcp-protocol-version", "last-event-id"
-        } <= granted  # fmt: skip
+            "authorization",
+            "content-type",
+            "mcp-session-id",
+            "mcp-protocol-version",
+            "last-event-id",
+        } <= granted
         other = await client.options(host.url, headers={**preflight, "origin": "https://evil.example.com"})
         assert other.status_code == 403
         assert "access-control-allow-origin" not in other.headers
@@ -467,9 +480,12 @@ async def test_legacy_sse_serves_the_metadata_its_challenge_names(http_host: Any
 # -- secrets and tool processes ----------------------------------------------------------------
 async def test_the_token_variable_is_not_in_tool_processes(http_host: Any) -> None:
     host = http_host(
-        "run", ENVIRONMENT, "--auth-token-env", "PROTOMCP_TEST_TOKEN",
+        "run",
+        ENVIRONMENT,
+        "--auth-token-env",
+        "PROTOMCP_TEST_TOKEN",
         env={"PROTOMCP_TEST_TOKEN": "s3cret", "PROTOMCP_TEST_OTHER": "kept"},
-    )  # fmt: skip
+    )
     async with http_session(host.url, headers={"authorization": "Bearer s3cret"}) as session:
 
         async def getenv(name: str) -> str:

@@ -339,8 +339,15 @@ async def test_legacy_sse_transport_with_the_sdk_sse_client(http_host: Any) -> N
 async def test_batch_in_a_2025_03_26_session(http_host: Any) -> None:
     host = http_host("run", str(STREAMS))
     async with httpx2.AsyncClient(timeout=30) as client:
-        init = rpc(0, "initialize", {"protocolVersion": "2025-03-26", "capabilities": {},
-                                     "clientInfo": {"name": "raw", "version": "1"}})  # fmt: skip
+        init = rpc(
+            0,
+            "initialize",
+            {
+                "protocolVersion": "2025-03-26",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        )
         response = await client.post(
             host.url, content=init, headers={"accept": ACCEPT, "content-type": "application/json"}
         )
@@ -372,8 +379,15 @@ async def test_refused_values_and_deep_bodies_are_answered_as_over_stdio(http_ho
     one answer for the whole batch; -32700 with a null id)."""
     host = http_host("run", str(STREAMS))
     async with httpx2.AsyncClient(timeout=30) as client:
-        init = rpc(0, "initialize", {"protocolVersion": "2025-03-26", "capabilities": {},
-                                     "clientInfo": {"name": "raw", "version": "1"}})  # fmt: skip
+        init = rpc(
+            0,
+            "initialize",
+            {
+                "protocolVersion": "2025-03-26",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        )
         response = await client.post(
             host.url, content=init, headers={"accept": ACCEPT, "content-type": "application/json"}
         )
@@ -415,14 +429,20 @@ def test_http_flags_are_refused_with_stdio() -> None:
 
     done = subprocess.run(
         [sys.executable, "-m", "protomcp_host", "run", str(STREAMS), "--port", "9000", "--allow-host", "x"],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 2
     assert "--port, --allow-host: only with --transport http or sse" in done.stderr
     legacy = subprocess.run(
         [sys.executable, "-m", "protomcp_host", "run", str(STREAMS), "--transport", "sse", "--path", "/x"],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert legacy.returncode == 2 and "--path: only with --transport http" in legacy.stderr
 
 
@@ -433,7 +453,10 @@ def test_a_port_in_use_is_a_clear_startup_error(http_host: Any) -> None:
     port = http_host("run", str(STREAMS)).url.split(":")[2].split("/")[0]
     done = subprocess.run(
         [sys.executable, "-m", "protomcp_host", "run", str(STREAMS), "--transport", "http", "--port", port],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr

@@ -1,4 +1,4 @@
-"""The 2026-07-28 era over Streamable HTTP, beside legacy sessions on the same endpoint: the
+"""The 2026-07-28 era over Streamable HTTP, beside stateful sessions on the same endpoint: the
 official client in auto and legacy mode at once, input rounds, and raw checks of the header
 and error-code rules."""
 
@@ -145,7 +145,7 @@ async def test_raw_header_and_error_rules(http_host: Any) -> None:
         # GET / DELETE with a modern version header: 405
         assert (await client.get(url, headers=_headers("x"))).status_code == 405
         assert (await client.delete(url, headers=_headers("x"))).status_code == 405
-        # a legacy session on the same endpoint keeps working
+        # a stateful session on the same endpoint keeps working
         session_id = await open_raw_session(client, url)
         legacy_headers = {"accept": ACCEPT, "content-type": "application/json", "mcp-session-id": session_id}
         legacy = await post(
@@ -198,8 +198,13 @@ def test_whitespace_around_routing_headers_is_allowed() -> None:
     from protomcp_host.protocol.jsonrpc import Request
     from protomcp_host.transports.http.modern import check_headers
 
-    scope = {"headers": [(b"mcp-protocol-version", b" 2026-07-28 "), (b"mcp-method", b"tools/call"),
-                         (b"mcp-name", b"  add\t")]}  # fmt: skip
+    scope = {
+        "headers": [
+            (b"mcp-protocol-version", b" 2026-07-28 "),
+            (b"mcp-method", b"tools/call"),
+            (b"mcp-name", b"  add\t"),
+        ]
+    }
     assert check_headers(scope, Request(b"1", "tools/call", {"name": "add"}), "2026-07-28") is None
     doubled = {"headers": [*scope["headers"], (b"mcp-method", b"tools/call")]}
     assert "more than once" in (

@@ -63,10 +63,22 @@ async def test_missing_token_variable_is_a_startup_error() -> None:
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "protomcp_host", "run", STREAMS, "--transport", "http", "--auth-token-env",
-         "PROTOMCP_SURELY_UNSET"],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "protomcp_host",
+            "run",
+            STREAMS,
+            "--transport",
+            "http",
+            "--auth-token-env",
+            "PROTOMCP_SURELY_UNSET",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode != 0
     assert "PROTOMCP_SURELY_UNSET" in done.stderr
 
@@ -114,7 +126,7 @@ async def test_oauth_jwt_resource_server(http_host: Any, tmp_path: Any) -> None:
     issuer = "https://auth.example.com"
     host = http_host(
         "run", STREAMS, "--oauth-jwks", jwks, "--oauth-issuer", issuer, "--oauth-scope", "tools:call"
-    )  # fmt: skip
+    )
     now = int(time.time())
 
     def token(**claims: Any) -> str:

@@ -258,23 +258,29 @@ def test_the_checker_sees_type_only_and_function_level_imports_but_not_lazy_reex
 
 
 # What each host folder may import (docs/architecture.md states the same rule): the protocol core
-# and the processes import no other folder; the bridge joins them; transports reach sessions
-# through `transports.ports`, and use only the pipe and launch helpers of `processes`. The dev
-# playground sits on top beside cli: it may use app (the host), the bridge's Router and the HTTP
-# transport's socket helper, and only cli imports it.
+# and the processes import no other folder; the calls layer joins them; the proto-mcp codec sits
+# on the protocol core; transports reach sessions through `transports.ports`, and use only the pipe
+# and launch helpers of `processes`. The dev playground sits on top beside cli: it may use app (the
+# host), the calls layer's Router and the HTTP transport's socket helper, and only cli imports it.
 HOST_LAYERS = {
     "protomcp_host.playground": {
         "protomcp_host",
-        "protomcp_host.bridge",
+        "protomcp_host.calls",
         "protomcp_host.transports.http",
     },
     "protomcp_host.protocol": set(),
     "protomcp_host.processes": set(),
     "protomcp_host.store": set(),  # the shared store (memory or Redis): imports no other host folder
-    "protomcp_host.bridge": {"protomcp_host.protocol", "protomcp_host.processes"},
-    "protomcp_host.transports": {"protomcp_host.protocol", "protomcp_host.processes"},
+    "protomcp_host.calls": {"protomcp_host.protocol", "protomcp_host.processes"},
+    "protomcp_host.proto_mcp": {"protomcp_host.protocol"},
+    "protomcp_host.transports": {
+        "protomcp_host.protocol",
+        "protomcp_host.proto_mcp",
+        "protomcp_host.processes",
+    },
     "protomcp_host.transports.http": {
         "protomcp_host.protocol",
+        "protomcp_host.proto_mcp",
         "protomcp_host.processes",
         "protomcp_host.transports",
     },
@@ -292,3 +298,26 @@ def test_host_folders_import_only_the_layers_below(graph: Graph, modules: dict[s
     assert "protomcp_host.cli" not in set().union(*(folders[f] for f in folders if f != "protomcp_host.cli"))
     importers = {f for f in folders if "protomcp_host.playground" in folders[f]}
     assert importers == {"protomcp_host.cli"}
+
+
+def test_the_protocol_core_imports_no_protobuf_and_no_io() -> None:
+    """protocol/ is sans-IO: no protobuf, no files, sockets or processes."""
+    banned = (
+        "google.protobuf",
+        "protomcp_sdk.wire.envelope_pb2",
+        "protomcp_sdk.wire.envelope_pb2",
+        "protomcp_sdk.wire.proto_mcp_pb2",
+        "socket",
+        "subprocess",
+        "pathlib",
+        "anyio",
+        "asyncio",
+    )
+    found = []
+    for file in sorted((ROOT / "protomcp_host" / "protocol").glob("*.py")):
+        for node in ast.walk(ast.parse(file.read_text(), str(file))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            found += [f"{file.name}: {n}" for n in names if n.startswith(banned)]
+    assert found == []

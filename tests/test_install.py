@@ -98,8 +98,11 @@ def test_env_file_and_env_options(tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text("# comment\nexport A=1\nB = 'two words'\n\nC=\"3\"\n")
     assert installer.parse_env(["C=override", "D=x=y"], env_file) == {
-        "A": "1", "B": "two words", "C": "override", "D": "x=y",
-    }  # fmt: skip
+        "A": "1",
+        "B": "two words",
+        "C": "override",
+        "D": "x=y",
+    }
     with pytest.raises(InstallError, match="KEY=VALUE"):
         installer.parse_env(["novalue"])
 
@@ -155,8 +158,12 @@ async def test_installed_claude_desktop_entry_answers_tools_list(tmp_path: Path)
     env = {k: v for k, v in os.environ.items() if k != "XDG_CONFIG_HOME"} | {"HOME": str(tmp_path)}
     done = subprocess.run(
         [*HOST, "install", "claude-desktop", str(HELLO), "--env", "GREETING=hi"],
-        capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     relative = EXPECTED["claude-desktop", "darwin" if sys.platform == "darwin" else "linux"]
     entry = orjson.loads((tmp_path / relative).read_bytes())["mcpServers"]["hello"]
@@ -263,8 +270,12 @@ def test_vscode_config_with_comments_and_trailing_commas(tmp_path: Path) -> None
     assert doctor.returncode == 0 and "No problems found." in doctor.stdout, doctor.stdout
     done = subprocess.run(
         [*HOST, "install", "vscode", str(HELLO)],
-        capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     assert "comments and trailing commas are not kept" in done.stdout
     servers = orjson.loads(config.read_bytes())["servers"]
@@ -322,18 +333,35 @@ def test_install_passes_run_options_on_to_the_entry(tmp_path: Path) -> None:
     from protomcp_host.cli.main import main
 
     options = [
-        "--discovery", "search", "--call-timeout", "60", "--startup-timeout", "90", "--processes", "2",
-        "--include-tag", "a", "--include-tag", "b", "--exclude-tag", "admin", "--instructions", "Be brief.",
-    ]  # fmt: skip
+        "--discovery",
+        "search",
+        "--call-timeout",
+        "60",
+        "--startup-timeout",
+        "90",
+        "--processes",
+        "2",
+        "--include-tag",
+        "a",
+        "--include-tag",
+        "b",
+        "--exclude-tag",
+        "admin",
+        "--instructions",
+        "Be brief.",
+    ]
     done = CliRunner().invoke(main, ["install", "mcp-json", str(HELLO), "--no-check", *options])
     assert done.exit_code == 0, done.output
     entry = orjson.loads(done.output)["mcpServers"]["hello"]
     assert entry["args"][-len(options) - 2 :] == ["run", str(HELLO.resolve()), *options]
     assert _entry_files(entry) == [str(HELLO.resolve())]  # doctor does not take "search" for a file
     served = subprocess.run(  # the entry starts as the client would start it
-        [entry["command"], *entry["args"]], capture_output=True, text=True, timeout=60,
+        [entry["command"], *entry["args"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
         stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     assert served.returncode == 0, served.stderr
 
 
@@ -351,9 +379,12 @@ extensions:
 
 @pytest.mark.parametrize(
     ("platform", "relative"),
-    [("linux", ".config/goose/config.yaml"), ("darwin", ".config/goose/config.yaml"),
-     ("win32", "AppData/Roaming/Block/goose/config/config.yaml")],
-)  # fmt: skip
+    [
+        ("linux", ".config/goose/config.yaml"),
+        ("darwin", ".config/goose/config.yaml"),
+        ("win32", "AppData/Roaming/Block/goose/config/config.yaml"),
+    ],
+)
 def test_install_goose_writes_an_extension_and_keeps_the_rest(
     tmp_path: Path, platform: str, relative: str
 ) -> None:
@@ -371,10 +402,16 @@ def test_install_goose_writes_an_extension_and_keeps_the_rest(
     extension = written["extensions"]["hello_tools"]  # goose's own key for the name
     command = installer.protomcp_command()
     assert extension == {
-        "enabled": True, "type": "stdio", "name": "Hello.Tools", "description": "", "cmd": command[0],
-        "args": [*command[1:], "run", str(HELLO.resolve())], "envs": {"K": "v"}, "env_keys": [],
+        "enabled": True,
+        "type": "stdio",
+        "name": "Hello.Tools",
+        "description": "",
+        "cmd": command[0],
+        "args": [*command[1:], "run", str(HELLO.resolve())],
+        "envs": {"K": "v"},
+        "env_keys": [],
         "timeout": 300,
-    }  # fmt: skip
+    }
     assert (config.parent / "config.yaml.bak").read_text() == GOOSE_CONFIG
     from protomcp_host.cli.doctor import _entry_files
 

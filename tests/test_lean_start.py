@@ -34,7 +34,7 @@ atexit.register(_dump)
 HOST_NEVER = (
     "click",
     "protomcp_host.cli.main",
-    "hashlib",  # bridge.rounds: the modern era's requestState
+    "hashlib",  # calls.rounds: the modern era's requestState
     "protomcp_host.protocol.discovery",  # --discovery search
     "protomcp_host.protocol.ranking",
     "protomcp_host.sharing",  # --store redis://
@@ -61,8 +61,12 @@ def serve_plain_calls(tmp_path: Path) -> dict[str, set[str]]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), "MODULES_DUMP": str(dump)}
     host = subprocess.Popen(
         [sys.executable, "-m", "protomcp_host", "run", str(TOOLS)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=tmp_path,
+    )
     assert host.stdin is not None and host.stdout is not None
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     requests: list[dict[str, Any]] = [
@@ -70,7 +74,7 @@ def serve_plain_calls(tmp_path: Path) -> dict[str, set[str]]:
         {"method": "notifications/initialized"},
         {"id": 1, "method": "tools/list"},
         {"id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}},
-    ]  # fmt: skip
+    ]
     try:
         for request in requests:
             host.stdin.write(orjson.dumps({"jsonrpc": "2.0", **request}) + b"\n")

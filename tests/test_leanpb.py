@@ -1,4 +1,4 @@
-"""protomcp_pb2 loaded through upb (protomcp_sdk.wire.leanpb) is the generated module's twin.
+"""envelope_pb2 loaded through upb (protomcp_sdk.wire.leanpb) is the generated module's twin.
 
 Each check runs in a fresh interpreter: which way the module is loaded depends on what was
 imported before, and the descriptor pool is per process.
@@ -38,8 +38,8 @@ summary["DESCRIPTOR"] = pb.DESCRIPTOR.serialized_pb.hex()
 print(json.dumps(summary, sort_keys=True))
 """
 
-LEAN = "import sys\nfrom protomcp_sdk.wire import protomcp_pb2 as pb\n"
-GENERATED = "import importlib\npb = importlib.import_module('protomcp_sdk.wire.protomcp_pb2')\n"
+LEAN = "import sys\nfrom protomcp_sdk.wire import envelope_pb2 as pb\n"
+GENERATED = "import importlib\npb = importlib.import_module('protomcp_sdk.wire.envelope_pb2')\n"
 
 
 def run(source: str, **env: str) -> str:
@@ -59,7 +59,7 @@ def test_the_lean_module_holds_what_the_generated_one_does() -> None:
     lean = json.loads(run(LEAN + "assert 'google.protobuf.internal.builder' not in sys.modules\n" + SUMMARY))
     generated = json.loads(run(GENERATED + SUMMARY))
     assert lean == generated
-    assert lean["Envelope"][:3] == ["class", "protomcp_pb2", "Envelope"]
+    assert lean["Envelope"][:3] == ["class", "envelope_pb2", "Envelope"]
 
 
 def test_the_lean_module_skips_the_pure_python_protobuf_modules() -> None:
@@ -78,10 +78,10 @@ def test_the_lean_module_skips_the_pure_python_protobuf_modules() -> None:
 
 BEHAVIOUR = """
 import sys
-import protomcp_sdk.wire.protomcp_pb2 as again
+import protomcp_sdk.wire.envelope_pb2 as again
 from google.protobuf import json_format, message_factory
 
-assert again is pb and sys.modules["protomcp_sdk.wire.protomcp_pb2"] is pb
+assert again is pb and sys.modules["protomcp_sdk.wire.envelope_pb2"] is pb
 envelope = pb.Envelope(request_id="7", call_tool=pb.CallToolRequest(name="echo", arguments_json='{"a": 1}'))
 assert envelope.WhichOneof("msg") == "call_tool"
 data = envelope.SerializeToString()
@@ -109,8 +109,8 @@ def test_the_lean_classes_behave_like_generated_ones() -> None:
 
 
 def test_the_generated_module_imported_first_is_the_one_every_importer_gets() -> None:
-    assert run(GENERATED + "import protomcp_sdk.wire.protomcp_pb2 as pb\n" + BEHAVIOUR).split()[0] == "ok"
-    out = run(GENERATED + "from protomcp_sdk.wire import protomcp_pb2 as lean\nprint(lean is pb)")
+    assert run(GENERATED + "import protomcp_sdk.wire.envelope_pb2 as pb\n" + BEHAVIOUR).split()[0] == "ok"
+    out = run(GENERATED + "from protomcp_sdk.wire import envelope_pb2 as lean\nprint(lean is pb)")
     assert out.strip() == "True"
 
 

@@ -175,10 +175,11 @@ def test_pydantic_frames_are_trimmed_from_schema_errors(tmp_path: Path) -> None:
     from conftest import HOST
 
     file = write(
-        tmp_path, "bad.py",
+        tmp_path,
+        "bad.py",
         "from protomcp_sdk import tool\n\nclass Thing:\n    pass\n\n"
         "@tool\ndef f(t: Thing) -> str:\n    return ''\n",
-    )  # fmt: skip
+    )
     done = subprocess.run(
         [*HOST, "list", str(file)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
     )

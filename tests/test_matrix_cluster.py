@@ -5,7 +5,7 @@ got exactly one answer and neither principal received anything of the other's
 (matrix_support.World.finish). Scenarios: asking (sampling, elicitation, roots; upstream
 elicitation), tool-list control, every worker and pool member serving, tasks, listen streams
 (modern), a retry provably on another host. Faults: a worker, a pool member, the upstream and
-finally a whole host killed (kill -9; legacy sessions begun while the worker is replaced);
+finally a whole host killed (kill -9; stateful sessions begun while the worker is replaced);
 Redis restarted empty; Redis connections dropped; a listen stream whose client stops reading.
 
 The peer host: a bridged host (`--agent-id`) is one agent and takes one worker (the CLI refuses
@@ -80,10 +80,21 @@ class Cluster:
 
     def _host(self) -> HttpHost:
         return HttpHost(
-            "run", str(MATRIX_TOOLS), str(MATRIX_MW), "--workers", "2", "--processes", "2",
-            "--store", self.redis_url, "--session-id-header", SEED, *self.auth.options(),
-            "--upstream", f"up={self.upstream.url}",
-        )  # fmt: skip
+            "run",
+            str(MATRIX_TOOLS),
+            str(MATRIX_MW),
+            "--workers",
+            "2",
+            "--processes",
+            "2",
+            "--store",
+            self.redis_url,
+            "--session-id-header",
+            SEED,
+            *self.auth.options(),
+            "--upstream",
+            f"up={self.upstream.url}",
+        )
 
     def restart_redis_empty(self) -> None:
         stop(self.redis, signal.SIGKILL)
@@ -157,16 +168,30 @@ class Bridged:
 
     def __init__(self, cluster: Cluster) -> None:
         self.hub = HttpHost(
-            "run", str(MATRIX_TOOLS), "--agent-id", "hub", "--store", cluster.redis_url,
-            *cluster.auth.options(), "--bridge-token-env", "MATRIX_BRIDGE_TOKEN",
+            "run",
+            str(MATRIX_TOOLS),
+            "--agent-id",
+            "hub",
+            "--store",
+            cluster.redis_url,
+            *cluster.auth.options(),
+            "--bridge-token-env",
+            "MATRIX_BRIDGE_TOKEN",
             env={"MATRIX_BRIDGE_TOKEN": BRIDGE_TOKEN},
-        )  # fmt: skip
+        )
         self.bridge = self.hub.url.replace("http://", "ws://").replace("/mcp", "/bridge")
         try:
             self.peer = HttpHost(
-                "run", str(MATRIX_TOOLS), "--agent-id", "peer", "--peer", self.bridge,
-                "--peer-token-env", "MATRIX_PEER_TOKEN", env={"MATRIX_PEER_TOKEN": BRIDGE_TOKEN},
-            )  # fmt: skip
+                "run",
+                str(MATRIX_TOOLS),
+                "--agent-id",
+                "peer",
+                "--peer",
+                self.bridge,
+                "--peer-token-env",
+                "MATRIX_PEER_TOKEN",
+                env={"MATRIX_PEER_TOKEN": BRIDGE_TOKEN},
+            )
         except BaseException:
             self.hub.terminate()
             raise
@@ -272,7 +297,7 @@ async def test_cluster_upstream_questions_reach_only_their_caller(cluster: Clust
 
 @ERAS
 async def test_cluster_tool_control_stays_with_its_principal(cluster: Cluster, era: str) -> None:
-    """Alice enables a hidden tool: Bob never sees it, on any host or worker; a legacy session
+    """Alice enables a hidden tool: Bob never sees it, on any host or worker; a stateful session
     (one worker holds it) sees its own change on every request."""
     async with world(cluster, era) as w:
         a, b = w.a, w.b
@@ -290,7 +315,7 @@ async def test_cluster_tool_control_stays_with_its_principal(cluster: Cluster, e
 @ERAS
 async def test_cluster_every_worker_and_member_serves(cluster: Cluster, era: str) -> None:
     """Modern requests reach both hosts, both workers of each and both tool processes of each
-    worker; a legacy session stays on one worker."""
+    worker; a stateful session stays on one worker."""
     async with world(cluster, era) as w:
         seen: set[tuple[int, int]] = set()
         with anyio.fail_after(60):
@@ -471,13 +496,13 @@ async def test_cluster_a_worker_killed_loses_no_session(cluster: Cluster, era: s
                     a.assert_one_answer_each()
                     b.assert_no_trace_of(a)
                 return
-        raise AssertionError("eight pairs of legacy sessions all landed on one host")
+        raise AssertionError("eight pairs of stateful sessions all landed on one host")
     finally:
         cluster.restart_nginx()
 
 
 async def test_cluster_legacy_sessions_begin_while_a_worker_is_replaced(cluster: Cluster) -> None:
-    """kill -9 of a worker, then at once legacy sessions begin on its host with the ids nginx
+    """kill -9 of a worker, then at once stateful sessions begin on its host with the ids nginx
     offers (`X-Mcp-Session-Seed`, which hash to either worker): each is made and serves a call
     while the parent is still replacing the dead worker."""
     import secrets
@@ -642,13 +667,20 @@ def stalled_listen(url: str, token: str, uri: str) -> socket.socket:
     """A raw 2026-07-28 `subscriptions/listen` POST on a socket with a tiny receive buffer, read
     up to its acknowledgement and then never again: the client that stops reading."""
     host, port = url.split("/")[2].split(":")
-    body = orjson.dumps({
-        "jsonrpc": "2.0", "id": "stalled", "method": "subscriptions/listen",
-        "params": {"notifications": {"resourceSubscriptions": [uri]}, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }},
-    })  # fmt: skip
+    body = orjson.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": "stalled",
+            "method": "subscriptions/listen",
+            "params": {
+                "notifications": {"resourceSubscriptions": [uri]},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        }
+    )
     head = (
         f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
         "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"

@@ -13,7 +13,7 @@ import pytest
 from protomcp_sdk.authoring.middleware import middleware_spec
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.runtime.middleware import MiddlewareRunner
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 
 class FakeProcess:

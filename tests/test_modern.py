@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from protomcp_host.bridge.envelope import tool_from_definition
+from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.features import Entry, Features, FileFeatures, Forward
 from protomcp_host.protocol.modern import (
@@ -24,7 +24,7 @@ from protomcp_host.protocol.modern import (
 )
 from protomcp_host.protocol.session import Call, CancelCall, Send, ToolAnswer
 from protomcp_host.protocol.visibility import ToolVisibility
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
 INFO = {"name": "protomcp-test", "version": "9.9"}
@@ -119,9 +119,17 @@ def test_modern_era_off_lists_only_handshake_versions() -> None:
 
 @pytest.mark.parametrize(
     "method",
-    ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "tasks/list",
-     "tasks/result", "unknown/method"],
-)  # fmt: skip
+    [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tasks/list",
+        "tasks/result",
+        "unknown/method",
+    ],
+)
 def test_removed_methods_are_not_found(method: str) -> None:
     reply = answer(make(), request(method, id_=7))
     assert reply["id"] == 7 and reply["error"]["code"] == -32601

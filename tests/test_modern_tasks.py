@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from protomcp_host.bridge.envelope import tool_from_definition
+from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.modern import (
     CLIENT_CAPABILITIES,
@@ -19,7 +19,7 @@ from protomcp_host.protocol.modern import (
 )
 from protomcp_host.protocol.session import Call, Send, ToolAnswer
 from protomcp_host.protocol.tasks import TaskMethods, TaskNotFound, TaskStore
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 INFO = {"name": "protomcp-test", "version": "9.9"}
 DECLARED = {PROTOCOL_VERSION: "2026-07-28", CLIENT_CAPABILITIES: {"extensions": {TASKS_EXTENSION: {}}}}
@@ -29,16 +29,28 @@ T0 = 1_700_000_000.0
 
 def _tool(name: str, task: str = "", before: bool = False) -> Any:
     return tool_from_definition(
-        pb.ToolDefinition(name=name, description=name, input_schema_json='{"type":"object"}',
-                          task_support_mode=task, input_before_task=before),
+        pb.ToolDefinition(
+            name=name,
+            description=name,
+            input_schema_json='{"type":"object"}',
+            task_support_mode=task,
+            input_before_task=before,
+        ),
         owner="a.py",
-    )  # fmt: skip
+    )
 
 
 def make(store: TaskStore, owner: str = "principal:alice") -> ModernSession:
     catalog = Catalog()
-    catalog.replace("a.py", [_tool("sync"), _tool("opt", "optional"), _tool("req", "required"),
-                             _tool("ask", "required", before=True)])  # fmt: skip
+    catalog.replace(
+        "a.py",
+        [
+            _tool("sync"),
+            _tool("opt", "optional"),
+            _tool("req", "required"),
+            _tool("ask", "required", before=True),
+        ],
+    )
     session = ModernSession(catalog, INFO, serve_modern=True, task_store=store, owner=owner)
     session.tasks.now = T0
     return session

@@ -52,9 +52,14 @@ def test_python_tools_py_points_at_protomcp_dev(tools_file: Path) -> None:
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     done = subprocess.run(
-        [sys.executable, "tools.py"], cwd=tools_file.parent, capture_output=True, text=True, timeout=60,
-        env=env, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, "tools.py"],
+        cwd=tools_file.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0
     assert "tools.py defines MCP tools" in done.stderr and "protomcp dev tools.py" in done.stderr
 
@@ -117,6 +122,7 @@ def test_list_and_call_take_upstreams(features_file: Path, monkeypatch: pytest.M
     upstream = f"ex={sys.executable} {TOOLS / 'upstream_server.py'}"
     listed = run_host("list", "--upstream", upstream, stdin=subprocess.DEVNULL)
     assert listed.returncode == 0 and "ex_add(a: int, b: int)" in listed.stdout, listed.stderr
-    called = run_host("call", str(features_file), "--upstream", upstream, "ex_add", "a=1", "b=2",
-                      stdin=subprocess.DEVNULL)  # fmt: skip
+    called = run_host(
+        "call", str(features_file), "--upstream", upstream, "ex_add", "a=1", "b=2", stdin=subprocess.DEVNULL
+    )
     assert called.returncode == 0 and called.stdout == "3\n", called.stderr

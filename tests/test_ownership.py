@@ -156,7 +156,7 @@ def test_a_failing_frame_handler_answers_the_request() -> None:
 
     from protomcp_host.processes.channel import Channel
     from protomcp_sdk import wire
-    from protomcp_sdk.wire import protomcp_pb2 as pb
+    from protomcp_sdk.wire import envelope_pb2 as pb
 
     problems: list[str] = []
 

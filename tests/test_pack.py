@@ -104,16 +104,30 @@ def test_a_uv_bundle_is_valid_and_asks_for_what_the_file_needs(tmp_path: Path, m
     assert manifest["description"] == "Weather for Claude: current conditions by city."
     assert [t["name"] for t in manifest["tools"]] == ["forecast", "where"]
     assert manifest["prompts"] == [
-        {"name": "plan_day", "description": "Plan a day out", "arguments": ["city"],
-         "text": "Plan a day out in ${arguments.city}."}  # the prompt, rendered with placeholders
-    ]  # fmt: skip
+        {
+            "name": "plan_day",
+            "description": "Plan a day out",
+            "arguments": ["city"],
+            "text": "Plan a day out in ${arguments.city}.",
+        }  # the prompt, rendered with placeholders
+    ]
     assert manifest["tools_generated"] is False
     assert manifest["user_config"] == {
-        "weather_api_key": {"type": "string", "title": "WEATHER_API_KEY", "sensitive": True,
-                            "description": "Your weather.example API key", "required": True},
-        "weather_units": {"type": "string", "title": "WEATHER_UNITS", "description": "metric or imperial",
-                          "required": False, "default": "metric"},
-    }  # fmt: skip
+        "weather_api_key": {
+            "type": "string",
+            "title": "WEATHER_API_KEY",
+            "sensitive": True,
+            "description": "Your weather.example API key",
+            "required": True,
+        },
+        "weather_units": {
+            "type": "string",
+            "title": "WEATHER_UNITS",
+            "description": "metric or imperial",
+            "required": False,
+            "default": "metric",
+        },
+    }
     assert manifest["server"]["mcp_config"]["env"] == {
         "WEATHER_API_KEY": "${user_config.weather_api_key}",
         "WEATHER_UNITS": "${user_config.weather_units}",
@@ -147,8 +161,11 @@ async def test_a_python_bundle_serves_its_tools_from_its_own_mcp_config(tmp_path
         f">={sys.version_info[0]}.{sys.version_info[1]}"
     )
     # What Claude Desktop does: substitute ${__dirname} and the settings, run the command.
-    values = {"${__dirname}": str(folder), "${user_config.weather_api_key}": "k-123",
-              "${user_config.weather_units}": "imperial"}  # fmt: skip
+    values = {
+        "${__dirname}": str(folder),
+        "${user_config.weather_api_key}": "k-123",
+        "${user_config.weather_units}": "imperial",
+    }
 
     def substitute(text: str) -> str:
         for key, value in values.items():
@@ -200,8 +217,10 @@ def test_a_folder_is_packed_whole_with_its_helpers(tmp_path: Path) -> None:
 
 def test_script_dependencies_come_from_the_pep_723_block(tmp_path: Path) -> None:
     file = tmp_path / "t.py"
-    file.write_text('# /// script\n# requires-python = ">=3.11"\n# dependencies = [\n#   "httpx>=0.27",\n'
-                    '#   "rich",\n# ]\n# ///\nimport httpx\n')  # fmt: skip
+    file.write_text(
+        '# /// script\n# requires-python = ">=3.11"\n# dependencies = [\n#   "httpx>=0.27",\n'
+        '#   "rich",\n# ]\n# ///\nimport httpx\n'
+    )
     assert script_dependencies(file) == ["httpx>=0.27", "rich"]
     file.write_text('# /// script\n# dependencies = ["protomcp-tools>=0.1", "protomcp_tools_extra"]\n# ///\n')
     bundle = Bundle("t", "1", "", "me", "uv", [file])

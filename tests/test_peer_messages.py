@@ -24,16 +24,25 @@ from protomcp_host.peers.messages import (
 )
 
 ENVELOPE = {
-    "message_id", "message_type", "sender_id", "receiver_id", "timestamp", "correlation_id", "priority",
+    "message_id",
+    "message_type",
+    "sender_id",
+    "receiver_id",
+    "timestamp",
+    "correlation_id",
+    "priority",
     "payload",
-}  # fmt: skip
+}
 
 
 def every_message() -> list[BaseMessage]:
     caps = AgentCapabilities(
-        agent_id="agent-1", agent_name="Data Processor", agent_role="processor",
-        tools=["process_data", "validate_input"], metadata={"region": "us-east", "capacity": "high"},
-    )  # fmt: skip
+        agent_id="agent-1",
+        agent_name="Data Processor",
+        agent_role="processor",
+        tools=["process_data", "validate_input"],
+        metadata={"region": "us-east", "capacity": "high"},
+    )
     hello = MCPBridgeProtocol.create_handshake_request("agent-1", caps, receiver_id="agent-2")
     back = MCPBridgeProtocol.create_handshake_response(
         "agent-2",
@@ -41,18 +50,24 @@ def every_message() -> list[BaseMessage]:
         AgentCapabilities(agent_id="agent-2", agent_name="Coordinator", agent_role="coordinator"),
     )
     request = MCPBridgeProtocol.create_request(
-        "agent-1", "agent-2", ToolRequest(tool_name="process_data", arguments={"data": "test"}, timeout=30),
+        "agent-1",
+        "agent-2",
+        ToolRequest(tool_name="process_data", arguments={"data": "test"}, timeout=30),
         priority=MessagePriority.HIGH,
-    )  # fmt: skip
+    )
     response = MCPBridgeProtocol.create_response(
         "agent-2", request, ToolResponse(success=True, result={"processed": True}, execution_time=0.5)
     )
     broadcast = MCPBridgeProtocol.create_notification("agent-1", "agent_status_changed", {"status": "busy"})
     targeted = MCPBridgeProtocol.create_notification("agent-1", "ping", {}, receiver_id="agent-3")
     error = MCPBridgeProtocol.create_error(
-        "agent-2", ErrorCode.TOOL_NOT_FOUND, "The requested tool does not exist", error_type="not_found",
-        correlation_id=request.message_id, details={"tool_name": "invalid_tool", "available_tools": ["ping"]},
-    )  # fmt: skip
+        "agent-2",
+        ErrorCode.TOOL_NOT_FOUND,
+        "The requested tool does not exist",
+        error_type="not_found",
+        correlation_id=request.message_id,
+        details={"tool_name": "invalid_tool", "available_tools": ["ping"]},
+    )
     return [hello, back, request, response, broadcast, targeted, error]
 
 
@@ -92,13 +107,21 @@ def test_payload_fields_are_the_seeds() -> None:
 def test_the_seeds_json_examples_parse() -> None:
     message = parse_message(
         {
-            "message_id": "1f1e7a52-0000-4000-8000-000000000000", "message_type": "response",
-            "sender_id": "agent-2", "receiver_id": "agent-1", "timestamp": "2024-01-11T10:00:00Z",
-            "correlation_id": "0c3a0d62-0000-4000-8000-000000000000", "priority": "normal",
-            "payload": {"success": True, "result": {"processed": True, "output": "result data"},
-                        "execution_time": 0.5, "error": None},
+            "message_id": "1f1e7a52-0000-4000-8000-000000000000",
+            "message_type": "response",
+            "sender_id": "agent-2",
+            "receiver_id": "agent-1",
+            "timestamp": "2024-01-11T10:00:00Z",
+            "correlation_id": "0c3a0d62-0000-4000-8000-000000000000",
+            "priority": "normal",
+            "payload": {
+                "success": True,
+                "result": {"processed": True, "output": "result data"},
+                "execution_time": 0.5,
+                "error": None,
+            },
         }
-    )  # fmt: skip
+    )
     assert message.payload.execution_time == 0.5
 
 
@@ -118,9 +141,9 @@ def test_invalid_messages_are_refused_with_a_clear_error(change: dict, expected:
     request = every_message()[2]
     data = {**orjson.loads(request.to_json()), **change}
     if change.get("message_type") in ("response", "handshake_response"):
-        data["payload"] = {"success": True} if change["message_type"] == "response" else {
-            "agent_id": "x", "accepted": True
-        }  # fmt: skip
+        data["payload"] = (
+            {"success": True} if change["message_type"] == "response" else {"agent_id": "x", "accepted": True}
+        )
     with pytest.raises(InvalidMessage, match="invalid bridge message") as refused:
         parse_message(orjson.dumps(data))
     assert expected in str(refused.value)
@@ -136,8 +159,15 @@ def test_not_json_and_the_seeds_validation_example() -> None:
 def test_priority_gate_runs_urgent_before_high_before_normal_before_low_fifo_within() -> None:
     gate: PriorityGate[str] = PriorityGate(1)
     assert gate.submit(MessagePriority.LOW, "first") == "first"  # a free slot: runs at once
-    for priority, name in [("low", "low1"), ("normal", "n1"), ("urgent", "u1"), ("high", "h1"),
-                           ("normal", "n2"), ("urgent", "u2"), ("low", "low2")]:  # fmt: skip
+    for priority, name in [
+        ("low", "low1"),
+        ("normal", "n1"),
+        ("urgent", "u1"),
+        ("high", "h1"),
+        ("normal", "n2"),
+        ("urgent", "u2"),
+        ("low", "low2"),
+    ]:
         assert gate.submit(MessagePriority(priority), name) is None
     order = []
     while (following := gate.finish()) is not None:

@@ -110,9 +110,17 @@ async def test_three_hosts_handshake_calls_notifications_peer_loss_and_reconnect
     hosts += [b, c]
     watcher = Watcher()
     async with mcp_session(
-        "run", str(LOCAL), "--agent-id", "a", "--peer", bridge_url(port_b), "--peer", bridge_url(port_c),
-        message_handler=watcher.message, logging_callback=watcher.log,
-    ) as session:  # fmt: skip
+        "run",
+        str(LOCAL),
+        "--agent-id",
+        "a",
+        "--peer",
+        bridge_url(port_b),
+        "--peer",
+        bridge_url(port_c),
+        message_handler=watcher.message,
+        logging_callback=watcher.log,
+    ) as session:
         names = await wait_tools(session, {"b_add", "b_wait_async", "c_multiply"})
         assert {"local_hello", "bridge_notify", "bridge_peers"} <= names
         assert not {
@@ -268,8 +276,15 @@ async def test_priorities_order_queued_requests_at_the_in_flight_limit(hosts: li
         assert any(t["name"] == "echo" for t in reply["payload"]["metadata"]["mcp_tools"])
         blocker = await agent.request("wait_async", {"key": "gate"})  # takes the one slot
         labels = {}
-        for priority, label in [("low", "low1"), ("normal", "n1"), ("urgent", "u1"), ("high", "h1"),
-                                ("normal", "n2"), ("urgent", "u2"), ("low", "low2")]:  # fmt: skip
+        for priority, label in [
+            ("low", "low1"),
+            ("normal", "n1"),
+            ("urgent", "u1"),
+            ("high", "h1"),
+            ("normal", "n2"),
+            ("urgent", "u2"),
+            ("low", "low2"),
+        ]:
             labels[await agent.request("echo", {"text": label}, priority)] = label
         async with http_session(b.url) as mcp:  # the MCP side is not behind the bridge's gate
             await mcp.call_tool("release", {"key": "gate"})
@@ -344,13 +359,21 @@ async def test_the_bridge_takes_the_peers_own_token_never_a_clients(hosts: list[
     port = free_port()
     hosts.append(
         start_host(
-            port, str(BEHAVIOURS), "--agent-id", "b", "--auth-token-env", "B_TOKEN",
-            "--bridge-token-env", "B_PEERS", env={"B_TOKEN": "s3cret", "B_PEERS": "peers-only"},
+            port,
+            str(BEHAVIOURS),
+            "--agent-id",
+            "b",
+            "--auth-token-env",
+            "B_TOKEN",
+            "--bridge-token-env",
+            "B_PEERS",
+            env={"B_TOKEN": "s3cret", "B_PEERS": "peers-only"},
         )
-    )  # fmt: skip
+    )
     assert await refused_at_bridge(port) == (
-        403, "Unauthorized: a peer sends its bridge token as 'Authorization: Bearer <token>'\n"
-    )  # fmt: skip
+        403,
+        "Unauthorized: a peer sends its bridge token as 'Authorization: Bearer <token>'\n",
+    )
     status, why = await refused_at_bridge(port, "s3cret")  # the MCP clients' token
     assert status == 403 and "an MCP client's token opens no link" in why
     async with raw_agent(port, "peers-only") as ws:
@@ -395,10 +418,18 @@ async def test_under_oauth_no_users_token_makes_a_peer_and_an_agent_id_keeps_its
     port = free_port()
     hosts.append(
         start_host(
-            port, str(BEHAVIOURS), "--agent-id", "b", *oauth, "--bridge-token-env", "TEAM_1",
-            "--bridge-token-env", "TEAM_2", env={"TEAM_1": "team-one", "TEAM_2": "team-two"},
+            port,
+            str(BEHAVIOURS),
+            "--agent-id",
+            "b",
+            *oauth,
+            "--bridge-token-env",
+            "TEAM_1",
+            "--bridge-token-env",
+            "TEAM_2",
+            env={"TEAM_1": "team-one", "TEAM_2": "team-two"},
         )
-    )  # fmt: skip
+    )
     for user in ("alice", "bob"):
         async with http_session(
             f"http://127.0.0.1:{port}/mcp", headers={"authorization": f"Bearer {token(port, user)}"}
@@ -448,8 +479,11 @@ async def test_a_peer_tool_list_change_reaches_the_other_host(hosts: list[HttpHo
     b = HttpHost.__new__(HttpHost)
     b.proc = subprocess.Popen(
         [*HOST, "dev", str(tools), "--agent-id", "b", "--transport", "http", "--port", str(port)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-    )  # fmt: skip
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     b.stderr, b._lines = [], threading.Condition()
     threading.Thread(target=b._read_stderr, daemon=True).start()
     hosts.append(b)
@@ -479,9 +513,15 @@ async def test_sigterm_lets_the_peers_calls_in_flight_finish(hosts: list[HttpHos
 
     port = free_port()
     b = start_host(
-        port, str(TOOLS / "tasks_tools.py"), "--agent-id", "b", "--bridge-max-in-flight", "4",
-        "--drain-timeout", "60",
-    )  # fmt: skip
+        port,
+        str(TOOLS / "tasks_tools.py"),
+        "--agent-id",
+        "b",
+        "--bridge-max-in-flight",
+        "4",
+        "--drain-timeout",
+        "60",
+    )
     hosts.append(b)
     gate = tmp_path / "open"
     async with raw_agent(port) as ws, httpx2.AsyncClient(timeout=10) as http:

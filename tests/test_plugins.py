@@ -50,8 +50,11 @@ async def test_package_files_and_modules_use_relative_imports(tmp_path: Path) ->
 def test_unknown_module_and_plugin_are_clear_errors(tmp_path: Path) -> None:
     done = subprocess.run(
         [*HOST, "run", "-m", "no_such_module_here.tools", "--plugin", "no-such-plugin"],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 1
     assert "-m no_such_module_here.tools: ModuleNotFoundError: No module named" in done.stderr
     assert "--plugin no-such-plugin: no such plugin" in done.stderr
@@ -112,8 +115,11 @@ def install_plugin(source: Path, site_packages: Path) -> None:
 def test_plugins_lists_the_installed_plugin(plugin_venv: Path) -> None:
     done = subprocess.run(
         [*HOST, "plugins", "--python", str(plugin_venv)],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("unit-converter"))
     assert "protomcp_example_plugin.tools" in line and "protomcp-example-plugin 0.1.0" in line
@@ -165,9 +171,12 @@ def test_list_call_doctor_and_install_take_modules(tmp_path: Path) -> None:
 def test_list_call_and_install_take_plugins(plugin_venv: Path) -> None:
     def protomcp(*args: str, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [python, "-m", "protomcp_host", *args], capture_output=True, text=True, timeout=120,
+            [python, "-m", "protomcp_host", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
             stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
 
     plugin = ("--python", str(plugin_venv), "--plugin", "unit-converter")
     listed = protomcp("list", *plugin)

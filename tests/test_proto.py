@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 from google.protobuf.descriptor import FieldDescriptor
 
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 ROOT = Path(__file__).resolve().parent.parent
 GEN_PROTO = ROOT / "scripts" / "gen_proto.py"
@@ -123,7 +123,7 @@ def test_check_fails_on_a_stale_module(
     gen_proto = _load_gen_proto()
     for module in [*gen_proto.MODULES.values(), "options.proto"]:
         (tmp_path / module).write_text((ROOT / "protomcp_sdk" / "wire" / module).read_text())
-    stale = tmp_path / "protomcp_pb2.py"
+    stale = tmp_path / "envelope_pb2.py"
     stale.write_text(stale.read_text() + "# edited by hand\n")
     monkeypatch.setattr(gen_proto, "WIRE", tmp_path)
     monkeypatch.setattr(sys, "argv", ["gen_proto.py", "--check"])

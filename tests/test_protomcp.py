@@ -309,8 +309,10 @@ def test_the_benchmark_runs(tmp_path: Path) -> None:
     bench = Path(__file__).resolve().parent.parent / "benchmarks" / "protomcp_bench.py"
     done = subprocess.run(
         [sys.executable, str(bench), "--reps", "1", "--calls", "20", "--out", str(readme)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     written = readme.read_text(encoding="utf-8")
     assert "## Other\n\nkept" in written and "## proto-mcp against JSON-RPC" in written
@@ -376,7 +378,7 @@ async def test_bad_websocket_messages_get_errors_and_the_host_serves_on() -> Non
 
 
 def test_frames_are_read_whatever_the_chunking() -> None:
-    from protomcp_host.protocol.protomcp import FrameError, FrameReader
+    from protomcp_host.proto_mcp.codec import FrameError, FrameReader
 
     bodies = [b"a", b"bc", b"", b"d" * 300]
     data = b"".join(len(body).to_bytes(4, "big") + body for body in bodies)

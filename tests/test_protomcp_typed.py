@@ -124,7 +124,10 @@ def test_the_typed_example_proto_is_the_one_compiled() -> None:
     with tempfile.TemporaryDirectory() as out:
         done = subprocess.run(
             [sys.executable, "-m", "grpc_tools.protoc", f"-I{folder}", f"--python_out={out}", "search.proto"],
-            capture_output=True, text=True, timeout=60, cwd=folder,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=folder,
+        )
         assert done.returncode == 0, done.stderr
         assert (Path(out) / "search_pb2.py").read_text() == (folder / "search_pb2.py").read_text()

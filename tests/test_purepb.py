@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protomcp_sdk.wire import protomcp_pb2 as upb
+from protomcp_sdk.wire import envelope_pb2 as upb
 from protomcp_sdk.wire import purepb
 from protomcp_sdk.wire.leanpb import serialized_descriptor
 
-PURE = purepb.build(serialized_descriptor("protomcp_sdk.wire.protomcp_pb2") or b"", "test")
+PURE = purepb.build(serialized_descriptor("protomcp_sdk.wire.envelope_pb2") or b"", "test")
 NAMES = sorted(PURE)
 
 INT32 = st.integers(-(2**31), 2**31 - 1)

@@ -1,4 +1,4 @@
-"""Who reads a tool process's frames (protomcp_sdk.runtime.process): its worker threads in turn
+"""Who reads a tool process's frames (protomcp_sdk.runtime.process): its call threads in turn
 when every tool of the file is sync, else its event loop; PROTOMCP_READER chooses. Driven through
 the real host with the official client."""
 
@@ -12,19 +12,19 @@ import pytest
 from conftest import ToolProcessOnPipes, mcp_session, write_atomic
 
 from protomcp_sdk import wire
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 pytestmark = pytest.mark.anyio
 
-# A tool that tells whether its process's worker threads read the host's frames.
+# A tool that tells whether its process's call threads read the host's frames.
 READING = '''
 import gc
 from protomcp_sdk import tool
 
 @tool
 def threads_read() -> bool:
-    """Whether the worker threads read the input."""
-    [process] = [o for o in gc.get_objects() if type(o).__name__ == "ToolProcess"]
+    """Whether the call threads read the input."""
+    [process] = [o for o in gc.get_objects() if type(o).__name__ == "ProcessRuntime"]
     return process.threads_read
 '''
 ASYNC_TOOL = """

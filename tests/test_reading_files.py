@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from protomcp_host.bridge.forwarding import declares_completions
+from protomcp_host.calls.forwarding import declares_completions
 from protomcp_host.processes.launch import module_docstring
 
 SOURCES = [

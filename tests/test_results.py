@@ -18,7 +18,7 @@ from protomcp_sdk import Audio, EmbeddedResource, Image, ResourceLink, Text, Too
 from protomcp_sdk.authoring.encoding import error_response, to_response
 from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 
 class Color(enum.Enum):

@@ -1,10 +1,10 @@
-"""bridge/rounds.py without I/O: the requestState codec and the shape checks of answers."""
+"""calls/rounds.py without I/O: the requestState codec and the shape checks of answers."""
 
 from __future__ import annotations
 
 import pytest
 
-from protomcp_host.bridge.rounds import StateCodec, digest, valid_answer
+from protomcp_host.calls.rounds import StateCodec, digest, valid_answer
 
 
 def test_state_round_trips_and_rejects_tampering_expiry_and_other_keys() -> None:
@@ -66,8 +66,8 @@ class _Owner:
 def test_held_calls_are_bounded_per_principal_and_never_evict_another(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from protomcp_host.bridge import rounds as module
-    from protomcp_host.bridge.rounds import Round, Rounds
+    from protomcp_host.calls import rounds as module
+    from protomcp_host.calls.rounds import Round, Rounds
 
     monkeypatch.setattr(module, "MAX_SUSPENDED", 4)
     rounds = Rounds(per_principal=2)
@@ -90,8 +90,8 @@ def test_held_calls_are_bounded_per_principal_and_never_evict_another(
 def test_a_state_used_on_another_host_lets_the_held_call_go() -> None:
     import orjson
 
-    from protomcp_host.bridge.rounds import Round, Rounds
-    from protomcp_host.bridge.used_states import ROUND_ANSWERED, ROUND_USED
+    from protomcp_host.calls.rounds import Round, Rounds
+    from protomcp_host.calls.used_states import ROUND_ANSWERED, ROUND_USED
 
     here, there = Rounds(), Rounds()
     told: list[tuple[str, bytes]] = []
@@ -114,7 +114,7 @@ def test_a_state_used_on_another_host_lets_the_held_call_go() -> None:
 def test_used_states_keep_answers_within_a_budget_and_forget_expired_ones(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from protomcp_host.bridge import used_states
+    from protomcp_host.calls import used_states
 
     monkeypatch.setattr(used_states, "REPLAY_BYTES", 10)
     uses = used_states.UsedStates()

@@ -1,7 +1,7 @@
 """Two hosts behind a real nginx (the example config), sharing a real Redis, serving the
 official client: modern requests round-robin, a listen stream on one host hears a resource
 update published by a tool on the other, an input-required retry lands on the other host and
-is accepted, a legacy session is pinned by the hash, and one host killed mid-run."""
+is accepted, a stateful session is pinned by the hash, and one host killed mid-run."""
 
 from __future__ import annotations
 
@@ -283,8 +283,11 @@ async def test_a_retry_served_by_the_other_host_releases_the_held_call(
         async with httpx2.AsyncClient(timeout=30) as http:
             first = (await modern_rpc(http, hosts[0].url, "tools/call", call))["result"]
             assert first["resultType"] == "input_required"
-            retry = {**call, "requestState": first["requestState"],
-                     "inputResponses": {"wait": {"action": "accept", "content": {"v": "x"}}}}  # fmt: skip
+            retry = {
+                **call,
+                "requestState": first["requestState"],
+                "inputResponses": {"wait": {"action": "accept", "content": {"v": "x"}}},
+            }
             done = (await modern_rpc(http, hosts[1].url, "tools/call", retry))["result"]
             assert done["content"][0]["text"].startswith("accept in ")
             while len(list(tmp_path.glob("released.[0-9]*"))) < 2:  # B's run, and A's thread let go

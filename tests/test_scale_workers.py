@@ -80,10 +80,26 @@ async def test_a_worker_that_cannot_start_stops_the_run(tmp_path: Path, redis_ur
     broken = tmp_path / "broken.py"
     broken.write_text("raise RuntimeError('no luck')\n")
     done = subprocess.run(
-        [sys.executable, "-m", "protomcp_host", "run", str(broken), "--transport", "http", "--port", "0",
-         "--workers", "2", "--store", redis_url],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "protomcp_host",
+            "run",
+            str(broken),
+            "--transport",
+            "http",
+            "--port",
+            "0",
+            "--workers",
+            "2",
+            "--store",
+            redis_url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 1
     assert "no luck" in done.stderr and "a worker exited before it served" in done.stderr
 
@@ -174,7 +190,7 @@ async def test_a_retry_served_by_another_worker_releases_the_held_call(
 async def test_legacy_sessions_are_served_by_the_worker_that_holds_them(
     http_host: Any, redis_url: str
 ) -> None:
-    """A legacy session lives in one worker; its requests reach it whichever worker accepts the
+    """A stateful session lives in one worker; its requests reach it whichever worker accepts the
     connection (each request here comes on a new connection, so both workers accept some)."""
     import httpx2
     from http_support import ACCEPT, INITIALIZE, INITIALIZED

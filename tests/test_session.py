@@ -7,10 +7,10 @@ from typing import Any
 import orjson
 import pytest
 
-from protomcp_host.bridge.envelope import tool_answer, tool_from_definition
+from protomcp_host.calls.envelope import tool_answer, tool_from_definition
 from protomcp_host.protocol.catalog import Catalog, Tool
 from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
 SERVER_INFO = {"name": "protomcp-test", "version": "9.9"}
@@ -1135,10 +1135,10 @@ def test_no_progress_after_the_call_is_done() -> None:
 
 
 def test_structured_content_must_be_an_object() -> None:
-    from protomcp_host.bridge.envelope import tool_from_definition
+    from protomcp_host.calls.envelope import tool_from_definition
     from protomcp_host.protocol.catalog import Catalog
     from protomcp_host.protocol.session import Session
-    from protomcp_sdk.wire import protomcp_pb2 as pb
+    from protomcp_sdk.wire import envelope_pb2 as pb
 
     catalog = Catalog()
     catalog.replace("a.py", [tool_from_definition(pb.ToolDefinition(name="t"), "a.py")])
@@ -1154,10 +1154,10 @@ def test_structured_content_must_be_an_object() -> None:
 
 
 def test_raw_content_is_spliced_and_untrusted_content_is_checked() -> None:
-    from protomcp_host.bridge.envelope import tool_from_definition
+    from protomcp_host.calls.envelope import tool_from_definition
     from protomcp_host.protocol.catalog import Catalog
     from protomcp_host.protocol.session import Session
-    from protomcp_sdk.wire import protomcp_pb2 as pb
+    from protomcp_sdk.wire import envelope_pb2 as pb
 
     catalog = Catalog()
     catalog.replace("a.py", [tool_from_definition(pb.ToolDefinition(name="t"), "a.py")])

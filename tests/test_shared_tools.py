@@ -69,14 +69,35 @@ def test_an_older_state_does_not_replace_a_newer_one() -> None:
     store = MemoryStore()
     a, b = FakeHost(store, "a"), FakeHost(store, "b")
     a.change("alice", enable=["secret"])
-    first = orjson.dumps({"p": "alice", "c": 1, "h": "a", "mode": "default", "listed": [],
-                          "enabled": ["secret"], "disabled": []})  # fmt: skip
+    first = orjson.dumps(
+        {
+            "p": "alice",
+            "c": 1,
+            "h": "a",
+            "mode": "default",
+            "listed": [],
+            "enabled": ["secret"],
+            "disabled": [],
+        }
+    )
     a.change("alice", disable=["secret"])
     b.shared.on_bus(TOOLS, first)  # a late copy of the first
     assert b.state("alice").disabled == {"secret"} and not b.state("alice").enabled
     b.shared.on_bus(TOOLS, b"{not json")
-    b.shared.on_bus(TOOLS, orjson.dumps({"p": "alice", "c": 9, "h": "x", "mode": "everything",
-                                         "listed": [], "enabled": [], "disabled": []}))  # fmt: skip
+    b.shared.on_bus(
+        TOOLS,
+        orjson.dumps(
+            {
+                "p": "alice",
+                "c": 9,
+                "h": "x",
+                "mode": "everything",
+                "listed": [],
+                "enabled": [],
+                "disabled": [],
+            }
+        ),
+    )
     assert b.state("alice").disabled == {"secret"}
     assert len(b.reports) == 2 and all("malformed" in line for line in b.reports)
 

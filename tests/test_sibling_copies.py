@@ -46,8 +46,15 @@ def probe(host: RawHost) -> int:
     of the tool process that answered."""
     discover = host.request(1, "server/discover", {"_meta": MODERN_META})
     assert "2026-07-28" in discover["result"]["supportedVersions"], discover
-    init = host.request(2, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                          "clientInfo": {"name": "desktop", "version": "1"}})  # fmt: skip
+    init = host.request(
+        2,
+        "initialize",
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "desktop", "version": "1"},
+        },
+    )
     assert init["result"]["protocolVersion"] == "2025-11-25", init
     host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     answer = host.request(3, "tools/call", {"name": "whose", "arguments": {}})
@@ -93,8 +100,15 @@ def test_a_probe_that_closes_its_input_during_the_load_ends_the_host(tmp_path: P
     file.write_text("import time\ntime.sleep(3600)  # a load that never ends\n")
     host = RawHost(command, str(file))
     try:
-        init = host.request(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                              "clientInfo": {"name": "probe", "version": "1"}})  # fmt: skip
+        init = host.request(
+            1,
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "probe", "version": "1"},
+            },
+        )
         assert init["result"]["protocolVersion"] == "2025-11-25"
         assert host.close(timeout=15) == 0, host.stderr_text()  # (raises if it is still waiting)
     finally:

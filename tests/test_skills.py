@@ -86,9 +86,13 @@ def test_front_matter_is_read_as_yaml_1_2_would(tmp_path: Path) -> None:
     skill(tmp_path, "tool", front)
     (entry,) = load_skills([tmp_path]).ordered()
     assert entry.frontmatter == {
-        "name": "tool", "description": "d", "license": "yes", "created": "2026-01-02", "beta": True,
+        "name": "tool",
+        "description": "d",
+        "license": "yes",
+        "created": "2026-01-02",
+        "beta": True,
         "metadata": {"v": 2},
-    }  # fmt: skip
+    }
 
 
 def test_every_file_is_served_with_its_digest_hidden_ones_left_out(tmp_path: Path) -> None:
@@ -116,8 +120,9 @@ def test_directory_read_lists_direct_children_and_refuses_a_file(tmp_path: Path)
     skills = load_skills([tmp_path])
     root = ask(skills.read_directory, {"uri": "skill://tool"})["result"]["resources"]
     assert [(r["uri"], r["mimeType"]) for r in root] == [
-        ("skill://tool/SKILL.md", "text/markdown"), ("skill://tool/templates", "inode/directory"),
-    ]  # fmt: skip
+        ("skill://tool/SKILL.md", "text/markdown"),
+        ("skill://tool/templates", "inode/directory"),
+    ]
     nested = ask(skills.read_directory, {"uri": "skill://tool/templates"})["result"]["resources"]
     assert [r["uri"] for r in nested] == ["skill://tool/templates/a.md", "skill://tool/templates/regional"]
     for uri in ("skill://tool/SKILL.md", "skill://other"):

@@ -118,8 +118,14 @@ def test_soak_mixed_calls_kills_and_reloads(raw_host, tmp_path: Path, monkeypatc
             pid_calls.add(request_id)
         else:
             name, arguments = KINDS[request_id % len(KINDS)], {"text": f"t{request_id}"}
-        host.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                   "params": {"name": name, "arguments": arguments}})  # fmt: skip
+        host.send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments},
+            }
+        )
 
     while sent < CALLS or in_flight:
         while sent < CALLS and in_flight < WINDOW:

@@ -1,10 +1,10 @@
-"""dev: the note a stale file's answers carry (bridge/staleness.py)."""
+"""dev: the note a stale file's answers carry (calls/staleness.py)."""
 
 from __future__ import annotations
 
 import orjson
 
-from protomcp_host.bridge.staleness import stale_note, with_note
+from protomcp_host.calls.staleness import stale_note, with_note
 from protomcp_host.protocol.session import ToolAnswer
 
 SYNTAX = (

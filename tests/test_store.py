@@ -108,10 +108,24 @@ def test_a_host_whose_store_is_unreachable_does_not_start() -> None:
     from conftest import TOOLS
 
     done = subprocess.run(
-        [sys.executable, "-m", "protomcp_host", "run", str(TOOLS / "scale" / "cpu.py"), "--transport", "http",
-         "--port", "0", "--store", f"redis://127.0.0.1:{free_port()}/0"],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "protomcp_host",
+            "run",
+            str(TOOLS / "scale" / "cpu.py"),
+            "--transport",
+            "http",
+            "--port",
+            "0",
+            "--store",
+            f"redis://127.0.0.1:{free_port()}/0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 1 and "cannot reach the store redis://127.0.0.1:" in done.stderr, done.stderr
 
 

@@ -1,4 +1,4 @@
-"""Supervisor, Worker, reloader and output forwarding with real tool processes, in-process."""
+"""Supervisor, ToolProcess, reloader and output forwarding with real tool processes, in-process."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from conftest import RawHost
 
 from protomcp_host.processes.output import LogLimiter, TokenBucket
 from protomcp_host.processes.reloader import SourceFilter, targets, watch_roots
-from protomcp_host.processes.supervisor import Backoff, Supervisor, WorkerError
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_host.processes.supervisor import Backoff, Supervisor, ToolProcessError
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 pytestmark = pytest.mark.anyio
 
@@ -101,7 +101,7 @@ async def test_handshake_timeout_kills_and_reports(tmp_path: Path) -> None:
     supervisor = make_supervisor(file, [], handshake_timeout=1)
     with anyio.fail_after(20):
         async with anyio.create_task_group() as tg:
-            with pytest.raises(WorkerError, match="did not finish its handshake within 1s"):
+            with pytest.raises(ToolProcessError, match="did not finish its handshake within 1s"):
                 await tg.start(supervisor.run)
     worker_pids = [p.name for p in Path("/proc").iterdir() if p.name.isdigit() and _runs(p, str(file))]
     assert worker_pids == []

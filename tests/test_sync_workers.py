@@ -1,4 +1,4 @@
-"""The sync worker threads (protomcp_sdk.runtime.threads): a call never waits while a thread
+"""The sync call threads (protomcp_sdk.runtime.threads): a call never waits while a thread
 could be started, per-tool fairness, and the share that keeps a stuck tool from taking them all."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from protomcp_sdk.runtime.threads import SyncWorkers
+from protomcp_sdk.runtime.threads import CallThreads
 
 WAIT = 10.0  # seconds: a bound on waiting for an event, never a measured time
 
@@ -41,13 +41,13 @@ class _WakeSpy:
 
 
 @pytest.fixture
-def workers() -> Iterator[SyncWorkers]:
-    pool = SyncWorkers(limit=8, share=4)
+def workers() -> Iterator[CallThreads]:
+    pool = CallThreads(limit=8, share=4)
     yield pool
     pool.close()
 
 
-def test_a_call_next_to_a_woken_thread_gets_its_own_thread(workers: SyncWorkers) -> None:
+def test_a_call_next_to_a_woken_thread_gets_its_own_thread(workers: CallThreads) -> None:
     spy = _WakeSpy(workers._wake)
     workers._wake = spy  # type: ignore[assignment]
     warm = threading.Event()
@@ -66,7 +66,7 @@ def test_a_call_next_to_a_woken_thread_gets_its_own_thread(workers: SyncWorkers)
     assert len(workers.threads) == 2
 
 
-def test_many_back_to_back_calls_each_get_a_thread(workers: SyncWorkers) -> None:
+def test_many_back_to_back_calls_each_get_a_thread(workers: CallThreads) -> None:
     release = threading.Event()
     started = threading.Semaphore(0)
 
@@ -83,7 +83,7 @@ def test_many_back_to_back_calls_each_get_a_thread(workers: SyncWorkers) -> None
         release.set()
 
 
-def test_a_stuck_tool_keeps_to_its_share(workers: SyncWorkers) -> None:
+def test_a_stuck_tool_keeps_to_its_share(workers: CallThreads) -> None:
     release = threading.Event()
     stuck = threading.Semaphore(0)
     other = threading.Event()
@@ -108,7 +108,7 @@ def test_a_stuck_tool_keeps_to_its_share(workers: SyncWorkers) -> None:
 
 
 def test_round_robin_across_tools_when_all_threads_are_busy() -> None:
-    pool = SyncWorkers(limit=1, share=1)
+    pool = CallThreads(limit=1, share=1)
     order: list[str] = []
     gate = threading.Event()
     done = threading.Event()
@@ -134,7 +134,7 @@ class _Input:
     """A fake input for read_with: each put() is what one read brings (jobs to queue), None
     ends the input. Records which thread made each read."""
 
-    def __init__(self, pool: SyncWorkers) -> None:
+    def __init__(self, pool: CallThreads) -> None:
         self.pool = pool
         self.reads: queue.Queue[list[tuple[str, Any]] | None] = queue.Queue()
         self.readers: list[int] = []
@@ -155,7 +155,7 @@ class _Input:
 
 
 def test_the_thread_that_reads_a_call_runs_it() -> None:
-    pool = SyncWorkers(limit=4, share=4)
+    pool = CallThreads(limit=4, share=4)
     feed = _Input(pool)
     ran_on: list[int] = []
     done = threading.Event()
@@ -173,7 +173,7 @@ def test_the_thread_that_reads_a_call_runs_it() -> None:
 
 
 def test_a_burst_goes_to_the_threads_while_the_reader_reads_on() -> None:
-    pool = SyncWorkers(limit=4, share=4)
+    pool = CallThreads(limit=4, share=4)
     feed = _Input(pool)
     ran_on: list[int] = []
     done = threading.Semaphore(0)
@@ -196,7 +196,7 @@ def test_a_burst_goes_to_the_threads_while_the_reader_reads_on() -> None:
 
 
 def test_a_slow_call_brought_by_a_read_does_not_stop_the_reading() -> None:
-    pool = SyncWorkers(limit=4, share=4)
+    pool = CallThreads(limit=4, share=4)
     feed = _Input(pool)
     release, quick = threading.Event(), threading.Event()
     try:
@@ -212,7 +212,7 @@ def test_a_slow_call_brought_by_a_read_does_not_stop_the_reading() -> None:
 
 
 def test_with_every_thread_busy_the_reader_keeps_reading_and_queues() -> None:
-    pool = SyncWorkers(limit=2, share=2)
+    pool = CallThreads(limit=2, share=2)
     feed = _Input(pool)
     release = threading.Event()
     started = threading.Semaphore(0)
@@ -240,7 +240,7 @@ def test_with_every_thread_busy_the_reader_keeps_reading_and_queues() -> None:
 
 
 def test_the_end_of_input_ends_the_reading() -> None:
-    pool = SyncWorkers(limit=4, share=4)
+    pool = CallThreads(limit=4, share=4)
     spy = _WakeSpy(pool._wake)
     pool._wake = spy  # type: ignore[assignment]
     feed = _Input(pool)

@@ -1,4 +1,4 @@
-"""bridge/tasks.py without processes: a task call's session side (TaskSink) and TaskRunner's
+"""calls/tasks.py without processes: a task call's session side (TaskSink) and TaskRunner's
 tasks/update, tasks/cancel and notifications/tasks, driven with a fake dispatcher."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from test_modern_tasks import DECLARED, create, line, make
 
-from protomcp_host.bridge.tasks import TaskRunner, TaskSink
+from protomcp_host.calls.tasks import TaskRunner, TaskSink
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_host.protocol.tasks import TaskStore
 

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from protomcp_host.bridge.envelope import tool_from_definition
+from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog, Tool
 from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session, ToolAnswer
 from protomcp_host.protocol.tasks import (
@@ -22,7 +22,7 @@ from protomcp_host.protocol.tasks import (
     TooManyTasks,
     iso,
 )
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 T0 = 1_700_000_000.0  # a fixed "now" (seconds since the epoch)
 

@@ -49,8 +49,10 @@ async def test_call_progress_logs_and_errors(tmp_path: Path) -> None:
         assert (result.text, result.structured, result.is_error) == ("3", {"result": 3}, False)
         assert (await c.call("slow", n=3)).text == "done"
         assert [(p.progress, p.total, p.message) for p in c.progress] == [
-            (1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3"),
-        ]  # fmt: skip
+            (1, 3, "step 1"),
+            (2, 3, "step 2"),
+            (3, 3, "step 3"),
+        ]
         assert [log["data"] for log in c.logs] == ["did 1", "did 2", "did 3"]
         failed = await c.call("fail")
         assert failed.is_error and "nope" in failed.text

@@ -12,7 +12,7 @@ from protomcp_sdk import ToolResult
 from protomcp_sdk.authoring.encoding import encode_result
 from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.runtime.context import Context
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import CONTROL_KINDS, ToolListChange
 
 

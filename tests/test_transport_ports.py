@@ -11,7 +11,7 @@ from conftest import ROOT
 from protomcp_host.transports import ports
 
 TRANSPORTS = ROOT / "protomcp_host" / "transports"
-FORBIDDEN = ("protomcp_host.app", "protomcp_host.bridge", "protomcp_host.cli")
+FORBIDDEN = ("protomcp_host.app", "protomcp_host.calls", "protomcp_host.cli")
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -220,9 +220,15 @@ async def test_an_upstream_request_is_refused_when_requests_of_other_kinds_overl
 
 async def test_prefix_and_tag_filter(marks: Path) -> None:
     async with mcp_session(
-        "run", str(POLICY), "--upstream", upstream_arg(), "--upstream-prefix", "ex=up.",
-        "--exclude-tag", "upstream",
-    ) as session:  # fmt: skip
+        "run",
+        str(POLICY),
+        "--upstream",
+        upstream_arg(),
+        "--upstream-prefix",
+        "ex=up.",
+        "--exclude-tag",
+        "upstream",
+    ) as session:
         names = [tool.name for tool in (await session.list_tools()).tools]
         assert names == ["local_hello"]
     async with mcp_session(
@@ -392,9 +398,14 @@ async def test_http_upstream_request_goes_to_the_request_whose_stream_it_came_on
         return elicit
 
     host = HttpHost(
-        "run", str(POLICY), "--upstream", f"remote={remote.url}",
-        "--upstream-token-env", "remote=UPSTREAM_TOKEN", env={"UPSTREAM_TOKEN": "s3cret"},
-    )  # fmt: skip
+        "run",
+        str(POLICY),
+        "--upstream",
+        f"remote={remote.url}",
+        "--upstream-token-env",
+        "remote=UPSTREAM_TOKEN",
+        env={"UPSTREAM_TOKEN": "s3cret"},
+    )
     try:
         async with (
             http_session(host.url, elicitation_callback=answering("a")) as a,
@@ -420,9 +431,13 @@ async def test_http_upstream_with_a_wrong_token_does_not_start(monkeypatch: pyte
     remote = start_remote(port, "right")
     monkeypatch.setenv("WRONG_TOKEN", "wrong")
     host = RawHost(
-        "run", str(POLICY), "--upstream", f"remote=http://127.0.0.1:{port}/mcp",
-        "--upstream-token-env", "remote=WRONG_TOKEN",
-    )  # fmt: skip
+        "run",
+        str(POLICY),
+        "--upstream",
+        f"remote=http://127.0.0.1:{port}/mcp",
+        "--upstream-token-env",
+        "remote=WRONG_TOKEN",
+    )
     try:
         assert host.proc.wait(30) == 1
         assert "upstream remote: cannot connect" in host.stderr_text()
@@ -469,16 +484,22 @@ def test_doctor_connects_to_upstreams(marks: Path) -> None:
     from conftest import HOST
 
     good = subprocess.run(
-        [*HOST, "doctor", "--upstream", upstream_arg()], capture_output=True, text=True, timeout=60,
+        [*HOST, "doctor", "--upstream", upstream_arg()],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, "HOME": str(marks)},
-    )  # fmt: skip
+    )
     assert (
         "upstream ex 'upstream-example'" in good.stdout and "7 tools, 1 resources, 1 prompts" in good.stdout
     )
     bad = subprocess.run(
-        [*HOST, "doctor", "--upstream", "gone=http://127.0.0.1:1/mcp"], capture_output=True, text=True,
-        timeout=60, env={**os.environ, "HOME": str(marks)},
-    )  # fmt: skip
+        [*HOST, "doctor", "--upstream", "gone=http://127.0.0.1:1/mcp"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": str(marks)},
+    )
     assert bad.returncode == 1
     assert "upstream gone (http://127.0.0.1:1/mcp) cannot be served" in bad.stdout
 
@@ -511,8 +532,11 @@ async def test_an_upstream_question_answered_on_another_host_is_not_asked_again(
                 assert first["resultType"] == "input_required", first
                 [(key, question)] = first["inputRequests"].items()
                 assert question["params"]["message"] == "Your PIN?"
-                retry = {**call, "requestState": first["requestState"],
-                         "inputResponses": {key: {"action": "accept", "content": {"pin": "7"}}}}  # fmt: skip
+                retry = {
+                    **call,
+                    "requestState": first["requestState"],
+                    "inputResponses": {key: {"action": "accept", "content": {"pin": "7"}}},
+                }
                 done = (await modern_rpc(http, hosts[1].url, "tools/call", retry))["result"]
                 assert done.get("resultType") != "input_required", done
                 assert done["content"][0]["text"] == "pin 7", done
@@ -588,7 +612,7 @@ async def test_an_idle_http_upstream_restarted_gets_a_new_session(monkeypatch: p
 
     from protomcp_host.upstream.source import Upstream
     from protomcp_host.upstream.spec import UpstreamSpec
-    from protomcp_sdk.wire import protomcp_pb2 as pb
+    from protomcp_sdk.wire import envelope_pb2 as pb
 
     monkeypatch.setenv("UPSTREAM_TOKEN", "s3cret")
     port = free_port()

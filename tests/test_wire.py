@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from protomcp_sdk import wire
 from protomcp_sdk.wire import FrameDecoder, FrameError, encode
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 
 def call(request_id: str, name: str = "add", arguments: str = '{"a":1}') -> pb.Envelope:
@@ -252,7 +252,7 @@ def test_any_chunking_decodes_to_the_same_list(items: list[pb.Envelope], data: s
 
 def _raw_stream(payload: bytes) -> bytes:
     from protomcp_sdk import wire
-    from protomcp_sdk.wire import protomcp_pb2 as pb
+    from protomcp_sdk.wire import envelope_pb2 as pb
 
     result = wire.encode(pb.Envelope(request_id="7", call_result=pb.CallToolResponse()))
     return (

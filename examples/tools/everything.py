@@ -10,10 +10,8 @@ Test it:   see docs/conformance.md
 
 import asyncio
 import base64
-import inspect
 import struct
-from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import orjson
 from pydantic import BaseModel, Field
@@ -44,10 +42,16 @@ def _silent_wav(samples: int = 8) -> bytes:
     data = b"\x00\x00" * samples
     fmt = struct.pack("<HHIIHH", 1, 1, 8000, 16000, 2, 16)
     return (
-        b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE"
-        + b"fmt " + struct.pack("<I", len(fmt)) + fmt
-        + b"data" + struct.pack("<I", len(data)) + data
-    )  # fmt: skip
+        b"RIFF"
+        + struct.pack("<I", 36 + len(data))
+        + b"WAVE"
+        + b"fmt "
+        + struct.pack("<I", len(fmt))
+        + fmt
+        + b"data"
+        + struct.pack("<I", len(data))
+        + data
+    )
 
 
 # -- tools ------------------------------------------------------------------------------
@@ -246,23 +250,7 @@ def _json(value: object) -> str:
 # In the 2026-07-28 era ctx.sample / ctx.elicit / ctx.list_roots do not send requests to the
 # client: the host answers the call with an InputRequiredResult whose inputRequests are keyed by
 # name, and the client retries with the answers. The suite names those keys ("user_name",
-# "capital_question", "client_roots", ...), so the tools below pass key=. `_ask` drops key= on an
-# SDK whose ctx methods do not take it yet, so this file loads (and serves 2025-11-25) before the
-# 2026-07-28 era lands (issue 15); once it has, call ctx.elicit(..., key="user_name") directly and
-# delete `_ask` and `_client_capabilities`.
-
-
-def _ask(method: Callable[..., Any], *args: Any, key: str, **kwargs: Any) -> Any:
-    """``method(*args, key=key, **kwargs)``, without ``key`` when ``method`` does not take it."""
-    if "key" in inspect.signature(method).parameters:
-        kwargs["key"] = key
-    return method(*args, **kwargs)
-
-
-def _client_capabilities(ctx: Context) -> dict[str, Any]:
-    """What the client declared for this request (``ctx.client_capabilities``); {} on an SDK
-    without it, so a tool then asks only for what it cannot do without."""
-    return getattr(ctx, "client_capabilities", None) or {}
+# "capital_question", "client_roots", ...), so the tools below pass key=.
 
 
 class UserName(BaseModel):
@@ -286,7 +274,7 @@ class UserContext(BaseModel):
 
 
 async def _user_name(ctx: Context, key: str = "user_name", message: str = "What is your name?") -> str:
-    answer = await _ask(ctx.elicit, message, schema=UserName, key=key)
+    answer = await ctx.elicit(message, schema=UserName, key=key)
     return answer.data.name if answer.action == "accept" else f"({answer.action})"
 
 
@@ -294,7 +282,7 @@ async def _user_name(ctx: Context, key: str = "user_name", message: str = "What 
 async def test_missing_capability(ctx: Context) -> str:
     """Ask the client's model a question, so the client must declare sampling: one that did not
     gets a MissingRequiredClientCapability error (-32021) in the 2026-07-28 era."""
-    result = await _ask(ctx.sample, "Say hello.", max_tokens=20, key="hello")
+    result = await ctx.sample("Say hello.", max_tokens=20, key="hello")
     return f"LLM response: {result.text}"
 
 
@@ -340,14 +328,14 @@ async def test_input_required_result_elicitation(ctx: Context) -> str:
 @tool
 async def test_input_required_result_sampling(ctx: Context) -> str:
     """Ask the client's model for the capital of France (input request "capital_question")."""
-    result = await _ask(ctx.sample, "What is the capital of France?", max_tokens=100, key="capital_question")
+    result = await ctx.sample("What is the capital of France?", max_tokens=100, key="capital_question")
     return f"LLM response: {result.text}"
 
 
 @tool
 async def test_input_required_result_list_roots(ctx: Context) -> str:
     """List the client's roots (input request "client_roots")."""
-    roots = await _ask(ctx.list_roots, key="client_roots")
+    roots = await ctx.list_roots(key="client_roots")
     return "Client roots: " + ", ".join(f"{root.name or root.uri} ({root.uri})" for root in roots)
 
 
@@ -355,7 +343,7 @@ async def test_input_required_result_list_roots(ctx: Context) -> str:
 async def test_input_required_result_request_state(ctx: Context) -> str:
     """Ask the user to confirm (input request "confirm"); the answer comes back with the
     round trip's requestState, which the host verifies."""
-    answer = await _ask(ctx.elicit, "Please confirm", schema=Confirmation, key="confirm")
+    answer = await ctx.elicit("Please confirm", schema=Confirmation, key="confirm")
     confirmed = answer.action == "accept" and answer.data.ok
     return f"state-ok: confirmed={confirmed}"
 
@@ -366,8 +354,8 @@ async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
     model ("greeting") and the client's roots ("client_roots")."""
     name, greeting, roots = await asyncio.gather(
         _user_name(ctx),
-        _ask(ctx.sample, "Generate a greeting", max_tokens=50, key="greeting"),
-        _ask(ctx.list_roots, key="client_roots"),
+        ctx.sample("Generate a greeting", max_tokens=50, key="greeting"),
+        ctx.list_roots(key="client_roots"),
     )
     return f"{greeting.text} {name}! Roots: {', '.join(root.uri for root in roots)}"
 
@@ -376,7 +364,7 @@ async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
 async def test_input_required_result_multi_round(ctx: Context) -> str:
     """Ask two questions one after the other: the name ("step1"), then a color ("step2")."""
     name = await _user_name(ctx, key="step1", message="Step 1: What is your name?")
-    answer = await _ask(ctx.elicit, "Step 2: What is your favorite color?", schema=FavoriteColor, key="step2")
+    answer = await ctx.elicit("Step 2: What is your favorite color?", schema=FavoriteColor, key="step2")
     color = answer.data.color if answer.action == "accept" else f"({answer.action})"
     return f"{name} likes {color}."
 
@@ -392,8 +380,8 @@ async def test_input_required_result_tampered_state(ctx: Context) -> str:
 async def test_input_required_result_capabilities(ctx: Context) -> str:
     """Ask only for what the client declared: the model's answer ("capital_question") always,
     the user's name ("user_name") only if the client declared elicitation."""
-    asks = [_ask(ctx.sample, "What is the capital of France?", max_tokens=100, key="capital_question")]
-    if "elicitation" in _client_capabilities(ctx):
+    asks = [ctx.sample("What is the capital of France?", max_tokens=100, key="capital_question")]
+    if "elicitation" in ctx.client_capabilities:
         asks.append(_user_name(ctx))
     answers = await asyncio.gather(*asks)
     return f"LLM response: {answers[0].text}" + (f"; name: {answers[1]}" if len(answers) > 1 else "")
@@ -452,7 +440,7 @@ async def protocol_error_job() -> str:
 @tool(task="optional")
 async def confirm_delete(filename: str, ctx: Context) -> str:
     """Ask the user to confirm before (pretending to) delete a file."""
-    answer = await _ask(ctx.elicit, f"Delete {filename}?", schema=Confirm, key="confirm_delete")
+    answer = await ctx.elicit(f"Delete {filename}?", schema=Confirm, key="confirm_delete")
     if answer.action == "accept" and answer.data.confirm:
         return f"Deleted {filename}"
     return f"Kept {filename}"
@@ -461,9 +449,7 @@ async def confirm_delete(filename: str, ctx: Context) -> str:
 @tool(task="optional")
 async def multi_input(ctx: Context) -> str:
     """Ask the user two questions at once: their name, and whether to go ahead."""
-    name, go = await asyncio.gather(
-        _user_name(ctx), _ask(ctx.elicit, "Go ahead?", schema=Confirm, key="confirm")
-    )
+    name, go = await asyncio.gather(_user_name(ctx), ctx.elicit("Go ahead?", schema=Confirm, key="confirm"))
     return f"{name}: {'go' if go.action == 'accept' and go.data.confirm else 'stop'}."
 
 
@@ -549,8 +535,6 @@ def test_prompt_with_image() -> list[Message]:
 @prompt
 async def test_input_required_result_prompt(ctx: Context) -> str:
     """A prompt that asks the user for context ("user_context") before it is written."""
-    answer = await _ask(
-        ctx.elicit, "What context should the prompt use?", schema=UserContext, key="user_context"
-    )
+    answer = await ctx.elicit("What context should the prompt use?", schema=UserContext, key="user_context")
     context = answer.data.context if answer.action == "accept" else "none given"
     return f"Answer with this context in mind: {context}"

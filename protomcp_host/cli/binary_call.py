@@ -17,9 +17,14 @@ from protomcp_sdk.wire.protomcp_client import CallResult, ProtoMcpClient, ProtoM
 
 
 def call_binary(
-    files: list[Path], tool: str, pairs: tuple[str, ...], arguments: dict[str, Any], as_json: bool,
-    timeout: float | None, python: str,
-) -> int:  # fmt: skip
+    files: list[Path],
+    tool: str,
+    pairs: tuple[str, ...],
+    arguments: dict[str, Any],
+    as_json: bool,
+    timeout: float | None,
+    python: str,
+) -> int:
     """Print the result; the exit status (1 for an error result or a protocol error)."""
     command = [sys.executable, "-m", "protomcp_host", "run", "--python", python, *map(str, files)]
 

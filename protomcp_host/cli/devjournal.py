@@ -235,10 +235,15 @@ def running_or_not(folder: Path) -> list[DevHost]:
         stopped = data.get("stopped")
         hosts.append(
             DevHost(
-                pid, list(data.get("files") or []), float(data.get("started") or 0), data.get("url"),
-                running, float(stopped or index.stat().st_mtime), folder / f"{pid}.jsonl",
+                pid,
+                list(data.get("files") or []),
+                float(data.get("started") or 0),
+                data.get("url"),
+                running,
+                float(stopped or index.stat().st_mtime),
+                folder / f"{pid}.jsonl",
             )
-        )  # fmt: skip
+        )
     return sorted(hosts, key=lambda host: host.started)
 
 

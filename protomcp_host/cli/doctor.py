@@ -51,10 +51,11 @@ def check_python(python: str) -> list[Finding]:
         last = (done.stderr.strip().splitlines() or ["?"])[-1]
         return [
             Finding(
-                False, f"protomcp_sdk is not importable by {python} ({last})",
+                False,
+                f"protomcp_sdk is not importable by {python} ({last})",
                 f"install {DIST_NAME} there: {install_command(python)}",
             )
-        ]  # fmt: skip
+        ]
     version, sdk = done.stdout.split()
     findings = [Finding(True, f"{python}: Python {version}, protomcp_sdk {sdk} (host {__version__})")]
     if tuple(int(part) for part in version.split(".")[:2]) < (3, 11):
@@ -98,10 +99,12 @@ async def _check_file(file: Path, python: str) -> list[Finding]:
     except (StartupError, RequestFailed) as exc:
         return [
             Finding(
-                False, f"{file} does not load", "fix the error above, then run `protomcp doctor` again",
+                False,
+                f"{file} does not load",
+                "fix the error above, then run `protomcp doctor` again",
                 detail=str(exc),
             )
-        ]  # fmt: skip
+        ]
     elapsed = (time.perf_counter() - start) * 1000
     noun = "tool" if len(tools) == 1 else "tools"
     findings = [Finding(True, f"{file}: {len(tools)} {noun} loaded in {elapsed:.0f} ms")]
@@ -190,9 +193,17 @@ def _entry_files(entry: dict[str, Any]) -> list[str]:
         return []
     rest = args[verb + 1 :]
     valued = (  # options whose values are not files
-        "-m", "--module", "--plugin", "--python", "--name", "--instructions",
-        "--upstream", "--upstream-token-env", "--upstream-prefix", *RUN_OPTIONS,
-    )  # fmt: skip
+        "-m",
+        "--module",
+        "--plugin",
+        "--python",
+        "--name",
+        "--instructions",
+        "--upstream",
+        "--upstream-token-env",
+        "--upstream-prefix",
+        *RUN_OPTIONS,
+    )
     return [a for i, a in enumerate(rest) if not a.startswith("-") and (i == 0 or rest[i - 1] not in valued)]
 
 

@@ -26,9 +26,13 @@ def inspect_file(file: Path, python: str) -> dict[str, Any]:
     argv = [python, "-m", "protomcp_sdk", "--inspect", str(file)]
     try:
         done = subprocess.run(
-            argv, capture_output=True, timeout=TIMEOUT, cwd=str(file.parent), env=child_environment(),
+            argv,
+            capture_output=True,
+            timeout=TIMEOUT,
+            cwd=str(file.parent),
+            env=child_environment(),
             stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
         report = orjson.loads(done.stdout) if done.returncode == 0 else None
         problem = (
             ""
@@ -85,8 +89,11 @@ def clashes(reports: list[dict[str, Any]], key: str, field: str, what: str) -> l
     for report in reports:
         for entry in report[key]:
             owners.setdefault(entry[field], []).append(report["label"])
-    return [f"{what} '{name}' is defined in both {' and '.join(labels)}" for name, labels in owners.items()
-            if len(labels) > 1]  # fmt: skip
+    return [
+        f"{what} '{name}' is defined in both {' and '.join(labels)}"
+        for name, labels in owners.items()
+        if len(labels) > 1
+    ]
 
 
 def render(

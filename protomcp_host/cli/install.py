@@ -157,9 +157,14 @@ def protomcp_command(python: str = sys.executable) -> list[str]:
 
 # Options of `run` that `install` passes on to the entry (each takes a value; tags repeat).
 RUN_OPTIONS = (
-    "--discovery", "--call-timeout", "--startup-timeout", "--processes", "--include-tag", "--exclude-tag",
+    "--discovery",
+    "--call-timeout",
+    "--startup-timeout",
+    "--processes",
+    "--include-tag",
+    "--exclude-tag",
     "--instructions",
-)  # fmt: skip
+)
 
 
 def run_arguments(values: Mapping[str, Any]) -> list[str]:

@@ -25,42 +25,66 @@ PYTHON = click.option(
 
 def _serve_options(fn: Any) -> Any:
     fn = click.option(
-        "--page-size", default=1000, show_default=True, type=click.IntRange(min=1),
+        "--page-size",
+        default=1000,
+        show_default=True,
+        type=click.IntRange(min=1),
         help="Tools per tools/list page; clients follow nextCursor for the rest.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--call-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0),
+        "--call-timeout",
+        default=300.0,
+        show_default=True,
+        type=click.FloatRange(min=0),
         help="Seconds a tool call may run before it is cancelled and reported as an error (0 = no limit).",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--startup-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+        "--startup-timeout",
+        default=30.0,
+        show_default=True,
+        type=click.FloatRange(min=0, min_open=True),
         help="Seconds a tool file may take to import and list its tools (clients get their tools "
         "when it is done; `initialize` is answered at once).",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--heartbeat-timeout", default=15.0, show_default=True, type=click.FloatRange(min=0),
+        "--heartbeat-timeout",
+        default=15.0,
+        show_default=True,
+        type=click.FloatRange(min=0),
         help="Seconds a tool process may leave a heartbeat unanswered (an async tool blocking its "
         "event loop) before its calls fail and it is replaced (0 = no heartbeat).",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--drain-timeout", default=5.0, show_default=True, type=click.FloatRange(min=0),
+        "--drain-timeout",
+        default=5.0,
+        show_default=True,
+        type=click.FloatRange(min=0),
         help="Seconds running calls may take to finish when the client goes away or a signal "
         "arrives; calls still running then are answered with an error.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--max-in-flight", default=1000, show_default=True, type=click.IntRange(min=1),
+        "--max-in-flight",
+        default=1000,
+        show_default=True,
+        type=click.IntRange(min=1),
         help="Tool calls one session may have running at once. A call beyond it waits its turn: over "
         "stdio it and the requests after it wait, in order; over HTTP it waits up to 30 s, then is "
         "refused with a 'Server busy' error (-32000). Calls in a batch beyond it are refused at once.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--processes", default=1, show_default=True, type=click.IntRange(min=1), metavar="N",
+        "--processes",
+        default=1,
+        show_default=True,
+        type=click.IntRange(min=1),
+        metavar="N",
         help="Tool processes per tool file. Each call goes to the least busy one, so CPU-bound sync "
         "tools use N cores; a crash restarts only that process, a reload replaces all N. "
         "Module-level state in a tool file is per process.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--store", default=None, metavar="URL",
+        "--store",
+        default=None,
+        metavar="URL",
         help="Shared state for several hosts: redis://HOST:PORT/DB, with ?prefix=NAME to keep "
         "deployments on one database apart. Modern-era tasks are seen, answered "
         "and cancelled through any host; resource updates published on one host reach listeners on "
@@ -68,120 +92,170 @@ def _serve_options(fn: Any) -> Any:
         "tool-list state is the same on all of them. Needed by --workers N > 1. Needs the "
         "redis client (pip install 'protomcp-tools[redis]').  "
         "[default: this host's memory]",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = PYTHON(fn)
     for option in reversed(HTTP_OPTIONS):
         fn = option(fn)
     fn = click.option(
-        "--include-tag", "include_tags", multiple=True, metavar="TAG",
+        "--include-tag",
+        "include_tags",
+        multiple=True,
+        metavar="TAG",
         help="Expose only tools with this tag (@tool(tags={...})); repeatable: any of them.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--exclude-tag", "exclude_tags", multiple=True, metavar="TAG",
+        "--exclude-tag",
+        "exclude_tags",
+        multiple=True,
+        metavar="TAG",
         help="Do not expose tools with this tag; repeatable.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--discovery", type=click.Choice(["full", "search"]), default="full", show_default=True,
+        "--discovery",
+        type=click.Choice(["full", "search"]),
+        default="full",
+        show_default=True,
         help="What tools/list shows: full (every tool) or search (three meta-tools — find_tools, "
         "get_tool_schema, call_tool — plus @tool(pinned=True) tools; the model finds the rest by a "
         "query, ranked with BM25). For large catalogues: far fewer tokens in the model's context.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--schema-registry", "schema_registry", type=click.Path(file_okay=False, path_type=Path),
-        default=None, metavar="DIR",
+        "--schema-registry",
+        "schema_registry",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        metavar="DIR",
         help="proto-mcp clients: write each tool's protobuf descriptors to DIR and list them by "
         "reference (bsr_ref) to clients that resolve references from DIR; without it they are "
         "listed inline.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--skills", "skills", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+        "--skills",
+        "skills",
+        multiple=True,
+        type=click.Path(file_okay=False, path_type=Path),
         metavar="DIR",
         help="Also serve the skills in DIR (each a folder <name>/SKILL.md with YAML front matter, and "
         "its other files) as the MCP skills extension (SEP-2640): skills/list, skills/get and "
         "skill://<name>/<file> resources. Repeatable.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--transport", type=click.Choice(["stdio", "http", "sse"]), default="stdio", show_default=True,
+        "--transport",
+        type=click.Choice(["stdio", "http", "sse"]),
+        default="stdio",
+        show_default=True,
         help="How the AI client connects: stdio (the client starts protomcp as a subprocess), "
         "http (Streamable HTTP at --host/--port/--path) or sse (the deprecated HTTP+SSE transport "
         "of MCP 2024-11-05, at /sse, for old clients).",
-    )(fn)  # fmt: skip
+    )(fn)
     return fn
 
 
 def _source_options(fn: Any) -> Any:
     fn = click.option(
-        "--plugin", "plugins", multiple=True, metavar="NAME",
+        "--plugin",
+        "plugins",
+        multiple=True,
+        metavar="NAME",
         help="Also serve an installed tool plugin (see `protomcp plugins`); repeatable.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "-m", "--module", "modules", multiple=True, metavar="MODULE",
+        "-m",
+        "--module",
+        "modules",
+        multiple=True,
+        metavar="MODULE",
         help="Also serve a tool module by import path, e.g. -m mypackage.tools; repeatable.",
-    )(fn)  # fmt: skip
+    )(fn)
     return fn
 
 
 def _upstream_options(fn: Any) -> Any:
     fn = click.option(
-        "--upstream", "upstreams", multiple=True, metavar="NAME=CMD|URL",
+        "--upstream",
+        "upstreams",
+        multiple=True,
+        metavar="NAME=CMD|URL",
         help="Also serve the tools, resources and prompts of another MCP server, its tools and prompts "
         "named NAME_<name>: a stdio server's command line (NAME='npx -y some-server --flag'), or a "
         "Streamable HTTP URL (NAME=https://host/mcp). Restarted (stdio) or reconnected (HTTP) when it "
         "goes away. Repeatable. Needs the mcp client library: pip install 'protomcp-tools[upstream]'.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--upstream-token-env", "upstream_token_envs", multiple=True, metavar="NAME=VAR",
+        "--upstream-token-env",
+        "upstream_token_envs",
+        multiple=True,
+        metavar="NAME=VAR",
         help="Send 'Authorization: Bearer <token>' to the HTTP upstream NAME, the token being the value "
         "of the environment variable VAR (which tool processes and stdio upstreams do not get).",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--upstream-prefix", "upstream_prefixes", multiple=True, metavar="NAME=PREFIX",
+        "--upstream-prefix",
+        "upstream_prefixes",
+        multiple=True,
+        metavar="NAME=PREFIX",
         help="Name the upstream NAME's tools and prompts PREFIX<name> instead of NAME_<name> "
         "(NAME= serves them under their own names).",
-    )(fn)  # fmt: skip
+    )(fn)
     return fn
 
 
 def _bridge_options(fn: Any) -> Any:
     fn = click.option(
-        "--agent-id", metavar="ID",
+        "--agent-id",
+        metavar="ID",
         help="Take part in a swarm of hosts (the MCP-to-MCP bridge protocol) as agent ID: serve the "
         "bridge at /bridge beside the MCP endpoint (with --transport http; same host checks, and "
         "peers need --bridge-token-env when the MCP endpoint has authentication), add the tools "
         "bridge_notify and bridge_peers, and serve each connected peer's tools as PEERID_<name>.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option("--agent-name", metavar="TEXT", help="The agent_name this host tells peers.")(fn)
     fn = click.option("--agent-role", metavar="TEXT", help="The agent_role this host tells peers.")(fn)
     fn = click.option(
-        "--peer", "peers", multiple=True, metavar="ws://HOST:PORT/bridge",
+        "--peer",
+        "peers",
+        multiple=True,
+        metavar="ws://HOST:PORT/bridge",
         help="Connect to another host's bridge (needs --agent-id); connected again with backoff when "
         "the link drops. Repeatable.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--peer-token-env", metavar="VAR",
+        "--peer-token-env",
+        metavar="VAR",
         help="Send 'Authorization: Bearer <token>' to the --peer hosts, the token being the value of "
         "the environment variable VAR (kept out of tool processes).",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--bridge-token-env", "bridge_token_envs", multiple=True, metavar="VAR",
+        "--bridge-token-env",
+        "bridge_token_envs",
+        multiple=True,
+        metavar="VAR",
         help="[http] Peers dialling /bridge must send 'Authorization: Bearer <token>', the token being "
         "the value of VAR (kept out of tool processes); repeatable, one per peer or group of peers: "
         "an agent id stays bound to the token that first registered it. An MCP client's token "
         "(--auth-token-env, OAuth) never opens /bridge: with either and no --bridge-token-env, no "
         "peer may dial in.",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
-        "--bridge-max-in-flight", default=16, show_default=True, type=click.IntRange(min=1),
+        "--bridge-max-in-flight",
+        default=16,
+        show_default=True,
+        type=click.IntRange(min=1),
         help="Peer requests this host runs at once; the rest wait, urgent before high before normal "
         "before low, in order of arrival within one priority.",
-    )(fn)  # fmt: skip
+    )(fn)
     return fn
 
 
 BRIDGE_KEYS = (
-    "agent_id", "agent_name", "agent_role", "peers", "peer_token_env", "bridge_token_envs",
+    "agent_id",
+    "agent_name",
+    "agent_role",
+    "peers",
+    "peer_token_env",
+    "bridge_token_envs",
     "bridge_max_in_flight",
-)  # fmt: skip
+)
 
 
 def bridge_settings(options: dict[str, Any]) -> Any:
@@ -220,10 +294,14 @@ def bridge_settings(options: dict[str, Any]) -> Any:
             "never makes a peer; give peers a token of their own"
         )
     return BridgeSettings(
-        agent_id=given["agent_id"], agent_name=given["agent_name"] or "",
-        agent_role=given["agent_role"] or "", peers=tuple(given["peers"]), token=token,
-        credentials=credentials, max_in_flight=given["bridge_max_in_flight"] or 16,
-    )  # fmt: skip
+        agent_id=given["agent_id"],
+        agent_name=given["agent_name"] or "",
+        agent_role=given["agent_role"] or "",
+        peers=tuple(given["peers"]),
+        token=token,
+        credentials=credentials,
+        max_in_flight=given["bridge_max_in_flight"] or 16,
+    )
 
 
 def _secret(flag: str, name: str) -> str:
@@ -243,18 +321,20 @@ def upstream_specs(options: dict[str, Any]) -> list[Any]:
 
     try:
         return parse_specs(
-            options.pop("upstreams", ()), options.pop("upstream_token_envs", ()),
+            options.pop("upstreams", ()),
+            options.pop("upstream_token_envs", ()),
             options.pop("upstream_prefixes", ()),
-        )  # fmt: skip
+        )
     except SpecError as exc:
         raise click.UsageError(str(exc)) from None
 
 
 def _identity_options(fn: Any) -> Any:
     fn = click.option(
-        "--instructions", metavar="TEXT",
+        "--instructions",
+        metavar="TEXT",
         help="How to use these tools, sent to the client (default: the tool files' docstrings).",
-    )(fn)  # fmt: skip
+    )(fn)
     fn = click.option(
         "--name", "server_name", metavar="NAME", help="Server name initialize reports (default: protomcp)."
     )(fn)
@@ -373,7 +453,7 @@ HTTP_OPTIONS = [
         "--session-id-header",
         default=None,
         metavar="NAME",
-        help="[http] Behind a balancer: a new legacy session takes its id from this request header "
+        help="[http] Behind a balancer: a new stateful session takes its id from this request header "
         "(nginx: proxy_set_header NAME $request_id, and hash the same value), so that `hash "
         "$http_mcp_session_id` sends the session's later requests to this host. Ignored unless the "
         "value is 32-128 letters, digits, '-', '_' or '.' and no session has it.",
@@ -386,7 +466,7 @@ HTTP_OPTIONS = [
         help="[http] Host processes sharing the port, each with its own tool processes; this process "
         "supervises them (a worker that dies is replaced; SIGTERM drains all). More than one needs "
         "--store redis://...: the workers share each principal's tool-list state, modern-era tasks "
-        "and the requestState key there. Modern (2026-07-28) requests go to any worker; a legacy "
+        "and the requestState key there. Modern (2026-07-28) requests go to any worker; a stateful "
         "session lives in one worker, which the others pass its requests to.  [default: 1]",
     ),
 ]
@@ -412,7 +492,7 @@ HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags d
     "session_id_header": "--session-id-header",
 }
 CONNECTION_LIMITS = ("header_timeout", "keep_alive_timeout", "max_connections")
-# not used by the legacy SSE transport (--workers: its sessions would need affinity)
+# not used by the HTTP+SSE transport (2024-11-05) (--workers: its sessions would need affinity)
 STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions", "workers", "session_id_header")
 
 
@@ -453,20 +533,26 @@ def run(files: tuple[Path, ...], **options: Any) -> None:
 @_identity_options
 @_serve_options
 @click.option(
-    "--watch", "watch", multiple=True, metavar="GLOB",
+    "--watch",
+    "watch",
+    multiple=True,
+    metavar="GLOB",
     help="Also reload when files matching GLOB change (repeatable), e.g. --watch 'data/*.json'.",
-)  # fmt: skip
+)
 @click.option("--no-reload", is_flag=True, help="Do not watch files; behave like run, with dev diagnostics.")
 @click.option(
-    "--ui", is_flag=True,
+    "--ui",
+    is_flag=True,
     help="Also serve the playground: a page on 127.0.0.1 to call the tools, answer their questions, "
     "read every MCP message and follow reloads and crashes. Its URL (with a per-launch token) is "
     "printed on stderr.",
-)  # fmt: skip
+)
 @click.option(
-    "--ui-port", type=click.IntRange(min=0, max=65535), default=None,
+    "--ui-port",
+    type=click.IntRange(min=0, max=65535),
+    default=None,
     help="[--ui] The playground's port on 127.0.0.1 (0, or taken: any free port).  [default: 6280]",
-)  # fmt: skip
+)
 def dev(
     files: tuple[Path, ...],
     watch: tuple[str, ...],
@@ -510,9 +596,21 @@ UI_PORT = 6280
 
 
 SERVE_KEYS = (
-    "modules", "plugins", "server_name", "instructions", "python", "call_timeout", "page_size",
-    "include_tags", "exclude_tags", "processes", "store", "discovery", "schema_registry", "skills",
-)  # fmt: skip
+    "modules",
+    "plugins",
+    "server_name",
+    "instructions",
+    "python",
+    "call_timeout",
+    "page_size",
+    "include_tags",
+    "exclude_tags",
+    "processes",
+    "store",
+    "discovery",
+    "schema_registry",
+    "skills",
+)
 
 
 def _serve_command(files: tuple[Path, ...], options: dict[str, Any], **extra: Any) -> None:
@@ -644,9 +742,13 @@ def _serve(files: tuple[Path, ...], **options: Any) -> None:
 
 
 SKILLS_OPTION = click.option(
-    "--skills", "skills", multiple=True, type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+    "--skills",
+    "skills",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
     help="Also the skills in DIR (folders <name>/SKILL.md), as `run --skills DIR` serves them; repeatable.",
-)  # fmt: skip
+)
 
 
 def _load_skill_folders(folders: tuple[Path, ...]) -> Any:
@@ -730,9 +832,12 @@ LISTED: list[tuple[str, str, Any]] = [  # result key, heading, how an entry is s
     ("skills", "Skills", lambda entry: f"{entry['uri']}  ({len(entry['resources'])} files)"),
 ]
 LIST_METHODS = {
-    "tools": "tools/list", "resources": "resources/list",
-    "resourceTemplates": "resources/templates/list", "prompts": "prompts/list", "skills": "skills/list",
-}  # fmt: skip
+    "tools": "tools/list",
+    "resources": "resources/list",
+    "resourceTemplates": "resources/templates/list",
+    "prompts": "prompts/list",
+    "skills": "skills/list",
+}
 
 
 async def _list_everything(request: Any) -> dict[str, list[dict[str, Any]]]:
@@ -802,9 +907,12 @@ def inspect_command(
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @_source_options
 @click.option(
-    "--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
     help="Write DIR/protomcp/tools/<tool>.proto (and protomcp/options.proto) instead of printing.",
-)  # fmt: skip
+)
 @PYTHON
 def proto_schema_command(
     files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], out: Path | None, python: str
@@ -880,21 +988,32 @@ def _sources(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the full MCP CallToolResult as JSON.")
 @click.option(
-    "--call-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0),
+    "--call-timeout",
+    default=300.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
     help="Seconds the call may run before it is cancelled and reported as an error (0 = no limit).",
-)  # fmt: skip
+)
 @click.option(
-    "--binary", is_flag=True,
-    help="Call over proto-mcp (seed 000) instead of JSON-RPC: start `protomcp run` on the files and "
+    "--binary",
+    is_flag=True,
+    help="Call over proto-mcp instead of JSON-RPC: start `protomcp run` on the files and "
     "send the arguments as the tool's protobuf message (--json prints the result's content, isError "
     "and structured data).",
-)  # fmt: skip
+)
 @_upstream_options
 @PYTHON
 def call(
-    words: tuple[str, ...], modules: tuple[str, ...], plugins: tuple[str, ...], args: str, as_json: bool,
-    call_timeout: float, binary: bool, python: str, **given: Any,
-) -> None:  # fmt: skip
+    words: tuple[str, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
+    args: str,
+    as_json: bool,
+    call_timeout: float,
+    binary: bool,
+    python: str,
+    **given: Any,
+) -> None:
     """Call TOOL from FILE (or from -m MODULE / --plugin NAME / --upstream, then without FILE)
     once and print its result (exit status 1 if it is an error).
 
@@ -1085,9 +1204,14 @@ def doctor(
 @main.command()
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option(
-    "-n", "--lines", "tail", default=20, show_default=True, type=click.IntRange(min=0),
+    "-n",
+    "--lines",
+    "tail",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=0),
     help="Records of the latest host's journal to show before following.",
-)  # fmt: skip
+)
 def logs(file: Path | None, tail: int) -> None:
     """Follow what the `protomcp dev` hosts serving FILE do, live: loads and load errors with
     their tracebacks, calls and answers, what calls print and log, crashes, the playground URL (--ui).
@@ -1116,28 +1240,46 @@ def logs(file: Path | None, tail: int) -> None:
 @main.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option(
-    "--plugin", "plugins", multiple=True, metavar="NAME",
+    "--plugin",
+    "plugins",
+    multiple=True,
+    metavar="NAME",
     help="Also serve an installed tool plugin: the bundle depends on its distribution; repeatable.",
-)  # fmt: skip
+)
 @click.option(
-    "-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
     help="The bundle to write.  [default: NAME.mcpb]",
-)  # fmt: skip
+)
 @click.option(
-    "--type", "kind", type=click.Choice(["uv", "python"]), default="uv", show_default=True,
+    "--type",
+    "kind",
+    type=click.Choice(["uv", "python"]),
+    default="uv",
+    show_default=True,
     help="uv: dependencies installed by the client with uv (Claude Desktop); python: protomcp and "
     "every dependency inside the bundle, for this platform and Python version (clients that run "
     "no uv, e.g. Claude Code plugins).",
-)  # fmt: skip
+)
 @click.option("--name", help="The bundle's name (default: the tool file's name).")
 @click.option("--version", "version", default="0.1.0", show_default=True, help="The bundle's version.")
 @click.option("--author", help="The author's name (default: your login name).")
 @click.option("--description", help="One line (default: the first tool file's docstring).")
 @PYTHON
 def pack(
-    files: tuple[Path, ...], plugins: tuple[str, ...], out: Path | None, kind: str, name: str | None,
-    version: str, author: str | None, description: str | None, python: str,
-) -> None:  # fmt: skip
+    files: tuple[Path, ...],
+    plugins: tuple[str, ...],
+    out: Path | None,
+    kind: str,
+    name: str | None,
+    version: str,
+    author: str | None,
+    description: str | None,
+    python: str,
+) -> None:
     """Build an MCP Bundle (.mcpb, manifest 0.4) of the tools in FILES (files or folders):
     Claude Desktop installs it by double-click, with a settings form for the environment
     variables the files declare with env() (secret ones masked).
@@ -1152,9 +1294,15 @@ def pack(
         raise click.UsageError("nothing to pack: give tool FILES or --plugin NAME")
     try:
         bundle = packer.plan(
-            list(files), list(plugins), kind, python, name=name, version=version, author=author,
+            list(files),
+            list(plugins),
+            kind,
+            python,
+            name=name,
+            version=version,
+            author=author,
             description=description,
-        )  # fmt: skip
+        )
         written = packer.write(bundle, out or Path(f"{bundle.name}.mcpb"), say=_err)
     except packer.PackError as exc:
         raise click.ClickException(str(exc)) from None
@@ -1166,8 +1314,12 @@ def pack(
     )
 
 
-CLIENT = click.argument("client", type=click.Choice(
-    ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "goose", "mcp-json"]))  # fmt: skip
+CLIENT = click.argument(
+    "client",
+    type=click.Choice(
+        ["claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "goose", "mcp-json"]
+    ),
+)
 
 
 @main.command()
@@ -1184,14 +1336,16 @@ CLIENT = click.argument("client", type=click.Choice(
 )
 @click.option("--dev", is_flag=True, help="Install `protomcp dev` (hot reload) instead of `protomcp run`.")
 @click.option(
-    "--ui", is_flag=True,
+    "--ui",
+    is_flag=True,
     help="[--dev] The dev host also serves the playground; `protomcp logs` prints its URL.",
-)  # fmt: skip
+)
 @click.option("--force", is_flag=True, help="Replace an existing server of the same name.")
 @click.option(
-    "--no-check", is_flag=True,
+    "--no-check",
+    is_flag=True,
     help="Install even if FILES do not load now (by default they are loaded first, with the --env given).",
-)  # fmt: skip
+)
 @click.option(
     "--discovery", type=click.Choice(["full", "search"]), help="Run option for the entry (see run)."
 )
@@ -1208,10 +1362,19 @@ CLIENT = click.argument("client", type=click.Choice(
 @click.option("--exclude-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
 @click.option("--instructions", metavar="TEXT", help="Run option for the entry (see run).")
 def install(
-    client: str, files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...],
-    name: str | None, env: tuple[str, ...], env_file: Path | None, dev: bool, ui: bool, force: bool,
-    no_check: bool, **given: Any,
-) -> None:  # fmt: skip
+    client: str,
+    files: tuple[Path, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
+    name: str | None,
+    env: tuple[str, ...],
+    env_file: Path | None,
+    dev: bool,
+    ui: bool,
+    force: bool,
+    no_check: bool,
+    **given: Any,
+) -> None:
     """Add the tools in FILES (and -m modules, --plugin plugins) to an AI client's MCP configuration.
 
     CLIENT is claude-desktop, claude-code, cursor, vscode, gemini-cli, goose, or mcp-json (print a
@@ -1237,10 +1400,19 @@ def install(
             _refuse_unloadable(tuple(sources), variables)
         click.echo(
             installer.install(
-                client, list(files), name=name, env=variables, dev=dev, ui=ui, force=force,
-                modules=modules, plugins=plugins, upstreams=upstreams, options=options,
+                client,
+                list(files),
+                name=name,
+                env=variables,
+                dev=dev,
+                ui=ui,
+                force=force,
+                modules=modules,
+                plugins=plugins,
+                upstreams=upstreams,
+                options=options,
             )
-        )  # fmt: skip
+        )
     except installer.InstallError as exc:
         raise click.ClickException(str(exc)) from None
 

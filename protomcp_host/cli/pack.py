@@ -226,10 +226,16 @@ def script_dependencies(file: Path) -> list[str]:
 
 
 def plan(
-    sources: list[Path], plugin_names: list[str], kind: str, python: str = sys.executable, *,
-    name: str | None = None, version: str = "0.1.0", author: str | None = None,
+    sources: list[Path],
+    plugin_names: list[str],
+    kind: str,
+    python: str = sys.executable,
+    *,
+    name: str | None = None,
+    version: str = "0.1.0",
+    author: str | None = None,
     description: str | None = None,
-) -> Bundle:  # fmt: skip
+) -> Bundle:
     """Check the sources, load every tool file (its tools, prompts and variables)."""
     from protomcp_host.cli.inspection import inspect_files
     from protomcp_host.cli.install import default_name
@@ -252,11 +258,16 @@ def plan(
     docs = [first_line(module_docstring(file)) for file in files]
     name = name or default_name(sources, plugins=plugin_names)
     return Bundle(
-        name=name, version=version,
+        name=name,
+        version=version,
         description=description or next((d for d in docs if d), f"MCP tools: {name}"),
-        author=author or getpass.getuser(), kind=kind, sources=sources, plugins=plugins, report=report,
+        author=author or getpass.getuser(),
+        kind=kind,
+        sources=sources,
+        plugins=plugins,
+        report=report,
         prompt_texts=prompt_texts(loaded, python, report),
-    )  # fmt: skip
+    )
 
 
 def prompt_texts(files: list[Path], python: str, report: dict[str, Any]) -> dict[str, str]:
@@ -357,8 +368,18 @@ def vendor(bundle: Bundle, lib: Path) -> None:
         raise PackError(f"--type python needs {DIST_NAME} installed (pip install -e .)") from None
     wanted = [r for r in own if "extra ==" not in r]
     wanted += [d for d in bundle.dependencies() if not d.startswith(f"{DIST_NAME}>=")]
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-               "--no-warn-conflicts", "--target", str(lib), *wanted]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-warn-conflicts",
+        "--target",
+        str(lib),
+        *wanted,
+    ]
     done = subprocess.run(
         command, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy()
     )

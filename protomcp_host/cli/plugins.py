@@ -68,9 +68,12 @@ def _ask(python: str, modules: list[str], plugins: list[str], everything: bool) 
     try:
         done = subprocess.run(
             [python, "-c", _HELPER, request],
-            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
             env=child_environment(),
-        )  # fmt: skip
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise StartupError(f"cannot look up tool modules with {python}: {exc}") from None
     if done.returncode != 0:

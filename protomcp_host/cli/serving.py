@@ -30,12 +30,29 @@ def echo(text: str) -> None:
 PLAIN_RUN: dict[str, Any] = {
     # what `protomcp run FILE...` passes with every option at its default
     # (tests/test_cli.py checks it against the click command's defaults)
-    "modules": (), "plugins": (), "server_name": None, "instructions": None, "python": sys.executable,
-    "call_timeout": 300.0, "page_size": 1000, "include_tags": (), "exclude_tags": (), "processes": 1,
-    "store": None, "discovery": "full", "schema_registry": None, "http": None, "token_env": None,
-    "upstreams": [], "bridge": None, "skills": (),
-    "drain_timeout": 5.0, "max_in_flight": 1000, "startup_timeout": 30.0, "heartbeat_timeout": 15.0,
-}  # fmt: skip
+    "modules": (),
+    "plugins": (),
+    "server_name": None,
+    "instructions": None,
+    "python": sys.executable,
+    "call_timeout": 300.0,
+    "page_size": 1000,
+    "include_tags": (),
+    "exclude_tags": (),
+    "processes": 1,
+    "store": None,
+    "discovery": "full",
+    "schema_registry": None,
+    "http": None,
+    "token_env": None,
+    "upstreams": [],
+    "bridge": None,
+    "skills": (),
+    "drain_timeout": 5.0,
+    "max_in_flight": 1000,
+    "startup_timeout": 30.0,
+    "heartbeat_timeout": 15.0,
+}
 
 
 def serve_plain(paths: list[str]) -> None:
@@ -93,7 +110,7 @@ def serve(files: tuple[Path, ...], **options: Any) -> None:
         signal.signal(sig, lambda signum, _: signalled.append(signum))
     from protomcp_host.processes.launch import SECRET_ENV, StartupError, end_prestart, launch, tool_files
 
-    SECRET_ENV.add("PROTOMCP_STATE_KEY")  # the requestState key (bridge.rounds): not for tool code
+    SECRET_ENV.add("PROTOMCP_STATE_KEY")  # the requestState key (calls.rounds): not for tool code
     modules, plugins = options.pop("modules"), options.pop("plugins")
     token_env = options.pop("token_env", None)
     if not (files or modules or plugins or options["upstreams"] or options["bridge"] or options["skills"]):
@@ -184,8 +201,15 @@ def _run_workers(files: tuple[Path, ...], http: Any, drain_timeout: float, signa
     command = [sys.executable, "-m", "protomcp_host", *sys.argv[1:]]
     try:
         return anyio.run(
-            run_workers, command, sock, http.workers, drain_timeout, echo, announce, signalled,
+            run_workers,
+            command,
+            sock,
+            http.workers,
+            drain_timeout,
+            echo,
+            announce,
+            signalled,
             backend="asyncio",
-        )  # fmt: skip
+        )
     finally:
         sock.close()

@@ -50,10 +50,15 @@ async def check_upstream(spec: UpstreamSpec, timeout: float = 30.0) -> Report:
     except (UpstreamError, BaseExceptionGroup) as exc:
         while isinstance(exc, BaseExceptionGroup):
             exc = exc.exceptions[0]
-        fix = EXTRA_HINT if "client library" in str(exc) else (
-            "check the command runs an MCP server on stdio" if not spec.is_http
-            else "check the URL (and --upstream-token-env) with an MCP client"
-        )  # fmt: skip
+        fix = (
+            EXTRA_HINT
+            if "client library" in str(exc)
+            else (
+                "check the command runs an MCP server on stdio"
+                if not spec.is_http
+                else "check the URL (and --upstream-token-env) with an MCP client"
+            )
+        )
         return (False, f"upstream {spec.name} ({target}) cannot be served", fix, str(exc))
     offer = offers.offer
     assert offer is not None

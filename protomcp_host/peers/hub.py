@@ -1,4 +1,4 @@
-"""This host as an agent of a swarm (seed 004): its links to peers, over WebSocket.
+"""This host as an agent of a swarm: its links to peers, over WebSocket.
 
 `PeerHub` owns the links: those it dials (`--peer ws://HOST:PORT/bridge`, reconnected with
 backoff) and those peers dial to its `/bridge` endpoint. A link starts with the handshake
@@ -57,7 +57,7 @@ from protomcp_host.peers.messages import (
 from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
 from protomcp_host.processes.supervisor import Backoff
 from protomcp_host.transports.ports import Sessions
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 AGENT_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 BRIDGE_LABEL = "bridge"  # owner of the bridge's own tools (bridge_notify, bridge_peers)
@@ -181,7 +181,7 @@ class PeerHub:
 
     def local_tools(self) -> list[Any]:
         """The tools peers may call: this host's own (tool files, upstreams), not its peers'
-        (the seed has no multi-hop routing) nor the bridge's, and not hidden ones."""
+        (the seed has no multi-hop routing) nor the calls layer's, and not hidden ones."""
         return [
             tool
             for tool in self.sessions.catalog.visible()
@@ -273,9 +273,12 @@ class PeerHub:
             return
         if not isinstance(hello, HandshakeRequest):
             refusal = self._error(
-                ErrorCode.UNAUTHORIZED, "handshake first: send a handshake_request", "unauthorized",
-                receiver_id=hello.sender_id, correlation_id=hello.message_id,
-            )  # fmt: skip
+                ErrorCode.UNAUTHORIZED,
+                "handshake first: send a handshake_request",
+                "unauthorized",
+                receiver_id=hello.sender_id,
+                correlation_id=hello.message_id,
+            )
             await conn.send(refusal.to_json())
             await conn.close("no handshake")
             return
@@ -350,10 +353,12 @@ class PeerHub:
             if not future.done():
                 future.set_result(
                     self._error(
-                        ErrorCode.INTERNAL_ERROR, f"peer {link.peer_id} went away before it answered",
-                        "peer_gone", correlation_id=message_id,
+                        ErrorCode.INTERNAL_ERROR,
+                        f"peer {link.peer_id} went away before it answered",
+                        "peer_gone",
+                        correlation_id=message_id,
                     )
-                )  # fmt: skip
+                )
         link.pending.clear()
         for scope in link.inbound.values():
             scope.cancel()
@@ -396,25 +401,33 @@ class PeerHub:
                     self._error(
                         ErrorCode.INTERNAL_ERROR,
                         f"this is agent {self.me!r}, not {message.receiver_id!r} (no multi-hop routing)",
-                        "wrong_receiver", link.peer_id, message.message_id,
+                        "wrong_receiver",
+                        link.peer_id,
+                        message.message_id,
                     )
-                )  # fmt: skip
+                )
             return
         if isinstance(message, RequestMessage):
             if self.draining:
                 await link.send(
                     self._error(
-                        ErrorCode.INTERNAL_ERROR, f"agent {self.me!r} is stopping: request not started",
-                        "stopping", link.peer_id, message.message_id,
+                        ErrorCode.INTERNAL_ERROR,
+                        f"agent {self.me!r} is stopping: request not started",
+                        "stopping",
+                        link.peer_id,
+                        message.message_id,
                     )
-                )  # fmt: skip
+                )
             elif len(self.gate) >= MAX_QUEUED:  # a flood waits in memory only up to a bound
                 await link.send(
                     self._error(
-                        ErrorCode.INTERNAL_ERROR, f"agent {self.me!r} is busy: {MAX_QUEUED} requests wait",
-                        "busy", link.peer_id, message.message_id,
+                        ErrorCode.INTERNAL_ERROR,
+                        f"agent {self.me!r} is busy: {MAX_QUEUED} requests wait",
+                        "busy",
+                        link.peer_id,
+                        message.message_id,
                     )
-                )  # fmt: skip
+                )
             elif self.gate.submit(message.priority, (link, message)) is not None:
                 self._start(link, message)
         elif isinstance(message, ResponseMessage | ErrorMessage):
@@ -436,10 +449,13 @@ class PeerHub:
         else:  # a second handshake
             await link.send(
                 self._error(
-                    ErrorCode.INTERNAL_ERROR, "this link is handshaken already", "protocol",
-                    link.peer_id, message.message_id,
+                    ErrorCode.INTERNAL_ERROR,
+                    "this link is handshaken already",
+                    "protocol",
+                    link.peer_id,
+                    message.message_id,
                 )
-            )  # fmt: skip
+            )
 
     def _start(self, link: Link, message: RequestMessage) -> None:
         assert self._tg is not None
@@ -468,30 +484,46 @@ class PeerHub:
         tool = local.get(name)
         if tool is None:
             return self._error(
-                ErrorCode.TOOL_NOT_FOUND, f"no tool {name!r} on agent {self.me!r}", "not_found", link.peer_id,
-                message.message_id, {"tool_name": name, "available_tools": sorted(local)},
-            )  # fmt: skip
+                ErrorCode.TOOL_NOT_FOUND,
+                f"no tool {name!r} on agent {self.me!r}",
+                "not_found",
+                link.peer_id,
+                message.message_id,
+                {"tool_name": name, "available_tools": sorted(local)},
+            )
         problem = tool.validate(request.arguments)
         if problem:
             return self._error(
-                ErrorCode.INVALID_ARGUMENTS, f"{name}: {problem}", "invalid_arguments", link.peer_id,
-                message.message_id, {"tool_name": name},
-            )  # fmt: skip
+                ErrorCode.INVALID_ARGUMENTS,
+                f"{name}: {problem}",
+                "invalid_arguments",
+                link.peer_id,
+                message.message_id,
+                {"tool_name": name},
+            )
         timeout = request.timeout or self.call_timeout
         began = time.monotonic()
         with anyio.move_on_after(timeout) as deadline:
             answer = await link.client.request("tools/call", {"name": name, "arguments": request.arguments})
         if deadline.cancelled_caught:
             return self._error(
-                ErrorCode.TIMEOUT, f"{name} did not finish within {timeout:g}s", "timeout", link.peer_id,
-                message.message_id, {"tool_name": name, "timeout": timeout},
-            )  # fmt: skip
+                ErrorCode.TIMEOUT,
+                f"{name} did not finish within {timeout:g}s",
+                "timeout",
+                link.peer_id,
+                message.message_id,
+                {"tool_name": name, "timeout": timeout},
+            )
         elapsed = time.monotonic() - began
         if "error" in answer:
             return self._error(
-                ErrorCode.EXECUTION_FAILED, str(answer["error"].get("message")), "execution_failed",
-                link.peer_id, message.message_id, {"tool_name": name},
-            )  # fmt: skip
+                ErrorCode.EXECUTION_FAILED,
+                str(answer["error"].get("message")),
+                "execution_failed",
+                link.peer_id,
+                message.message_id,
+                {"tool_name": name},
+            )
         result = answer["result"]
         failed = bool(result.get("isError"))
         response = ToolResponse(
@@ -509,9 +541,14 @@ class PeerHub:
         details: dict[str, Any] | None = None,
     ) -> ErrorMessage:
         return Make.create_error(
-            self.me, code, text, receiver_id=receiver_id, correlation_id=correlation_id, error_type=kind,
+            self.me,
+            code,
+            text,
+            receiver_id=receiver_id,
+            correlation_id=correlation_id,
+            error_type=kind,
             details=details,
-        )  # fmt: skip
+        )
 
     # -- calls to a peer ---------------------------------------------------------------------
     async def call(
@@ -554,7 +591,7 @@ class PeerCallFailed(Exception):
 
 
 class PeerSource:
-    """A peer's tools as the bridge sees a tool file's processes (`ToolProcesses`)."""
+    """A peer's tools as the bridge sees a tool file's processes (`ToolSource`)."""
 
     def __init__(self, hub: PeerHub, peer_id: str) -> None:
         self.hub = hub
@@ -661,9 +698,11 @@ class BridgeTools:
         try:
             if request.name == "bridge_notify":
                 sent = await self.hub.notify(
-                    arguments["event_type"], arguments.get("data") or {}, arguments.get("receiver_id"),
+                    arguments["event_type"],
+                    arguments.get("data") or {},
+                    arguments.get("receiver_id"),
                     MessagePriority(arguments.get("priority") or "normal"),
-                )  # fmt: skip
+                )
                 value: Any = {"sent_to": sent}
             else:
                 value = {

@@ -1,4 +1,4 @@
-"""The MCP-to-MCP bridge protocol (seed 004, version 0.1.0): every message as a pydantic model.
+"""The MCP-to-MCP bridge protocol (version 0.1.0): every message as a pydantic model.
 
 Field names and JSON are the seed's: a common envelope (`message_id`, `message_type`,
 `sender_id`, `receiver_id`, `timestamp`, `correlation_id`, `priority`, `payload`) and a typed

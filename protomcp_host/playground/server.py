@@ -29,7 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from protomcp_host.app import Host
-from protomcp_host.bridge.router import Router
+from protomcp_host.calls.router import Router
 from protomcp_host.playground.journal import Journal, message
 from protomcp_host.transports.http.server import bind
 

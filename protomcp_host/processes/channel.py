@@ -1,6 +1,6 @@
 """The Envelope frame channel to one tool process: encoding, decoding, correlation.
 
-Frames are dispatched by kind through a table. The bridge's requests (tool calls, middleware
+Frames are dispatched by kind through a table. The calls layer's requests (tool calls, middleware
 phases, forwarded reads) are legs, kept by their Envelope request id until the answer frame
 arrives; whatever the process sends for one meanwhile (progress, logs, tool-list control,
 requests for the client) goes to that leg and to no one else. A request naming no running
@@ -23,7 +23,7 @@ from protomcp_host.processes.events import Leg, ProcessEvents, Refused
 from protomcp_host.processes.pipes import BatchedWriter
 from protomcp_host.processes.spool import read_spooled
 from protomcp_sdk import wire
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 _request_ids = itertools.count(1)  # host-wide and never reused: an id names one request for good
 PRINTED_TAIL = 20  # stderr lines of a request kept to explain its failure if the process dies
@@ -74,7 +74,7 @@ class Channel:
         self.writer = BatchedWriter(to_child)
         self.decoder = wire.FrameDecoder()
         self.hello: asyncio.Future[pb.Hello | None] = asyncio.get_running_loop().create_future()
-        self.legs: dict[str, Leg] = {}  # the bridge's requests, by Envelope request id
+        self.legs: dict[str, Leg] = {}  # the calls layer's requests, by Envelope request id
         self.requests: dict[str, asyncio.Future[pb.Envelope]] = {}  # the host's own requests
         # Raw content that came ahead of its answer frame; None: its spool file was unreadable.
         self.raw: dict[str, list[bytes] | None] = {}
@@ -124,7 +124,7 @@ class Channel:
         finally:
             self.requests.pop(request_id, None)
 
-    # -- the bridge's requests -------------------------------------------------------------
+    # -- the calls layer's requests -------------------------------------------------------------
     def start(self, envelope: pb.Envelope, leg: Leg) -> str:
         """Send a request whose answer (or failure) goes to `leg`; returns its request id."""
         if self.broken is not None:
@@ -137,7 +137,7 @@ class Channel:
         return request_id
 
     def drop(self, request_id: str, *, cancel: bool) -> None:
-        """The bridge is done with a request (answered elsewhere, timed out, cancelled): forget
+        """The calls layer is done with a request (answered elsewhere, timed out, cancelled): forget
         it; with `cancel`, the process is told to stop working on it."""
         if self.printed:
             self.printed.pop(request_id, None)
@@ -161,7 +161,7 @@ class Channel:
         return sorted({str(leg) for leg in self.legs.values()})
 
     async def drained(self) -> None:
-        """Return once no request of the bridge is open here (and nothing waits for one)."""
+        """Return once no request of the calls layer is open here (and nothing waits for one)."""
         if self.legs or self.holds:
             if self._drained is None:
                 self._drained = asyncio.get_running_loop().create_future()

@@ -1,6 +1,6 @@
 """What the processes layer tells the rest of the host, as two narrow interfaces:
 `ProcessEvents` (one per host: loads, output, problems, notices) and `Leg` (one per request
-a tool process works on for the bridge: its answer and everything that happens meanwhile)."""
+a tool process works on for the calls layer: its answer and everything that happens meanwhile)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 
 @dataclass(slots=True)
@@ -39,7 +39,7 @@ class ProcessEvents(Protocol):
         """A line a request printed, for the host's stderr only (its session got it already)."""
 
     def log(self, label: str, level: str, logger: str, data: Any) -> None:
-        """A log frame sent outside any request of the bridge."""
+        """A log frame sent outside any request of the calls layer."""
 
     def logged(self, label: str, level: str, logger: str, data: Any) -> None:
         """A log frame a request sent (its session has it already): for the host's observers."""
@@ -64,7 +64,7 @@ class Refused(Exception):
 
 
 class Leg(Protocol):
-    """One request the bridge has a tool process work on (a tool call, a middleware phase, a
+    """One request the calls layer has a tool process work on (a tool call, a middleware phase, a
     forwarded read). The channel hands it the answer, or why there is none, exactly once, and
     everything the process sends for it meanwhile. `str(leg)` says what it is doing."""
 

@@ -157,9 +157,15 @@ def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -
     argv = [python, "-m", "protomcp_sdk", *(["--standby"] if standby else []), str(file)]
     try:
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            pass_fds=(to_child_r, from_child_w), env=env, start_new_session=True, cwd=str(file.parent),
-        )  # fmt: skip
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(to_child_r, from_child_w),
+            env=env,
+            start_new_session=True,
+            cwd=str(file.parent),
+        )
     except OSError:
         os.close(to_child_w)
         os.close(from_child_r)

@@ -4,7 +4,7 @@ asyncio.get_running_loop() (and what calls it: current_task(), create_task(), a 
 made without a loop, anyio's clock) makes a getpid() system call each time, to notice a
 fork. On the hot path that is a system call per tool call (or HTTP request) for nothing: this
 keeps the loop a thread last found, for as long as it runs. (Here in `processes` because both
-the bridge and the transports may import this layer.)
+the calls layer and the transports may import this layer.)
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from protomcp_host.processes.channel import Channel
 from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
 from protomcp_host.processes.launch import Launched, label_of
 from protomcp_host.processes.supervisor import Supervisor
-from protomcp_host.processes.worker import WorkerError
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_host.processes.tool_process import ToolProcessError
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 
 def fingerprint(offer: Loaded) -> bytes:
@@ -63,17 +63,17 @@ class _Members:
 
 def busy(supervisor: Supervisor) -> int | None:
     """Requests its process works on (None: it is not serving now)."""
-    worker = supervisor.current
-    if worker is None or worker.death is not None or not supervisor.ready:
+    process = supervisor.current
+    if process is None or process.death is not None or not supervisor.ready:
         return None
-    channel: Channel | None = getattr(worker, "channel", None)
+    channel: Channel | None = getattr(process, "channel", None)
     if channel is None:
         return None
     return len(channel.legs) + len(channel.holds)
 
 
 class Pool:
-    """N Supervisors of one file behind the interface of one (see ToolProcesses in the bridge)."""
+    """N Supervisors of one file behind the interface of one (see ToolSource in calls.execution)."""
 
     def __init__(
         self,
@@ -115,7 +115,7 @@ class Pool:
             try:
                 await tg.start(self.members[0].run)
                 await _start_all(tg, self.members[1:])
-            except (WorkerError, ValueError) as exc:
+            except (ToolProcessError, ValueError) as exc:
                 failure = exc  # raised below, outside the task group, so it is not wrapped
                 tg.cancel_scope.cancel()
             else:
@@ -218,7 +218,7 @@ async def _start_all(tg: anyio.abc.TaskGroup, members: list[Supervisor]) -> None
     async def one(member: Supervisor) -> None:
         try:
             await tg.start(member.run)
-        except (WorkerError, ValueError) as exc:
+        except (ToolProcessError, ValueError) as exc:
             errors.append(exc)
 
     async with anyio.create_task_group() as starting:

@@ -1,4 +1,4 @@
-"""Keeps one tool file served: starts its Worker, replaces it after a crash (with
+"""Keeps one tool file served: starts its ToolProcess, replaces it after a crash (with
 bounded exponential backoff) or on reload (blue/green), and routes calls to it."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import anyio.abc
 from protomcp_host.processes.channel import Channel, ChannelError
 from protomcp_host.processes.events import Leg, ProcessEvents
 from protomcp_host.processes.launch import Launched, label_of
-from protomcp_host.processes.worker import LoadError, Worker, WorkerError
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_host.processes.tool_process import LoadError, ToolProcess, ToolProcessError
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 
 class Backoff:
@@ -58,9 +58,9 @@ class Supervisor:
         self.wait_for_fix = wait_for_fix  # dev: a file that fails to load waits for the next save
         self.drain_timeout = drain_timeout
         self.restart_wait = restart_wait
-        self.current: Worker | None = None
+        self.current: ToolProcess | None = None
         self.use_standby = standby  # keep a warm process that has imported the SDK, for fast reloads
-        self._standby: Worker | None = None
+        self._standby: ToolProcess | None = None
         self._standby_starting = False  # one standby at a time: a second would idle until exit
         self._launched = launched  # a first process the CLI started early, to adopt
         self.backoff = Backoff()
@@ -81,7 +81,7 @@ class Supervisor:
             self._tg = tg
             try:
                 await self._replace()
-            except (WorkerError, ValueError) as exc:
+            except (ToolProcessError, ValueError) as exc:
                 if self.wait_for_fix:
                     self.events.problem(
                         f"{exc}\n{self.label} serves no tools until it loads: save it to retry"
@@ -127,76 +127,76 @@ class Supervisor:
         self._wake.set()
 
     # -- replacing the process -----------------------------------------------------
-    def _new_worker(self, standby: bool) -> Worker:
-        return Worker(self.file, self.events, python=self.python, standby=standby)
+    def _new_process(self, standby: bool) -> ToolProcess:
+        return ToolProcess(self.file, self.events, python=self.python, standby=standby)
 
     async def _prepare_standby(self) -> None:
         assert self._tg is not None
         if self._standby_starting or (self._standby is not None and self._standby.death is None):
             return  # saves and crashes in quick succession: the one standby serves them all
         self._standby_starting = True
-        worker = self._new_worker(standby=True)
+        process = self._new_process(standby=True)
         try:
-            await self._tg.start(worker.run)
-        except WorkerError as exc:
+            await self._tg.start(process.run)
+        except ToolProcessError as exc:
             self.events.problem(f"cannot start a standby tool process: {exc}")
             return
         finally:
             self._standby_starting = False
         if self._stopping:
-            worker.kill()
+            process.kill()
         else:
-            self._standby = worker
+            self._standby = process
 
-    async def _spawn(self) -> Worker:
+    async def _spawn(self) -> ToolProcess:
         assert self._tg is not None
-        worker, self._standby = self._standby, None
-        if worker is not None and worker.death is None:
-            worker.activate()
+        process, self._standby = self._standby, None
+        if process is not None and process.death is None:
+            process.activate()
         else:
-            worker = self._new_worker(standby=False)
+            process = self._new_process(standby=False)
             launched, self._launched = self._launched, None
-            await self._tg.start(worker.run, launched)
+            await self._tg.start(process.run, launched)
         if self.use_standby and not self._stopping:
             self._tg.start_soon(self._prepare_standby)
         try:
-            offer = await worker.handshake(self.handshake_timeout)
+            offer = await process.handshake(self.handshake_timeout)
             self.events.loaded(self.label, offer)  # may reject it (e.g. a name clash)
         except BaseException:
-            worker.kill()
+            process.kill()
             with anyio.CancelScope(shield=True):
-                await worker.exited.wait()
+                await process.exited.wait()
             raise
-        return worker
+        return process
 
     async def _replace(self) -> None:
-        worker = await self._spawn()
-        old, self.current = self.current, worker
+        process = await self._spawn()
+        old, self.current = self.current, process
         self._started_at = time.monotonic()
         self._ready.set()
         assert self._tg is not None
-        self._tg.start_soon(self._watch, worker)
+        self._tg.start_soon(self._watch, process)
         if self.heartbeat_timeout > 0:
-            self._tg.start_soon(self._heartbeat, worker)
+            self._tg.start_soon(self._heartbeat, process)
         if old is not None:
             self._tg.start_soon(old.stop, self.drain_timeout)
 
-    async def _heartbeat(self, worker: Worker) -> None:
+    async def _heartbeat(self, process: ToolProcess) -> None:
         """Ask the serving process every so often whether it is alive and has threads to spare.
 
         One that does not answer (an async tool blocking its event loop) has its calls failed,
         naming the tool, and is replaced; one whose stuck threads starve a tool is replaced
         blue/green (new calls go to a fresh process, the old one drains, bounded)."""
         timeout = self.heartbeat_timeout
-        while worker is self.current and worker.death is None:
+        while process is self.current and process.death is None:
             with anyio.move_on_after(timeout / 3):
-                await worker.exited.wait()
-            if worker.exited.is_set() or worker is not self.current or worker.channel is None:
+                await process.exited.wait()
+            if process.exited.is_set() or process is not self.current or process.channel is None:
                 return
             try:
-                answer = await worker.channel.request(pb.Envelope(heartbeat=pb.Heartbeat()), timeout=timeout)
+                answer = await process.channel.request(pb.Envelope(heartbeat=pb.Heartbeat()), timeout=timeout)
             except TimeoutError:
-                channel = worker.channel
+                channel = process.channel
                 if channel.blocked_tool:
                     culprit = f"tool '{channel.blocked_tool}' blocked its event loop"
                 else:
@@ -207,25 +207,25 @@ class Supervisor:
                 )
                 self.events.problem(reason)
                 self._ready.clear()  # calls from now on wait for the replacement
-                worker.death = reason
+                process.death = reason
                 channel.shut(reason)  # its calls fail now, with the reason
-                worker.kill()
+                process.kill()
                 return
             except ChannelError:
                 return  # it died: _watch sees to that
             state = answer.heartbeat_reply
-            if state.starving and worker is self.current and not self._stopping:
+            if state.starving and process is self.current and not self._stopping:
                 self.events.problem(
                     f"{self.label}: calls to {', '.join(state.stuck_tools)} ignored cancellation and hold "
-                    f"{state.threads_busy} of {state.threads_limit} worker threads; starting a fresh tool "
+                    f"{state.threads_busy} of {state.threads_limit} call threads; starting a fresh tool "
                     "process (the old one finishes its other calls, bounded)"
                 )
                 self.request_reload()
                 return
 
-    async def _watch(self, worker: Worker) -> None:
-        await worker.exited.wait()
-        if worker is self.current and not self._stopping:
+    async def _watch(self, process: ToolProcess) -> None:
+        await process.exited.wait()
+        if process is self.current and not self._stopping:
             self._ready.clear()
             self._wake.set()
 
@@ -251,7 +251,7 @@ class Supervisor:
         self._reload_requested = False
         try:
             await self._replace()
-        except (WorkerError, ValueError) as exc:
+        except (ToolProcessError, ValueError) as exc:
             self.events.problem(str(exc))
             self._started_at = time.monotonic()
             self._wake.set()  # try again after the next backoff delay
@@ -262,13 +262,13 @@ class Supervisor:
     async def _first_load(self) -> None:
         try:
             await self._replace()
-        except (WorkerError, ValueError) as exc:
+        except (ToolProcessError, ValueError) as exc:
             self.events.problem(f"{exc}\n{self.label} still serves no tools: save it to retry")
 
     async def _reload(self) -> None:
         try:
             await self._replace()
-        except (WorkerError, ValueError) as exc:
+        except (ToolProcessError, ValueError) as exc:
             self.events.problem(f"{exc}\nthe previous version of {self.label} keeps serving")
             self.events.stale(self.label, str(exc))
             return
@@ -296,10 +296,10 @@ class Supervisor:
 
     def ready_channel(self) -> Channel | None:
         """The serving process's frame channel, if it serves now (None while it restarts)."""
-        worker = self.current
-        if worker is None or worker.death is not None or not self._ready.is_set():
+        process = self.current
+        if process is None or process.death is not None or not self._ready.is_set():
             return None
-        return worker.channel
+        return process.channel
 
     async def channel(self) -> Channel | None:
         """The serving process's frame channel, waiting (bounded) for a restart first."""
@@ -311,9 +311,9 @@ class Supervisor:
     # -- requests ---------------------------------------------------------------------
     def start(self, envelope: pb.Envelope, leg: Leg) -> None:
         """Send a request to the serving tool process, waiting (bounded) for a restart first."""
-        worker = self.current
-        if worker is not None and worker.death is None and self._ready.is_set():
-            worker.start(envelope, leg)
+        process = self.current
+        if process is not None and process.death is None and self._ready.is_set():
+            process.start(envelope, leg)
         elif self._tg is None or self._stopping:
             leg.failed(f"{self.label}: tool process is not running")
         else:
@@ -321,22 +321,22 @@ class Supervisor:
 
     def notify(self, envelope: pb.Envelope) -> None:
         """A notification for the serving process (none is sent while it restarts)."""
-        worker = self.current
-        if worker is not None and worker.death is None:
-            worker.send(envelope)
+        process = self.current
+        if process is not None and process.death is None:
+            process.send(envelope)
 
     async def _start_when_ready(self, envelope: pb.Envelope, leg: Leg) -> None:
         try:
             with anyio.move_on_after(self.restart_wait):
                 await self._ready.wait()
         finally:  # also when the host stops meanwhile: the request must still get an answer
-            worker = self.current
+            process = self.current
             if not leg.live:
                 pass  # its request ended meanwhile: nothing to send
-            elif worker is not None and worker.death is None and self._ready.is_set():
-                worker.start(envelope, leg)
+            elif process is not None and process.death is None and self._ready.is_set():
+                process.start(envelope, leg)
             else:
                 leg.failed(f"{self.label}: tool process is not running (it is restarting; try again shortly)")
 
 
-__all__ = ["Backoff", "LoadError", "Supervisor", "WorkerError"]
+__all__ = ["Backoff", "LoadError", "Supervisor", "ToolProcessError"]

@@ -26,13 +26,27 @@ _FIELDS_BY_VERSION = {
     "2025-03-26": ("name", "description", "inputSchema", "annotations"),
     "2025-06-18": ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"),
     "2026-07-28": (
-        "name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "_meta",
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+        "icons",
+        "_meta",
     ),
-}  # fmt: skip
+}
 _ALL_FIELDS = (
-    "name", "title", "description", "inputSchema", "outputSchema", "annotations", "execution",
-    "icons", "_meta",
-)  # fmt: skip
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "execution",
+    "icons",
+    "_meta",
+)
 
 
 @dataclass(slots=True)
@@ -63,7 +77,7 @@ class Tool:
         return self._size > LARGE_SCHEMA
 
     def prepare(self) -> None:
-        """Build the checked validator now (callable from a worker thread)."""
+        """Build the checked validator now (callable from a call thread)."""
         self._validator = _compile(self.mcp.get("inputSchema") or {"type": "object"})
 
     def validate(self, arguments: dict[str, Any]) -> str | None:

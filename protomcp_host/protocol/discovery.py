@@ -8,7 +8,7 @@ becomes the same tools/call the client could have made directly (same request id
 token, task, argument validation, middleware, cancellation), so everything after it is the
 ordinary call path.
 
-Visibility is the session's (legacy) or the principal's (2026-07-28): a hidden, disabled or
+Visibility is the session's (stateful) or the principal's (2026-07-28): a hidden, disabled or
 blocked tool is never found, described or called through the meta-tools. Found tools are not
 added to tools/list: the listed catalogue stays fixed, so a client's prompt cache stays valid
 and no list_changed churn follows a search. A tool the session may see can still be called

@@ -283,9 +283,11 @@ class FeatureMethods:
         missing = [arg for arg in entry.required if arg not in arguments]
         if missing:
             return _invalid(
-                request, f"Missing required argument{'s' if len(missing) > 1 else ''} for prompt "
-                f"'{name}': {', '.join(missing)}", plain=True,
-            )  # fmt: skip
+                request,
+                f"Missing required argument{'s' if len(missing) > 1 else ''} for prompt "
+                f"'{name}': {', '.join(missing)}",
+                plain=True,
+            )
         return self._forward(request, entry.owner, {"name": name, "arguments": arguments}, batch)
 
     def _complete(self, request: rpc.Request, batch: Batch | None) -> FeatureEvent:

@@ -38,7 +38,7 @@ from protomcp_host.protocol.visibility import ToolVisibility
 
 MODERN_VERSION = "2026-07-28"
 MODERN_VERSIONS = (MODERN_VERSION,)
-LEGACY_VERSIONS = tuple(reversed(SUPPORTED_VERSIONS))  # newest first
+STATEFUL_VERSIONS = tuple(reversed(SUPPORTED_VERSIONS))  # newest first
 
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -56,16 +56,30 @@ CACHE_TTL_MS = 0  # lists change with reloads and tool-list control: clients re-
 
 # Methods the 2026-07-28 revision removed: -32601 (HTTP 404) like any unknown method.
 REMOVED = frozenset(
-    {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
-     "tasks/result", "tasks/list"}
-)  # fmt: skip
+    {
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tasks/result",
+        "tasks/list",
+    }
+)
 
 # Results answered at once that carry cache hints (ttlMs, cacheScope); a resources/read answered
 # here is a skill's file (the skills extension asks them of skills/list and skills/get too).
 CACHEABLE = frozenset(
-    {"server/discover", "resources/list", "resources/templates/list", "prompts/list", "resources/read",
-     "skills/list", "skills/get"}
-)  # fmt: skip
+    {
+        "server/discover",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+        "resources/read",
+        "skills/list",
+        "skills/get",
+    }
+)
 
 _MODERN_MARK = PROTOCOL_VERSION.encode()
 
@@ -73,7 +87,7 @@ _MODERN_MARK = PROTOCOL_VERSION.encode()
 def supported_versions(serve_modern: bool) -> list[str]:
     """The one list server/discover and -32022 name: the modern revision (only once every
     modern request shape is served), then the handshake revisions, newest first."""
-    return [*MODERN_VERSIONS, *LEGACY_VERSIONS] if serve_modern else list(LEGACY_VERSIONS)
+    return [*MODERN_VERSIONS, *STATEFUL_VERSIONS] if serve_modern else list(STATEFUL_VERSIONS)
 
 
 def is_modern(params: Any) -> bool:
@@ -217,7 +231,7 @@ class ModernFeatureMethods(FeatureMethods):
 
 @dataclass(slots=True)
 class TaskInput:
-    """tasks/update: the client's answers to a task's outstanding requests (the bridge gives
+    """tasks/update: the client's answers to a task's outstanding requests (the calls layer gives
     them to the task's call)."""
 
     task: Task
@@ -226,7 +240,7 @@ class TaskInput:
 
 @dataclass(slots=True)
 class TaskCancel:
-    """tasks/cancel of a running task: the bridge stops its call."""
+    """tasks/cancel of a running task: the calls layer stops its call."""
 
     task: Task
 
@@ -271,7 +285,7 @@ class ModernSession(Session):
             b'"resultType":"complete","ttlMs":%d,"cacheScope":"public","_meta":' % CACHE_TTL_MS + meta
         )
         self._private = self._cacheable.replace(b'"public"', b'"private"')
-        legacy = self._methods
+        stateful = self._methods
         self._methods = {
             "server/discover": self._discover,
             "tools/list": self._tools_list,
@@ -282,11 +296,19 @@ class ModernSession(Session):
             self._methods["tasks/get"] = self._task_get
             self._methods["tasks/update"] = self._task_update
             self._methods["tasks/cancel"] = self._task_cancel
-        for method in ("resources/list", "resources/templates/list", "resources/read",
-                       "prompts/list", "prompts/get", "completion/complete",
-                       "skills/list", "skills/get", "resources/directory/read"):  # fmt: skip
-            if method in legacy:
-                self._methods[method] = legacy[method]
+        for method in (
+            "resources/list",
+            "resources/templates/list",
+            "resources/read",
+            "prompts/list",
+            "prompts/get",
+            "completion/complete",
+            "skills/list",
+            "skills/get",
+            "resources/directory/read",
+        ):
+            if method in stateful:
+                self._methods[method] = stateful[method]
 
     # -- the ladder --------------------------------------------------------------------
     def _dispatch(self, message: rpc.Message, batch: Batch | None) -> Event | list[Event] | None:
@@ -611,8 +633,11 @@ class ModernSession(Session):
         if seen is None or not self.listens or self.visible_tools() == seen:
             return []
         note = "notifications/tools/list_changed"
-        return [Send(listen.tagged(note), listen.id) for listen in self.listens.values()
-                if listen.honored.get("toolsListChanged")]  # fmt: skip
+        return [
+            Send(listen.tagged(note), listen.id)
+            for listen in self.listens.values()
+            if listen.honored.get("toolsListChanged")
+        ]
 
     def capabilities_of(self, request_id: bytes) -> dict[str, Any]:
         """What the client declared on a request still in progress ({} if none)."""

@@ -23,11 +23,51 @@ NAME_WEIGHT = 3
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _STOP = frozenset(
-    ("a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "i", "in", "into",
-     "is", "it", "me", "my", "of", "on", "or", "our", "that", "the", "this", "to", "use", "used",
-     "using", "was", "what", "when", "which", "with", "you", "your", "all", "any", "can", "do",
-     "does", "get")
-)  # fmt: skip
+    (
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "how",
+        "i",
+        "in",
+        "into",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "that",
+        "the",
+        "this",
+        "to",
+        "use",
+        "used",
+        "using",
+        "was",
+        "what",
+        "when",
+        "which",
+        "with",
+        "you",
+        "your",
+        "all",
+        "any",
+        "can",
+        "do",
+        "does",
+        "get",
+    )
+)
 
 
 def stem(word: str) -> str:

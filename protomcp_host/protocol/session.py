@@ -56,7 +56,7 @@ class Call:
     batch: Batch | None = None
     task: Task | None = None  # a task-augmented call: its answer goes to this task, not a response
     auth: dict[str, Any] | None = None  # verified claims of the caller (HTTP + OAuth) for the tool
-    execution: Any = None  # what the host runs it as (bridge.execution.Execution)
+    execution: Any = None  # what the host runs it as (calls.execution.Execution)
     capabilities: str = ""  # what the client declared (JSON), for ctx.client_capabilities
     answers: str = ""  # 2026-07-28: answers its requests for the client already have (JSON, by key)
     retry: Any = None  # 2026-07-28: (inputResponses, requestState) of a retried request

@@ -3,11 +3,11 @@
 A task-augmented ``tools/call`` is answered at once with a ``CreateTaskResult``; the call
 runs on and its answer is kept here until the client fetches it (2025-11-25: ``tasks/result``;
 2026-07-28's ``io.modelcontextprotocol/tasks`` extension: inlined in ``tasks/get``). Both eras
-share one ``TaskStore``; every task has an *owner* — a legacy session (``session:N``) or a
+share one ``TaskStore``; every task has an *owner* — a stateful session (``session:N``) or a
 modern-era principal (``principal:NAME``) — and is found only by its owner: anyone else gets
 "not found", exactly as for an unknown id. The store's surface is small on purpose (create,
 find, update, finish, forget, expire, running, page, owners, owned_by, earliest); a shared store
-(issue 16) implements the same.
+(sharing.py, with --store) implements the same.
 The store never reads the clock: every method that needs the time is given it (seconds
 since the epoch), so expiry is tested without waiting.
 

@@ -1,6 +1,6 @@
 """What a transport needs from the rest of the host, and nothing more: narrow structural interfaces.
 
-Transports move bytes between clients and sessions. They never see `app.Host` or the bridge's
+Transports move bytes between clients and sessions. They never see `app.Host` or the calls layer's
 `Router`; they are typed against these protocols, which `Host` and `Router` satisfy structurally
 (no base class, no registration, no wrapper: calls go straight to the real objects, so the hot
 path pays nothing for them).
@@ -18,7 +18,7 @@ from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.session import Session
 
 if TYPE_CHECKING:
-    from protomcp_host.protocol.protomcp import Descriptors
+    from protomcp_host.proto_mcp.codec import Descriptors
 
 Writer = Callable[[bytes, bytes | None], None]
 """Writes one message to the client; the second argument is the id of the client request it
@@ -27,7 +27,7 @@ streams can put it on the right one."""
 
 
 class Connection(Protocol):
-    """One client session as a transport drives it (the bridge's Router)."""
+    """One client session as a transport drives it (the calls layer's Router)."""
 
     session: Session  # the sans-IO protocol state: version, in-flight calls, auth
     on_call_end: Callable[[], None] | None  # called after each call ends (held requests may move)

@@ -1,13 +1,12 @@
 """proto-mcp on stdio (imported when a connection's first byte is binary: JSON-RPC clients
-never pay for it): frames in, JSON-RPC lines for the session out (protocol/protomcp.py); the
+never pay for it): frames in, JSON-RPC lines for the session out (proto_mcp/codec.py); the
 session's answers back as frames."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.protomcp import (
+from protomcp_host.proto_mcp.codec import (
     NOTICES,
     Descriptors,
     FrameError,
@@ -16,11 +15,12 @@ from protomcp_host.protocol.protomcp import (
     error_message,
     frame,
 )
+from protomcp_host.protocol import jsonrpc as rpc
 
 
 class ProtoStdio:
     """proto-mcp on stdio: frames in, JSON-RPC lines for the session out (see
-    protocol/protomcp.py); the session's answers back as frames."""
+    proto_mcp/codec.py); the session's answers back as frames."""
 
     def __init__(
         self, descriptors: Descriptors, write: Callable[[bytes, bool], None], stderr: Callable[[str], None]

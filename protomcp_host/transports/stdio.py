@@ -129,7 +129,7 @@ def refuse_held(line: bytes | None, *, ready: bool, startup_error: str | None = 
 
 def is_modern_line(line: bytes) -> bool:
     """Whether a line is a modern-era (2026-07-28) request: its params._meta names the protocol
-    version. A cheap byte test first, so legacy lines are parsed only once (by their session)."""
+    version. A cheap byte test first, so stateful-era lines are parsed only once (by their session)."""
     if not maybe_modern(line):
         return False
     try:
@@ -279,7 +279,7 @@ async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: floa
 
     Each message finds its era: a request whose params._meta names the protocol version is
     served statelessly in the 2026-07-28 era (one connection, made at the first such request);
-    everything else belongs to the process's legacy session (started by initialize). So a client
+    everything else belongs to the process's stateful session (started by initialize). So a client
     may probe with server/discover and fall back to initialize on the same process."""
     inputs: list[asyncio.ReadTransport] = []
     waiting: deque[bytes | None] = deque()  # lines read but held back while the client does not read

@@ -1,6 +1,6 @@
 """One upstream MCP server served as a source of tools: `Upstream`.
 
-To the bridge it is what a tool file's Supervisor is (`ToolProcesses`): `start(envelope, leg)`
+To the calls layer it is what a tool file's Supervisor is (`ToolSource`): `start(envelope, leg)`
 runs a tools/call, resources/read, prompts/get or completion/complete on the upstream with the
 official `mcp` client and hands the answer to the leg as the Envelope a tool process would
 have sent. What it offers (tools namespaced `NAME_`, resources, prompts) reaches the host as a
@@ -29,7 +29,7 @@ from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
 from protomcp_host.processes.launch import child_environment
 from protomcp_host.processes.supervisor import Backoff
 from protomcp_host.upstream.spec import EXTRA_HINT, UpstreamSpec
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 PING_INTERVAL = 1.0  # seconds between liveness pings of a connected upstream
 PING_TIMEOUT = 10.0  # a ping unanswered this long: the upstream is gone
@@ -38,7 +38,7 @@ INVALID_REQUEST = -32600
 
 
 class _Request:
-    """A request of the bridge the upstream works on."""
+    """A request of the calls layer the upstream works on."""
 
     __slots__ = ("asked", "carried", "kind", "leg", "scope", "sent")
 
@@ -94,7 +94,7 @@ def import_mcp() -> Any:
 
 
 class Upstream:
-    """Keeps one upstream connected and forwards requests of the bridge to it."""
+    """Keeps one upstream connected and forwards requests of the calls layer to it."""
 
     def __init__(
         self,
@@ -313,20 +313,27 @@ class Upstream:
                 d = _dump(resource)
                 resources.resources.append(
                     pb.ResourceDefinition(
-                        uri=d["uri"], name=d.get("name", ""), title=d.get("title", ""),
-                        description=d.get("description", ""), mime_type=d.get("mimeType", ""),
-                        size=d.get("size") or 0, annotations_json=_json(d.get("annotations")),
+                        uri=d["uri"],
+                        name=d.get("name", ""),
+                        title=d.get("title", ""),
+                        description=d.get("description", ""),
+                        mime_type=d.get("mimeType", ""),
+                        size=d.get("size") or 0,
+                        annotations_json=_json(d.get("annotations")),
                     )
-                )  # fmt: skip
+                )
             for template in await _all(session.list_resource_templates, "resource_templates"):
                 d = _dump(template)
                 templates.templates.append(
                     pb.ResourceTemplateDefinition(
-                        uri_template=d["uriTemplate"], name=d.get("name", ""), title=d.get("title", ""),
-                        description=d.get("description", ""), mime_type=d.get("mimeType", ""),
+                        uri_template=d["uriTemplate"],
+                        name=d.get("name", ""),
+                        title=d.get("title", ""),
+                        description=d.get("description", ""),
+                        mime_type=d.get("mimeType", ""),
                         annotations_json=_json(d.get("annotations")),
                     )
-                )  # fmt: skip
+                )
         prompts = pb.PromptListResponse()
         prompt_names: dict[str, str] = {}
         if caps is not None and caps.prompts is not None:
@@ -336,19 +343,24 @@ class Upstream:
                 prompt_names[served] = d["name"]
                 prompts.prompts.append(
                     pb.PromptDefinition(
-                        name=served, title=d.get("title", ""), description=d.get("description", ""),
+                        name=served,
+                        title=d.get("title", ""),
+                        description=d.get("description", ""),
                         arguments=[
-                            pb.PromptArgument(name=a["name"], description=a.get("description", ""),
-                                              required=bool(a.get("required")))
+                            pb.PromptArgument(
+                                name=a["name"],
+                                description=a.get("description", ""),
+                                required=bool(a.get("required")),
+                            )
                             for a in d.get("arguments") or []
                         ],
                     )
-                )  # fmt: skip
+                )
         self._tools, self._prompts = names, prompt_names
         completions = caps is not None and caps.completions is not None
         return Loaded(tools, [], resources, templates, prompts, completions)
 
-    # -- ToolProcesses: what the bridge asks of it -----------------------------------------
+    # -- ToolSource: what the calls layer asks of it -----------------------------------------
     def start(self, envelope: pb.Envelope, leg: Leg) -> None:
         if self._tg is None or self._stopping:
             leg.failed(f"{self.label} is not running")

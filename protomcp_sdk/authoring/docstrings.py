@@ -18,9 +18,24 @@ import re
 # Google: "Args:" and friends, at the docstring's own indentation.
 _GOOGLE_PARAMS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments", "kwargs"}
 _GOOGLE_OTHER = {
-    "returns", "return", "yields", "yield", "raises", "raise", "examples", "example", "note", "notes",
-    "attributes", "see also", "warning", "warnings", "todo", "references", "other parameters",
-}  # fmt: skip
+    "returns",
+    "return",
+    "yields",
+    "yield",
+    "raises",
+    "raise",
+    "examples",
+    "example",
+    "note",
+    "notes",
+    "attributes",
+    "see also",
+    "warning",
+    "warnings",
+    "todo",
+    "references",
+    "other parameters",
+}
 _GOOGLE_HEADER = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
 _GOOGLE_ITEM = re.compile(r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 # NumPy: a title underlined with dashes.
@@ -90,10 +105,12 @@ def _google(lines: list[str], params: dict[str, str]) -> int | None:
 def _numpy(lines: list[str], params: dict[str, str]) -> int | None:
     first: int | None = None
     headers = [
-        i for i in range(len(lines) - 1)
-        if lines[i].strip() and _NUMPY_UNDERLINE.match(lines[i + 1])
+        i
+        for i in range(len(lines) - 1)
+        if lines[i].strip()
+        and _NUMPY_UNDERLINE.match(lines[i + 1])
         and len(lines[i + 1].strip()) >= len(lines[i].strip()) - 1
-    ]  # fmt: skip
+    ]
     for n, i in enumerate(headers):
         first = i if first is None else first
         end = headers[n + 1] if n + 1 < len(headers) else len(lines)

@@ -23,7 +23,7 @@ from protomcp_sdk.authoring.results import (
 )
 from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
 _MAX_DETAIL = 1000  # characters of an exception message kept in an error text
@@ -184,9 +184,13 @@ def _block_from_mcp(block: dict[str, Any]) -> ContentBlock:
         return media(binascii.a2b_base64(block.get("data", "")), str(block.get("mimeType", "")))
     if kind == "resource_link":
         return ResourceLink(
-            block["uri"], block.get("name", ""), block.get("title"), block.get("description"),
-            block.get("mimeType"), block.get("size"),
-        )  # fmt: skip
+            block["uri"],
+            block.get("name", ""),
+            block.get("title"),
+            block.get("description"),
+            block.get("mimeType"),
+            block.get("size"),
+        )
     if kind == "resource":
         resource = block.get("resource") or {}
         blob = resource.get("blob")

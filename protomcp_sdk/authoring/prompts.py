@@ -11,7 +11,7 @@ from typing import Any
 from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta
 from protomcp_sdk.authoring.schema import Converter, analyze
 from protomcp_sdk.authoring.tools import check_name
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 
 @dataclass

@@ -14,7 +14,7 @@ import orjson
 from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta
 from protomcp_sdk.authoring.results import EmbeddedResource
 from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 if TYPE_CHECKING:
     from protomcp_sdk.wire.uritemplate import UriTemplate

@@ -14,7 +14,7 @@ from protomcp_sdk.authoring import docstrings
 from protomcp_sdk.authoring.metadata import ALWAYS_LOAD, as_json, checked_icons, checked_meta
 from protomcp_sdk.authoring.outputs import OutputCheck
 from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 TaskSupport = Literal["forbidden", "optional", "required"]
 TASK_MODES = ("forbidden", "optional", "required")

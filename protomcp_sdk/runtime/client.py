@@ -18,7 +18,7 @@ import orjson
 from protomcp_sdk.authoring.messages import to_messages
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.results import Audio, Image, Text, ToolError
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 DEFAULT_TIMEOUT = 300.0  # seconds: a person may have to answer
 GRACE = 5.0  # the host answers at the timeout; wait a little longer for that answer

@@ -11,7 +11,7 @@ import orjson
 
 from protomcp_sdk.authoring.context import CallContext
 from protomcp_sdk.runtime import client
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -34,7 +34,7 @@ ASK_TIMEOUT = 30.0  # seconds a sync tool waits for the host to answer a request
 
 Ask = Callable[[pb.Envelope], "asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]"]
 """Sends a request to the host: an asyncio future on the event loop (async tools), a
-concurrent future in a worker thread (sync tools)."""
+concurrent future in a call thread (sync tools)."""
 
 
 class _LifespanState:
@@ -89,7 +89,7 @@ class Context(CallContext):
     """Talks back to the client while a tool runs: progress, log messages, cancellation.
 
     Every method is safe to call from async tools (``await ctx.info("...")``) and from sync
-    tools running in a worker thread (``ctx.info("...")``).
+    tools running in a call thread (``ctx.info("...")``).
     """
 
     def __init__(

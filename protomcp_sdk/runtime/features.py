@@ -1,6 +1,6 @@
 """Serving resources, prompts and completions in the tool process: the Envelope requests
 31-51 answered from the registry. User functions run like tools: async ones as tasks, sync
-ones in the worker threads, so a slow read never blocks anything else."""
+ones in the call threads, so a slow read never blocks anything else."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.resources import INTERNAL_ERROR, RESOURCE_NOT_FOUND, ResourceNotFound
 from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.runtime.context import Context
-from protomcp_sdk.runtime.threads import SyncWorkers
+from protomcp_sdk.runtime.threads import CallThreads
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire import framing
-from protomcp_sdk.wire import protomcp_pb2 as pb
 
 INVALID_PARAMS = -32602
 _MAX_DETAIL = 1000
@@ -32,7 +32,7 @@ class Process(Protocol):
 
     loop: asyncio.AbstractEventLoop
     requests: dict[str, asyncio.Task[Any]]
-    workers: SyncWorkers
+    call_threads: CallThreads
 
     def send(self, envelope: pb.Envelope) -> None: ...
 
@@ -128,10 +128,16 @@ class Features:
 
         request = envelope.read_resource_request
         self._run(
-            f"resource {spec.uri}", request_id, spec.fn, spec.is_async, spec.context_param,
-            lambda: spec.arguments(uri), finish, "read_resource_request",
+            f"resource {spec.uri}",
+            request_id,
+            spec.fn,
+            spec.is_async,
+            spec.context_param,
+            lambda: spec.arguments(uri),
+            finish,
+            "read_resource_request",
             (request.client_capabilities_json, request.input_answers_json),
-        )  # fmt: skip
+        )
 
     def _read_failed(self, request_id: str, code: int, message: str) -> None:
         reply = pb.ReadResourceResponse(is_error=True, error=message, error_code=code)
@@ -174,9 +180,16 @@ class Features:
                 self._prompt_failed(request_id, INTERNAL_ERROR, _describe(error, f"prompt '{spec.name}'"))
 
         self._run(
-            f"prompt {spec.name}", request_id, spec.fn, spec.is_async, spec.context_param, arguments, finish,
-            "get_prompt_request", (request.client_capabilities_json, request.input_answers_json),
-        )  # fmt: skip
+            f"prompt {spec.name}",
+            request_id,
+            spec.fn,
+            spec.is_async,
+            spec.context_param,
+            arguments,
+            finish,
+            "get_prompt_request",
+            (request.client_capabilities_json, request.input_answers_json),
+        )
 
     def _prompt_failed(self, request_id: str, code: int, message: str) -> None:
         reply = pb.GetPromptResponse(is_error=True, error=message, error_code=code)
@@ -209,14 +222,20 @@ class Features:
 
         args = (request.argument_value, context) if spec.takes_context else (request.argument_value,)
         self._run(
-            f"completion {spec.ref}", request_id, lambda: spec.fn(*args), spec.is_async, None, dict, finish,
+            f"completion {spec.ref}",
+            request_id,
+            lambda: spec.fn(*args),
+            spec.is_async,
+            None,
+            dict,
+            finish,
             "completion_request",
-        )  # fmt: skip
+        )
 
     # -- running user functions -------------------------------------------------------------
     def _run(
         self,
-        key: str,  # what runs, for the worker threads' fairness (like a tool name)
+        key: str,  # what runs, for the call threads' fairness (like a tool name)
         request_id: str,
         fn: Callable[..., Any],
         is_async: bool,
@@ -271,7 +290,7 @@ class Features:
                 else:
                     settle(value, None)
 
-            process.workers.submit(key, run_sync)
+            process.call_threads.submit(key, run_sync)
 
 
 def _describe(error: BaseException | None, what: str) -> str:

@@ -73,20 +73,27 @@ def report(file: str) -> dict[str, Any]:
         for spec in registry.prompts.values()
     ]
     out["completions"] = [
-        {"ref": {"type": spec.ref_type, ("name" if spec.ref_type == "ref/prompt" else "uri"): spec.ref},
-         "argument": spec.argument}
+        {
+            "ref": {"type": spec.ref_type, ("name" if spec.ref_type == "ref/prompt" else "uri"): spec.ref},
+            "argument": spec.argument,
+        }
         for spec in registry.completions.values()
-    ]  # fmt: skip
+    ]
     out["middleware"] = [
         {"name": spec.name, "priority": spec.priority} for spec in registry.middleware.values()
     ]
     out["lifespan"] = registry.lifespan.name if registry.lifespan else None
     out["rootsHooks"] = [getattr(hook, "__name__", repr(hook)) for hook in registry.roots_hooks]
     out["env"] = [
-        {"name": spec.name, "description": spec.description, "secret": spec.secret,
-         "required": spec.required, "default": spec.default}
+        {
+            "name": spec.name,
+            "description": spec.description,
+            "secret": spec.secret,
+            "required": spec.required,
+            "default": spec.default,
+        }
         for spec in registry.env.values()
-    ]  # fmt: skip
+    ]
     out["warnings"] = [] if error else registry.warnings(Path(file).name)
     return out
 

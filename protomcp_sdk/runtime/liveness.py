@@ -1,6 +1,6 @@
 """Liveness of the tool process, for the host's heartbeat.
 
-- ``reply(workers, stuck)`` answers the host's Heartbeat: worker-thread use and the tools whose
+- ``reply(threads, stuck)`` answers the host's Heartbeat: call-thread use and the tools whose
   cancelled calls still hold threads (and whether that starves some tool of threads).
 - ``Watchdog`` is a thread that notices when the event loop stops turning and names the
   tool blocking it (the one whose code is on the loop thread's stack), so the host can say
@@ -18,24 +18,24 @@ import time
 from collections.abc import Callable
 
 from protomcp_sdk.authoring.registry import REGISTRY
-from protomcp_sdk.runtime.threads import SyncWorkers
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.runtime.threads import CallThreads
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.env import BLOCK_REPORT_ENV
 
 BLOCK_REPORT = float(os.environ.get(BLOCK_REPORT_ENV, "") or 2.0)
 """Seconds the event loop may be blocked before the watchdog reports the tool doing it."""
 
 
-def reply(workers: SyncWorkers, stuck_calls: dict[str, str]) -> pb.HeartbeatReply:
+def reply(threads: CallThreads, stuck_calls: dict[str, str]) -> pb.HeartbeatReply:
     """`stuck_calls`: request id -> tool, for cancelled calls whose thread has not returned."""
     stuck = sorted(stuck_calls.values())
     per_tool: dict[str, int] = {}
     for name in stuck:
         per_tool[name] = per_tool.get(name, 0) + 1
-    starving = len(stuck) >= workers.limit or any(n >= workers.share for n in per_tool.values())
+    starving = len(stuck) >= threads.limit or any(n >= threads.share for n in per_tool.values())
     return pb.HeartbeatReply(
-        threads_busy=workers.running_count(),
-        threads_limit=workers.limit,
+        threads_busy=threads.running_count(),
+        threads_limit=threads.limit,
         stuck_tools=sorted(per_tool),
         starving=starving,
     )

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import orjson
 
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 _FORMATTER = logging.Formatter()
 CURRENT_CALL: contextvars.ContextVar[str] = contextvars.ContextVar("protomcp_call", default="")

@@ -20,7 +20,7 @@ from protomcp_sdk.authoring.middleware import CallNext, MiddlewareSpec, ToolCall
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.results import ToolError, ToolResult
 from protomcp_sdk.runtime import eager
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 
 class Process(Protocol):

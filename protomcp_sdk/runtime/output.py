@@ -15,7 +15,7 @@ from typing import Any, TextIO
 import orjson
 
 from protomcp_sdk.runtime.logs import CURRENT_CALL
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 MAX_PARTIAL = 64 * 1024  # a call writing without newlines is sent in pieces of this size
 

@@ -1,13 +1,13 @@
 """The tool process: imports a tool file and serves Envelope frames on dedicated pipes.
 
 One asyncio loop dispatches frames. Async tools run as tasks; sync tools run start to
-finish (argument conversion, the function, the result frame) in a worker thread, so a slow
+finish (argument conversion, the function, the result frame) in a call thread, so a slow
 one never blocks another. Frames are written whole under a lock, from whichever thread has
 one ready.
 
 Who reads the input depends on the file. The loop reads it while the file loads, and for
 good when some tool is async or the file has middleware. When every tool is sync, the
-worker threads read it in turn instead (SyncWorkers.read_with): the thread whose read
+call threads read it in turn instead (CallThreads.read_with): the thread whose read
 brings a call runs it itself while the next thread takes over the reading, so a call costs
 no hand-off to a sleeping thread; other frames go on to the loop, in order (which costs
 them one). PROTOMCP_READER=threads|loop overrides the choice.
@@ -52,9 +52,9 @@ from protomcp_sdk.runtime.lifespan import Running
 from protomcp_sdk.runtime.loading import load_tool_file, report_failure
 from protomcp_sdk.runtime.middleware import MiddlewareRunner, as_tool_result, compose, rejection, specs_of
 from protomcp_sdk.runtime.spool import Spool
-from protomcp_sdk.runtime.threads import SyncWorkers
+from protomcp_sdk.runtime.threads import CallThreads
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire import framing as wire
-from protomcp_sdk.wire import protomcp_pb2 as pb
 from protomcp_sdk.wire import readsize, tracing
 from protomcp_sdk.wire.env import (
     CANCEL_GRACE_ENV,
@@ -78,7 +78,7 @@ READER = os.environ.get(READER_ENV, "") or "auto"
 """Who reads the input once the file is loaded (see the module's docstring)."""
 
 
-class ToolProcess:
+class ProcessRuntime:
     """Serves the tools in REGISTRY over a pair of pipe file descriptors."""
 
     def __init__(self, read_fd: int, write_fd: int, tool_file: str, *, standby: bool) -> None:
@@ -106,7 +106,7 @@ class ToolProcess:
         # Async resource reads, prompts, completions (by request id: cancellable) and roots hooks.
         self.requests: dict[str, asyncio.Task[Any]] = {}
         self.features = Features(self)
-        self.workers = SyncWorkers()
+        self.call_threads = CallThreads()
         self.write_lock = threading.Lock()
         os.register_at_fork(after_in_child=self._forked)
         self.outbox: deque[list[bytes]] = deque()
@@ -121,7 +121,7 @@ class ToolProcess:
 
     # -- output --------------------------------------------------------------------
     def send(self, envelope: pb.Envelope) -> None:
-        """Write one frame, whole; callable from the loop and from worker threads."""
+        """Write one frame, whole; callable from the loop and from call threads."""
         self._send([wire.encode(envelope)])
 
     def send_now(self, envelope: pb.Envelope) -> None:
@@ -169,7 +169,7 @@ class ToolProcess:
         Whoever holds the write lock also writes what others queued meanwhile, so no
         thread ever waits for the lock and busy periods need fewer system calls. Frames sent
         on the event loop (async tools, middleware, lists) leave together once per loop turn;
-        a worker thread writes at once, and takes along whatever the loop queued."""
+        a call thread writes at once, and takes along whatever the loop queued."""
         self.outbox.append(pieces)
         if threading.get_ident() == self.loop_thread:
             if not self._write_soon:
@@ -215,7 +215,7 @@ class ToolProcess:
         self, envelope: pb.Envelope
     ) -> asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]:
         """Send a request to the host; the future completes with its answer frame. An asyncio
-        future on the loop (async tools), a concurrent one from worker threads (sync tools)."""
+        future on the loop (async tools), a concurrent one from call threads (sync tools)."""
         envelope.request_id = request_id = f"p{next(self._ask_ids)}"  # p: asked by the process
         future: asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]
         if threading.get_ident() == self.loop_thread:
@@ -263,8 +263,10 @@ class ToolProcess:
             async with asyncio.timeout(EXIT_GRACE):
                 await settled.wait()
         except TimeoutError:
-            running = sorted({ctx.tool_name for ctx in self.threads.values()} | {
-                ctx.tool_name for _, ctx in self.tasks.values()})  # fmt: skip
+            running = sorted(
+                {ctx.tool_name for ctx in self.threads.values()}
+                | {ctx.tool_name for _, ctx in self.tasks.values()}
+            )
             print(
                 f"protomcp tool process: exiting with calls still running after {EXIT_GRACE:g}s "
                 f"({', '.join(running)})",
@@ -273,7 +275,7 @@ class ToolProcess:
             code = code or 1
         if self.lifespan is not None:  # after the calls: they may still use what it opened
             await self.lifespan.stop()
-        self.workers.close()
+        self.call_threads.close()
         self.flush()  # answers queued behind another thread's write are written before we exit
         self.spool.remove(everything=self.broken)  # unread answer files stay for the host
         return code
@@ -309,7 +311,7 @@ class ToolProcess:
             self.read_in_threads()
 
     def read_in_threads(self) -> None:
-        """Hand the input over to the worker threads (see the module's docstring). asyncio
+        """Hand the input over to the call threads (see the module's docstring). asyncio
         delivers each read at once, so nothing is left behind in the paused transport; a
         frame cut in two stays in the decoder, which the threads go on feeding."""
         if self.input is None or self.threads_read or self.exit_code.done():
@@ -317,7 +319,7 @@ class ToolProcess:
         self.input.pause_reading()  # (kept: dropping the transport would close the fd)
         os.set_blocking(self.read_fd, True)  # a reading thread waits in read(), not in the loop
         self.threads_read = True
-        self.workers.read_with(self._read_input)
+        self.call_threads.read_with(self._read_input)
 
     def _read_input(self) -> bool:
         """One read of the input, on the reading thread: its sync calls are queued for the
@@ -364,7 +366,7 @@ class ToolProcess:
             request_id = envelope.request_id
             ctx, context = self._call_context(request_id, request, spec, self.base_context.copy())
             self.threads[request_id] = ctx
-            self.workers.queue(
+            self.call_threads.queue(
                 spec.name, context.run, self.run_sync, request_id, spec, _arguments_of(request, spec), ctx
             )
         except Exception:
@@ -435,7 +437,7 @@ class ToolProcess:
                 self.send(
                     pb.Envelope(
                         request_id=envelope.request_id,
-                        heartbeat_reply=liveness.reply(self.workers, self.stuck),
+                        heartbeat_reply=liveness.reply(self.call_threads, self.stuck),
                     )
                 )
             elif kind in (
@@ -524,7 +526,7 @@ class ToolProcess:
             )
         else:
             self.threads[request_id] = ctx
-            self.workers.submit(spec.name, context.run, self.run_sync, request_id, spec, arguments, ctx)
+            self.call_threads.submit(spec.name, context.run, self.run_sync, request_id, spec, arguments, ctx)
 
     def _start_through_middleware(
         self,
@@ -589,7 +591,7 @@ class ToolProcess:
         except BaseException as exc:  # (_before_tool answers what the middleware raise)
             outcome = encode_error(exc, spec.name)
         self.tasks.pop(request_id, None)
-        # (a copy: a worker thread must not enter the context this runs in)
+        # (a copy: a call thread must not enter the context this runs in)
         self._after_middleware(request_id, spec, ctx, context.copy(), outcome)
 
     def _after_middleware(
@@ -611,8 +613,11 @@ class ToolProcess:
     def _trace(self, request_id: str, request: pb.CallToolRequest, context: contextvars.Context) -> None:
         """The call's span, a child of the host's (through the Envelope's trace context); the
         tool's own spans nest under it."""
-        attributes = {"mcp.method.name": "tools/call", "gen_ai.tool.name": request.name,
-                      "gen_ai.operation.name": "execute_tool"}  # fmt: skip
+        attributes = {
+            "mcp.method.name": "tools/call",
+            "gen_ai.tool.name": request.name,
+            "gen_ai.operation.name": "execute_tool",
+        }
         span = tracing.start(
             f"tools/call {request.name}", request.trace_parent, request.trace_state, attributes, server=False
         )
@@ -726,7 +731,7 @@ class ToolProcess:
         return response, content
 
     async def _run_tool_here(self, spec: ToolSpec, arguments_json: str, ctx: Context) -> Encoded | None:
-        """Run the tool as a call without middleware would (a sync one in a worker thread)."""
+        """Run the tool as a call without middleware would (a sync one in a call thread)."""
         if spec.is_async:
             return await _outcome_async(spec, arguments_json, ctx)
         done: asyncio.Future[Encoded] = self.loop.create_future()
@@ -735,12 +740,12 @@ class ToolProcess:
             encoded = _outcome_sync(spec, arguments_json, ctx)
             self.loop.call_soon_threadsafe(_settle, done, encoded)
 
-        self.workers.submit(spec.name, contextvars.copy_context().run, run)
+        self.call_threads.submit(spec.name, contextvars.copy_context().run, run)
         return await done
 
 
 class _Frames(asyncio.Protocol):
-    def __init__(self, process: ToolProcess) -> None:
+    def __init__(self, process: ProcessRuntime) -> None:
         self.process = process
         self.transport: Any = None
 
@@ -821,7 +826,7 @@ def _settle(future: asyncio.Future[Encoded], encoded: Encoded) -> None:
 
 
 def _threads_read() -> bool:
-    """Whether the worker threads read the input of the file just loaded."""
+    """Whether the call threads read the input of the file just loaded."""
     if READER != "auto":
         return READER == "threads"
     tools = REGISTRY.tools.values()
@@ -923,6 +928,6 @@ def main(argv: list[str]) -> int:
         warmup.warm(tool_file)
 
     async def run() -> int:
-        return await ToolProcess(read_fd, write_fd, tool_file, standby=standby).serve()
+        return await ProcessRuntime(read_fd, write_fd, tool_file, standby=standby).serve()
 
     return asyncio.run(run())

@@ -19,7 +19,7 @@ TOOL_SHARE = 48
 Job = tuple[Callable[..., None], tuple[Any, ...]]
 
 
-class SyncWorkers:
+class CallThreads:
     """Threads for sync tools: started on demand, reused, at most `limit` at once.
 
     Calls queue per tool and threads take them round-robin across tools, so a backlog of
@@ -71,7 +71,7 @@ class SyncWorkers:
             self._queue(key, (fn, args))
 
     def submit(self, key: str, fn: Callable[..., None], *args: Any) -> None:
-        """Run fn(*args) in a worker thread; `key` (the tool name) is the unit of fairness."""
+        """Run fn(*args) in a call thread; `key` (the tool name) is the unit of fairness."""
         with self.lock:
             queued = self._queue(key, (fn, args))
             if self.searching or self.running.get(key, 0) + queued > self.share:

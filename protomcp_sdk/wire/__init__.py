@@ -5,7 +5,7 @@ package paths, ToolListChange, JSON type tests); imports nothing from protomcp_s
 ``wire`` and never protomcp_host.
 
 Light on purpose: importing ``protomcp_sdk.wire.env`` (or any small module here) does not load
-protobuf. ``protomcp_pb2`` asked for as ``from protomcp_sdk.wire import protomcp_pb2`` is loaded
+protobuf. ``envelope_pb2`` asked for as ``from protomcp_sdk.wire import envelope_pb2`` is loaded
 by :mod:`protomcp_sdk.wire.leanpb` (its classes straight through upb, without the pure-Python
 protobuf modules the generated code's builder imports). The framing names (``wire.encode``,
 ``wire.FrameDecoder``, ``wire.Raw``, ``wire.RAW_RESULT_JSON``...) are loaded from
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    if name == "protomcp_pb2":  # `from protomcp_sdk.wire import protomcp_pb2` asks here first
+    if name == "envelope_pb2":  # `from protomcp_sdk.wire import envelope_pb2` asks here first
         from protomcp_sdk.wire.leanpb import load
 
         return load(f"{__name__}.{name}")  # (load sets it on this package)

@@ -12,7 +12,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.env import FD_ENV as FD_ENV  # re-exported: framing.FD_ENV
 from protomcp_sdk.wire.env import MAX_FRAME_ENV
 from protomcp_sdk.wire.env import SPOOL_PREFIX as SPOOL_PREFIX  # re-exported

@@ -29,7 +29,7 @@ _lock = threading.Lock()
 
 
 def load(name: str) -> ModuleType:
-    """The generated module `name` (``protomcp_sdk.wire.protomcp_pb2``), loaded through upb
+    """The generated module `name` (``protomcp_sdk.wire.envelope_pb2``), loaded through upb
     when possible, else imported as usual."""
     with _lock:
         module = sys.modules.get(name)
@@ -102,8 +102,10 @@ def _build(namespace: dict[str, Any], file: Any, meta: type, module_name: str) -
             namespace[f"{key}_{enum.name.upper()}"] = enum
 
     def message_class(descriptor: Any, outer: str) -> type:
-        body: dict[str, Any] = {nested.name: message_class(nested, f"{outer}{descriptor.name}.")
-                                for nested in descriptor.nested_types}  # fmt: skip
+        body: dict[str, Any] = {
+            nested.name: message_class(nested, f"{outer}{descriptor.name}.")
+            for nested in descriptor.nested_types
+        }
         body.update(DESCRIPTOR=descriptor, __module__=module_name, __qualname__=outer + descriptor.name)
         return meta(descriptor.name, (message.Message,), body)
 

@@ -1,4 +1,4 @@
-"""A small proto-mcp client (seed 000): binary MCPMessages to a protomcp host.
+"""A small proto-mcp client: binary MCPMessages to a protomcp host.
 
     async with ProtoMcpClient.stdio(["protomcp", "run", "tools.py"]) as client:
         tools = await client.list_tools()
@@ -30,7 +30,7 @@ from protomcp_sdk.wire import proto_mcp_pb2 as pm
 from protomcp_sdk.wire import protoschema
 
 VERSION = "1.0.0"
-SCHEMA_RESOLUTION = -33000  # seed 000: a schema reference that cannot be resolved
+SCHEMA_RESOLUTION = -33000  # proto-mcp: a schema reference that cannot be resolved
 
 
 class ProtoMcpError(Exception):
@@ -232,9 +232,14 @@ class ProtoMcpClient:
         else:
             fds = tool.inline_schema
         return ToolInfo(
-            tool.name, tool.description, fds, tool.input_message, tool.output_message,
-            tool.bsr_ref, dict(tool.metadata),
-        )  # fmt: skip
+            tool.name,
+            tool.description,
+            fds,
+            tool.input_message,
+            tool.output_message,
+            tool.bsr_ref,
+            dict(tool.metadata),
+        )
 
     def _resolve(self, ref: str) -> descriptor_pb2.FileDescriptorSet:
         name, _, digest = ref.partition(":")

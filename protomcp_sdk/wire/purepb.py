@@ -500,7 +500,7 @@ def build(serialized_file: bytes, module_name: str) -> dict[str, type[Message]]:
     return classes
 
 
-def install(module_name: str = "protomcp_sdk.wire.protomcp_pb2") -> ModuleType | None:
+def install(module_name: str = "protomcp_sdk.wire.envelope_pb2") -> ModuleType | None:
     """Make `module_name` (not imported yet) a module of pure-Python classes, for every importer
     in this process. None, leaving the module to be imported as usual, when its file uses
     something this module does not implement or it was imported already."""

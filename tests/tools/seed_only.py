@@ -7,7 +7,7 @@ Run by the host through --python (tests/test_hardening.py makes a small launcher
 import os
 
 from protomcp_sdk import wire
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 read_fd, write_fd = (int(fd) for fd in os.environ[wire.FD_ENV].split(","))
 decoder = wire.FrameDecoder()

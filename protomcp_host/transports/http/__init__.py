@@ -1,1 +1,1 @@
-"""Streamable HTTP and legacy HTTP+SSE: the ASGI app, sessions by id, event streams, auth (guard, OAuth)."""
+"""Streamable HTTP and HTTP+SSE (2024-11-05): the ASGI app, sessions by id, event streams, auth."""

@@ -1,4 +1,4 @@
-"""`--workers N`: a legacy (2025-11-25 and older) session lives in one worker, and every request
+"""`--workers N`: a stateful (2025-11-25 and older) session lives in one worker, and every request
 of that session is served there, whichever worker the kernel handed the connection to.
 
 A session id belongs to worker `crc32(id) % N + 1`: a worker makes new ids that hash to itself,

@@ -9,7 +9,7 @@ answer comes before anything else, otherwise an SSE stream of that request's not
 ending with the answer (keep-alive comments meanwhile). The client closing it cancels the
 request. ``Mcp-Session-Id`` and ``Last-Event-ID`` are ignored; no session id is minted.
 What waits for a client that reads slowly (or not at all: a listen stream) is bounded in bytes
-like a legacy session's streams: past the bound its oldest notifications go, never the answer.
+like a stateful session's streams: past the bound its oldest notifications go, never the answer.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""`/proto-mcp`: proto-mcp (seed 000) over a binary WebSocket beside the MCP endpoint.
+"""`/proto-mcp`: proto-mcp over a binary WebSocket beside the MCP endpoint.
 
 One MCPMessage per WebSocket message, no length prefix (uvicorn closes a connection whose
 message exceeds its limit, 16 MiB, with 1009). Each connection is its own session
-(protocol/protomcp.py in front of a legacy JSON-RPC session), behind the same guard as the MCP
+(proto_mcp/codec.py in front of a stateful JSON-RPC session), behind the same guard as the MCP
 endpoint: Host/Origin checks and bearer or OAuth authentication; tools see the caller's
 verified claims, and tool-list changes stay in the connection that made them.
 """
@@ -30,8 +30,8 @@ class ProtoMcpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         from starlette.websockets import WebSocket
 
-        from protomcp_host.protocol.protomcp import NOTICES as notices  # when the first client comes
-        from protomcp_host.protocol.protomcp import ProtoMcp
+        from protomcp_host.proto_mcp.codec import NOTICES as notices  # when the first client comes
+        from protomcp_host.proto_mcp.codec import ProtoMcp
 
         ws = WebSocket(scope, receive, send)
         await ws.accept()
@@ -58,7 +58,7 @@ class ProtoMcpEndpoint:
 
 
 async def _read(ws: Any, proto: Any, connection: Any, to_client: Outgoing) -> None:
-    from protomcp_host.protocol.protomcp import error_message
+    from protomcp_host.proto_mcp.codec import error_message
 
     while True:
         message = await ws.receive()

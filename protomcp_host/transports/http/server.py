@@ -176,14 +176,14 @@ def url_of(settings: HttpSettings, port: int) -> str:
 def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
     """The ASGI app and the object that owns its sessions (drain / wait_idle / close_all)."""
     if settings.transport == "sse":
-        from protomcp_host.transports.http.sse_legacy import LegacySSE
+        from protomcp_host.transports.http.sse import SseTransport
 
-        legacy = LegacySSE(host, settings.options, messages_path="/messages")
+        sse = SseTransport(host, settings.options, messages_path="/messages")
         routes = [
-            Route("/sse", endpoint=_Endpoint(legacy.stream), methods=["GET"]),
-            Route("/messages", endpoint=_Endpoint(legacy.message), methods=["POST"]),
+            Route("/sse", endpoint=_Endpoint(sse.stream), methods=["GET"]),
+            Route("/messages", endpoint=_Endpoint(sse.message), methods=["POST"]),
         ]
-        owner: Any = legacy
+        owner: Any = sse
     else:
         mcp = StreamableHTTP(host, settings.options, settings.affinity)
         routes = [

@@ -110,14 +110,14 @@ class StreamableHTTP:
         return self.options.max_body, self.options.read_timeout
 
     # -- the era of a request -----------------------------------------------------------
-    def _legacy(self, scope: Scope) -> bool:
-        """It names a live legacy session (modern requests carry none; one they do is ignored)."""
+    def _stateful(self, scope: Scope) -> bool:
+        """It names a live stateful session (modern requests carry none; one they do is ignored)."""
         session_id = header(scope, b"mcp-session-id")
         return session_id is not None and session_id in self.sessions
 
     def _modern(self, scope: Scope) -> bool:
-        """Its MCP-Protocol-Version header names no handshake revision, outside a legacy session."""
-        return modern_header(scope) and not self._legacy(scope)
+        """Its MCP-Protocol-Version header names no handshake revision, outside a stateful session."""
+        return modern_header(scope) and not self._stateful(scope)
 
     # -- session lookup ----------------------------------------------------------------
     async def _find(self, scope: Scope, send: Send) -> HttpSession | None:
@@ -189,7 +189,7 @@ class StreamableHTTP:
         if read is None:
             return
         body, parsed = read
-        if modern or (is_modern_request(scope, parsed) and not self._legacy(scope)):  # no session
+        if modern or (is_modern_request(scope, parsed) and not self._stateful(scope)):  # no session
             await self.modern.post(scope, body, parsed, receive, send)
             return
         if isinstance(parsed, dict) and parsed.get("method") == "initialize":

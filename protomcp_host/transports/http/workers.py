@@ -7,7 +7,7 @@ ready. Each worker is a whole host with its own tool processes. The parent repla
 that dies (bounded backoff), and on SIGTERM/SIGINT passes the signal on and waits for every
 worker to drain (each stops accepting, lets its calls finish within --drain-timeout, exits).
 
-A legacy (2025-11-25 and older) session lives in one worker; the others pass its requests on to
+A stateful (2025-11-25 and older) session lives in one worker; the others pass its requests on to
 that worker's private socket in the folder made here (affinity.py). Every worker is a host of
 the shared store (`--store`, required): there the workers share each principal's tool-list
 state, modern-era tasks and the key that seals `requestState`, as several hosts do.
@@ -65,7 +65,7 @@ class WorkerSet:
         self.procs: dict[int, subprocess.Popen[bytes]] = {}  # by worker number
         self.stopping = False
         self.restarts = 0
-        # the workers' private sockets, where each serves the legacy sessions it holds (affinity.py)
+        # the workers' private sockets, where each serves the stateful sessions it holds (affinity.py)
         self.folder = tempfile.mkdtemp(prefix="protomcp-workers-")
         self.env = {**os.environ, FOLDER_ENV: self.folder, COUNT_ENV: str(count)}
 

@@ -38,9 +38,9 @@ from typing import Any
 import anyio
 import orjson
 
-from protomcp_host.bridge.execution import Dispatcher, Execution
-from protomcp_host.bridge.router import LIST_CHANGED_DELAY, Forwarder, Router, Writer
-from protomcp_host.bridge.used_states import Use, UsedStates
+from protomcp_host.calls.execution import Dispatcher, Execution
+from protomcp_host.calls.router import LIST_CHANGED_DELAY, Forwarder, Router, Writer
+from protomcp_host.calls.used_states import Use, UsedStates
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import CancelForward, Forward
@@ -255,13 +255,13 @@ class ModernRouter(Router):
         rounds: Rounds,
         principal: str,
         peers: Callable[[], list[Router]] = list,
-        tasks: Any = None,  # bridge.tasks.TaskRunner (which imports this module)
+        tasks: Any = None,  # calls.tasks.TaskRunner (which imports this module)
     ) -> None:
         super().__init__(dispatcher, forwarder, session, write)
         self.rounds = rounds
         self.principal = principal
         self.peers = peers  # every connection of the host (the principal's get its list changes)
-        self.tasks = tasks  # the host's modern-era tasks (bridge/tasks.py)
+        self.tasks = tasks  # the host's modern-era tasks (calls/tasks.py)
         self.tools_changed: Callable[[str], None] | None = None  # tells other hosts (shared_tools.py)
         if tasks is not None:
             self._events[TaskInput] = lambda event: tasks.answer(event.task, event.responses)
@@ -274,9 +274,11 @@ class ModernRouter(Router):
         listening = [
             peer
             for peer in self.peers()
-            if isinstance(peer, ModernRouter) and peer is not self and peer.principal == self.principal
+            if isinstance(peer, ModernRouter)
+            and peer is not self
+            and peer.principal == self.principal
             and peer.session.listens
-        ]  # fmt: skip
+        ]
         for peer in listening:
             if not peer.session.list_changed_pending:
                 peer.session._tools_seen = peer.session.visible_tools()
@@ -380,9 +382,12 @@ class ModernRouter(Router):
             claims = self.rounds.codec.open(retry.state, time.time())
             if claims is None and self.rounds.on_miss is not None:
                 self.rounds.on_miss()
-            if claims is None or claims.get("p") != self.principal or claims.get("m") != method or (
-                claims.get("t") != target or claims.get("a") != digest(arguments)
-            ):  # fmt: skip
+            if (
+                claims is None
+                or claims.get("p") != self.principal
+                or claims.get("m") != method
+                or (claims.get("t") != target or claims.get("a") != digest(arguments))
+            ):
                 self._refuse(request_id, INVALID_STATE, "invalid_request_state")
                 return None
             sid = claims.get("s")

@@ -25,7 +25,7 @@ STDERR_TAIL = 20
 OutputSink = Callable[[str, str], None]  # (stream name "stdout"/"stderr", line)
 
 
-class ToolProcess:
+class ChildProcess:
     def __init__(self, file: Path, python: str, on_output: OutputSink, *, standby: bool = False) -> None:
         self.file = file
         self.label = label_of(file)

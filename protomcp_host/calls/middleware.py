@@ -22,12 +22,12 @@ from typing import Any, Protocol
 
 import orjson
 
-from protomcp_host.bridge.envelope import tool_answer
+from protomcp_host.calls.envelope import tool_answer
 from protomcp_host.processes.channel import Channel, new_request_id
 from protomcp_host.processes.events import Leg, Reply
 from protomcp_host.processes.loop import running_loop
 from protomcp_host.protocol.session import Call, ToolAnswer
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class Serving(Protocol):
 
 
 class Chained(Protocol):
-    """What a chain run needs of the execution it serves (bridge.execution.Execution)."""
+    """What a chain run needs of the execution it serves (calls.execution.Execution)."""
 
     id: int
     call: Call

@@ -1,7 +1,7 @@
-"""proto-mcp (seed 000): binary MCPMessages translated to and from the JSON-RPC session core.
+"""proto-mcp: binary MCPMessages translated to and from the JSON-RPC session core.
 
 Sans-IO. `ProtoMcp.receive(message)` takes one decoded MCPMessage and returns the JSON-RPC
-lines that carry it out in an ordinary legacy session (so the same catalogue, visibility, tool
+lines that carry it out in an ordinary stateful session (so the same catalogue, visibility, tool
 processes, middleware, reload and supervision serve it), plus frames answered on the spot
 (version refusals, bad arguments). `ProtoMcp.sent(line)` turns what that session writes back
 into an MCPMessage (or None: nothing a proto-mcp client is told).
@@ -38,10 +38,13 @@ from protomcp_sdk.wire import protoschema
 VERSION = "1.0.0"
 MAX_FRAME = 64 * 1024 * 1024  # bytes of one MCPMessage
 TYPE_URL = "type.googleapis.com/"
-# seed 000's own error codes
+# proto-mcp's own error codes
 SCHEMA_VALIDATION, UNSUPPORTED_VERSION = -33001, -33002
-LISTS = {"notifications/tools/list_changed": "tools", "notifications/resources/list_changed": "resources",
-         "notifications/prompts/list_changed": "prompts"}  # fmt: skip
+LISTS = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/resources/list_changed": "resources",
+    "notifications/prompts/list_changed": "prompts",
+}
 
 
 # what a client that stops reading may lose (answers it never does)
@@ -181,7 +184,7 @@ class Pending:
 
 
 class ProtoMcp:
-    """One proto-mcp connection, in front of one legacy JSON-RPC session."""
+    """One proto-mcp connection, in front of one stateful JSON-RPC session."""
 
     def __init__(self, descriptors: Descriptors) -> None:
         self.descriptors = descriptors

@@ -1,5 +1,5 @@
 """Carries out one session's events: answers go to its writer, tool calls become executions
-(bridge.execution), forwarded requests go to the tool process that owns them, cancellations
+(calls.execution), forwarded requests go to the tool process that owns them, cancellations
 reach what runs. It is the session side of its executions: their answers, progress, logs,
 tool-list changes and requests for the client come back here, and only here.
 
@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 import anyio
 
-from protomcp_host.bridge.execution import Dispatcher, Execution
-from protomcp_host.bridge.tracing import RequestSpans
+from protomcp_host.calls.execution import Dispatcher, Execution
+from protomcp_host.calls.tracing import RequestSpans
 from protomcp_host.processes.events import Reply
 from protomcp_host.processes.output import LogLimiter
 from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientRequest, Forward, RootsChanged
@@ -33,7 +33,7 @@ Writer = Callable[[bytes, bytes | None], None]
 
 
 class Forwarder(Protocol):
-    """Where resources/read, prompts/get and completion/complete go (bridge.forwarding)."""
+    """Where resources/read, prompts/get and completion/complete go (calls.forwarding)."""
 
     def forward(self, forward: Forward, router: Router) -> Any:
         """Returns what runs the request (its leg), or None."""
@@ -144,7 +144,7 @@ class Router:
         self, leg: Any, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str
     ) -> None:
         """A resource or prompt function asks the client: only in the 2026-07-28 round trip
-        (rounds.ModernRouter); a legacy session's reads and prompts cannot."""
+        (rounds.ModernRouter); a stateful session's reads and prompts cannot."""
         reply(None, f"{method} can only be asked during a tool call")
 
     def end_streams(self) -> None:
@@ -159,7 +159,7 @@ class Router:
     def forward_failed(self, forward: Forward, code: int, message: str, data: Any = None) -> None:
         self._emit(self.session.features.failed(forward, code, message, data), forward.id)
 
-    # -- the executions' session side (bridge.execution.CallSink) ---------------------------
+    # -- the executions' session side (calls.execution.CallSink) ---------------------------
     def call_answered(self, call: Call, answer: ToolAnswer) -> None:
         if self._flush_timer is not None:  # before the result, so a client refreshing at once sees it
             self.flush_notifications()

@@ -12,7 +12,7 @@ import orjson
 from protomcp_host.protocol.catalog import Tool
 from protomcp_host.protocol.features import Entry, FileFeatures, Forward, template_entry
 from protomcp_host.protocol.session import ToolAnswer
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 TASK_MODES = ("forbidden", "optional", "required")
 

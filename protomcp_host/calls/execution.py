@@ -17,15 +17,15 @@ from typing import Any, Protocol
 
 import orjson
 
-from protomcp_host.bridge.deadlines import Deadlines
-from protomcp_host.bridge.envelope import tool_answer
-from protomcp_host.bridge.middleware import ChainRun, Middleware, segments
-from protomcp_host.bridge.staleness import with_note
+from protomcp_host.calls.deadlines import Deadlines
+from protomcp_host.calls.envelope import tool_answer
+from protomcp_host.calls.middleware import ChainRun, Middleware, segments
+from protomcp_host.calls.staleness import with_note
 from protomcp_host.processes.channel import Channel
 from protomcp_host.processes.events import Leg, Refused, Reply
 from protomcp_host.processes.output import TokenBucket
 from protomcp_host.protocol.session import Call, ToolAnswer
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
 _ids = itertools.count(1)
@@ -34,8 +34,8 @@ PROGRESS_BURST = 32  # progress notifications a call sends at once; then PROGRES
 PROGRESS_RATE = 20.0  # the latest one kept and sent when its turn comes (a flood costs nothing)
 
 
-class ToolProcesses(Protocol):
-    """A tool file's serving process, as the bridge sees it (a processes.Supervisor)."""
+class ToolSource(Protocol):
+    """A tool file's serving process, as the calls layer sees it (a processes.Supervisor)."""
 
     def start(self, envelope: pb.Envelope, leg: Leg) -> None: ...
     def notify(self, envelope: pb.Envelope) -> None: ...
@@ -44,7 +44,7 @@ class ToolProcesses(Protocol):
 
 
 class CallSink(Protocol):
-    """The session side of a call (the bridge's Router): answers and what comes before them."""
+    """The session side of a call (the calls layer's Router): answers and what comes before them."""
 
     def call_answered(self, call: Call, answer: ToolAnswer) -> None: ...
     def call_failed(self, call: Call, message: str) -> None: ...
@@ -52,15 +52,22 @@ class CallSink(Protocol):
     def call_log(self, call: Call, level: str, logger: str, data: Any) -> None: ...
     def call_task_status(self, call: Call, status: str, message: str) -> None: ...
     def call_control(self, change: ToolListChange | None) -> list[str]: ...
-    def call_request(self, execution: Execution, method: str, params: dict[str, Any],
-                     timeout: float | None, reply: Reply, key: str = "") -> None: ...  # fmt: skip
+    def call_request(
+        self,
+        execution: Execution,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        reply: Reply,
+        key: str = "",
+    ) -> None: ...
     def call_released(self, execution: Execution, reason: str) -> None: ...
 
 
 class Dispatcher:
     """Starts executions: where each tool's file is served, the middleware chain, the timeout."""
 
-    def __init__(self, processes: Mapping[str, ToolProcesses], call_timeout: float | None) -> None:
+    def __init__(self, processes: Mapping[str, ToolSource], call_timeout: float | None) -> None:
         self.processes = processes
         self.call_timeout = call_timeout
         self.middleware: list[Middleware] = []  # every file's, in chain order (see set_middleware)
@@ -126,7 +133,7 @@ class Execution:
         return f"tool '{self.call.tool.name}'"
 
     @property
-    def serving(self) -> Mapping[str, ToolProcesses]:
+    def serving(self) -> Mapping[str, ToolSource]:
         return self.dispatcher.processes
 
     def start(self) -> None:

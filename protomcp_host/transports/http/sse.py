@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
 
 
-class LegacySession:
+class SseSession:
     def __init__(
         self, session_id: str, host: Sessions, principal: str | None, replay_bytes: int = REPLAY_BYTES
     ) -> None:
@@ -54,12 +54,12 @@ class LegacySession:
         self.stream.close()
 
 
-class LegacySSE:
+class SseTransport:
     def __init__(self, host: Sessions, options: HttpOptions, messages_path: str) -> None:
         self.host = host
         self.options = options
         self.messages_path = messages_path
-        self.sessions: dict[str, LegacySession] = {}
+        self.sessions: dict[str, SseSession] = {}
         self.draining = False
 
     async def stream(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -69,7 +69,7 @@ class LegacySSE:
             return
         identity = identity_of(scope)
         principal = None if identity is None else identity.principal
-        session = LegacySession(secrets.token_urlsafe(24), self.host, principal, self.options.replay_bytes)
+        session = SseSession(secrets.token_urlsafe(24), self.host, principal, self.options.replay_bytes)
         self.sessions[session.id] = session
         endpoint = f"{self.messages_path}?session_id={session.id}".encode()
         try:

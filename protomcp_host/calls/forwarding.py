@@ -11,14 +11,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from protomcp_host.bridge.envelope import ForwardError, forward_request, forward_result
-from protomcp_host.bridge.execution import ToolProcesses
-from protomcp_host.bridge.router import Router
+from protomcp_host.calls.envelope import ForwardError, forward_request, forward_result
+from protomcp_host.calls.execution import ToolSource
+from protomcp_host.calls.router import Router
 from protomcp_host.processes.channel import Channel
 from protomcp_host.processes.events import Refused, Reply
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import Features, FileFeatures, Forward
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 _COMPLETION = re.compile(rb"@[\w.\s]*\bcompletion\b")
 
@@ -51,7 +51,7 @@ class Forwarding:
     def __init__(
         self,
         features: Features,
-        processes: Mapping[str, ToolProcesses],
+        processes: Mapping[str, ToolSource],
         routers: Callable[[], list[Router]],
         timeout: float | None,
     ) -> None:

@@ -1,4 +1,4 @@
-"""Each requestState is used once (the 2026-07-28 round trip, bridge/rounds.py).
+"""Each requestState is used once (the 2026-07-28 round trip, calls/rounds.py).
 
 A second use of a state (a client's network retry, a replay, two retries at once) gets what the
 first use answered (the JSON after the request id), or waits for it, or is refused saying why

@@ -1,8 +1,8 @@
-"""One tool process serving: its lifetime (ToolProcess) joined to its frame channel
+"""One tool process serving: its lifetime (ChildProcess) joined to its frame channel
 (Channel) — start, handshake, calls, death, stop.
 
-A Worker is a single child-process lifetime. It never restarts itself; the Supervisor
-replaces a dead or outdated Worker with a new one.
+A ToolProcess is a single child-process lifetime. It never restarts itself; the Supervisor
+replaces a dead or outdated ToolProcess with a new one.
 """
 
 from __future__ import annotations
@@ -18,28 +18,28 @@ import anyio
 import anyio.abc
 
 from protomcp_host.processes.channel import Channel, ChannelError
+from protomcp_host.processes.child import ChildProcess
 from protomcp_host.processes.distribution import DIST_NAME, install_command
 from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
 from protomcp_host.processes.launch import Launched, label_of
 from protomcp_host.processes.pipes import read_into
-from protomcp_host.processes.process import ToolProcess
 from protomcp_host.processes.spool import spool_path_safe
 from protomcp_sdk import wire
-from protomcp_sdk.wire import protomcp_pb2 as pb
+from protomcp_sdk.wire import envelope_pb2 as pb
 
 EXIT_READ_GRACE = 0.2  # seconds to read what a dead process left in its frame pipe
 HELLO_WAIT = 2.0  # seconds to wait for Hello before trying the Envelope spec's own handshake
 
 
-class WorkerError(Exception):
+class ToolProcessError(Exception):
     """The tool process cannot serve: it failed to start, load, answer, or it died."""
 
 
-class LoadError(WorkerError):
+class LoadError(ToolProcessError):
     """The tool file failed to import; the message carries the traceback."""
 
 
-class Worker:
+class ToolProcess:
     def __init__(
         self,
         file: Path,
@@ -52,7 +52,7 @@ class Worker:
         self.label = label_of(file)
         self.python = python
         self.events = events
-        self.process = ToolProcess(
+        self.child = ChildProcess(
             file, python, lambda stream, line: events.output(self.label, stream, line), standby=standby
         )
         self.channel: Channel | None = None
@@ -70,20 +70,20 @@ class Worker:
         """Start the process (or adopt one already launched) and serve it until it exits.
         Signals started once the process exists."""
         try:
-            launched = self.process.start(launched)
+            launched = self.child.start(launched)
         except OSError as exc:
-            raise WorkerError(f"{self.label}: cannot start {self.python}: {exc}") from None
+            raise ToolProcessError(f"{self.label}: cannot start {self.python}: {exc}") from None
         self.channel = channel = Channel(
             self.label, launched.to_child, self.events, spool_dir=launched.spool_dir
         )
         task_status.started()
         try:
             async with anyio.create_task_group() as tg:
-                drained = await self.process.pump_output(tg)
+                drained = await self.child.pump_output(tg)
                 if await self._read_frames(launched.from_child):
                     channel.end_of_input()
                 channel.close()
-                await self.process.ensure_exit()
+                await self.child.ensure_exit()
                 # Output pipes may be held open by processes the tool started: drain briefly.
                 with anyio.move_on_after(0.5):
                     for event in drained:
@@ -107,7 +107,7 @@ class Worker:
                 frames.cancel_scope.cancel()
 
             async def watch_exit() -> None:
-                await self.process.wait()
+                await self.child.wait()
                 await anyio.sleep(EXIT_READ_GRACE)  # the pipe still holds its last frames
                 frames.cancel_scope.cancel()
 
@@ -120,14 +120,14 @@ class Worker:
         self.channel.feed(data)
         if self.channel.broken is not None and self.death is None:
             self.death = self.channel.broken
-            self.process.kill()
+            self.child.kill()
 
     def activate(self) -> None:
         """Tell a standby process to import the tool file now (it then says Hello)."""
         self.send(pb.Envelope(reload=pb.ReloadRequest()))
 
     async def handshake(self, timeout: float) -> Loaded:
-        """Wait for Hello and what the process offers. Raises LoadError or WorkerError.
+        """Wait for Hello and what the process offers. Raises LoadError or ToolProcessError.
 
         A process that sends no Hello within HELLO_WAIT may be written to the Envelope
         specification alone, whose handshake is the host's ListToolsRequest: that is sent
@@ -144,7 +144,7 @@ class Worker:
                 reply = await channel.request(pb.Envelope(list_tools=pb.ListToolsRequest()), timeout=left)
             except TimeoutError:
                 self.kill()
-                raise WorkerError(
+                raise ToolProcessError(
                     f"{self.label}: tool process did not finish its handshake within {timeout:g}s"
                 ) from None
             except ChannelError:
@@ -164,10 +164,10 @@ class Worker:
                 ]
             replies = await asyncio.gather(*(channel.request(e, timeout=timeout) for e in asked))
         except ChannelError as exc:
-            raise WorkerError(str(exc)) from None
+            raise ToolProcessError(str(exc)) from None
         except TimeoutError:
             self.kill()
-            raise WorkerError(
+            raise ToolProcessError(
                 f"{self.label}: tool process did not list its tools within {timeout:g}s"
             ) from None
         offer = Loaded(list(replies[0].tool_list.tools), list(channel.middleware))
@@ -182,26 +182,26 @@ class Worker:
     def _check_hello(self, hello: pb.Hello | None) -> None:
         assert self.channel is not None
         if hello is None:
-            missing = _missing_sdk_module(self.process.stderr_tail)
+            missing = _missing_sdk_module(self.child.stderr_tail)
             if missing:
-                raise WorkerError(
+                raise ToolProcessError(
                     f"{self.label}: protomcp_sdk is not importable by {self.python} ({missing}); install "
                     f"{DIST_NAME} there ({install_command(self.python)}) or choose another --python"
                 )
-            raise WorkerError(self.death or f"{self.label}: tool process exited during start-up")
+            raise ToolProcessError(self.death or f"{self.label}: tool process exited during start-up")
         if hello.error:
             raise LoadError(f"{self.label} failed to load:\n{hello.error.rstrip()}")
         self.channel.trusted = hello.sdk_name == "protomcp_sdk"
         if hello.protocol_version != wire.PROTOCOL_VERSION:
             self.kill()
-            raise WorkerError(
+            raise ToolProcessError(
                 f"{self.label}: tool process speaks Envelope protocol v{hello.protocol_version}, "
                 f"this host speaks v{wire.PROTOCOL_VERSION} (mismatched protomcp_sdk in {self.python}?)"
             )
 
     # -- calls -----------------------------------------------------------------------
     def start(self, envelope: pb.Envelope, leg: Leg) -> None:
-        """Send a request of the bridge; its answer (or failure) goes to `leg`."""
+        """Send a request of the calls layer; its answer (or failure) goes to `leg`."""
         if self.channel is None or self.death is not None:
             leg.failed(self.death or f"{self.label}: tool process is not running")
             return
@@ -214,15 +214,15 @@ class Worker:
     # -- death and stop ------------------------------------------------------------
     async def _reap(self) -> None:
         """The process is gone: fail what is pending and tell whoever waits."""
-        await self.process.reap()
+        await self.child.reap()
         channel = self.channel
         if channel is not None and channel.spool_dir and spool_path_safe(channel.spool_dir):
             shutil.rmtree(channel.spool_dir, ignore_errors=True)  # left behind if it crashed
         if self.death is None:
             # Clients see its last stderr lines only where there is one client (stdio); over
             # HTTP those lines may be anyone's, so they stay on the host's stderr (the obituary).
-            self.obituary = self.process.describe_exit()
-            self.death = self.process.describe_exit(tail=self.events.share_output)
+            self.obituary = self.child.describe_exit()
+            self.death = self.child.describe_exit(tail=self.events.share_output)
         if channel is not None:
             channel.shut(self.death)
         self.exited.set()
@@ -230,7 +230,7 @@ class Worker:
     async def stop(self, grace: float) -> None:
         """Graceful stop: let its open requests finish (within `grace`: middleware phases and
         answers to its questions still need its input), close its input so it exits, then insist."""
-        self.process.stopping = True
+        self.child.stopping = True
         with anyio.move_on_after(grace):
             if self.channel is not None:
                 await self.channel.drained()
@@ -238,7 +238,7 @@ class Worker:
             await self.exited.wait()
         self.close_input()
         if not self.exited.is_set():
-            self.process.signal_group(signal.SIGTERM)
+            self.child.signal_group(signal.SIGTERM)
             with anyio.move_on_after(2):
                 await self.exited.wait()
         if not self.exited.is_set():
@@ -250,7 +250,7 @@ class Worker:
             self.channel.close()
 
     def kill(self) -> None:
-        self.process.kill()
+        self.child.kill()
 
 
 _SDK_MODULES = ("protomcp_sdk", "orjson", "google", "pydantic", "anyio")
@@ -266,4 +266,4 @@ def _missing_sdk_module(lines: Iterable[str]) -> str:
     return ""
 
 
-__all__ = ["LoadError", "Worker", "WorkerError"]
+__all__ = ["LoadError", "ToolProcess", "ToolProcessError"]

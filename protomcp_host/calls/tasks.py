@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from protomcp_host.bridge.execution import Dispatcher, Execution
+from protomcp_host.calls.execution import Dispatcher, Execution
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.modern import MISSING_CAPABILITY, missing_capability, valid_answer
@@ -29,7 +29,7 @@ from protomcp_host.protocol.tasks import Task, TaskStore
 from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
-    from protomcp_host.bridge.rounds import ModernRouter
+    from protomcp_host.calls.rounds import ModernRouter
 
 CANCELLED = "The task was cancelled by request."
 
@@ -149,7 +149,7 @@ class TaskRunner:
 
 
 class TaskSink:
-    """The session side of one task's call (a bridge.execution.CallSink)."""
+    """The session side of one task's call (a calls.execution.CallSink)."""
 
     def __init__(self, runner: TaskRunner, call: Call, origin: ModernRouter) -> None:
         self.runner = runner
@@ -174,8 +174,11 @@ class TaskSink:
             text = f"Tool '{call.tool.name}' needs a client capability the request did not declare"
             ended = self._finish("failed", b"", text)
             if ended:
-                self.task.error = {"code": MISSING_CAPABILITY, "message": text,
-                                   "data": {"requiredCapabilities": required}}  # fmt: skip
+                self.task.error = {
+                    "code": MISSING_CAPABILITY,
+                    "message": text,
+                    "data": {"requiredCapabilities": required},
+                }
             self.runner.changed(self.task, ended)
             return
         outcome = self.origin.session.task_outcome(call, answer)
