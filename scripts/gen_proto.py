@@ -1,4 +1,4 @@
-"""Regenerate the protobuf modules in protomcp_sdk/wire/ from proto/.
+"""Regenerate the protobuf modules in protomcp_sdk/wire/ from proto/, with their type stubs (.pyi).
 
 Usage: python scripts/gen_proto.py [--check]
 --check exits 1 when a committed module differs from a fresh generation.
@@ -28,7 +28,8 @@ MODULES = {
 }
 
 
-def generate(source: str) -> str:
+def generate(source: str) -> dict[str, str]:
+    """The module and its type stub (.pyi) protoc writes for `source`, by suffix."""
     from importlib.resources import files
 
     from grpc_tools import protoc
@@ -44,24 +45,27 @@ def generate(source: str) -> str:
             f"-I{packaged}",
             f"-I{well_known}",
             f"--python_out={out}",
+            f"--pyi_out={out}",
             str(found / source),
         ]
         if protoc.main(args) != 0:
             raise SystemExit(f"protoc failed on {source}")
-        return (Path(out) / source.replace(".proto", "_pb2.py")).read_text()
+        stem = Path(out) / source.replace(".proto", "_pb2")
+        return {suffix: stem.with_suffix(suffix).read_text() for suffix in (".py", ".pyi")}
 
 
 def main() -> int:
     stale = False
     for source, module in MODULES.items():
-        fresh, target = generate(source), WIRE / module
-        if "--check" in sys.argv:
-            if not target.exists() or target.read_text() != fresh:
-                print(f"{target} is stale: run python scripts/gen_proto.py", file=sys.stderr)
-                stale = True
-            continue
-        target.write_text(fresh)
-        print(f"wrote {target}")
+        for suffix, fresh in generate(source).items():
+            target = (WIRE / module).with_suffix(suffix)
+            if "--check" in sys.argv:
+                if not target.exists() or target.read_text() != fresh:
+                    print(f"{target} is stale: run python scripts/gen_proto.py", file=sys.stderr)
+                    stale = True
+                continue
+            target.write_text(fresh)
+            print(f"wrote {target}")
     return 1 if stale else 0
 
 

@@ -121,7 +121,8 @@ def test_check_fails_on_a_stale_module(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     gen_proto = _load_gen_proto()
-    for module in [*gen_proto.MODULES.values(), "options.proto"]:
+    stubs = [module.replace(".py", ".pyi") for module in gen_proto.MODULES.values()]
+    for module in [*gen_proto.MODULES.values(), *stubs, "options.proto"]:
         (tmp_path / module).write_text((ROOT / "protomcp_sdk" / "wire" / module).read_text())
     stale = tmp_path / "envelope_pb2.py"
     stale.write_text(stale.read_text() + "# edited by hand\n")
