@@ -22,8 +22,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from protomcp_sdk.wire.version import SDK_VERSION as __version__
-
 __all__ = [
     "Audio",
     "ClientRequestError",
@@ -76,6 +74,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    __version__: str  # the installed distribution's, read from its metadata on first use
     from protomcp_sdk.authoring.decorators import (
         completion,
         env,
@@ -103,6 +102,11 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from protomcp_sdk.wire.version import installed_version
+
+        globals()[name] = installed_version()
+        return globals()[name]
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'protomcp_sdk' has no attribute {name!r}")

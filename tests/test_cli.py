@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import subprocess
 import sys
 import tomllib
@@ -45,11 +46,39 @@ def failing_tools(tmp_path: Path) -> Path:
     return path
 
 
-def test_version_matches_pyproject() -> None:
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+def test_version_is_the_installed_distributions() -> None:
+    """pyproject.toml writes the version once; everything else reads the installed metadata."""
+    import protomcp_host
+    import protomcp_sdk
+
+    version = importlib.metadata.version("protomcp-tools")
+    assert version == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"], (
+        "the installed metadata is stale: reinstall (pip install -e .)"
+    )
+    assert protomcp_host.__version__ == protomcp_sdk.__version__ == version
     proc = protomcp("--version")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"protomcp, version {version}\n"
+
+
+def test_the_version_falls_back_when_the_distribution_is_not_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from protomcp_sdk.wire import version
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    expected = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    version.installed_version.cache_clear()
+    try:
+        assert version.installed_version() == expected  # a source checkout: its pyproject.toml
+        version.installed_version.cache_clear()
+        monkeypatch.setattr(version, "_PYPROJECT", tmp_path / "pyproject.toml")  # none at all
+        assert version.installed_version() == version.UNKNOWN_VERSION
+    finally:
+        version.installed_version.cache_clear()
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,8 @@ import pytest
 from conftest import BEHAVIOURS, HOST, TOOLS, mcp_session
 from http_support import HttpHost
 
+from protomcp_host.peers.messages import PROTOCOL_VERSION
+
 pytest.importorskip("mcp")
 pytest.importorskip("websockets")
 
@@ -132,7 +134,7 @@ async def test_three_hosts_handshake_calls_notifications_peer_loss_and_reconnect
         by_id = {peer["agent_id"]: peer for peer in peers["peers"]}
         assert peers["agent_id"] == "a" and set(by_id) == {"b", "c"}
         assert by_id["b"]["agent_role"] == "worker" and "add" in by_id["b"]["tools"]
-        assert by_id["b"]["version"] == "0.1.0"
+        assert by_id["b"]["version"] == PROTOCOL_VERSION  # the bridge protocol's, not protomcp's
         b.wait_stderr(lambda line: "peer a connected" in line)
 
         # calls A -> B and A -> C

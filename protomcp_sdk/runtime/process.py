@@ -64,7 +64,7 @@ from protomcp_sdk.wire.env import (
     FD_ENV,
     READER_ENV,
 )
-from protomcp_sdk.wire.version import SDK_NAME, SDK_VERSION
+from protomcp_sdk.wire.version import SDK_NAME, installed_version
 
 CANCEL_GRACE = float(os.environ.get(CANCEL_GRACE_ENV, "") or 10.0)
 """Seconds a cancelled (or timed-out) sync call may keep its thread before a warning names it."""
@@ -397,7 +397,7 @@ class ProcessRuntime:
         return pb.Hello(
             protocol_version=wire.PROTOCOL_VERSION,
             sdk_name=SDK_NAME,
-            sdk_version=SDK_VERSION,
+            sdk_version=installed_version(),
             tool_file=self.tool_file,
             pid=os.getpid(),
             python_version=sys.version.split()[0],
