@@ -865,7 +865,7 @@ async def _list_everything(request: Any) -> dict[str, list[dict[str, Any]]]:
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @_source_options
 @SKILLS_OPTION
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (shape in the README).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (see docs/guide/cli.md).")
 @PYTHON
 def inspect_command(
     files: tuple[Path, ...],

@@ -181,7 +181,7 @@ class PeerHub:
 
     def local_tools(self) -> list[Any]:
         """The tools peers may call: this host's own (tool files, upstreams), not its peers'
-        (the seed has no multi-hop routing) nor the calls layer's, and not hidden ones."""
+        (the bridge protocol has no multi-hop routing) nor the calls layer's, and not hidden ones."""
         return [
             tool
             for tool in self.sessions.catalog.visible()
@@ -627,7 +627,7 @@ class PeerSource:
             leg.failed(failure)
 
     def drop(self, request_id: str, cancel: bool = True) -> None:
-        """The call is over here (cancelled, timed out): stop waiting. The seed has no way to
+        """The call is over here (cancelled, timed out): stop waiting. The bridge protocol has no way to
         cancel a request on the peer; its answer, when it comes, is dropped."""
         scope = self._running.pop(request_id, None)
         if scope is not None:

@@ -1,7 +1,7 @@
 """``python -m protomcp_sdk --inspect FILE``: import a tool file (without serving it or starting
 its lifespan) and print one JSON report of everything it defines, for ``protomcp inspect``.
 
-The report's shape is documented in the README ("Inspecting tool files"); `REPORT_VERSION`
+The report's shape is documented in docs/guide/cli.md (`inspect`); `REPORT_VERSION`
 changes when a field changes meaning or goes away (new fields may be added).
 """
 
