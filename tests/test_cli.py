@@ -221,17 +221,22 @@ def test_syntax_error_in_the_tool_file(tmp_path: Path) -> None:
     assert proc.stdout == ""
 
 
-def test_a_plain_run_is_served_with_the_run_commands_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`protomcp run FILE` is served without click (cli/serving.PLAIN_RUN): the same settings
-    as the click command with every option at its default."""
+@pytest.mark.parametrize("files", [["tools.py"], ["a.py", "folder", "b.py"]])
+def test_a_plain_run_is_served_with_the_settings_the_run_command_makes(
+    files: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`protomcp run FILE...` is served without click (cli/entry.py -> serving.serve_plain): it
+    makes the same RunSettings as the click command given the same words."""
     from click.testing import CliRunner
 
     from protomcp_host.cli import serving
     from protomcp_host.cli.main import main
+    from protomcp_host.settings import RunSettings
 
-    seen: list[tuple[tuple[Path, ...], dict[str, object]]] = []
-    monkeypatch.setattr(serving, "serve", lambda files, **options: seen.append((files, options)))
-    result = CliRunner().invoke(main, ["run", "tools.py"])
+    seen: list[RunSettings] = []
+    monkeypatch.setattr(serving, "serve", seen.append)
+    result = CliRunner().invoke(main, ["run", *files])
     assert result.exit_code == 0, result.output
-    serving.serve_plain(["tools.py"])
-    assert len(seen) == 2 and seen[0] == seen[1] and seen[0][0] == (Path("tools.py"),)
+    serving.serve_plain(files)
+    assert len(seen) == 2 and seen[0] == seen[1]
+    assert seen[0] == RunSettings(files=tuple(map(Path, files)))

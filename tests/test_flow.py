@@ -516,9 +516,10 @@ def test_a_finished_stream_whose_messages_were_dropped_ends_a_resumption() -> No
 
 async def test_a_call_beyond_max_in_flight_waits_bounded_then_is_refused() -> None:
     from protomcp_host.app import Host
+    from protomcp_host.settings import RunSettings
     from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
 
-    host = Host([], stderr=lambda _: None, max_in_flight=1)
+    host = Host([], RunSettings(max_in_flight=1), stderr=lambda _: None)
     app = StreamableHTTP(host, HttpOptions(turn_timeout=0.2))
     init = Exchange("POST", INITIALIZE)
     await app(init.scope, init.receive, init.send)
@@ -573,9 +574,10 @@ async def test_several_calls_waiting_for_one_slot_each_get_their_turn() -> None:
     """When one call ends and several wait, one takes the slot and the others wait on (until
     the turn timeout), instead of being refused as "busy" at once."""
     from protomcp_host.app import Host
+    from protomcp_host.settings import RunSettings
     from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
 
-    host = Host([], stderr=lambda _: None, max_in_flight=1)
+    host = Host([], RunSettings(max_in_flight=1), stderr=lambda _: None)
     app = StreamableHTTP(host, HttpOptions(turn_timeout=30))
     init = Exchange("POST", INITIALIZE)
     await app(init.scope, init.receive, init.send)

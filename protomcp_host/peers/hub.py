@@ -86,6 +86,7 @@ class BridgeSettings:
     agent_role: str = ""
     peers: tuple[str, ...] = ()  # ws:// URLs to dial
     token: str = ""  # bearer token sent to the peers dialled
+    token_env: str = ""  # the variable `token` was read from (--peer-token-env)
     credentials: dict[str, str] = field(default_factory=dict)  # /bridge: VAR -> a token peers send
     max_in_flight: int = 16  # peer requests run at once; the rest wait, by priority
     metadata: dict[str, Any] = field(default_factory=dict)
