@@ -24,6 +24,7 @@ from protomcp_sdk.authoring.results import (
 from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSONObject
 from protomcp_sdk.wire.toollist import ToolListChange
 
 _MAX_DETAIL = 1000  # characters of an exception message kept in an error text
@@ -59,7 +60,7 @@ def encode_result(value: Any, spec: ToolSpec) -> Encoded:
     """
     try:
         if isinstance(value, str):
-            content: list[dict[str, Any]] = [{"type": "text", "text": value}]
+            content: list[JSONObject] = [{"type": "text", "text": value}]
             text_json = None
         elif value is None:
             content, text_json = [], None
@@ -122,7 +123,7 @@ def encode_error(exc: BaseException, spec_name: str) -> Encoded:
 
 
 def _from_tool_result(result: ToolResult, tool_name: str) -> Encoded:
-    content: list[dict[str, Any]] = []
+    content: list[JSONObject] = []
     for item in result.content:
         if isinstance(item, str):
             content.append({"type": "text", "text": item})
@@ -165,7 +166,7 @@ def mcp_result_json_of(response: pb.CallToolResponse, content: bytes) -> str:
     return b"".join(parts).decode()
 
 
-def tool_result_from_mcp(data: dict[str, Any]) -> ToolResult:
+def tool_result_from_mcp(data: JSONObject) -> ToolResult:
     """An MCP CallToolResult as a ToolResult with the SDK's content blocks."""
     return ToolResult(
         content=[_block_from_mcp(block) for block in data.get("content") or []],
@@ -175,7 +176,7 @@ def tool_result_from_mcp(data: dict[str, Any]) -> ToolResult:
     )
 
 
-def _block_from_mcp(block: dict[str, Any]) -> ContentBlock:
+def _block_from_mcp(block: JSONObject) -> ContentBlock:
     kind = block.get("type")
     if kind == "text":
         return Text(str(block.get("text", "")))
@@ -224,7 +225,7 @@ def _invalid_result(tool_name: str, problem: str) -> Encoded:
 
 
 def _encoded(
-    content: list[dict[str, Any]],
+    content: list[JSONObject],
     is_error: bool = False,
     *,
     structured: bytes | None = None,

@@ -8,10 +8,12 @@ from typing import Any
 
 import orjson
 
+from protomcp_sdk.wire.jsontypes import JSONObject
+
 ALWAYS_LOAD = "anthropic/alwaysLoad"  # Claude Code: list this tool up front, not behind its tool search
 
 
-def checked_meta(label: str, meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def checked_meta(label: str, meta: Mapping[str, Any] | None) -> JSONObject | None:
     """``meta`` as a dict of JSON values keyed by strings (None when empty)."""
     if meta is None:
         return None
@@ -26,7 +28,7 @@ def checked_meta(label: str, meta: Mapping[str, Any] | None) -> dict[str, Any] |
     return dict(meta) or None
 
 
-def checked_icons(label: str, icons: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+def checked_icons(label: str, icons: Iterable[Mapping[str, Any]] | None) -> list[JSONObject] | None:
     """``icons`` as MCP Icon objects: each has a ``src`` (a URL or a data: URI), and may have
     ``mimeType``, ``sizes`` (list of "48x48"...) and ``theme`` ("light" or "dark")."""
     if icons is None:

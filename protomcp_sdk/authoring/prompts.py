@@ -12,6 +12,7 @@ from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta
 from protomcp_sdk.authoring.schema import Converter, analyze
 from protomcp_sdk.authoring.tools import check_name
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSONObject
 
 
 @dataclass
@@ -24,8 +25,8 @@ class PromptSpec:
     is_async: bool
     context_param: str | None
     converter: Converter = field(repr=False)
-    meta: dict[str, Any] | None = None
-    icons: list[dict[str, Any]] | None = None
+    meta: JSONObject | None = None
+    icons: list[JSONObject] | None = None
 
     def definition(self) -> pb.PromptDefinition:
         return pb.PromptDefinition(
@@ -43,8 +44,8 @@ def prompt_spec(
     name: str | None,
     title: str | None,
     description: str | None,
-    meta: dict[str, Any] | None = None,
-    icons: Iterable[dict[str, Any]] | None = None,
+    meta: JSONObject | None = None,
+    icons: Iterable[JSONObject] | None = None,
 ) -> PromptSpec:
     prompt_name = name if name is not None else getattr(fn, "__name__", "")
     check_name(prompt_name)

@@ -29,12 +29,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from protomcp_sdk.authoring.context import CallContext
 from protomcp_sdk.authoring.results import CONTENT_TYPES, ToolResult
+from protomcp_sdk.wire.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
     from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+    from pydantic_core import ErrorDetails
 
-Converter = Callable[[dict[str, Any]], dict[str, Any]]
+Converter = Callable[[JSONObject], dict[str, object]]
+"""JSON arguments -> the function's keyword arguments (converted: any Python values)."""
 _Param = tuple[str, Any, Any]  # (name, annotation, default or _REQUIRED)
 
 _REQUIRED: Any = inspect.Parameter.empty
@@ -57,8 +60,8 @@ class Signature:
     # dict of JSON arguments -> keyword arguments for the function; defaults filled in.
     # Raises ArgumentError naming every bad (or unknown) argument.
     convert: Converter
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None
+    input_schema: JSONObject
+    output_schema: JSONObject | None
     wraps_result: bool
     context_param: str | None
     warnings: tuple[str, ...] = ()  # likely mistakes worth telling the author at load time
@@ -142,11 +145,11 @@ def _message_class(annotation: Any) -> Any:
     return annotation if isinstance(annotation, type) and issubclass(annotation, protobuf.Message) else None
 
 
-def _message_arguments(name: str, message: Any, tool_name: str) -> tuple[dict[str, Any], Converter]:
+def _message_arguments(name: str, message: Any, tool_name: str) -> tuple[JSONObject, Converter]:
     """A typed tool: the schema of its message, and JSON arguments → {name: message}."""
     from protomcp_sdk.wire import protoschema
 
-    def convert(arguments: dict[str, Any]) -> dict[str, Any]:
+    def convert(arguments: JSONObject) -> dict[str, object]:
         try:
             return {name: protoschema.json_to_message(arguments, message)}
         except ValueError as exc:
@@ -155,7 +158,7 @@ def _message_arguments(name: str, message: Any, tool_name: str) -> tuple[dict[st
     return protoschema.schema_from_message(message.DESCRIPTOR), convert
 
 
-def resolve_hints(fn: Callable[..., Any], tool_name: str) -> dict[str, Any]:
+def resolve_hints(fn: Callable[..., object], tool_name: str) -> dict[str, Any]:
     """Type hints with ``Annotated`` kept; also resolves ``from __future__ import annotations``."""
     try:
         return typing.get_type_hints(fn, include_extras=True)
@@ -184,7 +187,7 @@ def _is_context_class(annotation: Any) -> bool:
 
 def output_schema_for(
     annotation: Any, tool_name: str = "?", *, fast: bool = True
-) -> tuple[dict[str, Any] | None, bool]:
+) -> tuple[JSONObject | None, bool]:
     """``(outputSchema, wraps_result)`` for a return annotation.
 
     No schema for text-like returns (missing, ``str``, ``None``, ``Any``, ``ToolResult``,
@@ -206,13 +209,13 @@ def output_schema_for(
         if schema.get("type") == "object":
             return schema, False
     defs = schema.pop("$defs", None)
-    wrapped: dict[str, Any] = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+    wrapped: JSONObject = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
     if defs:
         wrapped["$defs"] = defs  # refs are "#/$defs/...": they must live at the document root
     return wrapped, True
 
 
-def describe(errors: list[dict[str, Any]]) -> str:
+def describe(errors: Sequence[ErrorDetails]) -> str:
     """Every bad field and what is wrong with it, e.g. ``b: Input should be a valid integer (got 'x')``.
 
     ``errors`` are pydantic's error dicts (``loc``, ``type``, ``msg``, ``input``); the fast
@@ -231,7 +234,7 @@ def describe(errors: list[dict[str, Any]]) -> str:
     return "; ".join(problems)
 
 
-def _argument_error(tool_name: str, errors: list[dict[str, Any]]) -> ArgumentError:
+def _argument_error(tool_name: str, errors: Sequence[ErrorDetails]) -> ArgumentError:
     return ArgumentError(f"Invalid arguments for tool '{tool_name}': {describe(errors)}")
 
 
@@ -261,16 +264,16 @@ def _is_plain_default(default: Any) -> bool:
     return default is _REQUIRED or default is None or type(default) in (str, int, bool)
 
 
-def _type_schema(base: type | None, nullable: bool) -> dict[str, Any]:
+def _type_schema(base: type | None, nullable: bool) -> JSONObject:
     if base is None:
         return {}
     schema = {"type": _JSON_TYPES[base]}
     return {"anyOf": [schema, {"type": "null"}]} if nullable else schema
 
 
-def _simple_arguments(params: list[_Param], tool_name: str) -> tuple[dict[str, Any], Converter] | None:
+def _simple_arguments(params: list[_Param], tool_name: str) -> tuple[JSONObject, Converter] | None:
     """Input schema and converter for a simple signature, or None if it is not one."""
-    properties: dict[str, Any] = {}
+    properties: JSONObject = {}
     required: list[str] = []
     # (name, exact type: the value as-is, coerce: anything else, default)
     fields: list[tuple[str, type | None, Callable[[Any], Any], Any]] = []
@@ -288,7 +291,7 @@ def _simple_arguments(params: list[_Param], tool_name: str) -> tuple[dict[str, A
         coerce = _COERCE[base]
         fields.append((name, base, _or_none(coerce) if nullable else coerce, default))
     # Unknown arguments are rejected (pydantic's key order: additionalProperties first).
-    schema: dict[str, Any] = {"additionalProperties": False, "properties": properties}
+    schema: JSONObject = {"additionalProperties": False, "properties": properties}
     if required:
         schema["required"] = required
     schema["type"] = "object"
@@ -298,9 +301,9 @@ def _simple_arguments(params: list[_Param], tool_name: str) -> tuple[dict[str, A
 def _converter(
     tool_name: str, fields: tuple[tuple[str, type | None, Callable[[Any], Any], Any], ...]
 ) -> Converter:
-    def convert(arguments: dict[str, Any]) -> dict[str, Any]:
+    def convert(arguments: JSONObject) -> dict[str, object]:
         kwargs = {}
-        errors = []
+        errors: list[ErrorDetails] = []
         given = 0
         for name, exact, coerce, default in fields:
             value = arguments.get(name, _MISSING)
@@ -389,9 +392,9 @@ def _to_int(value: Any) -> int:
 
 
 def _to_float(value: Any) -> float:
-    kind = type(value)
-    if kind is float:
+    if type(value) is float:
         return value
+    kind = type(value)
     if kind is int or kind is bool:
         try:
             return float(value)
@@ -409,9 +412,9 @@ def _to_float(value: Any) -> float:
 
 
 def _to_bool(value: Any) -> bool:
-    kind = type(value)
-    if kind is bool:
+    if type(value) is bool:
         return value
+    kind = type(value)
     if kind is str:
         word = _BOOL_WORDS.get(value.lower())
         if word is None:
@@ -419,7 +422,7 @@ def _to_bool(value: Any) -> bool:
         return word
     if kind is int or kind is float:
         if value == 0 or value == 1:
-            return value == 1
+            return bool(value == 1)
         # pydantic reads a number as a 64-bit integer first, and words its error by whether it could
         whole = -_I64 <= value < _I64 if kind is int else value.is_integer() and -_I64 < value < _I64
         raise _Invalid(*(_BOOL_PARSING if whole else _BOOL_TYPE))
@@ -455,11 +458,11 @@ _COERCE: dict[type | None, Callable[[Any], Any]] = {
 # ---- the pydantic path ------------------------------------------------------
 
 
-def _pydantic_arguments(params: list[_Param], tool_name: str) -> tuple[dict[str, Any], Converter]:
+def _pydantic_arguments(params: list[_Param], tool_name: str) -> tuple[JSONObject, Converter]:
     """One pydantic model per tool: its JSON schema, and its validation as the converter."""
     from pydantic import Field, ValidationError
 
-    definitions: dict[str, Any] = {}
+    definitions: dict[str, Any] = {}  # pydantic's field definitions
     # (model field name, parameter name): fields use safe internal names and the parameter
     # name as alias, so any parameter name works (``_x``, ``model_config``, ``json``...).
     fields: list[tuple[str, str]] = []
@@ -475,7 +478,7 @@ def _pydantic_arguments(params: list[_Param], tool_name: str) -> tuple[dict[str,
     input_schema.pop("title", None)  # the model's made-up name means nothing to a client
     validate = model.model_validate
 
-    def convert(arguments: dict[str, Any]) -> dict[str, Any]:
+    def convert(arguments: JSONObject) -> dict[str, object]:
         try:
             values = validate(arguments).__dict__
         except ValidationError as exc:
@@ -531,7 +534,7 @@ def _failing_parameter(annotations: dict[str, Any]) -> str | None:
     return None
 
 
-def _pydantic_output_schema(annotation: Any, tool_name: str) -> dict[str, Any]:
+def _pydantic_output_schema(annotation: Any, tool_name: str) -> JSONObject:
     from pydantic import TypeAdapter
 
     try:
@@ -563,7 +566,7 @@ def _schema_generator() -> type[GenerateJsonSchema]:
     return _Schema
 
 
-def _generate(make: Callable[[type[GenerateJsonSchema]], JsonSchemaValue]) -> dict[str, Any]:
+def _generate(make: Callable[[type[GenerateJsonSchema]], JsonSchemaValue]) -> JSONObject:
     from pydantic.json_schema import PydanticJsonSchemaWarning
 
     # A default that JSON cannot express is left out of the schema; that is not worth a warning.
@@ -572,7 +575,7 @@ def _generate(make: Callable[[type[GenerateJsonSchema]], JsonSchemaValue]) -> di
         return dict(make(_schema_generator()))
 
 
-def _inline_root_ref(schema: dict[str, Any]) -> dict[str, Any]:
+def _inline_root_ref(schema: JSONObject) -> JSONObject:
     """Turn ``{"$ref": "#/$defs/X", "$defs": ...}`` (recursive models) into X's own schema."""
     ref = schema.get("$ref")
     if not isinstance(ref, str) or set(schema) - {"$ref", "$defs"} or not ref.startswith("#/$defs/"):

@@ -15,6 +15,7 @@ from protomcp_sdk.authoring.metadata import ALWAYS_LOAD, as_json, checked_icons,
 from protomcp_sdk.authoring.outputs import OutputCheck
 from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSONObject
 
 TaskSupport = Literal["forbidden", "optional", "required"]
 TASK_MODES = ("forbidden", "optional", "required")
@@ -37,8 +38,8 @@ class ToolSpec:
     fn: Callable[..., Any]
     is_async: bool
     annotations: dict[str, bool] | None
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None
+    input_schema: JSONObject
+    output_schema: JSONObject | None
     context_param: str | None
     wraps_result: bool
     converter: Converter | None = field(default=None, repr=False, compare=False)
@@ -52,8 +53,8 @@ class ToolSpec:
     input_before_task: bool = False  # 2026-07-28: input round trip first, then a task
     message: Any = None  # a typed tool: its parameter's protobuf message class...
     result_message: Any = None  # ... and its result's, when it returns one
-    meta: dict[str, Any] | None = None  # the MCP Tool's _meta (pinned adds anthropic/alwaysLoad)
-    icons: list[dict[str, Any]] | None = None
+    meta: JSONObject | None = None  # the MCP Tool's _meta (pinned adds anthropic/alwaysLoad)
+    icons: list[JSONObject] | None = None
 
     @classmethod
     def from_function(
@@ -70,8 +71,8 @@ class ToolSpec:
         timeout: float | None = None,
         task: TaskSupport = "forbidden",
         input_before_task: bool = False,
-        meta: dict[str, Any] | None = None,
-        icons: Iterable[dict[str, Any]] | None = None,
+        meta: JSONObject | None = None,
+        icons: Iterable[JSONObject] | None = None,
     ) -> ToolSpec:
         """Inspect ``fn`` (without registering it). Raises ValueError/TypeError on misuse."""
         tool_name = name if name is not None else getattr(fn, "__name__", "")
@@ -123,7 +124,7 @@ class ToolSpec:
             icons=icons,
         )
 
-    def convert(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    def convert(self, arguments: JSONObject | None) -> dict[str, object]:
         """Validate JSON arguments and convert them to the keyword arguments ``fn`` expects.
 
         Defaults are filled in; the Context parameter is not included. Unknown keys are ignored.

@@ -12,6 +12,7 @@ import orjson
 from protomcp_sdk.authoring.context import CallContext
 from protomcp_sdk.runtime import client
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSONObject
 from protomcp_sdk.wire.toollist import ToolListChange
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -109,7 +110,7 @@ class Context(CallContext):
         self._state = state
         self._auth_json = auth_json
         self._capabilities_json = capabilities_json
-        self._capabilities: dict[str, Any] | None = None
+        self._capabilities: JSONObject | None = None
         self._answers_json = answers_json
         self._asked: dict[str, int] = {}  # requests for the client made so far, per kind
         self._answered: set[str] = set()  # keys answered from answers_json (each answer is used once)
@@ -121,13 +122,13 @@ class Context(CallContext):
         self._cancelled = False  # a plain flag: set once by the loop, read by the tool's thread
 
     @property
-    def auth(self) -> dict[str, Any] | None:
+    def auth(self) -> JSONObject | None:
         """The verified claims of the caller's access token (``sub``, ``scope``, ``iss``...) when
         the host serves HTTP with OAuth; None otherwise. The token itself never reaches a tool."""
         return orjson.loads(self._auth_json) if self._auth_json else None
 
     @property
-    def client_capabilities(self) -> dict[str, Any]:
+    def client_capabilities(self) -> JSONObject:
         """What the client declared it can do for this request (MCP ClientCapabilities:
         ``sampling``, ``elicitation``, ``roots``...), in both protocol eras. A tool can adapt
         to it; ``ctx.sample``/``elicit``/``list_roots`` the client cannot serve raise."""
@@ -265,9 +266,9 @@ class Context(CallContext):
         system_prompt: str | None = None,
         temperature: float | None = None,
         stop_sequences: list[str] | None = None,
-        model_preferences: dict[str, Any] | None = None,
+        model_preferences: JSONObject | None = None,
         include_context: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: JSONObject | None = None,
         timeout: float = client.DEFAULT_TIMEOUT,
         key: str | None = None,
     ) -> Any:

@@ -151,7 +151,7 @@ class Features:
             self._prompt_failed(request_id, INVALID_PARAMS, f"Unknown prompt: {request.name}")
             return
 
-        def arguments() -> dict[str, Any]:
+        def arguments() -> dict[str, object]:
             given = orjson.loads(request.arguments_json) if request.arguments_json else {}
             if not isinstance(given, dict):
                 raise ArgumentError(f"Arguments for prompt '{spec.name}' must be an object")
@@ -240,7 +240,7 @@ class Features:
         fn: Callable[..., Any],
         is_async: bool,
         context_param: str | None,
-        arguments: Callable[[], dict[str, Any]],
+        arguments: Callable[[], dict[str, object]],
         finish: Finish,
         kind: str,  # the request's frame kind, to answer it if even `finish` fails
         client: tuple[str, str] = ("", ""),  # what the client declared; answers known (JSON)
@@ -254,7 +254,7 @@ class Features:
             except BaseException as exc:
                 self.fail(kind, request_id, _describe(exc, key))
 
-        def kwargs() -> dict[str, Any]:
+        def kwargs() -> dict[str, object]:
             values = arguments()
             if context_param:
                 values[context_param] = Context(

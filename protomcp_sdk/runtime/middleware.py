@@ -21,6 +21,7 @@ from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.results import ToolError, ToolResult
 from protomcp_sdk.runtime import eager
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSONObject
 
 
 class Process(Protocol):
@@ -68,11 +69,11 @@ class MiddlewareRunner:
             call = ToolCall(str(params.get("name", "")), dict(params.get("arguments") or {}))
             invocation.task = eager.start(self.process.loop, invocation.run(call))
         else:
-            invocation = self.running.get(key)
-            if invocation is None:  # it answered the call itself, or it is gone: leave the result
+            running = self.running.get(key)
+            if running is None:  # it answered the call itself, or it is gone: leave the result
                 self.reply(envelope.request_id)
             else:
-                invocation.resume(envelope.request_id, request.params_json)
+                running.resume(envelope.request_id, request.params_json)
 
     def reply(self, request_id: str, **fields: Any) -> None:
         envelope = pb.Envelope(request_id=request_id)
@@ -190,7 +191,7 @@ class _Invocation:
 
     async def run(self, call: ToolCall) -> None:
         self.original_arguments = orjson.dumps(call.arguments)
-        reply: dict[str, Any]
+        reply: JSONObject
         try:
             result = await compose(self.specs, self.owner, self.call_next)(call)
             if self.detached:  # before-only: its one reply (the phase "before") is sent
@@ -250,7 +251,7 @@ class _Invocation:
         self.runner.reply(self.request_id, **fields)
 
 
-def _failed(exc: BaseException) -> dict[str, Any]:
+def _failed(exc: BaseException) -> JSONObject:
     detail = str(exc)
     return {
         "reject": True,

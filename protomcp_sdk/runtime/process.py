@@ -26,9 +26,9 @@ import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -66,6 +66,9 @@ from protomcp_sdk.wire.env import (
 )
 from protomcp_sdk.wire.version import SDK_NAME, SDK_VERSION
 
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
 CANCEL_GRACE = float(os.environ.get(CANCEL_GRACE_ENV, "") or 10.0)
 """Seconds a cancelled (or timed-out) sync call may keep its thread before a warning names it."""
 
@@ -99,10 +102,10 @@ class ProcessRuntime:
         self.base_context = contextvars.copy_context()  # what calls started by a thread copy
         self.tasks: dict[str, tuple[asyncio.Task[None], Context]] = {}
         self.threads: dict[str, Context] = {}
-        self.spans: dict[str, Any] = {}  # tracing: the spans of calls still running
+        self.spans: dict[str, Span] = {}  # tracing: the spans of calls still running
         tracing.SERVICE = "protomcp-tools"  # the service.name of its spans (unless OTEL_* names one)
         self.stuck: dict[str, str] = {}  # request id -> tool: cancelled, thread not back after a grace period
-        self.on_call_end: Callable[[], None] | None = None  # set while exiting: waits for running calls
+        self.on_call_end: Callable[[], object] | None = None  # set while exiting: waits for running calls
         # Async resource reads, prompts, completions (by request id: cancellable) and roots hooks.
         self.requests: dict[str, asyncio.Task[Any]] = {}
         self.features = Features(self)
@@ -335,7 +338,7 @@ class ProcessRuntime:
         forward: list[pb.Envelope] = []
         error: Exception | None = None
         try:
-            for envelope in self.decoder.feed(data):
+            for envelope in self._envelopes(data):
                 if envelope.WhichOneof("msg") != "call_tool" or not self._queue_call(envelope):
                     forward.append(envelope)
         except Exception as exc:  # a bad frame (or a bug): the process ends, as the loop's reading would
@@ -406,9 +409,16 @@ class ProcessRuntime:
         )
 
     # -- input ---------------------------------------------------------------------
+    def _envelopes(self, data: bytes) -> Iterator[pb.Envelope]:
+        """The Envelopes completed by `data`. Raw payloads travel to the host only."""
+        for item in self.decoder.feed(data):
+            if isinstance(item, wire.Raw):
+                raise wire.FrameError("the host sent a raw payload: a tool process takes none")
+            yield item
+
     def received(self, data: bytes) -> None:
         try:
-            for envelope in self.decoder.feed(data):
+            for envelope in self._envelopes(data):
                 self.dispatch(envelope)
         except wire.FrameError as exc:
             self._bad_frame(exc)
@@ -839,7 +849,7 @@ def _arguments_of(request: pb.CallToolRequest, spec: ToolSpec) -> str | bytes:
     return request.arguments_json
 
 
-def _arguments(spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> dict[str, Any]:
+def _arguments(spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> dict[str, object]:
     if isinstance(arguments_json, bytes):  # a typed tool's message as it came: no JSON at all
         kwargs = {_the_parameter(spec): _parse(spec, arguments_json)}
     else:

@@ -28,6 +28,7 @@ from google.protobuf.message import Message
 
 from protomcp_sdk.wire import proto_mcp_pb2 as pm
 from protomcp_sdk.wire import protoschema
+from protomcp_sdk.wire.jsontypes import JSONObject
 
 VERSION = "1.0.0"
 SCHEMA_RESOLUTION = -33000  # proto-mcp: a schema reference that cannot be resolved
@@ -254,7 +255,7 @@ class ProtoMcpClient:
     async def call_tool(
         self,
         name: str,
-        arguments: dict[str, Any] | Message | None = None,
+        arguments: JSONObject | Message | None = None,
         progress: Callable[[float, float, str], Any] | None = None,
     ) -> CallResult:
         """Call a tool; a dict of arguments is packed as its request message (list_tools first,

@@ -261,7 +261,7 @@ class Message:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._pb_set() == other._pb_set()  # type: ignore[attr-defined]
+        return self._pb_set() == other._pb_set()
 
     def _pb_set(self) -> dict[str, Any]:
         """The fields that would be written, by name."""
@@ -363,7 +363,8 @@ def _decode_into(message: Message, data: bytes, pos: int, end: int) -> None:
             elif kind == MESSAGE:
                 value = here.get(name) if not repeated else None  # a message seen twice is merged
                 if value is None:
-                    value = _new(cls)  # no parent link: a decoded message is present already
+                    # no parent link: a decoded message is present already (a message field has its class)
+                    value = _new(cls)  # type: ignore[arg-type]
                 value._pb_here = True
                 _decode_into(value, data, start, pos)
             elif kind == BYTES:
@@ -444,10 +445,24 @@ def _read_fields(data: bytes) -> list[tuple[int, int | bytes]]:
     return out
 
 
+def _bytes(value: int | bytes) -> bytes:
+    """A length-delimited value of a descriptor (a string or a message)."""
+    if isinstance(value, int):
+        raise DecodeError("a varint where a descriptor has a string or a message")
+    return value
+
+
+def _number(value: int | bytes) -> int:
+    """A varint value of a descriptor."""
+    if not isinstance(value, int):
+        raise DecodeError("a string or a message where a descriptor has a varint")
+    return value
+
+
 def build(serialized_file: bytes, module_name: str) -> dict[str, type[Message]]:
     """The message classes of a serialized FileDescriptorProto, by name."""
     file = _read_fields(serialized_file)
-    package = next((value.decode() for number, value in file if number == 2), "")  # type: ignore[union-attr]
+    package = next((_bytes(value).decode() for number, value in file if number == 2), "")
     if any(number == 3 for number, _ in file):
         raise Unsupported("imports of other .proto files")
     if any(number == 5 for number, _ in file):
@@ -457,25 +472,25 @@ def build(serialized_file: bytes, module_name: str) -> dict[str, type[Message]]:
     for number, value in file:
         if number != 4:  # message_type
             continue
-        message = _read_fields(value)  # type: ignore[arg-type]
-        name = next(v.decode() for n, v in message if n == 1)  # type: ignore[union-attr]
+        message = _read_fields(_bytes(value))
+        name = next(_bytes(v).decode() for n, v in message if n == 1)
         if any(n in (3, 4) for n, _ in message):
             raise Unsupported(f"nested types in {name}")
-        oneofs = [_read_fields(v)[0][1].decode() for n, v in message if n == 8]  # type: ignore[union-attr, arg-type]
+        oneofs = [_bytes(_read_fields(_bytes(v))[0][1]).decode() for n, v in message if n == 8]
         fields: list[tuple[Field, str]] = []
         for n, v in message:
             if n != 2:
                 continue
-            spec = dict(_read_fields(v))  # type: ignore[arg-type]
-            kind = spec[5]
+            spec = dict(_read_fields(_bytes(v)))
+            field_name, kind = _bytes(spec[1]).decode(), _number(spec[5])
             if kind not in _WIRE_TYPE or spec.get(17):  # proto3 optional: explicit presence
-                raise Unsupported(f"field {name}.{spec[1].decode()} of type {kind}")  # type: ignore[union-attr]
+                raise Unsupported(f"field {name}.{field_name} of type {kind}")
             repeated = spec.get(4) == LABEL_REPEATED
             if repeated and kind not in (STRING, BYTES, MESSAGE):
-                raise Unsupported(f"packed repeated field {name}.{spec[1].decode()}")  # type: ignore[union-attr]
-            oneof = oneofs[spec[9]] if 9 in spec else None  # type: ignore[index]
-            field = Field(spec[1].decode(), spec[3], kind, repeated, oneof)  # type: ignore[union-attr, arg-type]
-            fields.append((field, spec.get(6, b"").decode()))  # type: ignore[union-attr]
+                raise Unsupported(f"packed repeated field {name}.{field_name}")
+            oneof = oneofs[_number(spec[9])] if 9 in spec else None
+            field = Field(field_name, _number(spec[3]), kind, repeated, oneof)
+            fields.append((field, _bytes(spec.get(6, b"")).decode()))
         body: dict[str, Any] = {
             "__slots__": (),
             "__module__": module_name,
