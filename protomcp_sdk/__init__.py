@@ -20,7 +20,7 @@ Layers, each importing only the ones after it: ``runtime/`` (the tool process) -
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protomcp_sdk.wire.version import SDK_VERSION as __version__
 
@@ -102,7 +102,7 @@ if TYPE_CHECKING:
     from protomcp_sdk.runtime.context import Context
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'protomcp_sdk' has no attribute {name!r}")

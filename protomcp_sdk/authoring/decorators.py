@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from typing import TypeVar, overload
 
 from protomcp_sdk.authoring.completions import completion_spec
 from protomcp_sdk.authoring.direct_run import note_direct_run
@@ -19,7 +19,7 @@ from protomcp_sdk.authoring.resources import resource_spec
 from protomcp_sdk.authoring.tools import _HINTS, TaskSupport, ToolSpec
 from protomcp_sdk.wire.jsontypes import JSONObject
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 M = TypeVar("M", bound=Middleware)
 L = TypeVar("L", bound=Lifespan)
 

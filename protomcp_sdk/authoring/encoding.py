@@ -4,7 +4,6 @@ and how middleware sees results (MCP CallToolResult JSON <-> ToolResult)."""
 from __future__ import annotations
 
 import binascii
-from typing import Any
 
 import orjson
 
@@ -35,7 +34,7 @@ Encoded = tuple[pb.CallToolResponse, bytes]
 response's ``result_json`` stays empty until ``_joined`` puts the content in."""
 
 
-def to_response(value: Any, spec: ToolSpec) -> pb.CallToolResponse:
+def to_response(value: object, spec: ToolSpec) -> pb.CallToolResponse:
     """Map a tool's return value to a response (see encode_result for the rules)."""
     return _joined(encode_result(value, spec))
 
@@ -45,7 +44,7 @@ def error_response(exc: BaseException, spec_name: str) -> pb.CallToolResponse:
     return _joined(encode_error(exc, spec_name))
 
 
-def encode_result(value: Any, spec: ToolSpec) -> Encoded:
+def encode_result(value: object, spec: ToolSpec) -> Encoded:
     """Map a tool's return value to a response and its content JSON.
 
     - ``str``: one text block. ``None``: no content blocks at all.
@@ -204,7 +203,7 @@ def _block_from_mcp(block: JSONObject) -> ContentBlock:
     return Text(orjson.dumps(block).decode())  # a block type this SDK does not know
 
 
-def _output_problem(spec: ToolSpec, value: Any, structured: bytes | None) -> str:
+def _output_problem(spec: ToolSpec, value: object, structured: bytes | None) -> str:
     """Why a result does not fit the tool's outputSchema ("" when it does)."""
     if structured is None:
         kind = "None" if value is None else type(value).__name__

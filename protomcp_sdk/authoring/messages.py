@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from protomcp_sdk.authoring.results import CONTENT_TYPES, ContentBlock, Text
 from protomcp_sdk.wire.jsontypes import JSONObject
@@ -32,7 +32,7 @@ class Message:
         return {"role": self.role, "content": content.to_mcp()}
 
 
-def to_messages(value: Any, what: str) -> list[JSONObject]:
+def to_messages(value: object, what: str) -> list[JSONObject]:
     """A prompt's (or sampling request's) messages as MCP PromptMessage objects: a str is one
     user message; a Message one message; a list may mix both."""
     items = value if isinstance(value, (list, tuple)) else [value]

@@ -22,13 +22,12 @@ import inspect
 import textwrap
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from protomcp_sdk.authoring.results import ToolResult
 from protomcp_sdk.wire.jsontypes import JSONObject
 
 CallNext = Callable[["ToolCall"], Awaitable[ToolResult]]
-Middleware = Callable[["ToolCall", CallNext], Awaitable[Any]]
+Middleware = Callable[["ToolCall", CallNext], Awaitable[object]]
 
 
 @dataclass

@@ -4,10 +4,10 @@ return value (a str, a Message, or a list of them) is the prompt's messages."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta
 from protomcp_sdk.authoring.schema import Converter, analyze
 from protomcp_sdk.authoring.tools import check_name
@@ -21,7 +21,7 @@ class PromptSpec:
     title: str | None
     description: str
     arguments: list[pb.PromptArgument]
-    fn: Callable[..., Any]
+    fn: AuthorFunction
     is_async: bool
     context_param: str | None
     converter: Converter = field(repr=False)
@@ -40,7 +40,7 @@ class PromptSpec:
 
 
 def prompt_spec(
-    fn: Callable[..., Any],
+    fn: AuthorFunction,
     name: str | None,
     title: str | None,
     description: str | None,

@@ -7,10 +7,11 @@ import binascii
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
+from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta
 from protomcp_sdk.authoring.results import EmbeddedResource
 from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
@@ -37,7 +38,7 @@ class ResourceSpec:
     mime_type: str | None
     size: int | None
     annotations: JSONObject | None
-    fn: Callable[..., Any]
+    fn: AuthorFunction
     is_async: bool
     template: UriTemplate | None
     context_param: str | None
@@ -69,13 +70,13 @@ class ResourceSpec:
         except ArgumentError as exc:
             raise ArgumentError(f"Invalid URI {uri} for resource template {self.uri}: {exc}") from None
 
-    def contents(self, value: Any, uri: str) -> list[JSONObject]:
+    def contents(self, value: object, uri: str) -> list[JSONObject]:
         """A read's return value as MCP resource contents: str -> text, bytes -> base64 blob,
         EmbeddedResource -> its contents; a list or tuple gives several."""
         items = value if isinstance(value, (list, tuple)) else [value]
         return [self._content(item, uri) for item in items]
 
-    def _content(self, item: Any, uri: str) -> JSONObject:
+    def _content(self, item: object, uri: str) -> JSONObject:
         if isinstance(item, str):
             return {"uri": uri, "mimeType": self.mime_type or "text/plain", "text": item}
         if isinstance(item, (bytes, bytearray, memoryview)):
@@ -91,7 +92,7 @@ class ResourceSpec:
 
 
 def resource_spec(
-    fn: Callable[..., Any],
+    fn: AuthorFunction,
     uri: str,
     name: str | None,
     title: str | None,

@@ -12,11 +12,11 @@ from __future__ import annotations
 import binascii
 import os
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 import orjson
 
-from protomcp_sdk.wire.jsontypes import JSONObject
+from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
@@ -141,7 +141,7 @@ class ToolResult:
     str or block as ``content`` is one block: ``ToolResult("sent")``."""
 
     content: list[ContentBlock | str] = field(default_factory=list)
-    structured: Any = None
+    structured: JSON = None
     is_error: bool = False
     enable_tools: list[str] = field(default_factory=list)
     disable_tools: list[str] = field(default_factory=list)
@@ -154,7 +154,7 @@ class ToolResult:
             raise TypeError(f"ToolResult(meta=...) must be a dict, got {type(self.meta).__name__}")
 
 
-def _to_jsonable(value: Any) -> Any:
+def _to_jsonable(value: object) -> JSON:
     """orjson's fallback for values it cannot encode itself (models, sets, Decimal, bytes...)."""
     if isinstance(value, os.PathLike):  # pydantic knows Path but not PurePath
         return os.fspath(value)
@@ -163,6 +163,6 @@ def _to_jsonable(value: Any) -> Any:
     return to_jsonable_python(value)
 
 
-def dump_json(value: Any) -> bytes:
+def dump_json(value: object) -> bytes:
     """Compact JSON for any value a tool may return; raises orjson.JSONEncodeError otherwise."""
     return orjson.dumps(value, default=_to_jsonable, option=_JSON_OPTIONS)

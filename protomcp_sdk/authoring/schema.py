@@ -32,6 +32,7 @@ from protomcp_sdk.authoring.results import CONTENT_TYPES, ToolResult
 from protomcp_sdk.wire.jsontypes import JSONObject
 
 if TYPE_CHECKING:
+    from google.protobuf.message import Message
     from pydantic import BaseModel
     from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
     from pydantic_core import ErrorDetails
@@ -66,11 +67,13 @@ class Signature:
     context_param: str | None
     warnings: tuple[str, ...] = ()  # likely mistakes worth telling the author at load time
     # a typed tool: its one parameter, and its result, are protobuf message classes
-    message: Any = None
-    result_message: Any = None
+    message: type[Message] | None = None
+    result_message: type[Message] | None = None
 
 
-def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True, returns: bool = True) -> Signature:
+def analyze(
+    fn: Callable[..., object], tool_name: str, *, fast: bool = True, returns: bool = True
+) -> Signature:
     """Build the argument converter and the input/output schemas of ``fn``.
 
     ``fast=False`` forces the pydantic path even for simple signatures (tests compare both).
@@ -137,7 +140,7 @@ def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True, return
     )
 
 
-def _message_class(annotation: Any) -> Any:
+def _message_class(annotation: object) -> type[Message] | None:
     """A generated protobuf message class (a typed tool's parameter or result), else None."""
     protobuf = sys.modules.get("google.protobuf.message")  # imported by any such class
     if protobuf is None:
@@ -145,7 +148,7 @@ def _message_class(annotation: Any) -> Any:
     return annotation if isinstance(annotation, type) and issubclass(annotation, protobuf.Message) else None
 
 
-def _message_arguments(name: str, message: Any, tool_name: str) -> tuple[JSONObject, Converter]:
+def _message_arguments(name: str, message: type[Message], tool_name: str) -> tuple[JSONObject, Converter]:
     """A typed tool: the schema of its message, and JSON arguments → {name: message}."""
     from protomcp_sdk.wire import protoschema
 

@@ -278,7 +278,7 @@ def roots_request(timeout: float) -> pb.Envelope:
 _HOOK_RUNS = itertools.count(1)  # keys of running async hooks: never reused
 
 
-def run_roots_hooks(loop: asyncio.AbstractEventLoop, tasks: dict[str, asyncio.Task[Any]]) -> None:
+def run_roots_hooks(loop: asyncio.AbstractEventLoop, tasks: dict[str, asyncio.Task[object]]) -> None:
     for hook in REGISTRY.roots_hooks:
         try:
             if inspect.iscoroutinefunction(hook):
@@ -291,7 +291,7 @@ def run_roots_hooks(loop: asyncio.AbstractEventLoop, tasks: dict[str, asyncio.Ta
             traceback.print_exc()
 
 
-def _forget(tasks: dict[str, asyncio.Task[Any]], key: str, _: asyncio.Task[Any]) -> None:
+def _forget(tasks: dict[str, asyncio.Task[object]], key: str, _: asyncio.Task[object]) -> None:
     tasks.pop(key, None)
 
 

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import orjson
 
 from protomcp_sdk.authoring.completions import limited
+from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.messages import to_messages
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.resources import INTERNAL_ERROR, RESOURCE_NOT_FOUND, ResourceNotFound
@@ -24,14 +25,14 @@ from protomcp_sdk.wire import framing
 INVALID_PARAMS = -32602
 _MAX_DETAIL = 1000
 
-Finish = Callable[[Any, BaseException | None], None]
+Finish = Callable[[Any, BaseException | None], None]  # (what the function returned, or what it raised)
 
 
 class Process(Protocol):
     """What serving these requests needs of the tool process."""
 
     loop: asyncio.AbstractEventLoop
-    requests: dict[str, asyncio.Task[Any]]
+    requests: dict[str, asyncio.Task[object]]
     call_threads: CallThreads
 
     def send(self, envelope: pb.Envelope) -> None: ...
@@ -237,7 +238,7 @@ class Features:
         self,
         key: str,  # what runs, for the call threads' fairness (like a tool name)
         request_id: str,
-        fn: Callable[..., Any],
+        fn: AuthorFunction,
         is_async: bool,
         context_param: str | None,
         arguments: Callable[[], dict[str, object]],

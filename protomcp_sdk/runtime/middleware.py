@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import orjson
 
@@ -75,7 +75,7 @@ class MiddlewareRunner:
             else:
                 running.resume(envelope.request_id, request.params_json)
 
-    def reply(self, request_id: str, **fields: Any) -> None:
+    def reply(self, request_id: str, **fields: str | bool) -> None:
         envelope = pb.Envelope(request_id=request_id)
         response = envelope.middleware_intercept_response  # filled in place, no copy
         response.SetInParent()  # (an empty reply is a reply: "unchanged")
@@ -96,7 +96,7 @@ def specs_of(names: list[str]) -> list[MiddlewareSpec] | str:
 
 def compose(
     specs: list[MiddlewareSpec], owner: str, innermost: CallNext
-) -> Callable[[ToolCall], Awaitable[Any]]:
+) -> Callable[[ToolCall], Awaitable[object]]:
     """The middleware as one, outermost first, around `innermost`. What an inner one raises
     becomes an error result its outer one sees, as between processes; what the outermost
     raises, its caller handles (each call_next may be called once)."""
@@ -247,7 +247,7 @@ class _Invocation:
         if not after.done():
             after.set_result(result_json)
 
-    def _reply(self, **fields: Any) -> None:
+    def _reply(self, **fields: str | bool) -> None:
         self.runner.reply(self.request_id, **fields)
 
 
@@ -260,7 +260,7 @@ def _failed(exc: BaseException) -> JSONObject:
     }
 
 
-def as_tool_result(value: Any, name: str) -> ToolResult:
+def as_tool_result(value: object, name: str) -> ToolResult:
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, str):

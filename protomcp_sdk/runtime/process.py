@@ -67,6 +67,7 @@ from protomcp_sdk.wire.env import (
 from protomcp_sdk.wire.version import SDK_NAME, SDK_VERSION
 
 if TYPE_CHECKING:
+    from google.protobuf.message import Message
     from opentelemetry.trace import Span
 
 CANCEL_GRACE = float(os.environ.get(CANCEL_GRACE_ENV, "") or 10.0)
@@ -107,7 +108,7 @@ class ProcessRuntime:
         self.stuck: dict[str, str] = {}  # request id -> tool: cancelled, thread not back after a grace period
         self.on_call_end: Callable[[], object] | None = None  # set while exiting: waits for running calls
         # Async resource reads, prompts, completions (by request id: cancellable) and roots hooks.
-        self.requests: dict[str, asyncio.Task[Any]] = {}
+        self.requests: dict[str, asyncio.Task[object]] = {}
         self.features = Features(self)
         self.call_threads = CallThreads()
         self.write_lock = threading.Lock()
@@ -350,7 +351,7 @@ class ProcessRuntime:
             return False
         return True
 
-    def _to_loop(self, callback: Callable[..., None], *args: Any) -> bool:
+    def _to_loop(self, callback: Callable[..., None], *args: object) -> bool:
         """Run callback(*args) on the loop; False if the loop is closed (the process is ending)."""
         try:
             self.loop.call_soon_threadsafe(callback, *args)
@@ -851,7 +852,7 @@ def _arguments_of(request: pb.CallToolRequest, spec: ToolSpec) -> str | bytes:
 
 def _arguments(spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> dict[str, object]:
     if isinstance(arguments_json, bytes):  # a typed tool's message as it came: no JSON at all
-        kwargs = {_the_parameter(spec): _parse(spec, arguments_json)}
+        kwargs: dict[str, object] = {_the_parameter(spec): _parse(spec, arguments_json)}
     else:
         arguments = orjson.loads(arguments_json) if arguments_json else {}
         if not isinstance(arguments, dict):
@@ -867,14 +868,16 @@ def _the_parameter(spec: ToolSpec) -> str:
     return name
 
 
-def _parse(spec: ToolSpec, data: bytes) -> Any:
+def _parse(spec: ToolSpec, data: bytes) -> Message:
     from google.protobuf.message import DecodeError
 
+    message = spec.message
+    assert message is not None  # bytes come for a typed tool only (_arguments_of)
     try:
-        return spec.message.FromString(data)
+        return message.FromString(data)
     except DecodeError as exc:
         raise ArgumentError(
-            f"Invalid arguments for tool '{spec.name}': not a {spec.message.DESCRIPTOR.full_name} ({exc})"
+            f"Invalid arguments for tool '{spec.name}': not a {message.DESCRIPTOR.full_name} ({exc})"
         ) from None
 
 
