@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from protomcp_sdk.authoring.results import CONTENT_TYPES, ContentBlock, Text
 from protomcp_sdk.wire.jsontypes import JSONObject
@@ -30,6 +31,11 @@ class Message:
     def to_mcp(self) -> JSONObject:
         content = Text(self.content) if isinstance(self.content, str) else self.content
         return {"role": self.role, "content": content.to_mcp()}
+
+
+Messages: TypeAlias = str | Message | Sequence[str | Message]
+"""A prompt's return value, or what ``ctx.sample`` sends: one user text, one Message, or a
+list (or tuple) of them."""
 
 
 def to_messages(value: object, what: str) -> list[JSONObject]:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import orjson
 
-from protomcp_sdk.authoring.messages import to_messages
+from protomcp_sdk.authoring.messages import Messages, to_messages
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.results import Audio, Image, Text, ToolError
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -99,7 +99,7 @@ class SamplingResult:
 
 
 def sampling_request(
-    messages: Any,
+    messages: Messages,
     *,
     max_tokens: int,
     system_prompt: str | None,
@@ -163,7 +163,11 @@ class ElicitResult:
 
 
 def elicit_request(
-    message: str, schema: Any, url: str | None, elicitation_id: str | None, timeout: float
+    message: str,
+    schema: type | JSONObject | None,
+    url: str | None,
+    elicitation_id: str | None,
+    timeout: float,
 ) -> pb.Envelope:
     if url is not None:
         if schema is not None:
@@ -182,7 +186,7 @@ def elicit_request(
     return pb.Envelope(elicit_request=request)
 
 
-def elicit_result(reply: pb.Envelope, schema: Any) -> ElicitResult:
+def elicit_result(reply: pb.Envelope, schema: type | JSONObject | None) -> ElicitResult:
     response = reply.elicit_response
     if response.is_error:
         raise ClientRequestError(f"elicitation failed: {response.error}")
@@ -206,7 +210,7 @@ def elicit_result(reply: pb.Envelope, schema: Any) -> ElicitResult:
     return ElicitResult(action, data, content)
 
 
-def requested_schema(schema: Any) -> JSONObject:
+def requested_schema(schema: type | JSONObject) -> JSONObject:
     """The flat object schema MCP elicitation allows (2025-11-25: primitive properties, string
     enums with or without titles, arrays of enums; defaults kept), from a pydantic model, a
     dataclass, or a JSON Schema dict given as is."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import orjson
 
@@ -17,7 +17,7 @@ from protomcp_sdk.authoring.messages import to_messages
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.resources import INTERNAL_ERROR, RESOURCE_NOT_FOUND, ResourceNotFound
 from protomcp_sdk.authoring.schema import ArgumentError
-from protomcp_sdk.runtime.context import Context
+from protomcp_sdk.runtime.context import Context, Reply
 from protomcp_sdk.runtime.threads import CallThreads
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire import framing
@@ -25,7 +25,7 @@ from protomcp_sdk.wire import framing
 INVALID_PARAMS = -32602
 _MAX_DETAIL = 1000
 
-Finish = Callable[[Any, BaseException | None], None]  # (what the function returned, or what it raised)
+Finish = Callable[[object, BaseException | None], None]  # (what the function returned, or what it raised)
 
 
 class Process(Protocol):
@@ -37,7 +37,7 @@ class Process(Protocol):
 
     def send(self, envelope: pb.Envelope) -> None: ...
 
-    def ask(self, envelope: pb.Envelope) -> Any: ...  # a request to the host (see Context)
+    def ask(self, envelope: pb.Envelope) -> Reply: ...  # a request to the host (see Context)
 
     def send_payload(
         self, request_id: str, content: bytes, content_type: str, answer: Callable[[str], pb.Envelope]
@@ -103,7 +103,7 @@ class Features:
             self._read_failed(request_id, RESOURCE_NOT_FOUND, f"Resource not found: {uri}")
             return
 
-        def finish(value: Any, error: BaseException | None) -> None:
+        def finish(value: object, error: BaseException | None) -> None:
             if error is None:
                 try:
                     contents = orjson.dumps(spec.contents(value, uri))
@@ -163,7 +163,7 @@ class Features:
                     str(exc).replace(f"tool '{spec.name}'", f"prompt '{spec.name}'")
                 ) from None
 
-        def finish(value: Any, error: BaseException | None) -> None:
+        def finish(value: object, error: BaseException | None) -> None:
             if error is None:
                 try:
                     messages = orjson.dumps(to_messages(value, f"prompt '{spec.name}'"))
@@ -211,7 +211,7 @@ class Features:
         context = orjson.loads(request.context_arguments_json) if request.context_arguments_json else {}
         what = f"completion for {request.argument_name!r} of {request.ref_name!r}"
 
-        def finish(value: Any, error: BaseException | None) -> None:
+        def finish(value: object, error: BaseException | None) -> None:
             if error is None:
                 try:
                     reply(*limited(value, what))
@@ -248,7 +248,7 @@ class Features:
     ) -> None:
         process = self.process
 
-        def settle(value: Any, error: BaseException | None) -> None:
+        def settle(value: object, error: BaseException | None) -> None:
             """Exactly one answer: finish's, or an error answer when finish itself fails."""
             try:
                 finish(value, error)

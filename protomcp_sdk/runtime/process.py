@@ -28,7 +28,7 @@ import traceback
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import orjson
 
@@ -756,13 +756,14 @@ class ProcessRuntime:
 
 
 class _Frames(asyncio.Protocol):
+    transport: readsize.ResizableRead  # set by connection_made, before any data
+
     def __init__(self, process: ProcessRuntime) -> None:
         self.process = process
-        self.transport: Any = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-        transport.max_size = readsize.SMALL  # type: ignore[attr-defined]
+        self.transport = cast(readsize.ResizableRead, transport)  # a read pipe (connect_read_pipe)
+        self.transport.max_size = readsize.SMALL
 
     def data_received(self, data: bytes) -> None:
         readsize.adapt(self.transport, len(data), READ_CEILING)
