@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from protomcp_sdk.authoring.context import CallContext
 from protomcp_sdk.authoring.results import CONTENT_TYPES, ToolResult
-from protomcp_sdk.wire.jsontypes import JSONObject
+from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message
@@ -39,10 +39,11 @@ if TYPE_CHECKING:
 
 Converter = Callable[[JSONObject], dict[str, object]]
 """JSON arguments -> the function's keyword arguments (converted: any Python values)."""
-_Param = tuple[str, Any, Any]  # (name, annotation, default or _REQUIRED)
+Coerce = Callable[[JSON], object]  # one JSON argument -> the value the function gets
+_Param = tuple[str, object, object]  # (name, annotation, default or _REQUIRED)
 
-_REQUIRED: Any = inspect.Parameter.empty
-_MISSING: Any = object()
+_REQUIRED: object = inspect.Parameter.empty
+_MISSING = object()
 _UNION_TYPES = (Union, types.UnionType)
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _EXTRA = "Extra inputs are not permitted"
@@ -161,7 +162,7 @@ def _message_arguments(name: str, message: type[Message], tool_name: str) -> tup
     return protoschema.schema_from_message(message.DESCRIPTOR), convert
 
 
-def resolve_hints(fn: Callable[..., object], tool_name: str) -> dict[str, Any]:
+def resolve_hints(fn: Callable[..., object], tool_name: str) -> dict[str, object]:
     """Type hints with ``Annotated`` kept; also resolves ``from __future__ import annotations``."""
     try:
         return typing.get_type_hints(fn, include_extras=True)
@@ -173,7 +174,7 @@ def resolve_hints(fn: Callable[..., object], tool_name: str) -> dict[str, Any]:
         ) from exc
 
 
-def is_context_type(annotation: Any) -> bool:
+def is_context_type(annotation: object) -> bool:
     """True for ``Context``, ``Optional[Context]`` and ``Annotated[Context, ...]``."""
     annotation = _strip_annotated(annotation)
     if _is_context_class(annotation):
@@ -184,12 +185,12 @@ def is_context_type(annotation: Any) -> bool:
     return False
 
 
-def _is_context_class(annotation: Any) -> bool:
+def _is_context_class(annotation: object) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, CallContext)
 
 
 def output_schema_for(
-    annotation: Any, tool_name: str = "?", *, fast: bool = True
+    annotation: object, tool_name: str = "?", *, fast: bool = True
 ) -> tuple[JSONObject | None, bool]:
     """``(outputSchema, wraps_result)`` for a return annotation.
 
@@ -244,7 +245,7 @@ def _argument_error(tool_name: str, errors: Sequence[ErrorDetails]) -> ArgumentE
 # ---- the fast path: simple signatures without pydantic -----------------------
 
 
-def _simple_type(annotation: Any) -> tuple[type | None, bool] | None:
+def _simple_type(annotation: object) -> tuple[type | None, bool] | None:
     """``(base, nullable)`` for str/int/float/bool, ``X | None`` of those, and Any (base None).
 
     None for every other annotation: those take the pydantic path.
@@ -260,7 +261,7 @@ def _simple_type(annotation: Any) -> tuple[type | None, bool] | None:
     return None
 
 
-def _is_plain_default(default: Any) -> bool:
+def _is_plain_default(default: object) -> bool:
     """Defaults whose JSON is the value itself (what pydantic writes into the schema)."""
     if type(default) is float:
         return math.isfinite(default)
@@ -279,7 +280,7 @@ def _simple_arguments(params: list[_Param], tool_name: str) -> tuple[JSONObject,
     properties: JSONObject = {}
     required: list[str] = []
     # (name, exact type: the value as-is, coerce: anything else, default)
-    fields: list[tuple[str, type | None, Callable[[Any], Any], Any]] = []
+    fields: list[tuple[str, type | None, Coerce, object]] = []
     for name, annotation, default in params:
         simple = _simple_type(annotation)
         if simple is None or not _is_plain_default(default):
@@ -301,9 +302,7 @@ def _simple_arguments(params: list[_Param], tool_name: str) -> tuple[JSONObject,
     return schema, _converter(tool_name, tuple(fields))
 
 
-def _converter(
-    tool_name: str, fields: tuple[tuple[str, type | None, Callable[[Any], Any], Any], ...]
-) -> Converter:
+def _converter(tool_name: str, fields: tuple[tuple[str, type | None, Coerce, object], ...]) -> Converter:
     def convert(arguments: JSONObject) -> dict[str, object]:
         kwargs = {}
         errors: list[ErrorDetails] = []
@@ -368,7 +367,7 @@ _BOOL_WORDS = dict.fromkeys(("0", "off", "f", "false", "n", "no"), False) | dict
 )
 
 
-def _to_int(value: Any) -> int:
+def _to_int(value: JSON) -> int:
     kind = type(value)
     if kind is int or kind is bool:
         return int(value)
@@ -394,7 +393,7 @@ def _to_int(value: Any) -> int:
     raise _Invalid(*_INT_TYPE)
 
 
-def _to_float(value: Any) -> float:
+def _to_float(value: JSON) -> float:
     if type(value) is float:
         return value
     kind = type(value)
@@ -414,7 +413,7 @@ def _to_float(value: Any) -> float:
     raise _Invalid(*_FLOAT_TYPE)
 
 
-def _to_bool(value: Any) -> bool:
+def _to_bool(value: JSON) -> bool:
     if type(value) is bool:
         return value
     kind = type(value)
@@ -432,24 +431,24 @@ def _to_bool(value: Any) -> bool:
     raise _Invalid(*_BOOL_TYPE)
 
 
-def _to_str(value: Any) -> str:
+def _to_str(value: JSON) -> str:
     if type(value) is str:
         return value
     raise _Invalid(*_STR_TYPE)
 
 
-def _as_is(value: Any) -> Any:
+def _as_is(value: JSON) -> JSON:
     return value
 
 
-def _or_none(coerce: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def nullable(value: Any) -> Any:
+def _or_none(coerce: Coerce) -> Coerce:
+    def nullable(value: JSON) -> object:
         return None if value is None else coerce(value)
 
     return nullable
 
 
-_COERCE: dict[type | None, Callable[[Any], Any]] = {
+_COERCE: dict[type | None, Coerce] = {
     int: _to_int,
     float: _to_float,
     bool: _to_bool,
@@ -492,7 +491,7 @@ def _pydantic_arguments(params: list[_Param], tool_name: str) -> tuple[JSONObjec
 
 
 def _arguments_model(
-    tool_name: str, definitions: dict[str, Any], annotations: dict[str, Any]
+    tool_name: str, definitions: dict[str, Any], annotations: dict[str, object]
 ) -> type[BaseModel]:
     from pydantic import ConfigDict, create_model
 
@@ -525,7 +524,7 @@ def _unsupported_type(exc: Exception) -> bool:
     return isinstance(exc, PydanticSchemaGenerationError)
 
 
-def _failing_parameter(annotations: dict[str, Any]) -> str | None:
+def _failing_parameter(annotations: dict[str, object]) -> str | None:
     """Name the parameter whose type pydantic rejects (only used to word an error)."""
     from pydantic import TypeAdapter
 
@@ -537,11 +536,11 @@ def _failing_parameter(annotations: dict[str, Any]) -> str | None:
     return None
 
 
-def _pydantic_output_schema(annotation: Any, tool_name: str) -> JSONObject:
+def _pydantic_output_schema(annotation: object, tool_name: str) -> JSONObject:
     from pydantic import TypeAdapter
 
     try:
-        adapter = TypeAdapter(annotation)
+        adapter: TypeAdapter[object] = TypeAdapter(annotation)
         schema = _generate(lambda gen: adapter.json_schema(mode="serialization", schema_generator=gen))
     except Exception as exc:
         why = "it has no JSON Schema" if _unsupported_type(exc) else _pydantic_message(exc)
@@ -590,13 +589,13 @@ def _inline_root_ref(schema: JSONObject) -> JSONObject:
 # ---- helpers ----------------------------------------------------------------
 
 
-def _strip_annotated(annotation: Any) -> Any:
+def _strip_annotated(annotation: object) -> object:
     while typing.get_origin(annotation) is Annotated:
         annotation = typing.get_args(annotation)[0]
     return annotation
 
 
-def _is_unstructured(annotation: Any) -> bool:
+def _is_unstructured(annotation: object) -> bool:
     """Return types that become plain content: text, blocks, ToolResult (or unions/lists of them)."""
     annotation = _strip_annotated(annotation)
     if annotation in (None, type(None), str, Any, object, ToolResult):
@@ -621,7 +620,7 @@ def _location(loc: tuple[int | str, ...]) -> str:
     return text or "arguments"
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= _MAX_SHOWN_INPUT else text[: _MAX_SHOWN_INPUT - 3] + "..."
 
@@ -633,7 +632,7 @@ def _pydantic_message(exc: Exception) -> str:
     return text.replace(f"{TOOL_MODULE}.", "")  # the tool file's classes by their own names
 
 
-def _type_name(annotation: Any) -> str:
+def _type_name(annotation: object) -> str:
     import typing
 
     name = None if typing.get_args(annotation) else getattr(annotation, "__qualname__", None)

@@ -24,7 +24,7 @@ import binascii
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import orjson
 from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2
@@ -33,7 +33,7 @@ from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
 from protomcp_sdk.wire import options_pb2
-from protomcp_sdk.wire.jsontypes import JSONObject
+from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 
 if TYPE_CHECKING:
     from google.protobuf.internal.extension_dict import _ExtensionFieldDescriptor
@@ -43,6 +43,10 @@ STRUCT_FILE = struct_pb2.DESCRIPTOR.name  # google/protobuf/struct.proto
 WELL_KNOWN = "google/protobuf/"
 WELL_KNOWN_PACKAGE = "google.protobuf."
 OPTIONS_FILE = options_pb2.DESCRIPTOR.name  # protomcp/options.proto
+AnyDescriptor: TypeAlias = Any
+"""A protobuf descriptor (of a file, message or field), read by reflection. The stubs split each
+kind between upb's class and the pure-Python one, and make Optional what a field's type makes
+present (``enum_type`` of an enum field): typed, every read here would need a cast."""
 # The (protomcp.message_schema) and (protomcp.field_schema) options, typed: protoc's stubs call
 # an extension a plain FieldDescriptor, not what it extends and holds.
 MESSAGE_SCHEMA = cast(
@@ -259,7 +263,7 @@ def _combines(schema: JSONObject) -> bool:
     )
 
 
-def _schema_dict(value: Any, where: str) -> JSONObject:
+def _schema_dict(value: JSON, where: str) -> JSONObject:
     if value is True:
         return {}
     if not isinstance(value, dict):
@@ -285,7 +289,7 @@ def _unwrap_nullable(schema: JSONObject) -> tuple[JSONObject, bool]:
     return schema, False
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: JSON) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
@@ -338,13 +342,13 @@ def descriptor_set(files: Iterable[descriptor_pb2.FileDescriptorProto]) -> descr
     return out
 
 
-def files_of(classes: Iterable[Any]) -> descriptor_pb2.FileDescriptorSet:
+def files_of(classes: Iterable[type[Message]]) -> descriptor_pb2.FileDescriptorSet:
     """The files that define generated message classes, with the files they import (not
     google/protobuf's), dependencies first: a typed tool's descriptors."""
     out = descriptor_pb2.FileDescriptorSet()
     seen: set[str] = set()
 
-    def add(file: Any) -> None:
+    def add(file: AnyDescriptor) -> None:
         if file.name in seen or file.name.startswith(WELL_KNOWN):
             return
         seen.add(file.name)
@@ -357,13 +361,13 @@ def files_of(classes: Iterable[Any]) -> descriptor_pb2.FileDescriptorSet:
     return out
 
 
-def _proto_of(file: Any) -> descriptor_pb2.FileDescriptorProto:
+def _proto_of(file: AnyDescriptor) -> descriptor_pb2.FileDescriptorProto:
     proto = descriptor_pb2.FileDescriptorProto()
     file.CopyToProto(proto)
     return proto
 
 
-def _well_known(name: str) -> Any:
+def _well_known(name: str) -> AnyDescriptor:
     from google.protobuf import any_pb2
 
     known = {
@@ -475,7 +479,7 @@ def _render_message(message: descriptor_pb2.DescriptorProto, lines: list[str], i
     lines.append(f"{indent}}}")
 
 
-def _comment(text: Any, lines: list[str], indent: str) -> None:
+def _comment(text: JSON, lines: list[str], indent: str) -> None:
     if isinstance(text, str) and text.strip():
         lines += [f"{indent}// {line}".rstrip() for line in text.strip().splitlines()]
 
@@ -500,7 +504,7 @@ def json_to_message(data: JSONObject, cls: type[Message]) -> Message:
     return message
 
 
-def _fill(message: Message, data: Any, where: str) -> None:
+def _fill(message: Message, data: JSON, where: str) -> None:
     descriptor = message.DESCRIPTOR
     if descriptor.full_name.startswith(WELL_KNOWN_PACKAGE):  # Struct, Value, Timestamp...: their JSON
         try:
@@ -521,7 +525,7 @@ def _fill(message: Message, data: Any, where: str) -> None:
         _set(message, field, value, at)
 
 
-def _set(message: Message, field: Any, value: Any, at: str) -> None:
+def _set(message: Message, field: AnyDescriptor, value: JSON, at: str) -> None:
     if field.message_type is not None and field.message_type.GetOptions().map_entry:
         if not isinstance(value, dict):
             raise ValueError(f"{at}: expected an object, got {_kind_of(value)}")
@@ -557,7 +561,8 @@ def _set(message: Message, field: Any, value: Any, at: str) -> None:
     setattr(message, field.name, _scalar(field, value, at))
 
 
-def _scalar(field: Any, value: Any, at: str) -> Any:
+def _scalar(field: AnyDescriptor, value: JSON, at: str) -> object:
+    # what the field holds: str, int, float, bool or bytes
     kind = SCALAR_NAMES.get(field.type)
     ok = {
         "string": isinstance(value, str),
@@ -585,11 +590,11 @@ def _scalar(field: Any, value: Any, at: str) -> Any:
     return value
 
 
-def _type_word(field: Any) -> str:
+def _type_word(field: AnyDescriptor) -> str:
     return {v: k for k, v in vars(F).items() if k.startswith("TYPE_")}[field.type][5:].lower()
 
 
-def _plain(field: Any, value: Any) -> Any:
+def _plain(field: AnyDescriptor, value: Any) -> JSON:  # a field's value: str, int, float, bool or bytes
     """A scalar field's value as JSON (bytes as base64, an enum by name)."""
     if field.type == F.TYPE_BYTES:
         return base64.b64encode(value).decode()
@@ -599,7 +604,7 @@ def _plain(field: Any, value: Any) -> Any:
     return value
 
 
-def _kind_of(value: Any) -> str:
+def _kind_of(value: JSON) -> str:
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number"
     )
@@ -611,7 +616,7 @@ def message_to_json(message: Message) -> JSONObject:
     return arguments
 
 
-def _read(message: Message) -> Any:
+def _read(message: Message) -> JSON:
     if message.DESCRIPTOR.full_name.startswith(WELL_KNOWN_PACKAGE):
         return MessageToDict(message)
     out: JSONObject = {}
@@ -643,7 +648,7 @@ def _read(message: Message) -> Any:
 # -- back to JSON Schema ---------------------------------------------------------------------
 
 
-def schema_from_message(descriptor: Any) -> JSONObject:
+def schema_from_message(descriptor: AnyDescriptor) -> JSONObject:
     """The JSON Schema a message stands for (the original one, for a message made here)."""
     defs: JSONObject = {}
     schema = _message_schema(descriptor, defs)
@@ -657,7 +662,7 @@ def schema_from_message(descriptor: Any) -> JSONObject:
     return schema
 
 
-def _message_schema(descriptor: Any, defs: JSONObject) -> JSONObject:
+def _message_schema(descriptor: AnyDescriptor, defs: JSONObject) -> JSONObject:
     extras = _option(descriptor.GetOptions().Extensions[MESSAGE_SCHEMA])
     extras.pop(DEF, None)
     schema: JSONObject = {"type": "object", "properties": {}}
@@ -669,7 +674,7 @@ def _message_schema(descriptor: Any, defs: JSONObject) -> JSONObject:
     return schema
 
 
-def _field_schema(field: Any, defs: JSONObject) -> JSONObject:
+def _field_schema(field: AnyDescriptor, defs: JSONObject) -> JSONObject:
     extras = _option(field.GetOptions().Extensions[FIELD_SCHEMA])
     if extras.pop(WHOLE, False):
         return extras
@@ -694,7 +699,7 @@ def _field_schema(field: Any, defs: JSONObject) -> JSONObject:
     return schema
 
 
-def _type_schema(field: Any, defs: JSONObject) -> JSONObject:
+def _type_schema(field: AnyDescriptor, defs: JSONObject) -> JSONObject:
     if field.message_type is None:
         if field.type == F.TYPE_ENUM:
             return {"type": "string", "enum": [value.name for value in field.enum_type.values]}
