@@ -48,24 +48,26 @@ import os
 import signal
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import orjson
 
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.runtime import client
-from protomcp_sdk.runtime.context import _UNSET, Context
+from protomcp_sdk.runtime.context import _UNSET, Answer, Context
 from protomcp_sdk.wire import envelope_pb2 as pb
-from protomcp_sdk.wire.jsontypes import JSONObject
+from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 from protomcp_sdk.wire.toollist import ToolListChange
+
+T = TypeVar("T")
 
 __all__ = ["CallResult", "Client", "ClientError", "RecordingContext", "load_tool_module"]
 
-Sampling = str | Callable[[JSONObject], Any]
-Elicitation = JSONObject | str | Callable[[JSONObject], Any]
+Sampling = str | Callable[[JSONObject], object]
+Elicitation = JSONObject | str | Callable[[JSONObject], object]
 Roots = Iterable[str | JSONObject]
 
 PROTOCOL_VERSION = "2025-11-25"
@@ -80,7 +82,7 @@ class CallResult:
     """One tools/call result."""
 
     content: list[JSONObject]
-    structured: Any = None
+    structured: JSON = None
     is_error: bool = False
     meta: JSONObject | None = None
 
@@ -107,7 +109,7 @@ class Progress:
 
 
 # -- canned answers to a tool's requests for the client --------------------------------------
-async def _answer(source: Any, params: JSONObject) -> Any:
+async def _answer(source: object, params: JSONObject) -> object:
     value = source(params) if callable(source) else source
     return await value if inspect.isawaitable(value) else value
 
@@ -288,7 +290,7 @@ class Client:
         result: JSONObject = reply["result"]
         return result
 
-    async def call(self, name: str, /, **arguments: Any) -> CallResult:
+    async def call(self, name: str, /, **arguments: JSON) -> CallResult:
         """Call a tool with keyword arguments; progress notifications are requested and captured."""
         return await self.call_tool(name, arguments)
 
@@ -351,7 +353,7 @@ class Client:
         return values
 
     # -- tasks (MCP 2025-11-25) ----------------------------------------------------------
-    async def call_task(self, name: str, /, *, ttl: int | None = None, **arguments: Any) -> JSONObject:
+    async def call_task(self, name: str, /, *, ttl: int | None = None, **arguments: JSON) -> JSONObject:
         """Start a tool call as an MCP task (the tool must allow it: ``@tool(task=...)``);
         returns the Task object (``taskId``, ``status``...)."""
         params: JSONObject = {
@@ -523,7 +525,7 @@ class RecordingContext(Context):
             state=state,
         )
         self.progress: list[tuple[float, float | None, str | None]] = []
-        self.logs: list[tuple[str, Any]] = []
+        self.logs: list[tuple[str, JSON]] = []
         self.tool_changes: list[ToolListChange] = []
         self.requests: list[tuple[str, JSONObject]] = []
         self.sampling = sampling
@@ -553,7 +555,7 @@ class RecordingContext(Context):
     # -- what the host and the client would answer -------------------------------------
     # Like the real Context, each answer is awaitable for an async tool and a plain value for a
     # sync one; called directly, which one is told by the calling function (coroutine or not).
-    def _control(self, envelope: pb.Envelope) -> Any:
+    def _control(self, envelope: pb.Envelope) -> Answer:
         self.sent.append(envelope)
         change = ToolListChange.from_envelope(envelope)
         if change is not None:
@@ -563,11 +565,11 @@ class RecordingContext(Context):
     def _ask_client(
         self,
         envelope: pb.Envelope,
-        convert: Callable[[pb.Envelope], Any],
+        convert: Callable[[pb.Envelope], T],
         timeout: float,
         key: str | None,
         kind: str,
-    ) -> Any:
+    ) -> Answer:
         self.sent.append(envelope)
         client.check_capability(envelope, self.client_capabilities)  # what was not given, raises
         message = envelope.WhichOneof("msg") or ""
@@ -577,7 +579,7 @@ class RecordingContext(Context):
             roots = orjson.dumps(roots_result(self.roots or [])).decode()
             return _give(convert(pb.Envelope(list_roots_response=pb.ListRootsResponse(roots_json=roots))))
 
-        async def answer() -> Any:
+        async def answer() -> T:
             if kind == "sample":
                 result = await sampling_result(self.sampling, params)  # type: ignore[arg-type]
                 reply = pb.Envelope(
@@ -638,7 +640,7 @@ def _caller_is_coroutine() -> bool:
 _SDK_DIR = str(Path(__file__).resolve().parent) + os.sep
 
 
-def _give(value: Any) -> Any:
+def _give(value: object) -> Answer:
     if _caller_is_coroutine():
         future = asyncio.get_running_loop().create_future()
         future.set_result(value)
@@ -646,7 +648,7 @@ def _give(value: Any) -> Any:
     return value
 
 
-def _run_now(coro: Any) -> Any:
+def _run_now(coro: Coroutine[object, None, T]) -> T:
     """A sync tool's answer: run the canned answer to the end here."""
     try:
         asyncio.get_running_loop()
@@ -655,7 +657,8 @@ def _run_now(coro: Any) -> Any:
     try:  # a loop runs (a sync tool called from an async test): the answer must not wait
         coro.send(None)
     except StopIteration as done:
-        return done.value
+        answer: T = done.value
+        return answer
     coro.close()
     raise RuntimeError(
         "an async canned answer cannot serve a sync tool called from async code; use a plain function"

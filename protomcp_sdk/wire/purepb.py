@@ -29,16 +29,28 @@ import math
 import struct
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from protomcp_sdk.wire.leanpb import serialized_descriptor
 
 # FieldDescriptorProto.Type values this module handles (descriptor.proto's numbering)
 DOUBLE, INT64, INT32, BOOL, STRING, MESSAGE, BYTES, UINT32 = 1, 3, 5, 8, 9, 11, 12, 13
 LABEL_REPEATED = 3
-_DEFAULTS: dict[int, Any] = {DOUBLE: 0.0, INT64: 0, INT32: 0, BOOL: False, STRING: "", BYTES: b"", UINT32: 0}
+FieldValue: TypeAlias = Any
+"""A field's value: str, bytes, bool, int, float, a Message, or a Repeated of them. Set as
+protobuf's Python API allows, by name at run time; each field's encoder takes its own kind."""
+
+_DEFAULTS: dict[int, FieldValue] = {
+    DOUBLE: 0.0,
+    INT64: 0,
+    INT32: 0,
+    BOOL: False,
+    STRING: "",
+    BYTES: b"",
+    UINT32: 0,
+}
 _WIRE_TYPE = {DOUBLE: 1, INT64: 0, INT32: 0, BOOL: 0, UINT32: 0, STRING: 2, BYTES: 2, MESSAGE: 2}
 _DOUBLE = struct.Struct("<d")
 _U64 = 1 << 64
@@ -102,16 +114,16 @@ class Field:
         )
 
 
-class Repeated(list):  # type: ignore[type-arg]
+class Repeated(list[FieldValue]):
     """A repeated field: a list; ``add(**fields)`` appends a new message of its class."""
 
     __slots__ = ("_element",)
 
-    def __init__(self, element: type[Message] | None, items: Any = ()) -> None:
+    def __init__(self, element: type[Message] | None, items: Iterable[FieldValue] = ()) -> None:
         super().__init__(items)
         self._element = element
 
-    def add(self, **fields: Any) -> Message:
+    def add(self, **fields: FieldValue) -> Message:
         if self._element is None:
             raise AttributeError("add() is for repeated message fields; use append()")
         item = self._element(**fields)
@@ -129,9 +141,9 @@ class Message:
     _pb_numbers: ClassVar[dict[int, Field]] = {}
     _pb_oneofs: ClassVar[dict[str, frozenset[str]]] = {}
     _pb_name: ClassVar[str] = ""
-    _pb_encoders: ClassVar[dict[str, Callable[[Any], bytes]]] = {}
+    _pb_encoders: ClassVar[dict[str, Callable[[FieldValue], bytes]]] = {}
 
-    def __init__(self, **fields: Any) -> None:
+    def __init__(self, **fields: FieldValue) -> None:
         # the message this one was made for on a read, until it is present there (weakly: a
         # cycle would leave every call's messages to the cyclic GC)
         self._pb_parent: tuple[weakref.ref[Message], str] | None = None
@@ -139,7 +151,7 @@ class Message:
         if fields:
             self._pb_init(fields)
 
-    def _pb_init(self, fields: dict[str, Any]) -> None:
+    def _pb_init(self, fields: dict[str, FieldValue]) -> None:
         spec = self._pb_fields
         for name, value in fields.items():
             field = spec.get(name)
@@ -154,12 +166,12 @@ class Message:
             else:
                 self.__dict__[name] = value
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> FieldValue:
         field = self._pb_fields.get(name)
         if field is None:
             raise AttributeError(f"{self._pb_name} has no field {name!r}")
         if field.repeated:
-            value: Any = Repeated(field.message)
+            value: FieldValue = Repeated(field.message)
         else:
             value = field.message()  # type: ignore[misc]
             value._pb_parent = (weakref.ref(self), name)
@@ -193,7 +205,7 @@ class Message:
                 _keep_one(parent.__dict__, parent._pb_oneofs[oneof], name)
             parent.SetInParent()
 
-    def _present(self, name: str) -> Any:
+    def _present(self, name: str) -> Message | None:
         """The value of message field `name` if it is present, else None."""
         value = self.__dict__.get(name)
         if value is None or value._pb_here or value.SerializeToString():
@@ -228,7 +240,7 @@ class Message:
             self.__dict__.pop(member, None)
 
     # -- whole messages ---------------------------------------------------------------
-    def SerializeToString(self, **_: Any) -> bytes:
+    def SerializeToString(self, **_: object) -> bytes:
         """The fields in the order they were set (any order is valid protobuf); a oneof's
         members other than its set one are empty sub-messages made by reading, not written."""
         encoders = self._pb_encoders
@@ -263,7 +275,7 @@ class Message:
             return NotImplemented
         return self._pb_set() == other._pb_set()
 
-    def _pb_set(self) -> dict[str, Any]:
+    def _pb_set(self) -> dict[str, FieldValue]:
         """The fields that would be written, by name."""
         encoders = self._pb_encoders
         return {name: value for name, value in self.__dict__.items() if encoders[name](value)}
@@ -278,7 +290,7 @@ class Message:
 _new = object.__new__
 
 
-def _keep_one(fields: dict[str, Any], members: frozenset[str], name: str) -> None:
+def _keep_one(fields: dict[str, FieldValue], members: frozenset[str], name: str) -> None:
     """Field `name` of a oneof is set: the oneof's other members go."""
     for other in [other for other in fields if other in members and other != name]:
         del fields[other]
@@ -291,7 +303,7 @@ def _length(size: int) -> bytes:
 _SMALL = [bytes((n,)) for n in range(0x80)]
 
 
-def _encoder(field: Field) -> Callable[[Any], bytes]:
+def _encoder(field: Field) -> Callable[[FieldValue], bytes]:
     """The function that writes one value of `field` (b"" for a proto3 default)."""
     tag, kind = field.tag, field.kind
     if field.repeated:
@@ -306,7 +318,7 @@ def _encoder(field: Field) -> Callable[[Any], bytes]:
         return lambda values: b"".join([one(value) or tag + b"\x00" for value in values])
     if kind == STRING:
 
-        def string(value: Any) -> bytes:
+        def string(value: FieldValue) -> bytes:
             if not value:
                 return b""
             data = value.encode() if type(value) is str else bytes(value)
@@ -357,7 +369,7 @@ def _decode_into(message: Message, data: bytes, pos: int, end: int) -> None:
             name, kind, repeated, cls, oneof = field.decoding
             if kind == STRING:
                 try:
-                    value: Any = data[start:pos].decode()
+                    value: FieldValue = data[start:pos].decode()
                 except UnicodeDecodeError:
                     raise DecodeError(f"field {name} is not valid UTF-8") from None
             elif kind == MESSAGE:
@@ -491,7 +503,7 @@ def build(serialized_file: bytes, module_name: str) -> dict[str, type[Message]]:
             oneof = oneofs[_number(spec[9])] if 9 in spec else None
             field = Field(field_name, _number(spec[3]), kind, repeated, oneof)
             fields.append((field, _bytes(spec.get(6, b"")).decode()))
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "__slots__": (),
             "__module__": module_name,
             "__qualname__": name,
