@@ -579,14 +579,18 @@ class RecordingContext(Context):
             roots = orjson.dumps(roots_result(self.roots or [])).decode()
             return _give(convert(pb.Envelope(list_roots_response=pb.ListRootsResponse(roots_json=roots))))
 
+        sampling, elicitation = self.sampling, self.elicitation  # (check_capability refused a missing one)
+
         async def answer() -> T:
             if kind == "sample":
-                result = await sampling_result(self.sampling, params)  # type: ignore[arg-type]
+                assert sampling is not None
+                result = await sampling_result(sampling, params)
                 reply = pb.Envelope(
                     sampling_response=pb.SamplingResponse(result_json=orjson.dumps(result).decode())
                 )
             else:
-                result = await elicitation_result(self.elicitation, params)  # type: ignore[arg-type]
+                assert elicitation is not None
+                result = await elicitation_result(elicitation, params)
                 reply = pb.Envelope(
                     elicit_response=pb.ElicitResponse(result_json=orjson.dumps(result).decode())
                 )
@@ -631,9 +635,9 @@ class RecordingContext(Context):
 def _caller_is_coroutine() -> bool:
     """Whether the tool code that called the Context (the first frame outside the SDK) is a
     coroutine: it then awaits the answer."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_SDK_DIR):
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return frame is not None and bool(frame.f_code.co_flags & inspect.CO_COROUTINE)
 
 

@@ -46,8 +46,16 @@ class ResourceSpec:
     meta: JSONObject | None = None
     icons: list[JSONObject] | None = None
 
-    def definition(self) -> pb.ResourceDefinition | pb.ResourceTemplateDefinition:
-        common = {
+    def resource_definition(self) -> pb.ResourceDefinition:
+        """How resources/list shows this resource (one without URI variables)."""
+        return pb.ResourceDefinition(uri=self.uri, size=self.size or 0, **self._listed())
+
+    def template_definition(self) -> pb.ResourceTemplateDefinition:
+        """How resources/templates/list shows this template."""
+        return pb.ResourceTemplateDefinition(uri_template=self.uri, **self._listed())
+
+    def _listed(self) -> dict[str, str]:
+        return {
             "name": self.name,
             "title": self.title or "",
             "description": self.description,
@@ -56,9 +64,6 @@ class ResourceSpec:
             "meta_json": as_json(self.meta),
             "icons_json": as_json(self.icons),
         }
-        if self.template is not None:
-            return pb.ResourceTemplateDefinition(uri_template=self.uri, **common)
-        return pb.ResourceDefinition(uri=self.uri, size=self.size or 0, **common)
 
     def arguments(self, uri: str) -> dict[str, object]:
         """The function's keyword arguments for reading `uri` (template variables converted)."""

@@ -82,13 +82,13 @@ class Features:
 
     # -- lists (whole, in one page: the host merges and pages) ----------------------------
     def _list_resources(self, envelope: pb.Envelope) -> None:
-        resources = [spec.definition() for spec in REGISTRY.resources.values()]
-        reply = pb.ResourceListResponse(resources=resources)  # type: ignore[arg-type]
+        resources = [spec.resource_definition() for spec in REGISTRY.resources.values()]
+        reply = pb.ResourceListResponse(resources=resources)
         self.process.send(pb.Envelope(request_id=envelope.request_id, resource_list_response=reply))
 
     def _list_templates(self, envelope: pb.Envelope) -> None:
-        templates = [spec.definition() for spec in REGISTRY.templates.values()]
-        reply = pb.ResourceTemplateListResponse(templates=templates)  # type: ignore[arg-type]
+        templates = [spec.template_definition() for spec in REGISTRY.templates.values()]
+        reply = pb.ResourceTemplateListResponse(templates=templates)
         self.process.send(pb.Envelope(request_id=envelope.request_id, resource_template_list_response=reply))
 
     def _list_prompts(self, envelope: pb.Envelope) -> None:

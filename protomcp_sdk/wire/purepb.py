@@ -173,6 +173,7 @@ class Message:
         if field.repeated:
             value: FieldValue = Repeated(field.message)
         else:
+            # (a scalar reads as its class's default: only message fields come here)
             value = field.message()  # type: ignore[misc]
             value._pb_parent = (weakref.ref(self), name)
         self.__dict__[name] = value
@@ -542,7 +543,7 @@ def install(module_name: str = "protomcp_sdk.wire.envelope_pb2") -> ModuleType |
         return None
     module = ModuleType(module_name, "protomcp.proto's messages (pure Python: protomcp_sdk.wire.purepb)")
     module.__dict__.update(classes)
-    module.DecodeError = DecodeError  # type: ignore[attr-defined]
+    module.DecodeError = DecodeError  # type: ignore[attr-defined]  # as the generated module has
     sys.modules[module_name] = module
     parent, _, child = module_name.rpartition(".")
     setattr(sys.modules[parent], child, module)
