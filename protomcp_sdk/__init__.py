@@ -20,7 +20,7 @@ Layers, each importing only the ones after it: ``runtime/`` (the tool process) -
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __all__ = [
     "Audio",
@@ -101,7 +101,7 @@ if TYPE_CHECKING:
     from protomcp_sdk.runtime.context import Context
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name == "__version__":
         from protomcp_sdk.wire.version import installed_version
 
