@@ -62,7 +62,8 @@ def _through_upb(name: str) -> ModuleType | None:
         if file.dependencies or file.extensions_by_name or file.services_by_name:
             return None  # not needed by our files: the builder knows those
         module = importlib.util.module_from_spec(spec)
-        _build(module.__dict__, file, _message.MessageMeta, name.rpartition(".")[2])
+        # the classes' __module__ as protoc writes it: from the .proto's name, not the module's
+        _build(module.__dict__, file, _message.MessageMeta, file.name.removesuffix(".proto") + "_pb2")
     except Exception:  # an API that moved: the generated module still works
         return None
     sys.modules[name] = module
