@@ -344,6 +344,21 @@ def _encoder(field: Field) -> Callable[[FieldValue], bytes]:
     return lambda value: tag + _varint(value + _U64 if value < 0 else value) if value else b""
 
 
+def _from_varint(raw: int, kind: int, name: str) -> bool | int:
+    """A varint field's value: bool, or an integer of the field's width and sign."""
+    if kind == BOOL:
+        return raw != 0
+    if kind == INT64:
+        raw &= _U64 - 1
+        return raw - _U64 if raw >> 63 else raw
+    if kind == INT32:
+        raw &= 0xFFFFFFFF
+        return raw - (1 << 32) if raw >> 31 else raw
+    if kind == UINT32:
+        return raw & 0xFFFFFFFF
+    raise DecodeError(f"field {name}: unexpected varint")
+
+
 def _decode_into(message: Message, data: bytes, pos: int, end: int) -> None:
     fields = message._pb_numbers
     here = message.__dict__
@@ -389,18 +404,7 @@ def _decode_into(message: Message, data: bytes, pos: int, end: int) -> None:
             if field is None:
                 continue
             name, kind, repeated, cls, oneof = field.decoding
-            if kind == BOOL:
-                value = raw != 0
-            elif kind == INT64:
-                raw &= _U64 - 1
-                value = raw - _U64 if raw >> 63 else raw
-            elif kind == INT32:
-                raw &= 0xFFFFFFFF
-                value = raw - (1 << 32) if raw >> 31 else raw
-            elif kind == UINT32:
-                value = raw & 0xFFFFFFFF
-            else:
-                raise DecodeError(f"field {name}: unexpected varint")
+            value = _from_varint(raw, kind, name)
         elif wire == 1:
             start = pos
             pos += 8
