@@ -722,7 +722,7 @@ async def serve(
     errout = ErrOut()  # stderr writes never block the loop, even when nobody reads them
     try:
         host = Host(list(launched), settings, launched=launched, stderr=errout, store=store, skills=skills)
-        return await _Run(host, banner).serve(bool(signalled), companions)
+        return await _Run(host, banner).serve(signalled or [], companions)
     finally:
         errout.close(timeout=1.0)
 
@@ -738,12 +738,13 @@ class _Run:
         self.peers_drained = anyio.Event()  # (set at once without peers)
         self.code = 0
 
-    async def serve(self, signalled: bool, companions: tuple[Companion, ...]) -> int:
-        """`signalled`: a signal arrived before this loop existed (see cli.serving.serve)."""
+    async def serve(self, signalled: list[int], companions: tuple[Companion, ...]) -> int:
+        """`signalled`: the signals that arrived before this loop's own handlers existed (see
+        cli.serving.serve)."""
         host = self.host
         async with anyio.create_task_group() as tg:
             await tg.start(_on_signals, self.shutdown)  # first: a signal during start-up stops cleanly
-            if signalled:
+            if signalled:  # (read once those handlers exist: no signal is missed in between)
                 self.shutdown.set()
             for companion in companions:
                 try:
