@@ -44,8 +44,8 @@ from protomcp_host.calls.used_states import Use, UsedStates
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import CancelForward, Forward
-from protomcp_host.protocol.modern import ModernSession, Retry, TaskCancel, TaskInput, valid_answer
-from protomcp_host.protocol.session import Call, CancelCall
+from protomcp_host.protocol.modern import ModernSession, Retry, valid_answer
+from protomcp_host.protocol.session import Call, CancelCall, TaskCancel, TaskInput
 from protomcp_sdk.wire.toollist import ToolListChange
 
 STATE_KEY_ENV = "PROTOMCP_STATE_KEY"  # a shared secret: hosts behind one name accept each other's state

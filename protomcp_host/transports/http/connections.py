@@ -63,7 +63,7 @@ def bounded(protocol_class: type[Any], limits: ConnectionLimits, report: Callabl
 
     too_large = header_too_large(limits.max_header)
 
-    class Bounded(protocol_class):  # type: ignore[misc, valid-type]
+    class Bounded(protocol_class):  # type: ignore[misc]  # a base class known only at run time
         _header_timer: asyncio.TimerHandle | None = None
         _head_seen = 0  # bytes of the request header read so far (while no request is served)
         _head_tail = b""  # its last 3 bytes: the end of the header may straddle two reads

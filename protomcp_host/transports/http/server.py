@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 import uvicorn
-from starlette.routing import Route, Router, WebSocketRoute
+from starlette.routing import BaseRoute, Route, Router, WebSocketRoute
 
 from protomcp_host.processes.launch import StartupError
 from protomcp_host.transports.http.affinity import Affinity
@@ -179,7 +179,7 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         from protomcp_host.transports.http.sse import SseTransport
 
         sse = SseTransport(host, settings.options, messages_path="/messages")
-        routes = [
+        routes: list[BaseRoute] = [
             Route("/sse", endpoint=_Endpoint(sse.stream), methods=["GET"]),
             Route("/messages", endpoint=_Endpoint(sse.message), methods=["POST"]),
         ]
@@ -247,8 +247,9 @@ async def serve_http(
         access_log=False,
         server_header=False,
         timeout_graceful_shutdown=max(1, int(drain_timeout) + 1),
-        timeout_keep_alive=limits.keep_alive_timeout,
-        backlog=ACCEPT_BATCH,  # type: ignore[arg-type]  # a float works
+        # (typed int, but uvicorn only hands it to loop.call_later: a float works)
+        timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]
+        backlog=ACCEPT_BATCH,
         http=http,
     )
     server = _Server(config)
