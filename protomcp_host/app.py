@@ -24,42 +24,40 @@ from protomcp_host.calls.envelope import file_features, tool_from_definition
 from protomcp_host.calls.execution import Dispatcher
 from protomcp_host.calls.forwarding import Forwarding, declares_completions
 from protomcp_host.calls.middleware import Middleware
-from protomcp_host.calls.rounds import MAX_SUSPENDED_EACH, STATE_KEY_ENV, ModernRouter, Rounds
+from protomcp_host.calls.rounds import MAX_SUSPENDED_EACH, ModernRouter, Rounds
 from protomcp_host.calls.router import Router, Writer
 from protomcp_host.calls.staleness import stale_note
 from protomcp_host.calls.tasks import TaskRunner
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
-from protomcp_host.processes.launch import Launched, StartupError, label_of
+from protomcp_host.processes.launch import STATE_KEY_ENV, Launched, StartupError, label_of
 from protomcp_host.processes.output import LEVELS
 from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.tool_process import ToolProcessError
-from protomcp_host.protocol.catalog import DEFAULT_PAGE_SIZE, Catalog, Tool
+from protomcp_host.protocol.catalog import Catalog, Tool
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession
-from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session
+from protomcp_host.protocol.session import Session
 from protomcp_host.protocol.skills import Skills
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
+from protomcp_host.settings import RunSettings
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
-    from protomcp_host.peers.hub import BridgeSettings
     from protomcp_host.proto_mcp.codec import Descriptors
     from protomcp_host.protocol.discovery import Discovery
     from protomcp_host.shared_tools import SharedToolLists
     from protomcp_host.sharing import SharedTasks
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.transports.ports import Connection, StartStop
-    from protomcp_host.upstream.spec import UpstreamSpec
 
 SERVER_INFO = {"name": "protomcp", "version": __version__}
-DEFAULT_STARTUP_TIMEOUT = 30.0  # seconds a tool file may take to import and list its tools
-DEFAULT_HEARTBEAT_TIMEOUT = 15.0  # seconds a tool process may leave a heartbeat unanswered
+RUN_DEFAULTS = RunSettings()  # a run with every setting at its default
 MODERN_ENV = "PROTOMCP_MODERN"
 MAX_PRINCIPALS = 10_000  # modern era: principals whose tool-list state is kept (the idle ones go first)
 NO_CHANGE = ToolListChange()
@@ -71,6 +69,18 @@ RESOURCE_UPDATED = "resource_updated"  # bus topic: a resource changed (payload:
 RELOAD_DRAIN = 30.0  # at least this long, an outdated process may finish its calls after a reload
 
 
+def _discovery(mode: str, catalog: Catalog) -> Discovery | None:
+    """--discovery search: sessions list meta-tools and find the rest on demand
+    (protocol/discovery.py, imported only then: the ranking index is not small)."""
+    if mode not in ("full", "search"):
+        raise ValueError(f"discovery must be 'full' or 'search', not {mode!r}")
+    if mode == "full":
+        return None
+    from protomcp_host.protocol.discovery import Discovery
+
+    return Discovery(catalog)
+
+
 class Host:
     """The long-lived part of a run: supervisors, catalog and sessions. It is the
     ProcessEvents of every tool process (loads, output outside calls, problems, notices)."""
@@ -78,106 +88,41 @@ class Host:
     def __init__(
         self,
         files: list[Path],
+        settings: RunSettings = RUN_DEFAULTS,
         *,
-        python: str = sys.executable,
-        call_timeout: float | None = None,
-        page_size: int = DEFAULT_PAGE_SIZE,
-        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-        stderr: Callable[[str], None] | None = None,
-        standby: bool = False,
         launched: dict[Path, Launched] | None = None,
-        include_tags: tuple[str, ...] = (),
-        exclude_tags: tuple[str, ...] = (),
-        server_name: str | None = None,
-        instructions: str | None = None,
-        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-        heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
-        wait_for_fix: bool = False,
-        share_output: bool = False,
-        serve_modern: bool | None = None,
-        upstreams: list[UpstreamSpec] | None = None,
-        bridge: BridgeSettings | None = None,
-        processes: int = 1,
+        stderr: Callable[[str], None] | None = None,
         store: Store | None = None,
-        discovery: str = "full",
-        schema_registry: Path | None = None,
         skills: Skills | None = None,
-        skill_folders: tuple[Path, ...] = (),
-        echo_requests: bool = True,
     ) -> None:
+        """`files`: the tool files (their processes: `launched` where the CLI started them
+        early); `store`: the one `settings.store` names (None: this host's memory); `skills`:
+        those of the `settings.skills` folders."""
         self.files = files
-        # Lines a call printed also go to stderr (off where the session's own log messages
-        # are shown on that same terminal: `protomcp call`).
-        self.echo_requests = echo_requests
-        self.server_info = {**SERVER_INFO, "name": server_name or SERVER_INFO["name"]}
-        self.instructions = instructions
-        self.call_timeout = call_timeout
-        self.max_in_flight = max_in_flight
-        self.catalog = Catalog(page_size)
-        if discovery not in ("full", "search"):
-            raise ValueError(f"discovery must be 'full' or 'search', not {discovery!r}")
-        # --discovery search: sessions list meta-tools and find the rest on demand (protocol/discovery.py)
-        self.discovery: Discovery | None = None
-        if discovery == "search":  # (imported only then: the ranking index is not small)
-            from protomcp_host.protocol.discovery import Discovery
-
-            self.discovery = Discovery(self.catalog)
-        self.schema_registry = schema_registry
-        self._descriptors: Descriptors | None = None
+        self.settings = settings
         self.stderr = stderr or _print_stderr
-        self.include_tags = set(include_tags)
-        self.exclude_tags = set(exclude_tags)
+        self.server_info = {**SERVER_INFO, "name": settings.server_name or SERVER_INFO["name"]}
+        self.instructions = settings.instructions
+        self.call_timeout = settings.call_timeout or None  # (0: no limit)
+        self.max_in_flight = settings.max_in_flight
+        self.include_tags = set(settings.include_tags)
+        self.exclude_tags = set(settings.exclude_tags)
         # Output and log messages outside any call reach clients only where there is exactly
         # one (stdio); over HTTP they go to the host's stderr alone.
-        self.share_output = share_output
+        self.share_output = settings.http is None
+        self.echo_requests = settings.echo_requests  # what a call prints also goes to stderr
         # The 2026-07-28 era is served beside the stateful one. PROTOMCP_MODERN=0 turns it off:
         # modern requests then get -32022 naming only the handshake revisions, so clients fall
         # back to initialize.
-        if serve_modern is None:
-            serve_modern = os.environ.get(MODERN_ENV) != "0"
-        self.serve_modern = serve_modern
-        self.principals: dict[str, ToolVisibility] = {}  # modern era: tool-list state per principal
-        # modern era: calls waiting for their client's input (calls/rounds.py)
-        self.rounds = Rounds(per_principal=min(MAX_SUSPENDED_EACH, max_in_flight))
-        self.store: Store = store or MemoryStore()  # state shared with other hosts (--store)
-        if not isinstance(self.store, MemoryStore):  # each use of a requestState, told to the others
-            self.rounds.uses.publish = self.store.publish
-        self._key_missed: anyio.Event | None = None  # set: a requestState did not open (--store)
+        self.serve_modern = os.environ.get(MODERN_ENV) != "0"
+        self.catalog = Catalog(settings.page_size)
+        self.discovery = _discovery(settings.discovery, self.catalog)
+        self._descriptors: Descriptors | None = None
         self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
-        self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
-        self.upstreams: dict[str, Any] = {}  # label -> upstream.source.Upstream (--upstream)
-        self.sources: dict[
-            str, Any
-        ] = {}  # every source of tools the calls layer calls: supervisors, upstreams
         self.routers: list[Router] = []  # one per client session
         self._middleware_of: dict[str, list[Middleware]] = {}
         self.ready = anyio.Event()  # set once every file has loaded (or, in dev, failed to)
         self._tg: anyio.abc.TaskGroup | None = None
-        self.dispatcher = Dispatcher(self.sources, call_timeout)
-        self.features = Features(page_size)  # resources, templates, prompts of every file
-        self.forwarding = Forwarding(self.features, self.sources, lambda: self.routers, call_timeout)
-        self.features.completions_expected = any(declares_completions(file) for file in files)
-        if skills is not None:  # --skills: served by the host itself, no tool process
-            self.features.serve_skills(skills)
-        self.skill_folders = skill_folders  # where `skills` came from (dev reads them again on a change)
-        # One task store for both eras: a stateful session's tasks are its own, a modern-era
-        # principal's are the principal's (protocol/tasks.py); modern task calls run in TaskRunner.
-        self.task_store = TaskStore()
-        self.task_runner = TaskRunner(self.task_store, self.dispatcher, lambda: self.routers)
-        # several hosts on one store (--store redis://): modern-era tasks are shared (sharing.py)
-        self.sharing: SharedTasks | None = None
-        if not isinstance(self.store, MemoryStore):  # (imported only with a shared store)
-            from protomcp_host.sharing import SharedTasks
-
-            self.sharing = SharedTasks(self.store, self.task_store, self.task_runner, self.stderr)
-        # ... and so is each principal's tool-list state (shared_tools.py)
-        self.shared_tools: SharedToolLists | None = None
-        if not isinstance(self.store, MemoryStore):
-            from protomcp_host.shared_tools import SharedToolLists
-
-            self.shared_tools = SharedToolLists(
-                self.store, self._principal_state, self._replace_tool_state, self.stderr
-            )
         self._sessions = itertools.count(1)
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
@@ -186,40 +131,90 @@ class Host:
         self.watchers: list[Watcher] = []
         self.wire_tap: WireTap | None = None
         self._tapped = 0  # sessions the wire tap has seen (numbers them)
+        self._wire_calls(files, skills)
+        self._wire_store(store or MemoryStore())
+        self._wire_sources(files, launched or {})
+
+    def _wire_calls(self, files: list[Path], skills: Skills | None) -> None:
+        """What carries calls and requests to the sources of tools, and the tasks they run as."""
+        self.principals: dict[str, ToolVisibility] = {}  # modern era: tool-list state per principal
+        # modern era: calls waiting for their client's input (calls/rounds.py)
+        self.rounds = Rounds(per_principal=min(MAX_SUSPENDED_EACH, self.max_in_flight))
+        self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
+        self.upstreams: dict[str, Any] = {}  # label -> upstream.source.Upstream (--upstream)
+        # every source of tools the calls layer calls: supervisors, upstreams
+        self.sources: dict[str, Any] = {}
+        self.dispatcher = Dispatcher(self.sources, self.call_timeout)
+        self.features = Features(self.settings.page_size)  # resources, templates, prompts of every file
+        self.forwarding = Forwarding(self.features, self.sources, lambda: self.routers, self.call_timeout)
+        self.features.completions_expected = any(declares_completions(file) for file in files)
+        if skills is not None:  # --skills: served by the host itself, no tool process
+            self.features.serve_skills(skills)
+        # One task store for both eras: a stateful session's tasks are its own, a modern-era
+        # principal's are the principal's (protocol/tasks.py); modern task calls run in TaskRunner.
+        self.task_store = TaskStore()
+        self.task_runner = TaskRunner(self.task_store, self.dispatcher, lambda: self.routers)
+
+    def _wire_store(self, store: Store) -> None:
+        """The state shared with other hosts (--store): requestState uses, modern-era tasks and
+        each principal's tool-list state (imported only with a shared store)."""
+        self.store = store
+        self._key_missed: anyio.Event | None = None  # set: a requestState did not open (--store)
+        self.sharing: SharedTasks | None = None
+        self.shared_tools: SharedToolLists | None = None
+        if isinstance(store, MemoryStore):
+            return
+        from protomcp_host.shared_tools import SharedToolLists
+        from protomcp_host.sharing import SharedTasks
+
+        self.rounds.uses.publish = store.publish  # each use of a requestState, told to the others
+        self.sharing = SharedTasks(store, self.task_store, self.task_runner, self.stderr)
+        self.shared_tools = SharedToolLists(
+            store, self._principal_state, self._replace_tool_state, self.stderr
+        )
+
+    def _wire_sources(self, files: list[Path], launched: dict[Path, Launched]) -> None:
+        """A Supervisor (or a Pool of them) per tool file, an Upstream per --upstream, and the
+        peers of a swarm (--agent-id)."""
+        settings = self.settings
+        supervision: dict[str, Any] = dict(
+            python=settings.python,
+            drain_timeout=max(RELOAD_DRAIN, (self.call_timeout or 3600.0) + 5.0),
+            standby=settings.reload,  # dev: a warm process for fast reloads ...
+            wait_for_fix=settings.reload,  # ... and a file that fails to load is served as no tools
+            handshake_timeout=settings.startup_timeout,
+            heartbeat_timeout=settings.heartbeat_timeout,
+            hidden_env=settings.hidden_env,
+        )
         for file in files:
-            supervision: dict[str, Any] = dict(
-                python=python,
-                drain_timeout=max(RELOAD_DRAIN, (call_timeout or 3600.0) + 5.0),
-                standby=standby,
-                launched=(launched or {}).get(file),
-                handshake_timeout=startup_timeout,
-                heartbeat_timeout=heartbeat_timeout,
-                wait_for_fix=wait_for_fix,
-            )
             self.supervisors[label_of(file)] = (
-                Pool(file, self, processes, **supervision)
-                if processes > 1
-                else Supervisor(file, self, **supervision)
+                Pool(file, self, settings.processes, launched=launched.get(file), **supervision)
+                if settings.processes > 1
+                else Supervisor(file, self, launched=launched.get(file), **supervision)
             )
-        if upstreams:
+        if settings.upstreams:
             from protomcp_host.upstream.source import Upstream  # imports mcp only when it runs
 
-            for spec in upstreams:
+            for spec in settings.upstreams:
                 self.upstreams[spec.label] = Upstream(
-                    spec, self, connect_timeout=startup_timeout, version=__version__
+                    spec,
+                    self,
+                    connect_timeout=settings.startup_timeout,
+                    version=__version__,
+                    hidden_env=settings.hidden_env,
                 )
         self.sources.update(self.supervisors)
         self.sources.update(self.upstreams)
         self.peers: Any = None  # peers.hub.PeerHub when this host is an agent of a swarm (--agent-id)
-        if bridge is not None:
+        if settings.bridge is not None:
             from protomcp_host.peers.hub import PeerHub
 
             self.peers = PeerHub(
-                bridge,
+                settings.bridge,
                 self,
                 self,
                 self.sources,
-                call_timeout=call_timeout,
+                call_timeout=self.call_timeout,
                 on_event=self._peer_event,
                 stderr=self.stderr,
             )
@@ -334,7 +329,8 @@ class Host:
         if self._descriptors is None:
             from protomcp_host.proto_mcp.codec import Descriptors, SchemaRegistry
 
-            registry = SchemaRegistry(self.schema_registry) if self.schema_registry is not None else None
+            folder = self.settings.schema_registry
+            registry = SchemaRegistry(folder) if folder is not None else None
             self._descriptors = Descriptors(
                 self.catalog, registry, direct=lambda: not self.dispatcher.middleware
             )
@@ -557,7 +553,7 @@ class Host:
 
         before = self.features.skills
         try:
-            notes = self.features.serve_skills(load_skills(self.skill_folders, self.catalog.page_size))
+            notes = self.features.serve_skills(load_skills(self.settings.skills, self.catalog.page_size))
         except (SkillError, NameClash, OSError) as exc:
             self.report_problem(f"skills not reloaded (the previous ones are served): {exc}")
             return
@@ -713,139 +709,133 @@ def _print_stderr(text: str) -> None:
 
 
 async def serve(
+    settings: RunSettings,
     launched: dict[Path, Launched],
     *,
-    drain_timeout: float = 5.0,
-    reload: bool = False,
-    watch: tuple[str, ...] = (),
-    http: HttpSettings | None = None,
+    store: Store | None = None,
+    skills: Skills | None = None,
     signalled: list[int] | None = None,
     banner: Banner | None = None,
     companions: tuple[Companion, ...] = (),
-    **options: Any,
 ) -> int:
     """Serve the tool processes the CLI launched (one per tool file) over stdio until the
-    client goes away or a signal arrives, or over HTTP (`http`) until a signal arrives.
+    client goes away or a signal arrives, or over HTTP (`settings.http`) until a signal arrives.
     Returns the exit code. `banner(host, url, reload)` says what a person at a terminal needs
     to know (url None: stdio). `companions` run beside the host until it stops (the dev
     playground); each is started before the tool files load, so it sees the first load.
 
-    With `reload`, tool files are watched and reloaded (blue/green) when they change."""
+    In dev (`settings.reload`), tool files are watched and reloaded (blue/green) when they change."""
     errout = ErrOut()  # stderr writes never block the loop, even when nobody reads them
     try:
-        return await _serve(
-            launched, errout, drain_timeout, reload, watch, http, signalled, banner, companions, **options
-        )
+        host = Host(list(launched), settings, launched=launched, stderr=errout, store=store, skills=skills)
+        return await _Run(host, banner).serve(bool(signalled), companions)
     finally:
         errout.close(timeout=1.0)
 
 
-async def _serve(
-    launched: dict[Path, Launched],
-    errout: ErrOut,
-    drain_timeout: float,
-    reload: bool,
-    watch: tuple[str, ...],
-    http: HttpSettings | None,
-    signalled: list[int] | None,
-    banner: Banner | None,
-    companions: tuple[Companion, ...],
-    **options: Any,
-) -> int:
-    from protomcp_host.transports.stdio import serve_stdio
+class _Run:
+    """One serve(): the host, the event that stops it, and the exit code."""
 
-    # In dev a file that fails to load at start-up is served as "no tools" until it is fixed.
-    host = Host(
-        list(launched),
-        standby=reload,
-        wait_for_fix=reload,
-        launched=launched,
-        stderr=errout,
-        share_output=http is None,
-        **options,
-    )
-    shutdown = anyio.Event()
-    code = 0
-    async with anyio.create_task_group() as tg:
-        await tg.start(_on_signals, shutdown)  # first: a signal during start-up stops cleanly
-        if signalled:  # one arrived before this loop existed (see cli.serving.serve)
-            shutdown.set()
+    def __init__(self, host: Host, banner: Banner | None) -> None:
+        self.host = host
+        self.settings = host.settings
+        self.banner = banner
+        self.shutdown = anyio.Event()
+        self.peers_drained = anyio.Event()  # (set at once without peers)
+        self.code = 0
 
-        async def start() -> bool:
-            """Load the files (a signal cancels it); False when the host is not serving."""
-            nonlocal code
-            try:
-                with anyio.CancelScope() as starting:
-                    tg.start_soon(_cancel_on, shutdown, starting)
-                    await host.start(tg)
-            except StartupError as exc:
-                host.stderr(f"protomcp: cannot start:\n{exc}")
-                code = 1
-                shutdown.set()
-            return host.started
-
-        for companion in companions:
-            try:
-                await tg.start(companion, host, shutdown)
-            except OSError as exc:  # e.g. its port is taken
-                host.stderr(f"protomcp: cannot start: {exc}")
-                code = 1
-                shutdown.set()
-        tg.start_soon(host.expire_tasks)
-
-        async def note_draining() -> None:
-            await shutdown.wait()
-            host.draining = True
-
-        tg.start_soon(note_draining)
-        if reload:  # (watchfiles is imported by `protomcp dev` only)
-            from protomcp_host.processes.reloader import watch_and_reload
-
-            tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(watch), shutdown)
-            if host.skill_folders:
-                from protomcp_host.processes.reloader import watch_folders
-
-                tg.start_soon(watch_folders, list(host.skill_folders), host.reload_skills, shutdown)
-        peers_drained = anyio.Event()
-        if host.peers is not None:
-            tg.start_soon(_drain_peers_on, shutdown, host.peers, drain_timeout, peers_drained)
-        if http is not None:
-            if host.peers is not None:
-                from protomcp_host.peers.credentials import bridge_authenticator
-                from protomcp_host.peers.endpoint import BRIDGE_PATH, BridgeEndpoint
-
-                http.websockets[BRIDGE_PATH] = BridgeEndpoint(host.peers)
-                http.path_auth[BRIDGE_PATH] = bridge_authenticator(host.peers.settings.credentials, http.auth)
-                http.before_exit.append(peers_drained.wait)
-            if await start():  # HTTP clients come and go: serve once the files have loaded
-                from protomcp_host.transports.http.server import serve_http
-
+    async def serve(self, signalled: bool, companions: tuple[Companion, ...]) -> int:
+        """`signalled`: a signal arrived before this loop existed (see cli.serving.serve)."""
+        host = self.host
+        async with anyio.create_task_group() as tg:
+            await tg.start(_on_signals, self.shutdown)  # first: a signal during start-up stops cleanly
+            if signalled:
+                self.shutdown.set()
+            for companion in companions:
                 try:
-                    await serve_http(
-                        host,
-                        http,
-                        shutdown,
-                        drain_timeout,
-                        lambda url: banner and host.stderr(banner(host, url, reload)),
-                    )
-                except StartupError as exc:
-                    host.stderr(f"protomcp: cannot start: {exc}")
-                    code = 1
-        else:
-            # stdio: the client is served while the files load; initialize is answered at once
-            # and tools/* requests wait in the transport until this is done.
-            async def start_and_greet() -> None:
-                if await start() and sys.stdin.isatty() and banner is not None:
-                    host.stderr(banner(host, None, reload))
+                    await tg.start(companion, host, self.shutdown)
+                except OSError as exc:  # e.g. its port is taken
+                    self._cannot_start(f"protomcp: cannot start: {exc}")
+            self._run_beside(tg)
+            if self.settings.http is not None:
+                await self._serve_http(tg, self.settings.http)
+            else:
+                tg.start_soon(self._start_and_greet, tg)
+                from protomcp_host.transports.stdio import serve_stdio
 
-            tg.start_soon(start_and_greet)
-            await serve_stdio(host, shutdown, drain_timeout)
-        shutdown.set()
+                await serve_stdio(host, self.shutdown, self.settings.drain_timeout)
+            self.shutdown.set()
+            await self.peers_drained.wait()  # (bounded by the drain timeout)
+            await host.stop(STOP_GRACE)  # every call is answered by now: the processes may go
+            tg.cancel_scope.cancel()
+        return self.code
+
+    def _cannot_start(self, message: str) -> None:
+        self.host.stderr(message)
+        self.code = 1
+        self.shutdown.set()
+
+    def _run_beside(self, tg: anyio.abc.TaskGroup) -> None:
+        """Task expiry, the draining flag, dev's watchers and the peers' drain."""
+        host, dev = self.host, self.settings.dev
+        tg.start_soon(host.expire_tasks)
+        tg.start_soon(self._note_draining)
+        if dev is not None and dev.reload:  # (watchfiles is imported by `protomcp dev` only)
+            from protomcp_host.processes.reloader import watch_and_reload, watch_folders
+
+            tg.start_soon(watch_and_reload, list(host.supervisors.values()), list(dev.watch), self.shutdown)
+            if self.settings.skills:
+                tg.start_soon(watch_folders, list(self.settings.skills), host.reload_skills, self.shutdown)
         if host.peers is not None:
-            await peers_drained.wait()  # (bounded by the drain timeout)
-        await host.stop(STOP_GRACE)  # every call is answered by now: the processes may go
-        tg.cancel_scope.cancel()
-    return code
+            drain = self.settings.drain_timeout
+            tg.start_soon(_drain_peers_on, self.shutdown, host.peers, drain, self.peers_drained)
+        else:
+            self.peers_drained.set()
+
+    async def _note_draining(self) -> None:
+        await self.shutdown.wait()
+        self.host.draining = True
+
+    async def _start(self, tg: anyio.abc.TaskGroup) -> bool:
+        """Load the files (a signal cancels it); False when the host is not serving."""
+        try:
+            with anyio.CancelScope() as starting:
+                tg.start_soon(_cancel_on, self.shutdown, starting)
+                await self.host.start(tg)
+        except StartupError as exc:
+            self._cannot_start(f"protomcp: cannot start:\n{exc}")
+        return self.host.started
+
+    def _greet(self, url: str | None) -> None:
+        if self.banner is not None:
+            self.host.stderr(self.banner(self.host, url, self.settings.reload))
+
+    async def _start_and_greet(self, tg: anyio.abc.TaskGroup) -> None:
+        """stdio: the client is served while the files load; initialize is answered at once
+        and tools/* requests wait in the transport until this is done."""
+        if await self._start(tg) and sys.stdin.isatty():
+            self._greet(None)
+
+    async def _serve_http(self, tg: anyio.abc.TaskGroup, http: HttpSettings) -> None:
+        """HTTP clients come and go: served once the files have loaded (and with the peers'
+        /bridge beside the MCP endpoint)."""
+        host = self.host
+        if host.peers is not None:
+            from protomcp_host.peers.credentials import bridge_authenticator
+            from protomcp_host.peers.endpoint import BRIDGE_PATH, BridgeEndpoint
+
+            http.websockets[BRIDGE_PATH] = BridgeEndpoint(host.peers)
+            http.path_auth[BRIDGE_PATH] = bridge_authenticator(host.peers.settings.credentials, http.auth)
+            http.before_exit.append(self.peers_drained.wait)
+        if not await self._start(tg):
+            return
+        from protomcp_host.transports.http.server import serve_http
+
+        try:
+            await serve_http(host, http, self.shutdown, self.settings.drain_timeout, self._greet)
+        except StartupError as exc:
+            self.host.stderr(f"protomcp: cannot start: {exc}")
+            self.code = 1
 
 
 async def _drain_peers_on(event: anyio.Event, peers: Any, timeout: float, drained: anyio.Event) -> None:

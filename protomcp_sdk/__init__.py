@@ -20,9 +20,7 @@ Layers, each importing only the ones after it: ``runtime/`` (the tool process) -
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
-
-from protomcp_sdk.wire.version import SDK_VERSION as __version__
+from typing import TYPE_CHECKING
 
 __all__ = [
     "Audio",
@@ -76,6 +74,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    __version__: str  # the installed distribution's, read from its metadata on first use
     from protomcp_sdk.authoring.decorators import (
         completion,
         env,
@@ -102,7 +101,12 @@ if TYPE_CHECKING:
     from protomcp_sdk.runtime.context import Context
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
+    if name == "__version__":
+        from protomcp_sdk.wire.version import installed_version
+
+        globals()[name] = installed_version()
+        return globals()[name]
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'protomcp_sdk' has no attribute {name!r}")

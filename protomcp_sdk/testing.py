@@ -48,24 +48,27 @@ import os
 import signal
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import orjson
 
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.runtime import client
-from protomcp_sdk.runtime.context import _UNSET, Context
+from protomcp_sdk.runtime.context import _UNSET, Answer, Context
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 from protomcp_sdk.wire.toollist import ToolListChange
+
+T = TypeVar("T")
 
 __all__ = ["CallResult", "Client", "ClientError", "RecordingContext", "load_tool_module"]
 
-Sampling = str | Callable[[dict[str, Any]], Any]
-Elicitation = dict[str, Any] | str | Callable[[dict[str, Any]], Any]
-Roots = Iterable[str | dict[str, Any]]
+Sampling = str | Callable[[JSONObject], object]
+Elicitation = JSONObject | str | Callable[[JSONObject], object]
+Roots = Iterable[str | JSONObject]
 
 PROTOCOL_VERSION = "2025-11-25"
 
@@ -78,10 +81,10 @@ class ClientError(Exception):
 class CallResult:
     """One tools/call result."""
 
-    content: list[dict[str, Any]]
-    structured: Any = None
+    content: list[JSONObject]
+    structured: JSON = None
     is_error: bool = False
-    meta: dict[str, Any] | None = None
+    meta: JSONObject | None = None
 
     @property
     def text(self) -> str:
@@ -89,7 +92,7 @@ class CallResult:
         return "\n".join(block["text"] for block in self.content if block.get("type") == "text")
 
     @classmethod
-    def from_mcp(cls, result: dict[str, Any]) -> CallResult:
+    def from_mcp(cls, result: JSONObject) -> CallResult:
         return cls(
             content=result.get("content", []),
             structured=result.get("structuredContent"),
@@ -106,12 +109,12 @@ class Progress:
 
 
 # -- canned answers to a tool's requests for the client --------------------------------------
-async def _answer(source: Any, params: dict[str, Any]) -> Any:
+async def _answer(source: object, params: JSONObject) -> object:
     value = source(params) if callable(source) else source
     return await value if inspect.isawaitable(value) else value
 
 
-async def sampling_result(sampling: Sampling, params: dict[str, Any]) -> dict[str, Any]:
+async def sampling_result(sampling: Sampling, params: JSONObject) -> JSONObject:
     """The CreateMessageResult for one sampling request (see the module docstring)."""
     value = await _answer(sampling, params)
     if isinstance(value, str):
@@ -122,7 +125,7 @@ async def sampling_result(sampling: Sampling, params: dict[str, Any]) -> dict[st
     raise TypeError(f"sampling= must give a str or a CreateMessageResult dict, not {value!r}")
 
 
-async def elicitation_result(elicitation: Elicitation, params: dict[str, Any]) -> dict[str, Any]:
+async def elicitation_result(elicitation: Elicitation, params: JSONObject) -> JSONObject:
     """The ElicitResult for one elicitation request (see the module docstring)."""
     value = await _answer(elicitation, params)
     if value in ("decline", "cancel"):
@@ -134,15 +137,15 @@ async def elicitation_result(elicitation: Elicitation, params: dict[str, Any]) -
     raise TypeError(f'elicitation= must give a dict, "decline" or "cancel", not {value!r}')
 
 
-def roots_result(roots: Roots) -> list[dict[str, Any]]:
+def roots_result(roots: Roots) -> list[JSONObject]:
     return [{"uri": root} if isinstance(root, str) else dict(root) for root in roots]
 
 
 def client_capabilities(
     sampling: Sampling | None, elicitation: Elicitation | None, roots: Roots | None
-) -> dict[str, Any]:
+) -> JSONObject:
     """What a client with these canned answers declares (MCP ClientCapabilities)."""
-    capabilities: dict[str, Any] = {}
+    capabilities: JSONObject = {}
     if sampling is not None:
         capabilities["sampling"] = {}
     if elicitation is not None:
@@ -183,8 +186,8 @@ class Client:
         self.sampling = sampling
         self.elicitation = elicitation
         self.roots = None if roots is None else list(roots)
-        self.requests: list[tuple[str, dict[str, Any]]] = []
-        self.task_status: list[dict[str, Any]] = []
+        self.requests: list[tuple[str, JSONObject]] = []
+        self.task_status: list[JSONObject] = []
         self._answering: set[asyncio.Task[None]] = set()
         self.files = files
         self.python = python
@@ -193,14 +196,14 @@ class Client:
         self.timeout = timeout
         self.command = "dev" if dev else "run"
         self.progress: list[Progress] = []
-        self.logs: list[dict[str, Any]] = []
+        self.logs: list[JSONObject] = []
         self.list_changed = 0
         self.stderr: list[str] = []
-        self.server_info: dict[str, Any] = {}
+        self.server_info: JSONObject = {}
         self.instructions: str | None = None
         self._process: asyncio.subprocess.Process | None = None
         self._readers: list[asyncio.Task[None]] = []
-        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._waiting: dict[int, asyncio.Future[JSONObject]] = {}
         self._ids = itertools.count(1)
         self._changed = asyncio.Condition()
 
@@ -266,11 +269,11 @@ class Client:
                     future.set_exception(ClientError("the client was closed"))
 
     # -- requests --------------------------------------------------------------------
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def request(self, method: str, params: JSONObject | None = None) -> JSONObject:
         """Send one JSON-RPC request and return its result; raises ClientError on an error."""
         request_id = next(self._ids)
         future = self._waiting[request_id] = asyncio.get_running_loop().create_future()
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
         self._send(message)
@@ -284,21 +287,22 @@ class Client:
         if "error" in reply:
             error = reply["error"]
             raise ClientError(f"{method} failed: {error.get('message')} (code {error.get('code')})")
-        return reply["result"]
+        result: JSONObject = reply["result"]
+        return result
 
-    async def call(self, name: str, /, **arguments: Any) -> CallResult:
+    async def call(self, name: str, /, **arguments: JSON) -> CallResult:
         """Call a tool with keyword arguments; progress notifications are requested and captured."""
         return await self.call_tool(name, arguments)
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallResult:
+    async def call_tool(self, name: str, arguments: JSONObject | None = None) -> CallResult:
         """Call a tool with an arguments dict (for argument names that are not identifiers)."""
         token = f"call-{next(self._ids)}"
         params = {"name": name, "arguments": arguments or {}, "_meta": {"progressToken": token}}
         return CallResult.from_mcp(await self.request("tools/call", params))
 
-    async def list_tools(self) -> list[dict[str, Any]]:
+    async def list_tools(self) -> list[JSONObject]:
         """Every tool (all pages), as MCP Tool objects."""
-        tools: list[dict[str, Any]] = []
+        tools: list[JSONObject] = []
         cursor: str | None = None
         while True:
             page = await self.request("tools/list", {"cursor": cursor} if cursor else {})
@@ -307,8 +311,8 @@ class Client:
             if not cursor:
                 return tools
 
-    async def _all_pages(self, method: str, key: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
+    async def _all_pages(self, method: str, key: str) -> list[JSONObject]:
+        items: list[JSONObject] = []
         cursor: str | None = None
         while True:
             page = await self.request(method, {"cursor": cursor} if cursor else {})
@@ -317,23 +321,27 @@ class Client:
             if not cursor:
                 return items
 
-    async def list_resources(self) -> list[dict[str, Any]]:
+    async def list_resources(self) -> list[JSONObject]:
         """Every resource (all pages), as MCP Resource objects."""
         return await self._all_pages("resources/list", "resources")
 
-    async def list_resource_templates(self) -> list[dict[str, Any]]:
+    async def list_resource_templates(self) -> list[JSONObject]:
         return await self._all_pages("resources/templates/list", "resourceTemplates")
 
-    async def read_resource(self, uri: str) -> list[dict[str, Any]]:
+    async def read_resource(self, uri: str) -> list[JSONObject]:
         """The contents of a resource (MCP objects with ``text`` or base64 ``blob``)."""
-        return (await self.request("resources/read", {"uri": uri}))["contents"]
+        contents: list[JSONObject] = (await self.request("resources/read", {"uri": uri}))["contents"]
+        return contents
 
-    async def list_prompts(self) -> list[dict[str, Any]]:
+    async def list_prompts(self) -> list[JSONObject]:
         return await self._all_pages("prompts/list", "prompts")
 
-    async def get_prompt(self, name: str, /, **arguments: str) -> list[dict[str, Any]]:
+    async def get_prompt(self, name: str, /, **arguments: str) -> list[JSONObject]:
         """A prompt's messages (MCP PromptMessage objects)."""
-        return (await self.request("prompts/get", {"name": name, "arguments": arguments}))["messages"]
+        messages: list[JSONObject] = (
+            await self.request("prompts/get", {"name": name, "arguments": arguments})
+        )["messages"]
+        return messages
 
     async def complete(
         self, *, argument: str, value: str, prompt: str | None = None, resource: str | None = None
@@ -341,20 +349,22 @@ class Client:
         """Completion values for an argument of a prompt or a resource template."""
         ref = {"type": "ref/prompt", "name": prompt} if prompt else {"type": "ref/resource", "uri": resource}
         params = {"ref": ref, "argument": {"name": argument, "value": value}}
-        return (await self.request("completion/complete", params))["completion"]["values"]
+        values: list[str] = (await self.request("completion/complete", params))["completion"]["values"]
+        return values
 
     # -- tasks (MCP 2025-11-25) ----------------------------------------------------------
-    async def call_task(self, name: str, /, *, ttl: int | None = None, **arguments: Any) -> dict[str, Any]:
+    async def call_task(self, name: str, /, *, ttl: int | None = None, **arguments: JSON) -> JSONObject:
         """Start a tool call as an MCP task (the tool must allow it: ``@tool(task=...)``);
         returns the Task object (``taskId``, ``status``...)."""
-        params: dict[str, Any] = {
+        params: JSONObject = {
             "name": name,
             "arguments": arguments,
             "task": {} if ttl is None else {"ttl": ttl},
         }
-        return (await self.request("tools/call", params))["task"]
+        task: JSONObject = (await self.request("tools/call", params))["task"]
+        return task
 
-    async def get_task(self, task_id: str) -> dict[str, Any]:
+    async def get_task(self, task_id: str) -> JSONObject:
         """The task's current state (``status``, ``statusMessage``...)."""
         return await self.request("tasks/get", {"taskId": task_id})
 
@@ -362,10 +372,10 @@ class Client:
         """The task's tool result; waits until the task is done."""
         return CallResult.from_mcp(await self.request("tasks/result", {"taskId": task_id}))
 
-    async def list_tasks(self) -> list[dict[str, Any]]:
+    async def list_tasks(self) -> list[JSONObject]:
         return await self._all_pages("tasks/list", "tasks")
 
-    async def cancel_task(self, task_id: str) -> dict[str, Any]:
+    async def cancel_task(self, task_id: str) -> JSONObject:
         return await self.request("tasks/cancel", {"taskId": task_id})
 
     # -- roots -----------------------------------------------------------------------
@@ -380,7 +390,7 @@ class Client:
             await asyncio.wait_for(self._changed.wait_for(lambda: self.list_changed >= count), self.timeout)
 
     # -- plumbing --------------------------------------------------------------------
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: JSONObject) -> None:
         if self._process is None or self._process.stdin is None:
             raise ClientError("the client is not connected (use `async with Client(...)`)")
         self._process.stdin.write(orjson.dumps(message) + b"\n")
@@ -404,10 +414,10 @@ class Client:
             if not future.done():
                 future.set_exception(gone)
 
-    async def _answer_request(self, message: dict[str, Any]) -> None:
+    async def _answer_request(self, message: JSONObject) -> None:
         method, params = message["method"], message.get("params") or {}
         self.requests.append((method, params))
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+        reply: JSONObject = {"jsonrpc": "2.0", "id": message["id"]}
         try:
             if method == "ping":
                 reply["result"] = {}
@@ -424,7 +434,7 @@ class Client:
         with contextlib.suppress(ClientError, OSError):
             self._send(reply)
 
-    async def _notification(self, method: str, params: dict[str, Any]) -> None:
+    async def _notification(self, method: str, params: JSONObject) -> None:
         if method == "notifications/progress":
             self.progress.append(Progress(params["progress"], params.get("total"), params.get("message")))
         elif method == "notifications/message":
@@ -510,14 +520,14 @@ class RecordingContext(Context):
             "test",
             self._record,
             tool_name,
-            self.sent.append,
+            None,  # no host to ask: _control and _ask_client below answer instead
             capabilities_json=orjson.dumps(capabilities).decode(),
             state=state,
         )
         self.progress: list[tuple[float, float | None, str | None]] = []
-        self.logs: list[tuple[str, Any]] = []
+        self.logs: list[tuple[str, JSON]] = []
         self.tool_changes: list[ToolListChange] = []
-        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.requests: list[tuple[str, JSONObject]] = []
         self.sampling = sampling
         self.elicitation = elicitation
         self.roots = None if roots is None else list(roots)
@@ -545,7 +555,7 @@ class RecordingContext(Context):
     # -- what the host and the client would answer -------------------------------------
     # Like the real Context, each answer is awaitable for an async tool and a plain value for a
     # sync one; called directly, which one is told by the calling function (coroutine or not).
-    def _control(self, envelope: pb.Envelope) -> Any:
+    def _control(self, envelope: pb.Envelope) -> Answer:
         self.sent.append(envelope)
         change = ToolListChange.from_envelope(envelope)
         if change is not None:
@@ -555,11 +565,11 @@ class RecordingContext(Context):
     def _ask_client(
         self,
         envelope: pb.Envelope,
-        convert: Callable[[pb.Envelope], Any],
+        convert: Callable[[pb.Envelope], T],
         timeout: float,
         key: str | None,
         kind: str,
-    ) -> Any:
+    ) -> Answer:
         self.sent.append(envelope)
         client.check_capability(envelope, self.client_capabilities)  # what was not given, raises
         message = envelope.WhichOneof("msg") or ""
@@ -569,14 +579,18 @@ class RecordingContext(Context):
             roots = orjson.dumps(roots_result(self.roots or [])).decode()
             return _give(convert(pb.Envelope(list_roots_response=pb.ListRootsResponse(roots_json=roots))))
 
-        async def answer() -> Any:
+        sampling, elicitation = self.sampling, self.elicitation  # (check_capability refused a missing one)
+
+        async def answer() -> T:
             if kind == "sample":
-                result = await sampling_result(self.sampling, params)  # type: ignore[arg-type]
+                assert sampling is not None
+                result = await sampling_result(sampling, params)
                 reply = pb.Envelope(
                     sampling_response=pb.SamplingResponse(result_json=orjson.dumps(result).decode())
                 )
             else:
-                result = await elicitation_result(self.elicitation, params)  # type: ignore[arg-type]
+                assert elicitation is not None
+                result = await elicitation_result(elicitation, params)
                 reply = pb.Envelope(
                     elicit_response=pb.ElicitResponse(result_json=orjson.dumps(result).decode())
                 )
@@ -621,16 +635,16 @@ class RecordingContext(Context):
 def _caller_is_coroutine() -> bool:
     """Whether the tool code that called the Context (the first frame outside the SDK) is a
     coroutine: it then awaits the answer."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_SDK_DIR):
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return frame is not None and bool(frame.f_code.co_flags & inspect.CO_COROUTINE)
 
 
 _SDK_DIR = str(Path(__file__).resolve().parent) + os.sep
 
 
-def _give(value: Any) -> Any:
+def _give(value: object) -> Answer:
     if _caller_is_coroutine():
         future = asyncio.get_running_loop().create_future()
         future.set_result(value)
@@ -638,7 +652,7 @@ def _give(value: Any) -> Any:
     return value
 
 
-def _run_now(coro: Any) -> Any:
+def _run_now(coro: Coroutine[object, None, T]) -> T:
     """A sync tool's answer: run the canned answer to the end here."""
     try:
         asyncio.get_running_loop()
@@ -647,7 +661,8 @@ def _run_now(coro: Any) -> Any:
     try:  # a loop runs (a sync tool called from an async test): the answer must not wait
         coro.send(None)
     except StopIteration as done:
-        return done.value
+        answer: T = done.value
+        return answer
     coro.close()
     raise RuntimeError(
         "an async canned answer cannot serve a sync tool called from async code; use a plain function"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import subprocess
 import sys
 import tomllib
@@ -45,11 +46,39 @@ def failing_tools(tmp_path: Path) -> Path:
     return path
 
 
-def test_version_matches_pyproject() -> None:
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+def test_version_is_the_installed_distributions() -> None:
+    """pyproject.toml writes the version once; everything else reads the installed metadata."""
+    import protomcp_host
+    import protomcp_sdk
+
+    version = importlib.metadata.version("protomcp-tools")
+    assert version == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"], (
+        "the installed metadata is stale: reinstall (pip install -e .)"
+    )
+    assert protomcp_host.__version__ == protomcp_sdk.__version__ == version
     proc = protomcp("--version")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"protomcp, version {version}\n"
+
+
+def test_the_version_falls_back_when_the_distribution_is_not_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from protomcp_sdk.wire import version
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    expected = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    version.installed_version.cache_clear()
+    try:
+        assert version.installed_version() == expected  # a source checkout: its pyproject.toml
+        version.installed_version.cache_clear()
+        monkeypatch.setattr(version, "_PYPROJECT", tmp_path / "pyproject.toml")  # none at all
+        assert version.installed_version() == version.UNKNOWN_VERSION
+    finally:
+        version.installed_version.cache_clear()
 
 
 @pytest.mark.parametrize(
@@ -192,17 +221,22 @@ def test_syntax_error_in_the_tool_file(tmp_path: Path) -> None:
     assert proc.stdout == ""
 
 
-def test_a_plain_run_is_served_with_the_run_commands_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`protomcp run FILE` is served without click (cli/serving.PLAIN_RUN): the same settings
-    as the click command with every option at its default."""
+@pytest.mark.parametrize("files", [["tools.py"], ["a.py", "folder", "b.py"]])
+def test_a_plain_run_is_served_with_the_settings_the_run_command_makes(
+    files: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`protomcp run FILE...` is served without click (cli/entry.py -> serving.serve_plain): it
+    makes the same RunSettings as the click command given the same words."""
     from click.testing import CliRunner
 
     from protomcp_host.cli import serving
     from protomcp_host.cli.main import main
+    from protomcp_host.settings import RunSettings
 
-    seen: list[tuple[tuple[Path, ...], dict[str, object]]] = []
-    monkeypatch.setattr(serving, "serve", lambda files, **options: seen.append((files, options)))
-    result = CliRunner().invoke(main, ["run", "tools.py"])
+    seen: list[RunSettings] = []
+    monkeypatch.setattr(serving, "serve", seen.append)
+    result = CliRunner().invoke(main, ["run", *files])
     assert result.exit_code == 0, result.output
-    serving.serve_plain(["tools.py"])
-    assert len(seen) == 2 and seen[0] == seen[1] and seen[0][0] == (Path("tools.py"),)
+    serving.serve_plain(files)
+    assert len(seen) == 2 and seen[0] == seen[1]
+    assert seen[0] == RunSettings(files=tuple(map(Path, files)))

@@ -197,7 +197,7 @@ def test_ui_without_a_port_takes_any_free_one_when_the_default_is_taken(
     """Each client starts its own dev host: a second `dev --ui` must not fail on port 6280."""
     from conftest import RawHost
 
-    from protomcp_host.cli.main import UI_PORT
+    from protomcp_host.cli.serving import UI_PORT
 
     file = tmp_path / "tools.py"
     write_atomic(file, TOOLS)

@@ -1,4 +1,4 @@
-"""What a new user trips over on the first steps (issue 21): each test does what the user did."""
+"""What a new user trips over on the first steps: each test does what the user did."""
 
 from __future__ import annotations
 
@@ -220,13 +220,13 @@ def test_an_unsupported_parameter_type_is_explained_in_our_words(tmp_path: Path)
     assert "arbitrary_types_allowed" not in done.stderr and "__protomcp_tools__" not in done.stderr
 
 
-def test_the_readme_testing_example_passes_as_copied(tmp_path: Path) -> None:
+def test_the_guides_testing_example_passes_as_copied(tmp_path: Path) -> None:
     """Copied into a project with no pytest configuration (pytest-asyncio in strict mode), next
-    to the README's own tools.py (issue 30: it once listed a tool the example did not expect)."""
-    snippet = _readme_block("## Testing your tools")
+    to the guide's own tools.py (it once listed a tool the example did not expect)."""
+    snippet = _doc_block("docs/guide/testing.md", "# Testing your tools")
     project = tmp_path / "project"
     project.mkdir()
-    (project / "tools.py").write_text(_readme_block("## Writing a tool file") + "\n")
+    (project / "tools.py").write_text(_doc_block("docs/guide/tools.md", "# Writing a tool file") + "\n")
     (project / "test_tools.py").write_text(snippet + "\n")
     env = {**os.environ, "PYTEST_ADDOPTS": ""}
     done = subprocess.run(
@@ -289,23 +289,24 @@ def test_helper_detection_follows_imports_and_keeps_cycles() -> None:
         assert [f.name for f in without_helpers(files)] == ["a.py", "x.py", "y.py"]
 
 
-def _readme_block(heading: str) -> str:
+def _doc_block(page: str, heading: str) -> str:
+    """The first Python block after `heading` in the documentation page `page`."""
     from conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index(heading) :]
+    text = (ROOT / page).read_text()
+    section = text[text.index(heading) :]
     return section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")]
 
 
-def test_the_readme_lifespan_example_serves_its_state(tmp_path: Path) -> None:
+def test_the_guides_lifespan_example_serves_its_state(tmp_path: Path) -> None:
     file = tmp_path / "greeting.py"
-    file.write_text(_readme_block("### Lifespan") + "\n")
+    file.write_text(_doc_block("docs/guide/tools.md", "## Lifespan") + "\n")
     done = run_host("call", str(file), "greet", "name=Ada", stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
     assert "Hello, Ada!" in done.stdout
 
 
-def test_the_readme_inspect_json_shape(add_file: Path) -> None:
+def test_the_inspect_json_shape_the_cli_guide_describes(add_file: Path) -> None:
     import json
 
     done = run_host("inspect", "--json", str(add_file), stdin=subprocess.DEVNULL)

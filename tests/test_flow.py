@@ -86,7 +86,7 @@ def test_large_answers_a_client_leaves_unread_are_all_delivered(raw_host) -> Non
 async def test_memory_for_unread_answers_is_bounded_in_bytes() -> None:
     """However many answers finish while the client reads nothing, the transport holds at most its
     high-water mark plus the one answer that crossed it; the rest waits in a file, in order."""
-    from protomcp_host.transports.stdio import Outbox
+    from protomcp_host.transports.outbox import Outbox
 
     read_end, write_end = os.pipe()
     high, size, count = 256 * 1024, 100_000, 60  # 6 MB of answers, far beyond the pipe's buffer
@@ -113,7 +113,7 @@ async def test_notifications_past_the_limit_are_dropped_while_answers_are_kept()
     """A tool that logs in a loop while the client reads nothing cannot fill the disk: past
     `notice_limit` bytes in the file, notifications are dropped (reported once); answers never."""
     from protomcp_host.protocol import jsonrpc as rpc
-    from protomcp_host.transports.stdio import Outbox
+    from protomcp_host.transports.outbox import Outbox
 
     read_end, write_end = os.pipe()
     high = 64 * 1024
@@ -516,9 +516,10 @@ def test_a_finished_stream_whose_messages_were_dropped_ends_a_resumption() -> No
 
 async def test_a_call_beyond_max_in_flight_waits_bounded_then_is_refused() -> None:
     from protomcp_host.app import Host
+    from protomcp_host.settings import RunSettings
     from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
 
-    host = Host([], stderr=lambda _: None, max_in_flight=1)
+    host = Host([], RunSettings(max_in_flight=1), stderr=lambda _: None)
     app = StreamableHTTP(host, HttpOptions(turn_timeout=0.2))
     init = Exchange("POST", INITIALIZE)
     await app(init.scope, init.receive, init.send)
@@ -573,9 +574,10 @@ async def test_several_calls_waiting_for_one_slot_each_get_their_turn() -> None:
     """When one call ends and several wait, one takes the slot and the others wait on (until
     the turn timeout), instead of being refused as "busy" at once."""
     from protomcp_host.app import Host
+    from protomcp_host.settings import RunSettings
     from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
 
-    host = Host([], stderr=lambda _: None, max_in_flight=1)
+    host = Host([], RunSettings(max_in_flight=1), stderr=lambda _: None)
     app = StreamableHTTP(host, HttpOptions(turn_timeout=30))
     init = Exchange("POST", INITIALIZE)
     await app(init.scope, init.receive, init.send)
@@ -624,7 +626,7 @@ def test_max_in_flight_help_says_what_each_transport_does() -> None:
 
 
 async def test_a_proto_mcp_frame_marked_as_a_notice_is_dropped_like_a_notification() -> None:
-    from protomcp_host.transports.stdio import Outbox
+    from protomcp_host.transports.outbox import Outbox
 
     read_end, write_end = os.pipe()
     marks = {"high_water": 1024, "low_water": 256}

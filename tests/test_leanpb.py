@@ -59,7 +59,7 @@ def test_the_lean_module_holds_what_the_generated_one_does() -> None:
     lean = json.loads(run(LEAN + "assert 'google.protobuf.internal.builder' not in sys.modules\n" + SUMMARY))
     generated = json.loads(run(GENERATED + SUMMARY))
     assert lean == generated
-    assert lean["Envelope"][:3] == ["class", "envelope_pb2", "Envelope"]
+    assert lean["Envelope"][:3] == ["class", "protomcp_pb2", "Envelope"]  # protoc names it from the .proto
 
 
 def test_the_lean_module_skips_the_pure_python_protobuf_modules() -> None:

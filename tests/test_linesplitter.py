@@ -1,11 +1,11 @@
-"""Newline framing for MCP over stdio (protomcp_host.transports.stdio.LineSplitter)."""
+"""Newline framing for MCP over stdio (protomcp_host.transports.lines.LineSplitter)."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protomcp_host.transports.stdio import MAX_LINE, LineSplitter
+from protomcp_host.transports.lines import MAX_LINE, LineSplitter
 
 
 def feed_all(splitter: LineSplitter, *chunks: bytes) -> list[bytes | None]:

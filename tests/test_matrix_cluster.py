@@ -414,7 +414,7 @@ async def test_cluster_peer_events_reach_no_client_session(
 ) -> None:
     """Alice calls a peer's tool and notifies the peer through the hub; the peer notifies the hub:
     Bob sees none of it, and a notification addressed to the hub reaches neither session (it is
-    the host's, README "bridge"). Neither principal's access token opens the hub's /bridge."""
+    the host's: docs/guide/bridge.md). Neither principal's access token opens the hub's /bridge."""
     from websockets.asyncio.client import connect
     from websockets.exceptions import InvalidStatus
 

@@ -224,11 +224,14 @@ def test_a_reload_lets_old_calls_run_as_long_as_the_call_timeout(tmp_path: Path)
     """A save must not kill a long call (a 40 s task) that its timeout still allows: the old
     process drains for the call timeout plus a margin, never less than 30 s."""
     from protomcp_host.app import Host
+    from protomcp_host.settings import RunSettings
 
     file = tmp_path / "t.py"
     file.write_text("")
     drains = {
-        timeout: next(iter(Host([file], call_timeout=timeout).supervisors.values())).drain_timeout
-        for timeout in (10.0, 300.0, None)
+        timeout: next(
+            iter(Host([file], RunSettings(call_timeout=timeout)).supervisors.values())
+        ).drain_timeout
+        for timeout in (10.0, 300.0, 0.0)  # (0: no limit)
     }
-    assert drains == {10.0: 30.0, 300.0: 305.0, None: 3605.0}
+    assert drains == {10.0: 30.0, 300.0: 305.0, 0.0: 3605.0}

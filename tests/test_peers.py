@@ -1,4 +1,4 @@
-"""Three protomcp hosts bridged on loopback (seed 004 over WebSocket at /bridge): B and C serve
+"""Three protomcp hosts bridged on loopback (the bridge protocol over WebSocket at /bridge): B and C serve
 HTTP with /bridge; A dials both (`--peer`) and is driven by the official SDK client over stdio."""
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import orjson
 import pytest
 from conftest import BEHAVIOURS, HOST, TOOLS, mcp_session
 from http_support import HttpHost
+
+from protomcp_host.peers.messages import PROTOCOL_VERSION
 
 pytest.importorskip("mcp")
 pytest.importorskip("websockets")
@@ -132,7 +134,7 @@ async def test_three_hosts_handshake_calls_notifications_peer_loss_and_reconnect
         by_id = {peer["agent_id"]: peer for peer in peers["peers"]}
         assert peers["agent_id"] == "a" and set(by_id) == {"b", "c"}
         assert by_id["b"]["agent_role"] == "worker" and "add" in by_id["b"]["tools"]
-        assert by_id["b"]["version"] == "0.1.0"
+        assert by_id["b"]["version"] == PROTOCOL_VERSION  # the bridge protocol's, not protomcp's
         b.wait_stderr(lambda line: "peer a connected" in line)
 
         # calls A -> B and A -> C
@@ -158,7 +160,7 @@ async def test_three_hosts_handshake_calls_notifications_peer_loss_and_reconnect
         unknown = await session.call_tool("bridge_notify", {"event_type": "x", "receiver_id": "nobody"})
         assert unknown.is_error and "no peer 'nobody'" in texts(unknown)[0]
 
-        # C is killed in the middle of a call: the call fails with the seed's code, C's tools leave
+        # C is killed in the middle of a call: the call fails with the bridge protocol's code, C's tools leave
         watcher.changed = anyio.Event()
         mark = tmp_path / "hold"
         outcome: list[Any] = []
@@ -196,7 +198,7 @@ async def test_three_hosts_handshake_calls_notifications_peer_loss_and_reconnect
 
 
 class RawAgent:
-    """Another agent of the swarm, speaking seed-004 JSON over a WebSocket by hand."""
+    """Another agent of the swarm, speaking the bridge protocol's JSON over a WebSocket by hand."""
 
     def __init__(self, ws: Any) -> None:
         self.ws = ws
@@ -300,7 +302,7 @@ async def test_priorities_order_queued_requests_at_the_in_flight_limit(hosts: li
         assert order == ["u1", "u2", "h1", "n1", "n2", "low1", "low2"]
 
 
-async def test_bad_requests_get_the_seeds_error_codes(hosts: list[HttpHost]) -> None:
+async def test_bad_requests_get_the_bridge_protocols_error_codes(hosts: list[HttpHost]) -> None:
     port = free_port()
     hosts.append(start_host(port, str(BEHAVIOURS), "--agent-id", "b"))
     async with raw_agent(port) as ws:  # no handshake first

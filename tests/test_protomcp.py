@@ -1,4 +1,4 @@
-"""proto-mcp (seed 000) end to end: the real host and tool processes, the SDK's proto-mcp client
+"""proto-mcp end to end: the real host and tool processes, the SDK's proto-mcp client
 on stdio (first-byte detection) and on the /proto-mcp WebSocket, beside the official JSON-RPC
 client on the same host; descriptors inline and by reference; bad binary input."""
 
@@ -330,11 +330,11 @@ def add(a: int, b: int) -> int:
 '''
 
 
-def test_the_readme_proto_mcp_examples_run_as_written(tmp_path: Path) -> None:
+def test_the_guides_proto_mcp_examples_run_as_written(tmp_path: Path) -> None:
     from conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### proto-mcp: the binary protocol") :]
+    guide = (ROOT / "docs" / "guide" / "proto-mcp.md").read_text()
+    section = guide[guide.index("# proto-mcp: the binary protocol") :]
     python = section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")]
     (tmp_path / "tools.py").write_text(ADD, encoding="utf-8")
     body = "\n".join("    " + line for line in python.splitlines())

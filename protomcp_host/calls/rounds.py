@@ -42,13 +42,13 @@ from protomcp_host.calls.execution import Dispatcher, Execution
 from protomcp_host.calls.router import LIST_CHANGED_DELAY, Forwarder, Router, Writer
 from protomcp_host.calls.used_states import Use, UsedStates
 from protomcp_host.processes.events import Reply
+from protomcp_host.processes.launch import STATE_KEY_ENV
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import CancelForward, Forward
 from protomcp_host.protocol.modern import ModernSession, Retry, valid_answer
 from protomcp_host.protocol.session import Call, CancelCall, TaskCancel, TaskInput
 from protomcp_sdk.wire.toollist import ToolListChange
 
-STATE_KEY_ENV = "PROTOMCP_STATE_KEY"  # a shared secret: hosts behind one name accept each other's state
 STATE_TTL = 600.0  # seconds a requestState stays valid (a retry after HOLD re-runs the call)
 HOLD = 60.0  # seconds a suspended call keeps its place (and a sync tool its thread) for its retry
 ROUND_WINDOW = 0.02  # seconds the requests a call makes at once gather into one round

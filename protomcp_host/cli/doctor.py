@@ -88,12 +88,13 @@ async def check_file(file: Path, python: str, env: Mapping[str, str] | None = No
 async def _check_file(file: Path, python: str) -> list[Finding]:
     from protomcp_host.app import Host
     from protomcp_host.processes.launch import StartupError, tool_files
+    from protomcp_host.settings import RunSettings
     from protomcp_host.transports.direct import RequestFailed, direct_client, list_tools
 
     lines: list[str] = []
     start = time.perf_counter()
     try:
-        host = Host(tool_files([file]), python=python, stderr=lines.append, share_output=True)
+        host = Host(tool_files([file]), RunSettings(python=python), stderr=lines.append)
         async with direct_client(host) as request:
             tools = await list_tools(request)
     except (StartupError, RequestFailed) as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from functools import partial
 from pathlib import Path
@@ -11,489 +10,18 @@ from typing import Any
 import click
 
 from protomcp_host import __version__
-
-FILES = click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-SOURCES = click.argument("files", nargs=-1, type=click.Path(path_type=Path))
-PYTHON = click.option(
-    "--python",
-    "python",
-    default=sys.executable,
-    show_default="this interpreter",
-    help="Python interpreter that runs the tool files (protomcp_sdk must be importable there).",
+from protomcp_host.cli.options import (
+    DEV_OPTIONS,
+    PYTHON,
+    RUN_OPTIONS,
+    SOURCE_OPTIONS,
+    SOURCES,
+    UPSTREAM_OPTIONS,
+    DevCommand,
+    RunCommand,
+    upstream_specs,
 )
-
-
-def _serve_options(fn: Any) -> Any:
-    fn = click.option(
-        "--page-size",
-        default=1000,
-        show_default=True,
-        type=click.IntRange(min=1),
-        help="Tools per tools/list page; clients follow nextCursor for the rest.",
-    )(fn)
-    fn = click.option(
-        "--call-timeout",
-        default=300.0,
-        show_default=True,
-        type=click.FloatRange(min=0),
-        help="Seconds a tool call may run before it is cancelled and reported as an error (0 = no limit).",
-    )(fn)
-    fn = click.option(
-        "--startup-timeout",
-        default=30.0,
-        show_default=True,
-        type=click.FloatRange(min=0, min_open=True),
-        help="Seconds a tool file may take to import and list its tools (clients get their tools "
-        "when it is done; `initialize` is answered at once).",
-    )(fn)
-    fn = click.option(
-        "--heartbeat-timeout",
-        default=15.0,
-        show_default=True,
-        type=click.FloatRange(min=0),
-        help="Seconds a tool process may leave a heartbeat unanswered (an async tool blocking its "
-        "event loop) before its calls fail and it is replaced (0 = no heartbeat).",
-    )(fn)
-    fn = click.option(
-        "--drain-timeout",
-        default=5.0,
-        show_default=True,
-        type=click.FloatRange(min=0),
-        help="Seconds running calls may take to finish when the client goes away or a signal "
-        "arrives; calls still running then are answered with an error.",
-    )(fn)
-    fn = click.option(
-        "--max-in-flight",
-        default=1000,
-        show_default=True,
-        type=click.IntRange(min=1),
-        help="Tool calls one session may have running at once. A call beyond it waits its turn: over "
-        "stdio it and the requests after it wait, in order; over HTTP it waits up to 30 s, then is "
-        "refused with a 'Server busy' error (-32000). Calls in a batch beyond it are refused at once.",
-    )(fn)
-    fn = click.option(
-        "--processes",
-        default=1,
-        show_default=True,
-        type=click.IntRange(min=1),
-        metavar="N",
-        help="Tool processes per tool file. Each call goes to the least busy one, so CPU-bound sync "
-        "tools use N cores; a crash restarts only that process, a reload replaces all N. "
-        "Module-level state in a tool file is per process.",
-    )(fn)
-    fn = click.option(
-        "--store",
-        default=None,
-        metavar="URL",
-        help="Shared state for several hosts: redis://HOST:PORT/DB, with ?prefix=NAME to keep "
-        "deployments on one database apart. Modern-era tasks are seen, answered "
-        "and cancelled through any host; resource updates published on one host reach listeners on "
-        "all of them; an input-required retry (requestState) is accepted by any of them; a principal's "
-        "tool-list state is the same on all of them. Needed by --workers N > 1. Needs the "
-        "redis client (pip install 'protomcp-tools[redis]').  "
-        "[default: this host's memory]",
-    )(fn)
-    fn = PYTHON(fn)
-    for option in reversed(HTTP_OPTIONS):
-        fn = option(fn)
-    fn = click.option(
-        "--include-tag",
-        "include_tags",
-        multiple=True,
-        metavar="TAG",
-        help="Expose only tools with this tag (@tool(tags={...})); repeatable: any of them.",
-    )(fn)
-    fn = click.option(
-        "--exclude-tag",
-        "exclude_tags",
-        multiple=True,
-        metavar="TAG",
-        help="Do not expose tools with this tag; repeatable.",
-    )(fn)
-    fn = click.option(
-        "--discovery",
-        type=click.Choice(["full", "search"]),
-        default="full",
-        show_default=True,
-        help="What tools/list shows: full (every tool) or search (three meta-tools — find_tools, "
-        "get_tool_schema, call_tool — plus @tool(pinned=True) tools; the model finds the rest by a "
-        "query, ranked with BM25). For large catalogues: far fewer tokens in the model's context.",
-    )(fn)
-    fn = click.option(
-        "--schema-registry",
-        "schema_registry",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        metavar="DIR",
-        help="proto-mcp clients: write each tool's protobuf descriptors to DIR and list them by "
-        "reference (bsr_ref) to clients that resolve references from DIR; without it they are "
-        "listed inline.",
-    )(fn)
-    fn = click.option(
-        "--skills",
-        "skills",
-        multiple=True,
-        type=click.Path(file_okay=False, path_type=Path),
-        metavar="DIR",
-        help="Also serve the skills in DIR (each a folder <name>/SKILL.md with YAML front matter, and "
-        "its other files) as the MCP skills extension (SEP-2640): skills/list, skills/get and "
-        "skill://<name>/<file> resources. Repeatable.",
-    )(fn)
-    fn = click.option(
-        "--transport",
-        type=click.Choice(["stdio", "http", "sse"]),
-        default="stdio",
-        show_default=True,
-        help="How the AI client connects: stdio (the client starts protomcp as a subprocess), "
-        "http (Streamable HTTP at --host/--port/--path) or sse (the deprecated HTTP+SSE transport "
-        "of MCP 2024-11-05, at /sse, for old clients).",
-    )(fn)
-    return fn
-
-
-def _source_options(fn: Any) -> Any:
-    fn = click.option(
-        "--plugin",
-        "plugins",
-        multiple=True,
-        metavar="NAME",
-        help="Also serve an installed tool plugin (see `protomcp plugins`); repeatable.",
-    )(fn)
-    fn = click.option(
-        "-m",
-        "--module",
-        "modules",
-        multiple=True,
-        metavar="MODULE",
-        help="Also serve a tool module by import path, e.g. -m mypackage.tools; repeatable.",
-    )(fn)
-    return fn
-
-
-def _upstream_options(fn: Any) -> Any:
-    fn = click.option(
-        "--upstream",
-        "upstreams",
-        multiple=True,
-        metavar="NAME=CMD|URL",
-        help="Also serve the tools, resources and prompts of another MCP server, its tools and prompts "
-        "named NAME_<name>: a stdio server's command line (NAME='npx -y some-server --flag'), or a "
-        "Streamable HTTP URL (NAME=https://host/mcp). Restarted (stdio) or reconnected (HTTP) when it "
-        "goes away. Repeatable. Needs the mcp client library: pip install 'protomcp-tools[upstream]'.",
-    )(fn)
-    fn = click.option(
-        "--upstream-token-env",
-        "upstream_token_envs",
-        multiple=True,
-        metavar="NAME=VAR",
-        help="Send 'Authorization: Bearer <token>' to the HTTP upstream NAME, the token being the value "
-        "of the environment variable VAR (which tool processes and stdio upstreams do not get).",
-    )(fn)
-    fn = click.option(
-        "--upstream-prefix",
-        "upstream_prefixes",
-        multiple=True,
-        metavar="NAME=PREFIX",
-        help="Name the upstream NAME's tools and prompts PREFIX<name> instead of NAME_<name> "
-        "(NAME= serves them under their own names).",
-    )(fn)
-    return fn
-
-
-def _bridge_options(fn: Any) -> Any:
-    fn = click.option(
-        "--agent-id",
-        metavar="ID",
-        help="Take part in a swarm of hosts (the MCP-to-MCP bridge protocol) as agent ID: serve the "
-        "bridge at /bridge beside the MCP endpoint (with --transport http; same host checks, and "
-        "peers need --bridge-token-env when the MCP endpoint has authentication), add the tools "
-        "bridge_notify and bridge_peers, and serve each connected peer's tools as PEERID_<name>.",
-    )(fn)
-    fn = click.option("--agent-name", metavar="TEXT", help="The agent_name this host tells peers.")(fn)
-    fn = click.option("--agent-role", metavar="TEXT", help="The agent_role this host tells peers.")(fn)
-    fn = click.option(
-        "--peer",
-        "peers",
-        multiple=True,
-        metavar="ws://HOST:PORT/bridge",
-        help="Connect to another host's bridge (needs --agent-id); connected again with backoff when "
-        "the link drops. Repeatable.",
-    )(fn)
-    fn = click.option(
-        "--peer-token-env",
-        metavar="VAR",
-        help="Send 'Authorization: Bearer <token>' to the --peer hosts, the token being the value of "
-        "the environment variable VAR (kept out of tool processes).",
-    )(fn)
-    fn = click.option(
-        "--bridge-token-env",
-        "bridge_token_envs",
-        multiple=True,
-        metavar="VAR",
-        help="[http] Peers dialling /bridge must send 'Authorization: Bearer <token>', the token being "
-        "the value of VAR (kept out of tool processes); repeatable, one per peer or group of peers: "
-        "an agent id stays bound to the token that first registered it. An MCP client's token "
-        "(--auth-token-env, OAuth) never opens /bridge: with either and no --bridge-token-env, no "
-        "peer may dial in.",
-    )(fn)
-    fn = click.option(
-        "--bridge-max-in-flight",
-        default=16,
-        show_default=True,
-        type=click.IntRange(min=1),
-        help="Peer requests this host runs at once; the rest wait, urgent before high before normal "
-        "before low, in order of arrival within one priority.",
-    )(fn)
-    return fn
-
-
-BRIDGE_KEYS = (
-    "agent_id",
-    "agent_name",
-    "agent_role",
-    "peers",
-    "peer_token_env",
-    "bridge_token_envs",
-    "bridge_max_in_flight",
-)
-
-
-def bridge_settings(options: dict[str, Any]) -> Any:
-    """Take the bridge options out of `options`: BridgeSettings, or None without --agent-id."""
-    given = {key: options.pop(key, None) for key in BRIDGE_KEYS}
-    if not given["agent_id"]:
-        used = [
-            f"--{key.replace('_', '-')}"
-            for key in ("agent_name", "agent_role", "peer_token_env")
-            if given[key]
-        ]
-        if given["peers"]:
-            used.insert(0, "--peer")
-        if given["bridge_token_envs"]:
-            used.append("--bridge-token-env")
-        if used:
-            raise click.UsageError(f"{', '.join(used)}: only with --agent-id (this host's name in the swarm)")
-        return None
-    from protomcp_host.peers.hub import AGENT_ID, BridgeSettings
-
-    if not AGENT_ID.match(given["agent_id"]):
-        raise click.UsageError(
-            "--agent-id: a letter, then letters, digits, _ or - (peers name its tools ID_<name>)"
-        )
-    for url in given["peers"]:
-        if not url.startswith(("ws://", "wss://")):
-            raise click.UsageError(
-                f"--peer {url}: give the peer's bridge as ws://HOST:PORT/bridge (or wss://)"
-            )
-    token = _secret("--peer-token-env", given["peer_token_env"]) if given["peer_token_env"] else ""
-    credentials = {name: _secret("--bridge-token-env", name) for name in given["bridge_token_envs"] or ()}
-    client_token = os.environ.get(options.get("auth_token_env") or "", "")
-    if client_token and client_token in credentials.values():
-        raise click.UsageError(
-            "--bridge-token-env holds the same token as --auth-token-env: an MCP client's token "
-            "never makes a peer; give peers a token of their own"
-        )
-    return BridgeSettings(
-        agent_id=given["agent_id"],
-        agent_name=given["agent_name"] or "",
-        agent_role=given["agent_role"] or "",
-        peers=tuple(given["peers"]),
-        token=token,
-        credentials=credentials,
-        max_in_flight=given["bridge_max_in_flight"] or 16,
-    )
-
-
-def _secret(flag: str, name: str) -> str:
-    """The value of the environment variable `name`, kept out of tool processes from now on."""
-    from protomcp_host.processes.launch import SECRET_ENV
-
-    value = os.environ.get(name, "")
-    if not value:
-        raise click.UsageError(f"{flag}: the environment variable {name} is not set")
-    SECRET_ENV.add(name)
-    return value
-
-
-def upstream_specs(options: dict[str, Any]) -> list[Any]:
-    """Take the --upstream options out of `options` as UpstreamSpecs (UsageError when malformed)."""
-    from protomcp_host.upstream.spec import SpecError, parse_specs
-
-    try:
-        return parse_specs(
-            options.pop("upstreams", ()),
-            options.pop("upstream_token_envs", ()),
-            options.pop("upstream_prefixes", ()),
-        )
-    except SpecError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
-def _identity_options(fn: Any) -> Any:
-    fn = click.option(
-        "--instructions",
-        metavar="TEXT",
-        help="How to use these tools, sent to the client (default: the tool files' docstrings).",
-    )(fn)
-    fn = click.option(
-        "--name", "server_name", metavar="NAME", help="Server name initialize reports (default: protomcp)."
-    )(fn)
-    return fn
-
-
-HTTP_OPTIONS = [
-    click.option("--host", default=None, help="[http/sse] Address to listen on.  [default: 127.0.0.1]"),
-    click.option(
-        "--port",
-        default=None,
-        type=click.IntRange(0, 65535),
-        help="[http/sse] Port to listen on (0 = any free port).  [default: 8000]",
-    ),
-    click.option("--path", default=None, help="[http] Path of the MCP endpoint.  [default: /mcp]"),
-    click.option(
-        "--allow-host",
-        "allow_hosts",
-        multiple=True,
-        metavar="HOST",
-        help="[http/sse] Also accept requests whose Host header names HOST (repeatable; '*' = any), "
-        "e.g. the public name a reverse proxy forwards. Loopback names are always accepted.",
-    ),
-    click.option(
-        "--allow-origin",
-        "allow_origins",
-        multiple=True,
-        metavar="ORIGIN",
-        help="[http/sse] Also accept browser requests from ORIGIN, e.g. https://app.example.com "
-        "(repeatable; '*' = any). Loopback origins are always accepted.",
-    ),
-    click.option(
-        "--auth-token-env",
-        default=None,
-        metavar="NAME",
-        help="[http/sse] Require 'Authorization: Bearer <token>' where the token is the value of "
-        "the environment variable NAME (which tool processes do not get).",
-    ),
-    click.option(
-        "--oauth-jwks",
-        default=None,
-        metavar="URL|FILE",
-        help="[http/sse] OAuth resource-server mode: accept only JWT access tokens signed by a key "
-        "of this JWKS (needs --oauth-issuer). Clients discover the authorization server at "
-        "/.well-known/oauth-protected-resource.",
-    ),
-    click.option(
-        "--oauth-issuer", default=None, metavar="URL", help="[http/sse] Required 'iss' of access tokens."
-    ),
-    click.option(
-        "--oauth-audience",
-        default=None,
-        metavar="URL",
-        help="[http/sse] Required 'aud' of access tokens.  [default: this server's URL, e.g. "
-        "http://127.0.0.1:8000/mcp; set it to the public URL behind a proxy]",
-    ),
-    click.option(
-        "--oauth-scope",
-        "oauth_scopes",
-        multiple=True,
-        metavar="SCOPE",
-        help="[http/sse] A scope every access token must grant (repeatable); else 403 insufficient_scope.",
-    ),
-    click.option(
-        "--oauth-jwks-refresh",
-        default=None,
-        type=click.FloatRange(min=0),
-        metavar="SECONDS",
-        help="[http/sse] A token signed with a key the JWKS did not have makes the host read the JWKS "
-        "URL again, at most once per SECONDS (whether it answers or not); the keys read last stay in "
-        "use, and a failure is reported here, not to the client.  [default: 60]",
-    ),
-    click.option(
-        "--max-body",
-        default=None,
-        type=click.IntRange(min=1),
-        help="[http/sse] Largest request body in bytes (413 above).  [default: 4194304]",
-    ),
-    click.option(
-        "--max-sessions",
-        default=None,
-        type=click.IntRange(min=1),
-        help="[http] Most sessions at once; initialize gets 503 beyond it.  [default: 10000]",
-    ),
-    click.option(
-        "--session-timeout",
-        default=None,
-        type=click.FloatRange(min=0),
-        help="[http] Seconds an idle session lives before it expires; its client then gets 404 and "
-        "initializes again (0 = never).  [default: 1800]",
-    ),
-    click.option(
-        "--header-timeout",
-        default=None,
-        type=click.FloatRange(min=0, min_open=True),
-        help="[http/sse] Seconds a connection may take to send a complete request header, counted "
-        "from when it opens or from the first byte of its next request; then it is closed.  "
-        "[default: 10]",
-    ),
-    click.option(
-        "--keep-alive-timeout",
-        default=None,
-        type=click.FloatRange(min=0, min_open=True),
-        help="[http/sse] Seconds a kept-alive connection may sit idle between requests before it is "
-        "closed.  [default: 5]",
-    ),
-    click.option(
-        "--max-connections",
-        default=None,
-        type=click.IntRange(min=1),
-        help="[http/sse] Most open connections. At the limit a new connection replaces the oldest one "
-        "with no request in progress (silent or idle); when every connection is serving a request "
-        "it gets 503. Lowered to fit the limit on open files (ulimit -n).  [default: 1000]",
-    ),
-    click.option(
-        "--session-id-header",
-        default=None,
-        metavar="NAME",
-        help="[http] Behind a balancer: a new stateful session takes its id from this request header "
-        "(nginx: proxy_set_header NAME $request_id, and hash the same value), so that `hash "
-        "$http_mcp_session_id` sends the session's later requests to this host. Ignored unless the "
-        "value is 32-128 letters, digits, '-', '_' or '.' and no session has it.",
-    ),
-    click.option(
-        "--workers",
-        default=None,
-        type=click.IntRange(min=1),
-        metavar="N",
-        help="[http] Host processes sharing the port, each with its own tool processes; this process "
-        "supervises them (a worker that dies is replaced; SIGTERM drains all). More than one needs "
-        "--store redis://...: the workers share each principal's tool-list state, modern-era tasks "
-        "and the requestState key there. Modern (2026-07-28) requests go to any worker; a stateful "
-        "session lives in one worker, which the others pass its requests to.  [default: 1]",
-    ),
-]
-HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags do not apply
-    "host": "--host",
-    "port": "--port",
-    "path": "--path",
-    "allow_hosts": "--allow-host",
-    "allow_origins": "--allow-origin",
-    "auth_token_env": "--auth-token-env",
-    "oauth_jwks": "--oauth-jwks",
-    "oauth_issuer": "--oauth-issuer",
-    "oauth_audience": "--oauth-audience",
-    "oauth_scopes": "--oauth-scope",
-    "oauth_jwks_refresh": "--oauth-jwks-refresh",
-    "max_body": "--max-body",
-    "session_timeout": "--session-timeout",
-    "max_sessions": "--max-sessions",
-    "header_timeout": "--header-timeout",
-    "keep_alive_timeout": "--keep-alive-timeout",
-    "max_connections": "--max-connections",
-    "workers": "--workers",
-    "session_id_header": "--session-id-header",
-}
-CONNECTION_LIMITS = ("header_timeout", "keep_alive_timeout", "max_connections")
-# not used by the HTTP+SSE transport (2024-11-05) (--workers: its sessions would need affinity)
-STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions", "workers", "session_id_header")
+from protomcp_host.settings import RunSettings
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -506,14 +34,9 @@ def main() -> None:
     """
 
 
-@main.command()
-@SOURCES
-@_source_options
-@_upstream_options
-@_bridge_options
-@_identity_options
-@_serve_options
-def run(files: tuple[Path, ...], **options: Any) -> None:
+@main.command(cls=RunCommand)
+@RUN_OPTIONS
+def run(settings: RunSettings) -> None:
     """Serve the tools in FILES (files or folders of tool files) over MCP.
 
     This is the command to put in your AI client's config. Each file, module and plugin
@@ -522,45 +45,12 @@ def run(files: tuple[Path, ...], **options: Any) -> None:
     Tool processes get this environment minus the variable --auth-token-env names, plus
     PROTOMCP_FDS, PROTOMCP_HOST_PID, PROTOMCP_SPOOL and PYTHONUNBUFFERED=1, which the host sets.
     """
-    _serve_command(files, options)
+    _serve(settings)
 
 
-@main.command()
-@SOURCES
-@_source_options
-@_upstream_options
-@_bridge_options
-@_identity_options
-@_serve_options
-@click.option(
-    "--watch",
-    "watch",
-    multiple=True,
-    metavar="GLOB",
-    help="Also reload when files matching GLOB change (repeatable), e.g. --watch 'data/*.json'.",
-)
-@click.option("--no-reload", is_flag=True, help="Do not watch files; behave like run, with dev diagnostics.")
-@click.option(
-    "--ui",
-    is_flag=True,
-    help="Also serve the playground: a page on 127.0.0.1 to call the tools, answer their questions, "
-    "read every MCP message and follow reloads and crashes. Its URL (with a per-launch token) is "
-    "printed on stderr.",
-)
-@click.option(
-    "--ui-port",
-    type=click.IntRange(min=0, max=65535),
-    default=None,
-    help="[--ui] The playground's port on 127.0.0.1 (0, or taken: any free port).  [default: 6280]",
-)
-def dev(
-    files: tuple[Path, ...],
-    watch: tuple[str, ...],
-    no_reload: bool,
-    ui: bool,
-    ui_port: int | None,
-    **options: Any,
-) -> None:
+@main.command(cls=DevCommand)
+@DEV_OPTIONS
+def dev(settings: RunSettings) -> None:
     """Serve FILES like run, and reload a tool file the moment you save it.
 
     The host and the client's session stay up: only the tool process is replaced, so
@@ -569,174 +59,14 @@ def dev(
     node_modules are skipped). A file that fails to load leaves the previous tools
     serving and reports the error here and to the client.
     """
-    if ui_port is not None and not ui:
-        raise click.UsageError("--ui-port: only with --ui")
-    companions: tuple[Any, ...] = (_journal,)  # first: it hears the playground's URL
-    if ui:
-        companions += (partial(_playground, ui_port),)
-    _serve_command(files, options, reload=not no_reload, watch=watch, companions=companions)
+    _serve(settings)
 
 
-async def _playground(port: int | None, host: Any, shutdown: Any, *, task_status: Any) -> None:
-    """The --ui companion; imported only once the tool processes have been launched (a port
-    taken, say by a sibling copy, falls back to a free one)."""
-    from protomcp_host.playground.server import serve_playground
-
-    await serve_playground(host, shutdown, UI_PORT if port is None else port, task_status=task_status)
-
-
-async def _journal(host: Any, shutdown: Any, *, task_status: Any) -> None:
-    """dev's journal for `protomcp logs`."""
-    from protomcp_host.cli.devjournal import journal_companion
-
-    await journal_companion(host, shutdown, task_status=task_status)
-
-
-UI_PORT = 6280
-
-
-SERVE_KEYS = (
-    "modules",
-    "plugins",
-    "server_name",
-    "instructions",
-    "python",
-    "call_timeout",
-    "page_size",
-    "include_tags",
-    "exclude_tags",
-    "processes",
-    "store",
-    "discovery",
-    "schema_registry",
-    "skills",
-)
-
-
-def _serve_command(files: tuple[Path, ...], options: dict[str, Any], **extra: Any) -> None:
-    """What run and dev share: split the options into serve settings, hardening bounds and
-    HTTP settings (what is left), then serve."""
-    limits = _pop_limits(options)
-    upstreams = upstream_specs(options)
-    bridge = bridge_settings(options)
-    transport = options.pop("transport")
-    settings = {key: options.pop(key) for key in SERVE_KEYS}
-    token_env = options.get("auth_token_env")
-    http = _http_settings(transport, options)
-    if bridge is not None and bridge.credentials and http is None:
-        raise click.UsageError("--bridge-token-env: only with --transport http (stdio serves no /bridge)")
-    if bridge is not None and http is not None and http.workers > 1:
-        raise click.UsageError(
-            "--agent-id with --workers: every worker would be a separate agent under one id "
-            "(peers refuse the second link); bridge one worker and scale tools with --processes"
-        )
-    if http is not None and http.workers > 1 and settings["store"] in (None, "memory"):
-        raise click.UsageError(
-            f"--workers {http.workers} needs --store redis://HOST:PORT/DB: each worker is a host of its "
-            "own, and the store is where they share each principal's tool-list state, modern-era tasks "
-            "and the requestState key (or serve with one worker and scale tools with --processes)"
-        )
-    _serve(
-        files,
-        **settings,
-        **extra,
-        http=http,
-        token_env=token_env,
-        upstreams=upstreams,
-        bridge=bridge,
-        **limits,
-    )
-
-
-LIMITS = ("drain_timeout", "max_in_flight", "startup_timeout", "heartbeat_timeout")
-
-
-def _pop_limits(given: dict[str, Any]) -> dict[str, Any]:
-    """Take the hardening bounds (--drain-timeout, --max-in-flight, ...) out of the keyword
-    arguments collected with the HTTP options."""
-    return {name: given.pop(name) for name in LIMITS if name in given}
-
-
-def _http_settings(transport: str, given: dict[str, Any]) -> Any:
-    """HttpSettings for --transport http/sse (None for stdio, where HTTP flags are an error)."""
-    if transport == "stdio":
-        used = [flag for name, flag in HTTP_FLAGS.items() if given.get(name) not in (None, ())]
-        if used:
-            raise click.UsageError(f"{', '.join(used)}: only with --transport http or sse")
-        return None
-    if transport == "sse":
-        used = [HTTP_FLAGS[name] for name in STREAMABLE_ONLY if given.get(name) is not None]
-        if used:
-            raise click.UsageError(f"{', '.join(used)}: only with --transport http")
-    from protomcp_host.transports.http.connections import ConnectionLimits
-    from protomcp_host.transports.http.guard import BearerToken
-    from protomcp_host.transports.http.server import HttpSettings
-    from protomcp_host.transports.http.streamable import HttpOptions
-
-    options = HttpOptions()
-    if given.get("max_body") is not None:
-        options.max_body = given["max_body"]
-    if given.get("session_timeout") is not None:
-        options.session_timeout = given["session_timeout"]
-    if given.get("max_sessions") is not None:
-        options.max_sessions = given["max_sessions"]
-    if given.get("session_id_header"):
-        options.session_id_header = given["session_id_header"].lower().encode("latin-1")
-    settings = HttpSettings(
-        transport=transport,
-        host=given.get("host") or "127.0.0.1",
-        port=8000 if given.get("port") is None else given["port"],
-        path="/" + (given.get("path") or "/mcp").lstrip("/"),
-        allow_hosts=tuple(given.get("allow_hosts") or ()),
-        allow_origins=tuple(given.get("allow_origins") or ()),
-        options=options,
-        limits=ConnectionLimits(
-            **{key: given[key] for key in CONNECTION_LIMITS if given.get(key) is not None}
-        ),
-        workers=given.get("workers") or 1,
-    )
-    name = given.get("auth_token_env")
-    if name:
-        from protomcp_host.processes.launch import SECRET_ENV
-
-        token = os.environ.get(name, "")
-        if not token:
-            raise click.UsageError(f"--auth-token-env {name}: the environment variable {name} is not set")
-        settings.auth = BearerToken(token)
-        SECRET_ENV.add(name)  # the token stays out of tool processes' environment
-    oauth = {
-        name: given.get(name)
-        for name in ("oauth_jwks", "oauth_issuer", "oauth_audience", "oauth_scopes", "oauth_jwks_refresh")
-    }
-    if any(value not in (None, ()) for value in oauth.values()):
-        settings.auth = _oauth(settings.auth, **oauth)
-    return settings
-
-
-def _oauth(other: Any, oauth_jwks: str | None, oauth_issuer: str | None, **rest: Any) -> Any:
-    from protomcp_host.transports.http.oauth import JwksError, OAuthResource
-
-    if other is not None:
-        raise click.UsageError("use either --auth-token-env or --oauth-jwks, not both")
-    if not oauth_jwks or not oauth_issuer:
-        raise click.UsageError("OAuth mode needs both --oauth-jwks and --oauth-issuer")
-    resource = OAuthResource(
-        oauth_jwks, oauth_issuer, audience=rest["oauth_audience"], scopes=tuple(rest["oauth_scopes"] or ())
-    )
-    if rest["oauth_jwks_refresh"] is not None:
-        resource.refresh_after = rest["oauth_jwks_refresh"]
-    try:
-        resource.load_keys()
-    except JwksError as exc:
-        raise click.UsageError(f"--oauth-jwks: {exc}") from None
-    return resource
-
-
-def _serve(files: tuple[Path, ...], **options: Any) -> None:
+def _serve(settings: RunSettings) -> None:
     from protomcp_host.cli.serving import UsageError, serve
 
     try:
-        serve(files, **options)
+        serve(settings)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -765,9 +95,9 @@ def _load_skill_folders(folders: tuple[Path, ...]) -> Any:
 
 @main.command(name="list")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
-@_source_options
+@SOURCE_OPTIONS
 @SKILLS_OPTION
-@_upstream_options
+@UPSTREAM_OPTIONS
 @click.option("--json", "as_json", is_flag=True, help="Print the MCP tools/list result as JSON.")
 @PYTHON
 def list_command(
@@ -777,21 +107,24 @@ def list_command(
     skills: tuple[Path, ...],
     as_json: bool,
     python: str,
-    **given: Any,
+    upstreams: tuple[str, ...],
+    upstream_token_envs: tuple[str, ...],
+    upstream_prefixes: tuple[str, ...],
 ) -> None:
     """Print the tools in FILES, -m modules, --plugin plugins and --upstream servers: name,
     description and parameters; then their resources, resource templates and prompts, and the
     --skills, if any."""
     import orjson
 
-    upstreams = upstream_specs(given)
+    specs = upstream_specs(upstreams, upstream_token_envs, upstream_prefixes)
     served_skills = _load_skill_folders(skills)
     sources = (
         _sources(files, modules, plugins, python, skills=skills)
-        if files or modules or plugins or not upstreams
+        if files or modules or plugins or not specs
         else []
     )
-    served = _with_client(sources, python, _list_everything, skills=served_skills, upstreams=upstreams)
+    settings = RunSettings(python=python, upstreams=specs, skills=skills)
+    served = _with_client(sources, settings, _list_everything, skills=served_skills)
     if as_json:
         shown = {key: value for key, value in served.items() if value or key == "tools"}
         click.echo(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
@@ -863,9 +196,9 @@ async def _list_everything(request: Any) -> dict[str, list[dict[str, Any]]]:
 
 @main.command(name="inspect")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
-@_source_options
+@SOURCE_OPTIONS
 @SKILLS_OPTION
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (shape in the README).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (see docs/guide/cli.md).")
 @PYTHON
 def inspect_command(
     files: tuple[Path, ...],
@@ -905,7 +238,7 @@ def inspect_command(
 
 @main.command(name="proto-schema")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
-@_source_options
+@SOURCE_OPTIONS
 @click.option(
     "--out",
     "out",
@@ -982,14 +315,14 @@ def _sources(
 
 @main.command()
 @click.argument("words", nargs=-1, metavar="[FILE] TOOL [KEY=VALUE]...")
-@_source_options
+@SOURCE_OPTIONS
 @click.option(
     "--args", "args", default="{}", show_default=True, help="Arguments as a JSON object, e.g. '{\"a\": 1}'."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the full MCP CallToolResult as JSON.")
 @click.option(
     "--call-timeout",
-    default=300.0,
+    default=RunSettings.call_timeout,
     show_default=True,
     type=click.FloatRange(min=0),
     help="Seconds the call may run before it is cancelled and reported as an error (0 = no limit).",
@@ -1001,7 +334,7 @@ def _sources(
     "send the arguments as the tool's protobuf message (--json prints the result's content, isError "
     "and structured data).",
 )
-@_upstream_options
+@UPSTREAM_OPTIONS
 @PYTHON
 def call(
     words: tuple[str, ...],
@@ -1012,7 +345,9 @@ def call(
     call_timeout: float,
     binary: bool,
     python: str,
-    **given: Any,
+    upstreams: tuple[str, ...],
+    upstream_token_envs: tuple[str, ...],
+    upstream_prefixes: tuple[str, ...],
 ) -> None:
     """Call TOOL from FILE (or from -m MODULE / --plugin NAME / --upstream, then without FILE)
     once and print its result (exit status 1 if it is an error).
@@ -1022,78 +357,98 @@ def call(
     instead of TOOL reads that resource (`call tools.py config://app`); a prompt's name
     renders the prompt (its KEY=VALUE arguments are text).
     """
-    import orjson
+    from protomcp_host.cli.reading import is_uri
+    from protomcp_host.cli.show import CallDisplay
 
-    from protomcp_host.cli.reading import contents_text, find_prompt, is_uri, messages_text, prompt_arguments
-    from protomcp_host.cli.show import CallDisplay, parse_pairs
-    from protomcp_host.transports.direct import RequestFailed, list_tools
-
-    upstreams = upstream_specs(given)
-
+    specs = upstream_specs(upstreams, upstream_token_envs, upstream_prefixes)
     files: tuple[Path, ...] = ()
-    if not (modules or plugins or upstreams) or (
+    if not (modules or plugins or specs) or (
         len(words) > 1 and "=" not in words[0] and Path(words[0]).exists()
     ):
         files, words = tuple(Path(w) for w in words[:1]), words[1:]
     if not words:
         raise click.UsageError("missing TOOL (give FILE TOOL, or -m MODULE TOOL)")
     tool, pairs = words[0], words[1:]
-    sources = (
-        _sources(files, modules, plugins, python) if files or modules or plugins or not upstreams else []
-    )
-    try:
-        arguments = orjson.loads(args)
-    except orjson.JSONDecodeError as exc:
-        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--args") from None
-    if not isinstance(arguments, dict):
-        raise click.BadParameter("must be a JSON object", param_hint="--args")
+    sources = _sources(files, modules, plugins, python) if files or modules or plugins or not specs else []
+    arguments = _json_object(args)
     if binary:
-        if upstreams or is_uri(tool):
+        if specs or is_uri(tool):
             raise click.UsageError("--binary calls a tool of FILES (no --upstream, no resource URI)")
         from protomcp_host.cli.binary_call import call_binary
 
         sys.exit(call_binary(sources, tool, pairs, arguments, as_json, call_timeout or None, python))
     display = CallDisplay(tool)
+    # what the call prints reaches the display as log messages: shown once, not echoed on stderr
+    settings = RunSettings(python=python, upstreams=specs, call_timeout=call_timeout, echo_requests=False)
+    once = partial(_call_once, tool, pairs, arguments, sources, display)
+    kind, result = _with_client(sources, settings, once, on_message=display)
+    _show_result(kind, result, as_json)
 
-    async def one_call(request: Any) -> tuple[str, dict[str, Any]]:
-        if is_uri(tool):  # a resource: read it
-            if pairs or arguments:
-                raise click.UsageError("a resource URI takes no arguments")
-            return "resource", await request("resources/read", {"uri": tool})
-        if pairs:
-            schemas = {entry["name"]: entry.get("inputSchema", {}) for entry in await list_tools(request)}
-            try:
-                arguments.update(parse_pairs(pairs, schemas.get(tool, {})))
-            except ValueError as exc:
-                raise click.BadParameter(str(exc), param_hint="KEY=VALUE") from None
-        params = {"name": tool, "arguments": arguments, "_meta": {"progressToken": 1}}
+
+def _json_object(text: str) -> dict[str, Any]:
+    """--args: a JSON object."""
+    import orjson
+
+    try:
+        arguments = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--args") from None
+    if not isinstance(arguments, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--args")
+    return arguments
+
+
+async def _call_once(
+    tool: str,
+    pairs: tuple[str, ...],
+    given: dict[str, Any],
+    sources: list[Path],
+    display: Any,
+    request: Any,
+) -> tuple[str, dict[str, Any]]:
+    """`protomcp call`: read the resource `tool` names, or call the tool, or (no such tool)
+    render the prompt of that name. `given`: the --args object."""
+    from protomcp_host.cli.reading import find_prompt, is_uri, prompt_arguments
+    from protomcp_host.cli.show import parse_pairs
+    from protomcp_host.transports.direct import RequestFailed, list_tools
+
+    if is_uri(tool):  # a resource: read it
+        if pairs or given:
+            raise click.UsageError("a resource URI takes no arguments")
+        return "resource", await request("resources/read", {"uri": tool})
+    arguments = dict(given)
+    if pairs:
+        schemas = {entry["name"]: entry.get("inputSchema", {}) for entry in await list_tools(request)}
         try:
-            return "tool", await request("tools/call", params)
-        except RequestFailed as exc:
-            if not str(exc).startswith("Unknown tool"):
-                raise click.ClickException(str(exc)) from None
-            if await find_prompt(request, tool) is not None:  # a prompt: render it
-                try:
-                    texts = prompt_arguments(pairs, orjson.loads(args))
-                except ValueError as problem:
-                    raise click.BadParameter(str(problem), param_hint="KEY=VALUE") from None
-                return "prompt", await request("prompts/get", {"name": tool, "arguments": texts})
-            from protomcp_host.cli.undecorated import undecorated_hint
+            arguments.update(parse_pairs(pairs, schemas.get(tool, {})))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="KEY=VALUE") from None
+    params = {"name": tool, "arguments": arguments, "_meta": {"progressToken": 1}}
+    try:
+        return "tool", await request("tools/call", params)
+    except RequestFailed as exc:
+        if not str(exc).startswith("Unknown tool"):
+            raise click.ClickException(str(exc)) from None
+        if await find_prompt(request, tool) is not None:  # a prompt: render it
+            try:
+                texts = prompt_arguments(pairs, given)
+            except ValueError as problem:
+                raise click.BadParameter(str(problem), param_hint="KEY=VALUE") from None
+            return "prompt", await request("prompts/get", {"name": tool, "arguments": texts})
+        from protomcp_host.cli.undecorated import undecorated_hint
 
-            hint = undecorated_hint(sources, tool)
-            raise click.ClickException(f"{exc} ({hint})" if hint else str(exc)) from None
-        finally:
-            display.close()
+        hint = undecorated_hint(sources, tool)
+        raise click.ClickException(f"{exc} ({hint})" if hint else str(exc)) from None
+    finally:
+        display.close()
 
-    kind, result = _with_client(
-        sources,
-        python,
-        one_call,
-        call_timeout=call_timeout or None,
-        on_message=display,
-        echo_requests=False,  # what the call prints reaches the display as log messages: shown once
-        upstreams=upstreams,
-    )
+
+def _show_result(kind: str, result: dict[str, Any], as_json: bool) -> None:
+    """Print what `protomcp call` got; exit status 1 for a tool's error."""
+    import orjson
+
+    from protomcp_host.cli.reading import contents_text, messages_text
+
     if as_json:
         click.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     elif kind == "resource":
@@ -1122,7 +477,11 @@ def _describe_block(block: dict[str, Any]) -> str:
     return orjson.dumps(block).decode()
 
 
-def _with_client(files: list[Path], python: str, action: Any, on_message: Any = None, **options: Any) -> Any:
+def _with_client(
+    files: list[Path], settings: RunSettings, action: Any, on_message: Any = None, skills: Any = None
+) -> Any:
+    """`action(request)` with a client of a host of `files` (in this process) and its result;
+    `skills`: those of the `settings.skills` folders."""
     import anyio
 
     from protomcp_host.app import Host
@@ -1130,7 +489,7 @@ def _with_client(files: list[Path], python: str, action: Any, on_message: Any = 
     from protomcp_host.transports.direct import RequestFailed, direct_client
 
     async def go() -> Any:
-        host = Host(tool_files(files), python=python, stderr=_err, share_output=True, **options)
+        host = Host(tool_files(files), settings, stderr=_err, skills=skills)
         async with direct_client(host, on_message=on_message) as request:
             return await action(request)
 
@@ -1168,11 +527,17 @@ def plugins(python: str) -> None:
 
 @main.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
-@_source_options
-@_upstream_options
+@SOURCE_OPTIONS
+@UPSTREAM_OPTIONS
 @PYTHON
 def doctor(
-    files: tuple[Path, ...], modules: tuple[str, ...], plugins: tuple[str, ...], python: str, **given: Any
+    files: tuple[Path, ...],
+    modules: tuple[str, ...],
+    plugins: tuple[str, ...],
+    python: str,
+    upstreams: tuple[str, ...],
+    upstream_token_envs: tuple[str, ...],
+    upstream_prefixes: tuple[str, ...],
 ) -> None:
     """Check the interpreter, tool FILES, upstream MCP servers and AI client configs; say how to
     fix each problem. Upstreams (given here or in a client's protomcp entry) are connected to
@@ -1180,7 +545,7 @@ def doctor(
 
     Exits with status 1 when a problem was found.
     """
-    upstreams = upstream_specs(given)
+    specs = upstream_specs(upstreams, upstream_token_envs, upstream_prefixes)
     import anyio
 
     from protomcp_host.cli.doctor import Finding, diagnose, interpreter_line
@@ -1196,7 +561,7 @@ def doctor(
 
     click.echo(interpreter_line())
     sources = _sources(files, modules, plugins, python) if modules or plugins else list(files)
-    problems = anyio.run(diagnose, sources, python, Place.current(), show, upstreams, backend="asyncio")
+    problems = anyio.run(diagnose, sources, python, Place.current(), show, list(specs), backend="asyncio")
     click.echo(f"{problems} problem{'s' * (problems != 1)} found." if problems else "No problems found.")
     sys.exit(1 if problems else 0)
 
@@ -1325,8 +690,8 @@ CLIENT = click.argument(
 @main.command()
 @CLIENT
 @SOURCES
-@_source_options
-@_upstream_options
+@SOURCE_OPTIONS
+@UPSTREAM_OPTIONS
 @click.option("--name", help="Server name in the client's config (default: the tool file's name).")
 @click.option(
     "--env", "env", multiple=True, metavar="KEY=VALUE", help="Environment for the server (repeatable)."
@@ -1373,7 +738,16 @@ def install(
     ui: bool,
     force: bool,
     no_check: bool,
-    **given: Any,
+    discovery: str | None,
+    call_timeout: float | None,
+    startup_timeout: float | None,
+    processes: int | None,
+    include_tag: tuple[str, ...],
+    exclude_tag: tuple[str, ...],
+    instructions: str | None,
+    upstreams: tuple[str, ...],
+    upstream_token_envs: tuple[str, ...],
+    upstream_prefixes: tuple[str, ...],
 ) -> None:
     """Add the tools in FILES (and -m modules, --plugin plugins) to an AI client's MCP configuration.
 
@@ -1384,16 +758,26 @@ def install(
     """
     from protomcp_host.cli import install as installer
 
-    options = installer.run_arguments(given)  # --discovery, --call-timeout...: passed on as given
+    options = installer.run_arguments(  # passed on as given
+        {
+            "discovery": discovery,
+            "call_timeout": call_timeout,
+            "startup_timeout": startup_timeout,
+            "processes": processes,
+            "include_tag": include_tag,
+            "exclude_tag": exclude_tag,
+            "instructions": instructions,
+        }
+    )
     if ui and not dev:
         raise click.UsageError("--ui: only with --dev (the playground is dev's)")
     # kept as options (commands made absolute); an upstream's token variable needs --env
-    upstreams = [spec.absolute() for spec in upstream_specs(given)]
+    specs = [spec.absolute() for spec in upstream_specs(upstreams, upstream_token_envs, upstream_prefixes)]
     try:
         variables = installer.parse_env(env, env_file)
         sources = (  # checks the modules exist
             _sources(files, modules, plugins, sys.executable)
-            if files or modules or plugins or not upstreams
+            if files or modules or plugins or not specs
             else []
         )
         if not no_check:
@@ -1409,7 +793,7 @@ def install(
                 force=force,
                 modules=modules,
                 plugins=plugins,
-                upstreams=upstreams,
+                upstreams=specs,
                 options=options,
             )
         )

@@ -279,12 +279,13 @@ def prompt_texts(files: list[Path], python: str, report: dict[str, Any]) -> dict
     import anyio
 
     from protomcp_host.app import Host
+    from protomcp_host.settings import RunSettings
     from protomcp_host.transports.direct import RequestFailed, direct_client
 
     texts: dict[str, str] = {}
 
     async def render() -> None:
-        host = Host(files, python=python, stderr=lambda _: None, call_timeout=30.0)
+        host = Host(files, RunSettings(python=python, call_timeout=30.0), stderr=lambda _: None)
         async with direct_client(host) as request:
             for prompt in prompts:
                 arguments = {a["name"]: f"${{arguments.{a['name']}}}" for a in prompt["arguments"]}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,9 @@ class Plugin:
     error: str
 
 
-def _ask(python: str, modules: list[str], plugins: list[str], everything: bool) -> dict[str, Any]:
+def _ask(
+    python: str, modules: list[str], plugins: list[str], everything: bool, hidden_env: Collection[str] = ()
+) -> dict[str, Any]:
     request = json.dumps({"modules": modules, "plugins": plugins, "all": everything, "group": GROUP})
     try:
         done = subprocess.run(
@@ -73,7 +76,7 @@ def _ask(python: str, modules: list[str], plugins: list[str], everything: bool) 
             text=True,
             timeout=60,
             stdin=subprocess.DEVNULL,
-            env=child_environment(),
+            env=child_environment(hidden_env),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise StartupError(f"cannot look up tool modules with {python}: {exc}") from None
@@ -93,11 +96,14 @@ def _plugin(row: list[str]) -> Plugin:
     return Plugin(name, module, dist, version, Path(file) if file else None, error)
 
 
-def resolve(modules: list[str], plugins: list[str], python: str = sys.executable) -> list[Path]:
-    """The source files of `-m` modules and `--plugin` names; StartupError naming every problem."""
+def resolve(
+    modules: list[str], plugins: list[str], python: str = sys.executable, hidden_env: Collection[str] = ()
+) -> list[Path]:
+    """The source files of `-m` modules and `--plugin` names (asked of `python`, without the
+    variables `hidden_env` names); StartupError naming every problem."""
     if not modules and not plugins:
         return []
-    answer = _ask(python, modules, plugins, everything=False)
+    answer = _ask(python, modules, plugins, everything=False, hidden_env=hidden_env)
     files: list[Path] = []
     problems: list[str] = []
     for module in modules:

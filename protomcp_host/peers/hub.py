@@ -86,6 +86,7 @@ class BridgeSettings:
     agent_role: str = ""
     peers: tuple[str, ...] = ()  # ws:// URLs to dial
     token: str = ""  # bearer token sent to the peers dialled
+    token_env: str = ""  # the variable `token` was read from (--peer-token-env)
     credentials: dict[str, str] = field(default_factory=dict)  # /bridge: VAR -> a token peers send
     max_in_flight: int = 16  # peer requests run at once; the rest wait, by priority
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -181,7 +182,7 @@ class PeerHub:
 
     def local_tools(self) -> list[Any]:
         """The tools peers may call: this host's own (tool files, upstreams), not its peers'
-        (the seed has no multi-hop routing) nor the calls layer's, and not hidden ones."""
+        (the bridge protocol has no multi-hop routing) nor the calls layer's, and not hidden ones."""
         return [
             tool
             for tool in self.sessions.catalog.visible()
@@ -627,7 +628,7 @@ class PeerSource:
             leg.failed(failure)
 
     def drop(self, request_id: str, cancel: bool = True) -> None:
-        """The call is over here (cancelled, timed out): stop waiting. The seed has no way to
+        """The call is over here (cancelled, timed out): stop waiting. The bridge protocol has no way to
         cancel a request on the peer; its answer, when it comes, is dropped."""
         scope = self._running.pop(request_id, None)
         if scope is not None:

@@ -1,6 +1,6 @@
 """The MCP-to-MCP bridge protocol (version 0.1.0): every message as a pydantic model.
 
-Field names and JSON are the seed's: a common envelope (`message_id`, `message_type`,
+Field names and JSON are the bridge protocol's: a common envelope (`message_id`, `message_type`,
 `sender_id`, `receiver_id`, `timestamp`, `correlation_id`, `priority`, `payload`) and a typed
 payload per message type. `parse_message` is the one way in: it refuses, with a readable
 error, anything that is not one of the six message types or whose payload does not fit it.
@@ -205,7 +205,7 @@ def _explain(exc: ValidationError) -> str:
 
 
 class MCPBridgeProtocol:
-    """The seed's factory: messages with ids, timestamps and correlation filled in."""
+    """The bridge protocol's factory: messages with ids, timestamps and correlation filled in."""
 
     @staticmethod
     def create_handshake_request(

@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import IO
 
@@ -26,11 +26,20 @@ OutputSink = Callable[[str, str], None]  # (stream name "stdout"/"stderr", line)
 
 
 class ChildProcess:
-    def __init__(self, file: Path, python: str, on_output: OutputSink, *, standby: bool = False) -> None:
+    def __init__(
+        self,
+        file: Path,
+        python: str,
+        on_output: OutputSink,
+        *,
+        standby: bool = False,
+        hidden_env: Collection[str] = (),
+    ) -> None:
         self.file = file
         self.label = label_of(file)
         self.python = python
         self.standby = standby
+        self.hidden_env = hidden_env  # variables the host reads secrets from: not in its environment
         self.on_output = on_output
         self.popen: subprocess.Popen[bytes] | None = None
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
@@ -39,7 +48,7 @@ class ChildProcess:
     def start(self, launched: Launched | None) -> Launched:
         """Start the process (or adopt one the CLI launched early). Raises OSError."""
         if launched is None:
-            launched = launch(self.file, self.python, standby=self.standby)
+            launched = launch(self.file, self.python, standby=self.standby, hidden_env=self.hidden_env)
         self.popen = launched.process
         return launched
 

@@ -6,15 +6,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 from protomcp_sdk.wire.env import FD_ENV, HOST_PID_ENV, SPOOL_DIR_ENV, SPOOL_ENV, SPOOL_PREFIX
 from protomcp_sdk.wire.paths import package_of
 
-# Variables the host reads secrets from (--auth-token-env NAME): never passed on to the processes
-# it starts, which run code it does not control.
-SECRET_ENV: set[str] = set()
+# The requestState key (calls/rounds.py), a secret the hosts behind one name share so that each
+# accepts the others' state: never passed on to the processes they start, which run code the host
+# does not control.
+STATE_KEY_ENV = "PROTOMCP_STATE_KEY"
 
 
 class StartupError(Exception):
@@ -113,9 +115,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def child_environment() -> dict[str, str]:
-    """The environment of the processes the host starts: its own, minus SECRET_ENV."""
-    return {name: value for name, value in os.environ.items() if name not in SECRET_ENV}
+def child_environment(hidden: Collection[str] = ()) -> dict[str, str]:
+    """The environment of the processes the host starts: its own, minus the variables it reads
+    secrets from (`hidden`, e.g. what --auth-token-env names, and the requestState key)."""
+    return {name: value for name, value in os.environ.items() if name not in hidden and name != STATE_KEY_ENV}
 
 
 _prestarted: dict[Path, Launched] = {}
@@ -143,13 +146,20 @@ def end_prestart() -> None:
             os.close(fd)
 
 
-def launch(file: Path, python: str = sys.executable, *, standby: bool = False) -> Launched:
-    """Start `python -m protomcp_sdk FILE` with its frame pipes; raises OSError."""
-    if python == sys.executable and not standby and file in _prestarted:
-        return _prestarted.pop(file)
+def launch(
+    file: Path,
+    python: str = sys.executable,
+    *,
+    standby: bool = False,
+    hidden_env: Collection[str] = (),
+) -> Launched:
+    """Start `python -m protomcp_sdk FILE` with its frame pipes, without the variables
+    `hidden_env` names in its environment; raises OSError."""
+    if python == sys.executable and not standby and not hidden_env and file in _prestarted:
+        return _prestarted.pop(file)  # (prestart hides only the requestState key)
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
-    env = child_environment()
+    env = child_environment(hidden_env)
     env[FD_ENV] = f"{to_child_r},{from_child_w}"
     env["PYTHONUNBUFFERED"] = "1"
     env[HOST_PID_ENV] = str(os.getpid())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import anyio
@@ -48,10 +48,12 @@ class Supervisor:
         launched: Launched | None = None,
         wait_for_fix: bool = False,
         heartbeat_timeout: float = 15.0,
+        hidden_env: Collection[str] = (),
     ) -> None:
         self.file = file
         self.label = label_of(file)
         self.python = python
+        self.hidden_env = hidden_env  # variables the host reads secrets from: kept from its processes
         self.events = events
         self.handshake_timeout = handshake_timeout
         self.heartbeat_timeout = heartbeat_timeout  # 0: no heartbeat
@@ -128,7 +130,9 @@ class Supervisor:
 
     # -- replacing the process -----------------------------------------------------
     def _new_process(self, standby: bool) -> ToolProcess:
-        return ToolProcess(self.file, self.events, python=self.python, standby=standby)
+        return ToolProcess(
+            self.file, self.events, python=self.python, standby=standby, hidden_env=self.hidden_env
+        )
 
     async def _prepare_standby(self) -> None:
         assert self._tg is not None

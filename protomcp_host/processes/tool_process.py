@@ -11,7 +11,7 @@ import asyncio
 import shutil
 import signal
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import anyio
@@ -47,13 +47,18 @@ class ToolProcess:
         *,
         python: str = sys.executable,
         standby: bool = False,
+        hidden_env: Collection[str] = (),
     ) -> None:
         self.file = file
         self.label = label_of(file)
         self.python = python
         self.events = events
         self.child = ChildProcess(
-            file, python, lambda stream, line: events.output(self.label, stream, line), standby=standby
+            file,
+            python,
+            lambda stream, line: events.output(self.label, stream, line),
+            standby=standby,
+            hidden_env=hidden_env,
         )
         self.channel: Channel | None = None
         self.exited = anyio.Event()

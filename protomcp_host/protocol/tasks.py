@@ -11,7 +11,7 @@ find, update, finish, forget, expire, running, page, owners, owned_by, earliest)
 The store never reads the clock: every method that needs the time is given it (seconds
 since the epoch), so expiry is tested without waiting.
 
-Limits (documented in the README): a task lives ``ttl`` milliseconds from its creation —
+Limits (documented in docs/guide/tasks.md): a task lives ``ttl`` milliseconds from its creation —
 the client's request, at least MIN_TTL_MS and at most MAX_TTL_MS, DEFAULT_TTL_MS when it asks
 for none or for 0 or less (the spec lets the receiver override the requested ttl; a task must
 never vanish before the client could poll it once) — and is then forgotten (a running call is

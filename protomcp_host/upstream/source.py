@@ -16,7 +16,7 @@ import hashlib
 import itertools
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -105,8 +105,10 @@ class Upstream:
         restart_wait: float = 10.0,
         ping_interval: float = PING_INTERVAL,
         version: str = "",
+        hidden_env: Collection[str] = (),
     ) -> None:
         self.spec = spec
+        self.hidden_env = hidden_env  # variables the host reads secrets from: kept from a stdio server
         self.label = spec.label
         self.events = events
         self.connect_timeout = connect_timeout
@@ -230,7 +232,8 @@ class Upstream:
                 from mcp.client.stdio import stdio_client
 
                 command, *args = self.spec.command
-                params = StdioServerParameters(command=command, args=args, env=child_environment())
+                env = child_environment(self.hidden_env)
+                params = StdioServerParameters(command=command, args=args, env=env)
                 read, write = await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
             session = await stack.enter_async_context(
                 ClientSession(

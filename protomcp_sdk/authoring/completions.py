@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+
+from protomcp_sdk.authoring.functions import AuthorFunction
 
 MAX_VALUES = 100  # MCP: a completion result holds at most 100 values
 
@@ -15,7 +15,7 @@ class CompletionSpec:
     ref_type: str  # "ref/prompt" or "ref/resource"
     ref: str  # prompt name or URI template
     argument: str
-    fn: Callable[..., Any]
+    fn: AuthorFunction
     is_async: bool
     takes_context: bool
 
@@ -25,7 +25,7 @@ class CompletionSpec:
 
 
 def completion_spec(
-    fn: Callable[..., Any], argument: str, prompt: str | None, resource: str | None
+    fn: AuthorFunction, argument: str, prompt: str | None, resource: str | None
 ) -> CompletionSpec:
     """Inspect ``fn(value, context)`` completing `argument` of a prompt or resource template."""
     params = [
@@ -41,7 +41,7 @@ def completion_spec(
     )
 
 
-def limited(values: Any, what: str) -> tuple[list[str], int, bool]:
+def limited(values: object, what: str) -> tuple[list[str], int, bool]:
     """(at most 100 values, total, has_more) from what a completion function returned."""
     if isinstance(values, str) or not isinstance(values, (list, tuple)):
         raise TypeError(f"{what} returned a {type(values).__name__}; return a list of str")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from typing import TypeVar, overload
 
 from protomcp_sdk.authoring.completions import completion_spec
 from protomcp_sdk.authoring.direct_run import note_direct_run
@@ -17,8 +17,9 @@ from protomcp_sdk.authoring.prompts import prompt_spec
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.resources import resource_spec
 from protomcp_sdk.authoring.tools import _HINTS, TaskSupport, ToolSpec
+from protomcp_sdk.wire.jsontypes import JSONObject
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 M = TypeVar("M", bound=Middleware)
 L = TypeVar("L", bound=Lifespan)
 
@@ -44,10 +45,10 @@ def tool(
     tags: Iterable[str] = (),
     timeout: float | None = None,
     task: TaskSupport = "forbidden",
-    input_schema: dict[str, Any] | None = None,
+    input_schema: JSONObject | None = None,
     input_before_task: bool = False,
-    meta: dict[str, Any] | None = None,
-    icons: Iterable[dict[str, Any]] | None = None,
+    meta: JSONObject | None = None,
+    icons: Iterable[JSONObject] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -67,10 +68,10 @@ def tool(
     tags: Iterable[str] = (),
     timeout: float | None = None,
     task: TaskSupport = "forbidden",
-    input_schema: dict[str, Any] | None = None,
+    input_schema: JSONObject | None = None,
     input_before_task: bool = False,
-    meta: dict[str, Any] | None = None,
-    icons: Iterable[dict[str, Any]] | None = None,
+    meta: JSONObject | None = None,
+    icons: Iterable[JSONObject] | None = None,
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP tool; the function itself is returned unchanged.
 
@@ -132,9 +133,9 @@ def resource(
     description: str | None = None,
     mime_type: str | None = None,
     size: int | None = None,
-    annotations: dict[str, Any] | None = None,
-    meta: dict[str, Any] | None = None,
-    icons: Iterable[dict[str, Any]] | None = None,
+    annotations: JSONObject | None = None,
+    meta: JSONObject | None = None,
+    icons: Iterable[JSONObject] | None = None,
 ) -> Callable[[F], F]:
     """Register a function as an MCP resource. A URI with ``{variables}`` (RFC 6570) is a
     template: each variable is a parameter of the function, converted like a tool argument.
@@ -162,8 +163,8 @@ def prompt(
     name: str | None = None,
     title: str | None = None,
     description: str | None = None,
-    meta: dict[str, Any] | None = None,
-    icons: Iterable[dict[str, Any]] | None = None,
+    meta: JSONObject | None = None,
+    icons: Iterable[JSONObject] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -174,8 +175,8 @@ def prompt(
     name: str | None = None,
     title: str | None = None,
     description: str | None = None,
-    meta: dict[str, Any] | None = None,
-    icons: Iterable[dict[str, Any]] | None = None,
+    meta: JSONObject | None = None,
+    icons: Iterable[JSONObject] | None = None,
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP prompt. Its parameters are the prompt's arguments
     (required unless they have a default; descriptions from ``Annotated[..., Field(...)]``).

@@ -6,12 +6,11 @@ from __future__ import annotations
 import atexit
 import sys
 from collections.abc import Callable
-from typing import Any
 
 _noted = False
 
 
-def note_direct_run(fn: Callable[..., Any]) -> None:
+def note_direct_run(fn: Callable[..., object]) -> None:
     """Called for each decorated function; acts when it was defined in a script run directly
     (the tool process runs a file under another module name)."""
     global _noted

@@ -4,7 +4,6 @@ and how middleware sees results (MCP CallToolResult JSON <-> ToolResult)."""
 from __future__ import annotations
 
 import binascii
-from typing import Any
 
 import orjson
 
@@ -24,6 +23,7 @@ from protomcp_sdk.authoring.results import (
 from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSONObject
 from protomcp_sdk.wire.toollist import ToolListChange
 
 _MAX_DETAIL = 1000  # characters of an exception message kept in an error text
@@ -34,7 +34,7 @@ Encoded = tuple[pb.CallToolResponse, bytes]
 response's ``result_json`` stays empty until ``_joined`` puts the content in."""
 
 
-def to_response(value: Any, spec: ToolSpec) -> pb.CallToolResponse:
+def to_response(value: object, spec: ToolSpec) -> pb.CallToolResponse:
     """Map a tool's return value to a response (see encode_result for the rules)."""
     return _joined(encode_result(value, spec))
 
@@ -44,7 +44,7 @@ def error_response(exc: BaseException, spec_name: str) -> pb.CallToolResponse:
     return _joined(encode_error(exc, spec_name))
 
 
-def encode_result(value: Any, spec: ToolSpec) -> Encoded:
+def encode_result(value: object, spec: ToolSpec) -> Encoded:
     """Map a tool's return value to a response and its content JSON.
 
     - ``str``: one text block. ``None``: no content blocks at all.
@@ -59,7 +59,7 @@ def encode_result(value: Any, spec: ToolSpec) -> Encoded:
     """
     try:
         if isinstance(value, str):
-            content: list[dict[str, Any]] = [{"type": "text", "text": value}]
+            content: list[JSONObject] = [{"type": "text", "text": value}]
             text_json = None
         elif value is None:
             content, text_json = [], None
@@ -122,7 +122,7 @@ def encode_error(exc: BaseException, spec_name: str) -> Encoded:
 
 
 def _from_tool_result(result: ToolResult, tool_name: str) -> Encoded:
-    content: list[dict[str, Any]] = []
+    content: list[JSONObject] = []
     for item in result.content:
         if isinstance(item, str):
             content.append({"type": "text", "text": item})
@@ -165,7 +165,7 @@ def mcp_result_json_of(response: pb.CallToolResponse, content: bytes) -> str:
     return b"".join(parts).decode()
 
 
-def tool_result_from_mcp(data: dict[str, Any]) -> ToolResult:
+def tool_result_from_mcp(data: JSONObject) -> ToolResult:
     """An MCP CallToolResult as a ToolResult with the SDK's content blocks."""
     return ToolResult(
         content=[_block_from_mcp(block) for block in data.get("content") or []],
@@ -175,7 +175,7 @@ def tool_result_from_mcp(data: dict[str, Any]) -> ToolResult:
     )
 
 
-def _block_from_mcp(block: dict[str, Any]) -> ContentBlock:
+def _block_from_mcp(block: JSONObject) -> ContentBlock:
     kind = block.get("type")
     if kind == "text":
         return Text(str(block.get("text", "")))
@@ -203,7 +203,7 @@ def _block_from_mcp(block: dict[str, Any]) -> ContentBlock:
     return Text(orjson.dumps(block).decode())  # a block type this SDK does not know
 
 
-def _output_problem(spec: ToolSpec, value: Any, structured: bytes | None) -> str:
+def _output_problem(spec: ToolSpec, value: object, structured: bytes | None) -> str:
     """Why a result does not fit the tool's outputSchema ("" when it does)."""
     if structured is None:
         kind = "None" if value is None else type(value).__name__
@@ -224,7 +224,7 @@ def _invalid_result(tool_name: str, problem: str) -> Encoded:
 
 
 def _encoded(
-    content: list[dict[str, Any]],
+    content: list[JSONObject],
     is_error: bool = False,
     *,
     structured: bytes | None = None,

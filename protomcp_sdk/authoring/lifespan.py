@@ -18,9 +18,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
 
-Lifespan = Callable[[], AsyncIterator[Any]]
+Lifespan = Callable[[], AsyncIterator[object]]
 
 
 @dataclass(frozen=True)

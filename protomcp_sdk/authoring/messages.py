@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, TypeAlias
 
 from protomcp_sdk.authoring.results import CONTENT_TYPES, ContentBlock, Text
+from protomcp_sdk.wire.jsontypes import JSONObject
 
 Role = Literal["user", "assistant"]
 
@@ -26,16 +28,21 @@ class Message:
                 f"EmbeddedResource), not {type(self.content).__name__}"
             )
 
-    def to_mcp(self) -> dict[str, Any]:
+    def to_mcp(self) -> JSONObject:
         content = Text(self.content) if isinstance(self.content, str) else self.content
         return {"role": self.role, "content": content.to_mcp()}
 
 
-def to_messages(value: Any, what: str) -> list[dict[str, Any]]:
+Messages: TypeAlias = str | Message | Sequence[str | Message]
+"""A prompt's return value, or what ``ctx.sample`` sends: one user text, one Message, or a
+list (or tuple) of them."""
+
+
+def to_messages(value: object, what: str) -> list[JSONObject]:
     """A prompt's (or sampling request's) messages as MCP PromptMessage objects: a str is one
     user message; a Message one message; a list may mix both."""
     items = value if isinstance(value, (list, tuple)) else [value]
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for item in items:
         if isinstance(item, str):
             out.append({"role": "user", "content": {"type": "text", "text": item}})

@@ -4,14 +4,15 @@ function is decorated, listed as the MCP ``_meta`` object and ``icons`` array.""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import orjson
+
+from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 
 ALWAYS_LOAD = "anthropic/alwaysLoad"  # Claude Code: list this tool up front, not behind its tool search
 
 
-def checked_meta(label: str, meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def checked_meta(label: str, meta: Mapping[str, JSON] | None) -> JSONObject | None:
     """``meta`` as a dict of JSON values keyed by strings (None when empty)."""
     if meta is None:
         return None
@@ -26,7 +27,7 @@ def checked_meta(label: str, meta: Mapping[str, Any] | None) -> dict[str, Any] |
     return dict(meta) or None
 
 
-def checked_icons(label: str, icons: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+def checked_icons(label: str, icons: Iterable[Mapping[str, JSON]] | None) -> list[JSONObject] | None:
     """``icons`` as MCP Icon objects: each has a ``src`` (a URL or a data: URI), and may have
     ``mimeType``, ``sizes`` (list of "48x48"...) and ``theme`` ("light" or "dark")."""
     if icons is None:
@@ -41,5 +42,5 @@ def checked_icons(label: str, icons: Iterable[Mapping[str, Any]] | None) -> list
     return checked or None
 
 
-def as_json(value: Any) -> str:
+def as_json(value: JSON) -> str:
     return orjson.dumps(value).decode() if value else ""

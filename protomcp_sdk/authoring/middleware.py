@@ -22,12 +22,12 @@ import inspect
 import textwrap
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from protomcp_sdk.authoring.results import ToolResult
+from protomcp_sdk.wire.jsontypes import JSONObject
 
 CallNext = Callable[["ToolCall"], Awaitable[ToolResult]]
-Middleware = Callable[["ToolCall", CallNext], Awaitable[Any]]
+Middleware = Callable[["ToolCall", CallNext], Awaitable[object]]
 
 
 @dataclass
@@ -35,7 +35,7 @@ class ToolCall:
     """The call a middleware sees: the tool's name and its arguments (a dict it may change)."""
 
     name: str
-    arguments: dict[str, Any]
+    arguments: JSONObject
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class MiddlewareSpec:
 
 def middleware_spec(fn: Middleware, priority: int, name: str | None) -> MiddlewareSpec:
     """Check ``async def fn(call, call_next)``; raises TypeError on misuse."""
-    label = name or getattr(fn, "__name__", "")
+    label = name or str(getattr(fn, "__name__", ""))
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"middleware {label!r} must be an async function: async def {label}(call, call_next)")
     if len(inspect.signature(fn).parameters) != 2:

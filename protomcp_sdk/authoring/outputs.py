@@ -9,31 +9,34 @@ checked with a type test; other schemas with jsonschema, compiled once per tool.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import orjson
 
+from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 from protomcp_sdk.wire.jsontypes import JSON_TYPES as _TYPES
 
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
 # (the value the tool returned, the structuredContent JSON) -> None, or what is wrong
-OutputCheck = Callable[[Any, bytes], str | None]
+OutputCheck = Callable[[object, bytes], str | None]
 
 
-def output_check(schema: dict[str, Any], wraps_result: bool) -> OutputCheck:
+def output_check(schema: JSONObject, wraps_result: bool) -> OutputCheck:
     """A checker for one tool's results; builds a jsonschema validator only when needed."""
     inner = schema.get("properties", {}).get("result") if wraps_result else None
-    tests = _primitive_tests(inner) if isinstance(inner, dict) else None
-    if tests is not None:
+    if isinstance(inner, dict) and (tests := _primitive_tests(inner)) is not None:
 
-        def check_value(value: Any, structured: bytes) -> str | None:
+        def check_value(value: object, structured: bytes) -> str | None:
             if any(test(value) for test in tests):
                 return None
             return f"result: {_shown(value)} is not of type {_kinds(inner)}"
 
         return check_value
-    validator: Any = None
+    validator: Draft202012Validator | None = None
 
-    def check_json(value: Any, structured: bytes) -> str | None:
+    def check_json(value: object, structured: bytes) -> str | None:
         nonlocal validator
         if validator is None:
             validator = _compile(schema)
@@ -48,12 +51,12 @@ def output_check(schema: dict[str, Any], wraps_result: bool) -> OutputCheck:
     return check_json
 
 
-def _primitive_tests(schema: dict[str, Any]) -> list[Callable[[Any], bool]] | None:
+def _primitive_tests(schema: JSONObject) -> list[Callable[[JSON], bool]] | None:
     extra = set(schema) - {"type", "anyOf", "title", "description", "default"}
     if extra:
         return None
     if "anyOf" in schema:
-        tests: list[Callable[[Any], bool]] = []
+        tests: list[Callable[[JSON], bool]] = []
         for option in schema["anyOf"]:
             found = _primitive_tests(option) if isinstance(option, dict) and "anyOf" not in option else None
             if found is None:
@@ -64,17 +67,17 @@ def _primitive_tests(schema: dict[str, Any]) -> list[Callable[[Any], bool]] | No
     return [_TYPES[kind]] if isinstance(kind, str) and kind in _TYPES else None
 
 
-def _kinds(schema: dict[str, Any]) -> str:
+def _kinds(schema: JSONObject) -> str:
     options = schema.get("anyOf", [schema])
     return " or ".join(str(option.get("type")) for option in options)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _compile(schema: dict[str, Any]) -> Any:
+def _compile(schema: JSONObject) -> Draft202012Validator:
     from jsonschema import Draft202012Validator
 
     return Draft202012Validator(schema)

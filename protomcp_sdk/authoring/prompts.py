@@ -4,14 +4,15 @@ return value (a str, a Message, or a list of them) is the prompt's messages."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta
 from protomcp_sdk.authoring.schema import Converter, analyze
 from protomcp_sdk.authoring.tools import check_name
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSONObject
 
 
 @dataclass
@@ -20,12 +21,12 @@ class PromptSpec:
     title: str | None
     description: str
     arguments: list[pb.PromptArgument]
-    fn: Callable[..., Any]
+    fn: AuthorFunction
     is_async: bool
     context_param: str | None
     converter: Converter = field(repr=False)
-    meta: dict[str, Any] | None = None
-    icons: list[dict[str, Any]] | None = None
+    meta: JSONObject | None = None
+    icons: list[JSONObject] | None = None
 
     def definition(self) -> pb.PromptDefinition:
         return pb.PromptDefinition(
@@ -39,12 +40,12 @@ class PromptSpec:
 
 
 def prompt_spec(
-    fn: Callable[..., Any],
+    fn: AuthorFunction,
     name: str | None,
     title: str | None,
     description: str | None,
-    meta: dict[str, Any] | None = None,
-    icons: Iterable[dict[str, Any]] | None = None,
+    meta: JSONObject | None = None,
+    icons: Iterable[JSONObject] | None = None,
 ) -> PromptSpec:
     prompt_name = name if name is not None else getattr(fn, "__name__", "")
     check_name(prompt_name)

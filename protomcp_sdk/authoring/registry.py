@@ -4,7 +4,6 @@ completions and roots hooks, in definition order."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from protomcp_sdk.authoring.completions import CompletionSpec
 from protomcp_sdk.authoring.environment import EnvSpec
@@ -30,7 +29,7 @@ class Registry:
         self.prompts: dict[str, PromptSpec] = {}
         self.completions: dict[tuple[str, str, str], CompletionSpec] = {}
         self.middleware: dict[str, MiddlewareSpec] = {}
-        self.roots_hooks: list[Callable[[], Any]] = []  # @on_roots_changed
+        self.roots_hooks: list[Callable[[], object]] = []  # @on_roots_changed
         self.lifespan: LifespanSpec | None = None  # @lifespan: at most one per tool process
         self.env: dict[str, EnvSpec] = {}  # env(NAME, ...): variables the file needs
 

@@ -7,14 +7,16 @@ import binascii
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
+from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta
 from protomcp_sdk.authoring.results import EmbeddedResource
 from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from protomcp_sdk.wire.uritemplate import UriTemplate
@@ -35,17 +37,25 @@ class ResourceSpec:
     description: str
     mime_type: str | None
     size: int | None
-    annotations: dict[str, Any] | None
-    fn: Callable[..., Any]
+    annotations: JSONObject | None
+    fn: AuthorFunction
     is_async: bool
     template: UriTemplate | None
     context_param: str | None
     converter: Converter = field(repr=False)
-    meta: dict[str, Any] | None = None
-    icons: list[dict[str, Any]] | None = None
+    meta: JSONObject | None = None
+    icons: list[JSONObject] | None = None
 
-    def definition(self) -> pb.ResourceDefinition | pb.ResourceTemplateDefinition:
-        common = {
+    def resource_definition(self) -> pb.ResourceDefinition:
+        """How resources/list shows this resource (one without URI variables)."""
+        return pb.ResourceDefinition(uri=self.uri, size=self.size or 0, **self._listed())
+
+    def template_definition(self) -> pb.ResourceTemplateDefinition:
+        """How resources/templates/list shows this template."""
+        return pb.ResourceTemplateDefinition(uri_template=self.uri, **self._listed())
+
+    def _listed(self) -> dict[str, str]:
+        return {
             "name": self.name,
             "title": self.title or "",
             "description": self.description,
@@ -54,11 +64,8 @@ class ResourceSpec:
             "meta_json": as_json(self.meta),
             "icons_json": as_json(self.icons),
         }
-        if self.template is not None:
-            return pb.ResourceTemplateDefinition(uri_template=self.uri, **common)
-        return pb.ResourceDefinition(uri=self.uri, size=self.size or 0, **common)
 
-    def arguments(self, uri: str) -> dict[str, Any]:
+    def arguments(self, uri: str) -> dict[str, object]:
         """The function's keyword arguments for reading `uri` (template variables converted)."""
         values = self.template.match(uri) if self.template is not None else {}
         if values is None:
@@ -68,20 +75,21 @@ class ResourceSpec:
         except ArgumentError as exc:
             raise ArgumentError(f"Invalid URI {uri} for resource template {self.uri}: {exc}") from None
 
-    def contents(self, value: Any, uri: str) -> list[dict[str, Any]]:
+    def contents(self, value: object, uri: str) -> list[JSONObject]:
         """A read's return value as MCP resource contents: str -> text, bytes -> base64 blob,
         EmbeddedResource -> its contents; a list or tuple gives several."""
         items = value if isinstance(value, (list, tuple)) else [value]
         return [self._content(item, uri) for item in items]
 
-    def _content(self, item: Any, uri: str) -> dict[str, Any]:
+    def _content(self, item: object, uri: str) -> JSONObject:
         if isinstance(item, str):
             return {"uri": uri, "mimeType": self.mime_type or "text/plain", "text": item}
         if isinstance(item, (bytes, bytearray, memoryview)):
             blob = binascii.b2a_base64(item, newline=False).decode("ascii")
             return {"uri": uri, "mimeType": self.mime_type or "application/octet-stream", "blob": blob}
         if isinstance(item, EmbeddedResource):
-            return item.to_mcp()["resource"]
+            contents: JSONObject = item.to_mcp()["resource"]
+            return contents
         raise TypeError(
             f"resource {self.uri} returned a {type(item).__name__}; return str (text), bytes (binary), "
             "an EmbeddedResource, or a list of them"
@@ -89,22 +97,22 @@ class ResourceSpec:
 
 
 def resource_spec(
-    fn: Callable[..., Any],
+    fn: AuthorFunction,
     uri: str,
     name: str | None,
     title: str | None,
     description: str | None,
     mime_type: str | None,
     size: int | None,
-    annotations: dict[str, Any] | None,
-    meta: dict[str, Any] | None = None,
-    icons: Iterable[dict[str, Any]] | None = None,
+    annotations: JSONObject | None,
+    meta: JSONObject | None = None,
+    icons: Iterable[JSONObject] | None = None,
 ) -> ResourceSpec:
     if not isinstance(uri, str) or not uri:
         raise ValueError("@resource needs a URI, e.g. @resource('notes://{id}')")
     from protomcp_sdk.wire.uritemplate import UriTemplate, is_template  # (a file with no resources: never)
 
-    label = name or getattr(fn, "__name__", uri)
+    label = name or str(getattr(fn, "__name__", uri))
     template = UriTemplate(uri) if is_template(uri) else None
     signature = analyze(fn, label, returns=False)
     variables = template.variables if template is not None else []

@@ -12,9 +12,11 @@ from __future__ import annotations
 import binascii
 import os
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 import orjson
+
+from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
@@ -49,7 +51,7 @@ def _guess_mime_type(path: str | os.PathLike[str]) -> str:
 class Text:
     text: str
 
-    def to_mcp(self) -> dict[str, Any]:
+    def to_mcp(self) -> JSONObject:
         return {"type": "text", "text": self.text}
 
 
@@ -66,7 +68,7 @@ class _Media:
         with open(path, "rb") as f:
             return cls(f.read(), mime_type or _guess_mime_type(path))
 
-    def to_mcp(self) -> dict[str, Any]:
+    def to_mcp(self) -> JSONObject:
         return {"type": self.kind, "data": _b64(self.data), "mimeType": self.mime_type}
 
 
@@ -91,8 +93,8 @@ class ResourceLink:
     mime_type: str | None = None
     size: int | None = None
 
-    def to_mcp(self) -> dict[str, Any]:
-        block: dict[str, Any] = {"type": "resource_link", "uri": self.uri, "name": self.name}
+    def to_mcp(self) -> JSONObject:
+        block: JSONObject = {"type": "resource_link", "uri": self.uri, "name": self.name}
         if self.title is not None:
             block["title"] = self.title
         if self.description is not None:
@@ -117,8 +119,8 @@ class EmbeddedResource:
         if (self.text is None) == (self.blob is None):
             raise ValueError("EmbeddedResource needs exactly one of text= or blob=")
 
-    def to_mcp(self) -> dict[str, Any]:
-        resource: dict[str, Any] = {"uri": self.uri}
+    def to_mcp(self) -> JSONObject:
+        resource: JSONObject = {"uri": self.uri}
         if self.mime_type is not None:
             resource["mimeType"] = self.mime_type
         if self.blob is not None:
@@ -139,11 +141,11 @@ class ToolResult:
     str or block as ``content`` is one block: ``ToolResult("sent")``."""
 
     content: list[ContentBlock | str] = field(default_factory=list)
-    structured: Any = None
+    structured: JSON = None
     is_error: bool = False
     enable_tools: list[str] = field(default_factory=list)
     disable_tools: list[str] = field(default_factory=list)
-    meta: dict[str, Any] | None = None
+    meta: JSONObject | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.content, (str, *CONTENT_TYPES)):
@@ -152,7 +154,7 @@ class ToolResult:
             raise TypeError(f"ToolResult(meta=...) must be a dict, got {type(self.meta).__name__}")
 
 
-def _to_jsonable(value: Any) -> Any:
+def _to_jsonable(value: object) -> JSON:
     """orjson's fallback for values it cannot encode itself (models, sets, Decimal, bytes...)."""
     if isinstance(value, os.PathLike):  # pydantic knows Path but not PurePath
         return os.fspath(value)
@@ -161,6 +163,6 @@ def _to_jsonable(value: Any) -> Any:
     return to_jsonable_python(value)
 
 
-def dump_json(value: Any) -> bytes:
+def dump_json(value: object) -> bytes:
     """Compact JSON for any value a tool may return; raises orjson.JSONEncodeError otherwise."""
     return orjson.dumps(value, default=_to_jsonable, option=_JSON_OPTIONS)

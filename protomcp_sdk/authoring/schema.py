@@ -29,16 +29,21 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from protomcp_sdk.authoring.context import CallContext
 from protomcp_sdk.authoring.results import CONTENT_TYPES, ToolResult
+from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 
 if TYPE_CHECKING:
+    from google.protobuf.message import Message
     from pydantic import BaseModel
     from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+    from pydantic_core import ErrorDetails
 
-Converter = Callable[[dict[str, Any]], dict[str, Any]]
-_Param = tuple[str, Any, Any]  # (name, annotation, default or _REQUIRED)
+Converter = Callable[[JSONObject], dict[str, object]]
+"""JSON arguments -> the function's keyword arguments (converted: any Python values)."""
+Coerce = Callable[[JSON], object]  # one JSON argument -> the value the function gets
+_Param = tuple[str, object, object]  # (name, annotation, default or _REQUIRED)
 
-_REQUIRED: Any = inspect.Parameter.empty
-_MISSING: Any = object()
+_REQUIRED: object = inspect.Parameter.empty
+_MISSING = object()
 _UNION_TYPES = (Union, types.UnionType)
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _EXTRA = "Extra inputs are not permitted"
@@ -57,17 +62,19 @@ class Signature:
     # dict of JSON arguments -> keyword arguments for the function; defaults filled in.
     # Raises ArgumentError naming every bad (or unknown) argument.
     convert: Converter
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None
+    input_schema: JSONObject
+    output_schema: JSONObject | None
     wraps_result: bool
     context_param: str | None
     warnings: tuple[str, ...] = ()  # likely mistakes worth telling the author at load time
     # a typed tool: its one parameter, and its result, are protobuf message classes
-    message: Any = None
-    result_message: Any = None
+    message: type[Message] | None = None
+    result_message: type[Message] | None = None
 
 
-def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True, returns: bool = True) -> Signature:
+def analyze(
+    fn: Callable[..., object], tool_name: str, *, fast: bool = True, returns: bool = True
+) -> Signature:
     """Build the argument converter and the input/output schemas of ``fn``.
 
     ``fast=False`` forces the pydantic path even for simple signatures (tests compare both).
@@ -134,7 +141,7 @@ def analyze(fn: Callable[..., Any], tool_name: str, *, fast: bool = True, return
     )
 
 
-def _message_class(annotation: Any) -> Any:
+def _message_class(annotation: object) -> type[Message] | None:
     """A generated protobuf message class (a typed tool's parameter or result), else None."""
     protobuf = sys.modules.get("google.protobuf.message")  # imported by any such class
     if protobuf is None:
@@ -142,11 +149,11 @@ def _message_class(annotation: Any) -> Any:
     return annotation if isinstance(annotation, type) and issubclass(annotation, protobuf.Message) else None
 
 
-def _message_arguments(name: str, message: Any, tool_name: str) -> tuple[dict[str, Any], Converter]:
+def _message_arguments(name: str, message: type[Message], tool_name: str) -> tuple[JSONObject, Converter]:
     """A typed tool: the schema of its message, and JSON arguments → {name: message}."""
     from protomcp_sdk.wire import protoschema
 
-    def convert(arguments: dict[str, Any]) -> dict[str, Any]:
+    def convert(arguments: JSONObject) -> dict[str, object]:
         try:
             return {name: protoschema.json_to_message(arguments, message)}
         except ValueError as exc:
@@ -155,7 +162,7 @@ def _message_arguments(name: str, message: Any, tool_name: str) -> tuple[dict[st
     return protoschema.schema_from_message(message.DESCRIPTOR), convert
 
 
-def resolve_hints(fn: Callable[..., Any], tool_name: str) -> dict[str, Any]:
+def resolve_hints(fn: Callable[..., object], tool_name: str) -> dict[str, object]:
     """Type hints with ``Annotated`` kept; also resolves ``from __future__ import annotations``."""
     try:
         return typing.get_type_hints(fn, include_extras=True)
@@ -167,7 +174,7 @@ def resolve_hints(fn: Callable[..., Any], tool_name: str) -> dict[str, Any]:
         ) from exc
 
 
-def is_context_type(annotation: Any) -> bool:
+def is_context_type(annotation: object) -> bool:
     """True for ``Context``, ``Optional[Context]`` and ``Annotated[Context, ...]``."""
     annotation = _strip_annotated(annotation)
     if _is_context_class(annotation):
@@ -178,13 +185,13 @@ def is_context_type(annotation: Any) -> bool:
     return False
 
 
-def _is_context_class(annotation: Any) -> bool:
+def _is_context_class(annotation: object) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, CallContext)
 
 
 def output_schema_for(
-    annotation: Any, tool_name: str = "?", *, fast: bool = True
-) -> tuple[dict[str, Any] | None, bool]:
+    annotation: object, tool_name: str = "?", *, fast: bool = True
+) -> tuple[JSONObject | None, bool]:
     """``(outputSchema, wraps_result)`` for a return annotation.
 
     No schema for text-like returns (missing, ``str``, ``None``, ``Any``, ``ToolResult``,
@@ -206,13 +213,13 @@ def output_schema_for(
         if schema.get("type") == "object":
             return schema, False
     defs = schema.pop("$defs", None)
-    wrapped: dict[str, Any] = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+    wrapped: JSONObject = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
     if defs:
         wrapped["$defs"] = defs  # refs are "#/$defs/...": they must live at the document root
     return wrapped, True
 
 
-def describe(errors: list[dict[str, Any]]) -> str:
+def describe(errors: Sequence[ErrorDetails]) -> str:
     """Every bad field and what is wrong with it, e.g. ``b: Input should be a valid integer (got 'x')``.
 
     ``errors`` are pydantic's error dicts (``loc``, ``type``, ``msg``, ``input``); the fast
@@ -231,14 +238,14 @@ def describe(errors: list[dict[str, Any]]) -> str:
     return "; ".join(problems)
 
 
-def _argument_error(tool_name: str, errors: list[dict[str, Any]]) -> ArgumentError:
+def _argument_error(tool_name: str, errors: Sequence[ErrorDetails]) -> ArgumentError:
     return ArgumentError(f"Invalid arguments for tool '{tool_name}': {describe(errors)}")
 
 
 # ---- the fast path: simple signatures without pydantic -----------------------
 
 
-def _simple_type(annotation: Any) -> tuple[type | None, bool] | None:
+def _simple_type(annotation: object) -> tuple[type | None, bool] | None:
     """``(base, nullable)`` for str/int/float/bool, ``X | None`` of those, and Any (base None).
 
     None for every other annotation: those take the pydantic path.
@@ -254,26 +261,26 @@ def _simple_type(annotation: Any) -> tuple[type | None, bool] | None:
     return None
 
 
-def _is_plain_default(default: Any) -> bool:
+def _is_plain_default(default: object) -> bool:
     """Defaults whose JSON is the value itself (what pydantic writes into the schema)."""
     if type(default) is float:
         return math.isfinite(default)
     return default is _REQUIRED or default is None or type(default) in (str, int, bool)
 
 
-def _type_schema(base: type | None, nullable: bool) -> dict[str, Any]:
+def _type_schema(base: type | None, nullable: bool) -> JSONObject:
     if base is None:
         return {}
     schema = {"type": _JSON_TYPES[base]}
     return {"anyOf": [schema, {"type": "null"}]} if nullable else schema
 
 
-def _simple_arguments(params: list[_Param], tool_name: str) -> tuple[dict[str, Any], Converter] | None:
+def _simple_arguments(params: list[_Param], tool_name: str) -> tuple[JSONObject, Converter] | None:
     """Input schema and converter for a simple signature, or None if it is not one."""
-    properties: dict[str, Any] = {}
+    properties: JSONObject = {}
     required: list[str] = []
     # (name, exact type: the value as-is, coerce: anything else, default)
-    fields: list[tuple[str, type | None, Callable[[Any], Any], Any]] = []
+    fields: list[tuple[str, type | None, Coerce, object]] = []
     for name, annotation, default in params:
         simple = _simple_type(annotation)
         if simple is None or not _is_plain_default(default):
@@ -288,19 +295,17 @@ def _simple_arguments(params: list[_Param], tool_name: str) -> tuple[dict[str, A
         coerce = _COERCE[base]
         fields.append((name, base, _or_none(coerce) if nullable else coerce, default))
     # Unknown arguments are rejected (pydantic's key order: additionalProperties first).
-    schema: dict[str, Any] = {"additionalProperties": False, "properties": properties}
+    schema: JSONObject = {"additionalProperties": False, "properties": properties}
     if required:
         schema["required"] = required
     schema["type"] = "object"
     return schema, _converter(tool_name, tuple(fields))
 
 
-def _converter(
-    tool_name: str, fields: tuple[tuple[str, type | None, Callable[[Any], Any], Any], ...]
-) -> Converter:
-    def convert(arguments: dict[str, Any]) -> dict[str, Any]:
+def _converter(tool_name: str, fields: tuple[tuple[str, type | None, Coerce, object], ...]) -> Converter:
+    def convert(arguments: JSONObject) -> dict[str, object]:
         kwargs = {}
-        errors = []
+        errors: list[ErrorDetails] = []
         given = 0
         for name, exact, coerce, default in fields:
             value = arguments.get(name, _MISSING)
@@ -362,7 +367,7 @@ _BOOL_WORDS = dict.fromkeys(("0", "off", "f", "false", "n", "no"), False) | dict
 )
 
 
-def _to_int(value: Any) -> int:
+def _to_int(value: JSON) -> int:
     kind = type(value)
     if kind is int or kind is bool:
         return int(value)
@@ -388,10 +393,10 @@ def _to_int(value: Any) -> int:
     raise _Invalid(*_INT_TYPE)
 
 
-def _to_float(value: Any) -> float:
-    kind = type(value)
-    if kind is float:
+def _to_float(value: JSON) -> float:
+    if type(value) is float:
         return value
+    kind = type(value)
     if kind is int or kind is bool:
         try:
             return float(value)
@@ -408,10 +413,10 @@ def _to_float(value: Any) -> float:
     raise _Invalid(*_FLOAT_TYPE)
 
 
-def _to_bool(value: Any) -> bool:
-    kind = type(value)
-    if kind is bool:
+def _to_bool(value: JSON) -> bool:
+    if type(value) is bool:
         return value
+    kind = type(value)
     if kind is str:
         word = _BOOL_WORDS.get(value.lower())
         if word is None:
@@ -419,31 +424,31 @@ def _to_bool(value: Any) -> bool:
         return word
     if kind is int or kind is float:
         if value == 0 or value == 1:
-            return value == 1
+            return bool(value == 1)
         # pydantic reads a number as a 64-bit integer first, and words its error by whether it could
         whole = -_I64 <= value < _I64 if kind is int else value.is_integer() and -_I64 < value < _I64
         raise _Invalid(*(_BOOL_PARSING if whole else _BOOL_TYPE))
     raise _Invalid(*_BOOL_TYPE)
 
 
-def _to_str(value: Any) -> str:
+def _to_str(value: JSON) -> str:
     if type(value) is str:
         return value
     raise _Invalid(*_STR_TYPE)
 
 
-def _as_is(value: Any) -> Any:
+def _as_is(value: JSON) -> JSON:
     return value
 
 
-def _or_none(coerce: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def nullable(value: Any) -> Any:
+def _or_none(coerce: Coerce) -> Coerce:
+    def nullable(value: JSON) -> object:
         return None if value is None else coerce(value)
 
     return nullable
 
 
-_COERCE: dict[type | None, Callable[[Any], Any]] = {
+_COERCE: dict[type | None, Coerce] = {
     int: _to_int,
     float: _to_float,
     bool: _to_bool,
@@ -455,11 +460,11 @@ _COERCE: dict[type | None, Callable[[Any], Any]] = {
 # ---- the pydantic path ------------------------------------------------------
 
 
-def _pydantic_arguments(params: list[_Param], tool_name: str) -> tuple[dict[str, Any], Converter]:
+def _pydantic_arguments(params: list[_Param], tool_name: str) -> tuple[JSONObject, Converter]:
     """One pydantic model per tool: its JSON schema, and its validation as the converter."""
     from pydantic import Field, ValidationError
 
-    definitions: dict[str, Any] = {}
+    definitions: dict[str, Any] = {}  # pydantic's field definitions
     # (model field name, parameter name): fields use safe internal names and the parameter
     # name as alias, so any parameter name works (``_x``, ``model_config``, ``json``...).
     fields: list[tuple[str, str]] = []
@@ -475,7 +480,7 @@ def _pydantic_arguments(params: list[_Param], tool_name: str) -> tuple[dict[str,
     input_schema.pop("title", None)  # the model's made-up name means nothing to a client
     validate = model.model_validate
 
-    def convert(arguments: dict[str, Any]) -> dict[str, Any]:
+    def convert(arguments: JSONObject) -> dict[str, object]:
         try:
             values = validate(arguments).__dict__
         except ValidationError as exc:
@@ -486,7 +491,7 @@ def _pydantic_arguments(params: list[_Param], tool_name: str) -> tuple[dict[str,
 
 
 def _arguments_model(
-    tool_name: str, definitions: dict[str, Any], annotations: dict[str, Any]
+    tool_name: str, definitions: dict[str, Any], annotations: dict[str, object]
 ) -> type[BaseModel]:
     from pydantic import ConfigDict, create_model
 
@@ -519,7 +524,7 @@ def _unsupported_type(exc: Exception) -> bool:
     return isinstance(exc, PydanticSchemaGenerationError)
 
 
-def _failing_parameter(annotations: dict[str, Any]) -> str | None:
+def _failing_parameter(annotations: dict[str, object]) -> str | None:
     """Name the parameter whose type pydantic rejects (only used to word an error)."""
     from pydantic import TypeAdapter
 
@@ -531,11 +536,11 @@ def _failing_parameter(annotations: dict[str, Any]) -> str | None:
     return None
 
 
-def _pydantic_output_schema(annotation: Any, tool_name: str) -> dict[str, Any]:
+def _pydantic_output_schema(annotation: object, tool_name: str) -> JSONObject:
     from pydantic import TypeAdapter
 
     try:
-        adapter = TypeAdapter(annotation)
+        adapter: TypeAdapter[object] = TypeAdapter(annotation)
         schema = _generate(lambda gen: adapter.json_schema(mode="serialization", schema_generator=gen))
     except Exception as exc:
         why = "it has no JSON Schema" if _unsupported_type(exc) else _pydantic_message(exc)
@@ -563,7 +568,7 @@ def _schema_generator() -> type[GenerateJsonSchema]:
     return _Schema
 
 
-def _generate(make: Callable[[type[GenerateJsonSchema]], JsonSchemaValue]) -> dict[str, Any]:
+def _generate(make: Callable[[type[GenerateJsonSchema]], JsonSchemaValue]) -> JSONObject:
     from pydantic.json_schema import PydanticJsonSchemaWarning
 
     # A default that JSON cannot express is left out of the schema; that is not worth a warning.
@@ -572,7 +577,7 @@ def _generate(make: Callable[[type[GenerateJsonSchema]], JsonSchemaValue]) -> di
         return dict(make(_schema_generator()))
 
 
-def _inline_root_ref(schema: dict[str, Any]) -> dict[str, Any]:
+def _inline_root_ref(schema: JSONObject) -> JSONObject:
     """Turn ``{"$ref": "#/$defs/X", "$defs": ...}`` (recursive models) into X's own schema."""
     ref = schema.get("$ref")
     if not isinstance(ref, str) or set(schema) - {"$ref", "$defs"} or not ref.startswith("#/$defs/"):
@@ -584,13 +589,13 @@ def _inline_root_ref(schema: dict[str, Any]) -> dict[str, Any]:
 # ---- helpers ----------------------------------------------------------------
 
 
-def _strip_annotated(annotation: Any) -> Any:
+def _strip_annotated(annotation: object) -> object:
     while typing.get_origin(annotation) is Annotated:
         annotation = typing.get_args(annotation)[0]
     return annotation
 
 
-def _is_unstructured(annotation: Any) -> bool:
+def _is_unstructured(annotation: object) -> bool:
     """Return types that become plain content: text, blocks, ToolResult (or unions/lists of them)."""
     annotation = _strip_annotated(annotation)
     if annotation in (None, type(None), str, Any, object, ToolResult):
@@ -615,7 +620,7 @@ def _location(loc: tuple[int | str, ...]) -> str:
     return text or "arguments"
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= _MAX_SHOWN_INPUT else text[: _MAX_SHOWN_INPUT - 3] + "..."
 
@@ -627,7 +632,7 @@ def _pydantic_message(exc: Exception) -> str:
     return text.replace(f"{TOOL_MODULE}.", "")  # the tool file's classes by their own names
 
 
-def _type_name(annotation: Any) -> str:
+def _type_name(annotation: object) -> str:
     import typing
 
     name = None if typing.get_args(annotation) else getattr(annotation, "__qualname__", None)

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import orjson
 
 from protomcp_sdk.authoring import docstrings
+from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.metadata import ALWAYS_LOAD, as_json, checked_icons, checked_meta
 from protomcp_sdk.authoring.outputs import OutputCheck
 from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSONObject
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
 
 TaskSupport = Literal["forbidden", "optional", "required"]
 TASK_MODES = ("forbidden", "optional", "required")
@@ -34,11 +39,11 @@ class ToolSpec:
     name: str
     title: str | None
     description: str
-    fn: Callable[..., Any]
+    fn: AuthorFunction
     is_async: bool
     annotations: dict[str, bool] | None
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None
+    input_schema: JSONObject
+    output_schema: JSONObject | None
     context_param: str | None
     wraps_result: bool
     converter: Converter | None = field(default=None, repr=False, compare=False)
@@ -50,15 +55,15 @@ class ToolSpec:
     output_checker: OutputCheck | None = field(default=None, repr=False, compare=False)  # built on first use
     task: TaskSupport = "forbidden"  # MCP execution.taskSupport
     input_before_task: bool = False  # 2026-07-28: input round trip first, then a task
-    message: Any = None  # a typed tool: its parameter's protobuf message class...
-    result_message: Any = None  # ... and its result's, when it returns one
-    meta: dict[str, Any] | None = None  # the MCP Tool's _meta (pinned adds anthropic/alwaysLoad)
-    icons: list[dict[str, Any]] | None = None
+    message: type[Message] | None = None  # a typed tool: its parameter's protobuf message class...
+    result_message: type[Message] | None = None  # ... and its result's, when it returns one
+    meta: JSONObject | None = None  # the MCP Tool's _meta (pinned adds anthropic/alwaysLoad)
+    icons: list[JSONObject] | None = None
 
     @classmethod
     def from_function(
         cls,
-        fn: Callable[..., Any],
+        fn: AuthorFunction,
         *,
         name: str | None = None,
         title: str | None = None,
@@ -70,8 +75,8 @@ class ToolSpec:
         timeout: float | None = None,
         task: TaskSupport = "forbidden",
         input_before_task: bool = False,
-        meta: dict[str, Any] | None = None,
-        icons: Iterable[dict[str, Any]] | None = None,
+        meta: JSONObject | None = None,
+        icons: Iterable[JSONObject] | None = None,
     ) -> ToolSpec:
         """Inspect ``fn`` (without registering it). Raises ValueError/TypeError on misuse."""
         tool_name = name if name is not None else getattr(fn, "__name__", "")
@@ -123,7 +128,7 @@ class ToolSpec:
             icons=icons,
         )
 
-    def convert(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    def convert(self, arguments: JSONObject | None) -> dict[str, object]:
         """Validate JSON arguments and convert them to the keyword arguments ``fn`` expects.
 
         Defaults are filled in; the Context parameter is not included. Unknown keys are ignored.

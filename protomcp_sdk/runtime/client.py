@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import inspect
 import itertools
 import traceback
@@ -15,10 +16,11 @@ from typing import Any, Literal
 
 import orjson
 
-from protomcp_sdk.authoring.messages import to_messages
+from protomcp_sdk.authoring.messages import Messages, to_messages
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.results import Audio, Image, Text, ToolError
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSONObject
 
 DEFAULT_TIMEOUT = 300.0  # seconds: a person may have to answer
 GRACE = 5.0  # the host answers at the timeout; wait a little longer for that answer
@@ -37,7 +39,7 @@ _KINDS = {  # frame kind -> (MCP capability, what failed, the answer's frame kin
 }
 
 
-def check_capability(envelope: pb.Envelope, capabilities: dict[str, Any]) -> None:
+def check_capability(envelope: pb.Envelope, capabilities: JSONObject) -> None:
     """Raise ClientRequestError when the client did not declare what this request needs.
     Its code names the capability, so a host can tell the client what was missing."""
     kind = envelope.WhichOneof("msg") or ""
@@ -70,8 +72,10 @@ def known_answer(envelope: pb.Envelope, key: str, answers_json: str) -> pb.Envel
         return pb.Envelope(
             list_roots_response=pb.ListRootsResponse(roots_json=orjson.dumps(roots or []).decode())
         )
-    response_type = pb.SamplingResponse if reply_kind == "sampling_response" else pb.ElicitResponse
-    return pb.Envelope(**{reply_kind: response_type(result_json=orjson.dumps(result).decode())})
+    result_json = orjson.dumps(result).decode()
+    if reply_kind == "sampling_response":
+        return pb.Envelope(sampling_response=pb.SamplingResponse(result_json=result_json))
+    return pb.Envelope(elicit_response=pb.ElicitResponse(result_json=result_json))
 
 
 # -- sampling ------------------------------------------------------------------------------
@@ -85,7 +89,7 @@ class SamplingResult:
     model: str
     stop_reason: str | None
     role: str = "assistant"
-    raw: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+    raw: JSONObject = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def text(self) -> str:
@@ -95,18 +99,18 @@ class SamplingResult:
 
 
 def sampling_request(
-    messages: Any,
+    messages: Messages,
     *,
     max_tokens: int,
     system_prompt: str | None,
     temperature: float | None,
     stop_sequences: list[str] | None,
-    model_preferences: dict[str, Any] | None,
+    model_preferences: JSONObject | None,
     include_context: str | None,
-    metadata: dict[str, Any] | None,
+    metadata: JSONObject | None,
     timeout: float,
 ) -> pb.Envelope:
-    params: dict[str, Any] = {"messages": to_messages(messages, "ctx.sample"), "maxTokens": int(max_tokens)}
+    params: JSONObject = {"messages": to_messages(messages, "ctx.sample"), "maxTokens": int(max_tokens)}
     optional = {
         "systemPrompt": system_prompt,
         "temperature": temperature,
@@ -155,16 +159,20 @@ class ElicitResult:
 
     action: Literal["accept", "decline", "cancel"]
     data: Any = None
-    content: dict[str, Any] | None = None  # the content as the client sent it
+    content: JSONObject | None = None  # the content as the client sent it
 
 
 def elicit_request(
-    message: str, schema: Any, url: str | None, elicitation_id: str | None, timeout: float
+    message: str,
+    schema: type | JSONObject | None,
+    url: str | None,
+    elicitation_id: str | None,
+    timeout: float,
 ) -> pb.Envelope:
     if url is not None:
         if schema is not None:
             raise ValueError("ctx.elicit: give either schema= (form mode) or url= (URL mode), not both")
-        params: dict[str, Any] = {
+        params: JSONObject = {
             "mode": "url",
             "message": message,
             "url": url,
@@ -178,7 +186,7 @@ def elicit_request(
     return pb.Envelope(elicit_request=request)
 
 
-def elicit_result(reply: pb.Envelope, schema: Any) -> ElicitResult:
+def elicit_result(reply: pb.Envelope, schema: type | JSONObject | None) -> ElicitResult:
     response = reply.elicit_response
     if response.is_error:
         raise ClientRequestError(f"elicitation failed: {response.error}")
@@ -202,7 +210,7 @@ def elicit_result(reply: pb.Envelope, schema: Any) -> ElicitResult:
     return ElicitResult(action, data, content)
 
 
-def requested_schema(schema: Any) -> dict[str, Any]:
+def requested_schema(schema: type | JSONObject) -> JSONObject:
     """The flat object schema MCP elicitation allows (2025-11-25: primitive properties, string
     enums with or without titles, arrays of enums; defaults kept), from a pydantic model, a
     dataclass, or a JSON Schema dict given as is."""
@@ -222,13 +230,13 @@ def requested_schema(schema: Any) -> dict[str, Any]:
                 f"elicitation field {name!r} of {getattr(schema, '__name__', schema)} is not a plain "
                 "string, number, integer, boolean, enum or list of enum values; forms hold only those"
             )
-    out: dict[str, Any] = {"type": "object", "properties": properties}
+    out: JSONObject = {"type": "object", "properties": properties}
     if full.get("required"):
         out["required"] = list(full["required"])
     return out
 
 
-def _flat(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+def _flat(prop: JSONObject, defs: JSONObject) -> JSONObject:
     """Inline $refs and drop `null` from Optional so each property is one primitive schema."""
     if "$ref" in prop:
         target = dict(defs.get(prop["$ref"].rsplit("/", 1)[-1], {}))
@@ -250,7 +258,7 @@ def _flat(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return prop
 
 
-def _elicitable(prop: dict[str, Any]) -> bool:
+def _elicitable(prop: JSONObject) -> bool:
     kind = prop.get("type")
     if kind in ("string", "number", "integer", "boolean"):
         return True
@@ -274,17 +282,21 @@ def roots_request(timeout: float) -> pb.Envelope:
 _HOOK_RUNS = itertools.count(1)  # keys of running async hooks: never reused
 
 
-def run_roots_hooks(loop: asyncio.AbstractEventLoop, tasks: dict[str, asyncio.Task[Any]]) -> None:
+def run_roots_hooks(loop: asyncio.AbstractEventLoop, tasks: dict[str, asyncio.Task[object]]) -> None:
     for hook in REGISTRY.roots_hooks:
         try:
             if inspect.iscoroutinefunction(hook):
                 key = f"roots-hook-{next(_HOOK_RUNS)}"
                 task = tasks[key] = loop.create_task(hook())
-                task.add_done_callback(lambda _, key=key: tasks.pop(key, None))
+                task.add_done_callback(functools.partial(_forget, tasks, key))
             else:
                 hook()
         except Exception:
             traceback.print_exc()
+
+
+def _forget(tasks: dict[str, asyncio.Task[object]], key: str, _: asyncio.Task[object]) -> None:
+    tasks.pop(key, None)
 
 
 def roots_result(reply: pb.Envelope) -> list[Root]:

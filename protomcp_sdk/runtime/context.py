@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Callable, Generator, Iterable
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 import orjson
 
 from protomcp_sdk.authoring.context import CallContext
+from protomcp_sdk.authoring.messages import Messages
 from protomcp_sdk.runtime import client
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 from protomcp_sdk.wire.toollist import ToolListChange
+
+T = TypeVar("T")
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -32,15 +36,21 @@ _SENT = _Sent()
 
 ASK_TIMEOUT = 30.0  # seconds a sync tool waits for the host to answer a request
 
-Ask = Callable[[pb.Envelope], "asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]"]
+Reply: TypeAlias = "asyncio.Future[pb.Envelope] | concurrent.futures.Future[pb.Envelope]"
+Ask = Callable[[pb.Envelope], Reply]
 """Sends a request to the host: an asyncio future on the event loop (async tools), a
 concurrent future in a call thread (sync tools)."""
+
+
+Answer: TypeAlias = Any
+"""What a Context request returns: in a sync tool the answer itself, in an async one an
+awaitable of it. Which one is found when the call runs, so no static type can say: Any."""
 
 
 class _LifespanState:
     """What the tool file's @lifespan yielded, for every call of this process."""
 
-    value: Any = None
+    value: Any = None  # the tool file's own value: its type is the file's to know
 
 
 LIFESPAN_STATE = _LifespanState()
@@ -58,17 +68,19 @@ def _names(reply: pb.Envelope) -> list[str]:
     return list(reply.active_tools.tool_names)
 
 
-def _done(envelope: pb.Envelope) -> Any:
+def _done(envelope: pb.Envelope) -> Reply:
     """A future already answered: an asyncio one on a running loop, a concurrent one elsewhere."""
     try:
-        future: Any = asyncio.get_running_loop().create_future()
+        on_loop: asyncio.Future[pb.Envelope] = asyncio.get_running_loop().create_future()
     except RuntimeError:
-        future = concurrent.futures.Future()
-    future.set_result(envelope)
-    return future
+        in_thread: concurrent.futures.Future[pb.Envelope] = concurrent.futures.Future()
+        in_thread.set_result(envelope)
+        return in_thread
+    on_loop.set_result(envelope)
+    return on_loop
 
 
-def answer_of(future: Any, convert: Callable[[pb.Envelope], Any], timeout: float = ASK_TIMEOUT) -> Any:
+def answer_of(future: Reply, convert: Callable[[pb.Envelope], T], timeout: float = ASK_TIMEOUT) -> Answer:
     """What a Context request returns: an awaitable in async tools, the value in sync tools."""
     if isinstance(future, asyncio.Future):
         return asyncio.ensure_future(_converted(future, convert, timeout))
@@ -79,8 +91,8 @@ def answer_of(future: Any, convert: Callable[[pb.Envelope], Any], timeout: float
 
 
 async def _converted(
-    future: asyncio.Future[pb.Envelope], convert: Callable[[pb.Envelope], Any], timeout: float = ASK_TIMEOUT
-) -> Any:
+    future: asyncio.Future[pb.Envelope], convert: Callable[[pb.Envelope], T], timeout: float = ASK_TIMEOUT
+) -> T:
     async with asyncio.timeout(timeout):
         return convert(await future)
 
@@ -109,7 +121,7 @@ class Context(CallContext):
         self._state = state
         self._auth_json = auth_json
         self._capabilities_json = capabilities_json
-        self._capabilities: dict[str, Any] | None = None
+        self._capabilities: JSONObject | None = None
         self._answers_json = answers_json
         self._asked: dict[str, int] = {}  # requests for the client made so far, per kind
         self._answered: set[str] = set()  # keys answered from answers_json (each answer is used once)
@@ -121,13 +133,13 @@ class Context(CallContext):
         self._cancelled = False  # a plain flag: set once by the loop, read by the tool's thread
 
     @property
-    def auth(self) -> dict[str, Any] | None:
+    def auth(self) -> JSONObject | None:
         """The verified claims of the caller's access token (``sub``, ``scope``, ``iss``...) when
         the host serves HTTP with OAuth; None otherwise. The token itself never reaches a tool."""
         return orjson.loads(self._auth_json) if self._auth_json else None
 
     @property
-    def client_capabilities(self) -> dict[str, Any]:
+    def client_capabilities(self) -> JSONObject:
         """What the client declared it can do for this request (MCP ClientCapabilities:
         ``sampling``, ``elicitation``, ``roots``...), in both protocol eras. A tool can adapt
         to it; ``ctx.sample``/``elicit``/``list_roots`` the client cannot serve raise."""
@@ -185,7 +197,7 @@ class Context(CallContext):
         )
         self._send(pb.Envelope(request_id=self.request_id, task_status_response=note))
 
-    def log(self, level: str, message: Any, *, logger: str | None = None) -> _Sent:
+    def log(self, level: str, message: JSON, *, logger: str | None = None) -> _Sent:
         """Send a log message to the client (MCP ``notifications/message``)."""
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
@@ -202,16 +214,16 @@ class Context(CallContext):
         self._send(pb.Envelope(resource_changed=pb.ResourceChangedNotification(uri=uri)))
         return _SENT
 
-    def debug(self, message: Any) -> _Sent:
+    def debug(self, message: JSON) -> _Sent:
         return self.log("debug", message)
 
-    def info(self, message: Any) -> _Sent:
+    def info(self, message: JSON) -> _Sent:
         return self.log("info", message)
 
-    def warning(self, message: Any) -> _Sent:
+    def warning(self, message: JSON) -> _Sent:
         return self.log("warning", message)
 
-    def error(self, message: Any) -> _Sent:
+    def error(self, message: JSON) -> _Sent:
         return self.log("error", message)
 
     # -- the session's tool list ---------------------------------------------------------
@@ -219,19 +231,19 @@ class Context(CallContext):
     # names of the tools now active there (awaitable in async tools, a plain list in sync ones).
     # The client gets one notifications/tools/list_changed when its list really changed.
 
-    def enable_tools(self, names: Iterable[str]) -> Any:
+    def enable_tools(self, names: Iterable[str]) -> Answer:
         """Show these tools (also tools declared ``@tool(hidden=True)``)."""
         return self._change(ToolListChange.of(enable=names))
 
-    def disable_tools(self, names: Iterable[str]) -> Any:
+    def disable_tools(self, names: Iterable[str]) -> Answer:
         """Hide these tools; calling them is refused until they are enabled again."""
         return self._change(ToolListChange.of(disable=names))
 
-    def set_allowed(self, names: Iterable[str]) -> Any:
+    def set_allowed(self, names: Iterable[str]) -> Answer:
         """Allowlist mode: exactly these tools are active."""
         return self._change(ToolListChange.of(allow=names))
 
-    def set_blocked(self, names: Iterable[str]) -> Any:
+    def set_blocked(self, names: Iterable[str]) -> Answer:
         """Blocklist mode: every tool except these (and hidden ones) is active."""
         return self._change(ToolListChange.of(block=names))
 
@@ -242,14 +254,14 @@ class Context(CallContext):
         disable: Iterable[str] = (),
         allow: Iterable[str] | None = None,
         block: Iterable[str] | None = None,
-    ) -> Any:
+    ) -> Answer:
         """One atomic change: a new allowlist or blocklist (None or empty: keep the mode),
         then enables, then disables — one list_changed at most."""
         return self._change(
             ToolListChange.of(enable=enable, disable=disable, allow=allow or None, block=block or None)
         )
 
-    def active_tools(self) -> Any:
+    def active_tools(self) -> Answer:
         """The names of the tools active in this call's session."""
         return self._control(pb.Envelope(get_active_tools=pb.GetActiveToolsRequest()))
 
@@ -259,18 +271,18 @@ class Context(CallContext):
 
     def sample(
         self,
-        messages: Any,
+        messages: Messages,
         *,
         max_tokens: int = 1000,
         system_prompt: str | None = None,
         temperature: float | None = None,
         stop_sequences: list[str] | None = None,
-        model_preferences: dict[str, Any] | None = None,
+        model_preferences: JSONObject | None = None,
         include_context: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: JSONObject | None = None,
         timeout: float = client.DEFAULT_TIMEOUT,
         key: str | None = None,
-    ) -> Any:
+    ) -> Answer:
         """Ask the client's model (``sampling/createMessage``): a str (one user message), a
         Message or a list of them. Returns a SamplingResult (``.text``, ``.content``,
         ``.model``, ``.stop_reason``). `key` names the request in a 2026-07-28 input-required
@@ -291,13 +303,13 @@ class Context(CallContext):
     def elicit(
         self,
         message: str,
-        schema: Any = None,
+        schema: type | JSONObject | None = None,
         *,
         url: str | None = None,
         elicitation_id: str | None = None,
         timeout: float = client.DEFAULT_TIMEOUT,
         key: str | None = None,
-    ) -> Any:
+    ) -> Answer:
         """Ask the user (``elicitation/create``). Form mode: `schema` is a pydantic model, a
         dataclass or a JSON Schema dict; URL mode: `url` to open. Returns an ElicitResult
         (``.action`` "accept"/"decline"/"cancel", ``.data`` validated into `schema`). `key`
@@ -306,7 +318,7 @@ class Context(CallContext):
         convert = lambda reply: client.elicit_result(reply, schema)  # noqa: E731
         return self._ask_client(request, convert, timeout, key, "elicit")
 
-    def list_roots(self, *, timeout: float = client.DEFAULT_TIMEOUT, key: str | None = None) -> Any:
+    def list_roots(self, *, timeout: float = client.DEFAULT_TIMEOUT, key: str | None = None) -> Answer:
         """The client's roots (``roots/list``): a list of Root(uri, name). `key` names the
         request in an input-required round (default ``roots-1``, ``roots-2``...)."""
         return self._ask_client(client.roots_request(timeout), client.roots_result, timeout, key, "roots")
@@ -314,11 +326,11 @@ class Context(CallContext):
     def _ask_client(
         self,
         envelope: pb.Envelope,
-        convert: Callable[[pb.Envelope], Any],
+        convert: Callable[[pb.Envelope], T],
         timeout: float,
         key: str | None,
         kind: str,
-    ) -> Any:
+    ) -> Answer:
         if self._ask is None:
             raise RuntimeError("this Context is not connected to a protomcp host")
         count = self._asked[kind] = self._asked.get(kind, 0) + 1
@@ -334,10 +346,10 @@ class Context(CallContext):
         envelope.call_id = self.request_id
         return answer_of(self._ask(envelope), convert, timeout + client.GRACE)
 
-    def _change(self, change: ToolListChange) -> Any:
+    def _change(self, change: ToolListChange) -> Answer:
         return self._control(change.envelope())
 
-    def _control(self, envelope: pb.Envelope) -> Any:
+    def _control(self, envelope: pb.Envelope) -> Answer:
         if self._ask is None:
             raise RuntimeError("this Context is not connected to a protomcp host")
         envelope.call_id = self.request_id

@@ -10,14 +10,17 @@ import asyncio
 import contextvars
 import inspect
 from collections.abc import Coroutine, Generator
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+Coro = Coroutine[Any, Any, T]  # what an async def gives (what it waits on and is sent: asyncio's)
 
 
 def start(
     loop: asyncio.AbstractEventLoop,
-    coro: Coroutine[Any, Any, Any],
+    coro: Coro[T],
     context: contextvars.Context | None = None,
-) -> asyncio.Task[Any] | None:
+) -> asyncio.Task[T] | None:
     """Run `coro` now, in `context`, until it ends (None: what it returned is dropped, what
     it raised propagates) or waits: then the rest of it runs as a task, returned."""
     try:
@@ -29,7 +32,7 @@ def start(
     return task
 
 
-def _end(coro: Coroutine[Any, Any, Any]) -> None:
+def _end(coro: Coro[object]) -> None:
     """The task ended without resuming `coro`: it was cancelled before its first step (a
     cancel that came right after the start). `coro` ends cancelled too, so what it does on
     cancellation (clean-up, finally blocks) runs rather than being left to the GC."""
@@ -42,18 +45,18 @@ def _end(coro: Coroutine[Any, Any, Any]) -> None:
     coro.close()  # it awaits again: nothing will resume it
 
 
-async def _rest(coro: Coroutine[Any, Any, Any], suspended: Any) -> Any:
+async def _rest(coro: Coro[T], suspended: object) -> T:
     return await Resumed(coro, suspended)
 
 
-class Resumed:
+class Resumed(Generic[T]):
     """Awaits a coroutine that was started by hand and waits on `suspended` (what it
     yielded): the rest of it runs in the awaiting task."""
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], suspended: Any) -> None:
+    def __init__(self, coro: Coro[T], suspended: object) -> None:
         self.coro, self.suspended = coro, suspended
 
-    def __await__(self) -> Generator[Any, Any, Any]:
+    def __await__(self) -> Generator[object, object, T]:
         coro, suspended = self.coro, self.suspended
         while True:
             try:
@@ -62,9 +65,11 @@ class Resumed:
                 try:
                     suspended = coro.throw(exc)
                 except StopIteration as done:
-                    return done.value
+                    result: T = done.value  # what the coroutine returned
+                    return result
             else:
                 try:
                     suspended = coro.send(sent)
                 except StopIteration as done:
-                    return done.value
+                    result = done.value
+                    return result

@@ -7,16 +7,17 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import orjson
 
 from protomcp_sdk.authoring.completions import limited
+from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.messages import to_messages
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.resources import INTERNAL_ERROR, RESOURCE_NOT_FOUND, ResourceNotFound
 from protomcp_sdk.authoring.schema import ArgumentError
-from protomcp_sdk.runtime.context import Context
+from protomcp_sdk.runtime.context import Context, Reply
 from protomcp_sdk.runtime.threads import CallThreads
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire import framing
@@ -24,19 +25,19 @@ from protomcp_sdk.wire import framing
 INVALID_PARAMS = -32602
 _MAX_DETAIL = 1000
 
-Finish = Callable[[Any, BaseException | None], None]
+Finish = Callable[[object, BaseException | None], None]  # (what the function returned, or what it raised)
 
 
 class Process(Protocol):
     """What serving these requests needs of the tool process."""
 
     loop: asyncio.AbstractEventLoop
-    requests: dict[str, asyncio.Task[Any]]
+    requests: dict[str, asyncio.Task[object]]
     call_threads: CallThreads
 
     def send(self, envelope: pb.Envelope) -> None: ...
 
-    def ask(self, envelope: pb.Envelope) -> Any: ...  # a request to the host (see Context)
+    def ask(self, envelope: pb.Envelope) -> Reply: ...  # a request to the host (see Context)
 
     def send_payload(
         self, request_id: str, content: bytes, content_type: str, answer: Callable[[str], pb.Envelope]
@@ -81,13 +82,13 @@ class Features:
 
     # -- lists (whole, in one page: the host merges and pages) ----------------------------
     def _list_resources(self, envelope: pb.Envelope) -> None:
-        resources = [spec.definition() for spec in REGISTRY.resources.values()]
-        reply = pb.ResourceListResponse(resources=resources)  # type: ignore[arg-type]
+        resources = [spec.resource_definition() for spec in REGISTRY.resources.values()]
+        reply = pb.ResourceListResponse(resources=resources)
         self.process.send(pb.Envelope(request_id=envelope.request_id, resource_list_response=reply))
 
     def _list_templates(self, envelope: pb.Envelope) -> None:
-        templates = [spec.definition() for spec in REGISTRY.templates.values()]
-        reply = pb.ResourceTemplateListResponse(templates=templates)  # type: ignore[arg-type]
+        templates = [spec.template_definition() for spec in REGISTRY.templates.values()]
+        reply = pb.ResourceTemplateListResponse(templates=templates)
         self.process.send(pb.Envelope(request_id=envelope.request_id, resource_template_list_response=reply))
 
     def _list_prompts(self, envelope: pb.Envelope) -> None:
@@ -102,7 +103,7 @@ class Features:
             self._read_failed(request_id, RESOURCE_NOT_FOUND, f"Resource not found: {uri}")
             return
 
-        def finish(value: Any, error: BaseException | None) -> None:
+        def finish(value: object, error: BaseException | None) -> None:
             if error is None:
                 try:
                     contents = orjson.dumps(spec.contents(value, uri))
@@ -151,7 +152,7 @@ class Features:
             self._prompt_failed(request_id, INVALID_PARAMS, f"Unknown prompt: {request.name}")
             return
 
-        def arguments() -> dict[str, Any]:
+        def arguments() -> dict[str, object]:
             given = orjson.loads(request.arguments_json) if request.arguments_json else {}
             if not isinstance(given, dict):
                 raise ArgumentError(f"Arguments for prompt '{spec.name}' must be an object")
@@ -162,7 +163,7 @@ class Features:
                     str(exc).replace(f"tool '{spec.name}'", f"prompt '{spec.name}'")
                 ) from None
 
-        def finish(value: Any, error: BaseException | None) -> None:
+        def finish(value: object, error: BaseException | None) -> None:
             if error is None:
                 try:
                     messages = orjson.dumps(to_messages(value, f"prompt '{spec.name}'"))
@@ -210,7 +211,7 @@ class Features:
         context = orjson.loads(request.context_arguments_json) if request.context_arguments_json else {}
         what = f"completion for {request.argument_name!r} of {request.ref_name!r}"
 
-        def finish(value: Any, error: BaseException | None) -> None:
+        def finish(value: object, error: BaseException | None) -> None:
             if error is None:
                 try:
                     reply(*limited(value, what))
@@ -237,24 +238,24 @@ class Features:
         self,
         key: str,  # what runs, for the call threads' fairness (like a tool name)
         request_id: str,
-        fn: Callable[..., Any],
+        fn: AuthorFunction,
         is_async: bool,
         context_param: str | None,
-        arguments: Callable[[], dict[str, Any]],
+        arguments: Callable[[], dict[str, object]],
         finish: Finish,
         kind: str,  # the request's frame kind, to answer it if even `finish` fails
         client: tuple[str, str] = ("", ""),  # what the client declared; answers known (JSON)
     ) -> None:
         process = self.process
 
-        def settle(value: Any, error: BaseException | None) -> None:
+        def settle(value: object, error: BaseException | None) -> None:
             """Exactly one answer: finish's, or an error answer when finish itself fails."""
             try:
                 finish(value, error)
             except BaseException as exc:
                 self.fail(kind, request_id, _describe(exc, key))
 
-        def kwargs() -> dict[str, Any]:
+        def kwargs() -> dict[str, object]:
             values = arguments()
             if context_param:
                 values[context_param] = Context(

@@ -1,7 +1,7 @@
 """``python -m protomcp_sdk --inspect FILE``: import a tool file (without serving it or starting
 its lifespan) and print one JSON report of everything it defines, for ``protomcp inspect``.
 
-The report's shape is documented in the README ("Inspecting tool files"); `REPORT_VERSION`
+The report's shape is documented in docs/guide/cli.md (`inspect`); `REPORT_VERSION`
 changes when a field changes meaning or goes away (new fields may be added).
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -18,12 +17,13 @@ from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.resources import ResourceSpec
 from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.runtime.loading import load_tool_file
+from protomcp_sdk.wire.jsontypes import JSONObject
 
 REPORT_VERSION = 1
 
 
-def tool_entry(spec: ToolSpec) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": spec.name}
+def tool_entry(spec: ToolSpec) -> JSONObject:
+    entry: JSONObject = {"name": spec.name}
     if spec.title:
         entry["title"] = spec.title
     entry["description"] = spec.description
@@ -37,8 +37,8 @@ def tool_entry(spec: ToolSpec) -> dict[str, Any]:
     return entry
 
 
-def resource_entry(spec: ResourceSpec) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+def resource_entry(spec: ResourceSpec) -> JSONObject:
+    entry: JSONObject = {
         "uriTemplate" if spec.template is not None else "uri": spec.uri,
         "name": spec.name,
     }
@@ -53,11 +53,11 @@ def resource_entry(spec: ResourceSpec) -> dict[str, Any]:
     return entry
 
 
-def report(file: str) -> dict[str, Any]:
+def report(file: str) -> JSONObject:
     """What `file` defines ("error" holds the traceback when it does not load)."""
     error = load_tool_file(file)
     registry = REGISTRY
-    out: dict[str, Any] = {"file": file, "ok": not error, "error": error or None}
+    out: JSONObject = {"file": file, "ok": not error, "error": error or None}
     out["tools"] = [tool_entry(spec) for spec in registry.tools.values()]
     out["resources"] = [resource_entry(spec) for spec in registry.resources.values()]
     out["resourceTemplates"] = [resource_entry(spec) for spec in registry.templates.values()]

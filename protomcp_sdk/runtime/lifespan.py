@@ -7,7 +7,6 @@ import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
 
 from protomcp_sdk.authoring.lifespan import LifespanSpec
 from protomcp_sdk.runtime import context
@@ -22,7 +21,7 @@ class Running:
 
     def __init__(self, spec: LifespanSpec) -> None:
         self.spec = spec
-        self._generator: AsyncIterator[Any] | None = None
+        self._generator: AsyncIterator[object] | None = None
 
     async def start(self) -> str:
         """Run up to the ``yield``; return "" or the text of a load error."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import orjson
 
@@ -21,6 +21,7 @@ from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.results import ToolError, ToolResult
 from protomcp_sdk.runtime import eager
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.jsontypes import JSONObject
 
 
 class Process(Protocol):
@@ -68,13 +69,13 @@ class MiddlewareRunner:
             call = ToolCall(str(params.get("name", "")), dict(params.get("arguments") or {}))
             invocation.task = eager.start(self.process.loop, invocation.run(call))
         else:
-            invocation = self.running.get(key)
-            if invocation is None:  # it answered the call itself, or it is gone: leave the result
+            running = self.running.get(key)
+            if running is None:  # it answered the call itself, or it is gone: leave the result
                 self.reply(envelope.request_id)
             else:
-                invocation.resume(envelope.request_id, request.params_json)
+                running.resume(envelope.request_id, request.params_json)
 
-    def reply(self, request_id: str, **fields: Any) -> None:
+    def reply(self, request_id: str, **fields: str | bool) -> None:
         envelope = pb.Envelope(request_id=request_id)
         response = envelope.middleware_intercept_response  # filled in place, no copy
         response.SetInParent()  # (an empty reply is a reply: "unchanged")
@@ -95,7 +96,7 @@ def specs_of(names: list[str]) -> list[MiddlewareSpec] | str:
 
 def compose(
     specs: list[MiddlewareSpec], owner: str, innermost: CallNext
-) -> Callable[[ToolCall], Awaitable[Any]]:
+) -> Callable[[ToolCall], Awaitable[object]]:
     """The middleware as one, outermost first, around `innermost`. What an inner one raises
     becomes an error result its outer one sees, as between processes; what the outermost
     raises, its caller handles (each call_next may be called once)."""
@@ -190,7 +191,7 @@ class _Invocation:
 
     async def run(self, call: ToolCall) -> None:
         self.original_arguments = orjson.dumps(call.arguments)
-        reply: dict[str, Any]
+        reply: JSONObject
         try:
             result = await compose(self.specs, self.owner, self.call_next)(call)
             if self.detached:  # before-only: its one reply (the phase "before") is sent
@@ -246,11 +247,11 @@ class _Invocation:
         if not after.done():
             after.set_result(result_json)
 
-    def _reply(self, **fields: Any) -> None:
+    def _reply(self, **fields: str | bool) -> None:
         self.runner.reply(self.request_id, **fields)
 
 
-def _failed(exc: BaseException) -> dict[str, Any]:
+def _failed(exc: BaseException) -> JSONObject:
     detail = str(exc)
     return {
         "reject": True,
@@ -259,7 +260,7 @@ def _failed(exc: BaseException) -> dict[str, Any]:
     }
 
 
-def as_tool_result(value: Any, name: str) -> ToolResult:
+def as_tool_result(value: object, name: str) -> ToolResult:
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, str):

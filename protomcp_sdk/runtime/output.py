@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 import orjson
@@ -75,7 +75,7 @@ class CallOutput:
         entry = pb.LogMessage(level=level or self.level, data_json=orjson.dumps(line).decode(), output=True)
         self.send(pb.Envelope(request_id=call, log=entry))
 
-    def writelines(self, lines: Any) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
 
@@ -88,5 +88,5 @@ class CallOutput:
 
 def install(send: Callable[[pb.Envelope], None]) -> None:
     """Route what calls print to their sessions (before the tool file is imported)."""
-    sys.stdout = CallOutput(sys.stdout, "stdout", send)  # type: ignore[assignment]
-    sys.stderr = CallOutput(sys.stderr, "stderr", send)  # type: ignore[assignment]
+    sys.stdout = CallOutput(sys.stdout, "stdout", send)
+    sys.stderr = CallOutput(sys.stderr, "stderr", send)

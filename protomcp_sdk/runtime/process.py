@@ -26,9 +26,9 @@ import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import orjson
 
@@ -64,7 +64,11 @@ from protomcp_sdk.wire.env import (
     FD_ENV,
     READER_ENV,
 )
-from protomcp_sdk.wire.version import SDK_NAME, SDK_VERSION
+from protomcp_sdk.wire.version import SDK_NAME, installed_version
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+    from opentelemetry.trace import Span
 
 CANCEL_GRACE = float(os.environ.get(CANCEL_GRACE_ENV, "") or 10.0)
 """Seconds a cancelled (or timed-out) sync call may keep its thread before a warning names it."""
@@ -99,12 +103,12 @@ class ProcessRuntime:
         self.base_context = contextvars.copy_context()  # what calls started by a thread copy
         self.tasks: dict[str, tuple[asyncio.Task[None], Context]] = {}
         self.threads: dict[str, Context] = {}
-        self.spans: dict[str, Any] = {}  # tracing: the spans of calls still running
+        self.spans: dict[str, Span] = {}  # tracing: the spans of calls still running
         tracing.SERVICE = "protomcp-tools"  # the service.name of its spans (unless OTEL_* names one)
         self.stuck: dict[str, str] = {}  # request id -> tool: cancelled, thread not back after a grace period
-        self.on_call_end: Callable[[], None] | None = None  # set while exiting: waits for running calls
+        self.on_call_end: Callable[[], object] | None = None  # set while exiting: waits for running calls
         # Async resource reads, prompts, completions (by request id: cancellable) and roots hooks.
-        self.requests: dict[str, asyncio.Task[Any]] = {}
+        self.requests: dict[str, asyncio.Task[object]] = {}
         self.features = Features(self)
         self.call_threads = CallThreads()
         self.write_lock = threading.Lock()
@@ -335,7 +339,7 @@ class ProcessRuntime:
         forward: list[pb.Envelope] = []
         error: Exception | None = None
         try:
-            for envelope in self.decoder.feed(data):
+            for envelope in self._envelopes(data):
                 if envelope.WhichOneof("msg") != "call_tool" or not self._queue_call(envelope):
                     forward.append(envelope)
         except Exception as exc:  # a bad frame (or a bug): the process ends, as the loop's reading would
@@ -347,7 +351,7 @@ class ProcessRuntime:
             return False
         return True
 
-    def _to_loop(self, callback: Callable[..., None], *args: Any) -> bool:
+    def _to_loop(self, callback: Callable[..., None], *args: object) -> bool:
         """Run callback(*args) on the loop; False if the loop is closed (the process is ending)."""
         try:
             self.loop.call_soon_threadsafe(callback, *args)
@@ -397,7 +401,7 @@ class ProcessRuntime:
         return pb.Hello(
             protocol_version=wire.PROTOCOL_VERSION,
             sdk_name=SDK_NAME,
-            sdk_version=SDK_VERSION,
+            sdk_version=installed_version(),
             tool_file=self.tool_file,
             pid=os.getpid(),
             python_version=sys.version.split()[0],
@@ -406,9 +410,16 @@ class ProcessRuntime:
         )
 
     # -- input ---------------------------------------------------------------------
+    def _envelopes(self, data: bytes) -> Iterator[pb.Envelope]:
+        """The Envelopes completed by `data`. Raw payloads travel to the host only."""
+        for item in self.decoder.feed(data):
+            if isinstance(item, wire.Raw):
+                raise wire.FrameError("the host sent a raw payload: a tool process takes none")
+            yield item
+
     def received(self, data: bytes) -> None:
         try:
-            for envelope in self.decoder.feed(data):
+            for envelope in self._envelopes(data):
                 self.dispatch(envelope)
         except wire.FrameError as exc:
             self._bad_frame(exc)
@@ -745,13 +756,14 @@ class ProcessRuntime:
 
 
 class _Frames(asyncio.Protocol):
+    transport: readsize.ResizableRead  # set by connection_made, before any data
+
     def __init__(self, process: ProcessRuntime) -> None:
         self.process = process
-        self.transport: Any = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-        transport.max_size = readsize.SMALL  # type: ignore[attr-defined]
+        self.transport = cast(readsize.ResizableRead, transport)  # a read pipe (connect_read_pipe)
+        self.transport.max_size = readsize.SMALL
 
     def data_received(self, data: bytes) -> None:
         readsize.adapt(self.transport, len(data), READ_CEILING)
@@ -839,9 +851,9 @@ def _arguments_of(request: pb.CallToolRequest, spec: ToolSpec) -> str | bytes:
     return request.arguments_json
 
 
-def _arguments(spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> dict[str, Any]:
+def _arguments(spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> dict[str, object]:
     if isinstance(arguments_json, bytes):  # a typed tool's message as it came: no JSON at all
-        kwargs = {_the_parameter(spec): _parse(spec, arguments_json)}
+        kwargs: dict[str, object] = {_the_parameter(spec): _parse(spec, arguments_json)}
     else:
         arguments = orjson.loads(arguments_json) if arguments_json else {}
         if not isinstance(arguments, dict):
@@ -857,14 +869,16 @@ def _the_parameter(spec: ToolSpec) -> str:
     return name
 
 
-def _parse(spec: ToolSpec, data: bytes) -> Any:
+def _parse(spec: ToolSpec, data: bytes) -> Message:
     from google.protobuf.message import DecodeError
 
+    message = spec.message
+    assert message is not None  # bytes come for a typed tool only (_arguments_of)
     try:
-        return spec.message.FromString(data)
+        return message.FromString(data)
     except DecodeError as exc:
         raise ArgumentError(
-            f"Invalid arguments for tool '{spec.name}': not a {spec.message.DESCRIPTOR.full_name} ({exc})"
+            f"Invalid arguments for tool '{spec.name}': not a {message.DESCRIPTOR.full_name} ({exc})"
         ) from None
 
 

@@ -7,7 +7,6 @@ import threading
 import traceback
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 SYNC_WORKERS = 64
 """Threads for sync calls at most, across all tools of the process."""
@@ -16,7 +15,7 @@ TOOL_SHARE = 48
 """Threads one tool may occupy at most: the rest stay free for the other tools, so a slow
 (or stuck) tool never starves a fast one."""
 
-Job = tuple[Callable[..., None], tuple[Any, ...]]
+Job = tuple[Callable[..., None], tuple[object, ...]]
 
 
 class CallThreads:
@@ -65,12 +64,12 @@ class CallThreads:
             if not self.searching:
                 self._add_searcher()
 
-    def queue(self, key: str, fn: Callable[..., None], *args: Any) -> None:
+    def queue(self, key: str, fn: Callable[..., None], *args: object) -> None:
         """Queue fn(*args) from the reading thread, which decides after its read who runs it."""
         with self.lock:
             self._queue(key, (fn, args))
 
-    def submit(self, key: str, fn: Callable[..., None], *args: Any) -> None:
+    def submit(self, key: str, fn: Callable[..., None], *args: object) -> None:
         """Run fn(*args) in a call thread; `key` (the tool name) is the unit of fairness."""
         with self.lock:
             queued = self._queue(key, (fn, args))

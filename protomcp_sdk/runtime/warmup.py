@@ -19,7 +19,7 @@ import contextlib
 import importlib
 import importlib.util
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 
 def _installed_roots() -> tuple[str, ...]:
@@ -70,7 +70,7 @@ def warm(tool_file: str) -> None:
                 _warm_pydantic(module)
 
 
-def _warm_pydantic(pydantic: Any) -> None:
+def _warm_pydantic(pydantic: ModuleType) -> None:
     """pydantic loads its names lazily, and scans the installed distributions for plugins
     (importlib.metadata, ~50 ms) at its first validator: do both now."""
     _ = pydantic.BaseModel, pydantic.Field

@@ -15,7 +15,7 @@ protobuf modules the generated code's builder imports). The framing names (``wir
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 _FRAMING = (
     "DEFAULT_MAX_FRAME",
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name == "envelope_pb2":  # `from protomcp_sdk.wire import envelope_pb2` asks here first
         from protomcp_sdk.wire.leanpb import load
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -150,7 +150,7 @@ class FrameDecoder:
             raise FrameError(f"raw payload of {header.size} bytes exceeds the {self.max_frame}-byte limit")
         self._raw, self._raw_left, self._raw_parts = header, header.size, []
 
-    def _collect_raw(self, data: bytes) -> Iterator[Raw]:
+    def _collect_raw(self, data: bytes) -> Generator[Raw, None, bytes]:
         """Take this payload's bytes from `data`; yield it when complete; return the rest.
         Written as a generator used with ``yield from``, so its return value is the rest."""
         assert self._raw is not None
@@ -179,7 +179,8 @@ class FrameDecoder:
 def parse(body: bytes | bytearray) -> pb.Envelope:
     envelope = pb.Envelope()
     try:
-        envelope.ParseFromString(body)
+        # the parser reads any buffer: bytes(body) would copy the frame to please the stub
+        envelope.ParseFromString(body)  # type: ignore[arg-type]
     except _DecodeError as exc:
         raise FrameError(f"frame of {len(body)} bytes is not a valid Envelope ({exc})") from None
     return envelope

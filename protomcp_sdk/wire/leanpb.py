@@ -23,7 +23,10 @@ import importlib.util
 import sys
 import threading
 from types import CodeType, ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from google._upb._message import Descriptor, FileDescriptor
 
 _lock = threading.Lock()
 
@@ -59,7 +62,8 @@ def _through_upb(name: str) -> ModuleType | None:
         if file.dependencies or file.extensions_by_name or file.services_by_name:
             return None  # not needed by our files: the builder knows those
         module = importlib.util.module_from_spec(spec)
-        _build(module.__dict__, file, _message.MessageMeta, name.rpartition(".")[2])
+        # the classes' __module__ as protoc writes it: from the .proto's name, not the module's
+        _build(module.__dict__, file, _message.MessageMeta, file.name.removesuffix(".proto") + "_pb2")
     except Exception:  # an API that moved: the generated module still works
         return None
     sys.modules[name] = module
@@ -85,7 +89,7 @@ def _serialized_descriptor(code: CodeType) -> bytes | None:
     return found[0] if len(found) == 1 else None
 
 
-def _build(namespace: dict[str, Any], file: Any, meta: type, module_name: str) -> None:
+def _build(namespace: dict[str, object], file: FileDescriptor, meta: type, module_name: str) -> None:
     """What the generated module's globals hold: DESCRIPTOR, ``_NAME`` descriptors (nested
     ones ``_OUTER_INNER``), the message classes (nested ones as class attributes) and the
     top-level enums (wrapper, and each value by name)."""
@@ -94,26 +98,27 @@ def _build(namespace: dict[str, Any], file: Any, meta: type, module_name: str) -
 
     namespace["DESCRIPTOR"] = file
 
-    def descriptors(descriptor: Any, key: str) -> None:
+    def descriptors(descriptor: Descriptor, key: str) -> None:
         namespace[key] = descriptor
         for nested in descriptor.nested_types:
             descriptors(nested, f"{key}_{nested.name.upper()}")
         for enum in descriptor.enum_types:
             namespace[f"{key}_{enum.name.upper()}"] = enum
 
-    def message_class(descriptor: Any, outer: str) -> type:
-        body: dict[str, Any] = {
+    def message_class(descriptor: Descriptor, outer: str) -> type:
+        body: dict[str, object] = {
             nested.name: message_class(nested, f"{outer}{descriptor.name}.")
             for nested in descriptor.nested_types
         }
         body.update(DESCRIPTOR=descriptor, __module__=module_name, __qualname__=outer + descriptor.name)
-        return meta(descriptor.name, (message.Message,), body)
+        made: type = meta(descriptor.name, (message.Message,), body)
+        return made
 
     for descriptor in file.message_types_by_name.values():
         descriptors(descriptor, "_" + descriptor.name.upper())
     for enum in file.enum_types_by_name.values():
         namespace["_" + enum.name.upper()] = enum
-        namespace[enum.name] = EnumTypeWrapper(enum)
+        namespace[enum.name] = EnumTypeWrapper(enum)  # type: ignore[arg-type]  # upb's own descriptor class
         for value in enum.values:
             namespace[value.name] = value.number
     for descriptor in file.message_types_by_name.values():

@@ -28,6 +28,7 @@ from google.protobuf.message import Message
 
 from protomcp_sdk.wire import proto_mcp_pb2 as pm
 from protomcp_sdk.wire import protoschema
+from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 
 VERSION = "1.0.0"
 SCHEMA_RESOLUTION = -33000  # proto-mcp: a schema reference that cannot be resolved
@@ -60,7 +61,7 @@ class ToolInfo:
 class CallResult:
     content: list[pm.ToolContent]
     is_error: bool
-    structured: Any = None  # the structured result as JSON (decoded from ToolContent.data)
+    structured: JSON = None  # the structured result as JSON (decoded from ToolContent.data)
     data: Message | None = None  # ... and as the tool's response message, when it has one
     metadata: dict[str, str] = field(default_factory=dict)  # e.g. "_meta": the result's, as JSON
 
@@ -78,7 +79,7 @@ class ProtoMcpClient:
         self.registry = registry
         self._ids = iter(range(1, 1 << 62))
         self._waiting: dict[int, asyncio.Future[pm.MCPMessage]] = {}
-        self._progress: dict[int, Callable[[float, float, str], Any]] = {}
+        self._progress: dict[int, Callable[[float, float, str], object]] = {}
         self.tools: dict[str, ToolInfo] = {}
         self.notifications: asyncio.Queue[pm.MCPMessage] = asyncio.Queue()  # list_changed, log_message
         self.errors: list[pm.ErrorResponse] = []  # error responses with no request (id 0)
@@ -181,7 +182,7 @@ class ProtoMcpClient:
         self._waiting.clear()
 
     async def request(
-        self, progress: Callable[[float, float, str], Any] | None = None, **payload: Any
+        self, progress: Callable[[float, float, str], object] | None = None, **payload: Any
     ) -> pm.MCPMessage:
         """Send one request (its oneof field and message) and wait for its answer."""
         id_ = next(self._ids)
@@ -254,8 +255,8 @@ class ProtoMcpClient:
     async def call_tool(
         self,
         name: str,
-        arguments: dict[str, Any] | Message | None = None,
-        progress: Callable[[float, float, str], Any] | None = None,
+        arguments: JSONObject | Message | None = None,
+        progress: Callable[[float, float, str], object] | None = None,
     ) -> CallResult:
         """Call a tool; a dict of arguments is packed as its request message (list_tools first,
         or it is listed now), a message as itself, an Any is sent as it is. Raises

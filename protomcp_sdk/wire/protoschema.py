@@ -24,7 +24,7 @@ import binascii
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import orjson
 from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2
@@ -33,12 +33,26 @@ from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
 from protomcp_sdk.wire import options_pb2
+from protomcp_sdk.wire.jsontypes import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from google.protobuf.internal.extension_dict import _ExtensionFieldDescriptor
 
 PACKAGE = "protomcp.tools"
 STRUCT_FILE = struct_pb2.DESCRIPTOR.name  # google/protobuf/struct.proto
 WELL_KNOWN = "google/protobuf/"
 WELL_KNOWN_PACKAGE = "google.protobuf."
 OPTIONS_FILE = options_pb2.DESCRIPTOR.name  # protomcp/options.proto
+AnyDescriptor: TypeAlias = Any
+"""A protobuf descriptor (of a file, message or field), read by reflection. The stubs split each
+kind between upb's class and the pure-Python one, and make Optional what a field's type makes
+present (``enum_type`` of an enum field): typed, every read here would need a cast."""
+# The (protomcp.message_schema) and (protomcp.field_schema) options, typed: protoc's stubs call
+# an extension a plain FieldDescriptor, not what it extends and holds.
+MESSAGE_SCHEMA = cast(
+    "_ExtensionFieldDescriptor[descriptor_pb2.MessageOptions, str]", options_pb2.message_schema
+)
+FIELD_SCHEMA = cast("_ExtensionFieldDescriptor[descriptor_pb2.FieldOptions, str]", options_pb2.field_schema)
 F = descriptor_pb2.FieldDescriptorProto
 SCALARS = {"string": F.TYPE_STRING, "integer": F.TYPE_INT64, "number": F.TYPE_DOUBLE, "boolean": F.TYPE_BOOL}
 SCALAR_NAMES = {
@@ -98,12 +112,12 @@ def _field_name(key: str, taken: set[str]) -> str:
 class _Builder:
     """Builds one top-level message (and its nested ones) from an object schema."""
 
-    def __init__(self, top: descriptor_pb2.DescriptorProto, full_name: str, defs: dict[str, Any]) -> None:
+    def __init__(self, top: descriptor_pb2.DescriptorProto, full_name: str, defs: JSONObject) -> None:
         self.top, self.full_name, self.defs = top, full_name, defs
         self.def_names: dict[str, str] = {}  # $defs key -> nested message full name
         self.needs_struct = False
 
-    def build(self, schema: dict[str, Any]) -> None:
+    def build(self, schema: JSONObject) -> None:
         objects = {k: _schema_dict(v, k) for k, v in self.defs.items() if _is_object(_schema_dict(v, k))}
         self.value_defs = {k: v for k, v in self.defs.items() if k not in objects}
         for key in objects:  # names first: $defs may refer to each other (and to themselves)
@@ -120,8 +134,8 @@ class _Builder:
         self,
         message: descriptor_pb2.DescriptorProto,
         full: str,
-        schema: dict[str, Any],
-        marks: dict[str, Any],
+        schema: JSONObject,
+        marks: JSONObject,
     ) -> None:
         extras = {**_extras(schema), **marks}
         if "properties" not in schema:
@@ -129,7 +143,7 @@ class _Builder:
         for key in ("required", "additionalProperties"):
             if key in schema:
                 extras[key] = schema[key]
-        message.options.Extensions[options_pb2.message_schema] = _dumps(extras)
+        message.options.Extensions[MESSAGE_SCHEMA] = _dumps(extras)
         taken: set[str] = set()
         for number, (key, sub) in enumerate((schema.get("properties") or {}).items(), start=1):
             field = message.field.add(name=_field_name(key, taken), number=number, json_name=key)
@@ -140,7 +154,7 @@ class _Builder:
         message: descriptor_pb2.DescriptorProto,
         full: str,
         field: descriptor_pb2.FieldDescriptorProto,
-        schema: dict[str, Any],
+        schema: JSONObject,
     ) -> None:
         inner, nullable = _unwrap_nullable(schema)
         extras = _extras(schema)
@@ -158,15 +172,15 @@ class _Builder:
             field.oneof_index = len(message.oneof_decl)
             message.oneof_decl.add(name=f"_{field.name}")
         if extras:
-            field.options.Extensions[options_pb2.field_schema] = _dumps(extras)
+            field.options.Extensions[FIELD_SCHEMA] = _dumps(extras)
 
     def _kind(
         self,
         message: descriptor_pb2.DescriptorProto,
         full: str,
         field: descriptor_pb2.FieldDescriptorProto,
-        schema: dict[str, Any],
-        extras: dict[str, Any],
+        schema: JSONObject,
+        extras: JSONObject,
     ) -> str:
         """Set the field's type from `schema`: "scalar", "message", "repeated" or "any"."""
         ref, kind = schema.get("$ref"), schema.get("type")
@@ -184,7 +198,7 @@ class _Builder:
             return "scalar"
         if kind == "array" and isinstance(schema.get("items"), dict) and not _combines(schema):
             items = schema["items"]
-            marks: dict[str, Any] = {}
+            marks: JSONObject = {}
             plain = "$ref" in items or (items.get("type") in SCALARS and not _has_structure(items))
             plain = plain or (items.get("type") == "object" and isinstance(items.get("properties"), dict))
             if plain and self._kind(message, full, field, items, marks) in ("scalar", "message"):
@@ -228,7 +242,7 @@ class _Builder:
         return "any"
 
 
-def _is_object(schema: dict[str, Any]) -> bool:
+def _is_object(schema: JSONObject) -> bool:
     return (
         schema.get("type") == "object"
         and isinstance(schema.get("properties"), dict)
@@ -243,13 +257,13 @@ def _unique(wanted: str, taken: set[str]) -> str:
     return name
 
 
-def _combines(schema: dict[str, Any]) -> bool:
+def _combines(schema: JSONObject) -> bool:
     return any(
         k in schema for k in ("anyOf", "oneOf", "allOf", "not", "if", "patternProperties", "prefixItems")
     )
 
 
-def _schema_dict(value: Any, where: str) -> dict[str, Any]:
+def _schema_dict(value: JSON, where: str) -> JSONObject:
     if value is True:
         return {}
     if not isinstance(value, dict):
@@ -257,15 +271,15 @@ def _schema_dict(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def _extras(schema: dict[str, Any]) -> dict[str, Any]:
+def _extras(schema: JSONObject) -> JSONObject:
     return {k: v for k, v in schema.items() if k not in STRUCTURAL}
 
 
-def _has_structure(schema: dict[str, Any]) -> bool:
+def _has_structure(schema: JSONObject) -> bool:
     return bool(set(schema) & (STRUCTURAL - {"type"})) or _combines(schema)
 
 
-def _unwrap_nullable(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+def _unwrap_nullable(schema: JSONObject) -> tuple[JSONObject, bool]:
     """anyOf [X, {"type": "null"}] → (X, True)."""
     options = schema.get("anyOf")
     if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
@@ -275,14 +289,14 @@ def _unwrap_nullable(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     return schema, False
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: JSON) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def tool_messages(
     tool_name: str,
-    input_schema: dict[str, Any],
-    output_schema: dict[str, Any] | None = None,
+    input_schema: JSONObject,
+    output_schema: JSONObject | None = None,
     package: str = PACKAGE,
 ) -> descriptor_pb2.FileDescriptorProto:
     """One .proto file for a tool: ``<Camel>Request`` from `input_schema`, and
@@ -328,13 +342,13 @@ def descriptor_set(files: Iterable[descriptor_pb2.FileDescriptorProto]) -> descr
     return out
 
 
-def files_of(classes: Iterable[Any]) -> descriptor_pb2.FileDescriptorSet:
+def files_of(classes: Iterable[type[Message]]) -> descriptor_pb2.FileDescriptorSet:
     """The files that define generated message classes, with the files they import (not
     google/protobuf's), dependencies first: a typed tool's descriptors."""
     out = descriptor_pb2.FileDescriptorSet()
     seen: set[str] = set()
 
-    def add(file: Any) -> None:
+    def add(file: AnyDescriptor) -> None:
         if file.name in seen or file.name.startswith(WELL_KNOWN):
             return
         seen.add(file.name)
@@ -347,13 +361,13 @@ def files_of(classes: Iterable[Any]) -> descriptor_pb2.FileDescriptorSet:
     return out
 
 
-def _proto_of(file: Any) -> descriptor_pb2.FileDescriptorProto:
+def _proto_of(file: AnyDescriptor) -> descriptor_pb2.FileDescriptorProto:
     proto = descriptor_pb2.FileDescriptorProto()
     file.CopyToProto(proto)
     return proto
 
 
-def _well_known(name: str) -> Any:
+def _well_known(name: str) -> AnyDescriptor:
     from google.protobuf import any_pb2
 
     known = {
@@ -427,7 +441,7 @@ def proto_source(file: descriptor_pb2.FileDescriptorProto) -> str:
 
 
 def _render_message(message: descriptor_pb2.DescriptorProto, lines: list[str], indent: str) -> None:
-    options = message.options.Extensions[options_pb2.message_schema]
+    options = message.options.Extensions[MESSAGE_SCHEMA]
     description = orjson.loads(options).get("description") if options else None
     _comment(description, lines, indent)
     lines.append(f"{indent}message {message.name} {{")
@@ -436,7 +450,7 @@ def _render_message(message: descriptor_pb2.DescriptorProto, lines: list[str], i
         lines.append(f"{inner}option (protomcp.message_schema) = {_literal(options)};")
     entries = {n.name: n for n in message.nested_type if n.options.map_entry}
     for field in message.field:
-        schema = field.options.Extensions[options_pb2.field_schema]
+        schema = field.options.Extensions[FIELD_SCHEMA]
         extras = orjson.loads(schema) if schema else {}
         _comment(extras.get("description") if isinstance(extras, dict) else None, lines, inner)
         entry = entries.get(field.type_name.rsplit(".", 1)[-1]) if field.type == F.TYPE_MESSAGE else None
@@ -465,7 +479,7 @@ def _render_message(message: descriptor_pb2.DescriptorProto, lines: list[str], i
     lines.append(f"{indent}}}")
 
 
-def _comment(text: Any, lines: list[str], indent: str) -> None:
+def _comment(text: JSON, lines: list[str], indent: str) -> None:
     if isinstance(text, str) and text.strip():
         lines += [f"{indent}// {line}".rstrip() for line in text.strip().splitlines()]
 
@@ -483,14 +497,14 @@ def _default_json_name(name: str) -> str:
 # -- values --------------------------------------------------------------------------------
 
 
-def json_to_message(data: dict[str, Any], cls: type[Message]) -> Message:
+def json_to_message(data: JSONObject, cls: type[Message]) -> Message:
     """An argument object (or structured result) as a message of `cls`. Raises ValueError."""
     message = cls()
     _fill(message, data, "")
     return message
 
 
-def _fill(message: Message, data: Any, where: str) -> None:
+def _fill(message: Message, data: JSON, where: str) -> None:
     descriptor = message.DESCRIPTOR
     if descriptor.full_name.startswith(WELL_KNOWN_PACKAGE):  # Struct, Value, Timestamp...: their JSON
         try:
@@ -511,7 +525,7 @@ def _fill(message: Message, data: Any, where: str) -> None:
         _set(message, field, value, at)
 
 
-def _set(message: Message, field: Any, value: Any, at: str) -> None:
+def _set(message: Message, field: AnyDescriptor, value: JSON, at: str) -> None:
     if field.message_type is not None and field.message_type.GetOptions().map_entry:
         if not isinstance(value, dict):
             raise ValueError(f"{at}: expected an object, got {_kind_of(value)}")
@@ -547,7 +561,8 @@ def _set(message: Message, field: Any, value: Any, at: str) -> None:
     setattr(message, field.name, _scalar(field, value, at))
 
 
-def _scalar(field: Any, value: Any, at: str) -> Any:
+def _scalar(field: AnyDescriptor, value: JSON, at: str) -> object:
+    # what the field holds: str, int, float, bool or bytes
     kind = SCALAR_NAMES.get(field.type)
     ok = {
         "string": isinstance(value, str),
@@ -575,11 +590,11 @@ def _scalar(field: Any, value: Any, at: str) -> Any:
     return value
 
 
-def _type_word(field: Any) -> str:
+def _type_word(field: AnyDescriptor) -> str:
     return {v: k for k, v in vars(F).items() if k.startswith("TYPE_")}[field.type][5:].lower()
 
 
-def _plain(field: Any, value: Any) -> Any:
+def _plain(field: AnyDescriptor, value: Any) -> JSON:  # a field's value: str, int, float, bool or bytes
     """A scalar field's value as JSON (bytes as base64, an enum by name)."""
     if field.type == F.TYPE_BYTES:
         return base64.b64encode(value).decode()
@@ -589,21 +604,22 @@ def _plain(field: Any, value: Any) -> Any:
     return value
 
 
-def _kind_of(value: Any) -> str:
+def _kind_of(value: JSON) -> str:
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number"
     )
 
 
-def message_to_json(message: Message) -> dict[str, Any]:
+def message_to_json(message: Message) -> JSONObject:
     """A message back as the JSON object it stands for (absent fields left out)."""
-    return _read(message)
+    arguments: JSONObject = _read(message)
+    return arguments
 
 
-def _read(message: Message) -> Any:
+def _read(message: Message) -> JSON:
     if message.DESCRIPTOR.full_name.startswith(WELL_KNOWN_PACKAGE):
         return MessageToDict(message)
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for field in message.DESCRIPTOR.fields:
         value = getattr(message, field.name)
         if field.message_type is not None and field.message_type.GetOptions().map_entry:
@@ -632,13 +648,13 @@ def _read(message: Message) -> Any:
 # -- back to JSON Schema ---------------------------------------------------------------------
 
 
-def schema_from_message(descriptor: Any) -> dict[str, Any]:
+def schema_from_message(descriptor: AnyDescriptor) -> JSONObject:
     """The JSON Schema a message stands for (the original one, for a message made here)."""
-    defs: dict[str, Any] = {}
+    defs: JSONObject = {}
     schema = _message_schema(descriptor, defs)
     defs.update(schema.pop(VALUE_DEFS, {}))
     for nested in descriptor.nested_types:
-        key = _option(nested.GetOptions(), options_pb2.message_schema).get(DEF)
+        key = _option(nested.GetOptions().Extensions[MESSAGE_SCHEMA]).get(DEF)
         if key is not None:
             defs[key] = _message_schema(nested, defs)
     if defs:
@@ -646,10 +662,10 @@ def schema_from_message(descriptor: Any) -> dict[str, Any]:
     return schema
 
 
-def _message_schema(descriptor: Any, defs: dict[str, Any]) -> dict[str, Any]:
-    extras = _option(descriptor.GetOptions(), options_pb2.message_schema)
+def _message_schema(descriptor: AnyDescriptor, defs: JSONObject) -> JSONObject:
+    extras = _option(descriptor.GetOptions().Extensions[MESSAGE_SCHEMA])
     extras.pop(DEF, None)
-    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    schema: JSONObject = {"type": "object", "properties": {}}
     for field in descriptor.fields:
         schema["properties"][field.json_name] = _field_schema(field, defs)
     if extras.pop(NO_PROPERTIES, False):
@@ -658,8 +674,8 @@ def _message_schema(descriptor: Any, defs: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _field_schema(field: Any, defs: dict[str, Any]) -> dict[str, Any]:
-    extras = _option(field.GetOptions(), options_pb2.field_schema)
+def _field_schema(field: AnyDescriptor, defs: JSONObject) -> JSONObject:
+    extras = _option(field.GetOptions().Extensions[FIELD_SCHEMA])
     if extras.pop(WHOLE, False):
         return extras
     nullable = extras.pop(NULLABLE, False)
@@ -667,7 +683,7 @@ def _field_schema(field: Any, defs: dict[str, Any]) -> dict[str, Any]:
     item_ref = items.pop(REF, None)
     ref = extras.pop(REF, None)
     if ref is not None:  # a $ref to a $defs entry that is not an object
-        inner: dict[str, Any] = {"$ref": ref}
+        inner: JSONObject = {"$ref": ref}
         schema = {"anyOf": [inner, {"type": "null"}]} if nullable else inner
         return {**schema, **extras}
     if field.message_type is not None and field.message_type.GetOptions().map_entry:
@@ -683,7 +699,7 @@ def _field_schema(field: Any, defs: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _type_schema(field: Any, defs: dict[str, Any]) -> dict[str, Any]:
+def _type_schema(field: AnyDescriptor, defs: JSONObject) -> JSONObject:
     if field.message_type is None:
         if field.type == F.TYPE_ENUM:
             return {"type": "string", "enum": [value.name for value in field.enum_type.values]}
@@ -694,10 +710,10 @@ def _type_schema(field: Any, defs: dict[str, Any]) -> dict[str, Any]:
     if message.full_name.startswith(WELL_KNOWN_PACKAGE):  # in protobuf's own JSON form
         return {"type": "object"} if message.full_name == STRUCT[1:] else {}
     options = message.GetOptions()
-    key = _option(options, options_pb2.message_schema).get(DEF)
+    key = _option(options.Extensions[MESSAGE_SCHEMA]).get(DEF)
     if key is not None:
         return {"$ref": f"#/$defs/{key}"}
-    if not options.HasExtension(options_pb2.message_schema):  # a message written by hand: by reference
+    if not options.HasExtension(MESSAGE_SCHEMA):  # a message written by hand: by reference
         if message.full_name not in defs:
             defs[message.full_name] = {}  # taken before it is built: it may contain itself
             defs[message.full_name] = _message_schema(message, defs)
@@ -705,6 +721,6 @@ def _type_schema(field: Any, defs: dict[str, Any]) -> dict[str, Any]:
     return _message_schema(message, defs)
 
 
-def _option(options: Any, extension: Any) -> dict[str, Any]:
-    text = options.Extensions[extension]
+def _option(text: str) -> JSONObject:
+    """The JSON object an option holds (empty when unset)."""
     return dict(orjson.loads(text)) if text else {}

@@ -29,16 +29,28 @@ import math
 import struct
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from protomcp_sdk.wire.leanpb import serialized_descriptor
 
 # FieldDescriptorProto.Type values this module handles (descriptor.proto's numbering)
 DOUBLE, INT64, INT32, BOOL, STRING, MESSAGE, BYTES, UINT32 = 1, 3, 5, 8, 9, 11, 12, 13
 LABEL_REPEATED = 3
-_DEFAULTS: dict[int, Any] = {DOUBLE: 0.0, INT64: 0, INT32: 0, BOOL: False, STRING: "", BYTES: b"", UINT32: 0}
+FieldValue: TypeAlias = Any
+"""A field's value: str, bytes, bool, int, float, a Message, or a Repeated of them. Set as
+protobuf's Python API allows, by name at run time; each field's encoder takes its own kind."""
+
+_DEFAULTS: dict[int, FieldValue] = {
+    DOUBLE: 0.0,
+    INT64: 0,
+    INT32: 0,
+    BOOL: False,
+    STRING: "",
+    BYTES: b"",
+    UINT32: 0,
+}
 _WIRE_TYPE = {DOUBLE: 1, INT64: 0, INT32: 0, BOOL: 0, UINT32: 0, STRING: 2, BYTES: 2, MESSAGE: 2}
 _DOUBLE = struct.Struct("<d")
 _U64 = 1 << 64
@@ -102,16 +114,16 @@ class Field:
         )
 
 
-class Repeated(list):  # type: ignore[type-arg]
+class Repeated(list[FieldValue]):
     """A repeated field: a list; ``add(**fields)`` appends a new message of its class."""
 
     __slots__ = ("_element",)
 
-    def __init__(self, element: type[Message] | None, items: Any = ()) -> None:
+    def __init__(self, element: type[Message] | None, items: Iterable[FieldValue] = ()) -> None:
         super().__init__(items)
         self._element = element
 
-    def add(self, **fields: Any) -> Message:
+    def add(self, **fields: FieldValue) -> Message:
         if self._element is None:
             raise AttributeError("add() is for repeated message fields; use append()")
         item = self._element(**fields)
@@ -129,9 +141,9 @@ class Message:
     _pb_numbers: ClassVar[dict[int, Field]] = {}
     _pb_oneofs: ClassVar[dict[str, frozenset[str]]] = {}
     _pb_name: ClassVar[str] = ""
-    _pb_encoders: ClassVar[dict[str, Callable[[Any], bytes]]] = {}
+    _pb_encoders: ClassVar[dict[str, Callable[[FieldValue], bytes]]] = {}
 
-    def __init__(self, **fields: Any) -> None:
+    def __init__(self, **fields: FieldValue) -> None:
         # the message this one was made for on a read, until it is present there (weakly: a
         # cycle would leave every call's messages to the cyclic GC)
         self._pb_parent: tuple[weakref.ref[Message], str] | None = None
@@ -139,7 +151,7 @@ class Message:
         if fields:
             self._pb_init(fields)
 
-    def _pb_init(self, fields: dict[str, Any]) -> None:
+    def _pb_init(self, fields: dict[str, FieldValue]) -> None:
         spec = self._pb_fields
         for name, value in fields.items():
             field = spec.get(name)
@@ -154,13 +166,14 @@ class Message:
             else:
                 self.__dict__[name] = value
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> FieldValue:
         field = self._pb_fields.get(name)
         if field is None:
             raise AttributeError(f"{self._pb_name} has no field {name!r}")
         if field.repeated:
-            value: Any = Repeated(field.message)
+            value: FieldValue = Repeated(field.message)
         else:
+            # (a scalar reads as its class's default: only message fields come here)
             value = field.message()  # type: ignore[misc]
             value._pb_parent = (weakref.ref(self), name)
         self.__dict__[name] = value
@@ -193,7 +206,7 @@ class Message:
                 _keep_one(parent.__dict__, parent._pb_oneofs[oneof], name)
             parent.SetInParent()
 
-    def _present(self, name: str) -> Any:
+    def _present(self, name: str) -> Message | None:
         """The value of message field `name` if it is present, else None."""
         value = self.__dict__.get(name)
         if value is None or value._pb_here or value.SerializeToString():
@@ -228,7 +241,7 @@ class Message:
             self.__dict__.pop(member, None)
 
     # -- whole messages ---------------------------------------------------------------
-    def SerializeToString(self, **_: Any) -> bytes:
+    def SerializeToString(self, **_: object) -> bytes:
         """The fields in the order they were set (any order is valid protobuf); a oneof's
         members other than its set one are empty sub-messages made by reading, not written."""
         encoders = self._pb_encoders
@@ -261,9 +274,9 @@ class Message:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._pb_set() == other._pb_set()  # type: ignore[attr-defined]
+        return self._pb_set() == other._pb_set()
 
-    def _pb_set(self) -> dict[str, Any]:
+    def _pb_set(self) -> dict[str, FieldValue]:
         """The fields that would be written, by name."""
         encoders = self._pb_encoders
         return {name: value for name, value in self.__dict__.items() if encoders[name](value)}
@@ -278,7 +291,7 @@ class Message:
 _new = object.__new__
 
 
-def _keep_one(fields: dict[str, Any], members: frozenset[str], name: str) -> None:
+def _keep_one(fields: dict[str, FieldValue], members: frozenset[str], name: str) -> None:
     """Field `name` of a oneof is set: the oneof's other members go."""
     for other in [other for other in fields if other in members and other != name]:
         del fields[other]
@@ -291,7 +304,7 @@ def _length(size: int) -> bytes:
 _SMALL = [bytes((n,)) for n in range(0x80)]
 
 
-def _encoder(field: Field) -> Callable[[Any], bytes]:
+def _encoder(field: Field) -> Callable[[FieldValue], bytes]:
     """The function that writes one value of `field` (b"" for a proto3 default)."""
     tag, kind = field.tag, field.kind
     if field.repeated:
@@ -306,7 +319,7 @@ def _encoder(field: Field) -> Callable[[Any], bytes]:
         return lambda values: b"".join([one(value) or tag + b"\x00" for value in values])
     if kind == STRING:
 
-        def string(value: Any) -> bytes:
+        def string(value: FieldValue) -> bytes:
             if not value:
                 return b""
             data = value.encode() if type(value) is str else bytes(value)
@@ -357,13 +370,14 @@ def _decode_into(message: Message, data: bytes, pos: int, end: int) -> None:
             name, kind, repeated, cls, oneof = field.decoding
             if kind == STRING:
                 try:
-                    value: Any = data[start:pos].decode()
+                    value: FieldValue = data[start:pos].decode()
                 except UnicodeDecodeError:
                     raise DecodeError(f"field {name} is not valid UTF-8") from None
             elif kind == MESSAGE:
                 value = here.get(name) if not repeated else None  # a message seen twice is merged
                 if value is None:
-                    value = _new(cls)  # no parent link: a decoded message is present already
+                    # no parent link: a decoded message is present already (a message field has its class)
+                    value = _new(cls)  # type: ignore[arg-type]
                 value._pb_here = True
                 _decode_into(value, data, start, pos)
             elif kind == BYTES:
@@ -444,10 +458,24 @@ def _read_fields(data: bytes) -> list[tuple[int, int | bytes]]:
     return out
 
 
+def _bytes(value: int | bytes) -> bytes:
+    """A length-delimited value of a descriptor (a string or a message)."""
+    if isinstance(value, int):
+        raise DecodeError("a varint where a descriptor has a string or a message")
+    return value
+
+
+def _number(value: int | bytes) -> int:
+    """A varint value of a descriptor."""
+    if not isinstance(value, int):
+        raise DecodeError("a string or a message where a descriptor has a varint")
+    return value
+
+
 def build(serialized_file: bytes, module_name: str) -> dict[str, type[Message]]:
     """The message classes of a serialized FileDescriptorProto, by name."""
     file = _read_fields(serialized_file)
-    package = next((value.decode() for number, value in file if number == 2), "")  # type: ignore[union-attr]
+    package = next((_bytes(value).decode() for number, value in file if number == 2), "")
     if any(number == 3 for number, _ in file):
         raise Unsupported("imports of other .proto files")
     if any(number == 5 for number, _ in file):
@@ -457,26 +485,26 @@ def build(serialized_file: bytes, module_name: str) -> dict[str, type[Message]]:
     for number, value in file:
         if number != 4:  # message_type
             continue
-        message = _read_fields(value)  # type: ignore[arg-type]
-        name = next(v.decode() for n, v in message if n == 1)  # type: ignore[union-attr]
+        message = _read_fields(_bytes(value))
+        name = next(_bytes(v).decode() for n, v in message if n == 1)
         if any(n in (3, 4) for n, _ in message):
             raise Unsupported(f"nested types in {name}")
-        oneofs = [_read_fields(v)[0][1].decode() for n, v in message if n == 8]  # type: ignore[union-attr, arg-type]
+        oneofs = [_bytes(_read_fields(_bytes(v))[0][1]).decode() for n, v in message if n == 8]
         fields: list[tuple[Field, str]] = []
         for n, v in message:
             if n != 2:
                 continue
-            spec = dict(_read_fields(v))  # type: ignore[arg-type]
-            kind = spec[5]
+            spec = dict(_read_fields(_bytes(v)))
+            field_name, kind = _bytes(spec[1]).decode(), _number(spec[5])
             if kind not in _WIRE_TYPE or spec.get(17):  # proto3 optional: explicit presence
-                raise Unsupported(f"field {name}.{spec[1].decode()} of type {kind}")  # type: ignore[union-attr]
+                raise Unsupported(f"field {name}.{field_name} of type {kind}")
             repeated = spec.get(4) == LABEL_REPEATED
             if repeated and kind not in (STRING, BYTES, MESSAGE):
-                raise Unsupported(f"packed repeated field {name}.{spec[1].decode()}")  # type: ignore[union-attr]
-            oneof = oneofs[spec[9]] if 9 in spec else None  # type: ignore[index]
-            field = Field(spec[1].decode(), spec[3], kind, repeated, oneof)  # type: ignore[union-attr, arg-type]
-            fields.append((field, spec.get(6, b"").decode()))  # type: ignore[union-attr]
-        body: dict[str, Any] = {
+                raise Unsupported(f"packed repeated field {name}.{field_name}")
+            oneof = oneofs[_number(spec[9])] if 9 in spec else None
+            field = Field(field_name, _number(spec[3]), kind, repeated, oneof)
+            fields.append((field, _bytes(spec.get(6, b"")).decode()))
+        body: dict[str, object] = {
             "__slots__": (),
             "__module__": module_name,
             "__qualname__": name,
@@ -515,7 +543,7 @@ def install(module_name: str = "protomcp_sdk.wire.envelope_pb2") -> ModuleType |
         return None
     module = ModuleType(module_name, "protomcp.proto's messages (pure Python: protomcp_sdk.wire.purepb)")
     module.__dict__.update(classes)
-    module.DecodeError = DecodeError  # type: ignore[attr-defined]
+    module.DecodeError = DecodeError  # type: ignore[attr-defined]  # as the generated module has
     sys.modules[module_name] = module
     parent, _, child = module_name.rpartition(".")
     setattr(sys.modules[parent], child, module)

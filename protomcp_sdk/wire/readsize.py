@@ -9,7 +9,7 @@ message is streaming in; the first short read brings them back down.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 SMALL = 64 * 1024  # under the mmap threshold: the buffer comes from the heap and is reused
 
@@ -19,6 +19,13 @@ def next_size(size: int, got: int, largest: int) -> int:
     return min(size * 4, largest) if got >= size else SMALL
 
 
-def adapt(transport: Any, got: int, largest: int) -> None:
+class ResizableRead(Protocol):
+    """asyncio's read pipe transport: it reads `max_size` bytes at a time (an attribute its
+    base classes do not declare)."""
+
+    max_size: int
+
+
+def adapt(transport: ResizableRead, got: int, largest: int) -> None:
     """After a read of `got` bytes, set the asyncio read transport's next read size."""
     transport.max_size = next_size(transport.max_size, got, largest)

@@ -17,13 +17,13 @@ from protomcp_sdk.wire import envelope_pb2 as pb
 
 Names = tuple[str, ...]
 
-_SINGLE = (  # field of ToolListChange, Envelope oneof name, request message
-    ("enable", "enable_tools", pb.EnableToolsRequest),
-    ("disable", "disable_tools", pb.DisableToolsRequest),
-    ("allow", "set_allowed", pb.SetAllowedRequest),
-    ("block", "set_blocked", pb.SetBlockedRequest),
+_SINGLE = (  # field of ToolListChange, Envelope oneof name (its message has `tool_names`)
+    ("enable", "enable_tools"),
+    ("disable", "disable_tools"),
+    ("allow", "set_allowed"),
+    ("block", "set_blocked"),
 )
-CONTROL_KINDS = frozenset({kind for _, kind, _ in _SINGLE} | {"batch"})
+CONTROL_KINDS = frozenset({kind for _, kind in _SINGLE} | {"batch"})
 """The Envelope ``msg`` kinds that carry a ToolListChange."""
 
 
@@ -63,13 +63,16 @@ class ToolListChange:
 
     def envelope(self, call_id: str = "") -> pb.Envelope:
         """The Envelope request that asks the host for this change (for the call `call_id`)."""
-        fields = {name: getattr(self, name) for name, _, _ in _SINGLE}
+        fields = {name: getattr(self, name) for name, _ in _SINGLE}
         given = [name for name, value in fields.items() if value is not None]
         if len(given) == 1:
-            for name, kind, message in _SINGLE:
+            for name, kind in _SINGLE:
                 if name == given[0]:
-                    request = message(tool_names=list(fields[name] or ()))
-                    return pb.Envelope(call_id=call_id, **{kind: request})
+                    envelope = pb.Envelope(call_id=call_id)
+                    request = getattr(envelope, kind)
+                    request.SetInParent()  # sent even when it names no tool
+                    request.tool_names.extend(fields[name] or ())
+                    return envelope
         batch = pb.BatchUpdateRequest(
             enable=list(self.enable or ()),
             disable=list(self.disable or ()),
@@ -82,7 +85,7 @@ class ToolListChange:
     def from_envelope(cls, envelope: pb.Envelope) -> ToolListChange | None:
         """The change an Envelope request asks for; None when it is not a tool-list change."""
         kind = envelope.WhichOneof("msg")
-        for name, single, _ in _SINGLE:
+        for name, single in _SINGLE:
             if kind == single:
                 return cls(**{name: tuple(getattr(envelope, single).tool_names)})
         if kind == "batch":

@@ -19,8 +19,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
+from contextvars import Token
 from importlib.util import find_spec
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the otel extra: imported only once tracing is on
+    from opentelemetry.context import Context
+    from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.trace import Span, Tracer
+    from opentelemetry.util.types import AttributeValue
 
 __all__ = ["ON", "attach", "detach", "end", "start", "traceparent"]
 
@@ -41,10 +49,10 @@ def _configured(env: os._Environ[str] | dict[str, str] = os.environ) -> bool:
 ON = _configured()
 SERVICE = "protomcp"  # the default service.name (tool processes set their own before the first span)
 
-_tracer: Any = None
+_tracer: Tracer | None = None
 
 
-def _setup() -> Any:
+def _setup() -> Tracer:
     from opentelemetry import trace
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -67,20 +75,25 @@ def _setup() -> Any:
     return trace.get_tracer("protomcp")
 
 
-def _otlp_exporter() -> Any:
+def _otlp_exporter() -> SpanExporter:
     protocol = (
         os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
         or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
         or "http/protobuf"
     )
     if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-    else:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # type: ignore[assignment]
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as OverGrpc
+
+        exporter: SpanExporter = OverGrpc()  # annotated: without the grpc exporter it has no types
+        return exporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
     return OTLPSpanExporter()
 
 
-def start(name: str, parent: str, state: str, attributes: dict[str, Any], server: bool = True) -> Any:
+def start(
+    name: str, parent: str, state: str, attributes: Mapping[str, AttributeValue], server: bool = True
+) -> Span:
     """Start a span under the W3C trace context `parent` (and `state`), if any."""
     global _tracer
     if _tracer is None:
@@ -94,7 +107,7 @@ def start(name: str, parent: str, state: str, attributes: dict[str, Any], server
     return _tracer.start_span(name, context=context, kind=kind, attributes=attributes)
 
 
-def traceparent(span: Any) -> tuple[str, str]:
+def traceparent(span: Span) -> tuple[str, str]:
     """The W3C trace context (traceparent, tracestate) that makes a span the parent."""
     from opentelemetry.trace import set_span_in_context
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -104,7 +117,7 @@ def traceparent(span: Any) -> tuple[str, str]:
     return carrier.get("traceparent", ""), carrier.get("tracestate", "")
 
 
-def attach(span: Any) -> Any:
+def attach(span: Span) -> Token[Context]:
     """Make `span` the current one (a token for detach)."""
     from opentelemetry import context
     from opentelemetry.trace import set_span_in_context
@@ -112,13 +125,13 @@ def attach(span: Any) -> Any:
     return context.attach(set_span_in_context(span))
 
 
-def detach(token: Any) -> None:
+def detach(token: Token[Context]) -> None:
     from opentelemetry import context
 
     context.detach(token)
 
 
-def end(span: Any, error: str = "") -> None:
+def end(span: Span, error: str = "") -> None:
     """End a span; `error` (an error.type such as "tool_error" or a JSON-RPC code) marks it failed."""
     if error:
         from opentelemetry.trace import Status, StatusCode

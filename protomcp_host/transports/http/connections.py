@@ -46,114 +46,139 @@ class ConnectionLimits:
     max_connections: int = 1000  # open connections at once
 
 
-def bounded(protocol_class: type[Any], limits: ConnectionLimits, report: Callable[[str], None]) -> type[Any]:
-    """`protocol_class` (one of uvicorn's HTTP/1.1 protocols) with the header timeout and the
-    connection cap. (The keep-alive timeout is uvicorn's own `timeout_keep_alive`.)"""
-    # Connections without a request in progress, oldest first: the ones the cap may close.
-    waiting: dict[Any, None] = {}
-    refused: list[float] = [0, -REPORT_EVERY]  # refused since the last report; when that was
+class ServerBounds:
+    """What the connections of one server share: the limits, the connections the cap may close,
+    and the count of refused ones (reported at most every REPORT_EVERY seconds)."""
 
-    def make_room(newcomer: Any) -> bool:
-        for victim in waiting:
+    def __init__(self, limits: ConnectionLimits, report: Callable[[str], None]) -> None:
+        self.limits = limits
+        self.report = report
+        self.too_large = header_too_large(limits.max_header)
+        # Connections without a request in progress, oldest first: the ones the cap may close.
+        self.waiting: dict[Any, None] = {}
+        self.refused = 0  # connections refused since the last report
+        self.reported_at = -REPORT_EVERY  # when that was (monotonic)
+
+    def make_room(self, newcomer: Any) -> bool:
+        """Close the oldest connection without a request in progress; whether there was one."""
+        for victim in self.waiting:
             if victim is not newcomer:
-                del waiting[victim]
+                del self.waiting[victim]
                 victim.transport.close()
                 return True
         return False
 
-    too_large = header_too_large(limits.max_header)
+    def count_refusal(self, serving: int) -> None:
+        self.refused += 1
+        if time.monotonic() - self.reported_at >= REPORT_EVERY:
+            self.report(
+                f"protomcp: {serving} connections are serving requests "
+                f"(--max-connections {self.limits.max_connections}): refused {self.refused} with 503"
+            )
+            self.refused, self.reported_at = 0, time.monotonic()
 
-    class Bounded(protocol_class):  # type: ignore[misc]  # a base class known only at run time
-        _header_timer: asyncio.TimerHandle | None = None
-        _head_seen = 0  # bytes of the request header read so far (while no request is served)
-        _head_tail = b""  # its last 3 bytes: the end of the header may straddle two reads
 
-        def connection_made(self, transport: asyncio.Transport) -> None:
-            super().connection_made(transport)
-            waiting[self] = None
-            if len(self.connections) > limits.max_connections and not make_room(self):
-                del waiting[self]
-                self.transport.write(BUSY)
-                self.transport.close()
-                refused[0] += 1
-                if time.monotonic() - refused[1] >= REPORT_EVERY:
-                    report(
-                        f"protomcp: {len(self.connections) - 1} connections are serving requests "
-                        f"(--max-connections {limits.max_connections}): refused {refused[0]:.0f} with 503"
-                    )
-                    refused[:] = [0, time.monotonic()]
-                return
-            self._arm()
+class BoundedConnection(asyncio.Protocol):
+    """The header timeout, the header size limit and the connection cap, mixed in before one of
+    uvicorn's HTTP/1.1 protocols (`bounded`), which provides the attributes declared below."""
 
-        def _arm(self) -> None:
-            self._header_timer = self.loop.call_later(limits.header_timeout, self._header_late)
+    bounds: ServerBounds  # set on each class `bounded` makes
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    connections: set[Any]  # the server's open connections
+    cycle: Any  # the request in progress (None before the first)
+    _header_timer: asyncio.TimerHandle | None = None
+    _head_seen = 0  # bytes of the request header read so far (while no request is served)
+    _head_tail = b""  # its last 3 bytes: the end of the header may straddle two reads
 
-        def _header_late(self) -> None:
-            self._header_timer = None
-            if not self._serving():
-                self.transport.close()
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        bounds = self.bounds
+        bounds.waiting[self] = None
+        if len(self.connections) > bounds.limits.max_connections and not bounds.make_room(self):
+            del bounds.waiting[self]
+            self.transport.write(BUSY)
+            self.transport.close()
+            bounds.count_refusal(len(self.connections) - 1)
+            return
+        self._arm()
 
-        def _serving(self) -> bool:
-            cycle = self.cycle
-            return cycle is not None and not cycle.response_complete
+    def _arm(self) -> None:
+        self._header_timer = self.loop.call_later(self.bounds.limits.header_timeout, self._header_late)
 
-        def idle(self) -> bool:
-            """Open with no request in progress: kept alive between requests (or silent)."""
-            return not self._serving() and not self.transport.is_closing()
+    def _header_late(self) -> None:
+        self._header_timer = None
+        if not self._serving():
+            self.transport.close()
 
-        def data_received(self, data: bytes) -> None:
-            if not self._serving() and self._header_too_large(data):
-                # Refused before the parser sees it: a header is held whole until it ends.
-                self._forget()
-                self.transport.write(too_large)
-                self.transport.close()
-                return
-            super().data_received(data)
-            if self._serving():
-                if self._header_timer is not None:
-                    self._header_timer.cancel()
-                    self._header_timer = None
-                waiting.pop(self, None)
-            elif self.transport.get_protocol() is not self:  # upgraded (WebSocket): not ours now
-                self._forget()
-            elif self._header_timer is None and not self.transport.is_closing():
-                self._arm()  # the first bytes of the next request: its header has a deadline
+    def _serving(self) -> bool:
+        cycle = self.cycle
+        return cycle is not None and not cycle.response_complete
 
-        def _header_too_large(self, data: bytes) -> bool:
-            """Count a read towards the request header; whether the header is now over the limit."""
-            at = data.find(HEADER_END)
-            end: int | None = None if at < 0 else at
-            if end is None and self._head_tail:
-                at = (self._head_tail + data[:3]).find(HEADER_END)
-                if at >= 0:
-                    end = at - len(self._head_tail)  # (negative: the end began in the last read)
-            if end is None:
-                self._head_seen += len(data)
-                self._head_tail = (self._head_tail + data[-3:])[-3:]
-                return self._head_seen > limits.max_header
-            size = self._head_seen + end + len(HEADER_END)
-            if self._head_seen:  # the header ends here; the next starts anew (written only when
-                self._head_seen, self._head_tail = 0, b""  # needed: an idle connection stays small)
-            return size > limits.max_header
+    def idle(self) -> bool:
+        """Open with no request in progress: kept alive between requests (or silent)."""
+        return not self._serving() and not self.transport.is_closing()
 
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self._serving() and not self.transport.is_closing():
-                waiting.pop(self, None)
-                waiting[self] = None  # now the youngest idle connection
-
-        def connection_lost(self, exc: Exception | None) -> None:
+    def data_received(self, data: bytes) -> None:
+        if not self._serving() and self._header_too_large(data):
+            # Refused before the parser sees it: a header is held whole until it ends.
             self._forget()
-            super().connection_lost(exc)
-
-        def _forget(self) -> None:
-            waiting.pop(self, None)
+            self.transport.write(self.bounds.too_large)
+            self.transport.close()
+            return
+        super().data_received(data)
+        if self._serving():
             if self._header_timer is not None:
                 self._header_timer.cancel()
                 self._header_timer = None
+            self.bounds.waiting.pop(self, None)
+        elif self.transport.get_protocol() is not self:  # upgraded (WebSocket): not ours now
+            self._forget()
+        elif self._header_timer is None and not self.transport.is_closing():
+            self._arm()  # the first bytes of the next request: its header has a deadline
 
-    Bounded.__name__ = f"Bounded{protocol_class.__name__}"
-    return Bounded
+    def _header_too_large(self, data: bytes) -> bool:
+        """Count a read towards the request header; whether the header is now over the limit."""
+        limit = self.bounds.limits.max_header
+        at = data.find(HEADER_END)
+        end: int | None = None if at < 0 else at
+        if end is None and self._head_tail:
+            at = (self._head_tail + data[:3]).find(HEADER_END)
+            if at >= 0:
+                end = at - len(self._head_tail)  # (negative: the end began in the last read)
+        if end is None:
+            self._head_seen += len(data)
+            self._head_tail = (self._head_tail + data[-3:])[-3:]
+            return self._head_seen > limit
+        size = self._head_seen + end + len(HEADER_END)
+        if self._head_seen:  # the header ends here; the next starts anew (written only when
+            self._head_seen, self._head_tail = 0, b""  # needed: an idle connection stays small)
+        return size > limit
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # type: ignore[misc]  # uvicorn's protocol has it
+        if not self._serving() and not self.transport.is_closing():
+            waiting = self.bounds.waiting
+            waiting.pop(self, None)
+            waiting[self] = None  # now the youngest idle connection
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._forget()
+        super().connection_lost(exc)
+
+    def _forget(self) -> None:
+        self.bounds.waiting.pop(self, None)
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+
+def bounded(protocol_class: type[Any], limits: ConnectionLimits, report: Callable[[str], None]) -> type[Any]:
+    """`protocol_class` (one of uvicorn's HTTP/1.1 protocols) with the header timeout and the
+    connection cap (BoundedConnection); its connections share one ServerBounds. (The keep-alive
+    timeout is uvicorn's own `timeout_keep_alive`.)"""
+    name = f"Bounded{protocol_class.__name__}"
+    return type(name, (BoundedConnection, protocol_class), {"bounds": ServerBounds(limits, report)})
 
 
 FDS_RESERVED = 256  # file descriptors kept for tool processes' pipes, spool files, the listener

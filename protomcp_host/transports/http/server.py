@@ -230,16 +230,50 @@ async def serve_http(
     sockets = [sock]
     if settings.affinity is not None:  # the other workers pass this one its sessions' requests here
         sockets.append(settings.affinity.listen())
-    limits = settings.limits
-    cap = fit_to_fd_limit(limits.max_connections)
-    if cap < limits.max_connections:
-        host.stderr(
-            f"protomcp: warning: --max-connections {limits.max_connections} exceeds what the limit on "
-            f"open files allows (ulimit -n); serving at most {cap} connections"
-        )
-        limits = replace(limits, max_connections=cap)
+    limits = _fit_limits(host, settings.limits)
     http = bounded(http_protocol(), limits, host.stderr)
-    config = uvicorn.Config(
+    server = _Server(_uvicorn_config(app, http, limits, drain_timeout))
+    url = url_of(settings, sock.getsockname()[1])
+    if isinstance(settings.auth, OAuthResource):
+        settings.auth.start(url, host.stderr)
+    announce(url)
+    if not is_loopback(settings.host) and settings.auth is None:
+        host.stderr(
+            f"protomcp: warning: listening on {settings.host} without authentication; anyone who can "
+            "reach this port can call your tools (use --auth-token-env or --oauth-jwks)"
+        )
+    stopped = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_serve_until_stopped, server, sockets, stopped)
+        tg.start_soon(owner.expire_idle)
+        with anyio.CancelScope() as waiting:
+            tg.start_soon(_cancel_when_set, stopped, waiting)  # (the server stopped on its own)
+            await shutdown.wait()
+        await _shut_down(server, http, owner, host, settings.before_exit, drain_timeout)
+        server.should_exit = True
+        with anyio.move_on_after(drain_timeout + 2):
+            await stopped.wait()
+        tg.cancel_scope.cancel()
+    for listening in sockets:
+        listening.close()
+
+
+def _fit_limits(host: Sessions, limits: ConnectionLimits) -> ConnectionLimits:
+    """`limits` with the connection cap lowered to what the limit on open files allows."""
+    cap = fit_to_fd_limit(limits.max_connections)
+    if cap >= limits.max_connections:
+        return limits
+    host.stderr(
+        f"protomcp: warning: --max-connections {limits.max_connections} exceeds what the limit on "
+        f"open files allows (ulimit -n); serving at most {cap} connections"
+    )
+    return replace(limits, max_connections=cap)
+
+
+def _uvicorn_config(
+    app: Any, http: type[Any], limits: ConnectionLimits, drain_timeout: float
+) -> uvicorn.Config:
+    return uvicorn.Config(
         app,
         lifespan="off",
         log_config=None,
@@ -252,60 +286,51 @@ async def serve_http(
         backlog=ACCEPT_BATCH,
         http=http,
     )
-    server = _Server(config)
-    url = url_of(settings, sock.getsockname()[1])
-    if isinstance(settings.auth, OAuthResource):
-        settings.auth.start(url, host.stderr)
-    announce(url)
-    if not is_loopback(settings.host) and settings.auth is None:
+
+
+async def _serve_until_stopped(
+    server: uvicorn.Server, sockets: list[socket.socket], stopped: anyio.Event
+) -> None:
+    try:
+        await server.serve(sockets=sockets)
+    finally:
+        stopped.set()
+
+
+async def _cancel_when_set(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+async def _shut_down(
+    server: uvicorn.Server,
+    http: type[Any],
+    owner: Any,
+    host: Sessions,
+    before_exit: list[Callable[[], Awaitable[None]]],
+    drain_timeout: float,
+) -> None:
+    """Refuse new connections, let what runs finish (bounded by `drain_timeout`), then answer
+    what is left with an error and end the sessions."""
+    _stop_accepting(server, http)
+    owner.drain()
+    deadline = anyio.current_time() + drain_timeout
+    with anyio.CancelScope(deadline=deadline):  # (the peers' calls: their links stay open)
+        for wait in before_exit:
+            await wait()
+    kept = sum(connection.idle() for connection in _http_connections(server, http))
+    if kept or host.tasks_running() or owner.calls_running():
         host.stderr(
-            f"protomcp: warning: listening on {settings.host} without authentication; anyone who can "
-            "reach this port can call your tools (use --auth-token-env or --oauth-jwks)"
+            f"protomcp: draining: new connections are refused; waiting up to {drain_timeout:g}s "
+            f"for {owner.calls_running()} call(s) in flight, {host.tasks_running()} running "
+            f"task(s) and {kept} kept-alive connection(s)"
         )
-    stopped = anyio.Event()
-
-    async def run_server() -> None:
-        try:
-            await server.serve(sockets=sockets)
-        finally:
-            stopped.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run_server)
-        tg.start_soon(owner.expire_idle)
-        with anyio.CancelScope() as waiting:
-
-            async def stop_when_server_stops() -> None:
-                await stopped.wait()
-                waiting.cancel()
-
-            tg.start_soon(stop_when_server_stops)
-            await shutdown.wait()
-        _stop_accepting(server, http)
-        owner.drain()
-        deadline = anyio.current_time() + drain_timeout
-        with anyio.CancelScope(deadline=deadline):  # (the peers' calls: their links stay open)
-            for wait in settings.before_exit:
-                await wait()
-        kept = sum(connection.idle() for connection in _http_connections(server, http))
-        if kept or host.tasks_running() or owner.calls_running():
-            host.stderr(
-                f"protomcp: draining: new connections are refused; waiting up to {drain_timeout:g}s "
-                f"for {owner.calls_running()} call(s) in flight, {host.tasks_running()} running "
-                f"task(s) and {kept} kept-alive connection(s)"
-            )
-        with anyio.CancelScope(deadline=deadline):
-            await _drained(server, http, owner, host)
-        if host.tasks_running():
-            host.stderr(
-                f"protomcp: {host.tasks_running()} task(s) did not finish within the drain "
-                f"({drain_timeout:g}s, --drain-timeout); they end failed"
-            )
-        owner.fail_all(f"the host is shutting down and the call did not finish within {drain_timeout:g}s")
-        owner.close_all()  # (the error answers above still go out: streams end after their messages)
-        server.should_exit = True
-        with anyio.move_on_after(drain_timeout + 2):
-            await stopped.wait()
-        tg.cancel_scope.cancel()
-    for listening in sockets:
-        listening.close()
+    with anyio.CancelScope(deadline=deadline):
+        await _drained(server, http, owner, host)
+    if host.tasks_running():
+        host.stderr(
+            f"protomcp: {host.tasks_running()} task(s) did not finish within the drain "
+            f"({drain_timeout:g}s, --drain-timeout); they end failed"
+        )
+    owner.fail_all(f"the host is shutting down and the call did not finish within {drain_timeout:g}s")
+    owner.close_all()  # (the error answers above still go out: streams end after their messages)

@@ -296,19 +296,11 @@ class StreamableHTTP:
         """A tool call beyond --max-in-flight waits, at most `turn_timeout`, until this session has
         room for it: "turn", or why not: "busy" (no call ended in time), "left" (the client went
         away), "cancelled" (the client cancelled it), "closed" (the session ended)."""
-        left = False
-
-        async def watch(scope: anyio.CancelScope) -> None:
-            nonlocal left
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            left = True
-            scope.cancel()
-
+        left = anyio.Event()  # the client went away
         with Deadline(self.options.turn_timeout) as deadline:
-            while not (left or hs.closed or stream.closed or deadline.scope.cancel_called):
+            while not (left.is_set() or hs.closed or stream.closed or deadline.scope.cancel_called):
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(watch, tg.cancel_scope)
+                    tg.start_soon(_note_disconnect, receive, left, tg.cancel_scope)
                     while hs.full() and not stream.closed:
                         await hs.wait_turn()
                     tg.cancel_scope.cancel()
@@ -316,7 +308,7 @@ class StreamableHTTP:
                 # have taken the slot meanwhile. Only a slot still free now is this call's turn.
                 if not hs.full():
                     break
-        if left:
+        if left.is_set():
             return "left"
         if hs.closed:
             return "closed"
@@ -511,6 +503,14 @@ async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> N
         if message["type"] == "http.disconnect":
             scope.cancel()
             return
+
+
+async def _note_disconnect(receive: Receive, left: anyio.Event, scope: anyio.CancelScope) -> None:
+    """Set `left` and cancel `scope` once the client disconnects."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    left.set()
+    scope.cancel()
 
 
 def _not_started(request_id: bytes) -> bytes:

@@ -1,0 +1,85 @@
+"""RunSettings: what one `protomcp run` or `protomcp dev` was asked to do, typed and frozen.
+
+The CLI builds it (cli/main.py from the command's options; cli/serving.py for `protomcp run
+FILE...` without options) and the host is built from it (app.Host). Its defaults are the one
+copy of the run's defaults: the click options take theirs from here. Light on imports, since
+`protomcp run FILE...` builds one before it imports the host.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from protomcp_host.peers.hub import BridgeSettings
+    from protomcp_host.transports.http.server import HttpSettings
+    from protomcp_host.upstream.spec import UpstreamSpec
+
+
+@dataclass(frozen=True)
+class DevSettings:
+    """What `protomcp dev` does beside serving like run."""
+
+    reload: bool = True  # reload a tool file when it is saved (--no-reload: not)
+    watch: tuple[str, ...] = ()  # --watch GLOB: other files whose change reloads
+    ui: bool = False  # --ui: also serve the playground
+    ui_port: int | None = None  # --ui-port (None: the usual port, or any free one when it is taken)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """One run's settings. (Not slotted: `RunSettings.page_size` is the default, for click.)"""
+
+    # What to serve
+    files: tuple[Path, ...] = ()  # FILES as given: tool files and folders of them
+    modules: tuple[str, ...] = ()  # -m MODULE
+    plugins: tuple[str, ...] = ()  # --plugin NAME
+    upstreams: tuple[UpstreamSpec, ...] = ()  # --upstream, --upstream-token-env, --upstream-prefix
+    skills: tuple[Path, ...] = ()  # --skills DIR
+    bridge: BridgeSettings | None = None  # --agent-id and the other bridge options (None: no swarm)
+    python: str = sys.executable  # runs the tool files
+    # What clients see
+    server_name: str | None = None  # --name (None: protomcp)
+    instructions: str | None = None  # None: the tool files' docstrings
+    include_tags: tuple[str, ...] = ()
+    exclude_tags: tuple[str, ...] = ()
+    discovery: str = "full"  # or "search": meta-tools find the rest
+    page_size: int = 1000  # tools per tools/list page
+    schema_registry: Path | None = None  # proto-mcp descriptors by reference, written here
+    # Bounds
+    call_timeout: float = 300.0  # seconds (0: no limit)
+    startup_timeout: float = 30.0  # seconds a tool file may take to import and list its tools
+    heartbeat_timeout: float = 15.0  # seconds a heartbeat may stay unanswered (0: no heartbeat)
+    drain_timeout: float = 5.0  # seconds running calls may take to finish on shutdown
+    max_in_flight: int = 1000  # tool calls one session may have running at once
+    processes: int = 1  # tool processes per tool file
+    store: str | None = None  # --store URL (None: this host's memory)
+    # How clients connect
+    http: HttpSettings | None = None  # --transport http or sse (None: stdio)
+    auth_token_env: str | None = None  # --auth-token-env: the variable holding the bearer token
+    dev: DevSettings | None = None  # None: `protomcp run`
+    # What a call prints also goes to the host's stderr (not for `protomcp call`, which shows
+    # it once, as the log messages it arrives as)
+    echo_requests: bool = True
+
+    @property
+    def reload(self) -> bool:
+        """dev: tool files are watched and reloaded (blue/green) when they change."""
+        return self.dev is not None and self.dev.reload
+
+    @property
+    def hidden_env(self) -> frozenset[str]:
+        """The variables this run reads secrets from: kept out of the environment of every process
+        it starts (tool processes, stdio upstreams, the lookup of -m modules and plugins), which
+        run code the host does not control."""
+        names = {spec.token_env for spec in self.upstreams if spec.token_env}
+        if self.auth_token_env:
+            names.add(self.auth_token_env)
+        if self.bridge is not None:
+            names.update(self.bridge.credentials)  # --bridge-token-env
+            if self.bridge.token_env:
+                names.add(self.bridge.token_env)  # --peer-token-env
+        return frozenset(names)
