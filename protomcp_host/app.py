@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,13 +24,13 @@ from protomcp_host.calls.envelope import file_features, tool_from_definition
 from protomcp_host.calls.execution import Dispatcher
 from protomcp_host.calls.forwarding import Forwarding, declares_completions
 from protomcp_host.calls.middleware import Middleware
-from protomcp_host.calls.rounds import MAX_SUSPENDED_EACH, STATE_KEY_ENV, ModernRouter, Rounds
+from protomcp_host.calls.rounds import MAX_SUSPENDED_EACH, ModernRouter, Rounds
 from protomcp_host.calls.router import Router, Writer
 from protomcp_host.calls.staleness import stale_note
 from protomcp_host.calls.tasks import TaskRunner
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
-from protomcp_host.processes.launch import Launched, StartupError, label_of
+from protomcp_host.processes.launch import STATE_KEY_ENV, Launched, StartupError, label_of
 from protomcp_host.processes.output import LEVELS
 from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.supervisor import Supervisor
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from protomcp_host.shared_tools import SharedToolLists
     from protomcp_host.sharing import SharedTasks
     from protomcp_host.transports.http.server import HttpSettings
+    from protomcp_host.transports.ports import Connection, StartStop
 
 SERVER_INFO = {"name": "protomcp", "version": __version__}
 RUN_DEFAULTS = RunSettings()  # a run with every setting at its default
@@ -339,9 +340,8 @@ class Host:
     def connect(self, write: Writer, *, observed: bool = True) -> Router:
         """A new client session whose messages go to `write` (`observed`: shown to the
         wire tap, if any; the playground's own session records itself)."""
-        tap = self.wire_tap if observed else None
+        tap = self._session_tap(self.wire_tap) if observed and self.wire_tap is not None else None
         if tap is not None:
-            tap = self._session_tap(tap)
             write = _tapped_write(write, tap)
         session = Session(
             self.catalog,
@@ -376,9 +376,8 @@ class Host:
         )
         if self.discovery is not None:
             self.discovery.attach(session)
-        tap = self.wire_tap
+        tap = self._session_tap(self.wire_tap) if self.wire_tap is not None else None
         if tap is not None:
-            tap = self._session_tap(tap)
             write = _tapped_write(write, tap)
         router = ModernRouter(
             self.dispatcher,
@@ -441,9 +440,9 @@ class Host:
                 if len(self.principals) < MAX_PRINCIPALS // 2:
                     return
 
-    def disconnect(self, router: Router) -> None:
-        self.routers = [r for r in self.routers if r is not router]
-        router.session.tasks.forget_all()  # a stateful session's tasks end with it (a principal's stay)
+    def disconnect(self, connection: Connection) -> None:
+        self.routers = [r for r in self.routers if r is not connection]
+        connection.session.tasks.forget_all()  # a stateful session's tasks end with it (a principal's stay)
 
     async def wait_tasks(self) -> None:
         """Until no modern-era task's call runs on this host (a drain finishes them)."""
@@ -610,6 +609,13 @@ class Host:
                 router.log("error", "protomcp", message)
 
 
+if TYPE_CHECKING:
+
+    def _ports(host: Host, router: Router) -> tuple[StartStop, Connection]:
+        """Host and Router are what transports/ports.py says they are: mypy checks it here."""
+        return host, router
+
+
 RESTART_HINT = (
     "protomcp: the tool names changed: Claude Desktop and Cursor do not follow tools/list_changed, "
     "restart them (Cursor: refresh the server) to see added or removed tools"
@@ -693,7 +699,7 @@ Banner = Callable[["Host", str | None, bool], str]
 """What to print for a person at a terminal: (host, the HTTP URL or None for stdio, dev mode)."""
 
 
-Companion = Callable[..., Awaitable[None]]
+Companion = Callable[..., Coroutine[Any, Any, None]]
 """Runs beside the host: `companion(host, shutdown, task_status=...)`, started with
 TaskGroup.start (it reports started once it serves) and cancelled when the host stops."""
 

@@ -14,10 +14,8 @@ from protomcp_host.protocol.modern import (
     PROTOCOL_VERSION,
     TASKS_EXTENSION,
     ModernSession,
-    TaskCancel,
-    TaskInput,
 )
-from protomcp_host.protocol.session import Call, Send, ToolAnswer
+from protomcp_host.protocol.session import Call, Send, TaskCancel, TaskInput, ToolAnswer
 from protomcp_host.protocol.tasks import TaskMethods, TaskNotFound, TaskStore
 from protomcp_sdk.wire import envelope_pb2 as pb
 

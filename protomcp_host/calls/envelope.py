@@ -4,7 +4,6 @@ besides the frame channel that knows protobuf, so `protocol/` speaks MCP alone."
 from __future__ import annotations
 
 import base64
-from collections.abc import Hashable
 from typing import Any
 
 import orjson
@@ -17,7 +16,7 @@ from protomcp_sdk.wire import envelope_pb2 as pb
 TASK_MODES = ("forbidden", "optional", "required")
 
 
-def tool_from_definition(definition: pb.ToolDefinition, owner: Hashable) -> Tool:
+def tool_from_definition(definition: pb.ToolDefinition, owner: str) -> Tool:
     """Map an Envelope ToolDefinition to the catalog's Tool (the MCP Tool object and the
     host-only settings: hidden, pinned, timeout)."""
     mcp: dict[str, Any] = {"name": definition.name}
@@ -109,7 +108,7 @@ def _checked_object(data: bytes) -> bytes:
 
 
 def file_features(
-    owner: Hashable,
+    owner: str,
     resources: pb.ResourceListResponse,
     templates: pb.ResourceTemplateListResponse,
     prompts: pb.PromptListResponse,
@@ -200,37 +199,35 @@ def forward_result(
     """The MCP result (JSON, in pieces) for a tool process's answer. Raises ForwardError."""
     kind = reply.WhichOneof("msg")
     if kind == "read_resource_response":
-        response = reply.read_resource_response
-        if response.is_error:
-            data = {"uri": forward.params["uri"]} if response.error_code == -32002 else None
-            raise ForwardError(response.error_code or INTERNAL_ERROR, response.error, data)
+        read = reply.read_resource_response
+        if read.is_error:
+            data = {"uri": forward.params["uri"]} if read.error_code == -32002 else None
+            raise ForwardError(read.error_code or INTERNAL_ERROR, read.error, data)
         if raw is not None:
             contents = raw
-        elif response.contents_json:
-            contents = [response.contents_json.encode()]
+        elif read.contents_json:
+            contents = [read.contents_json.encode()]
         else:
-            contents = [orjson.dumps([_content(c) for c in response.contents])]
+            contents = [orjson.dumps([_content(c) for c in read.contents])]
         if not trusted:
             contents = [_checked_list(b"".join(contents), "resource contents")]
         return [b'{"contents":', *contents, b"}"]
     if kind == "get_prompt_response":
-        response = reply.get_prompt_response
-        if response.is_error:
-            raise ForwardError(response.error_code or INTERNAL_ERROR, response.error)
-        messages = response.messages_json.encode() or b"[]"
+        prompt = reply.get_prompt_response
+        if prompt.is_error:
+            raise ForwardError(prompt.error_code or INTERNAL_ERROR, prompt.error)
+        messages = prompt.messages_json.encode() or b"[]"
         if not trusted:
             messages = _checked_list(messages, "prompt messages")
-        head = (
-            b'{"description":' + orjson.dumps(response.description) + b"," if response.description else b"{"
-        )
+        head = b'{"description":' + orjson.dumps(prompt.description) + b"," if prompt.description else b"{"
         return [head, b'"messages":', messages, b"}"]
     if kind == "completion_response":
-        response = reply.completion_response
-        values = list(response.values)[:100]
+        completed = reply.completion_response
+        values = list(completed.values)[:100]
         completion = {
             "values": values,
-            "total": max(response.total, len(values)),
-            "hasMore": response.has_more,
+            "total": max(completed.total, len(values)),
+            "hasMore": completed.has_more,
         }
         return [orjson.dumps({"completion": completion})]
     raise ForwardError(INTERNAL_ERROR, f"the tool process answered {forward.method} with {kind!r}")

@@ -72,7 +72,7 @@ class Dispatcher:
         self.call_timeout = call_timeout
         self.middleware: list[Middleware] = []  # every file's, in chain order (see set_middleware)
         self._plans: dict[str, tuple[list[Middleware], Middleware | None]] = {}
-        self.spawn: Callable[..., None] | None = None  # runs a task in the host's task group
+        self.spawn: Callable[..., object] | None = None  # runs a task in the host's task group
         self.deadlines = Deadlines()  # every call's timeout, on one shared tick
         # dev: files whose last save failed to load (label -> note for their tools' answers)
         self.stale: dict[str, str] = {}
@@ -177,7 +177,7 @@ class Execution:
             request.trace_parent, request.trace_state = call.trace
         if call.arguments_proto and arguments is call.arguments and here is None:  # middleware work on JSON
             request.arguments_proto = call.arguments_proto
-        self.dispatcher.processes[call.tool.owner].start(envelope, leg)  # type: ignore[index]
+        self.dispatcher.processes[call.tool.owner].start(envelope, leg)
 
     # -- the channel's Leg (the tool's own call, without middleware) -------------------------
     @property

@@ -95,7 +95,7 @@ class Forwarding:
         """Ask the owning tool process; the answer (or why there is none) goes to the router,
         exactly once. While the process restarts, the request waits for it (bounded), like a call.
         Returns what runs it (None when nothing does)."""
-        processes = self.processes.get(forward.owner)  # type: ignore[call-overload]
+        processes = self.processes.get(forward.owner)
         if processes is None:
             router.forward_failed(
                 forward, rpc.INTERNAL_ERROR, f"{forward.owner}: tool process is not running"

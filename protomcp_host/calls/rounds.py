@@ -45,8 +45,8 @@ from protomcp_host.processes.events import Reply
 from protomcp_host.processes.launch import STATE_KEY_ENV
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import CancelForward, Forward
-from protomcp_host.protocol.modern import ModernSession, Retry, TaskCancel, TaskInput, valid_answer
-from protomcp_host.protocol.session import Call, CancelCall
+from protomcp_host.protocol.modern import ModernSession, Retry, valid_answer
+from protomcp_host.protocol.session import Call, CancelCall, TaskCancel, TaskInput
 from protomcp_sdk.wire.toollist import ToolListChange
 
 STATE_TTL = 600.0  # seconds a requestState stays valid (a retry after HOLD re-runs the call)

@@ -20,8 +20,9 @@ from protomcp_host.calls.execution import Dispatcher, Execution
 from protomcp_host.calls.tracing import RequestSpans
 from protomcp_host.processes.events import Reply
 from protomcp_host.processes.output import LogLimiter
+from protomcp_host.protocol.events import Send
 from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientRequest, Forward, RootsChanged
-from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Session, ToolAnswer
+from protomcp_host.protocol.session import Call, CancelCall, Event, Session, ToolAnswer
 from protomcp_sdk.wire import tracing
 from protomcp_sdk.wire.toollist import ToolListChange
 

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.jsontypes import is_id
 from protomcp_sdk.wire import tracing
 
 ANSWER = b'{"jsonrpc":"2.0","id":'
@@ -37,7 +38,7 @@ class RequestSpans:
                 self.open[message.id] = _span(message)
             elif isinstance(message, rpc.Notification) and message.method == "notifications/cancelled":
                 cancelled = message.params.get("requestId")
-                if rpc.is_id(cancelled):
+                if is_id(cancelled):
                     self.close(orjson.dumps(cancelled), "cancelled")
 
     def sent(self, data: bytes) -> None:

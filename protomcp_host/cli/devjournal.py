@@ -153,7 +153,7 @@ def _answer_text(message: dict[str, Any]) -> dict[str, Any]:
     if "error" in message:
         error = message["error"] if isinstance(message["error"], dict) else {}
         return {"error": True, "text": _excerpt(f"{error.get('code')}: {error.get('message')}")}
-    result = message.get("result") if isinstance(message.get("result"), dict) else {}
+    result = message["result"] if isinstance(message.get("result"), dict) else {}
     texts = [
         str(block.get("text"))
         for block in result.get("content") or []

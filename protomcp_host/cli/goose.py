@@ -12,10 +12,11 @@ from typing import Any, Protocol
 TIMEOUT = 300  # seconds, goose's default for an extension
 
 
-class _Place(Protocol):
-    kind: str
-    home: Path
-
+class _Place(Protocol):  # (install.Place; read-only here, as there)
+    @property
+    def kind(self) -> str: ...
+    @property
+    def home(self) -> Path: ...
     def appdata(self) -> Path: ...
     def xdg_config(self) -> Path: ...
 

@@ -62,10 +62,10 @@ def follow(
         running = False
         for host in serving(folder, file):
             running = running or host.running
-            follower = followers.get(host.pid)
-            if follower is None:
-                follower = followers[host.pid] = Follower(host.journal)
-            for record in follower.read():
+            known = followers.get(host.pid)
+            if known is None:
+                known = followers[host.pid] = Follower(host.journal)
+            for record in known.read():
                 say(render(record, host.pid))
         if not running and not waiting:
             say(f"-- waiting for a dev host serving {file.resolve()} (Ctrl+C quits)")

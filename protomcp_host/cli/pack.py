@@ -92,7 +92,7 @@ class Bundle:
             variable["name"]: f"${{user_config.{setting_key(variable['name'])}}}" for variable in variables
         }
         if self.kind == "python":
-            config = {"command": "python", "args": ["${__dirname}/server/main.py"]}
+            config: dict[str, Any] = {"command": "python", "args": ["${__dirname}/server/main.py"]}
             env["PYTHONPATH"] = "${__dirname}/server/lib"
         else:
             config = {
@@ -185,7 +185,7 @@ def first_line(text: str | None) -> str:
 def python_floor() -> str:
     """The oldest Python protomcp runs on (its own requires-python)."""
     try:
-        wanted = importlib.metadata.metadata(DIST_NAME).get("Requires-Python") or ""
+        wanted = (importlib.metadata.metadata(DIST_NAME).get_all("Requires-Python") or [""])[0]
     except importlib.metadata.PackageNotFoundError:
         wanted = ""
     match = re.search(r">=\s*([\d.]+)", wanted)

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from protomcp_host.processes.launch import StartupError, child_environment
 
@@ -66,7 +67,7 @@ class Plugin:
 
 def _ask(
     python: str, modules: list[str], plugins: list[str], everything: bool, hidden_env: Collection[str] = ()
-) -> dict[str, object]:
+) -> dict[str, Any]:
     request = json.dumps({"modules": modules, "plugins": plugins, "all": everything, "group": GROUP})
     try:
         done = subprocess.run(
@@ -87,7 +88,7 @@ def _ask(
 def installed(python: str = sys.executable) -> list[Plugin]:
     """Every plugin the interpreter's installed distributions declare, with its file."""
     answer = _ask(python, [], [], everything=True)
-    return [_plugin(row) for row in answer["plugins"]]  # type: ignore[attr-defined]
+    return [_plugin(row) for row in answer["plugins"]]
 
 
 def _plugin(row: list[str]) -> Plugin:
@@ -106,12 +107,12 @@ def resolve(
     files: list[Path] = []
     problems: list[str] = []
     for module in modules:
-        file, error = answer["modules"][module]  # type: ignore[index]
+        file, error = answer["modules"][module]
         if file:
             files.append(Path(file))
         else:
             problems.append(f"-m {module}: {error}")
-    found = {p.name: p for p in map(_plugin, answer["plugins"])}  # type: ignore[arg-type]
+    found = {p.name: p for p in map(_plugin, answer["plugins"])}
     for name in plugins:
         plugin = found.get(name)
         if plugin is None:

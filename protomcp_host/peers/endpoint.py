@@ -4,10 +4,13 @@ the peers' own credential, credentials.py)."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protomcp_host.peers.hub import PeerHub
 from protomcp_host.transports.http.guard import identity_of
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
 
 BRIDGE_PATH = "/bridge"
 
@@ -44,7 +47,7 @@ class BridgeEndpoint:
     def __init__(self, hub: PeerHub) -> None:
         self.hub = hub
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         from starlette.websockets import WebSocket
 
         identity = identity_of(scope)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from protomcp_host.peers.messages import PRIORITY_RANK, MessagePriority
@@ -40,11 +41,12 @@ class PriorityGate(Generic[T]):
         self.running -= 1
         return None
 
-    def discard(self, predicate: object) -> list[T]:
+    def discard(self, predicate: Callable[[T], bool]) -> list[T]:
         """Take the waiting requests for which predicate(item) is true out of the queue."""
-        kept, dropped = [], []
+        kept: list[tuple[int, int, T]] = []
+        dropped: list[tuple[int, int, T]] = []
         for entry in self._queue:
-            (dropped if predicate(entry[2]) else kept).append(entry)  # type: ignore[operator]
+            (dropped if predicate(entry[2]) else kept).append(entry)
         self._queue = kept
         heapq.heapify(self._queue)
         return [entry[2] for entry in dropped]

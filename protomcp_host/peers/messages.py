@@ -176,7 +176,7 @@ Message = Annotated[
     | ErrorMessage,
     Field(discriminator="message_type"),
 ]
-_adapter: TypeAdapter[Any] = TypeAdapter(Message)
+_adapter: TypeAdapter[BaseMessage] = TypeAdapter(Message)
 
 
 class InvalidMessage(ValueError):
@@ -187,8 +187,8 @@ def parse_message(data: str | bytes | dict[str, Any]) -> BaseMessage:
     """One bridge message from JSON (or its decoded object). Raises InvalidMessage."""
     try:
         if isinstance(data, dict):
-            return _adapter.validate_python(data)  # type: ignore[no-any-return]
-        return _adapter.validate_json(data)  # type: ignore[no-any-return]
+            return _adapter.validate_python(data)
+        return _adapter.validate_json(data)
     except ValidationError as exc:
         raise InvalidMessage(_explain(exc)) from None
 

@@ -85,7 +85,7 @@ class ChildProcess:
             self._line(name, bytes(pending))
         drained.set()
 
-    def _line(self, name: str, raw: bytes) -> None:
+    def _line(self, name: str, raw: bytes | bytearray) -> None:
         line = raw.decode(errors="replace").rstrip("\r")
         if name == "stderr":
             self.stderr_tail.append(line)
@@ -147,11 +147,17 @@ async def wait_process(process: subprocess.Popen[bytes]) -> int:
         return await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
     loop = asyncio.get_running_loop()
     pidfd = pidfd_open(process.pid)
-    exited = loop.create_future()
-    loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
+    exited: asyncio.Future[None] = loop.create_future()
+    loop.add_reader(pidfd, _settle, exited)
     try:
         await exited
     finally:
         loop.remove_reader(pidfd)
         os.close(pidfd)
     return process.wait()
+
+
+def _settle(exited: asyncio.Future[None]) -> None:
+    """The pidfd became readable (the process exited); it may stay readable until removed."""
+    if not exited.done():
+        exited.set_result(None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from protomcp_sdk.wire.version import DIST_NAME
+from protomcp_sdk.wire.version import DIST_NAME as DIST_NAME  # (re-exported: the host names it here)
 
 _SOURCE = Path(__file__).resolve().parent.parent  # the checkout, when running from one
 

@@ -124,7 +124,7 @@ async def read_into(
         return
     transport.max_size = readsize.SMALL  # type: ignore[attr-defined]  # grows to CHUNK while reads fill
     if on_transport is not None:
-        on_transport(transport)  # type: ignore[arg-type]
+        on_transport(transport)
     try:
         await feed.closed
     finally:

@@ -93,7 +93,7 @@ class Pool:
         self.members = [
             Supervisor(
                 file,
-                _Members(events, i == 0, serving),  # type: ignore[arg-type]
+                _Members(events, i == 0, serving),
                 python=python,
                 launched=launched if i == 0 else None,
                 **options,

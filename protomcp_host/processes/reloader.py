@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import anyio
 from watchfiles import Change, DefaultFilter, awatch
 
-from protomcp_host.processes.supervisor import Supervisor
+
+class Reloadable(Protocol):
+    """What serves one tool file and reloads it when asked (a Supervisor, a Pool)."""
+
+    file: Path
+
+    def request_reload(self) -> None: ...
+
+
+R = TypeVar("R", bound=Reloadable)
 
 SKIP_DIRS = (
     ".venv",
@@ -37,12 +47,12 @@ class SourceFilter(DefaultFilter):
         return path.endswith(".py") or any(fnmatch.fnmatch(path, glob) for glob in self.globs)
 
 
-def targets(changed: Iterable[Path], supervisors: Iterable[Supervisor]) -> list[Supervisor]:
+def targets(changed: Iterable[Path], supervisors: Iterable[R]) -> list[R]:
     """A changed tool file reloads its own process; any other change reloads every process
     whose folder tree holds it (it may be a module those tools import), or all of them
     when it lies outside every tool folder (a --watch path)."""
     supervisors = list(supervisors)
-    chosen: dict[int, Supervisor] = {}
+    chosen: dict[int, R] = {}
     for path in changed:
         own = [s for s in supervisors if s.file == path]
         if not own:
@@ -61,7 +71,7 @@ def watch_roots(files: Iterable[Path], extra: Iterable[str]) -> list[Path]:
 
 
 async def watch_and_reload(
-    supervisors: list[Supervisor], globs: list[str], stop: anyio.Event, debounce_ms: int = 30
+    supervisors: Sequence[Reloadable], globs: list[str], stop: anyio.Event, debounce_ms: int = 30
 ) -> None:
     roots = watch_roots((s.file for s in supervisors), globs)
     watch_filter = SourceFilter(str(Path(g).resolve()) if not Path(g).is_absolute() else g for g in globs)

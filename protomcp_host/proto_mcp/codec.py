@@ -145,7 +145,7 @@ class Descriptors:
         self.registry = registry
         # whether a typed tool's argument message may go to its process as it came (no
         # middleware, which works on JSON arguments, is loaded)
-        self.direct = direct or (lambda: True)
+        self.direct = direct
         self._built: dict[str, Described] = {}
 
     def of(self, name: str) -> Described | None:

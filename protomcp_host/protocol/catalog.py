@@ -6,7 +6,7 @@ sessions read pages and validate arguments from here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +52,7 @@ _ALL_FIELDS = (
 @dataclass(slots=True)
 class Tool:
     name: str
-    owner: Hashable
+    owner: str  # the label of the source that offers it (a tool file, an upstream, a peer)
     mcp: dict[str, Any]  # the full MCP Tool object
     hidden: bool = False  # starts disabled in every session until a tool enables it
     pinned: bool = False  # stays in tools/list under --discovery search
@@ -211,10 +211,10 @@ class Catalog:
     def names(self) -> list[str]:
         return list(self._tools.entries)
 
-    def tools_of(self, owner: Hashable) -> list[Tool]:
+    def tools_of(self, owner: str) -> list[Tool]:
         return self._tools.of(owner)
 
-    def replace(self, owner: Hashable, tools: Iterable[Tool], owner_label: Any = None) -> bool:
+    def replace(self, owner: str, tools: Iterable[Tool], owner_label: str | None = None) -> bool:
         """Swap in `owner`'s tools. Returns True when they changed.
 
         Raises NameClash (and changes nothing) when a name belongs to another owner.
@@ -224,7 +224,7 @@ class Catalog:
         self.generation += 1
         return changed
 
-    def remove_owner(self, owner: Hashable) -> bool:
+    def remove_owner(self, owner: str) -> bool:
         return self.replace(owner, [])
 
     def visible(self, shown: Callable[[Tool], bool] | None = None) -> list[Tool]:

@@ -6,7 +6,7 @@ hand a read, a prompt or a completion to the tool process that owns it (``Forwar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,7 +27,7 @@ class Entry:
     that owns it and its MCP object."""
 
     key: str
-    owner: Hashable
+    owner: str
     mcp: dict[str, Any]
     template: UriTemplate | None = None  # resource templates: to match URIs
     required: tuple[str, ...] = ()  # prompts: the arguments that must be given
@@ -50,16 +50,16 @@ class Features:
         self.resources: Listing[Entry] = Listing("resource", page_size)
         self.templates: Listing[Entry] = Listing("resource template", page_size)
         self.prompts: Listing[Entry] = Listing("prompt", page_size)
-        self.completing: set[Hashable] = set()  # owners that define completion functions
+        self.completing: set[str] = set()  # owners that define completion functions
         self.completions_expected = False  # a file not loaded yet uses @completion (read statically)
         self.skills: Skills | None = None  # --skills: served by the host itself (protocol/skills.py)
 
-    def check(self, owner: Hashable, offered: FileFeatures) -> None:
+    def check(self, owner: str, offered: FileFeatures) -> None:
         self.resources.check(owner, offered.resources)
         self.templates.check(owner, offered.templates)
         self.prompts.check(owner, offered.prompts)
 
-    def replace(self, owner: Hashable, offered: FileFeatures) -> list[str]:
+    def replace(self, owner: str, offered: FileFeatures) -> list[str]:
         """Swap in a file's entries (call check first); the list_changed notifications due
         (one per kind changed)."""
         changed = self.resources.replace(owner, offered.resources, check=False)
@@ -92,7 +92,7 @@ class Features:
         return None
 
 
-def template_entry(uri_template: str, owner: Hashable, mcp: dict[str, Any]) -> Entry | None:
+def template_entry(uri_template: str, owner: str, mcp: dict[str, Any]) -> Entry | None:
     """A template entry; None for a template the host cannot read (it is left out)."""
     try:
         return Entry(uri_template, owner, mcp, template=UriTemplate(uri_template))
@@ -110,7 +110,7 @@ class Forward:
 
     id: bytes
     method: str
-    owner: Hashable
+    owner: str
     params: dict[str, Any]
     batch: Batch | None = None
     cancel: Callable[[], None] | None = None  # set by the host while the process works on it
@@ -326,7 +326,7 @@ class FeatureMethods:
         return self._forward(request, entry.owner, params, batch)
 
     def _forward(
-        self, request: rpc.Request, owner: Hashable, params: dict[str, Any], batch: Batch | None
+        self, request: rpc.Request, owner: str, params: dict[str, Any], batch: Batch | None
     ) -> FeatureEvent:
         forward = Forward(request.id, request.method, owner, params, batch)
         self.forwarded[request.id] = forward

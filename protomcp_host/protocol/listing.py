@@ -32,7 +32,7 @@ class Owned(Protocol):
     def key(self) -> str: ...
 
     @property
-    def owner(self) -> Hashable: ...
+    def owner(self) -> str: ...
 
     @property
     def mcp(self) -> dict[str, Any]: ...
@@ -66,10 +66,10 @@ class Listing(Generic[E]):
             self._ordered = list(self.entries.values())
         return self._ordered
 
-    def of(self, owner: Hashable) -> list[E]:
+    def of(self, owner: str) -> list[E]:
         return [entry for entry in self.entries.values() if entry.owner == owner]
 
-    def check(self, owner: Hashable, entries: Iterable[E], owner_label: Any = None) -> None:
+    def check(self, owner: str, entries: Iterable[E], owner_label: str | None = None) -> None:
         """Raise NameClash if `owner` may not have these entries (changes nothing)."""
         label = owner_label or owner
         seen: set[str] = set()
@@ -84,7 +84,7 @@ class Listing(Generic[E]):
             seen.add(entry.key)
 
     def replace(
-        self, owner: Hashable, entries: Iterable[E], owner_label: Any = None, *, check: bool = True
+        self, owner: str, entries: Iterable[E], owner_label: str | None = None, *, check: bool = True
     ) -> bool:
         """Swap in `owner`'s entries; True when they changed (names or MCP objects).
 

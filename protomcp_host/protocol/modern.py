@@ -31,6 +31,8 @@ from protomcp_host.protocol.session import (
     Call,
     Event,
     Session,
+    TaskCancel,
+    TaskInput,
     ToolAnswer,
 )
 from protomcp_host.protocol.tasks import Task, TaskNotFound, TaskStore, TooManyTasks
@@ -227,22 +229,6 @@ class ModernFeatureMethods(FeatureMethods):
             for listen in self.session.listens.values()
             if uri in listen.honored.get("resourceSubscriptions", ())
         ]
-
-
-@dataclass(slots=True)
-class TaskInput:
-    """tasks/update: the client's answers to a task's outstanding requests (the calls layer gives
-    them to the task's call)."""
-
-    task: Task
-    responses: dict[str, Any]
-
-
-@dataclass(slots=True)
-class TaskCancel:
-    """tasks/cancel of a running task: the calls layer stops its call."""
-
-    task: Task
 
 
 class ModernSession(Session):

@@ -12,7 +12,7 @@ import base64
 import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -37,7 +37,7 @@ LATEST_VERSION = SUPPORTED_VERSIONS[-1]
 BATCH_VERSIONS = frozenset({"2025-03-26"})
 STRUCTURED_VERSIONS = frozenset({"2025-06-18", "2025-11-25", "2026-07-28"})
 TASK_VERSIONS = frozenset({"2025-11-25"})
-TASKS_CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+TASKS_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 DEFAULT_MAX_IN_FLIGHT = 1000
 SERVER_BUSY = -32000  # JSON-RPC's range for implementation-defined server errors
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -71,6 +71,22 @@ class CancelCall:
 
 
 @dataclass(slots=True)
+class TaskInput:
+    """2026-07-28 tasks/update: the client's answers to a task's outstanding requests (the calls layer gives
+    them to the task's call)."""
+
+    task: Task
+    responses: dict[str, Any]
+
+
+@dataclass(slots=True)
+class TaskCancel:
+    """2026-07-28 tasks/cancel of a running task: the calls layer stops its call."""
+
+    task: Task
+
+
+@dataclass(slots=True)
 class ToolAnswer:
     """A tool's result, already JSON: the content array (whole or in pieces, spliced as they
     are), the structuredContent object, and whether it is an error. `trusted` content comes
@@ -83,7 +99,9 @@ class ToolAnswer:
     meta: bytes = b""  # the result's _meta object, JSON (e.g. a ToolError's code)
 
 
-Event = Send | Call | CancelCall | Forward | CancelForward | ClientAnswer | RootsChanged
+Event = (
+    Send | Call | CancelCall | Forward | CancelForward | ClientAnswer | RootsChanged | TaskInput | TaskCancel
+)
 Handler = Callable[[rpc.Request, Batch | None], Event | list[Event] | None]
 
 
@@ -96,6 +114,12 @@ def _proto_arguments(value: Any) -> bytes:
         return base64.b64decode(value, validate=True) if isinstance(value, str) else b""
     except binascii.Error:
         return b""
+
+
+class ToolsListed(Protocol):
+    """What a session's tools/list shows when not every tool is listed (--discovery search)."""
+
+    def listed(self, session: Session) -> dict[str, dict[str, Any]]: ...
 
 
 class Session:
@@ -129,7 +153,7 @@ class Session:
         self._tools_seen: dict[str, dict[str, Any]] | None = None
         # its tasks (in the host's shared store, as their owner)
         self.tasks = tasks if tasks is not None else TaskMethods()
-        self.discovery: Any = None  # --discovery search: what tools/list shows (discovery.Discovery)
+        self.discovery: ToolsListed | None = None  # --discovery search (discovery.Discovery)
         self._methods: dict[str, Handler] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -171,7 +195,7 @@ class Session:
         ids: set[bytes] = set()  # a request answered at once no longer holds its id: remember it
         for message in decoded:
             if isinstance(message, rpc.Request) and message.id in ids:
-                event: Event | None = Send(
+                event = Send(
                     rpc.error(
                         message.id,
                         rpc.INVALID_REQUEST,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -75,6 +76,7 @@ class RedisStore:
         self._state_key = self._ns + "state-key"
         self._put = self._client.register_script(_PUT)
         self._errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
+        self._connect_errors: tuple[type[BaseException], ...] = (*self._errors, TimeoutError)
         self._handlers: list[Handler] = []
         self._outbox: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(OUTBOX)
         self._dropped = 0
@@ -88,7 +90,7 @@ class RedisStore:
             with anyio.fail_after(CONNECT_TIMEOUT):  # confirmed: nothing published from now on is missed
                 while ((await pubsub.get_message(timeout=CONNECT_TIMEOUT)) or {}).get("type") != "subscribe":
                     pass
-        except (*self._errors, TimeoutError) as exc:
+        except self._connect_errors as exc:
             await self._client.aclose()
             raise StoreError(f"cannot reach the store {self.url}: {exc}") from None
         task_status.started()
@@ -133,7 +135,7 @@ class RedisStore:
             message = topic.encode() + b"\0" + payload
             while True:
                 try:
-                    await self._retried(lambda message=message: self._client.publish(self._bus, message))
+                    await self._retried(partial(self._client.publish, self._bus, message))
                     break
                 except self._errors as exc:
                     self._trouble(exc)

@@ -37,7 +37,8 @@ async def direct_client(
 
     def write(data: bytes, related: bytes | None = None) -> None:
         message = orjson.loads(data)
-        future = waiting.pop(message.get("id"), None) if isinstance(message, dict) else None
+        request_id = message.get("id") if isinstance(message, dict) else None
+        future = waiting.pop(request_id, None) if isinstance(request_id, int) else None
         if future is not None:
             future.set_result(message)
         elif on_message is not None:

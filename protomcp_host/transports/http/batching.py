@@ -46,7 +46,7 @@ class BatchingTransport:
 def batching(protocol_class: type[Any]) -> type[Any]:
     """`protocol_class` (one of uvicorn's HTTP/1.1 protocols) writing through a BatchingTransport."""
 
-    class Batching(protocol_class):  # type: ignore[misc, valid-type]
+    class Batching(protocol_class):  # type: ignore[misc]  # a base class known only at run time
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(BatchingTransport(transport, asyncio.get_running_loop()))
 

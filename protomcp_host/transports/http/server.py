@@ -281,8 +281,9 @@ def _uvicorn_config(
         access_log=False,
         server_header=False,
         timeout_graceful_shutdown=max(1, int(drain_timeout) + 1),
-        timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]  # a float works
-        backlog=ACCEPT_BATCH,  # type: ignore[arg-type]  # a float works
+        # (typed int, but uvicorn only hands it to loop.call_later: a float works)
+        timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]
+        backlog=ACCEPT_BATCH,
         http=http,
     )
 

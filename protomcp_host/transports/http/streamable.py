@@ -346,10 +346,11 @@ class StreamableHTTP:
         keep: list[bool] = []
         for m in messages:
             clash = isinstance(m, rpc.Request) and (m.id in seen or hs.in_use(m.id))
-            if clash:
-                refused.append(_id_in_use(m.id))  # type: ignore[union-attr]
-            elif isinstance(m, rpc.Request):
-                seen.add(m.id)
+            if isinstance(m, rpc.Request):
+                if clash:
+                    refused.append(_id_in_use(m.id))
+                else:
+                    seen.add(m.id)
             keep.append(not clash)
         if refused:
             parsed = [item for item, kept in zip(parsed, keep, strict=True) if kept]

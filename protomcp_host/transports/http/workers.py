@@ -96,7 +96,7 @@ class WorkerSet:
         try:
             with anyio.move_on_after(STARTUP_TIMEOUT):
                 while True:
-                    await anyio.wait_readable(ready_r)  # type: ignore[arg-type]
+                    await anyio.wait_readable(ready_r)
                     return os.read(ready_r, 1) == b"1"  # EOF: it exited before serving
         finally:
             os.close(ready_r)
