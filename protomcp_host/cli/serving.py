@@ -29,7 +29,7 @@ def echo(text: str) -> None:
 
 PLAIN_RUN: dict[str, Any] = {
     # what `protomcp run FILE...` passes with every option at its default
-    # (tests/test_cli.py checks it against the click command's defaults)
+    # (tests/cli/test_cli.py checks it against the click command's defaults)
     "modules": (),
     "plugins": (),
     "server_name": None,

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+pytestmark = pytest.mark.fast  # starts no process
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 pytest.importorskip("tiktoken", reason="tiktoken is in the test extra")
 

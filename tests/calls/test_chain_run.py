@@ -7,12 +7,16 @@ from __future__ import annotations
 import gc
 from typing import Any
 
+import pytest
+
 from protomcp_host.calls.execution import Dispatcher, Execution
 from protomcp_host.calls.middleware import ChainRun, Middleware
 from protomcp_host.processes.events import Leg
 from protomcp_host.protocol.catalog import Tool
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_sdk.wire import envelope_pb2 as pb
+
+pytestmark = pytest.mark.fast  # starts no process
 
 
 class FakeChannel:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from protomcp_host.calls.deadlines import Deadlines
+
+pytestmark = pytest.mark.fast  # starts no process
 
 
 def test_a_deadline_fires_once_never_early_and_a_removed_one_never() -> None:

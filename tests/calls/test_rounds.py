@@ -6,6 +6,8 @@ import pytest
 
 from protomcp_host.calls.rounds import StateCodec, digest, valid_answer
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 def test_state_round_trips_and_rejects_tampering_expiry_and_other_keys() -> None:
     codec = StateCodec(b"k" * 32)

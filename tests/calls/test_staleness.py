@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from protomcp_host.calls.staleness import stale_note, with_note
 from protomcp_host.protocol.session import ToolAnswer
+
+pytestmark = pytest.mark.fast  # starts no process
 
 SYNTAX = (
     'tools.py failed to load:\n  File "/home/me/tools.py", line 12\n    def broken(:\n'

@@ -6,11 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from test_modern_tasks import DECLARED, create, line, make
+import pytest
 
 from protomcp_host.calls.tasks import TaskRunner, TaskSink
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_host.protocol.tasks import TaskStore
+from tests.protocol.test_modern_tasks import DECLARED, create, line, make
+
+pytestmark = pytest.mark.fast  # starts no process
 
 ASK = {"mode": "form", "message": "?", "requestedSchema": {"type": "object", "properties": {}}}
 YES = {"action": "accept", "content": {}}

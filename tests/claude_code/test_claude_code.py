@@ -1,8 +1,8 @@
 """The real Claude Code CLI (pinned in tests/claude_code/package.json; `npm ci` there installs
 it, as .ci/run does) driven end to end against protomcp with no model: `claude -p` talks to
-tests/fake_messages_api.py, whose scripted "model" calls the MCP tools, and which records what
+tests/claude_code/fake_messages_api.py, whose scripted "model" calls the MCP tools, and which records what
 Claude Code offered the model and sent back. Claude Code starts the host itself from an MCP
-config, through tests/stdio_tap.py, which records the MCP wire and the host's stderr.
+config, through tests/claude_code/stdio_tap.py, which records the MCP wire and the host's stderr.
 
 What Claude Code 2.1.332 does with a protomcp host, as these tests pin it:
 - it speaks 2026-07-28 (server/discover, every request's _meta naming the version), follows
@@ -36,15 +36,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import HOST, ROOT, write_atomic
-from tests.fake_messages_api import FakeMessagesAPI, tool_use
+from tests.claude_code.fake_messages_api import FakeMessagesAPI, tool_use
+from tests.support.hosts import HOST, ROOT, write_atomic
+from tests.support.ports import free_port
 
-HERE = Path(__file__).resolve().parent
-CLAUDE_CODE = HERE / "claude_code"
+CLAUDE_CODE = Path(__file__).resolve().parent  # this folder: its package.json pins Claude Code
 PINNED = json.loads((CLAUDE_CODE / "package.json").read_text())["devDependencies"][
     "@anthropic-ai/claude-code"
 ]
-TAP = HERE / "stdio_tap.py"
+TAP = CLAUDE_CODE / "stdio_tap.py"
 SERVER = "tools"  # the server's name in the MCP config: Claude Code calls its tools mcp__tools__NAME
 VERSION_META = "io.modelcontextprotocol/protocolVersion"
 RUN_TIMEOUT = 60.0
@@ -525,6 +525,7 @@ def test_two_claude_code_sessions_each_get_a_dev_host_of_one_file(claude: Path, 
     """Two sessions in one project (two terminals): two `protomcp dev --ui` of one file, both
     running at once, both serve (the playground of the second on another port)."""
     file = tool_file(tmp_path)
+    ui_port = str(free_port())  # both ask for it (not the default: other tests may hold that)
     both_connected = threading.Barrier(2, timeout=30)
     apis: list[FakeMessagesAPI] = []
     failures: list[BaseException] = []
@@ -535,7 +536,7 @@ def test_two_claude_code_sessions_each_get_a_dev_host_of_one_file(claude: Path, 
         # Claude Code asks the model only once its MCP servers are up: both hosts run now.
         with FakeMessagesAPI([[greet]], before_turn=lambda turn: turn == 0 and both_connected.wait()) as api:
             apis.append(api)
-            run_claude(claude, workdir, api, "dev", "--ui", str(file))
+            run_claude(claude, workdir, api, "dev", "--ui", "--ui-port", ui_port, str(file))
 
     def guarded(workdir: Path) -> None:
         try:

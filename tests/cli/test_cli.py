@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HELLO = ROOT / "examples" / "tools" / "hello.py"
 PROTOMCP = [sys.executable, "-m", "protomcp_host"]
 

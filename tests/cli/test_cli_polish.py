@@ -9,10 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, HOST
 
 from protomcp_host.cli.show import parse_pairs, signature
 from protomcp_sdk.testing import Client
+from tests.support.hosts import EXAMPLES, HOST
 
 SLOW = '''"""Counting tools. Call count with a small n."""
 from protomcp_sdk import Context, tool

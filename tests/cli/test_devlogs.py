@@ -17,11 +17,11 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from conftest import HOST, mcp_session, write_atomic
 
 from protomcp_host.cli import devjournal
 from protomcp_host.cli.devjournal import DevJournal, Follower, running_or_not, sweep
 from protomcp_host.cli.logs import describe_hosts
+from tests.support.hosts import HOST, mcp_session, write_atomic
 
 TOOLS = """
     import os
@@ -105,7 +105,6 @@ def logs() -> Iterator[Any]:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_logs_follows_calls_output_load_errors_and_restarts(
     tmp_path: Path, runtime: Path, logs: Any
 ) -> None:
@@ -141,7 +140,7 @@ async def test_logs_follows_calls_output_load_errors_and_restarts(
 
 
 def test_logs_lists_running_dev_hosts_with_their_playground(tmp_path: Path, runtime: Path, logs: Any) -> None:
-    from conftest import RawHost
+    from tests.support.hosts import RawHost
 
     file = tmp_path / "tools.py"
     write_atomic(file, TOOLS)
@@ -195,9 +194,8 @@ def test_ui_without_a_port_takes_any_free_one_when_the_default_is_taken(
     tmp_path: Path, runtime: Path
 ) -> None:
     """Each client starts its own dev host: a second `dev --ui` must not fail on port 6280."""
-    from conftest import RawHost
-
     from protomcp_host.cli.main import UI_PORT
+    from tests.support.hosts import RawHost
 
     file = tmp_path / "tools.py"
     write_atomic(file, TOOLS)

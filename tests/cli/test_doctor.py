@@ -9,10 +9,10 @@ from pathlib import Path
 
 import anyio
 import orjson
-from conftest import EXAMPLES, HOST
 
 from protomcp_host.cli.doctor import Finding, check_installed
 from protomcp_host.cli.install import Place, protomcp_command
+from tests.support.hosts import EXAMPLES, HOST
 
 HELLO = EXAMPLES / "hello.py"
 

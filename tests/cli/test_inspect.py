@@ -6,7 +6,8 @@ import subprocess
 from pathlib import Path
 
 import orjson
-from conftest import HOST
+
+from tests.support.hosts import HOST
 
 FULL = '''"""Notes for the team."""
 from protomcp_sdk import Context, completion, lifespan, middleware, prompt, resource, tool

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import EXAMPLES, HOST
 
 from protomcp_host.cli import install as installer
 from protomcp_host.cli.install import CONFIG_FILES, InstallError, Place
+from tests.support.hosts import EXAMPLES, HOST
 
 HELLO = EXAMPLES / "hello.py"
 
@@ -423,7 +423,7 @@ def test_install_goose_writes_an_extension_and_keeps_the_rest(
 
 def test_doctor_checks_goose_extensions(tmp_path: Path) -> None:
     pytest.importorskip("yaml")
-    from test_doctor import installed_findings
+    from tests.cli.test_doctor import installed_findings
 
     broken = tmp_path / "broken.py"
     broken.write_text("import not_a_module_anywhere\n")

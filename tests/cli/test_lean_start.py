@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 TOOLS = ROOT / "benchmarks" / "tools_protomcp.py"  # two plain sync tools
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import anyio
 import orjson
 import pytest
-from conftest import HOST
-from test_plugins import plugin_venv  # noqa: F401 (the fixture: a virtualenv with the example plugin)
 
 from protomcp_host.cli.pack import Bundle, plan, script_dependencies
+from tests.cli.test_plugins import plugin_venv  # noqa: F401 (the fixture: a virtualenv with the example plugin)
+from tests.support.hosts import HOST
 
-MCPB_DIR = Path(__file__).resolve().parent / "mcpb"
+MCPB_DIR = Path(__file__).resolve().parents[1] / "mcpb"
 MCPB = MCPB_DIR / "node_modules" / ".bin" / "mcpb"
 
 WEATHER = '''
@@ -144,7 +144,6 @@ def test_the_official_validator_refuses_a_broken_manifest(tmp_path: Path, mcpb: 
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_a_python_bundle_serves_its_tools_from_its_own_mcp_config(tmp_path: Path, mcpb: Path) -> None:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import HOST, ROOT
 
 from protomcp_sdk.testing import Client, ClientError
+from tests.support.hosts import HOST, ROOT
 
 PLUGIN = ROOT / "examples" / "plugin"
 

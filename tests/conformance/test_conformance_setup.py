@@ -15,9 +15,10 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES, mcp_session
 
-CONFORMANCE = Path(__file__).resolve().parent / "conformance"
+from tests.support.hosts import EXAMPLES, mcp_session
+
+CONFORMANCE = Path(__file__).resolve().parent
 RECORDED = CONFORMANCE / "recorded"  # `conformance list --requirements R`; checks of a 2026 run
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import ROOT, TOOLS, mcp_session
+
+from tests.support.hosts import ROOT, TOOLS, mcp_session
 
 pytestmark = pytest.mark.anyio
 
@@ -43,11 +44,6 @@ def admin_purge_everything() -> str:
     """Purge everything from every volcano (admin)."""
     return "purged"
 '''
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _realistic() -> Any:
@@ -156,7 +152,7 @@ async def test_search_finds_calls_and_refuses_clearly(big_file: Path) -> None:
 
 
 async def test_two_http_sessions_never_find_each_others_tools(http_host: Any, tmp_path: Path) -> None:
-    from http_support import http_session
+    from tests.support.http import http_session
 
     file = TOOLS / "reactor.py"
     host = http_host("run", "--discovery", "search", str(file))
@@ -184,9 +180,10 @@ async def test_two_http_sessions_never_find_each_others_tools(http_host: Any, tm
 async def test_two_oauth_principals_never_find_each_others_tools(tmp_path: Path, modern: bool) -> None:
     """Two OAuth subjects on one --discovery search host: what one unlocks stays its own
     (in the modern era the unlock is the principal's, shared by its connections only)."""
-    from http_support import HttpHost
-    from matrix_support import Auth, http_peer
     from mcp.shared.exceptions import MCPError
+
+    from tests.support.http import HttpHost
+    from tests.support.matrix import Auth, http_peer
 
     file = TOOLS / "reactor.py"
     auth = Auth(tmp_path)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-from conftest import TOOLS, mcp_session
 from mcp import types
+
+from tests.support.hosts import TOOLS, mcp_session
 
 ASKING = str(TOOLS / "features" / "asking.py")
 RUN = ("run", ASKING)

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from conftest import BEHAVIOURS, mcp_session
+
+from tests.support.hosts import BEHAVIOURS, mcp_session
 
 pytestmark = pytest.mark.anyio
 
 RUN = ("run", str(BEHAVIOURS))
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def text_of(result: object) -> str:
@@ -123,7 +119,7 @@ async def test_print_in_a_tool_does_not_corrupt_the_session() -> None:
 async def test_example_notes_file() -> None:
     """The realistic example works as documented: typed arguments, structured output, an
     async tool with progress and a log message, annotations, and a ToolError with a suggestion."""
-    from conftest import EXAMPLES
+    from tests.support.hosts import EXAMPLES
 
     progress: list[float] = []
     logs: list[str] = []
@@ -154,7 +150,7 @@ async def test_example_notes_file() -> None:
 
 
 async def test_example_hello_file() -> None:
-    from conftest import EXAMPLES
+    from tests.support.hosts import EXAMPLES
 
     async with mcp_session("run", str(EXAMPLES / "hello.py")) as session:
         (hello,) = (await session.list_tools()).tools

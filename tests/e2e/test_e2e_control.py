@@ -9,8 +9,9 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import TOOLS, RawHost, mcp_session
-from test_e2e_dev import Watcher, write_atomic
+
+from tests.e2e.test_e2e_dev import Watcher, write_atomic
+from tests.support.hosts import TOOLS, RawHost, mcp_session
 
 CONTROL = TOOLS / "control.py"
 LIST_CHANGED = "notifications/tools/list_changed"
@@ -187,7 +188,7 @@ def test_logging_records_filtered_by_set_level_and_not_duplicated(raw_host) -> N
 def test_call_command_has_a_call_timeout() -> None:
     import subprocess
 
-    from conftest import HOST
+    from tests.support.hosts import HOST
 
     done = subprocess.run(
         [*HOST, "call", "--call-timeout", "0.3", str(CONTROL), "stuck"],
@@ -200,11 +201,6 @@ def test_call_command_has_a_call_timeout() -> None:
 
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 del anyio

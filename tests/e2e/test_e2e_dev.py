@@ -12,14 +12,10 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import HOST, RawHost, mcp_session, write_atomic
+
+from tests.support.hosts import HOST, RawHost, mcp_session, write_atomic
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def tool_source(*names: str, description: str = "A tool.") -> str:

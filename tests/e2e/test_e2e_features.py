@@ -8,9 +8,10 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import TOOLS, mcp_session
 from mcp.shared.exceptions import MCPError as McpError
 from mcp.types import PromptReference, ResourceTemplateReference
+
+from tests.support.hosts import TOOLS, mcp_session
 
 CONTENT = str(TOOLS / "features" / "content.py")
 RUN = ("run", CONTENT)

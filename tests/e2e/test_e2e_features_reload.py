@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from conftest import HOST, mcp_session
-from test_e2e_dev import Watcher, write_atomic
+
+from tests.e2e.test_e2e_dev import Watcher, write_atomic
+from tests.support.hosts import HOST, mcp_session
 
 LISTS = ("notifications/resources/list_changed", "notifications/prompts/list_changed")
 

@@ -9,21 +9,16 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import HOST, TOOLS, mcp_session
-from test_e2e_dev import Watcher, write_atomic
 
 from protomcp_sdk.authoring.lifespan import lifespan_spec
 from protomcp_sdk.authoring.registry import DuplicateToolError, Registry
 from protomcp_sdk.testing import RecordingContext
+from tests.e2e.test_e2e_dev import Watcher, write_atomic
+from tests.support.hosts import HOST, TOOLS, mcp_session
 
 pytestmark = pytest.mark.anyio
 
 POOLED = (TOOLS / "lifespan" / "pooled.py").read_text()
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def events(log: Path) -> list[tuple[str, int, int]]:
@@ -170,7 +165,7 @@ def test_a_sigterm_after_sigint_lets_the_lifespan_end(
     import signal
     import time
 
-    from conftest import RawHost
+    from tests.support.hosts import RawHost
 
     file, done = tmp_path / "slow_end.py", tmp_path / "done"
     file.write_text(SLOW_END)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import TOOLS
-from test_e2e_dev import tool_source, write_atomic
+from tests.e2e.test_e2e_dev import tool_source, write_atomic
+from tests.support.hosts import TOOLS
 
 CONTROL = TOOLS / "control.py"
 SUB = "io.modelcontextprotocol/subscriptionId"

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from protomcp_sdk.protomcp_client import ProtoMcpClient
-from tests.conftest import HOST
+from tests.support.hosts import HOST
 
 SOURCE = '''
 from protomcp_sdk import ToolResult, ToolError, prompt, resource, tool
@@ -60,11 +60,6 @@ def tool_file(tmp_path: Path) -> Path:
     path = tmp_path / "meta_tools.py"
     path.write_text(SOURCE)
     return path
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _client(tool_file: Path, mode: str) -> Any:

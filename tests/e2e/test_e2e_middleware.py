@@ -9,16 +9,12 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import TOOLS, mcp_session, write_atomic
+
+from tests.support.hosts import TOOLS, mcp_session, write_atomic
 
 MIDDLEWARE = TOOLS / "middleware"
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def text(result: Any) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BEHAVIOURS, HOST, TOOLS
+from tests.support.hosts import BEHAVIOURS, HOST, TOOLS
 
 FEATURES = TOOLS / "features" / "content.py"
 MODERN_META = {

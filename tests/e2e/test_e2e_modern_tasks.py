@@ -16,12 +16,13 @@ import httpx2
 import mcp_types as types
 import orjson
 import pytest
-from conftest import HOST
-from http_support import ACCEPT, answer_of, headers_for, open_raw_session, rpc, sse_events
-from matrix_support import Auth
-from tasks_client import TASKS, Tasks, cancel_task, get_task
 
-EVERYTHING = str(Path(__file__).resolve().parent.parent / "examples" / "tools" / "everything.py")
+from tests.e2e.tasks_client import TASKS, Tasks, cancel_task, get_task
+from tests.support.hosts import HOST
+from tests.support.http import ACCEPT, answer_of, headers_for, open_raw_session, rpc, sse_events
+from tests.support.matrix import Auth
+
+EVERYTHING = str(Path(__file__).resolve().parents[2] / "examples" / "tools" / "everything.py")
 SUB = "io.modelcontextprotocol/subscriptionId"
 DECLARED = {"elicitation": {}, "extensions": {TASKS: {}}}
 

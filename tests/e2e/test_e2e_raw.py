@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from conftest import BEHAVIOURS, RawHost
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.support.hosts import BEHAVIOURS, RawHost
 
 
 @pytest.fixture

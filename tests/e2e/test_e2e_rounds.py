@@ -10,7 +10,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from tests.conftest import HOST, TOOLS
+from tests.support.hosts import HOST, TOOLS
 
 ROUNDS = TOOLS / "rounds" / "rounds.py"
 META = {

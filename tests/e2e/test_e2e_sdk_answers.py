@@ -10,16 +10,12 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import mcp_session, write_atomic
+
+from tests.support.hosts import mcp_session, write_atomic
 
 pytestmark = pytest.mark.anyio
 
 ANSWER_SOON = 20  # seconds: far below the host's 300 s call timeout the bugs fell back on
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def text_of(result: Any) -> str:

@@ -17,9 +17,9 @@ import pytest
 from mcp_types import Request, RequestParams, Result
 from pydantic import ConfigDict
 
-from tests.conftest import HOST, write_atomic
+from tests.support.hosts import HOST, write_atomic
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "skills"
 SKILLS = "io.modelcontextprotocol/skills"
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TOOLS, RawHost, mcp_session
+
+from tests.support.hosts import TOOLS, RawHost, mcp_session
 
 TASK_TOOLS = TOOLS / "tasks_tools.py"
 
@@ -275,11 +276,6 @@ async def test_official_client_sees_tasks() -> None:
                 types.GetTaskRequest(params=types.GetTaskRequestParams(task_id="nope")), types.GetTaskResult
             )
         assert unknown.value.error.code == -32602
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def test_task_through_middleware(raw_host: Callable[..., RawHost]) -> None:

@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import HOST
+
+from tests.support.hosts import HOST
 
 ADD = """from protomcp_sdk import tool
 
@@ -57,7 +58,8 @@ async def test_http_banner_with_a_token_prints_entries_that_authenticate(add_fil
     import shlex
 
     import orjson
-    from http_support import HttpHost, http_session
+
+    from tests.support.http import HttpHost, http_session
 
     host = HttpHost("run", str(add_file), "--auth-token-env", "MY_TOKEN", env={"MY_TOKEN": "s3cret"})
     try:
@@ -290,7 +292,7 @@ def test_helper_detection_follows_imports_and_keeps_cycles() -> None:
 
 
 def _readme_block(heading: str) -> str:
-    from conftest import ROOT
+    from tests.support.hosts import ROOT
 
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index(heading) :]

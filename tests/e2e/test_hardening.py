@@ -15,10 +15,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import HOST, TOOLS, RawHost
 
 from protomcp_sdk import wire
 from protomcp_sdk.wire import envelope_pb2 as pb
+from tests.support.hosts import HOST, TOOLS, RawHost
 
 HOSTILE = TOOLS / "hostile.py"
 

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
-from test_first_steps import run_host
+
+from tests.e2e.test_first_steps import run_host
+from tests.support.hosts import ROOT
 
 PRINTING = """from protomcp_sdk import tool
 
@@ -116,7 +117,7 @@ def test_call_renders_a_prompt_with_text_arguments(features_file: Path) -> None:
 
 def test_list_and_call_take_upstreams(features_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("mcp")
-    from conftest import TOOLS
+    from tests.support.hosts import TOOLS
 
     monkeypatch.setenv("UPSTREAM_MARKS", str(features_file.parent))
     upstream = f"ex={sys.executable} {TOOLS / 'upstream_server.py'}"

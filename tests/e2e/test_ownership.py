@@ -10,18 +10,14 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import TOOLS, mcp_session
-from test_e2e_dev import Watcher, text_of, write_atomic
+
+from tests.e2e.test_e2e_dev import Watcher, text_of, write_atomic
+from tests.support.hosts import TOOLS, mcp_session
 
 pytestmark = pytest.mark.anyio
 
 MIDDLEWARE = TOOLS / "middleware"
 CONTROL = TOOLS / "control.py"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.mark.parametrize("tool", ["unlock", "unlock_sync"])

@@ -9,7 +9,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from conftest import RawHost
+
+from tests.support.hosts import RawHost
 
 LIFESPAN = """import os
 from pathlib import Path

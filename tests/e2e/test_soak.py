@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RawHost
-from test_hardening import wait_gone
+
+from tests.e2e.test_hardening import wait_gone
+from tests.support.hosts import RawHost
 
 CALLS = int(os.environ.get("PROTOMCP_SOAK_CALLS", "") or 2000)
 WINDOW = 32  # requests in flight
@@ -187,8 +188,9 @@ async def test_soak_two_http_subjects_through_middleware(tmp_path: Path) -> None
     import anyio
     import httpx2
     import orjson
-    from http_support import ACCEPT, HttpHost, open_raw_session, sse_events
-    from matrix_support import MATRIX_MW, SUBJECTS, Auth
+
+    from tests.support.http import ACCEPT, HttpHost, open_raw_session, sse_events
+    from tests.support.matrix import MATRIX_MW, SUBJECTS, Auth
 
     file = tmp_path / "soak.py"
     write_tools(file, 0)

@@ -14,7 +14,8 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import BEHAVIOURS, ROOT, TOOLS, mcp_session
+
+from tests.support.hosts import BEHAVIOURS, ROOT, TOOLS, mcp_session
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
 pytestmark = pytest.mark.anyio
@@ -24,11 +25,6 @@ CLIENT_SPAN = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"
 SERVER, INTERNAL = 2, 1  # OTLP span kinds
 ERROR = 2  # OTLP status code
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 class Collector:
@@ -153,7 +149,7 @@ async def test_spans_per_request_and_tool_call_linked_on_stdio(
 
 
 async def test_modern_http_requests_are_traced_and_errors_marked(collector: Collector) -> None:
-    from http_support import HttpHost, http_session
+    from tests.support.http import HttpHost, http_session
 
     host = HttpHost("run", str(BEHAVIOURS))
     try:

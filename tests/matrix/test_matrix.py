@@ -10,14 +10,16 @@ Test ids read `test_<scenario>[<transport>-<middleware>]`; `plain` = the tool fi
 from __future__ import annotations
 
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from matrix_support import (
+from mcp import types
+
+from tests.support.matrix import (
     MATRIX_MW,
     MATRIX_TOOLS,
     Auth,
@@ -30,7 +32,6 @@ from matrix_support import (
     own_http_host,
     text_of,
 )
-from mcp import types
 
 MATRIX = pytest.mark.parametrize(
     ("transport", "middleware"),
@@ -42,18 +43,6 @@ WITH_MIDDLEWARE = pytest.mark.parametrize(
 )
 BIG = 20 * 1024 * 1024
 pytestmark = pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
-
-
-@pytest.fixture(scope="module")
-def auth(tmp_path_factory: pytest.TempPathFactory) -> Auth:
-    return Auth(tmp_path_factory.mktemp("oauth"))
-
-
-@pytest.fixture(scope="module")
-def http_hosts(auth: Auth) -> Iterator[HttpHosts]:
-    hosts = HttpHosts(auth)
-    yield hosts
-    hosts.close()
 
 
 @asynccontextmanager

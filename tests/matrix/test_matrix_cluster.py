@@ -2,7 +2,7 @@
 real redis-server behind the shipped nginx site, with an upstream server behind every worker,
 serving two OAuth principals at once in both protocol eras. After every scenario each request
 got exactly one answer and neither principal received anything of the other's
-(matrix_support.World.finish). Scenarios: asking (sampling, elicitation, roots; upstream
+(tests/support/matrix.py World.finish). Scenarios: asking (sampling, elicitation, roots; upstream
 elicitation), tool-list control, every worker and pool member serving, tasks, listen streams
 (modern), a retry provably on another host. Faults: a worker, a pool member, the upstream and
 finally a whole host killed (kill -9; stateful sessions begun while the worker is replaced);
@@ -31,9 +31,12 @@ from pathlib import Path
 import anyio
 import orjson
 import pytest
-from cluster_support import NGINX, REDIS, Nginx, free_port, start_redis, stop
-from http_support import HttpHost, http_session
-from matrix_support import (
+from mcp.client.subscriptions import listen
+
+from tests.peers.test_peers import start_host
+from tests.support.cluster import NGINX, REDIS, Nginx, free_port, start_redis, stop
+from tests.support.http import HttpHost, http_session
+from tests.support.matrix import (
     MATRIX_MW,
     MATRIX_TOOLS,
     SUBJECTS,
@@ -45,8 +48,6 @@ from matrix_support import (
     plain_errors,
     text_of,
 )
-from mcp.client.subscriptions import listen
-from test_peers import start_host
 
 UPSTREAM = MATRIX_TOOLS.parent / "upstream.py"
 ERAS = pytest.mark.parametrize("era", ["legacy", "modern"])
@@ -145,11 +146,6 @@ class Cluster:
         if self.upstream is not None:
             self.upstream.terminate()
         stop(self.redis)
-
-
-@pytest.fixture(scope="module")
-def auth(tmp_path_factory: pytest.TempPathFactory) -> Auth:
-    return Auth(tmp_path_factory.mktemp("oauth"))
 
 
 @pytest.fixture(scope="module")
@@ -332,7 +328,8 @@ async def test_cluster_tasks_are_their_principals(cluster: Cluster, tmp_path: Pa
     """2026-07-28 tasks of Alice, made through any host and worker: Alice reads and cancels them
     through any other; Bob gets "not found" for each, everywhere, and cannot cancel them."""
     import httpx2
-    from scale_support import modern_rpc, task_until
+
+    from tests.support.scale import modern_rpc, task_until
 
     auth = cluster.auth
     gate = tmp_path / "gate"
@@ -508,7 +505,8 @@ async def test_cluster_legacy_sessions_begin_while_a_worker_is_replaced(cluster:
     import secrets
 
     import httpx2
-    from http_support import ACCEPT, INITIALIZE, INITIALIZED, answer_of, headers_for, rpc
+
+    from tests.support.http import ACCEPT, INITIALIZE, INITIALIZED, answer_of, headers_for, rpc
 
     async with world(cluster, "modern") as w:
         victim, _ = await where(w.a)
@@ -577,7 +575,8 @@ async def test_cluster_the_upstream_killed_and_back(cluster: Cluster, era: str, 
     """kill -9 of the upstream server while Alice's call runs on it: that call gets one error
     answer; once the upstream is back (same address) both principals' calls to it succeed."""
     from mcp.shared.exceptions import MCPError
-    from scale_support import wait_for_file
+
+    from tests.support.scale import wait_for_file
 
     async with world(cluster, era) as w:
         a = w.a
@@ -617,7 +616,8 @@ async def test_cluster_redis_connections_dropped(cluster: Cluster, tmp_path: Pat
     principal's updates again, round trips across hosts pass; Bob sees nothing of Alice's."""
     import httpx2
     import redis.asyncio
-    from scale_support import modern_rpc, task_until
+
+    from tests.support.scale import modern_rpc, task_until
 
     async with world(cluster, "modern") as w:
         a, b = w.a, w.b

@@ -9,14 +9,16 @@ Test ids read `test_<scenario>[<transport>-mw]` (tests/tools/matrix/mw.py is the
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from matrix_support import (
+
+from tests.matrix.test_matrix import BIG, _copy_files, _rewrite
+from tests.support.matrix import (
     MATRIX_MW,
     MATRIX_TOOLS,
     Auth,
@@ -28,23 +30,10 @@ from matrix_support import (
     own_http_host,
     text_of,
 )
-from test_matrix import BIG, _copy_files, _rewrite
 
 MODERN_MATRIX = pytest.mark.parametrize(
     ("transport", "middleware"), [pytest.param(t, "mw", id=f"{t}-mw") for t in ("stdio", "http")]
 )
-
-
-@pytest.fixture(scope="module")
-def auth(tmp_path_factory: pytest.TempPathFactory) -> Auth:
-    return Auth(tmp_path_factory.mktemp("oauth"))
-
-
-@pytest.fixture(scope="module")
-def http_hosts(auth: Auth) -> Iterator[HttpHosts]:
-    hosts = HttpHosts(auth)
-    yield hosts
-    hosts.close()
 
 
 @asynccontextmanager

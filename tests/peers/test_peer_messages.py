@@ -23,6 +23,8 @@ from protomcp_host.peers.messages import (
     parse_message,
 )
 
+pytestmark = pytest.mark.fast  # starts no process
+
 ENVELOPE = {
     "message_id",
     "message_type",

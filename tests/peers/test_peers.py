@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -15,20 +14,16 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from conftest import BEHAVIOURS, HOST, TOOLS, mcp_session
-from http_support import HttpHost
+
+from tests.support.hosts import BEHAVIOURS, HOST, TOOLS, mcp_session
+from tests.support.http import HttpHost
+from tests.support.ports import free_port
 
 pytest.importorskip("mcp")
 pytest.importorskip("websockets")
 
 REMOTE = TOOLS / "upstream_tools.py"
 LOCAL = TOOLS / "upstream_policy.py"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def start_host(port: int, *args: str, env: dict[str, str] | None = None) -> HttpHost:
@@ -238,9 +233,8 @@ def raw_agent(port: int, token: str = "") -> Any:
 
 async def test_a_peer_notification_never_reaches_the_http_sessions(hosts: list[HttpHost]) -> None:
     """An event is addressed to the host, not to any user: over HTTP it goes to stderr only."""
-    from http_support import http_session
-
     from protomcp_host.peers.messages import MCPBridgeProtocol
+    from tests.support.http import http_session
 
     port = free_port()
     b = start_host(port, str(BEHAVIOURS), "--agent-id", "b")
@@ -263,7 +257,7 @@ async def test_a_peer_notification_never_reaches_the_http_sessions(hosts: list[H
 
 
 async def test_priorities_order_queued_requests_at_the_in_flight_limit(hosts: list[HttpHost]) -> None:
-    from http_support import http_session
+    from tests.support.http import http_session
 
     port = free_port()
     b = start_host(port, str(BEHAVIOURS), "--agent-id", "b", "--bridge-max-in-flight", "1")
@@ -398,8 +392,9 @@ async def test_under_oauth_no_users_token_makes_a_peer_and_an_agent_id_keeps_its
     import time
 
     import jwt
-    from http_support import http_session
-    from test_http_security import _keypair
+
+    from tests.support.http import http_session
+    from tests.transports.http.test_http_security import _keypair
 
     key, jwks = _keypair(tmp_path)
     issuer = "https://auth.example.com"

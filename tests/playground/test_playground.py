@@ -23,10 +23,10 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from conftest import HOST, RawHost, write_atomic
 
 from protomcp_host.app import tool_diff
 from protomcp_host.playground.journal import Journal, message
+from tests.support.hosts import HOST, RawHost, write_atomic
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 URL = re.compile(r"protomcp playground: (http://\S+)")
@@ -92,11 +92,6 @@ def _playwright() -> Any:
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @asynccontextmanager
 async def browser() -> AsyncIterator[Any]:
     async with _playwright()() as playwright:
@@ -128,7 +123,7 @@ async def playground(
 
 async def shot(page: Any, name: str) -> None:
     """With PLAYGROUND_SCREENSHOTS=DIR, save a screenshot of the page (docs/playground/*.png
-    are made this way: PLAYGROUND_SCREENSHOTS=docs/playground pytest tests/test_playground.py)."""
+    are made this way: PLAYGROUND_SCREENSHOTS=docs/playground pytest tests/playground/test_playground.py)."""
     folder = os.environ.get("PLAYGROUND_SCREENSHOTS")
     if folder:
         await page.screenshot(path=str(Path(folder) / f"{name}.png"))
@@ -282,7 +277,7 @@ async def test_forms_call_progress_cancel_and_elicitation(tmp_path: Path) -> Non
 
 # -- results, sampling, tasks, resources, prompts, completions --------------------------------
 
-EVERYTHING = Path(__file__).resolve().parent.parent / "examples" / "tools" / "everything.py"
+EVERYTHING = Path(__file__).resolve().parents[2] / "examples" / "tools" / "everything.py"
 
 
 # An unexpected exception (the fixture's own jobs now fail in other ways: see everything.py).
@@ -394,7 +389,7 @@ async def test_results_sampling_tasks_resources_prompts_and_completions(tmp_path
 async def test_skills_view_shows_each_skill_and_reads_its_files(tmp_path: Path) -> None:
     from playwright.async_api import expect
 
-    skills = Path(__file__).resolve().parent.parent / "examples" / "skills"
+    skills = Path(__file__).resolve().parents[2] / "examples" / "skills"
     async with playground(tmp_path, TOOLS, "--skills", str(skills)) as (_, url, _file), browser() as chromium:
         page = await open_page(chromium, url)
         await page.click("[data-view=skills]")

@@ -11,12 +11,7 @@ import pytest
 
 from protomcp_host.processes.pipes import BatchedWriter, read_into
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+pytestmark = [pytest.mark.fast, pytest.mark.anyio]
 
 
 def drain_in_thread(fd: int, into: bytearray) -> threading.Thread:

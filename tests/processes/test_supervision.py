@@ -8,19 +8,14 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import RawHost
 
 from protomcp_host.processes.output import LogLimiter, TokenBucket
 from protomcp_host.processes.reloader import SourceFilter, targets, watch_roots
 from protomcp_host.processes.supervisor import Backoff, Supervisor, ToolProcessError
 from protomcp_sdk.wire import envelope_pb2 as pb
+from tests.support.hosts import RawHost
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 class Events:

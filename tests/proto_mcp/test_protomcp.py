@@ -14,19 +14,14 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import HOST, TOOLS
 from google.protobuf import any_pb2
 
 from protomcp_sdk.protomcp_client import ProtoMcpClient, ProtoMcpError
 from protomcp_sdk.wire import proto_mcp_pb2 as pm
+from tests.support.hosts import HOST, TOOLS
 
 pytestmark = pytest.mark.anyio
 SHAPES = TOOLS / "proto_shapes.py"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def host(*args: str) -> list[str]:
@@ -200,8 +195,9 @@ async def test_json_rpc_and_proto_mcp_clients_on_one_http_host_see_a_reload(tmp_
     """One host, three clients at once: the official JSON-RPC client, a proto-mcp client given
     descriptors inline and one resolving references from the schema registry; typed and
     converted tools, errors, and a reload that all of them see."""
-    from http_support import HttpHost, http_session
     from mcp import types
+
+    from tests.support.http import HttpHost, http_session
 
     file = tmp_path / "tools.py"
     shutil.copy(SHAPES, file)
@@ -254,8 +250,8 @@ async def test_json_rpc_and_proto_mcp_clients_on_one_http_host_see_a_reload(tmp_
 
 
 async def test_two_websocket_principals_never_see_each_others_tools(tmp_path: Path) -> None:
-    from http_support import HttpHost
-    from matrix_support import Auth
+    from tests.support.http import HttpHost
+    from tests.support.matrix import Auth
 
     file = TOOLS / "reactor.py"
     auth = Auth(tmp_path)
@@ -306,7 +302,7 @@ def test_the_benchmark_runs(tmp_path: Path) -> None:
     """benchmarks/protomcp_bench.py (tiny sizes): it cannot rot unseen."""
     readme = tmp_path / "README.md"
     readme.write_text("# Benchmarks\n\n## Other\n\nkept\n", encoding="utf-8")
-    bench = Path(__file__).resolve().parent.parent / "benchmarks" / "protomcp_bench.py"
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "protomcp_bench.py"
     done = subprocess.run(
         [sys.executable, str(bench), "--reps", "1", "--calls", "20", "--out", str(readme)],
         capture_output=True,
@@ -331,7 +327,7 @@ def add(a: int, b: int) -> int:
 
 
 def test_the_readme_proto_mcp_examples_run_as_written(tmp_path: Path) -> None:
-    from conftest import ROOT
+    from tests.support.hosts import ROOT
 
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("### proto-mcp: the binary protocol") :]
@@ -357,8 +353,9 @@ def test_the_readme_proto_mcp_examples_run_as_written(tmp_path: Path) -> None:
 
 
 async def test_bad_websocket_messages_get_errors_and_the_host_serves_on() -> None:
-    from http_support import HttpHost
     from websockets.asyncio.client import connect
+
+    from tests.support.http import HttpHost
 
     served = HttpHost("run", str(SHAPES))
     try:

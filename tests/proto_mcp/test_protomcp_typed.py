@@ -9,20 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HOST, TOOLS, mcp_session
 from google.protobuf import any_pb2
 
 from protomcp_sdk.protomcp_client import ProtoMcpClient, ProtoMcpError
+from tests.support.hosts import HOST, TOOLS, mcp_session
 
 pytestmark = pytest.mark.anyio
 TYPED = TOOLS / "typed" / "search_tools.py"
 MIDDLEWARE = TOOLS / "matrix" / "mw.py"
 UNKNOWN_FIELD = b"\xf8\x06\x07"  # field 111 (varint 7): a newer client's field this schema lacks
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def test_json_rpc_clients_call_typed_tools_with_json() -> None:

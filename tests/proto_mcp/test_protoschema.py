@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BEHAVIOURS, HOST, ROOT, TOOLS
 from google.protobuf import descriptor_pb2, descriptor_pool
 
 from protomcp_sdk.wire import protoschema as ps
+from tests.support.hosts import BEHAVIOURS, HOST, ROOT, TOOLS
 
 SHAPES = TOOLS / "proto_shapes.py"
 REALISTIC = ROOT / "benchmarks" / "realistic.py"

@@ -11,6 +11,8 @@ from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog, InvalidCursor, NameClash, Tool
 from protomcp_sdk.wire import envelope_pb2 as pb
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 def make_tool(
     name: str, owner: str = "a.py", description: str = "", schema: Any = None, **extra: Any

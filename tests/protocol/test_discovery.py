@@ -18,6 +18,8 @@ from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
+pytestmark = pytest.mark.fast  # starts no process
+
 INFO = {"name": "t", "version": "1"}
 
 

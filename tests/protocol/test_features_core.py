@@ -21,6 +21,8 @@ from protomcp_host.protocol.features import (
 from protomcp_host.protocol.session import Send, Session
 from protomcp_sdk.wire.uritemplate import TemplateError, UriTemplate
 
+pytestmark = pytest.mark.fast  # starts no process
+
 # -- URI templates -----------------------------------------------------------------------------
 
 

@@ -10,6 +10,8 @@ import pytest
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.jsonrpc import Invalid, Notification, Request, Response
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 def decode_one(message: Any) -> rpc.Message:
     decoded = rpc.decode(orjson.dumps(message))

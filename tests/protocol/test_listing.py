@@ -14,7 +14,9 @@ import pytest
 from protomcp_host.protocol import jsontypes
 from protomcp_host.protocol.listing import InvalidCursor, Listing, NameClash, decode_cursor, encode_cursor
 
-PROTOCOL = Path(__file__).resolve().parent.parent / "protomcp_host" / "protocol"
+pytestmark = pytest.mark.fast  # starts no process
+
+PROTOCOL = Path(__file__).resolve().parents[2] / "protomcp_host" / "protocol"
 
 
 @dataclass

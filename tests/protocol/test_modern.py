@@ -27,6 +27,8 @@ from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
+pytestmark = pytest.mark.fast  # starts no process
+
 INFO = {"name": "protomcp-test", "version": "9.9"}
 META = {PROTOCOL_VERSION: "2026-07-28", CLIENT_CAPABILITIES: {}}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 
 from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
@@ -20,6 +21,8 @@ from protomcp_host.protocol.modern import (
 from protomcp_host.protocol.session import Call, Send, ToolAnswer
 from protomcp_host.protocol.tasks import TaskMethods, TaskNotFound, TaskStore
 from protomcp_sdk.wire import envelope_pb2 as pb
+
+pytestmark = pytest.mark.fast  # starts no process
 
 INFO = {"name": "protomcp-test", "version": "9.9"}
 DECLARED = {PROTOCOL_VERSION: "2026-07-28", CLIENT_CAPABILITIES: {"extensions": {TASKS_EXTENSION: {}}}}

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from protomcp_host.protocol.catalog import quick_check
+
+pytestmark = pytest.mark.fast  # starts no process
 
 _types = st.sampled_from(["string", "integer", "number", "boolean", "null"])
 _prop = st.one_of(

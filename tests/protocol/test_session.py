@@ -13,6 +13,8 @@ from protomcp_host.protocol.session import Call, CancelCall, Event, Send, Sessio
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
+pytestmark = pytest.mark.fast  # starts no process
+
 SERVER_INFO = {"name": "protomcp-test", "version": "9.9"}
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 ADD_SCHEMA = {

@@ -17,6 +17,8 @@ from protomcp_host.protocol.features import Entry, Features, FileFeatures
 from protomcp_host.protocol.listing import NameClash
 from protomcp_host.skillfolder import SkillError, load_skills
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 def skill(root: Path, name: str, front: str | None = None, **files: str | bytes) -> Path:
     folder = root / name

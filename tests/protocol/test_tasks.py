@@ -24,6 +24,8 @@ from protomcp_host.protocol.tasks import (
 )
 from protomcp_sdk.wire import envelope_pb2 as pb
 
+pytestmark = pytest.mark.fast  # starts no process
+
 T0 = 1_700_000_000.0  # a fixed "now" (seconds since the epoch)
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from scale_support import CPU, modern_rpc, task_until
 
 from protomcp_host.protocol.tasks import MAX_TASKS
 from protomcp_host.sharing import GONE_AFTER
+from tests.support.scale import CPU, modern_rpc, task_until
 
 
 def _hosts(http_host: Any, redis_url: str, count: int = 2) -> list[Any]:
@@ -64,7 +64,8 @@ async def test_an_outage_fails_no_live_task_and_loses_no_new_one(
     http_host: Any, redis_url: str, tmp_path: Path
 ) -> None:
     import httpx2
-    from cluster_support import start_redis, stop
+
+    from tests.support.cluster import start_redis, stop
 
     a, b = _hosts(http_host, redis_url)
     gate = tmp_path / "gate"
@@ -129,8 +130,8 @@ async def test_the_task_bound_holds_on_every_host_and_in_the_store(
 
 
 async def test_a_vanished_state_key_comes_back_unchanged(http_host: Any, nginx: Any, redis_url: str) -> None:
-    from scale_support import modern_client
-    from test_scale_cluster import ROUNDS, _sample
+    from tests.scale.test_scale_cluster import ROUNDS, _sample
+    from tests.support.scale import modern_client
 
     first = http_host("run", str(ROUNDS), "--store", redis_url)
     admin = _admin(redis_url)

@@ -14,8 +14,9 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from conftest import TOOLS
-from scale_support import CPU, modern_client, modern_rpc, task_until, wait_for_file
+
+from tests.support.hosts import TOOLS
+from tests.support.scale import CPU, modern_client, modern_rpc, task_until, wait_for_file
 
 ROUNDS = TOOLS / "rounds" / "rounds.py"
 SEED = "X-Mcp-Session-Seed"
@@ -232,7 +233,7 @@ async def test_hosts_carry_on_after_redis_restarts_empty(
 ) -> None:
     import subprocess
 
-    from cluster_support import start_redis, stop
+    from tests.support.cluster import start_redis, stop
 
     hosts, balancer = _cluster(http_host, nginx, redis_url)
     port = int(redis_url.rsplit(":", 1)[1].split("/")[0])

@@ -7,7 +7,8 @@ import signal
 from typing import Any
 
 import httpx2
-from scale_support import CPU
+
+from tests.support.scale import CPU
 
 
 async def test_ready_and_live_without_credentials(http_host: Any) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import TOOLS, mcp_session
 
 from protomcp_host.processes.pool import Pool, busy
+from tests.support.hosts import TOOLS, mcp_session
 
 CPU = TOOLS / "scale" / "cpu.py"
 MIDDLEWARE = TOOLS / "middleware"
@@ -114,7 +114,7 @@ def test_pick_prefers_the_least_busy_serving_member(monkeypatch: pytest.MonkeyPa
 
 
 async def test_a_reload_replaces_every_member(tmp_path: Path) -> None:
-    from test_e2e_dev import write_atomic
+    from tests.e2e.test_e2e_dev import write_atomic
 
     source = CPU.read_text()
     file = tmp_path / "cpu.py"
@@ -146,7 +146,7 @@ def version() -> dict[str, object]:
 async def test_a_reload_the_host_rejects_leaves_every_member_on_the_served_version(tmp_path: Path) -> None:
     """A save that clashes with another file is rejected: no member switches to it (the host
     says the previous version keeps serving, and it does, on every member)."""
-    from test_e2e_dev import Watcher, write_atomic
+    from tests.e2e.test_e2e_dev import Watcher, write_atomic
 
     pooled, other = tmp_path / "pooled.py", tmp_path / "other.py"
     write_atomic(pooled, "VERSION = 1\n" + POOLED)

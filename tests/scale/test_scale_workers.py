@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from conftest import TOOLS
-from scale_support import CPU, burst, modern_client, modern_rpc, wait_for_file
+
+from tests.support.hosts import TOOLS
+from tests.support.scale import CPU, burst, modern_client, modern_rpc, wait_for_file
 
 CONTROL = TOOLS / "control.py"
 ROUNDS = TOOLS / "rounds" / "rounds.py"
@@ -131,7 +132,8 @@ def test_workers_and_the_session_id_header_need_streamable_http() -> None:
 
 async def test_a_new_session_takes_a_well_formed_offered_id_only(http_host: Any) -> None:
     import httpx2
-    from http_support import ACCEPT, INITIALIZE
+
+    from tests.support.http import ACCEPT, INITIALIZE
 
     host = http_host("run", str(CPU), "--session-id-header", "X-Seed")
     headers = {"accept": ACCEPT, "content-type": "application/json"}
@@ -193,7 +195,8 @@ async def test_legacy_sessions_are_served_by_the_worker_that_holds_them(
     """A stateful session lives in one worker; its requests reach it whichever worker accepts the
     connection (each request here comes on a new connection, so both workers accept some)."""
     import httpx2
-    from http_support import ACCEPT, INITIALIZE, INITIALIZED
+
+    from tests.support.http import ACCEPT, INITIALIZE, INITIALIZED
 
     host = http_host("run", str(CPU), "--workers", "2", "--session-id-header", "X-Seed", "--store", redis_url)
     base = {"accept": ACCEPT, "content-type": "application/json", "mcp-protocol-version": "2025-11-25"}

@@ -99,7 +99,7 @@ async def test_recording_context_for_direct_calls(tmp_path: Path) -> None:
 
 
 async def test_resources_prompts_and_completions() -> None:
-    content = Path(__file__).parent / "tools" / "features" / "content.py"
+    content = Path(__file__).resolve().parents[1] / "tools" / "features" / "content.py"
     async with Client(content) as c:
         assert "test://static-text" in {r["uri"] for r in await c.list_resources()}
         assert {t["uriTemplate"] for t in await c.list_resource_templates()} >= {"notes://{id}"}

@@ -7,11 +7,14 @@ from collections.abc import Callable
 
 import anyio
 import orjson
+import pytest
 
 from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_host.shared_tools import RECORD_PREFIX, TOOLS, SharedToolLists
 from protomcp_host.store.memory import MemoryStore
 from protomcp_sdk.wire.toollist import ToolListChange
+
+pytestmark = pytest.mark.fast  # starts no process
 
 KNOWN = {"secret", "admin", "echo"}
 

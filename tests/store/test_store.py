@@ -85,7 +85,7 @@ async def test_records_expire_and_are_found_by_prefix(handles: Pair) -> None:
 
 
 async def test_an_unreachable_redis_is_a_clear_startup_error() -> None:
-    from cluster_support import free_port
+    from tests.support.cluster import free_port
 
     store = open_store(f"redis://127.0.0.1:{free_port()}/0", print)
     with pytest.raises(StoreError, match="cannot reach the store redis://"):
@@ -104,8 +104,8 @@ def test_a_host_whose_store_is_unreachable_does_not_start() -> None:
     import subprocess
     import sys
 
-    from cluster_support import free_port
-    from conftest import TOOLS
+    from tests.support.cluster import free_port
+    from tests.support.hosts import TOOLS
 
     done = subprocess.run(
         [

@@ -14,17 +14,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.ports import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
 
 REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 EXAMPLE = ROOT / "examples" / "deploy" / "nginx-protomcp.conf"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20) -> None:

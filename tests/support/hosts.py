@@ -1,4 +1,5 @@
-"""Shared fixtures: start the real `protomcp` host and talk to it."""
+"""Start the real `protomcp` host and tool processes, and talk to them (the fixtures that
+start them are in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,15 @@ import textwrap
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-TOOLS = Path(__file__).resolve().parent / "tools"
+ROOT = Path(__file__).resolve().parents[2]  # the checkout
+TOOLS = ROOT / "tests" / "tools"  # the tool files the tests serve
 EXAMPLES = ROOT / "examples" / "tools"
 BEHAVIOURS = TOOLS / "behaviours.py"
 HOST = [sys.executable, "-m", "protomcp_host"]
@@ -209,53 +209,3 @@ class ToolProcessOnPipes:
             self.proc.wait()
         assert self.proc.stderr is not None
         self.proc.stderr.close()
-
-
-@pytest.fixture
-def tool_process() -> Iterator[Any]:
-    """Start tool processes on frame pipes (ToolProcessOnPipes); all end with the test."""
-    started: list[ToolProcessOnPipes] = []
-
-    def start(file: Path, **env: str) -> ToolProcessOnPipes:
-        process = ToolProcessOnPipes(file, **env)
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        process.close()
-
-
-@pytest.fixture
-def raw_host() -> Iterator[Any]:
-    hosts: list[RawHost] = []
-
-    def start(*args: str, **kwargs: Any) -> RawHost:
-        host = RawHost(*args, **kwargs)
-        hosts.append(host)
-        return host
-
-    yield start
-    for host in hosts:
-        host.close()
-
-
-@pytest.fixture
-def http_host() -> Iterator[Any]:
-    """Start `protomcp run ... --transport http` hosts (http_support.HttpHost); all end with the test."""
-    from http_support import HttpHost
-
-    hosts: list[HttpHost] = []
-
-    def start(*args: str, **kwargs: Any) -> HttpHost:
-        host = HttpHost(*args, **kwargs)
-        hosts.append(host)
-        return host
-
-    yield start
-    for host in hosts:
-        host.terminate()
-
-
-# real redis-server and nginx for the scale-out tests (tests/cluster_support.py)
-from cluster_support import nginx, redis_url  # noqa: E402, F401

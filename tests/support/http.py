@@ -12,7 +12,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import orjson
-from conftest import HOST
+
+from tests.support.hosts import HOST
 
 URL = re.compile(r"at (http://\S+)$")
 ACCEPT = "application/json, text/event-stream"

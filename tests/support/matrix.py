@@ -19,11 +19,12 @@ from typing import Any
 
 import anyio
 import orjson
-from conftest import HOST, TOOLS
-from http_support import HttpHost
 from mcp import ClientSession, types
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCNotification, JSONRPCRequest
+
+from tests.support.hosts import HOST, TOOLS
+from tests.support.http import HttpHost
 
 MATRIX_TOOLS = TOOLS / "matrix" / "tools.py"
 MATRIX_MW = TOOLS / "matrix" / "mw.py"

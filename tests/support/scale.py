@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from conftest import TOOLS
+
+from tests.support.hosts import TOOLS
 
 CPU = TOOLS / "scale" / "cpu.py"
 
@@ -56,7 +57,8 @@ async def modern_rpc(http: Any, url: str, method: str, params: dict[str, Any]) -
     """One raw 2026-07-28 POST (the official client does not speak the tasks extension yet)
     declaring the tasks extension and elicitation; the JSON-RPC answer."""
     import orjson
-    from http_support import ACCEPT, answer_of
+
+    from tests.support.http import ACCEPT, answer_of
 
     headers = {
         "accept": ACCEPT,

@@ -15,9 +15,19 @@ from typing import Any
 
 import anyio
 import orjson
-from conftest import HOST, TOOLS, RawHost
-from http_support import ACCEPT, INITIALIZE, INITIALIZED, HttpHost, answer_of, headers_for, rpc, sse_events
-from test_http_inprocess import Exchange
+
+from tests.support.hosts import HOST, TOOLS, RawHost
+from tests.support.http import (
+    ACCEPT,
+    INITIALIZE,
+    INITIALIZED,
+    HttpHost,
+    answer_of,
+    headers_for,
+    rpc,
+    sse_events,
+)
+from tests.transports.http.test_http_inprocess import Exchange
 
 FLOW = TOOLS / "flow.py"
 NOT_STARTED = "the host is shutting down; the request was not started"

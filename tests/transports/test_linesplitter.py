@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protomcp_host.transports.stdio import MAX_LINE, LineSplitter
+
+pytestmark = pytest.mark.fast  # starts no process
 
 
 def feed_all(splitter: LineSplitter, *chunks: bytes) -> list[bytes | None]:

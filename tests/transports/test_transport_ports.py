@@ -6,9 +6,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import ROOT
+import pytest
 
 from protomcp_host.transports import ports
+from tests.support.hosts import ROOT
+
+pytestmark = pytest.mark.fast  # starts no process
 
 TRANSPORTS = ROOT / "protomcp_host" / "transports"
 FORBIDDEN = ("protomcp_host.app", "protomcp_host.calls", "protomcp_host.cli")

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import itertools
 import os
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from conftest import TOOLS, mcp_session
-from http_support import HttpHost, http_session
+
+from tests.support.hosts import TOOLS, mcp_session
+from tests.support.http import HttpHost, http_session
+from tests.support.ports import free_port
 
 pytest.importorskip("mcp")
 
@@ -258,7 +259,7 @@ def test_bad_upstream_options_are_usage_errors() -> None:
 
 
 async def test_an_upstream_that_cannot_start_stops_the_host() -> None:
-    from conftest import RawHost
+    from tests.support.hosts import RawHost
 
     host = RawHost("run", str(POLICY), "--upstream", f"bad={sys.executable} -c 'raise SystemExit(3)'")
     try:
@@ -270,7 +271,7 @@ async def test_an_upstream_that_cannot_start_stops_the_host() -> None:
 
 async def test_an_upstream_whose_tool_names_clash_says_it_connected(tmp_path: Path, marks: Path) -> None:
     """A name clash once read "cannot connect" though the upstream had answered."""
-    from conftest import RawHost
+    from tests.support.hosts import RawHost
 
     local = tmp_path / "local.py"
     local.write_text("from protomcp_sdk import tool\n\n@tool\ndef ex_add(a: int) -> int:\n    return a\n")
@@ -287,17 +288,11 @@ async def test_an_upstream_whose_tool_names_clash_says_it_connected(tmp_path: Pa
 # -- a protomcp host over Streamable HTTP as the upstream ----------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_remote(port: int, token: str) -> HttpHost:
     import subprocess
     import threading
 
-    from conftest import HOST
+    from tests.support.hosts import HOST
 
     host = HttpHost.__new__(HttpHost)
     host.proc = subprocess.Popen(
@@ -425,7 +420,7 @@ async def test_http_upstream_request_goes_to_the_request_whose_stream_it_came_on
 
 
 async def test_http_upstream_with_a_wrong_token_does_not_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    from conftest import RawHost
+    from tests.support.hosts import RawHost
 
     port = free_port()
     remote = start_remote(port, "right")
@@ -481,7 +476,7 @@ def test_install_writes_upstreams_and_doctor_reads_them_back(tmp_path: Path) -> 
 def test_doctor_connects_to_upstreams(marks: Path) -> None:
     import subprocess
 
-    from conftest import HOST
+    from tests.support.hosts import HOST
 
     good = subprocess.run(
         [*HOST, "doctor", "--upstream", upstream_arg()],
@@ -521,7 +516,8 @@ async def test_an_upstream_question_answered_on_another_host_is_not_asked_again(
     whose upstream elicited reaches the other host, which runs the call again; the upstream's
     question there is answered from the requestState, not asked in a new round."""
     import httpx2
-    from scale_support import modern_rpc
+
+    from tests.support.scale import modern_rpc
 
     remote, hosts = _two_hosts_of_one_upstream(http_host, redis_url)
     call = {"name": "remote_ask_pin", "arguments": {}}
@@ -551,7 +547,8 @@ async def test_an_upstream_asking_twice_on_other_hosts_uses_each_answer_once(
     from the carried answer and asks the second in a new round; a third run, back on the first
     host, answers both from what the retry carries."""
     import httpx2
-    from scale_support import modern_rpc
+
+    from tests.support.scale import modern_rpc
 
     remote, hosts = _two_hosts_of_one_upstream(http_host, redis_url)
     call = {"name": "remote_ask_pin_twice", "arguments": {}}

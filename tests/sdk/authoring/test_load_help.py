@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Annotated
 
 import pytest
-from conftest import mcp_session
 from pydantic import Field
 
 from protomcp_sdk.authoring.docstrings import parse
 from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.testing import Client
+from tests.support.hosts import mcp_session
 
 GOOGLE = """Forecast the weather.
 
@@ -172,7 +172,7 @@ async def test_warnings_reach_stderr_and_logs(tmp_path: Path) -> None:
 def test_pydantic_frames_are_trimmed_from_schema_errors(tmp_path: Path) -> None:
     import subprocess
 
-    from conftest import HOST
+    from tests.support.hosts import HOST
 
     file = write(
         tmp_path,

@@ -16,6 +16,8 @@ from protomcp_sdk.authoring.registry import REGISTRY, DuplicateToolError, Regist
 from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 @pytest.fixture(autouse=True)
 def clean_registry() -> Iterator[None]:

@@ -20,6 +20,8 @@ from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.wire import envelope_pb2 as pb
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 class Color(enum.Enum):
     RED = "red"

@@ -18,6 +18,8 @@ from protomcp_sdk.authoring.results import Image, Text, ToolResult
 from protomcp_sdk.authoring.schema import analyze, is_context_type, output_schema_for
 from protomcp_sdk.runtime.context import Context
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 class Color(enum.Enum):
     RED = "red"

@@ -16,6 +16,8 @@ from protomcp_sdk.runtime.process import ProcessRuntime
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire import framing as wire
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 @pytest.fixture
 def registry() -> Iterator[None]:

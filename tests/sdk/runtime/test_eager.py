@@ -8,6 +8,8 @@ import pytest
 
 from protomcp_sdk.runtime import eager
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 async def test_a_coroutine_that_never_waits_runs_at_once_without_a_task() -> None:
     done: list[str] = []

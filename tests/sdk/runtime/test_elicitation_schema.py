@@ -11,6 +11,8 @@ from pydantic import BaseModel, Field
 
 from protomcp_sdk.runtime.client import requested_schema
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 class Size(Enum):
     SMALL = "s"

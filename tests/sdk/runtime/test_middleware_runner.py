@@ -15,6 +15,8 @@ from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.runtime.middleware import MiddlewareRunner
 from protomcp_sdk.wire import envelope_pb2 as pb
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 class FakeProcess:
     def __init__(self) -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import ToolProcessOnPipes, mcp_session, write_atomic
 
 from protomcp_sdk import wire
 from protomcp_sdk.wire import envelope_pb2 as pb
+from tests.support.hosts import ToolProcessOnPipes, mcp_session, write_atomic
 
 pytestmark = pytest.mark.anyio
 
@@ -39,11 +39,6 @@ from protomcp_sdk import middleware
 async def audit(call, call_next):
     return await call_next(call)
 """
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def threads_read(tmp_path: Path, source: str) -> bool:

@@ -12,6 +12,8 @@ import pytest
 
 from protomcp_sdk.runtime.threads import CallThreads
 
+pytestmark = pytest.mark.fast  # starts no process
+
 WAIT = 10.0  # seconds: a bound on waiting for an event, never a measured time
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import HOST, mcp_session, write_atomic
+
+from tests.support.hosts import HOST, mcp_session, write_atomic
 
 pytestmark = pytest.mark.anyio
 
@@ -58,11 +59,6 @@ def note(name: str) -> str:
 def greet(who: str) -> str:
     return f"hi {who}"
 '''
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.mark.parametrize("envelope", ["upb", "python"])

@@ -13,7 +13,7 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from protomcp_sdk.wire import envelope_pb2 as pb
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 GEN_PROTO = ROOT / "scripts" / "gen_proto.py"
 
 # Envelope.msg oneof, exactly as the Envelope specification (seed 001) defines it:

@@ -15,6 +15,8 @@ from protomcp_sdk.wire import envelope_pb2 as upb
 from protomcp_sdk.wire import purepb
 from protomcp_sdk.wire.leanpb import serialized_descriptor
 
+pytestmark = pytest.mark.fast  # starts no process
+
 PURE = purepb.build(serialized_descriptor("protomcp_sdk.wire.envelope_pb2") or b"", "test")
 NAMES = sorted(PURE)
 

@@ -15,6 +15,8 @@ from protomcp_sdk.runtime.context import Context
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import CONTROL_KINDS, ToolListChange
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 @pytest.mark.parametrize(
     ("change", "kind", "names"),

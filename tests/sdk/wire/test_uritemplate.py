@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from protomcp_sdk.wire.uritemplate import MAX_URI_LENGTH, TemplateError, UriTemplate
 
+pytestmark = pytest.mark.fast  # starts no process
+
 # -- the regular-expression matcher this module used to be (backtracking), as a reference ------
 _EXPRESSION = re.compile(r"\{([+#./;?&]?)([^{}]+)\}")
 _REF_OPERATORS = {

@@ -12,6 +12,8 @@ from protomcp_sdk import wire
 from protomcp_sdk.wire import FrameDecoder, FrameError, encode
 from protomcp_sdk.wire import envelope_pb2 as pb
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 def call(request_id: str, name: str = "add", arguments: str = '{"a":1}') -> pb.Envelope:
     return pb.Envelope(

@@ -8,6 +8,8 @@ import pytest
 
 from protomcp_host.transports.http.affinity import Affinity
 
+pytestmark = pytest.mark.fast  # starts no process
+
 
 def test_every_worker_agrees_on_the_owner_and_makes_ids_it_owns(tmp_path: Path) -> None:
     workers = [Affinity(number, 3, str(tmp_path)) for number in (1, 2, 3)]

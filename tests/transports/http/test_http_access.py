@@ -17,12 +17,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-import http_support
 import httpx2
 import orjson
 import pytest
-from conftest import HOST, TOOLS
-from http_support import ACCEPT, INITIALIZE, INITIALIZED, http_session, rpc, sse_events
+
+from tests.support import http as http_hosts
+from tests.support.hosts import HOST, TOOLS
+from tests.support.http import ACCEPT, INITIALIZE, INITIALIZED, http_session, rpc, sse_events
 
 STREAMS = str(TOOLS / "streams.py")
 ENVIRONMENT = str(TOOLS / "environment.py")
@@ -82,7 +83,7 @@ LIMITED = (
 async def test_silent_connections_do_not_lock_clients_out(
     http_host: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(http_support, "HOST", [sys.executable, "-c", LIMITED])
+    monkeypatch.setattr(http_hosts, "HOST", [sys.executable, "-c", LIMITED])
     host = http_host("run", STREAMS, "--header-timeout", "600")
     assert host.wait_stderr(lambda line: "serving at most" in line)  # the cap fits the limit
     silent = [await asyncio.open_connection(*address(host.url)) for _ in range(600)]

@@ -10,8 +10,10 @@ import anyio
 import httpx2
 import orjson
 import pytest
-from conftest import BEHAVIOURS, TOOLS
-from http_support import (
+
+from tests.e2e.test_e2e_dev import Watcher, tool_source, write_atomic
+from tests.support.hosts import BEHAVIOURS, TOOLS
+from tests.support.http import (
     ACCEPT,
     INITIALIZE,
     answer_of,
@@ -21,7 +23,6 @@ from http_support import (
     rpc,
     sse_events,
 )
-from test_e2e_dev import Watcher, tool_source, write_atomic
 
 STREAMS = TOOLS / "streams.py"
 

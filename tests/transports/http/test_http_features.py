@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-from conftest import TOOLS
-from http_support import http_session
 from mcp import types
+
+from tests.support.hosts import TOOLS
+from tests.support.http import http_session
 
 ASKING = str(TOOLS / "features" / "asking.py")
 CONTENT = str(TOOLS / "features" / "content.py")

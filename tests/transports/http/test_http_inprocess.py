@@ -7,10 +7,13 @@ from typing import Any
 
 import anyio
 import orjson
-from http_support import INITIALIZE, INITIALIZED
+import pytest
 
 from protomcp_host.app import Host
 from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
+from tests.support.http import INITIALIZE, INITIALIZED
+
+pytestmark = pytest.mark.fast  # starts no process
 
 
 class Exchange:

@@ -10,8 +10,9 @@ from typing import Any
 import httpx2
 import mcp_types as types
 import orjson
-from conftest import BEHAVIOURS, TOOLS
-from http_support import ACCEPT, open_raw_session, rpc, sse_events
+
+from tests.support.hosts import BEHAVIOURS, TOOLS
+from tests.support.http import ACCEPT, open_raw_session, rpc, sse_events
 
 ROUNDS = TOOLS / "rounds" / "rounds.py"
 MODERN: dict[str, str] = {}  # the modern era is served by default
@@ -232,7 +233,8 @@ def test_param_headers() -> None:
 
 async def test_listen_with_the_official_client_sees_a_reload(http_host: Any, tmp_path: Any) -> None:
     import anyio
-    from test_e2e_dev import tool_source, write_atomic
+
+    from tests.e2e.test_e2e_dev import tool_source, write_atomic
 
     tools = tmp_path / "tools.py"
     write_atomic(tools, tool_source("one"))

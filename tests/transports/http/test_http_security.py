@@ -7,8 +7,9 @@ from typing import Any
 
 import httpx2
 import orjson
-from conftest import TOOLS
-from http_support import ACCEPT, INITIALIZE, http_session, open_raw_session
+
+from tests.support.hosts import TOOLS
+from tests.support.http import ACCEPT, INITIALIZE, http_session, open_raw_session
 
 STREAMS = str(TOOLS / "streams.py")
 JSON = {"accept": ACCEPT, "content-type": "application/json"}

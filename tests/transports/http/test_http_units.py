@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from protomcp_host.transports.http.event_stream import EventStream, parse_event_id, sse_event, sse_priming
 from protomcp_host.transports.http.guard import BearerToken, Guard, Identity
 from protomcp_host.transports.http.sessions import is_response
+
+pytestmark = pytest.mark.fast  # starts no process
 
 
 def test_event_stream_replays_after_a_cursor_and_ends() -> None:
