@@ -9,7 +9,7 @@ or more holds all of them.
 
 ``tool_file_source(n)`` is a protomcp tool file (``@tool`` functions with ``Annotated`` /
 ``Field`` parameters); ``QUERIES`` is the labelled query set: what a user might ask, in their
-words, and the tool that does it. Used by ``tokens.py`` and ``tests/test_discovery_e2e.py``.
+words, and the tool that does it. Used by ``tokens.py`` and ``tests/e2e/test_discovery_e2e.py``.
 """
 
 # ruff: noqa: E501  (the service table reads best one object per line)

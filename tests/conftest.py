@@ -1,214 +1,33 @@
-"""Shared fixtures: start the real `protomcp` host and talk to it."""
+"""Fixtures every test folder shares, the `fast` tier's guard, and what keeps tests that run at
+once (pytest-xdist workers) out of each other's way. The helpers the fixtures use live in
+tests/support/."""
 
 from __future__ import annotations
 
 import os
-import queue
-import select
-import subprocess
 import sys
-import textwrap
-import threading
-import time
-from collections import deque
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
+from hypothesis import HealthCheck, settings
 
-ROOT = Path(__file__).resolve().parent.parent
-TOOLS = Path(__file__).resolve().parent / "tools"
-EXAMPLES = ROOT / "examples" / "tools"
-BEHAVIOURS = TOOLS / "behaviours.py"
-HOST = [sys.executable, "-m", "protomcp_host"]
+from tests.support.cluster import nginx, redis_url  # noqa: F401 (fixtures: real redis-server and nginx)
+from tests.support.hosts import RawHost, ToolProcessOnPipes
+from tests.support.http import HttpHost
 
-
-def write_atomic(path: Path, source: str) -> None:
-    """Write like an editor that saves via rename, so the watcher never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(textwrap.dedent(source))
-    os.replace(tmp, path)
+# Property tests are judged by their examples, not by their speed: on a busy machine (the suite's
+# own workers share the cores) a slow example is no failure.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
-@asynccontextmanager
-async def mcp_session(*args: str, **session_kwargs: Any) -> AsyncIterator[Any]:
-    """An official-SDK ClientSession connected to `protomcp <args>` over stdio."""
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
-    params = StdioServerParameters(command=HOST[0], args=[*HOST[1:], *args], env=dict(os.environ))
-    async with stdio_client(params) as (read, write), ClientSession(read, write, **session_kwargs) as session:
-        await session.initialize()
-        yield session
-
-
-class RawHost:
-    """`protomcp run` driven line by line, for wire-level tests."""
-
-    def __init__(self, *args: str, read_stdout: bool = True, read_stderr: bool = True) -> None:
-        self.proc = subprocess.Popen(
-            [*HOST, *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        self.lines: queue.Queue[bytes | None] = queue.Queue()
-        self.stderr: list[str] = []
-        self._stderr_grew = threading.Condition()
-        self._stderr_reader: threading.Thread | None = None
-        if read_stdout:
-            self.start_reading_stdout()
-        if read_stderr:
-            self.start_reading_stderr()
-
-    def start_reading_stdout(self) -> None:
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-
-    def start_reading_stderr(self) -> None:
-        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
-        self._stderr_reader.start()
-
-    def _read_stdout(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            with self._stderr_grew:
-                self.stderr.append(line.decode(errors="replace"))
-                self._stderr_grew.notify_all()
-        with self._stderr_grew:
-            self.stderr_closed = True
-            self._stderr_grew.notify_all()
-
-    stderr_closed = False
-
-    def wait_stderr(self, text: str, timeout: float = 15) -> str:
-        """Wait until the host's stderr holds `text`; returns all of it so far."""
-        with self._stderr_grew:
-            found = self._stderr_grew.wait_for(
-                lambda: text in "".join(self.stderr) or self.stderr_closed, timeout
-            )
-            joined = "".join(self.stderr)
-        if not found or text not in joined:
-            raise AssertionError(f"{text!r} not on stderr:\n{joined}")
-        return joined
-
-    def stderr_text(self, timeout: float = 10) -> str:
-        """Everything the host wrote on stderr (after it exited: all of it)."""
-        if self.proc.poll() is not None and self._stderr_reader is not None:
-            self._stderr_reader.join(timeout)
-        return "".join(self.stderr)
-
-    def send_raw(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def send(self, message: Any) -> None:
-        self.send_raw(orjson.dumps(message) + b"\n")
-
-    def recv(self, timeout: float = 10) -> Any:
-        line = self.lines.get(timeout=timeout)
-        if line is None:
-            raise EOFError("host closed stdout; stderr:\n" + "".join(self.stderr))
-        return orjson.loads(line)
-
-    def recv_response(self, request_id: Any, timeout: float = 10) -> Any:
-        """The response with this id, skipping notifications (which are returned in .skipped)."""
-        while True:
-            message = self.recv(timeout)
-            if isinstance(message, dict) and "method" in message:
-                continue
-            if isinstance(message, dict) and message.get("id") != request_id:
-                raise AssertionError(f"expected id {request_id!r}, got {message!r}")
-            return message
-
-    def request(self, request_id: Any, method: str, params: Any = None) -> Any:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        return self.recv_response(request_id)
-
-    def initialize(self, version: str = "2025-06-18") -> Any:
-        result = self.request(
-            0,
-            "initialize",
-            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
-        )
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return result
-
-    def close(self, timeout: float = 15) -> int:
-        if self.proc.stdin and not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        try:
-            return self.proc.wait(timeout)
-        finally:
-            if self.proc.poll() is None:
-                os.killpg(self.proc.pid, 9)
-                self.proc.wait()
-
-
-class ToolProcessOnPipes:
-    """`python -m protomcp_sdk FILE` alone on its frame pipes, as the host starts it; the test
-    plays the host, frame by frame."""
-
-    def __init__(self, file: Path, **env: str) -> None:
-        from protomcp_sdk.wire import framing
-
-        to_child_r, self.to_child = os.pipe()
-        self.from_child, from_child_w = os.pipe()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "protomcp_sdk", str(file)],
-            pass_fds=(to_child_r, from_child_w),
-            env={**os.environ, "PROTOMCP_FDS": f"{to_child_r},{from_child_w}", **env},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        os.close(to_child_r)
-        os.close(from_child_w)
-        self.decoder = framing.FrameDecoder()
-        self.frames: deque[Any] = deque()
-
-    def send(self, data: bytes) -> None:
-        os.write(self.to_child, data)
-
-    def next_frame(self, timeout: float = 20) -> Any:
-        """The next frame the process wrote (an AssertionError if none comes in time)."""
-        deadline = time.monotonic() + timeout
-        while not self.frames:
-            if not select.select([self.from_child], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                raise AssertionError(f"no frame from the tool process within {timeout}s")
-            data = os.read(self.from_child, 65536)
-            if not data:
-                raise AssertionError("the tool process closed its frame pipe")
-            self.frames.extend(self.decoder.feed(data))
-        return self.frames.popleft()
-
-    def close_input(self) -> None:
-        """What the host does to stop it: close the pipe it reads."""
-        if self.to_child >= 0:
-            os.close(self.to_child)
-            self.to_child = -1
-
-    def close(self) -> None:
-        self.close_input()
-        os.close(self.from_child)
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        assert self.proc.stderr is not None
-        self.proc.stderr.close()
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    """Tests marked `anyio` run on asyncio (the host's event loop), not on trio."""
+    return "asyncio"
 
 
 @pytest.fixture
@@ -228,6 +47,7 @@ def tool_process() -> Iterator[Any]:
 
 @pytest.fixture
 def raw_host() -> Iterator[Any]:
+    """Start `protomcp` hosts on stdio (RawHost); all end with the test."""
     hosts: list[RawHost] = []
 
     def start(*args: str, **kwargs: Any) -> RawHost:
@@ -242,9 +62,7 @@ def raw_host() -> Iterator[Any]:
 
 @pytest.fixture
 def http_host() -> Iterator[Any]:
-    """Start `protomcp run ... --transport http` hosts (http_support.HttpHost); all end with the test."""
-    from http_support import HttpHost
-
+    """Start `protomcp run ... --transport http` hosts (HttpHost); all end with the test."""
     hosts: list[HttpHost] = []
 
     def start(*args: str, **kwargs: Any) -> HttpHost:
@@ -257,5 +75,72 @@ def http_host() -> Iterator[Any]:
         host.terminate()
 
 
-# real redis-server and nginx for the scale-out tests (tests/cluster_support.py)
-from cluster_support import nginx, redis_url  # noqa: E402, F401
+# -- speed: the suite starts thousands of Python processes -----------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Where PYTHONDONTWRITEBYTECODE is set (containers, CI), every host and tool process the
+    tests start would compile protomcp's modules again (about 0.1 s of CPU each), and every
+    xdist worker would rewrite every test module's asserts again: keep the bytecode instead,
+    outside the checkout, in a private folder of this user (the processes inherit it)."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    folder = Path(tempfile.gettempdir()) / f"protomcp-tests-pycache-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    if folder.stat().st_uid != os.getuid():
+        return  # someone else's: compile as asked
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = str(folder)
+
+
+# -- isolation: nothing a test starts writes where another test (or the user) reads ----------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """`protomcp dev` journals into the per-user runtime folder, which `protomcp logs` lists: each
+    test process (an xdist worker) gets its own, inherited by the hosts it starts."""
+    saved = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("xdg-runtime"))
+    yield
+    if saved is None:
+        os.environ.pop("XDG_RUNTIME_DIR", None)
+    else:
+        os.environ["XDG_RUNTIME_DIR"] = saved
+
+
+# -- the fast tier: `pytest -m fast` runs the tests that start no process ---------------------
+
+_SPAWNING_EVENTS = frozenset(
+    {"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.exec", "os.spawn", "os.system"}
+)
+
+
+class _NoProcesses:
+    """While a test marked `fast` runs, starting a process fails it: the tier stays honest."""
+
+    test: str | None = None  # the node id of the fast test running
+
+    def audit(self, event: str, args: tuple[Any, ...]) -> None:
+        if self.test is not None and event in _SPAWNING_EVENTS:
+            what = args[0] if args else ""
+            raise RuntimeError(
+                f"{self.test} is marked fast but starts a process ({event}: {what!r}); "
+                "a test that starts one is not in the fast tier"
+            )
+
+
+_no_processes = _NoProcesses()
+sys.addaudithook(_no_processes.audit)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    if item.get_closest_marker("fast") is not None:
+        _no_processes.test = item.nodeid
+    try:
+        return (yield)
+    finally:
+        _no_processes.test = None

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast  # starts no process
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("protomcp_sdk", "protomcp_host")
 

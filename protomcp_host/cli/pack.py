@@ -375,6 +375,7 @@ def vendor(bundle: Bundle, lib: Path) -> None:
         "pip",
         "install",
         "--quiet",
+        "--no-compile",  # the bundle leaves __pycache__ out: compiling would be wasted time
         "--disable-pip-version-check",
         "--no-warn-conflicts",
         "--target",

@@ -1,5 +1,5 @@
 """The store interface every host part uses: small on purpose, so that the in-memory and the
-Redis implementation pass the same tests (tests/test_store.py)."""
+Redis implementation pass the same tests (tests/store/test_store.py)."""
 
 from __future__ import annotations
 

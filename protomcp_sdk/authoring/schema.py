@@ -9,7 +9,7 @@ Two ways to build them:
   ``| None``, or unannotated; defaults that are plain JSON scalars): built here without
   pydantic, which a tool file made only of such tools never imports. The schemas are the
   ones pydantic would generate and conversion follows pydantic's lax mode
-  (``tests/test_fast_path.py`` checks both against pydantic).
+  (``tests/sdk/authoring/test_fast_path.py`` checks both against pydantic).
 - **Everything else** (``Annotated``/``Field``, ``Literal``, enums, models, containers...):
   one pydantic v2 model per tool.
 """

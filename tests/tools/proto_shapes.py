@@ -1,5 +1,5 @@
 """Every parameter shape the SDK turns into JSON Schema, for the protobuf converter's round trips
-(tests/test_protoschema.py) and the proto-mcp tests."""
+(tests/proto_mcp/test_protoschema.py) and the proto-mcp tests."""
 
 from __future__ import annotations
 

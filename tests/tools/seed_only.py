@@ -1,7 +1,7 @@
 """A tool process written to the Envelope specification alone (no Hello, no protomcp_sdk
 runtime): it waits for ListToolsRequest, lists one tool and answers calls to it.
 
-Run by the host through --python (tests/test_hardening.py makes a small launcher), so the
+Run by the host through --python (tests/e2e/test_hardening.py makes a small launcher), so the
 `-m protomcp_sdk FILE` arguments the host passes are ignored."""
 
 import os

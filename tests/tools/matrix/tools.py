@@ -1,4 +1,4 @@
-"""Tools for the combination matrix (tests/test_matrix.py).
+"""Tools for the combination matrix (tests/matrix/test_matrix.py).
 
 Every scenario tool takes a `tag` the test makes unique per session and per scenario, so that
 anything of one session that reaches the other can be recognised in the other's traffic."""

@@ -1,4 +1,4 @@
-"""The upstream server of the cluster matrix (tests/test_matrix_cluster.py): served over HTTP by
+"""The upstream server of the cluster matrix (tests/matrix/test_matrix_cluster.py): served over HTTP by
 a protomcp host of its own, reached by every host of the cluster through `--upstream`."""
 
 import asyncio

@@ -1,0 +1,55 @@
+"""dev: the note a stale file's answers carry (calls/staleness.py)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from protomcp_host.calls.staleness import stale_note, with_note
+from protomcp_host.protocol.session import ToolAnswer
+
+pytestmark = pytest.mark.fast  # starts no process
+
+SYNTAX = (
+    'tools.py failed to load:\n  File "/home/me/tools.py", line 12\n    def broken(:\n'
+    "               ^\nSyntaxError: invalid syntax\n"
+)
+RAISED = (
+    'mytools.py failed to load:\nTraceback (most recent call last):\n  File "/home/me/mytools.py", line 4, '
+    'in <module>\n    import helper\n  File "/home/me/helper.py", line 9, in <module>\n'
+    "    raise RuntimeError('config missing')\nRuntimeError: config missing\n"
+)
+
+
+def test_the_note_names_the_file_time_exception_and_line() -> None:
+    note = stale_note("tools.py", SYNTAX, at=0)
+    assert note.startswith("Note: tools.py failed to load at ")
+    assert "SyntaxError: invalid syntax (line 12)" in note
+    assert "This answer came from the previous version of tools.py" in note
+
+
+def test_the_line_is_the_files_own_frame_not_a_module_it_imports() -> None:
+    note = stale_note("mytools.py", RAISED, at=0)
+    assert "RuntimeError: config missing (line 4)" in note
+
+
+def test_a_failure_without_traceback_is_said_as_is() -> None:
+    note = stale_note("tools.py", "tools.py: tool 'alpha' is defined by tools.py and other.py", at=0)
+    assert "tool 'alpha' is defined by tools.py and other.py." in note and "(line" not in note
+
+
+def test_the_note_is_one_more_text_block() -> None:
+    answer = ToolAnswer([b'[{"type":"text",', b'"text":"3"}]'], b'{"result":3}', trusted=True)
+    noted = with_note(answer, "Note: stale")
+    assert orjson.loads(b"".join(noted.content)) == [
+        {"type": "text", "text": "3"},
+        {"type": "text", "text": "Note: stale"},
+    ]
+    assert noted.structured == answer.structured and noted.trusted
+    empty = with_note(ToolAnswer([b"[]"]), "Note: stale")
+    assert orjson.loads(b"".join(empty.content)) == [{"type": "text", "text": "Note: stale"}]
+
+
+def test_malformed_content_is_left_for_the_session_to_refuse() -> None:
+    answer = ToolAnswer([b'{"not": "a list"}'])
+    assert with_note(answer, "Note: stale") is answer

@@ -1,0 +1,274 @@
+"""`protomcp pack`: MCP Bundles checked with the official `mcpb` CLI (tests/mcpb pins it), and a
+python bundle started from its own manifest's mcp_config, as Claude Desktop starts it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import anyio
+import orjson
+import pytest
+
+from protomcp_host.cli.pack import Bundle, plan, script_dependencies
+from tests.cli.test_plugins import plugin_venv  # noqa: F401 (the fixture: a virtualenv with the example plugin)
+from tests.support.hosts import HOST
+
+MCPB_DIR = Path(__file__).resolve().parents[1] / "mcpb"
+MCPB = MCPB_DIR / "node_modules" / ".bin" / "mcpb"
+
+WEATHER = '''
+    """Weather for Claude: current conditions by city."""
+    # /// script
+    # dependencies = ["tzdata>=2024.1"]
+    # ///
+    import anyio
+    import protomcp_sdk
+    from protomcp_sdk import env, prompt, tool
+
+    API_KEY = env("WEATHER_API_KEY", "Your weather.example API key", secret=True)
+    UNITS = env("WEATHER_UNITS", "metric or imperial", default="metric")
+
+
+    @tool
+    def forecast(city: str) -> str:
+        """The forecast for a city."""
+        return f"sunny in {city}, {UNITS}, key {API_KEY}"
+
+
+    @tool
+    def where() -> list[str]:
+        """Where protomcp and a dependency were imported from."""
+        return [protomcp_sdk.__file__, anyio.__file__]
+
+
+    @prompt(description="Plan a day out")
+    def plan_day(city: str) -> str:
+        return f"Plan a day out in {city}."
+'''
+
+
+@pytest.fixture(scope="module")
+def mcpb() -> Path:
+    """The official CLI, installed from tests/mcpb/package-lock.json when it is not yet."""
+    if not MCPB.exists():
+        npm = shutil.which("npm")
+        if npm is None or shutil.which("node") is None:
+            if os.environ.get("CI"):
+                pytest.fail("node and npm are needed for the official mcpb CLI (.ci/run installs them)")
+            pytest.skip("node/npm not installed: the official mcpb CLI cannot run here")
+        subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=MCPB_DIR, check=True, timeout=600
+        )
+    return MCPB
+
+
+def tool_file(folder: Path) -> Path:
+    file = folder / "weather.py"
+    file.write_text(textwrap.dedent(WEATHER))
+    return file
+
+
+def pack(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*HOST, "pack", *args], cwd=cwd, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL
+    )
+
+
+def unpack(mcpb: Path, bundle: Path, into: Path) -> Path:
+    subprocess.run(
+        [str(mcpb), "unpack", str(bundle), str(into)], check=True, capture_output=True, timeout=120
+    )
+    return into
+
+
+def validate(mcpb: Path, folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(mcpb), "validate", str(folder)], capture_output=True, text=True, timeout=120)
+
+
+def test_a_uv_bundle_is_valid_and_asks_for_what_the_file_needs(tmp_path: Path, mcpb: Path) -> None:
+    tool_file(tmp_path)
+    done = pack("weather.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "weather.mcpb (uv bundle: 2 tools, 2 settings)" in done.stdout
+    folder = unpack(mcpb, tmp_path / "weather.mcpb", tmp_path / "unpacked")
+    checked = validate(mcpb, folder)
+    assert checked.returncode == 0 and "validation passes" in checked.stdout, checked.stdout
+    manifest = orjson.loads((folder / "manifest.json").read_bytes())
+    assert manifest["manifest_version"] == "0.4" and manifest["server"]["type"] == "uv"
+    assert manifest["description"] == "Weather for Claude: current conditions by city."
+    assert [t["name"] for t in manifest["tools"]] == ["forecast", "where"]
+    assert manifest["prompts"] == [
+        {
+            "name": "plan_day",
+            "description": "Plan a day out",
+            "arguments": ["city"],
+            "text": "Plan a day out in ${arguments.city}.",
+        }  # the prompt, rendered with placeholders
+    ]
+    assert manifest["tools_generated"] is False
+    assert manifest["user_config"] == {
+        "weather_api_key": {
+            "type": "string",
+            "title": "WEATHER_API_KEY",
+            "sensitive": True,
+            "description": "Your weather.example API key",
+            "required": True,
+        },
+        "weather_units": {
+            "type": "string",
+            "title": "WEATHER_UNITS",
+            "description": "metric or imperial",
+            "required": False,
+            "default": "metric",
+        },
+    }
+    assert manifest["server"]["mcp_config"]["env"] == {
+        "WEATHER_API_KEY": "${user_config.weather_api_key}",
+        "WEATHER_UNITS": "${user_config.weather_units}",
+    }
+    pyproject = (folder / "pyproject.toml").read_text()
+    assert '"protomcp-tools>=' in pyproject and '"tzdata>=2024.1"' in pyproject  # its PEP 723 block
+    assert (folder / "server" / "tools" / "weather.py").exists() and not (folder / "server" / "lib").exists()
+
+
+def test_the_official_validator_refuses_a_broken_manifest(tmp_path: Path, mcpb: Path) -> None:
+    """(so the validations above can fail)"""
+    (tmp_path / "manifest.json").write_bytes(orjson.dumps({"manifest_version": "0.4", "name": "x"}))
+    assert validate(mcpb, tmp_path).returncode != 0
+
+
+@pytest.mark.anyio
+async def test_a_python_bundle_serves_its_tools_from_its_own_mcp_config(tmp_path: Path, mcpb: Path) -> None:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    tool_file(tmp_path)
+    done = pack("weather.py", "--type", "python", "-o", "dist/weather.mcpb", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    folder = unpack(mcpb, tmp_path / "dist" / "weather.mcpb", tmp_path / "installed")
+    checked = validate(mcpb, folder)
+    assert checked.returncode == 0, checked.stdout
+    manifest = orjson.loads((folder / "manifest.json").read_bytes())
+    assert manifest["server"]["type"] == "python"
+    assert manifest["compatibility"]["runtimes"]["python"].startswith(
+        f">={sys.version_info[0]}.{sys.version_info[1]}"
+    )
+    # What Claude Desktop does: substitute ${__dirname} and the settings, run the command.
+    values = {
+        "${__dirname}": str(folder),
+        "${user_config.weather_api_key}": "k-123",
+        "${user_config.weather_units}": "imperial",
+    }
+
+    def substitute(text: str) -> str:
+        for key, value in values.items():
+            text = text.replace(key, value)
+        return text
+
+    config = manifest["server"]["mcp_config"]
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update({key: substitute(value) for key, value in config["env"].items()})
+    command = shutil.which(config["command"]) or sys.executable
+    params = StdioServerParameters(
+        command=command, args=[substitute(arg) for arg in config["args"]], env=env, cwd=str(tmp_path)
+    )
+    with anyio.fail_after(60):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            assert sorted(t.name for t in (await session.list_tools()).tools) == ["forecast", "where"]
+            answer = await session.call_tool("forecast", {"city": "Oslo"})
+            assert answer.content[0].text == "sunny in Oslo, imperial, key k-123"  # type: ignore[union-attr]
+            where = await session.call_tool("where", {})
+            paths = orjson.loads(where.content[0].text)  # type: ignore[union-attr]
+    lib = folder.resolve() / "server" / "lib"
+    assert all(Path(path).resolve().is_relative_to(lib) for path in paths), paths  # the bundle's own
+
+
+def test_a_file_that_fails_to_load_is_not_packed(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text("from protomcp_sdk import tool\n\ndef broken(:\n")
+    done = pack("broken.py", cwd=tmp_path)
+    assert done.returncode == 1 and "broken.py failed to load" in done.stderr and "SyntaxError" in done.stderr
+    assert not (tmp_path / "broken.mcpb").exists()
+
+
+def test_a_folder_is_packed_whole_with_its_helpers(tmp_path: Path) -> None:
+    folder = tmp_path / "kit"
+    folder.mkdir()
+    (folder / "helper.py").write_text("def double(x: int) -> int:\n    return 2 * x\n")
+    (folder / "maths.py").write_text(
+        "from helper import double\nfrom protomcp_sdk import tool\n\n@tool\ndef twice(x: int) -> int:\n"
+        "    return double(x)\n"
+    )
+    bundle = plan([folder], [], "uv")
+    assert [t["name"] for entry in bundle.report["files"] for t in entry["tools"]] == ["twice"]
+    assert "TOOLS = ['kit']" in bundle.main_py()
+    done = pack(str(folder), "-o", "kit.mcpb", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    names = zipfile.ZipFile(tmp_path / "kit.mcpb").namelist()
+    assert {"server/tools/kit/helper.py", "server/tools/kit/maths.py", "server/main.py"} <= set(names)
+
+
+def test_script_dependencies_come_from_the_pep_723_block(tmp_path: Path) -> None:
+    file = tmp_path / "t.py"
+    file.write_text(
+        '# /// script\n# requires-python = ">=3.11"\n# dependencies = [\n#   "httpx>=0.27",\n'
+        '#   "rich",\n# ]\n# ///\nimport httpx\n'
+    )
+    assert script_dependencies(file) == ["httpx>=0.27", "rich"]
+    file.write_text('# /// script\n# dependencies = ["protomcp-tools>=0.1", "protomcp_tools_extra"]\n# ///\n')
+    bundle = Bundle("t", "1", "", "me", "uv", [file])
+    assert bundle.dependencies()[1:] == ["protomcp_tools_extra"]  # protomcp-tools: once, from pack
+    file.write_text("import os\n")
+    assert script_dependencies(file) == []
+
+
+def test_env_reads_a_variable_and_declares_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from protomcp_sdk import env
+    from protomcp_sdk.authoring.registry import REGISTRY
+
+    REGISTRY.clear()
+    try:
+        monkeypatch.setenv("PACK_TEST_KEY", "k")
+        monkeypatch.setenv("PACK_TEST_EMPTY", "")  # an optional setting left blank in the form
+        assert env("PACK_TEST_KEY", "a key", secret=True) == "k"
+        assert env("PACK_TEST_EMPTY", default="d") == "d"
+        assert env("PACK_TEST_KEY", "read again") == "k"
+        declared = list(REGISTRY.env.values())
+        assert [(v.name, v.description, v.secret, v.required) for v in declared] == [
+            ("PACK_TEST_KEY", "a key", True, True),
+            ("PACK_TEST_EMPTY", "", False, False),
+        ]
+    finally:
+        REGISTRY.clear()
+
+
+def test_a_plugin_is_a_dependency_and_an_argument(
+    request: pytest.FixtureRequest, tmp_path: Path, mcpb: Path
+) -> None:
+    python = request.getfixturevalue("plugin_venv")  # the example plugin installed there
+    done = pack("--python", str(python), "--plugin", "unit-converter", "-o", "units.mcpb", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    folder = unpack(mcpb, tmp_path / "units.mcpb", tmp_path / "unpacked")
+    assert validate(mcpb, folder).returncode == 0
+    manifest = orjson.loads((folder / "manifest.json").read_bytes())
+    assert manifest["name"] == "unit-converter"
+    assert [t["name"] for t in manifest["tools"]] == ["convert_length"]
+    assert '"protomcp-example-plugin==0.1.0"' in (folder / "pyproject.toml").read_text()
+    main = (folder / "server" / "main.py").read_text()
+    assert "TOOLS = []" in main and "ARGS = ['--plugin', 'unit-converter']" in main
+
+
+def test_hidden_tools_are_not_listed_but_announced(tmp_path: Path) -> None:
+    file = tmp_path / "admin.py"
+    file.write_text(
+        "from protomcp_sdk import tool\n\n@tool\ndef status() -> str:\n    return 'ok'\n\n"
+        "@tool(hidden=True)\ndef reindex() -> str:\n    return 'done'\n"
+    )
+    manifest = plan([file], [], "uv").manifest()
+    assert [t["name"] for t in manifest["tools"]] == ["status"] and manifest["tools_generated"] is True

@@ -1,0 +1,173 @@
+"""Two real hosts sharing a real Redis while the store fails under them (issue 29): a dropped
+connection, an outage longer than GONE_AFTER with Redis back empty, a key that vanishes, and
+the per-principal task bound across hosts."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from protomcp_host.protocol.tasks import MAX_TASKS
+from protomcp_host.sharing import GONE_AFTER
+from tests.support.scale import CPU, modern_rpc, task_until
+
+
+def _hosts(http_host: Any, redis_url: str, count: int = 2) -> list[Any]:
+    return [http_host("run", str(CPU), "--store", redis_url) for _ in range(count)]
+
+
+def _admin(redis_url: str) -> Any:
+    import redis.asyncio
+
+    return redis.asyncio.Redis.from_url(redis_url)
+
+
+async def _task(http: Any, url: str, gate: Path) -> str:
+    created = await modern_rpc(
+        http, url, "tools/call", {"name": "wait_for", "arguments": {"path": str(gate)}}
+    )
+    assert created["result"]["resultType"] == "task", created
+    return str(created["result"]["taskId"])
+
+
+async def _status(http: Any, url: str, task_id: str) -> str:
+    answer = await modern_rpc(http, url, "tasks/get", {"taskId": task_id})
+    return answer["result"]["status"] if "result" in answer else "not found"
+
+
+async def test_a_dropped_connection_loses_no_task_record(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    import httpx2
+
+    a, b = _hosts(http_host, redis_url)
+    gate = tmp_path / "gate"
+    async with httpx2.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(60):
+            task_id = await _task(http, a.url, gate)
+            await task_until(http, b.url, task_id, "working")
+            admin = _admin(redis_url)
+            for kind in ("normal", "pubsub"):  # each host's connections that write, and that listen
+                assert await admin.client_kill_filter(_type=kind, skipme=True) >= 2
+            await admin.aclose()
+            gate.write_text("open")  # the next record (completed) meets the dropped connections
+            await task_until(http, b.url, task_id, "completed", timeout=15)
+        late = http_host("run", str(CPU), "--store", redis_url)  # the store has it too
+        with anyio.fail_after(30):
+            await task_until(http, late.url, task_id, "completed")
+
+
+async def test_an_outage_fails_no_live_task_and_loses_no_new_one(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    import httpx2
+
+    from tests.support.cluster import start_redis, stop
+
+    a, b = _hosts(http_host, redis_url)
+    gate = tmp_path / "gate"
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    async with httpx2.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(30):
+            live = await _task(http, a.url, gate)
+            await task_until(http, b.url, live, "working")
+        subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True, check=False)
+        for host in (a, b):
+            host.wait_stderr(lambda line: "is unreachable" in line)
+        with anyio.fail_after(30):
+            during = [await _task(http, a.url, gate) for _ in range(3)]
+            # the outage outlasts GONE_AFTER (that is the fault): B watches A's task meanwhile
+            with anyio.move_on_after(GONE_AFTER + 2):
+                while True:
+                    assert await _status(http, b.url, live) == "working"
+                    await anyio.sleep(0.2)
+        restarted = start_redis(port, tmp_path / "redis-again")  # empty: no key, no records
+        try:
+            for host in (a, b):
+                host.wait_stderr(lambda line: "is reachable again" in line)
+            with anyio.fail_after(30):
+                assert await _status(http, b.url, live) == "working"
+                for task_id in during:  # made while the store was away: shared once it is back
+                    await task_until(http, b.url, task_id, "working")
+                gate.write_text("open")
+                for task_id in (live, *during):
+                    await task_until(http, b.url, task_id, "completed")
+            late = http_host("run", str(CPU), "--store", redis_url)  # the empty store has them again
+            with anyio.fail_after(30):
+                for task_id in (live, *during):
+                    await task_until(http, late.url, task_id, "completed")
+        finally:
+            stop(restarted)
+    assert sum("a task record was not saved" in line for line in a.stderr) == 1, a.stderr
+
+
+async def test_the_task_bound_holds_on_every_host_and_in_the_store(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    import httpx2
+
+    a, b = _hosts(http_host, redis_url)
+    gate = tmp_path / "gate"
+    gate.write_text("open")  # every task completes at once
+    async with httpx2.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(120):
+            made = []
+            for _ in range(MAX_TASKS + 1):  # one more than a principal keeps
+                made.append(await _task(http, a.url, gate))
+                await task_until(http, a.url, made[-1], "completed")
+            await task_until(http, b.url, made[-1], "completed")
+            assert await _status(http, a.url, made[0]) == "not found"  # the oldest finished went
+            while await _status(http, b.url, made[0]) != "not found":  # ... from B's copies too
+                await anyio.sleep(0.05)
+            admin = _admin(redis_url)
+            while len(await admin.keys("protomcp:task:*")) > MAX_TASKS:  # ... and from the store
+                await anyio.sleep(0.05)
+            await admin.aclose()
+        assert await _status(http, b.url, made[1]) == "completed"
+
+
+async def test_a_vanished_state_key_comes_back_unchanged(http_host: Any, nginx: Any, redis_url: str) -> None:
+    from tests.scale.test_scale_cluster import ROUNDS, _sample
+    from tests.support.scale import modern_client
+
+    first = http_host("run", str(ROUNDS), "--store", redis_url)
+    admin = _admin(redis_url)
+    with anyio.fail_after(30):
+        key = await admin.get("protomcp:state-key")
+        assert key is not None and await admin.delete("protomcp:state-key") == 1  # no outage: just gone
+        while await admin.get("protomcp:state-key") != key:  # a host puts it back as it was
+            await anyio.sleep(0.05)
+    await admin.aclose()
+    second = http_host("run", str(ROUNDS), "--store", redis_url)  # so a host started now uses it
+    balancer = nginx([first.url.split("/")[2], second.url.split("/")[2]])
+    with anyio.fail_after(60):
+        async with modern_client(balancer.url, sampling_callback=_sample) as client:
+            await client.list_tools()
+            two = await client.call_tool("two_samples", {})  # its retries alternate between the hosts
+            assert two.content[0].text == "A(first?)+A(second after A(first?)?)"
+    calls = [r for r in balancer.requests() if r[1] == "tools/call"]
+    assert len(calls) == 3 and len({r[0] for r in calls}) == 2, calls
+
+
+async def test_deployments_on_other_databases_or_prefixes_do_not_share_tasks(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    import httpx2
+
+    base = redis_url.rsplit("/", 1)[0]
+    here, same, other_db, other_prefix = (
+        http_host("run", str(CPU), "--store", url)
+        for url in (redis_url, redis_url, f"{base}/1", f"{redis_url}?prefix=staging")
+    )
+    async with httpx2.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(30):
+            task_id = await _task(http, here.url, tmp_path / "never")
+            await task_until(http, same.url, task_id, "working")  # its deployment has it now
+            for elsewhere in (other_db, other_prefix):
+                assert await _status(http, elsewhere.url, task_id) == "not found"
+                cancelled = await modern_rpc(http, elsewhere.url, "tasks/cancel", {"taskId": task_id})
+                assert "error" in cancelled, cancelled
+            assert await _status(http, here.url, task_id) == "working"
