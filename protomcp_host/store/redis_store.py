@@ -81,6 +81,7 @@ class RedisStore:
         self._outbox: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(OUTBOX)
         self._dropped = 0
         self._down = False  # an outage was reported (not repeated until it is over)
+        self._unsubscribed = False  # the bus's connection broke and is not subscribed again yet
         self._key: bytes | None = None  # the requestState key this handle read last
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -104,19 +105,18 @@ class RedisStore:
                 await self._client.aclose()
 
     async def _receive(self, pubsub: Any) -> None:
-        broken = False
         while True:
             try:
                 message = await pubsub.get_message(timeout=None)
             except self._errors as exc:
-                broken = True
+                self._unsubscribed = True
                 self._trouble(exc)
                 await anyio.sleep(RETRY)
                 continue  # (redis-py reconnects and subscribes again on the next read)
             if message is None:
                 continue
-            if message.get("type") == "subscribe" and broken:
-                broken = False
+            if message.get("type") == "subscribe" and self._unsubscribed:
+                self._unsubscribed = False
                 self._back()
                 self._deliver(RECONNECTED, b"")  # what was published meanwhile did not come
             if message.get("type") != "message":
@@ -159,7 +159,9 @@ class RedisStore:
             self._report(f"protomcp: the store {self.url} is unreachable ({exc}); retrying every {RETRY:g}s")
 
     def _back(self) -> None:
-        if self._down:
+        """Say it once the store serves again, the bus included: a publish that goes through
+        while the bus is not subscribed again yet is no sign that notices arrive."""
+        if self._down and not self._unsubscribed:
             self._down = False
             self._report(f"protomcp: the store {self.url} is reachable again")
 
