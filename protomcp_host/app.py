@@ -45,6 +45,7 @@ from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_host.settings import RunSettings
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
+from protomcp_host.transports.waiting import cancel_when_set
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
@@ -801,7 +802,7 @@ class _Run:
         """Load the files (a signal cancels it); False when the host is not serving."""
         try:
             with anyio.CancelScope() as starting:
-                tg.start_soon(_cancel_on, self.shutdown, starting)
+                tg.start_soon(cancel_when_set, self.shutdown, starting)
                 await self.host.start(tg)
         except StartupError as exc:
             self._cannot_start(f"protomcp: cannot start:\n{exc}")
@@ -846,11 +847,6 @@ async def _drain_peers_on(event: anyio.Event, peers: Any, timeout: float, draine
     with anyio.move_on_after(timeout):
         await peers.drain()
     drained.set()
-
-
-async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
 
 
 async def _on_signals(

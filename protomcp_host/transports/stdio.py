@@ -35,6 +35,7 @@ from protomcp_host.transports.lines import (
 )
 from protomcp_host.transports.outbox import Outbox
 from protomcp_host.transports.ports import Connection, Sessions
+from protomcp_host.transports.waiting import first_set
 
 if TYPE_CHECKING:
     from protomcp_host.transports.protomcp_stdio import ProtoStdio
@@ -136,7 +137,7 @@ class StdioConnection:
         # and closed its input (a sibling copy that probed) does not wait for the load.
         if self.held or not self.framing_known:
             with anyio.move_on_after(self.drain_timeout if self.signalled else None):
-                await _first(self.host.ready, shutdown)
+                await first_set(self.host.ready, shutdown)
         if not self.host.ready.is_set():  # they did not load (or a signal came first): the host is going away
             self.signalled = True
 
@@ -290,15 +291,3 @@ class StdioConnection:
 async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: float) -> None:
     """Serve one client on stdin/stdout until end of input or `shutdown` (see StdioConnection)."""
     await StdioConnection(host, drain_timeout).serve(shutdown)
-
-
-async def _first(*events: anyio.Event) -> None:
-    """Return once any of `events` is set."""
-    async with anyio.create_task_group() as tg:
-        for event in events:
-            tg.start_soon(_cancel_when_set, event, tg.cancel_scope)
-
-
-async def _cancel_when_set(event: anyio.Event, scope: anyio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()

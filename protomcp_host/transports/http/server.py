@@ -32,6 +32,7 @@ from protomcp_host.transports.http.oauth import OAuthResource
 from protomcp_host.transports.http.protomcp_ws import PROTO_MCP_PATH, ProtoMcpEndpoint
 from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
 from protomcp_host.transports.ports import Sessions
+from protomcp_host.transports.waiting import cancel_when_set
 
 
 @dataclass
@@ -247,7 +248,7 @@ async def serve_http(
         tg.start_soon(_serve_until_stopped, server, sockets, stopped)
         tg.start_soon(owner.expire_idle)
         with anyio.CancelScope() as waiting:
-            tg.start_soon(_cancel_when_set, stopped, waiting)  # (the server stopped on its own)
+            tg.start_soon(cancel_when_set, stopped, waiting)  # (the server stopped on its own)
             await shutdown.wait()
         await _shut_down(server, http, owner, host, settings.before_exit, drain_timeout)
         server.should_exit = True
@@ -295,11 +296,6 @@ async def _serve_until_stopped(
         await server.serve(sockets=sockets)
     finally:
         stopped.set()
-
-
-async def _cancel_when_set(event: anyio.Event, scope: anyio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
 
 
 async def _shut_down(
