@@ -61,15 +61,21 @@ def test_version_is_the_installed_distributions() -> None:
     assert proc.stdout == f"protomcp, version {version}\n"
 
 
+def test_the_version_is_the_one_importlib_metadata_reads(tmp_path: Path) -> None:
+    from protomcp_sdk.wire import version
+
+    assert version._dist_info_version(sys.path) == importlib.metadata.version("protomcp-tools")
+    (tmp_path / "protomcp_tools-9.8.7.dist-info").mkdir()
+    (tmp_path / "protomcp_tools_extra-1.0.dist-info").mkdir()
+    assert version._dist_info_version([str(tmp_path / "absent"), str(tmp_path)]) == "9.8.7"
+
+
 def test_the_version_falls_back_when_the_distribution_is_not_installed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from protomcp_sdk.wire import version
 
-    def not_installed(name: str) -> str:
-        raise importlib.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    monkeypatch.setattr(version, "_dist_info_version", lambda entries: None)  # not installed
     expected = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     version.installed_version.cache_clear()
     try:
