@@ -9,6 +9,7 @@ import itertools
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Coroutine
 from functools import partial
@@ -530,8 +531,9 @@ class Host:
             sorted((m for chain in self._middleware_of.values() for m in chain), key=lambda m: m.order)
         )
         large = [tool for tool in tools if tool.large]
-        if large and self._tg is not None:  # their validators take seconds to build: not on the loop
-            self._tg.start_soon(partial(anyio.to_thread.run_sync, _prepare, large, abandon_on_cancel=True))
+        if large and self._tg is not None:  # their validators take seconds to build: not on the loop,
+            # and not in a thread the host's exit would wait for (a daemon: dropped at exit)
+            threading.Thread(target=_prepare, args=(large,), name="protomcp-prepare", daemon=True).start()
         after = {t.name: (t.mcp, t.hidden, t.pinned) for t in tools}
         if self.watchers:
             self.tell("loaded", {"label": label, "initial": not self.started, **tool_diff(before, after)})
