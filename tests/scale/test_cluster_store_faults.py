@@ -101,7 +101,7 @@ async def test_an_outage_fails_no_live_task_and_loses_no_new_one(
                     await task_until(http, late.url, task_id, "completed")
         finally:
             stop(restarted)
-    assert sum("a task record was not saved" in line for line in a.stderr) == 1, a.stderr
+    assert sum("a task record was not saved" in line for line in a.stderr) == 1, "\n".join(a.stderr)
 
 
 async def test_the_task_bound_holds_on_every_host_and_in_the_store(
