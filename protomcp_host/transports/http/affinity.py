@@ -37,7 +37,10 @@ COUNT_ENV = "PROTOMCP_WORKERS"  # how many workers there are
 WORKER_ENV = "PROTOMCP_WORKER"  # this worker's number (1..N)
 HOP_BY_HOP = {b"connection", b"keep-alive", b"transfer-encoding", b"content-length", b"upgrade", b"te"}
 READ_SIZE = 65536
-REPLACEMENT_WAIT = 10.0  # seconds a new session waits for its worker, when that one is being replaced
+STARTUP_TIMEOUT = 60.0  # seconds a worker may take to load its tool files and serve
+# A new session whose worker is being replaced waits as long as the replacement may take to start
+# (tool files that import heavy libraries take many seconds; so does any start on a busy machine).
+REPLACEMENT_WAIT = STARTUP_TIMEOUT
 
 
 @dataclass(frozen=True)

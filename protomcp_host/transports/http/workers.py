@@ -29,11 +29,10 @@ from collections.abc import Callable
 import anyio
 import anyio.abc
 
-from protomcp_host.transports.http.affinity import COUNT_ENV, FOLDER_ENV, WORKER_ENV
+from protomcp_host.transports.http.affinity import COUNT_ENV, FOLDER_ENV, STARTUP_TIMEOUT, WORKER_ENV
 
 LISTEN_FD_ENV = "PROTOMCP_LISTEN_FD"  # the inherited listening socket a worker serves
 READY_FD_ENV = "PROTOMCP_READY_FD"  # a pipe a worker writes one byte to once it serves
-STARTUP_TIMEOUT = 60.0  # seconds a worker may take to load its tool files and serve
 EXIT_GRACE = 5.0  # seconds beyond the drain timeout a worker gets before it is killed
 
 
