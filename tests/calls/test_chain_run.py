@@ -88,14 +88,20 @@ def _run(before_only: bool) -> tuple[Sink, FakeChannel]:
     return sink, middleware
 
 
+def _calls_alive() -> list[object]:
+    return [o for o in gc.get_objects() if isinstance(o, (ChainRun, Execution, Call))]
+
+
 async def test_a_chain_run_answers_once_and_leaves_no_cycle() -> None:
+    gc.collect()  # what earlier tests in this process left is not this test's
+    before = {id(o) for o in _calls_alive()}
     gc.disable()
     try:
         for before_only in (True, False):
             sink, middleware = _run(before_only)
             assert [answer.content for answer in sink.answers] == [[b'[{"type":"text","text":"hi"}]']]
             assert len(middleware.started) == (1 if before_only else 2) and not middleware.holds
-            left = [o for o in gc.get_objects() if isinstance(o, (ChainRun, Execution, Call))]
+            left = [o for o in _calls_alive() if id(o) not in before]
             assert not left  # freed by reference counting alone
     finally:
         gc.enable()
