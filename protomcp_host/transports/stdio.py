@@ -65,11 +65,14 @@ class Phase(enum.Enum):
     CLOSING = "closing"  # running calls had their time: they fail, and nothing more is taken
 
 
+# Module names for the members: on the hot path, looking a member up on its Enum class is slow.
+READING, DRAINING, CLOSING = Phase.READING, Phase.DRAINING, Phase.CLOSING
+
 # The transitions allowed: a connection only moves forward, one phase at a time.
 NEXT_PHASE: dict[Phase, frozenset[Phase]] = {
-    Phase.READING: frozenset({Phase.DRAINING}),
-    Phase.DRAINING: frozenset({Phase.CLOSING}),
-    Phase.CLOSING: frozenset(),
+    READING: frozenset({DRAINING}),
+    DRAINING: frozenset({CLOSING}),
+    CLOSING: frozenset(),
 }
 
 
@@ -86,7 +89,7 @@ class StdioConnection:
     def __init__(self, host: Sessions, drain_timeout: float) -> None:
         self.host = host
         self.drain_timeout = drain_timeout
-        self.phase = Phase.READING
+        self.phase = READING
         self.held: deque[bytes | None] = deque()  # lines read, held back while the limits say so
         self.inputs: list[asyncio.ReadTransport] = []  # stdin's transport, to pause and resume it
         self.loaded = False  # host.ready was seen set (it stays set)
@@ -99,6 +102,7 @@ class StdioConnection:
         self.proto: ProtoStdio | None = None  # proto-mcp, when the first byte says so
         self.stateful: Connection = host.connect(self.write)
         self.stateful.on_call_end = self._call_ended
+        self.session = self.stateful.session  # (its sans-IO state: the calls it runs)
         self.modern: Connection | None = None  # the 2026-07-28 era's, from its first request
         self.too_long = rpc.error(
             rpc.NULL_ID, rpc.INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE} bytes"
@@ -115,7 +119,7 @@ class StdioConnection:
         """Serve until end of input or `shutdown`, then answer what was read (as the limits and
         the drain timeout allow) and stop."""
         await self._read(shutdown)
-        self.enter(Phase.DRAINING)
+        self.enter(DRAINING)
         await self._drain_held()
         await self._finish_calls()
         await self.out.drain(self.drain_timeout)
@@ -178,7 +182,7 @@ class StdioConnection:
         with anyio.move_on_after(self.drain_timeout):
             for connection in connections:
                 await connection.wait_idle()
-        self.enter(Phase.CLOSING)
+        self.enter(CLOSING)
         for connection in connections:
             connection.fail_all(
                 f"the host is shutting down and the call did not finish within {self.drain_timeout:g}s"
@@ -207,7 +211,7 @@ class StdioConnection:
         """Handle held lines, in order, while the limits allow; pause reading while any stay held
         (or the client leaves its answers unread), resume once none do."""
         held, out = self.held, self.out
-        while held and not out.full and self.phase is not Phase.CLOSING:
+        while held and not out.full and self.phase is not CLOSING:
             if not self.loaded:
                 self.loaded = self.host.ready.is_set()
                 if not self.loaded and needs_tools(held[0]):
@@ -221,7 +225,7 @@ class StdioConnection:
     def running(self) -> int:
         """Calls running in either era."""
         modern = self.modern
-        return len(self.stateful.session.in_flight) + (0 if modern is None else len(modern.session.in_flight))
+        return len(self.session.in_flight) + (0 if modern is None else len(modern.session.in_flight))
 
     # -- Eras: which connection serves a line ----------------------------------------------------
 
@@ -261,7 +265,7 @@ class StdioConnection:
         """Held lines may move on (a running call ended): take them."""
         if self.held:
             asyncio.get_running_loop().call_soon(self.take_held)
-        if self.phase is not Phase.READING:  # (nobody waits for it before)
+        if self.phase is not READING:  # (nobody waits for it before)
             self.moved.set()
 
     def _pressure(self, full: bool) -> None:
