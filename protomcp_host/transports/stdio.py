@@ -86,7 +86,8 @@ class StdioConnection:
     whose first byte is 0x00-0x1F speaks proto-mcp: its frames become lines for the same session.
     """
 
-    def __init__(self, host: Sessions, drain_timeout: float) -> None:
+    def __init__(self, host: Sessions, drain_timeout: float, mcp_fd: int) -> None:
+        """`mcp_fd`: where MCP messages go (the real stdout: `take_stdout`); input is fd 0."""
         self.host = host
         self.drain_timeout = drain_timeout
         self.phase = READING
@@ -96,7 +97,7 @@ class StdioConnection:
         self.signalled = False  # a signal (or a failed load) ended the input: held calls are refused
         self.pressure_told = False  # the operator heard that the client does not read
         self.moved = anyio.Event()  # set when held lines may move on (a call ended, the client read)
-        self.out = Outbox(take_stdout(), on_pressure=self._pressure, on_drop=self._dropping)
+        self.out = Outbox(mcp_fd, on_pressure=self._pressure, on_drop=self._dropping)
         self.splitter = LineSplitter()
         self.framing_known = False  # the first byte has told JSON-RPC from proto-mcp
         self.proto: ProtoStdio | None = None  # proto-mcp, when the first byte says so
@@ -109,6 +110,7 @@ class StdioConnection:
         )
 
     def enter(self, phase: Phase) -> None:
+        """Move on to `phase`; only the transitions NEXT_PHASE lists are allowed."""
         if phase not in NEXT_PHASE[self.phase]:
             raise RuntimeError(f"stdio connection: no transition from {self.phase.value} to {phase.value}")
         self.phase = phase
@@ -294,4 +296,4 @@ class StdioConnection:
 
 async def serve_stdio(host: Sessions, shutdown: anyio.Event, drain_timeout: float) -> None:
     """Serve one client on stdin/stdout until end of input or `shutdown` (see StdioConnection)."""
-    await StdioConnection(host, drain_timeout).serve(shutdown)
+    await StdioConnection(host, drain_timeout, take_stdout()).serve(shutdown)
