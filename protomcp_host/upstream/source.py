@@ -6,7 +6,9 @@ official `mcp` client and hands the answer to the leg as the Envelope a tool pro
 have sent. What it offers (tools namespaced `NAME_`, resources, prompts) reaches the host as a
 `Loaded`, again on every list change. A stdio upstream that dies is started again, an HTTP one
 reconnected, with the supervisor's backoff; calls made meanwhile wait for it (bounded), then
-fail with a message that says why.
+fail with a message that says why. A lost connection is closed only once the requests sent on
+it have their own outcome (bounded): a request the upstream's new process refused for its
+unknown session is sent again, one in flight on the process that died fails.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from protomcp_sdk.wire import envelope_pb2 as pb
 
 PING_INTERVAL = 1.0  # seconds between liveness pings of a connected upstream
 PING_TIMEOUT = 10.0  # a ping unanswered this long: the upstream is gone
+SETTLE_WAIT = 2.0  # how long a lost connection stays open for its requests' own outcomes
 CONNECTION_CLOSED = -32000  # mcp's code for a connection that closed under a request
 INVALID_REQUEST = -32600
 
@@ -40,14 +43,18 @@ INVALID_REQUEST = -32600
 class _Request:
     """A request of the calls layer the upstream works on."""
 
-    __slots__ = ("asked", "carried", "kind", "leg", "scope", "sent")
+    __slots__ = ("asked", "carried", "kind", "leg", "on", "scope")
 
     def __init__(self, leg: Leg, kind: str, carried: dict[str, Any]) -> None:
         self.leg, self.kind = leg, kind
         self.scope = anyio.CancelScope()
-        self.sent = False  # on a connection (else waiting for one)
+        self.on: Any = None  # the session it was sent on (None: waiting for a connection)
         self.carried = carried  # 2026-07-28: answers a retry run again here brings, by key
         self.asked = 0  # the upstream's requests for the client so far
+
+    @property
+    def sent(self) -> bool:
+        return self.on is not None
 
 
 def question_key(method: str, params: dict[str, Any], order: int) -> str:
@@ -104,6 +111,7 @@ class Upstream:
         connect_timeout: float = 30.0,
         restart_wait: float = 10.0,
         ping_interval: float = PING_INTERVAL,
+        settle_wait: float = SETTLE_WAIT,
         version: str = "",
         hidden_env: Collection[str] = (),
     ) -> None:
@@ -114,6 +122,7 @@ class Upstream:
         self.connect_timeout = connect_timeout
         self.restart_wait = restart_wait  # how long a call waits for a reconnect
         self.ping_interval = ping_interval
+        self.settle_wait = settle_wait
         self.version = version  # protomcp's, for the upstream's clientInfo
         self._stopped = asyncio.Event()
         self.backoff = Backoff()
@@ -124,6 +133,7 @@ class Upstream:
         self._lost = asyncio.Event()
         self._relist = False
         self._running: dict[str, _Request] = {}  # by request id
+        self._moved = asyncio.Event()  # a request left its session (answered, failed, to be resent)
         self._ids = itertools.count(1)
         self._tools: dict[str, str] = {}  # served name -> the upstream's name
         self._prompts: dict[str, str] = {}
@@ -204,7 +214,22 @@ class Upstream:
                 return await self._watch(session)
             finally:
                 self._lose(session)
-                self._fail_running(f"{self.label} went away")
+                try:
+                    await self._settle(session)
+                finally:
+                    self._fail_running(f"{self.label} went away", session)
+
+    async def _settle(self, session: Any) -> None:
+        """Keep the lost connection open (bounded) until each request sent on it has its own
+        outcome. Which one it gets says what became of it: a 404 for the session (the
+        upstream's new process never saw the request; it is sent again on the next
+        connection), or the connection closed under it (it ran on the process that died)."""
+        if self._stopping:
+            return
+        with anyio.move_on_after(self.settle_wait):
+            while any(request.on is session for request in self._running.values()):
+                self._moved = asyncio.Event()
+                await self._moved.wait()
 
     @asynccontextmanager
     async def _client(self) -> AsyncIterator[Any]:
@@ -394,13 +419,29 @@ class Upstream:
         return [str(request.leg) for request in self._running.values()]
 
     async def _serve(self, envelope: pb.Envelope, request: _Request, request_id: str) -> None:
+        leg = request.leg
+        _OWNER.set(request)  # this task's context: see _owner_of
+        try:
+            reply, failure = await self._outcome(envelope, request)
+        finally:
+            request.on = None
+            self._moved.set()
+        if self._running.pop(request_id, None) is None:
+            return  # dropped (cancelled, timed out) or failed already: nobody waits for it
+        if reply is not None:
+            leg.answered(reply, None, True)
+        else:
+            leg.failed(failure or f"{self.label}: no answer")
+
+    async def _outcome(self, envelope: pb.Envelope, request: _Request) -> tuple[pb.Envelope | None, str]:
+        """The request sent (once more on the next connection after a 404 for the session):
+        its answer, or why there is none."""
         from mcp.shared.exceptions import MCPError
 
-        kind, leg = request.kind, request.leg
+        kind = request.kind
         reply: pb.Envelope | None = None
         failure = ""
         session = None
-        _OWNER.set(request)  # this task's context: see _owner_of
         with request.scope:
             try:
                 try:
@@ -411,7 +452,8 @@ class Upstream:
                         raise
                     # The upstream restarted and forgot the session: this request was never
                     # served. Open a new session (the next connection) and send it once more.
-                    request.sent = False  # it waits for the next connection, not failed with this one
+                    request.on = None  # it waits for the next connection, not failed with this one
+                    self._moved.set()
                     self._lose(session)
                     session = await self._connected()
                     reply, failure = await self._send(session, envelope, request)
@@ -426,19 +468,14 @@ class Upstream:
                 failure = str(exc)
             except Exception as exc:
                 failure = f"{self.label}: {_describe(exc)}"
-        if self._running.pop(request_id, None) is None:
-            return  # dropped (cancelled, timed out) or failed already: nobody waits for it
-        if reply is not None:
-            leg.answered(reply, None, True)
-        else:
-            leg.failed(failure or f"{self.label}: no answer")
+        return reply, failure
 
     async def _send(
         self, session: Any, envelope: pb.Envelope, request: _Request
     ) -> tuple[pb.Envelope | None, str]:
         """The request on `session`: the answer, or why there is none."""
         kind, leg = request.kind, request.leg
-        request.sent = True
+        request.on = session
         if kind == "call_tool":
             return await self._call_tool(session, envelope.call_tool, leg), ""
         if kind == "read_resource_request":
@@ -463,10 +500,11 @@ class Upstream:
             self._ready.clear()
             self._lost.set()
 
-    def _fail_running(self, reason: str) -> None:
-        """Fail the requests sent on the lost connection (not those waiting for the next one)."""
+    def _fail_running(self, reason: str, session: Any = None) -> None:
+        """Fail the requests sent on the lost connection `session` (None: on any), not those
+        waiting for the next one."""
         for request_id, request in list(self._running.items()):
-            if request.sent:
+            if request.sent and (session is None or request.on is session):
                 del self._running[request_id]
                 request.scope.cancel()
                 request.leg.failed(reason)
