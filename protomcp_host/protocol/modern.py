@@ -13,9 +13,11 @@ about connections.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
+from weakref import proxy
 
 import orjson
 
@@ -30,12 +32,13 @@ from protomcp_host.protocol.session import (
     SUPPORTED_VERSIONS,
     Call,
     Event,
+    Handler,
     Session,
     TaskCancel,
     TaskInput,
     ToolAnswer,
 )
-from protomcp_host.protocol.tasks import Task, TaskNotFound, TaskStore, TooManyTasks
+from protomcp_host.protocol.tasks import Task, TaskMethods, TaskNotFound, TaskStore, TooManyTasks
 from protomcp_host.protocol.visibility import ToolVisibility
 
 MODERN_VERSION = "2026-07-28"
@@ -231,6 +234,101 @@ class ModernFeatureMethods(FeatureMethods):
         ]
 
 
+ModernHandler = Callable[["ModernSession", rpc.Request, Batch | None], Event | list[Event] | None]
+
+# The methods of this era served by the resources/prompts/skills handlers (FeatureMethods).
+FEATURE_METHODS = (
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "skills/list",
+    "skills/get",
+    "resources/directory/read",
+)
+
+
+_NOTHING: dict[str, Any] = {}  # (read only)
+
+
+class _NoPeer:
+    """The session a method table is read from (its handlers are never called on it)."""
+
+    initialized = False
+    client_capabilities: dict[str, Any] = {}
+
+
+class ModernShared:
+    """What every modern-era connection of a host shares, made once rather than per request:
+    the method table (handlers taking the session), the stamps of results, and the settings.
+    Nothing in it depends on the request or the principal."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        server_info: dict[str, Any],
+        instructions: str | None = None,
+        features: Features | None = None,
+        *,
+        serve_modern: bool = False,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        task_store: TaskStore | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.server_info = server_info
+        self.instructions = instructions
+        self.offered = features is not None  # resources and prompts are served
+        self.features = features or Features(catalog.page_size)
+        self.serve_modern = serve_modern
+        self.max_in_flight = max_in_flight
+        self.task_store = task_store
+        self.tasks = TaskMethods()  # a connection's own (2025-11-25) tasks: none in this era
+        meta = orjson.dumps({SERVER_INFO: server_info})
+        self.complete = b'"resultType":"complete","_meta":' + meta
+        self.cacheable = (
+            b'"resultType":"complete","ttlMs":%d,"cacheScope":"public","_meta":' % CACHE_TTL_MS + meta
+        )
+        self.private = self.cacheable.replace(b'"public"', b'"private"')
+        self._table: dict[str, ModernHandler] = {}
+        self._skills = False  # whether skills were served when the table was made
+
+    def methods(self) -> dict[str, ModernHandler]:
+        """The method table (made again when --skills starts being served: their methods join)."""
+        skills = self.features.skills is not None
+        if not self._table or skills != self._skills:
+            self._table, self._skills = self._make_table(), skills
+        return self._table
+
+    def _make_table(self) -> dict[str, ModernHandler]:
+        table: dict[str, ModernHandler] = {
+            "server/discover": ModernSession._discover,
+            "tools/list": ModernSession._tools_list,
+            "tools/call": ModernSession._tools_call,
+            "subscriptions/listen": ModernSession._listen,
+        }
+        if self.task_store is not None:
+            table["tasks/get"] = ModernSession._task_get
+            table["tasks/update"] = ModernSession._task_update
+            table["tasks/cancel"] = ModernSession._task_cancel
+        if self.offered:
+            served = ModernFeatureMethods(_NoPeer(), self.features).table()
+            for method in FEATURE_METHODS:
+                if method in served:
+                    table[method] = _on_features(served[method].__func__)  # type: ignore[attr-defined]
+        return table
+
+
+def _on_features(function: Callable[..., Any]) -> ModernHandler:
+    """A FeatureMethods handler, called on the session's FeatureMethods."""
+
+    def handle(session: ModernSession, request: rpc.Request, batch: Batch | None) -> Any:
+        return function(session.features, request, batch)
+
+    return handle
+
+
 class ModernSession(Session):
     """One connection's modern-era requests (a stdio process, an HTTP request). Nothing
     carries over from one request to the next but the principal's tool-list state and tasks.
@@ -255,46 +353,100 @@ class ModernSession(Session):
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         task_store: TaskStore | None = None,
         owner: str = "",
+        shared: ModernShared | None = None,
     ) -> None:
-        super().__init__(catalog, server_info, instructions, features, max_in_flight=max_in_flight)
+        # (Session.__init__ is not called: what it builds per session, the method table above
+        # all, is the host's `shared` here, and would make each request's session an object
+        # graph in reference cycles that only the cyclic GC frees.)
+        if shared is None:
+            shared = ModernShared(
+                catalog,
+                server_info,
+                instructions,
+                features,
+                serve_modern=serve_modern,
+                max_in_flight=max_in_flight,
+                task_store=task_store,
+            )
+        self.shared = shared
+        self.catalog = shared.catalog
+        self.max_in_flight = shared.max_in_flight
+        self.server_info = shared.server_info
+        self.instructions = shared.instructions
         self.version = MODERN_VERSION
-        self.task_store = task_store  # None: the tasks extension is not offered
+        self.client_info = _NOTHING  # (never changed in this era)
+        self.client_capabilities = _NOTHING  # (each request's envelope replaces it)
+        self.initialized = False
+        self.log_level = None
+        self.auth = None
+        self.capabilities_json = ""
+        self.in_flight = {}
+        # the principal's, shared with its other connections
+        self.visibility = visibility if visibility is not None else ToolVisibility()
+        self._tools_seen = None
+        self.tasks = shared.tasks  # (no connection of this era has tasks of its own)
+        self.discovery = None
+        self.task_store = shared.task_store  # None: the tasks extension is not offered
         self.owner = owner  # the principal, as the owner of its tasks
-        self.serve_modern = serve_modern
-        if visibility is not None:
-            self.visibility = visibility  # the principal's, shared with its other connections
+        self.serve_modern = shared.serve_modern
+        self._table = shared.methods()
+        self._routes: dict[str, Handler] | None = None  # per-connection handlers (route())
         self.envelopes: dict[bytes, RequestEnvelope] = {}  # requests in progress: what they declared
         self.listens: dict[bytes, Listen] = {}  # subscriptions/listen requests in progress
-        meta = orjson.dumps({SERVER_INFO: server_info})
-        self._complete = b'"resultType":"complete","_meta":' + meta
-        self._cacheable = (
-            b'"resultType":"complete","ttlMs":%d,"cacheScope":"public","_meta":' % CACHE_TTL_MS + meta
-        )
-        self._private = self._cacheable.replace(b'"public"', b'"private"')
-        stateful = self._methods
-        self._methods = {
-            "server/discover": self._discover,
-            "tools/list": self._tools_list,
-            "tools/call": self._tools_call,
-            "subscriptions/listen": self._listen,
-        }
-        if task_store is not None:
-            self._methods["tasks/get"] = self._task_get
-            self._methods["tasks/update"] = self._task_update
-            self._methods["tasks/cancel"] = self._task_cancel
-        for method in (
-            "resources/list",
-            "resources/templates/list",
-            "resources/read",
-            "prompts/list",
-            "prompts/get",
-            "completion/complete",
-            "skills/list",
-            "skills/get",
-            "resources/directory/read",
-        ):
-            if method in stateful:
-                self._methods[method] = stateful[method]
+        self._features: ModernFeatureMethods | None = None  # made when a request needs it
+
+    @property  # type: ignore[override]
+    def features(self) -> ModernFeatureMethods:
+        """Resources, prompts, requests to the client: made at first use (a tools/call has no
+        need of it), with a weak reference back to the session, so that the two are freed by
+        reference counting as soon as the request is over."""
+        if self._features is None:
+            self._features = ModernFeatureMethods(
+                proxy(self), self.shared.features, offered=self.shared.offered
+            )
+        return self._features
+
+    @features.setter
+    def features(self, value: ModernFeatureMethods) -> None:
+        self._features = value
+
+    def forwards(self) -> dict[bytes, Forward]:
+        return self._features.forwarded if self._features is not None else {}
+
+    @property
+    def _complete(self) -> bytes:
+        return self.shared.complete
+
+    @property
+    def _cacheable(self) -> bytes:
+        return self.shared.cacheable
+
+    @property
+    def _private(self) -> bytes:
+        return self.shared.private
+
+    def handler(self, method: str) -> Handler:
+        if self._routes is not None and method in self._routes:
+            return self._routes[method]
+        return partial(self._table[method], self)
+
+    def route(self, method: str, handler: Handler) -> None:
+        if self._routes is None:
+            self._routes = {}
+        self._routes[method] = handler
+
+    def refuse_early(self, message: rpc.Request) -> Send | None:
+        if self.in_use(message.id):
+            return Send(
+                rpc.error(
+                    message.id,
+                    rpc.INVALID_REQUEST,
+                    "Invalid Request: this id is already in use by a request in progress",
+                )
+            )
+        if message.method not in self._table:
+            return Send(rpc.error(message.id, rpc.METHOD_NOT_FOUND, f"Method not found: {message.method}"))
+        return None
 
     # -- the ladder --------------------------------------------------------------------
     def _dispatch(self, message: rpc.Message, batch: Batch | None) -> Event | list[Event] | None:
@@ -317,13 +469,17 @@ class ModernSession(Session):
             retry = _retry(message.params)
             if isinstance(retry, str):
                 return Send(rpc.error(message.id, rpc.INVALID_PARAMS, retry))
-        event = self._methods[message.method](message, batch)
+        routed = self._routes.get(message.method) if self._routes is not None else None
+        if routed is not None:
+            event = routed(message, batch)
+        else:
+            event = self._table[message.method](self, message, batch)
         if retry is not None and isinstance(event, (Call, Forward)):
             event.retry = retry
         if isinstance(event, Send):
             return self._stamp_send(message, event)
-        if isinstance(event, (Call, Forward)):
-            self.envelopes[message.id] = envelope
+        if isinstance(event, (Call, Forward)) and (envelope.log_level is not None or envelope.capabilities):
+            self.envelopes[message.id] = envelope  # (one that declares nothing need not be kept)
         return event
 
     def _stamp_send(self, request: rpc.Request, event: Send) -> Send:
@@ -397,7 +553,7 @@ class ModernSession(Session):
         return Send(ack, request.id)
 
     def in_use(self, request_id: bytes) -> bool:
-        return super().in_use(request_id) or request_id in self.listens
+        return request_id in self.in_flight or request_id in self.forwards() or request_id in self.listens
 
     def close_listens(self) -> list[Send]:
         """The server ends every listen stream gracefully (shutdown)."""

@@ -14,6 +14,7 @@ like a stateful session's streams: past the bound its oldest notifications go, n
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import re
@@ -24,6 +25,7 @@ from typing import Any
 import anyio
 import orjson
 
+from protomcp_host.processes.loop import running_loop
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.modern import (
     HEADER_MISMATCH,
@@ -198,7 +200,9 @@ class Backlog:
     """A request's messages not yet written to its connection, bounded in bytes: past `limit`
     the oldest go (never the newest: the answer is the last message of a request)."""
 
-    def __init__(self, limit: int, on_first_drop: Callable[[], None]) -> None:
+    __slots__ = ("dropped", "held", "items", "limit", "on_first_drop")
+
+    def __init__(self, limit: int, on_first_drop: Callable[[], None] | None = None) -> None:
         self.limit = limit
         self.on_first_drop = on_first_drop  # called the first time messages go (to tell)
         self.items: deque[bytes] = deque()
@@ -217,11 +221,56 @@ class Backlog:
                 self.held -= len(self.items.popleft())
                 self.dropped += 1
             if first:
-                self.on_first_drop()
+                self.first_drop()
+
+    def first_drop(self) -> None:
+        if self.on_first_drop is not None:
+            self.on_first_drop()
 
     def take(self) -> list[bytes]:
         items, self.items, self.held = list(self.items), deque(), 0
         return items
+
+
+class Exchange(Backlog):
+    """One POST in progress: the messages for its client, and the wait for the next one. Its
+    connection writes to its bound `write`; nothing refers back to the connection, so all of
+    it is freed by reference counting when the POST is over (no cyclic garbage), and nothing
+    is made for the wait until it waits (most answers are there before it would)."""
+
+    __slots__ = ("_waiter", "host", "id", "method")
+
+    def __init__(self, host: Sessions, message: rpc.Request, limit: int) -> None:
+        super().__init__(limit)
+        self.host = host
+        self.id = message.id
+        self.method = message.method
+        self._waiter: asyncio.Future[None] | None = None
+
+    def write(self, data: bytes, related: bytes | None = None) -> None:
+        if related is not None and related != self.id:
+            return  # not this request's (nothing else travels on its stream)
+        self.append(data)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, seconds: float) -> None:
+        """Until a message is there or `seconds` pass."""
+        if self.items:
+            return
+        waiter = self._waiter = running_loop().create_future()
+        try:
+            with Deadline(seconds):
+                await waiter
+        finally:
+            self._waiter = None
+
+    def first_drop(self) -> None:
+        self.host.stderr(
+            f"protomcp: a {self.method} stream dropped its oldest messages: more than "
+            f"{self.limit >> 20} MiB waited for its client (reported once per stream)"
+        )
 
 
 class ModernEndpoint:
@@ -283,70 +332,57 @@ class ModernEndpoint:
                 if problem is not None:
                     await self._error(send, message.id, HEADER_MISMATCH, problem, None)
                     return
-        await self._serve(scope, body, message, receive, send)
+        await self._serve(scope, body, parsed, message, receive, send)
 
     async def _error(self, send: Send, request_id: bytes, code: int, text: str, data: Any) -> None:
         await respond_json(send, ERROR_STATUS.get(code, 200), rpc.error(request_id, code, text, data))
 
     async def _serve(
-        self, scope: Scope, body: bytes, message: rpc.Request, receive: Receive, send: Send
+        self, scope: Scope, body: bytes, parsed: Any, message: rpc.Request, receive: Receive, send: Send
     ) -> None:
-        arrived = anyio.Event()
+        exchange = Exchange(self.host, message, self.budget)
         answer_prefix = _ANSWER + message.id + b","
-
-        def dropped() -> None:
-            self.host.stderr(
-                f"protomcp: a {message.method} stream dropped its oldest messages: more than "
-                f"{self.budget >> 20} MiB waited for its client (reported once per stream)"
-            )
-
-        outbox = Backlog(self.budget, dropped)
-
-        def write(data: bytes, related: bytes | None = None) -> None:
-            if related is not None and related != message.id:
-                return  # not this request's (nothing else travels on its stream)
-            outbox.append(data)
-            arrived.set()
-
-        connection = self.host.connect_modern(write, self.principal_of(scope) or "anonymous")
+        connection = self.host.connect_modern(exchange.write, self.principal_of(scope) or "anonymous")
         connection.session.auth = self.claims_of(scope)
         self.connections.add(connection)
         try:
-            connection.feed(body)
-            if not outbox:  # most answers come this fast: no disconnect watcher, no stream
-                with Deadline(QUICK_ANSWER):
-                    await arrived.wait()
-            if len(outbox) == 1 and outbox.items[0].startswith(answer_prefix):
-                data = outbox.items[0]
+            connection.feed_loaded(body, parsed)
+            if not exchange:  # most answers come this fast: no disconnect watcher, no stream
+                await exchange.wait(QUICK_ANSWER)
+            if len(exchange) == 1 and exchange.items[0].startswith(answer_prefix):
+                data = exchange.items[0]
                 await respond_json(send, _status(data, len(answer_prefix)), data)
                 return
-            streaming = False
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
-                while True:
-                    if not outbox:
-                        arrived = anyio.Event()
-                        with Deadline(self.keepalive):
-                            await arrived.wait()
-                    items = outbox.take()
-                    final = next((i for i, d in enumerate(items) if d.startswith(answer_prefix)), None)
-                    if not streaming and final == 0 and len(items) == 1:
-                        data = items[0]
-                        await respond_json(send, _status(data, len(answer_prefix)), data)
-                        break
-                    if not streaming:
-                        streaming = True
-                        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-                    chunk = b"".join(b"event: message\ndata: " + d + b"\n\n" for d in items) or KEEP_ALIVE
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    if final is not None:
-                        await send({"type": "http.response.body", "body": b"", "more_body": False})
-                        break
-                tg.cancel_scope.cancel()
+            await self._stream(exchange, answer_prefix, receive, send)
         finally:
             self.connections.discard(connection)
             connection.cancel_all()  # the client left (or it is over): what runs for it stops
             self.host.disconnect(connection)
+
+    async def _stream(self, exchange: Exchange, answer_prefix: bytes, receive: Receive, send: Send) -> None:
+        """The answer did not come at once, alone: an SSE stream (or JSON, if it comes alone
+        after all), cancelled when the client disconnects."""
+        streaming = False
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
+            while True:
+                if not exchange:
+                    await exchange.wait(self.keepalive)
+                items = exchange.take()
+                final = next((i for i, d in enumerate(items) if d.startswith(answer_prefix)), None)
+                if not streaming and final == 0 and len(items) == 1:
+                    data = items[0]
+                    await respond_json(send, _status(data, len(answer_prefix)), data)
+                    break
+                if not streaming:
+                    streaming = True
+                    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+                chunk = b"".join(b"event: message\ndata: " + d + b"\n\n" for d in items) or KEEP_ALIVE
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if final is not None:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    break
+            tg.cancel_scope.cancel()
 
 
 def _status(data: bytes, head: int) -> int:
