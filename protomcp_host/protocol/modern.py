@@ -121,6 +121,18 @@ class RequestEnvelope:
 def read_envelope(request: rpc.Request, serve_modern: bool) -> RequestEnvelope | tuple[int, str, Any]:
     """The request's envelope, or the error (code, message, data) the ladder answers."""
     meta = request.params.get("_meta")
+    if type(meta) is dict and serve_modern:  # (the common case first: a valid envelope)
+        version = meta.get(PROTOCOL_VERSION)
+        capabilities = meta.get(CLIENT_CAPABILITIES)
+        level = meta.get(LOG_LEVEL)
+        if (
+            type(version) is str
+            and version in MODERN_VERSIONS
+            and type(capabilities) is dict
+            and (level is None or level in LOG_LEVELS)
+        ):
+            info = meta.get(CLIENT_INFO)
+            return RequestEnvelope(version, capabilities, info if isinstance(info, dict) else None, level)
     missing = []
     if not isinstance(meta, dict):
         meta = {}
@@ -291,6 +303,10 @@ class ModernShared:
             b'"resultType":"complete","ttlMs":%d,"cacheScope":"public","_meta":' % CACHE_TTL_MS + meta
         )
         self.private = self.cacheable.replace(b'"public"', b'"private"')
+        # a CallToolResult's last piece (session.py), and the same stamped
+        self.endings = {
+            end: stamp([end], self.complete)[0] for end in (b',"isError":false}', b',"isError":true}')
+        }
         self._table: dict[str, ModernHandler] = {}
         self._skills = False  # whether skills were served when the table was made
 
@@ -394,6 +410,9 @@ class ModernSession(Session):
         self.envelopes: dict[bytes, RequestEnvelope] = {}  # requests in progress: what they declared
         self.listens: dict[bytes, Listen] = {}  # subscriptions/listen requests in progress
         self._features: ModernFeatureMethods | None = None  # made when a request needs it
+        self._complete = shared.complete
+        self._cacheable = shared.cacheable
+        self._private = shared.private
 
     @property  # type: ignore[override]
     def features(self) -> ModernFeatureMethods:
@@ -412,18 +431,6 @@ class ModernSession(Session):
 
     def forwards(self) -> dict[bytes, Forward]:
         return self._features.forwarded if self._features is not None else {}
-
-    @property
-    def _complete(self) -> bytes:
-        return self.shared.complete
-
-    @property
-    def _cacheable(self) -> bytes:
-        return self.shared.cacheable
-
-    @property
-    def _private(self) -> bytes:
-        return self.shared.private
 
     def handler(self, method: str) -> Handler:
         if self._routes is not None and method in self._routes:
@@ -462,8 +469,8 @@ class ModernSession(Session):
         refused = self.refuse_early(message)
         if refused is not None:
             return refused
-        self.client_capabilities = envelope.capabilities
-        self.capabilities_json = orjson.dumps(envelope.capabilities).decode()
+        capabilities = self.client_capabilities = envelope.capabilities
+        self.capabilities_json = orjson.dumps(capabilities).decode() if capabilities else "{}"
         retry = None
         if message.method in ROUND_TRIP_METHODS:
             retry = _retry(message.params)
@@ -578,7 +585,10 @@ class ModernSession(Session):
         an optional one answers synchronously, as the extension prescribes."""
         name = request.params.get("name")
         tool = self.catalog.get(name) if isinstance(name, str) else None
-        mode = tool.mcp.get("execution", {}).get("taskSupport") if tool is not None else None
+        execution = tool.mcp.get("execution") if tool is not None else None
+        if execution is None:  # (most tools: no task support to weigh)
+            return super()._tools_call(request, batch)
+        mode = execution.get("taskSupport")
         as_task = mode in ("optional", "required") and self.task_store is not None and self.declares_tasks
         if mode == "required" and not as_task:
             return Send(self._needs_tasks(request.id, f"Tool '{name}' must run as a task: it"))
@@ -681,8 +691,9 @@ class ModernSession(Session):
 
     # -- answers ---------------------------------------------------------------------
     def call_done(self, call: Call, answer: ToolAnswer) -> bytes | None:
-        self.envelopes.pop(call.id, None)
-        required = missing_capability(answer)
+        if self.envelopes:
+            self.envelopes.pop(call.id, None)
+        required = missing_capability(answer) if answer.is_error else None
         if required is not None and self.in_flight.pop(call.id, None) is not None:
             return rpc.error(
                 call.id,
@@ -737,6 +748,10 @@ class ModernSession(Session):
         parts = super()._call_result(call, answer)
         if answer.meta:
             return self.stamped(parts)
+        ending = self.shared.endings.get(parts[-1])  # (the usual last piece, stamped already)
+        if ending is not None:
+            parts[-1] = ending
+            return parts
         return stamp(parts, self._complete)
 
     def _notification(self, message: rpc.Notification) -> Event | None:
