@@ -556,7 +556,8 @@ class ModernRouter(Router):
         self.rounds.drop(round_, f"no retry came within {HOLD:g}s (a later one runs the call again)")
 
     def call_released(self, execution: Execution, reason: str) -> None:
-        self.rounds.release(execution, reason)
+        if self.rounds.of:  # (most calls never asked the client anything)
+            self.rounds.release(execution, reason)
         super().call_released(execution, reason)
 
     def forward_released(self, leg: Any) -> None:

@@ -410,6 +410,8 @@ class ModernSession(Session):
         self.envelopes: dict[bytes, RequestEnvelope] = {}  # requests in progress: what they declared
         self.listens: dict[bytes, Listen] = {}  # subscriptions/listen requests in progress
         self._features: ModernFeatureMethods | None = None  # made when a request needs it
+        self._envelope: RequestEnvelope | None = None  # the last request's, read from ...
+        self._meta: Any = None  # ... this _meta
         self._complete = shared.complete
         self._cacheable = shared.cacheable
         self._private = shared.private
@@ -457,36 +459,46 @@ class ModernSession(Session):
 
     # -- the ladder --------------------------------------------------------------------
     def _dispatch(self, message: rpc.Message, batch: Batch | None) -> Event | list[Event] | None:
-        if isinstance(message, rpc.Invalid):
-            return Send(rpc.error(message.id, message.code, message.message))
-        if isinstance(message, rpc.Notification):
-            return self._notification(message) if message.method == "notifications/cancelled" else None
-        if isinstance(message, rpc.Response):
-            return None  # this era sends no requests to the client
-        envelope = read_envelope(message, self.serve_modern)
-        if not isinstance(envelope, RequestEnvelope):
-            return Send(rpc.error(message.id, *envelope))
-        refused = self.refuse_early(message)
-        if refused is not None:
-            return refused
+        if type(message) is not rpc.Request:  # (a request is the common case: tested first)
+            if isinstance(message, rpc.Invalid):
+                return Send(rpc.error(message.id, message.code, message.message))
+            if isinstance(message, rpc.Notification):
+                return self._notification(message) if message.method == "notifications/cancelled" else None
+            return None  # a Response: this era sends no requests to the client
+        meta = message.params.get("_meta")
+        envelope = self._envelope
+        if envelope is None or meta != self._meta:  # (a connection's requests mostly declare the same)
+            read = read_envelope(message, self.serve_modern)
+            if type(read) is not RequestEnvelope:
+                return Send(rpc.error(message.id, *read))  # type: ignore[misc]
+            envelope = self._envelope = read
+            self._meta = meta
+        request_id = message.id
+        if (
+            request_id in self.in_flight
+            or request_id in self.listens
+            or (self._features is not None and request_id in self._features.forwarded)
+            or message.method not in self._table
+        ):
+            return self.refuse_early(message)
         capabilities = self.client_capabilities = envelope.capabilities
         self.capabilities_json = orjson.dumps(capabilities).decode() if capabilities else "{}"
+        method = message.method
         retry = None
-        if message.method in ROUND_TRIP_METHODS:
+        if method in ROUND_TRIP_METHODS:
             retry = _retry(message.params)
             if isinstance(retry, str):
                 return Send(rpc.error(message.id, rpc.INVALID_PARAMS, retry))
-        routed = self._routes.get(message.method) if self._routes is not None else None
-        if routed is not None:
-            event = routed(message, batch)
-        else:
-            event = self._table[message.method](self, message, batch)
-        if retry is not None and isinstance(event, (Call, Forward)):
-            event.retry = retry
-        if isinstance(event, Send):
-            return self._stamp_send(message, event)
-        if isinstance(event, (Call, Forward)) and (envelope.log_level is not None or envelope.capabilities):
-            self.envelopes[message.id] = envelope  # (one that declares nothing need not be kept)
+        routed = self._routes.get(method) if self._routes is not None else None
+        event = routed(message, batch) if routed is not None else self._table[method](self, message, batch)
+        kind = type(event)
+        if kind is Send:
+            return self._stamp_send(message, event)  # type: ignore[arg-type]
+        if kind is Call or kind is Forward:
+            if retry is not None:
+                event.retry = retry  # type: ignore[union-attr]
+            if envelope.log_level is not None or capabilities:
+                self.envelopes[message.id] = envelope  # (one that declares nothing need not be kept)
         return event
 
     def _stamp_send(self, request: rpc.Request, event: Send) -> Send:
@@ -560,7 +572,11 @@ class ModernSession(Session):
         return Send(ack, request.id)
 
     def in_use(self, request_id: bytes) -> bool:
-        return request_id in self.in_flight or request_id in self.forwards() or request_id in self.listens
+        return (
+            request_id in self.in_flight
+            or (self._features is not None and request_id in self._features.forwarded)
+            or request_id in self.listens
+        )
 
     def close_listens(self) -> list[Send]:
         """The server ends every listen stream gracefully (shutdown)."""

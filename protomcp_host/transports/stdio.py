@@ -23,7 +23,6 @@ import anyio
 
 from protomcp_host.processes.pipes import read_into
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import maybe_modern
 from protomcp_host.transports.lines import (
     MAX_LINE,
     LineSplitter,
@@ -237,7 +236,7 @@ class StdioConnection:
             self.write(self.too_long)
             return
         try:
-            modern = modern_message(line) if maybe_modern(line) else None  # (the cheap test first)
+            modern = modern_message(line)  # (a cheap byte test first: most lines are not parsed)
             if modern is not None:
                 self.modern_connection().feed_loaded(line, modern)
             else:
