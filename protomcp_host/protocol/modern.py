@@ -309,6 +309,15 @@ class ModernShared:
         }
         self._table: dict[str, ModernHandler] = {}
         self._skills = False  # whether skills were served when the table was made
+        self._task_tools = (-1, False)  # (catalog generation, whether a tool supports tasks)
+
+    def task_tools(self) -> bool:
+        """Whether some tool of the catalog supports tasks (execution.taskSupport)."""
+        generation, found = self._task_tools
+        if generation != self.catalog.generation:
+            found = any("execution" in tool.mcp for tool in self.catalog.visible(lambda _: True))
+            self._task_tools = (self.catalog.generation, found)
+        return found
 
     def methods(self) -> dict[str, ModernHandler]:
         """The method table (made again when --skills starts being served: their methods join)."""
@@ -599,11 +608,13 @@ class ModernSession(Session):
         """A tool that supports tasks runs as one when the request declares the extension
         (task="required" and "optional"); without it, a required one is refused (-32021) and
         an optional one answers synchronously, as the extension prescribes."""
+        if not self.shared.task_tools():  # (most catalogs: no tool supports tasks)
+            return Session._tools_call(self, request, batch)
         name = request.params.get("name")
         tool = self.catalog.get(name) if isinstance(name, str) else None
         execution = tool.mcp.get("execution") if tool is not None else None
-        if execution is None:  # (most tools: no task support to weigh)
-            return super()._tools_call(request, batch)
+        if execution is None:  # (this tool: no task support to weigh)
+            return Session._tools_call(self, request, batch)
         mode = execution.get("taskSupport")
         as_task = mode in ("optional", "required") and self.task_store is not None and self.declares_tasks
         if mode == "required" and not as_task:
@@ -717,7 +728,9 @@ class ModernSession(Session):
                 f"Tool '{call.tool.name}' needs a client capability the request did not declare",
                 {"requiredCapabilities": required},
             )
-        return super().call_done(call, answer)
+        if self.in_flight.pop(call.id, None) is None:  # (Session.call_done, one call less)
+            return None
+        return self._finish(call, rpc.raw_result(call.id, *self._call_result(call, answer)))
 
     def input_required(self, request_id: bytes, requests: dict[str, Any], state: str) -> bytes | None:
         """The request (a call or a forwarded one) needs input from the client: it ends here
