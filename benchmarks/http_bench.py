@@ -1,6 +1,7 @@
 """Streamable HTTP: protomcp vs the official SDK's server (its Streamable HTTP app under uvicorn).
 
     python benchmarks/http_bench.py [--reps 5] [--quick] [--out benchmarks/README.md]
+                                    [--sides protomcp] [--metrics rate,rate_modern,...]
 
 Both serve the same tools (tools_protomcp.py / tools_sdk.py) on a free loopback port and are
 driven by the same minimal HTTP/1.1 clients (keep-alive connections, one per session; JSON and
@@ -16,6 +17,10 @@ initialize, divided by 200; measured first, on the fresh server). The first two 
 in both protocol eras: 2025-11-25 sessions (initialize, then Mcp-Session-Id) and 2026-07-28
 stateless requests (no initialize; every request carries its `_meta` and the Mcp-Method /
 Mcp-Name headers). A side that does not serve an era shows "-".
+
+--sides and --metrics run only some servers and some rows (by key: seq, rate, rate500,
+seq_modern, rate_modern, rate500_modern, mem; a rate row brings its CPU row), e.g. to compare
+two commits of protomcp alone; the defaults run everything.
 
 With --out, the "Streamable HTTP" section of that markdown file is replaced (or appended).
 Run it after run.py and reload.py, which rewrite the file up to their own sections.
@@ -410,25 +415,35 @@ async def memory_per_session(server: Server, sessions: int) -> float:
     return (after - before) / sessions
 
 
-async def measure(side: Side, quick: bool) -> dict[str, float]:
+METRICS = ("mem", "seq", "rate", "rate500", "seq_modern", "rate_modern", "rate500_modern")
+
+
+async def measure(side: Side, quick: bool, metrics: tuple[str, ...] = METRICS) -> dict[str, float]:
     server = Server(side)
     calls, budget = (300, 2.0) if quick else (1000, 4.0)
     out: dict[str, float] = {}
     try:
         # Memory first, on the fresh server: after the load runs, new sessions would reuse
         # memory those freed and look nearly free.
-        out["mem"] = await asyncio.wait_for(memory_per_session(server, 200), 120)
-        out["seq"] = sequential_p50(server, calls)  # socket timeouts bound it
-        out["rate"], out["cpu"] = await asyncio.wait_for(concurrent_rate(server, 50, budget), 120)
-        out["rate500"], out["cpu500"] = await asyncio.wait_for(concurrent_rate(server, 500, budget), 240)
+        if "mem" in metrics:
+            out["mem"] = await asyncio.wait_for(memory_per_session(server, 200), 120)
+        if "seq" in metrics:
+            out["seq"] = sequential_p50(server, calls)  # socket timeouts bound it
+        if "rate" in metrics:
+            out["rate"], out["cpu"] = await asyncio.wait_for(concurrent_rate(server, 50, budget), 120)
+        if "rate500" in metrics:
+            out["rate500"], out["cpu500"] = await asyncio.wait_for(concurrent_rate(server, 500, budget), 240)
         try:  # the 2026-07-28 era, where the side serves it
-            out["seq_modern"] = sequential_p50(server, calls, modern=True)
-            out["rate_modern"], out["cpu_modern"] = await asyncio.wait_for(
-                concurrent_rate(server, 50, budget, modern=True), 120
-            )
-            out["rate500_modern"], out["cpu500_modern"] = await asyncio.wait_for(
-                concurrent_rate(server, 500, budget, modern=True), 240
-            )
+            if "seq_modern" in metrics:
+                out["seq_modern"] = sequential_p50(server, calls, modern=True)
+            if "rate_modern" in metrics:
+                out["rate_modern"], out["cpu_modern"] = await asyncio.wait_for(
+                    concurrent_rate(server, 50, budget, modern=True), 120
+                )
+            if "rate500_modern" in metrics:
+                out["rate500_modern"], out["cpu500_modern"] = await asyncio.wait_for(
+                    concurrent_rate(server, 500, budget, modern=True), 240
+                )
         except (RuntimeError, OSError, KeyError, orjson.JSONDecodeError) as exc:
             print(f"{side.name}: no 2026-07-28 era ({exc!r:.120})", file=sys.stderr)
         return out
@@ -446,11 +461,17 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, help="replace the Streamable HTTP section of this markdown file")
+    parser.add_argument(
+        "--sides", default=",".join(s.name for s in SIDES), help="comma-separated: protomcp,MCP SDK"
+    )
+    parser.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated: {','.join(METRICS)}")
     args = parser.parse_args()
+    sides = [side for side in SIDES if side.name in args.sides.split(",")]
+    metrics = tuple(args.metrics.split(","))
     results: dict[str, list[dict[str, float]]] = {side.name: [] for side in SIDES}
     for rep in range(args.reps):
-        for side in SIDES if rep % 2 == 0 else reversed(SIDES):
-            results[side.name].append(asyncio.run(measure(side, args.quick)))
+        for side in sides if rep % 2 == 0 else reversed(sides):
+            results[side.name].append(asyncio.run(measure(side, args.quick, metrics)))
             print(f"rep {rep + 1} {side.name}: {results[side.name][-1]}", file=sys.stderr)
 
     def median(name: str, key: str) -> float:
@@ -498,7 +519,7 @@ def main() -> None:
     for label, key, _, _ in rows:
         ratios = [
             a[key] / b[key]
-            for a, b in zip(results["protomcp"], results["MCP SDK"], strict=True)
+            for a, b in zip(results["protomcp"], results["MCP SDK"], strict=False)
             if key in a and b.get(key)
         ]
         if not ratios:

@@ -38,7 +38,7 @@ from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.tool_process import ToolProcessError
 from protomcp_host.protocol.catalog import Catalog, Tool
 from protomcp_host.protocol.features import Features
-from protomcp_host.protocol.modern import ModernSession
+from protomcp_host.protocol.modern import ModernSession, ModernShared
 from protomcp_host.protocol.session import Session
 from protomcp_host.protocol.skills import Skills
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
@@ -121,7 +121,7 @@ class Host:
         self.discovery = _discovery(settings.discovery, self.catalog)
         self._descriptors: Descriptors | None = None
         self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
-        self.routers: list[Router] = []  # one per client session
+        self._routers: dict[Router, None] = {}  # one per client session (in order; removed at once)
         self._middleware_of: dict[str, list[Middleware]] = {}
         self.ready = anyio.Event()  # set once every file has loaded (or, in dev, failed to)
         self._tg: anyio.abc.TaskGroup | None = None
@@ -148,14 +148,16 @@ class Host:
         self.sources: dict[str, Any] = {}
         self.dispatcher = Dispatcher(self.sources, self.call_timeout)
         self.features = Features(self.settings.page_size)  # resources, templates, prompts of every file
-        self.forwarding = Forwarding(self.features, self.sources, lambda: self.routers, self.call_timeout)
+        self.routers_now = self._routers_now  # (one bound method for every connection to hold)
+        self.forwarding = Forwarding(self.features, self.sources, self.routers_now, self.call_timeout)
         self.features.completions_expected = any(declares_completions(file) for file in files)
         if skills is not None:  # --skills: served by the host itself, no tool process
             self.features.serve_skills(skills)
         # One task store for both eras: a stateful session's tasks are its own, a modern-era
         # principal's are the principal's (protocol/tasks.py); modern task calls run in TaskRunner.
         self.task_store = TaskStore()
-        self.task_runner = TaskRunner(self.task_store, self.dispatcher, lambda: self.routers)
+        self.task_runner = TaskRunner(self.task_store, self.dispatcher, self.routers_now)
+        self._modern: ModernShared | None = None  # what the modern era's connections share
 
     def _wire_store(self, store: Store) -> None:
         """The state shared with other hosts (--store): requestState uses, modern-era tasks and
@@ -339,6 +341,14 @@ class Host:
         return self._descriptors
 
     # -- sessions ------------------------------------------------------------------
+    @property
+    def routers(self) -> list[Router]:
+        """Every client session's router now (a copy: sessions may come and go meanwhile)."""
+        return list(self._routers)
+
+    def _routers_now(self) -> list[Router]:
+        return list(self._routers)
+
     def connect(self, write: Writer, *, observed: bool = True) -> Router:
         """A new client session whose messages go to `write` (`observed`: shown to the
         wire tap, if any; the playground's own session records itself)."""
@@ -358,7 +368,7 @@ class Host:
         router = Router(self.dispatcher, self.forwarding, session, write)
         if tap is not None:
             _tap_feed(router, tap)
-        self.routers.append(router)
+        self._routers[router] = None
         return router
 
     def connect_modern(self, write: Writer, principal: str = LOCAL_PRINCIPAL) -> Router:
@@ -368,13 +378,9 @@ class Host:
         session = ModernSession(
             self.catalog,
             self.server_info,
-            self.instructions,
-            self.features,
             visibility=visibility,
-            serve_modern=self.serve_modern,
-            max_in_flight=self.max_in_flight,
-            task_store=self.task_store,
             owner=f"principal:{principal}",
+            shared=self._modern_shared(),
         )
         if self.discovery is not None:
             self.discovery.attach(session)
@@ -388,7 +394,7 @@ class Host:
             write,
             self.rounds,
             principal,
-            lambda: self.routers,
+            self.routers_now,
             self.task_runner,
         )
         if (
@@ -397,8 +403,22 @@ class Host:
             router.tools_changed = self.shared_tools.changed
         if tap is not None:
             _tap_feed(router, tap)
-        self.routers.append(router)
+        self._routers[router] = None
         return router
+
+    def _modern_shared(self) -> ModernShared:
+        """What every modern-era connection shares (made with the first)."""
+        if self._modern is None:
+            self._modern = ModernShared(
+                self.catalog,
+                self.server_info,
+                self.instructions,
+                self.features,
+                serve_modern=self.serve_modern,
+                max_in_flight=self.max_in_flight,
+                task_store=self.task_store,
+            )
+        return self._modern
 
     def _principal_state(self, principal: str) -> ToolVisibility:
         """The principal's tool-list state (made when it is new)."""
@@ -443,7 +463,7 @@ class Host:
                     return
 
     def disconnect(self, connection: Connection) -> None:
-        self.routers = [r for r in self.routers if r is not connection]
+        self._routers.pop(connection, None)  # type: ignore[call-overload]
         connection.session.tasks.forget_all()  # a stateful session's tasks end with it (a principal's stay)
 
     async def wait_tasks(self) -> None:
@@ -665,7 +685,11 @@ def _tap_feed(router: Router, tap: SessionTap) -> None:
         tap("in", line, None)
         feed(line)
 
+    def tapped_loaded(line: bytes, _: Any) -> None:
+        tapped(line)
+
     router.feed = tapped  # type: ignore[method-assign]
+    router.feed_loaded = tapped_loaded  # type: ignore[method-assign,assignment]
 
 
 def tool_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

@@ -35,11 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import orjson
 
 from protomcp_host.calls.execution import Dispatcher, Execution
-from protomcp_host.calls.router import LIST_CHANGED_DELAY, Forwarder, Router, Writer
+from protomcp_host.calls.router import LIST_CHANGED_DELAY, Forwarder, Router, Writer, event_table
 from protomcp_host.calls.used_states import Use, UsedStates
 from protomcp_host.processes.events import Reply
 from protomcp_host.processes.launch import STATE_KEY_ENV
@@ -263,11 +262,14 @@ class ModernRouter(Router):
         self.peers = peers  # every connection of the host (the principal's get its list changes)
         self.tasks = tasks  # the host's modern-era tasks (calls/tasks.py)
         self.tools_changed: Callable[[str], None] | None = None  # tells other hosts (shared_tools.py)
-        if tasks is not None:
-            self._events[TaskInput] = lambda event: tasks.answer(event.task, event.responses)
-            self._events[TaskCancel] = lambda event: tasks.cancel(event.task)
         self._uses: dict[bytes, str] = {}  # requests in progress that used a state: its id
         self._watching = False  # writes are watched for those requests' answers
+
+    def _task_input(self, event: TaskInput) -> None:
+        self.tasks.answer(event.task, event.responses)
+
+    def _task_cancel(self, event: TaskCancel) -> None:
+        self.tasks.cancel(event.task)
 
     # -- tool-list control: the principal's, so its listen streams everywhere hear of it -------
     def update_tools(self, change: ToolListChange) -> None:
@@ -448,8 +450,7 @@ class ModernRouter(Router):
         if use.answer is not None or use.ended:
             answer(use.answer, use.ended)
             return
-        if self._idle.is_set():
-            self._idle = anyio.Event()
+        self._mark_busy()
         use.waiters.append(answer)
         if not use.here:  # its answer comes over the bus (a host that stops sends none)
             wait = self.dispatcher.call_timeout or HOLD
@@ -469,8 +470,7 @@ class ModernRouter(Router):
     def _resume(self, round_: Round, answers: dict[str, Any], fresh: dict[str, Any]) -> None:
         """The suspended owner carries on as this request: its requests get the answers this
         retry brings (an answer the call had already is not given twice)."""
-        if self._idle.is_set():
-            self._idle = anyio.Event()
+        self._mark_busy()
         round_.known.update(answers)
         for key, ask in list(round_.pending.items()):
             answer = fresh.get(key)
@@ -556,8 +556,16 @@ class ModernRouter(Router):
         self.rounds.drop(round_, f"no retry came within {HOLD:g}s (a later one runs the call again)")
 
     def call_released(self, execution: Execution, reason: str) -> None:
-        self.rounds.release(execution, reason)
+        if self.rounds.of:  # (most calls never asked the client anything)
+            self.rounds.release(execution, reason)
         super().call_released(execution, reason)
 
     def forward_released(self, leg: Any) -> None:
         self.rounds.release(leg, "the request is over")
+
+
+ModernRouter._events = {
+    **event_table(ModernRouter),
+    TaskInput: ModernRouter._task_input,
+    TaskCancel: ModernRouter._task_cancel,
+}

@@ -14,12 +14,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import anyio
-
 from protomcp_host.calls.execution import Dispatcher, Execution
 from protomcp_host.calls.tracing import RequestSpans
 from protomcp_host.processes.events import Reply
 from protomcp_host.processes.output import LogLimiter
+from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.events import Send
 from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientRequest, Forward, RootsChanged
 from protomcp_host.protocol.session import Call, CancelCall, Event, Session, ToolAnswer
@@ -48,24 +47,26 @@ class Router:
         self.forwarder = forwarder
         self.session = session
         self.write = write
-        self.log_limit = LogLimiter("protomcp")  # per session: one noisy tool cannot flood it
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._log_limit: LogLimiter | None = None  # made at the first log message
+        self._busy = False  # a call runs (or a request waits for its answer)
+        self._idle: asyncio.Event | None = None  # made for wait_idle while busy; set once idle
         self.on_call_end: Callable[[], None] | None = None  # the transport takes held requests then
-        self._events: dict[type, Callable[[Any], None]] = {
-            Send: self._send,
-            Call: self._start,
-            CancelCall: self._cancel,
-            Forward: self._forward,
-            CancelForward: self._cancel_forward,
-            ClientAnswer: self._client_answer,
-            RootsChanged: lambda _: self.forwarder.roots_changed(),
-        }
         self._asked: dict[Execution, list[ClientRequest]] = {}  # an execution's requests to the client
         self._flush_timer: asyncio.TimerHandle | None = None  # a flush_notifications is due
         self.spans: RequestSpans | None = None  # OpenTelemetry: this session's request spans
         if tracing.ON:
             self._trace(write)
+
+    # What carries out each kind of event: a table of the class (a table of bound methods
+    # made per router would hold the router in reference cycles; see ModernRouter).
+    _events: dict[type, Callable[[Any, Any], None]] = {}
+
+    @property
+    def log_limit(self) -> LogLimiter:
+        """Per session: one noisy tool cannot flood it."""
+        if self._log_limit is None:
+            self._log_limit = LogLimiter("protomcp")
+        return self._log_limit
 
     def _trace(self, write: Writer) -> None:
         """A span per request, from the line that brings it to the message that answers it."""
@@ -82,13 +83,24 @@ class Router:
         if self.spans is not None:
             self.spans.received(line)
         self.tick()
+        events = self._events
         for event in self.session.receive(line):
-            self._events[type(event)](event)
+            events[type(event)](self, event)
+
+    def feed_loaded(self, line: bytes, data: Any) -> None:
+        """feed() of a line the transport has parsed already (`data`, orjson's)."""
+        if self.spans is not None:
+            self.spans.received(line)
+        self.tick()
+        events = self._events
+        for event in self.session.receive_decoded(rpc.decode_loaded(line, data)):
+            events[type(event)](self, event)
 
     def carry_out(self, events: list[Event]) -> None:
         """Events the host produced for this session (e.g. after a tool-list change)."""
+        table = self._events
         for event in events:
-            self._events[type(event)](event)
+            table[type(event)](self, event)
 
     def tick(self) -> None:
         """Tell the session the time: tasks past their ttl expire."""
@@ -124,9 +136,19 @@ class Router:
     def _start(self, call: Call) -> None:
         if self.spans is not None:
             call.trace = self.spans.context_of(call.id)
-        if call.task is None and self._idle.is_set():  # a task's call does not hold a drain up
-            self._idle = anyio.Event()
+        if call.task is None:  # a task's call does not hold a drain up
+            self._mark_busy()
         self.dispatcher.execute(call, self)
+
+    def _mark_busy(self) -> None:
+        """Something runs now: wait_idle waits for it."""
+        self._busy = True
+
+    def _now_idle(self) -> None:
+        self._busy = False
+        if self._idle is not None:
+            self._idle.set()  # (the waiters wake)
+            self._idle = None
 
     def _cancel(self, event: CancelCall) -> None:
         if event.call.execution is not None:
@@ -242,6 +264,9 @@ class Router:
                 pending.timer.cancel()
             pending.on_answer(None, reason)
 
+    def _roots_changed(self, _: RootsChanged) -> None:
+        self.forwarder.roots_changed()
+
     def _client_answer(self, event: ClientAnswer) -> None:
         event.request.on_answer(event.result, event.error)
 
@@ -255,14 +280,17 @@ class Router:
 
     # -- draining ----------------------------------------------------------------------
     def _check_idle(self) -> None:
-        if not self.session.in_flight:
-            self._idle.set()
+        if not self.session.in_flight and self._busy:
+            self._now_idle()
         if self.on_call_end is not None:
             self.on_call_end()
 
     async def wait_idle(self) -> None:
         """Return once no call is running."""
-        await self._idle.wait()
+        if self._busy:
+            if self._idle is None:
+                self._idle = asyncio.Event()
+            await self._idle.wait()
 
     def fail_all(self, message: str) -> None:
         """Answer every running call with an error (and tell its tool process to stop it)."""
@@ -280,13 +308,31 @@ class Router:
         for call in calls:
             if call.execution is not None:
                 call.execution.cancel("the client went away")
-        for forward in list(self.session.features.forwarded.values()):
-            if forward.cancel is not None:
-                forward.cancel()
-        self.session.features.forwarded.clear()
+        forwards = self.session.forwards()
+        if forwards:
+            for forward in list(forwards.values()):
+                if forward.cancel is not None:
+                    forward.cancel()
+            forwards.clear()
         if self.spans is not None:
             self.spans.close_all("cancelled")
         if self._flush_timer is not None:  # nobody is left to tell
             self._flush_timer.cancel()
             self._flush_timer = None
-        self._idle.set()
+        self._now_idle()
+
+
+def event_table(router: type[Router]) -> dict[type, Callable[[Any, Any], None]]:
+    """What carries out each kind of event on a router of this class (its overrides)."""
+    return {
+        Send: router._send,
+        Call: router._start,
+        CancelCall: router._cancel,
+        Forward: router._forward,
+        CancelForward: router._cancel_forward,
+        ClientAnswer: router._client_answer,
+        RootsChanged: router._roots_changed,
+    }
+
+
+Router._events = event_table(Router)

@@ -78,6 +78,11 @@ def decode(line: bytes) -> Message | list[Message]:
         if "depth limit" in str(exc):  # valid JSON, perhaps, but far too deep for anyone
             return Invalid(_top_level_id(line), INVALID_REQUEST, _TOO_DEEP)
         return _refused(line) or Invalid(NULL_ID, PARSE_ERROR, f"Parse error: {exc}")
+    return decode_loaded(line, data)
+
+
+def decode_loaded(line: bytes, data: Any) -> Message | list[Message]:
+    """decode() of a line orjson has parsed already (`data`): the same checks, no second parse."""
     if _LONG_NUMBER in line.translate(_DIGITS_AS_ZERO) and (refused := _refused(line)) is not None:
         return refused  # an integer beyond 64 bits, which orjson silently made a float
     deep = line.count(b"[") + line.count(b"{") > MAX_DEPTH  # cheap test before the exact one

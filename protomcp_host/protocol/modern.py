@@ -13,9 +13,11 @@ about connections.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
+from weakref import proxy
 
 import orjson
 
@@ -30,12 +32,13 @@ from protomcp_host.protocol.session import (
     SUPPORTED_VERSIONS,
     Call,
     Event,
+    Handler,
     Session,
     TaskCancel,
     TaskInput,
     ToolAnswer,
 )
-from protomcp_host.protocol.tasks import Task, TaskNotFound, TaskStore, TooManyTasks
+from protomcp_host.protocol.tasks import Task, TaskMethods, TaskNotFound, TaskStore, TooManyTasks
 from protomcp_host.protocol.visibility import ToolVisibility
 
 MODERN_VERSION = "2026-07-28"
@@ -118,6 +121,18 @@ class RequestEnvelope:
 def read_envelope(request: rpc.Request, serve_modern: bool) -> RequestEnvelope | tuple[int, str, Any]:
     """The request's envelope, or the error (code, message, data) the ladder answers."""
     meta = request.params.get("_meta")
+    if type(meta) is dict and serve_modern:  # (the common case first: a valid envelope)
+        version = meta.get(PROTOCOL_VERSION)
+        capabilities = meta.get(CLIENT_CAPABILITIES)
+        level = meta.get(LOG_LEVEL)
+        if (
+            type(version) is str
+            and version in MODERN_VERSIONS
+            and type(capabilities) is dict
+            and (level is None or level in LOG_LEVELS)
+        ):
+            info = meta.get(CLIENT_INFO)
+            return RequestEnvelope(version, capabilities, info if isinstance(info, dict) else None, level)
     missing = []
     if not isinstance(meta, dict):
         meta = {}
@@ -231,6 +246,114 @@ class ModernFeatureMethods(FeatureMethods):
         ]
 
 
+ModernHandler = Callable[["ModernSession", rpc.Request, Batch | None], Event | list[Event] | None]
+
+# The methods of this era served by the resources/prompts/skills handlers (FeatureMethods).
+FEATURE_METHODS = (
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "skills/list",
+    "skills/get",
+    "resources/directory/read",
+)
+
+
+_NOTHING: dict[str, Any] = {}  # (read only)
+
+
+class _NoPeer:
+    """The session a method table is read from (its handlers are never called on it)."""
+
+    initialized = False
+    client_capabilities: dict[str, Any] = {}
+
+
+class ModernShared:
+    """What every modern-era connection of a host shares, made once rather than per request:
+    the method table (handlers taking the session), the stamps of results, and the settings.
+    Nothing in it depends on the request or the principal."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        server_info: dict[str, Any],
+        instructions: str | None = None,
+        features: Features | None = None,
+        *,
+        serve_modern: bool = False,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        task_store: TaskStore | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.server_info = server_info
+        self.instructions = instructions
+        self.offered = features is not None  # resources and prompts are served
+        self.features = features or Features(catalog.page_size)
+        self.serve_modern = serve_modern
+        self.max_in_flight = max_in_flight
+        self.task_store = task_store
+        self.tasks = TaskMethods()  # a connection's own (2025-11-25) tasks: none in this era
+        meta = orjson.dumps({SERVER_INFO: server_info})
+        self.complete = b'"resultType":"complete","_meta":' + meta
+        self.cacheable = (
+            b'"resultType":"complete","ttlMs":%d,"cacheScope":"public","_meta":' % CACHE_TTL_MS + meta
+        )
+        self.private = self.cacheable.replace(b'"public"', b'"private"')
+        # a CallToolResult's last piece (session.py), and the same stamped
+        self.endings = {
+            end: stamp([end], self.complete)[0] for end in (b',"isError":false}', b',"isError":true}')
+        }
+        self._table: dict[str, ModernHandler] = {}
+        self._skills = False  # whether skills were served when the table was made
+        self._task_tools = (-1, False)  # (catalog generation, whether a tool supports tasks)
+
+    def task_tools(self) -> bool:
+        """Whether some tool of the catalog supports tasks (execution.taskSupport)."""
+        generation, found = self._task_tools
+        if generation != self.catalog.generation:
+            found = any("execution" in tool.mcp for tool in self.catalog.visible(lambda _: True))
+            self._task_tools = (self.catalog.generation, found)
+        return found
+
+    def methods(self) -> dict[str, ModernHandler]:
+        """The method table (made again when --skills starts being served: their methods join)."""
+        skills = self.features.skills is not None
+        if not self._table or skills != self._skills:
+            self._table, self._skills = self._make_table(), skills
+        return self._table
+
+    def _make_table(self) -> dict[str, ModernHandler]:
+        table: dict[str, ModernHandler] = {
+            "server/discover": ModernSession._discover,
+            "tools/list": ModernSession._tools_list,
+            "tools/call": ModernSession._tools_call,
+            "subscriptions/listen": ModernSession._listen,
+        }
+        if self.task_store is not None:
+            table["tasks/get"] = ModernSession._task_get
+            table["tasks/update"] = ModernSession._task_update
+            table["tasks/cancel"] = ModernSession._task_cancel
+        if self.offered:
+            served = ModernFeatureMethods(_NoPeer(), self.features).table()
+            for method in FEATURE_METHODS:
+                if method in served:
+                    table[method] = _on_features(served[method].__func__)  # type: ignore[attr-defined]
+        return table
+
+
+def _on_features(function: Callable[..., Any]) -> ModernHandler:
+    """A FeatureMethods handler, called on the session's FeatureMethods."""
+
+    def handle(session: ModernSession, request: rpc.Request, batch: Batch | None) -> Any:
+        return function(session.features, request, batch)
+
+    return handle
+
+
 class ModernSession(Session):
     """One connection's modern-era requests (a stdio process, an HTTP request). Nothing
     carries over from one request to the next but the principal's tool-list state and tasks.
@@ -255,75 +378,136 @@ class ModernSession(Session):
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         task_store: TaskStore | None = None,
         owner: str = "",
+        shared: ModernShared | None = None,
     ) -> None:
-        super().__init__(catalog, server_info, instructions, features, max_in_flight=max_in_flight)
+        # (Session.__init__ is not called: what it builds per session, the method table above
+        # all, is the host's `shared` here, and would make each request's session an object
+        # graph in reference cycles that only the cyclic GC frees.)
+        if shared is None:
+            shared = ModernShared(
+                catalog,
+                server_info,
+                instructions,
+                features,
+                serve_modern=serve_modern,
+                max_in_flight=max_in_flight,
+                task_store=task_store,
+            )
+        self.shared = shared
+        self.catalog = shared.catalog
+        self.max_in_flight = shared.max_in_flight
+        self.server_info = shared.server_info
+        self.instructions = shared.instructions
         self.version = MODERN_VERSION
-        self.task_store = task_store  # None: the tasks extension is not offered
+        self.client_info = _NOTHING  # (never changed in this era)
+        self.client_capabilities = _NOTHING  # (each request's envelope replaces it)
+        self.initialized = False
+        self.log_level = None
+        self.auth = None
+        self.capabilities_json = ""
+        self.in_flight = {}
+        # the principal's, shared with its other connections
+        self.visibility = visibility if visibility is not None else ToolVisibility()
+        self._tools_seen = None
+        self.tasks = shared.tasks  # (no connection of this era has tasks of its own)
+        self.discovery = None
+        self.task_store = shared.task_store  # None: the tasks extension is not offered
         self.owner = owner  # the principal, as the owner of its tasks
-        self.serve_modern = serve_modern
-        if visibility is not None:
-            self.visibility = visibility  # the principal's, shared with its other connections
+        self.serve_modern = shared.serve_modern
+        self._table = shared.methods()
+        self._routes: dict[str, Handler] | None = None  # per-connection handlers (route())
         self.envelopes: dict[bytes, RequestEnvelope] = {}  # requests in progress: what they declared
         self.listens: dict[bytes, Listen] = {}  # subscriptions/listen requests in progress
-        meta = orjson.dumps({SERVER_INFO: server_info})
-        self._complete = b'"resultType":"complete","_meta":' + meta
-        self._cacheable = (
-            b'"resultType":"complete","ttlMs":%d,"cacheScope":"public","_meta":' % CACHE_TTL_MS + meta
-        )
-        self._private = self._cacheable.replace(b'"public"', b'"private"')
-        stateful = self._methods
-        self._methods = {
-            "server/discover": self._discover,
-            "tools/list": self._tools_list,
-            "tools/call": self._tools_call,
-            "subscriptions/listen": self._listen,
-        }
-        if task_store is not None:
-            self._methods["tasks/get"] = self._task_get
-            self._methods["tasks/update"] = self._task_update
-            self._methods["tasks/cancel"] = self._task_cancel
-        for method in (
-            "resources/list",
-            "resources/templates/list",
-            "resources/read",
-            "prompts/list",
-            "prompts/get",
-            "completion/complete",
-            "skills/list",
-            "skills/get",
-            "resources/directory/read",
-        ):
-            if method in stateful:
-                self._methods[method] = stateful[method]
+        self._features: ModernFeatureMethods | None = None  # made when a request needs it
+        self._envelope: RequestEnvelope | None = None  # the last request's, read from ...
+        self._meta: Any = None  # ... this _meta
+        self._complete = shared.complete
+        self._cacheable = shared.cacheable
+        self._private = shared.private
+
+    @property  # type: ignore[override]
+    def features(self) -> ModernFeatureMethods:
+        """Resources, prompts, requests to the client: made at first use (a tools/call has no
+        need of it), with a weak reference back to the session, so that the two are freed by
+        reference counting as soon as the request is over."""
+        if self._features is None:
+            self._features = ModernFeatureMethods(
+                proxy(self), self.shared.features, offered=self.shared.offered
+            )
+        return self._features
+
+    @features.setter
+    def features(self, value: ModernFeatureMethods) -> None:
+        self._features = value
+
+    def forwards(self) -> dict[bytes, Forward]:
+        return self._features.forwarded if self._features is not None else {}
+
+    def handler(self, method: str) -> Handler:
+        if self._routes is not None and method in self._routes:
+            return self._routes[method]
+        return partial(self._table[method], self)
+
+    def route(self, method: str, handler: Handler) -> None:
+        if self._routes is None:
+            self._routes = {}
+        self._routes[method] = handler
+
+    def refuse_early(self, message: rpc.Request) -> Send | None:
+        if self.in_use(message.id):
+            return Send(
+                rpc.error(
+                    message.id,
+                    rpc.INVALID_REQUEST,
+                    "Invalid Request: this id is already in use by a request in progress",
+                )
+            )
+        if message.method not in self._table:
+            return Send(rpc.error(message.id, rpc.METHOD_NOT_FOUND, f"Method not found: {message.method}"))
+        return None
 
     # -- the ladder --------------------------------------------------------------------
     def _dispatch(self, message: rpc.Message, batch: Batch | None) -> Event | list[Event] | None:
-        if isinstance(message, rpc.Invalid):
-            return Send(rpc.error(message.id, message.code, message.message))
-        if isinstance(message, rpc.Notification):
-            return self._notification(message) if message.method == "notifications/cancelled" else None
-        if isinstance(message, rpc.Response):
-            return None  # this era sends no requests to the client
-        envelope = read_envelope(message, self.serve_modern)
-        if not isinstance(envelope, RequestEnvelope):
-            return Send(rpc.error(message.id, *envelope))
-        refused = self.refuse_early(message)
-        if refused is not None:
-            return refused
-        self.client_capabilities = envelope.capabilities
-        self.capabilities_json = orjson.dumps(envelope.capabilities).decode()
+        if type(message) is not rpc.Request:  # (a request is the common case: tested first)
+            if isinstance(message, rpc.Invalid):
+                return Send(rpc.error(message.id, message.code, message.message))
+            if isinstance(message, rpc.Notification):
+                return self._notification(message) if message.method == "notifications/cancelled" else None
+            return None  # a Response: this era sends no requests to the client
+        meta = message.params.get("_meta")
+        envelope = self._envelope
+        if envelope is None or meta != self._meta:  # (a connection's requests mostly declare the same)
+            read = read_envelope(message, self.serve_modern)
+            if type(read) is not RequestEnvelope:
+                return Send(rpc.error(message.id, *read))  # type: ignore[misc]
+            envelope = self._envelope = read
+            self._meta = meta
+        request_id = message.id
+        if (
+            request_id in self.in_flight
+            or request_id in self.listens
+            or (self._features is not None and request_id in self._features.forwarded)
+            or message.method not in self._table
+        ):
+            return self.refuse_early(message)
+        capabilities = self.client_capabilities = envelope.capabilities
+        self.capabilities_json = orjson.dumps(capabilities).decode() if capabilities else "{}"
+        method = message.method
         retry = None
-        if message.method in ROUND_TRIP_METHODS:
+        if method in ROUND_TRIP_METHODS:
             retry = _retry(message.params)
             if isinstance(retry, str):
                 return Send(rpc.error(message.id, rpc.INVALID_PARAMS, retry))
-        event = self._methods[message.method](message, batch)
-        if retry is not None and isinstance(event, (Call, Forward)):
-            event.retry = retry
-        if isinstance(event, Send):
-            return self._stamp_send(message, event)
-        if isinstance(event, (Call, Forward)):
-            self.envelopes[message.id] = envelope
+        routed = self._routes.get(method) if self._routes is not None else None
+        event = routed(message, batch) if routed is not None else self._table[method](self, message, batch)
+        kind = type(event)
+        if kind is Send:
+            return self._stamp_send(message, event)  # type: ignore[arg-type]
+        if kind is Call or kind is Forward:
+            if retry is not None:
+                event.retry = retry  # type: ignore[union-attr]
+            if envelope.log_level is not None or capabilities:
+                self.envelopes[message.id] = envelope  # (one that declares nothing need not be kept)
         return event
 
     def _stamp_send(self, request: rpc.Request, event: Send) -> Send:
@@ -397,7 +581,11 @@ class ModernSession(Session):
         return Send(ack, request.id)
 
     def in_use(self, request_id: bytes) -> bool:
-        return super().in_use(request_id) or request_id in self.listens
+        return (
+            request_id in self.in_flight
+            or (self._features is not None and request_id in self._features.forwarded)
+            or request_id in self.listens
+        )
 
     def close_listens(self) -> list[Send]:
         """The server ends every listen stream gracefully (shutdown)."""
@@ -420,9 +608,14 @@ class ModernSession(Session):
         """A tool that supports tasks runs as one when the request declares the extension
         (task="required" and "optional"); without it, a required one is refused (-32021) and
         an optional one answers synchronously, as the extension prescribes."""
+        if not self.shared.task_tools():  # (most catalogs: no tool supports tasks)
+            return Session._tools_call(self, request, batch)
         name = request.params.get("name")
         tool = self.catalog.get(name) if isinstance(name, str) else None
-        mode = tool.mcp.get("execution", {}).get("taskSupport") if tool is not None else None
+        execution = tool.mcp.get("execution") if tool is not None else None
+        if execution is None:  # (this tool: no task support to weigh)
+            return Session._tools_call(self, request, batch)
+        mode = execution.get("taskSupport")
         as_task = mode in ("optional", "required") and self.task_store is not None and self.declares_tasks
         if mode == "required" and not as_task:
             return Send(self._needs_tasks(request.id, f"Tool '{name}' must run as a task: it"))
@@ -525,8 +718,9 @@ class ModernSession(Session):
 
     # -- answers ---------------------------------------------------------------------
     def call_done(self, call: Call, answer: ToolAnswer) -> bytes | None:
-        self.envelopes.pop(call.id, None)
-        required = missing_capability(answer)
+        if self.envelopes:
+            self.envelopes.pop(call.id, None)
+        required = missing_capability(answer) if answer.is_error else None
         if required is not None and self.in_flight.pop(call.id, None) is not None:
             return rpc.error(
                 call.id,
@@ -534,7 +728,9 @@ class ModernSession(Session):
                 f"Tool '{call.tool.name}' needs a client capability the request did not declare",
                 {"requiredCapabilities": required},
             )
-        return super().call_done(call, answer)
+        if self.in_flight.pop(call.id, None) is None:  # (Session.call_done, one call less)
+            return None
+        return self._finish(call, rpc.raw_result(call.id, *self._call_result(call, answer)))
 
     def input_required(self, request_id: bytes, requests: dict[str, Any], state: str) -> bytes | None:
         """The request (a call or a forwarded one) needs input from the client: it ends here
@@ -581,6 +777,10 @@ class ModernSession(Session):
         parts = super()._call_result(call, answer)
         if answer.meta:
             return self.stamped(parts)
+        ending = self.shared.endings.get(parts[-1])  # (the usual last piece, stamped already)
+        if ending is not None:
+            parts[-1] = ending
+            return parts
         return stamp(parts, self._complete)
 
     def _notification(self, message: rpc.Notification) -> Event | None:

@@ -172,7 +172,10 @@ class Session:
 
     # -- input ---------------------------------------------------------------------
     def receive(self, line: bytes) -> list[Event]:
-        decoded = rpc.decode(line)
+        return self.receive_decoded(rpc.decode(line))
+
+    def receive_decoded(self, decoded: rpc.Message | list[rpc.Message]) -> list[Event]:
+        """receive() of a line already decoded (``rpc.decode`` or ``rpc.decode_loaded``)."""
         if not isinstance(decoded, list):
             event = self._handle(decoded, None)
             if isinstance(event, list):  # a task request: its answer and what follows from it
@@ -274,6 +277,10 @@ class Session:
         """Answer `method` with `handler` from now on (discovery.py serves tools/list and
         tools/call this way)."""
         self._methods[method] = handler
+
+    def forwards(self) -> dict[bytes, Forward]:
+        """The forwarded requests in progress, by id."""
+        return self.features.forwarded
 
     def in_use(self, request_id: bytes) -> bool:
         """A request with this id is still in progress (its answer could not be told apart)."""

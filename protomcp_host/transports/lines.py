@@ -3,10 +3,12 @@ for, told cheaply, so the transport knows which lines it may hold back and which
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import is_modern, maybe_modern
+from protomcp_host.protocol.modern import PROTOCOL_VERSION, maybe_modern
 
 MAX_LINE = 256 * 1024 * 1024
 
@@ -99,16 +101,22 @@ def refuse_held(line: bytes | None, *, ready: bool, startup_error: str | None = 
     return orjson.dumps(answers) if answers else b""
 
 
-def is_modern_line(line: bytes) -> bool:
-    """Whether a line is a modern-era (2026-07-28) request: its params._meta names the protocol
-    version. A cheap byte test first, so stateful-era lines are parsed only once (by their session)."""
+def modern_message(line: bytes) -> dict[str, Any] | None:
+    """The line parsed, if it is a modern-era (2026-07-28) request: its params._meta names the
+    protocol version (else None), for the modern connection to take as it is
+    (Connection.feed_loaded: one parse). A cheap byte test first, so stateful-era lines are
+    parsed only once (by their session)."""
     if not maybe_modern(line):
-        return False
+        return None
     try:
         message = orjson.loads(line)
     except orjson.JSONDecodeError:
-        return False
-    return isinstance(message, dict) and is_modern(message.get("params"))
+        return None
+    if type(message) is not dict:
+        return None
+    params = message.get("params")
+    meta = params.get("_meta") if type(params) is dict else None
+    return message if type(meta) is dict and PROTOCOL_VERSION in meta else None
 
 
 def is_cancellation(line: bytes) -> bool:

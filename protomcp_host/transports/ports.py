@@ -35,6 +35,9 @@ class Connection(Protocol):
     def feed(self, line: bytes) -> None:
         """Handle one message (or batch) from the client."""
 
+    def feed_loaded(self, line: bytes, data: Any) -> None:
+        """feed() of a line the transport has parsed already (`data`, as orjson parsed it)."""
+
     async def wait_idle(self) -> None:
         """Return once no call is running."""
 

@@ -23,12 +23,11 @@ import anyio
 
 from protomcp_host.processes.pipes import read_into
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import maybe_modern
 from protomcp_host.transports.lines import (
     MAX_LINE,
     LineSplitter,
     is_cancellation,
-    is_modern_line,
+    modern_message,
     needs_tools,
     refuse_held,
     starts_calls,
@@ -237,8 +236,9 @@ class StdioConnection:
             self.write(self.too_long)
             return
         try:
-            if maybe_modern(line) and is_modern_line(line):  # (the cheap test first: the hot path)
-                self.modern_connection().feed(line)
+            modern = modern_message(line)  # (a cheap byte test first: most lines are not parsed)
+            if modern is not None:
+                self.modern_connection().feed_loaded(line, modern)
             else:
                 if self.modern is not None and is_cancellation(line):  # ids of either era
                     self.modern.feed(line)

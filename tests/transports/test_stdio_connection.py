@@ -30,6 +30,10 @@ class StubConnection:
     def feed(self, line: bytes) -> None:
         self.fed.append(line)
 
+    def feed_loaded(self, line: bytes, data: Any) -> None:  # (a line parsed once, for its era)
+        assert data == orjson.loads(line)
+        self.fed.append(line)
+
 
 class StubHost:
     max_in_flight = 4

@@ -14,6 +14,7 @@ like a stateful session's streams: past the bound its oldest notifications go, n
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import re
@@ -21,9 +22,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 import orjson
 
+from protomcp_host.processes.loop import running_loop
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.modern import (
     HEADER_MISMATCH,
@@ -37,7 +38,6 @@ from protomcp_host.protocol.session import SUPPORTED_VERSIONS
 from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond, respond_json
 from protomcp_host.transports.http.event_stream import KEEP_ALIVE
 from protomcp_host.transports.http.sessions import REPLAY_BYTES
-from protomcp_host.transports.http.timers import Deadline
 from protomcp_host.transports.ports import Connection, Sessions
 
 ERROR_STATUS = {
@@ -94,6 +94,11 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def _value(headers: dict[bytes, list[bytes]], name: bytes) -> str | None:
+    values = headers.get(name)
+    return None if values is None else values[0].decode("latin-1").strip(" \t")
+
+
 def decode_header_value(value: str) -> str | None:
     """A header value as the body would hold it: ``=?base64?…?=`` decoded (None when that form
     is malformed), any other value literal; None for control characters."""
@@ -116,14 +121,14 @@ def decode_header_value(value: str) -> str | None:
 
 def check_headers(scope: Scope, message: rpc.Request, envelope_version: Any) -> str | None:
     """Why the routing headers disagree with the body (-32020), or None."""
-    seen: dict[bytes, int] = {}
-    for key, _ in scope["headers"]:
+    seen: dict[bytes, list[bytes]] = {}  # the routing headers' values (one pass over the headers)
+    for key, value in scope["headers"]:
         if key in _ROUTING:
-            seen[key] = seen.get(key, 0) + 1
-    duplicated = [key.decode() for key, count in seen.items() if count > 1]
+            seen.setdefault(key, []).append(value)
+    duplicated = [key.decode() for key, values in seen.items() if len(values) > 1]
     if duplicated:
         return f"Header mismatch: {', '.join(duplicated)} given more than once"
-    version = _header(scope, b"mcp-protocol-version")
+    version = _value(seen, b"mcp-protocol-version")
     if version is None:
         return "Header mismatch: the MCP-Protocol-Version header is missing"
     if version != envelope_version:
@@ -131,7 +136,7 @@ def check_headers(scope: Scope, message: rpc.Request, envelope_version: Any) -> 
             f"Header mismatch: MCP-Protocol-Version header value {version!r} does not match "
             f"body value {envelope_version!r}"
         )
-    method = _header(scope, b"mcp-method")
+    method = _value(seen, b"mcp-method")
     if method is None:
         return "Header mismatch: the Mcp-Method header is missing"
     if method != message.method:
@@ -139,7 +144,7 @@ def check_headers(scope: Scope, message: rpc.Request, envelope_version: Any) -> 
         return f"Header mismatch: Mcp-Method header value {method!r} does not match body value {body!r}"
     field = NAMED.get(message.method)
     if field is not None:
-        raw = _header(scope, b"mcp-name")
+        raw = _value(seen, b"mcp-name")
         if raw is None:
             return "Header mismatch: the Mcp-Name header is missing"
         name = decode_header_value(raw)
@@ -198,7 +203,9 @@ class Backlog:
     """A request's messages not yet written to its connection, bounded in bytes: past `limit`
     the oldest go (never the newest: the answer is the last message of a request)."""
 
-    def __init__(self, limit: int, on_first_drop: Callable[[], None]) -> None:
+    __slots__ = ("dropped", "held", "items", "limit", "on_first_drop")
+
+    def __init__(self, limit: int, on_first_drop: Callable[[], None] | None = None) -> None:
         self.limit = limit
         self.on_first_drop = on_first_drop  # called the first time messages go (to tell)
         self.items: deque[bytes] = deque()
@@ -217,11 +224,70 @@ class Backlog:
                 self.held -= len(self.items.popleft())
                 self.dropped += 1
             if first:
-                self.on_first_drop()
+                self.first_drop()
+
+    def first_drop(self) -> None:
+        if self.on_first_drop is not None:
+            self.on_first_drop()
 
     def take(self) -> list[bytes]:
         items, self.items, self.held = list(self.items), deque(), 0
         return items
+
+
+class Exchange(Backlog):
+    """One POST in progress: the messages for its client, and the wait for the next one. Its
+    connection writes to its bound `write`; nothing refers back to the connection, so all of
+    it is freed by reference counting when the POST is over (no cyclic garbage). A wait is a
+    future and a loop timer, made only when it waits (most answers are there before it would):
+    no cancel scope, no event."""
+
+    __slots__ = ("_waiter", "gone", "host", "id", "method")
+
+    def __init__(self, host: Sessions, message: rpc.Request, limit: int) -> None:
+        super().__init__(limit)
+        self.host = host
+        self.id = message.id
+        self.method = message.method
+        self.gone = False  # the client disconnected
+        self._waiter: asyncio.Future[None] | None = None
+
+    def write(self, data: bytes, related: bytes | None = None) -> None:
+        if related is not None and related != self.id:
+            return  # not this request's (nothing else travels on its stream)
+        self.append(data)
+        if self._waiter is not None:
+            _wake(self._waiter)
+
+    def leave(self) -> None:
+        """The client disconnected: the wait ends."""
+        self.gone = True
+        if self._waiter is not None:
+            _wake(self._waiter)
+
+    async def wait(self, seconds: float) -> None:
+        """Until a message is there, the client leaves, or `seconds` pass."""
+        if self.items or self.gone:
+            return
+        loop = running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(seconds, _wake, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+    def first_drop(self) -> None:
+        self.host.stderr(
+            f"protomcp: a {self.method} stream dropped its oldest messages: more than "
+            f"{self.limit >> 20} MiB waited for its client (reported once per stream)"
+        )
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class ModernEndpoint:
@@ -283,70 +349,61 @@ class ModernEndpoint:
                 if problem is not None:
                     await self._error(send, message.id, HEADER_MISMATCH, problem, None)
                     return
-        await self._serve(scope, body, message, receive, send)
+        await self._serve(scope, body, parsed, message, receive, send)
 
     async def _error(self, send: Send, request_id: bytes, code: int, text: str, data: Any) -> None:
         await respond_json(send, ERROR_STATUS.get(code, 200), rpc.error(request_id, code, text, data))
 
     async def _serve(
-        self, scope: Scope, body: bytes, message: rpc.Request, receive: Receive, send: Send
+        self, scope: Scope, body: bytes, parsed: Any, message: rpc.Request, receive: Receive, send: Send
     ) -> None:
-        arrived = anyio.Event()
+        exchange = Exchange(self.host, message, self.budget)
         answer_prefix = _ANSWER + message.id + b","
-
-        def dropped() -> None:
-            self.host.stderr(
-                f"protomcp: a {message.method} stream dropped its oldest messages: more than "
-                f"{self.budget >> 20} MiB waited for its client (reported once per stream)"
-            )
-
-        outbox = Backlog(self.budget, dropped)
-
-        def write(data: bytes, related: bytes | None = None) -> None:
-            if related is not None and related != message.id:
-                return  # not this request's (nothing else travels on its stream)
-            outbox.append(data)
-            arrived.set()
-
-        connection = self.host.connect_modern(write, self.principal_of(scope) or "anonymous")
+        connection = self.host.connect_modern(exchange.write, self.principal_of(scope) or "anonymous")
         connection.session.auth = self.claims_of(scope)
         self.connections.add(connection)
         try:
-            connection.feed(body)
-            if not outbox:  # most answers come this fast: no disconnect watcher, no stream
-                with Deadline(QUICK_ANSWER):
-                    await arrived.wait()
-            if len(outbox) == 1 and outbox.items[0].startswith(answer_prefix):
-                data = outbox.items[0]
+            connection.feed_loaded(body, parsed)
+            if not exchange:  # most answers come this fast: no disconnect watcher, no stream
+                await exchange.wait(QUICK_ANSWER)
+            if len(exchange) == 1 and exchange.items[0].startswith(answer_prefix):
+                data = exchange.items[0]
                 await respond_json(send, _status(data, len(answer_prefix)), data)
                 return
-            streaming = False
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
-                while True:
-                    if not outbox:
-                        arrived = anyio.Event()
-                        with Deadline(self.keepalive):
-                            await arrived.wait()
-                    items = outbox.take()
-                    final = next((i for i, d in enumerate(items) if d.startswith(answer_prefix)), None)
-                    if not streaming and final == 0 and len(items) == 1:
-                        data = items[0]
-                        await respond_json(send, _status(data, len(answer_prefix)), data)
-                        break
-                    if not streaming:
-                        streaming = True
-                        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-                    chunk = b"".join(b"event: message\ndata: " + d + b"\n\n" for d in items) or KEEP_ALIVE
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    if final is not None:
-                        await send({"type": "http.response.body", "body": b"", "more_body": False})
-                        break
-                tg.cancel_scope.cancel()
+            await self._stream(exchange, answer_prefix, receive, send)
         finally:
             self.connections.discard(connection)
             connection.cancel_all()  # the client left (or it is over): what runs for it stops
             self.host.disconnect(connection)
+
+    async def _stream(self, exchange: Exchange, answer_prefix: bytes, receive: Receive, send: Send) -> None:
+        """The answer did not come at once, alone: an SSE stream (or JSON, if it comes alone
+        after all), ended when the client disconnects. (The watcher is a plain task, not a task
+        group: a request this slow under load should not cost more for it.)"""
+        watcher = running_loop().create_task(_note_disconnect(receive, exchange))
+        try:
+            streaming = False
+            while True:
+                if not exchange:
+                    await exchange.wait(self.keepalive)
+                if exchange.gone:
+                    return  # (what runs for it stops: see _serve)
+                items = exchange.take()
+                final = next((i for i, d in enumerate(items) if d.startswith(answer_prefix)), None)
+                if not streaming and final == 0 and len(items) == 1:
+                    data = items[0]
+                    await respond_json(send, _status(data, len(answer_prefix)), data)
+                    return
+                if not streaming:
+                    streaming = True
+                    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+                chunk = b"".join(b"event: message\ndata: " + d + b"\n\n" for d in items) or KEEP_ALIVE
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if final is not None:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    return
+        finally:
+            watcher.cancel()
 
 
 def _status(data: bytes, head: int) -> int:
@@ -360,9 +417,10 @@ def _status(data: bytes, head: int) -> int:
     return ERROR_STATUS.get(code, 200)
 
 
-async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
+async def _note_disconnect(receive: Receive, exchange: Exchange) -> None:
+    try:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+    except Exception:  # (the server's receive failing: the client is as good as gone)
+        pass
+    exchange.leave()

@@ -1,0 +1,131 @@
+"""A 2026-07-28 request over HTTP is a connection of its own for as long as its POST: the parts
+that do not depend on the request are the host's (ModernShared), and the rest is freed by
+reference counting when the POST is over. The cyclic GC would otherwise collect a session, its
+router and their tables (about fifty objects) per request under load."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+
+from protomcp_host.app import Host
+from protomcp_host.calls.envelope import tool_from_definition
+from protomcp_host.calls.rounds import ModernRouter
+from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.modern import ModernFeatureMethods, ModernSession
+from protomcp_host.protocol.session import Call, ToolAnswer
+from protomcp_host.transports.http.modern import Exchange
+from protomcp_sdk.wire import envelope_pb2 as pb
+
+pytestmark = pytest.mark.fast  # starts no process
+
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+PER_REQUEST = (ModernSession, ModernRouter, ModernFeatureMethods, Exchange, Call)
+
+
+def _host() -> tuple[Host, list[tuple[Call, Any]]]:
+    """A host with one tool, whose calls are held (no process runs them) until answered."""
+    host = Host([], stderr=lambda _: None)
+    definition = pb.ToolDefinition(name="echo", description="Echo.", input_schema_json=b'{"type":"object"}')
+    host.catalog.replace("tools", [tool_from_definition(definition, "tools")])
+    started: list[tuple[Call, Any]] = []
+    host.dispatcher.execute = lambda call, sink: started.append((call, sink))  # type: ignore[method-assign,assignment,return-value]
+    return host, started
+
+
+def _request(host: Host, principal: str, method: str, params: dict[str, Any]) -> tuple[Exchange, Any]:
+    """What the endpoint does with a POST: a connection fed the parsed body."""
+    body = orjson.dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": {**params, "_meta": META}})
+    parsed = orjson.loads(body)
+    message = rpc.classify(parsed)
+    assert isinstance(message, rpc.Request)
+    exchange = Exchange(host, message, 1 << 20)
+    connection = host.connect_modern(exchange.write, principal)
+    connection.feed_loaded(body, parsed)
+    return exchange, connection
+
+
+def _end(host: Host, connection: Any) -> None:
+    connection.cancel_all()
+    host.disconnect(connection)
+
+
+def _alive() -> list[object]:
+    return [o for o in gc.get_objects() if isinstance(o, PER_REQUEST)]
+
+
+async def test_a_request_leaves_nothing_for_the_cyclic_gc() -> None:
+    host, started = _host()
+    exchange, connection = _request(host, "alice", "tools/list", {})  # the shared parts are made once
+    _end(host, connection)
+    gc.collect()
+    before = {id(o) for o in _alive()}
+    gc.disable()
+    try:
+        for method, params in [
+            ("tools/list", {}),
+            ("server/discover", {}),
+            ("tools/call", {"name": "nope"}),
+            ("resources/list", {}),
+        ]:
+            exchange, connection = _request(host, "alice", method, params)
+            assert exchange.items and exchange.items[-1].startswith(b'{"jsonrpc":"2.0","id":7,')
+            _end(host, connection)
+            del exchange, connection
+        exchange, connection = _request(host, "alice", "tools/call", {"name": "echo", "arguments": {}})
+        assert not exchange.items  # the call runs
+        [(call, sink)] = started
+        sink.call_answered(call, ToolAnswer([b'[{"type":"text","text":"hi"}]'], trusted=True))
+        assert b'"resultType":"complete"' in exchange.items[-1]
+        _end(host, connection)
+        del exchange, connection, call, sink
+        started.clear()
+        left = [o for o in _alive() if id(o) not in before]
+        assert not left  # freed by reference counting alone
+        assert not host.routers
+    finally:
+        gc.enable()
+
+
+async def test_the_shared_parts_keep_principals_and_requests_apart() -> None:
+    host, started = _host()
+    alice, first = _request(host, "alice", "tools/call", {"name": "echo", "arguments": {}})
+    bob, second = _request(host, "bob", "tools/call", {"name": "echo", "arguments": {}})
+    assert first.session.shared is second.session.shared  # the table, the stamps
+    assert first.session.visibility is not second.session.visibility  # each principal's own
+    assert first.session.in_flight.keys() == second.session.in_flight.keys() == {b"7"}  # same id, apart
+    assert host.routers == [first, second]
+    for call, sink in started:
+        sink.call_answered(call, ToolAnswer([b'[{"type":"text","text":"x"}]'], trusted=True))
+    assert len(alice.items) == len(bob.items) == 1
+    _end(host, first)
+    assert host.routers == [second]
+    _end(host, second)
+
+
+async def test_an_exchange_waits_for_a_message_the_client_leaving_or_the_time() -> None:
+    host = Host([], stderr=lambda _: None)
+    exchange = Exchange(host, rpc.Request(b"1", "tools/call", {}), 1 << 20)
+    with anyio.fail_after(5):
+        await exchange.wait(0.01)  # the time
+        assert not exchange.items
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(exchange.wait, 10.0)
+            await anyio.sleep(0)
+            exchange.write(b"not this request's", b"2")
+            exchange.write(b'{"jsonrpc":"2.0","id":1,"result":{}}', b"1")  # the message
+        assert list(exchange.items) == [b'{"jsonrpc":"2.0","id":1,"result":{}}']
+        exchange.take()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(exchange.wait, 10.0)
+            await anyio.sleep(0)
+            exchange.leave()  # the client leaving
+        assert exchange.gone
+        await exchange.wait(10.0)  # (returns at once once gone)
