@@ -542,10 +542,11 @@ def main() -> None:
     if args.out is not None:
         explain = (
             "Measured by `python benchmarks/http_bench.py --out benchmarks/README.md`: protomcp "
-            "(`protomcp run tools_protomcp.py --transport http`) against the official SDK's Streamable "
-            "HTTP app under uvicorn (`tools_sdk_http.py`), both on loopback with the same uvicorn HTTP "
-            "parser (httptools when installed) and Nagle off, driven by the same minimal keep-alive "
-            "HTTP/1.1 clients; see the script's docstring for the method."
+            "(`protomcp run tools_protomcp.py --transport http`) against the official SDK's and "
+            "FastMCP's Streamable HTTP apps under uvicorn (`tools_sdk_http.py`, `tools_fastmcp_http.py`), "
+            "all on loopback with the same uvicorn HTTP parser (httptools when installed) and Nagle "
+            "off, driven by the same minimal keep-alive HTTP/1.1 clients; see the script's docstring "
+            "for the method."
         )
         text = args.out.read_text() if args.out.exists() else ""
         before, _, rest = text.partition(SECTION)

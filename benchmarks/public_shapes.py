@@ -291,7 +291,7 @@ def report(
     if notes:
         lines += ["", "Failures (an era a side does not serve shows up here):", ""]
         lines += [f"- {note}" for note in notes]
-    if not any(side.name == "FastMCP" for side in sides):
+    if not any(side.name == "FastMCP" for side in SIDES):
         lines += ["", "FastMCP is not installed (pip install -e '.[bench]'): not measured."]
     return "\n".join(lines) + "\n"
 
@@ -302,17 +302,21 @@ def main(argv: list[str] | None = None) -> str:
     )
     parser.add_argument("--duration", type=float, help="seconds of (c) (default 60, --quick 5)")
     parser.add_argument("--quick", action="store_true", help="short budgets for (a) and (b)")
+    parser.add_argument("--budget", type=float, help="seconds of (a) and of (b) (default 5, --quick 1)")
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--shapes", default="a,b,c", help="which shapes to run (default a,b,c)")
+    names = ",".join(side.name for side in SIDES)
+    parser.add_argument("--sides", default=names, help=f"which sides to run (default {names})")
     parser.add_argument("--out", type=Path, help="replace this script's section of that markdown file")
     args = parser.parse_args(argv)
-    quick = 1.0 if args.quick else 5.0
+    quick = args.budget if args.budget is not None else (1.0 if args.quick else 5.0)
     duration = args.duration if args.duration is not None else (5.0 if args.quick else 60.0)
     budget = Budget(quick, quick, duration)
     shapes = [shape for shape in SHAPES if shape.key in args.shapes.split(",")]
+    sides = [side for side in SIDES if side.name in args.sides.split(",")]
     pin = pin_cores()
-    results = run_all(list(SIDES), shapes, budget, max(1, args.reps), pin)
-    text = report(results, list(SIDES), shapes, pin, max(1, args.reps), budget)
+    results = run_all(sides, shapes, budget, max(1, args.reps), pin)
+    text = report(results, sides, shapes, pin, max(1, args.reps), budget)
     print(text)
     if args.out is not None:
         explain = (

@@ -636,34 +636,49 @@ def counts_note(res: Results, impls: list[Impl]) -> list[str]:
 
 
 README_HEAD = """\
-# Benchmarks: protomcp vs the official MCP Python SDK
+# Benchmarks: protomcp vs the official MCP Python SDK and FastMCP
 
 A reproducible comparison of the protomcp host against the official MCP Python SDK server
-(`mcp.server.mcpserver.MCPServer`), both serving the same tools over stdio.
+(`mcp.server.mcpserver.MCPServer`) and FastMCP (`fastmcp.FastMCP`), all serving the same tools
+over stdio (and, in `http_bench.py` and `public_shapes.py`, over Streamable HTTP).
 
 ## How to run
 
 ```
-pip install -e '.[bench]'                        # protomcp + the official `mcp` SDK
-python benchmarks/run.py                         # full run, prints the table
+pip install -e '.[bench]'                        # protomcp + the official `mcp` SDK + FastMCP
+python benchmarks/run.py                         # full run, prints the tables
 python benchmarks/run.py --quick                 # shorter run (3 repetitions, fewer calls)
 python benchmarks/run.py --reps 7 --out benchmarks/README.md   # rewrite this file
-python benchmarks/run.py --self-test --quick     # SDK in both columns: ratios ≈ 1 validate the harness
+python benchmarks/run.py --self-test --quick     # SDK in both first columns: ratios ≈ 1 validate the harness
+python benchmarks/http_bench.py --out benchmarks/README.md     # Streamable HTTP, both eras
+python benchmarks/public_shapes.py --out benchmarks/README.md  # the three published shapes (60 s sustained)
+python benchmarks/public_shapes.py --quick --duration 10       # the same, short
 ```
 
+FastMCP is pinned in the `bench` extra (`fastmcp==4.2.3`); without it the scripts measure the
+other sides and say FastMCP was left out.
+
 Files:
-- `tools_protomcp.py` / `tools_sdk.py` — the same two tools, `echo(text) -> str` and
-  `blob(n) -> str` (n x "x"), for protomcp (`protomcp run benchmarks/tools_protomcp.py`) and for
-  the SDK (`python benchmarks/tools_sdk.py`). The SDK tools use `structured_output=False`, so
-  both sides answer with the same single text block (no duplicate `structuredContent`).
+- `tools_protomcp.py` / `tools_sdk.py` / `tools_fastmcp.py` — the same two tools,
+  `echo(text) -> str` and `blob(n) -> str` (n x "x"), for protomcp
+  (`protomcp run benchmarks/tools_protomcp.py`), the SDK (`python benchmarks/tools_sdk.py`) and
+  FastMCP (`python benchmarks/tools_fastmcp.py`, banner off). The SDK tools use
+  `structured_output=False` and the FastMCP tools `output_schema=None`, so every side answers
+  with the same single text block (no duplicate `structuredContent`).
+- `tools_sdk_http.py` / `tools_fastmcp_http.py` — the SDK's and FastMCP's Streamable HTTP apps
+  under uvicorn on a free loopback port (Nagle off, as protomcp's own socket).
 - `gen_tools.py` — writes the 1,000-tool files (`tool_0000(x: int) -> int` … `tool_0999`) in
-  both flavours; `run.py` generates them into a temporary directory at each run.
+  the three flavours; `run.py` generates them into a temporary directory at each run.
 - `lean_client.py` — a minimal raw JSON-RPC client over pipes (asyncio subprocess protocol +
   orjson, newline-delimited, id correlation with any number of requests in flight). It sends
   the next request straight from the data callback, so the client is not the bottleneck.
   Servers run in their own process group, which is killed (with every descendant seen) when a
   session ends.
 - `run.py` — the harness.
+- `http_bench.py` — Streamable HTTP: sequential latency, 50 and 500 concurrent sessions, memory
+  per idle session, in the 2025-11-25 and the 2026-07-28 era.
+- `public_shapes.py` — the three shapes MCP servers publish, over Streamable HTTP, using
+  `http_bench.py`'s servers and clients (see Method).
 - `paired.py` — paired runs of two settings of one environment variable, the same code otherwise
   (`PROTOMCP_READER loop threads`, `PROTOMCP_ENVELOPE upb python`): the per-pair ratio of
   sequential, spaced and pipelined figures, CPU per call and the tree's RSS.
@@ -673,10 +688,11 @@ Files:
 ## Method
 
 The machine is small and shared, so absolute numbers are noisy; what matters is the
-**ratio protomcp / SDK** from one interleaved run. Every repetition runs both implementations
-back to back (the order alternates between repetitions), so load spikes hit both sides alike.
-Each figure is the median over repetitions; the ratio is the ratio of the two medians (for
-throughput, higher is better, so its target is ≥). Before measuring, each server is started
+**ratio protomcp / SDK** (and **protomcp / FastMCP**) from one interleaved run. Every repetition
+runs the implementations back to back (the order rotates between repetitions), so load spikes
+hit every side alike. Each figure is the median over repetitions; a ratio is the ratio of two
+medians (for throughput, higher is better, so its target is ≥). The targets apply to the ratio
+against the SDK; the FastMCP ratio is for information. Before measuring, each server is started
 once, unmeasured, to warm the bytecode and page caches. Every wait has a timeout: a side that
 fails or hangs is reported as ERROR, never as a hang.
 
@@ -689,6 +705,12 @@ Metrics:
 - **pipelined echo throughput** — `tools/call echo` with 64 requests in flight (a new request
   is sent as soon as a response arrives), up to a call count or a time budget per
   repetition, whichever comes first; calls/s = completed calls / (last response - first send).
+- **2026-07-28 era on stdio** (a second table) — every side once more per repetition in a
+  process of its own, with no `initialize`: every request carries the era's `_meta`
+  (`io.modelcontextprotocol/protocolVersion` = `2026-07-28` and `clientCapabilities`), the
+  first one a `tools/list`. Sequential latency p50 and pipelined throughput as above, beside the
+  same side's 2025-11-25 session (whose `initialize` asks for 2025-11-25). protomcp's target:
+  the era costs at most 5% (latency ≤ 1.05x, throughput ≥ 0.95x of the session's).
 - **cold start** — from spawning the server process to the response of the first `tools/list`
   (after `initialize` and `notifications/initialized`).
 - **1 MB / 10 MB result time** — `tools/call blob` with n = 10^6 / 10^7: from the request to the
@@ -705,7 +727,7 @@ Metrics:
   1,000 tools of the same shape). It is the shape of protomcp (client → host → tool
   process) at zero cost, so it shows what any two-process design reaches on the machine of
   the run; protomcp's own overhead is the gap above it (the "/ floor" column). The floor
-  runs after both implementations in every repetition.
+  runs after the implementations in every repetition.
 - **CPU** (a column) — user + system CPU time (`/proc/<pid>/stat`) of the server's whole
   process tree (host and tool process), divided by the calls made: per call for the echo
   rows, per blob call for the result rows, and the tree's CPU from spawn to the first
@@ -713,6 +735,22 @@ Metrics:
   other work shares the machine, so a regression shows here first.
 - Servers run with bytecode caching on (`PYTHONDONTWRITEBYTECODE` removed from their
   environment), as on a user's machine.
+
+Public shapes (`public_shapes.py`): the figures MCP servers usually publish, for protomcp, the
+SDK and FastMCP over Streamable HTTP, each in a 2025-11-25 session and in the 2026-07-28 era
+(where the side serves it; a side that does not shows ERROR and the reason under the table).
+Each shape starts a fresh server; repetitions (`--reps`, default 1) rotate the sides.
+- **(a) one sequential client** — one keep-alive connection (a blocking socket, as in
+  `http_bench.py`), `tools/call echo` one at a time for 5 s (`--budget`; `--quick` 1 s) after
+  50 warm-up calls: calls/s and p50.
+- **(b) 50 concurrent clients, server on one core** — the server started under
+  `taskset -c 0` (its tool process inherits the mask), the benchmark's clients (one asyncio
+  process, 50 keep-alive connections, each calling in a loop) on CPU 1; 1 s of warm-up, then
+  5 s: calls/s, p50 and p99. Without two usable cores or `taskset` it runs unpinned and says so.
+- **(c) sustained hello-world** — 50 clients calling `echo` for 60 s (`--duration`) on an
+  unpinned server: calls/s, p99, errors (a failed or timed-out call is counted and its
+  connection reopened), and the RSS of the server's process tree once the sessions are open
+  and at the end.
 
 Reload latency of `protomcp dev` (save → `list_changed`) is measured separately:
 `python benchmarks/reload.py` (see the end of this page).
