@@ -6,7 +6,7 @@ All serve the same tools (tools_protomcp.py / tools_sdk.py / tools_fastmcp.py; F
 when it is installed) on a free loopback port and are
 driven by the same minimal HTTP/1.1 clients (keep-alive connections, one per session; JSON and
 SSE answers both parsed): a blocking socket for sequential latency, asyncio streams for the
-concurrent sessions. Repetitions alternate the order of the two sides; each figure is the
+concurrent sessions. Repetitions alternate the order of the sides; each figure is the
 median over repetitions and the ratios are protomcp / SDK and protomcp / FastMCP. Every wait
 is bounded.
 
@@ -507,18 +507,17 @@ def main() -> None:
                 for other in others
             )
         )
-    lines += [
-        "",
-        *(
-            f"{side.name} did not serve the 2026-07-28 era "
-            f"({sum('no_modern' in r for r in results[side.name])} of {len(results[side.name])}"
-            " repetition(s)): its rows of that era show '-'."
-            for side in SIDES
-            if any("no_modern" in r for r in results[side.name])
-        ),
+    missing = [
+        f"{side.name} did not serve the 2026-07-28 era "
+        f"({sum('no_modern' in r for r in results[side.name])} of {len(results[side.name])}"
+        " repetition(s)): its rows of that era show '-'."
+        for side in SIDES
+        if any("no_modern" in r for r in results[side.name])
     ]
     if len(SIDES) < 3:
-        lines.append("FastMCP is not installed (pip install -e '.[bench]'): not measured.")
+        missing.append("FastMCP is not installed (pip install -e '.[bench]'): not measured.")
+    if missing:
+        lines += ["", *missing]
     lines += [
         "",
         "Ratio per repetition (each pair measured back to back):",
