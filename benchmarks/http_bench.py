@@ -89,6 +89,19 @@ class Connection:
         self.writer.close()
 
     async def post(self, message: dict[str, Any]) -> Any:
+        try:
+            return await self._post(message)
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial:
+                raise
+            # The server closed the connection while it sat idle (its keep-alive timeout, e.g.
+            # while the other sessions of a run were opening), before reading the request:
+            # reconnect and send it again, as HTTP clients do.
+            self.writer.close()
+            await self.open()
+            return await self._post(message)
+
+    async def _post(self, message: dict[str, Any]) -> Any:
         body = orjson.dumps(message)
         head = [
             f"POST {self.path} HTTP/1.1",
