@@ -557,8 +557,8 @@ def modern_table(res: Results, sides: list[Impl]) -> tuple[str, list[str]]:
     the first side (protomcp): the era costs at most 5%."""
     lines = [
         "| implementation | metric | 2025-11-25 session | 2026-07-28 (no session) | 2026-07-28 / 2025-11-25 "
-        "| target | pass/fail |",
-        "|---|---|---:|---:|---:|---|---|",
+        "| target | pass/fail | per repetition: min / median / max |",
+        "|---|---|---:|---:|---:|---|---|---:|",
     ]
     notes: list[str] = []
     for n, impl in enumerate(sides):
@@ -572,9 +572,19 @@ def modern_table(res: Results, sides: list[Impl]) -> tuple[str, list[str]]:
                 verdict = "ERROR"
             else:
                 verdict = "PASS" if check(a / b) else "FAIL"
+            mine, theirs = (
+                res.values.get(impl.key, {}).get(key, []),
+                res.values.get(impl.key, {}).get(m.key, []),
+            )
+            # paired by repetition only when every repetition measured both
+            pairs = zip(mine, theirs, strict=True) if len(mine) == len(theirs) else iter(())
+            ratios = sorted(x / y for x, y in pairs if y > 0)
+            spread = (
+                f"{ratios[0]:.2f}x / {statistics.median(ratios):.2f}x / {ratios[-1]:.2f}x" if ratios else "-"
+            )
             lines.append(
                 f"| {impl.label} | {m.name} ({m.unit}) | {old} | {new} | {ratio_text(a, b)} "
-                f"| {target} | {verdict} |"
+                f"| {target} | {verdict} | {spread} |"
             )
     return "\n".join(lines) + "\n", notes
 
