@@ -396,14 +396,19 @@ async def modern_session(impl: Impl, cfg: Config, res: Results) -> None:
             raise ServerError(f"modern tools/list returned {len(listed.get('tools', []))} tools")
         await client.drive(modern_echo_line, cfg.warmup_calls, 1, 60.0, cfg.call_timeout_s, echo_ok)
         await client.drive(modern_echo_line, cfg.warmup_calls, WINDOW, 60.0, cfg.call_timeout_s, echo_ok)
+        pids = descendants(client.pid)
+        cpu0 = tree_cpu_s(pids)
         drv = await client.drive(modern_echo_line, cfg.seq_calls, 1, 60.0, cfg.call_timeout_s * 2, echo_ok)
+        res.cpu(impl.key, "modern_seq_p50", (tree_cpu_s(pids) - cpu0) / max(1, drv.done) * 1e6)
         if drv.bad:
             raise ServerError(f"{drv.bad} of {drv.done} modern sequential echo calls returned a wrong result")
         res.add(impl.key, "modern_seq_p50", percentile(sorted(drv.latencies), 0.50) * 1e6)
         got.add("modern_seq_p50")
+        cpu0 = tree_cpu_s(pids)
         drv = await client.drive(
             modern_echo_line, cfg.pipe_calls, WINDOW, cfg.pipe_budget_s, cfg.call_timeout_s * 2, echo_ok
         )
+        res.cpu(impl.key, "modern_pipe_cps", (tree_cpu_s(pids) - cpu0) / max(1, drv.done) * 1e6)
         if drv.bad:
             raise ServerError(f"{drv.bad} of {drv.done} modern pipelined echo calls returned a wrong result")
         res.add(impl.key, "modern_pipe_cps", drv.done / (drv.last_recv - drv.first_send))
@@ -557,8 +562,8 @@ def modern_table(res: Results, sides: list[Impl]) -> tuple[str, list[str]]:
     the first side (protomcp): the era costs at most 5%."""
     lines = [
         "| implementation | metric | 2025-11-25 session | 2026-07-28 (no session) | 2026-07-28 / 2025-11-25 "
-        "| target | pass/fail | per repetition: min / median / max |",
-        "|---|---|---:|---:|---:|---|---|---:|",
+        "| target | pass/fail | per repetition: min / median / max | CPU: session / 2026-07-28 |",
+        "|---|---|---:|---:|---:|---|---|---:|---:|",
     ]
     notes: list[str] = []
     for n, impl in enumerate(sides):
@@ -582,9 +587,11 @@ def modern_table(res: Results, sides: list[Impl]) -> tuple[str, list[str]]:
             spread = (
                 f"{ratios[0]:.2f}x / {statistics.median(ratios):.2f}x / {ratios[-1]:.2f}x" if ratios else "-"
             )
+            used = [res.cpu_used.get(impl.key, {}).get(k, []) for k in (m.key, key)]
+            cpu = " / ".join(fmt(statistics.median(u), 0) if u else "-" for u in used) + f" {m.cpu_unit}"
             lines.append(
                 f"| {impl.label} | {m.name} ({m.unit}) | {old} | {new} | {ratio_text(a, b)} "
-                f"| {target} | {verdict} | {spread} |"
+                f"| {target} | {verdict} | {spread} | {cpu} |"
             )
     return "\n".join(lines) + "\n", notes
 
@@ -718,9 +725,10 @@ Metrics:
 - **2026-07-28 era on stdio** (a second table) — every side once more per repetition in a
   process of its own, with no `initialize`: every request carries the era's `_meta`
   (`io.modelcontextprotocol/protocolVersion` = `2026-07-28` and `clientCapabilities`), the
-  first one a `tools/list`. Sequential latency p50 and pipelined throughput as above, beside the
-  same side's 2025-11-25 session (whose `initialize` asks for 2025-11-25). protomcp's target:
-  the era costs at most 5% (latency ≤ 1.05x, throughput ≥ 0.95x of the session's).
+  first one a `tools/list`. Sequential latency p50 and pipelined throughput as above, with their
+  CPU per call, beside the same side's 2025-11-25 session (whose `initialize` asks for
+  2025-11-25), and the ratio of each repetition's pair. protomcp's target: the era costs at
+  most 5% (latency ≤ 1.05x, throughput ≥ 0.95x of the session's).
 - **cold start** — from spawning the server process to the response of the first `tools/list`
   (after `initialize` and `notifications/initialized`).
 - **1 MB / 10 MB result time** — `tools/call blob` with n = 10^6 / 10^7: from the request to the
