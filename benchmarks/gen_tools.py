@@ -1,8 +1,9 @@
-"""Generate the large tool files (protomcp and MCP SDK flavours) used by the benchmark.
+"""Generate the large tool files (protomcp, MCP SDK and FastMCP flavours) used by the benchmark.
 
-``python benchmarks/gen_tools.py OUTDIR [--count 1000]`` writes ``many_protomcp.py`` and
-``many_sdk.py`` into OUTDIR; ``run.py`` calls :func:`write_many_tool_files` on a temporary
-directory at benchmark time, so the generated files are never committed.
+``python benchmarks/gen_tools.py OUTDIR [--count 1000]`` writes ``many_protomcp.py``,
+``many_sdk.py`` and ``many_fastmcp.py`` into OUTDIR; ``run.py`` calls
+:func:`write_many_tool_files` on a temporary directory at benchmark time, so the generated
+files are never committed.
 """
 
 from __future__ import annotations
@@ -34,14 +35,23 @@ def sdk_source(count: int) -> str:
     )
 
 
-def write_many_tool_files(outdir: Path, count: int = 1000) -> tuple[Path, Path]:
-    """Write both flavours into ``outdir``; return (protomcp file, SDK file)."""
+def fastmcp_source(count: int) -> str:
+    return (
+        f'"""{count} generated tools (FastMCP, stdio)."""\n\n'
+        "from fastmcp import FastMCP\n\n"
+        'server = FastMCP("bench-many")\n'
+        + _functions(count, "@server.tool()")
+        + '\n\nif __name__ == "__main__":\n    server.run("stdio", show_banner=False, log_level="WARNING")\n'
+    )
+
+
+def write_many_tool_files(outdir: Path, count: int = 1000) -> tuple[Path, Path, Path]:
+    """Write the three flavours into ``outdir``; return (protomcp, SDK, FastMCP file)."""
     outdir.mkdir(parents=True, exist_ok=True)
-    ours = outdir / "many_protomcp.py"
-    theirs = outdir / "many_sdk.py"
-    ours.write_text(protomcp_source(count), encoding="utf-8")
-    theirs.write_text(sdk_source(count), encoding="utf-8")
-    return ours, theirs
+    files = (outdir / "many_protomcp.py", outdir / "many_sdk.py", outdir / "many_fastmcp.py")
+    for path, source in zip(files, (protomcp_source, sdk_source, fastmcp_source), strict=True):
+        path.write_text(source(count), encoding="utf-8")
+    return files
 
 
 def main() -> None:

@@ -1,13 +1,15 @@
-"""Streamable HTTP: protomcp vs the official SDK's server (its Streamable HTTP app under uvicorn).
+"""Streamable HTTP: protomcp vs the official SDK's and FastMCP's servers (their apps under uvicorn).
 
     python benchmarks/http_bench.py [--reps 5] [--quick] [--out benchmarks/README.md]
                                     [--sides protomcp] [--metrics rate,rate_modern,...]
 
-Both serve the same tools (tools_protomcp.py / tools_sdk.py) on a free loopback port and are
+All serve the same tools (tools_protomcp.py / tools_sdk.py / tools_fastmcp.py; FastMCP only
+when it is installed) on a free loopback port and are
 driven by the same minimal HTTP/1.1 clients (keep-alive connections, one per session; JSON and
 SSE answers both parsed): a blocking socket for sequential latency, asyncio streams for the
-concurrent sessions. Repetitions alternate the order of the two sides; each figure is the
-median over repetitions and the ratio is protomcp / SDK. Every wait is bounded.
+concurrent sessions. Repetitions alternate the order of the sides; each figure is the
+median over repetitions and the ratios are protomcp / SDK and protomcp / FastMCP. Every wait
+is bounded.
 
 Metrics: sequential `tools/call echo` latency p50 (one session, one call at a time); calls/s
 with 50 and with 500 concurrent sessions (each calling in a loop on its own connection), with
@@ -16,7 +18,7 @@ the CPU time (user + system) the server's process tree used per call meanwhile; 
 initialize, divided by 200; measured first, on the fresh server). The first two are measured
 in both protocol eras: 2025-11-25 sessions (initialize, then Mcp-Session-Id) and 2026-07-28
 stateless requests (no initialize; every request carries its `_meta` and the Mcp-Method /
-Mcp-Name headers). A side that does not serve an era shows "-".
+Mcp-Name headers). A side that does not serve an era shows "-", and the report says so.
 
 --sides and --metrics run only some servers and some rows (by key: seq, rate, rate500,
 seq_modern, rate_modern, rate500_modern, mem; a rate row brings its CPU row), e.g. to compare
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import importlib.util
 import os
 import re
 import signal
@@ -91,6 +94,19 @@ class Connection:
         self.writer.close()
 
     async def post(self, message: dict[str, Any]) -> Any:
+        try:
+            return await self._post(message)
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial:
+                raise
+            # The server closed the connection while it sat idle (its keep-alive timeout, e.g.
+            # while the other sessions of a run were opening), before reading the request:
+            # reconnect and send it again, as HTTP clients do.
+            self.writer.close()
+            await self.open()
+            return await self._post(message)
+
+    async def _post(self, message: dict[str, Any]) -> Any:
         body = orjson.dumps(message)
         head = [
             f"POST {self.path} HTTP/1.1",
@@ -288,6 +304,9 @@ SIDES = [
     ),
     Side("MCP SDK", [sys.executable, str(HERE / "tools_sdk_http.py")]),
 ]
+FASTMCP = Side("FastMCP", [sys.executable, str(HERE / "tools_fastmcp_http.py")])
+if importlib.util.find_spec("fastmcp") is not None:
+    SIDES.append(FASTMCP)
 
 
 class Server:
@@ -446,6 +465,7 @@ async def measure(side: Side, quick: bool, metrics: tuple[str, ...] = METRICS) -
                 )
         except (RuntimeError, OSError, KeyError, orjson.JSONDecodeError) as exc:
             print(f"{side.name}: no 2026-07-28 era ({exc!r:.120})", file=sys.stderr)
+            out["no_modern"] = 1.0
         return out
     finally:
         server.stop()
@@ -496,8 +516,11 @@ def main() -> None:
         f"Run: {when}, {args.reps} repetition(s), interleaved; {os.cpu_count()} CPUs; load average at end "
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}.",
         "",
-        "| metric | protomcp | MCP SDK | ratio | target | result |",
-        "|---|---:|---:|---:|---:|---|",
+        "| metric | "
+        + " | ".join(side.name for side in SIDES)
+        + " | ratio vs SDK | target | result |"
+        + "".join(f" ratio vs {side.name} |" for side in SIDES[2:]),
+        "|---|" + "---:|" * len(SIDES) + "---:|---:|---|" + "---:|" * len(SIDES[2:]),
     ]
 
     def cell(value: float) -> str:
@@ -508,7 +531,27 @@ def main() -> None:
         ratio = ours / theirs if theirs == theirs and theirs else float("nan")
         verdict = "info" if ok is None or ratio != ratio else ("PASS" if ok(ratio) else "FAIL")
         ratio_s = "-" if ratio != ratio else f"{ratio:.2f}x"
-        lines.append(f"| {label} | {cell(ours)} | {cell(theirs)} | {ratio_s} | {target} | {verdict} |")
+        others = [median(side.name, key) for side in SIDES[2:]]
+        lines.append(
+            f"| {label} | {cell(ours)} | {cell(theirs)} | "
+            + "".join(f"{cell(other)} | " for other in others)
+            + f"{ratio_s} | {target} | {verdict} |"
+            + "".join(
+                f" {ours / other:.2f}x |" if other == other and other and ours == ours else " - |"
+                for other in others
+            )
+        )
+    missing = [
+        f"{side.name} did not serve the 2026-07-28 era "
+        f"({sum('no_modern' in r for r in results[side.name])} of {len(results[side.name])}"
+        " repetition(s)): its rows of that era show '-'."
+        for side in SIDES
+        if any("no_modern" in r for r in results[side.name])
+    ]
+    if len(SIDES) < 3:
+        missing.append("FastMCP is not installed (pip install -e '.[bench]'): not measured.")
+    if missing:
+        lines += ["", *missing]
     lines += [
         "",
         "Ratio per repetition (each pair measured back to back):",
@@ -532,10 +575,11 @@ def main() -> None:
     if args.out is not None:
         explain = (
             "Measured by `python benchmarks/http_bench.py --out benchmarks/README.md`: protomcp "
-            "(`protomcp run tools_protomcp.py --transport http`) against the official SDK's Streamable "
-            "HTTP app under uvicorn (`tools_sdk_http.py`), both on loopback with the same uvicorn HTTP "
-            "parser (httptools when installed) and Nagle off, driven by the same minimal keep-alive "
-            "HTTP/1.1 clients; see the script's docstring for the method."
+            "(`protomcp run tools_protomcp.py --transport http`) against the official SDK's and "
+            "FastMCP's Streamable HTTP apps under uvicorn (`tools_sdk_http.py`, `tools_fastmcp_http.py`), "
+            "all on loopback with the same uvicorn HTTP parser (httptools when installed) and Nagle "
+            "off, driven by the same minimal keep-alive HTTP/1.1 clients; see the script's docstring "
+            "for the method."
         )
         text = args.out.read_text() if args.out.exists() else ""
         before, _, rest = text.partition(SECTION)

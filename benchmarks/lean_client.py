@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-PROTOCOL_VERSION = "2025-06-18"
+PROTOCOL_VERSION = "2025-11-25"
 
 Callback = Callable[[dict[str, Any]], None]
 

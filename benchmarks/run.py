@@ -1,12 +1,14 @@
-"""protomcp vs the official MCP Python SDK: one interleaved run, reported as ratios.
+"""protomcp vs the official MCP Python SDK and FastMCP: one interleaved run, reported as ratios.
 
     python benchmarks/run.py [--reps N] [--quick] [--out benchmarks/README.md]
 
-Both servers serve the same tools over stdio and are driven by the same raw JSON-RPC
-client (lean_client.py). Every repetition runs both implementations back to back, in
-alternating order, so machine noise hits both sides alike; each metric is the median over
-repetitions, and the ratio is protomcp / SDK. Every wait is bounded: a side that fails or
-hangs shows up as an error in its cell, never as a hang.
+All servers serve the same tools over stdio and are driven by the same raw JSON-RPC
+client (lean_client.py). Every repetition runs the implementations back to back, in
+rotating order, so machine noise hits every side alike; each metric is the median over
+repetitions, and the ratios are protomcp / SDK and protomcp / FastMCP. Each side is also
+measured in the 2026-07-28 era (no initialize; every request carries its `_meta`) beside its
+2025-11-25 session. Every wait is bounded: a side that fails or hangs shows up as an error
+in its cell, never as a hang. FastMCP is left out (and said so) when it is not installed.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 from gen_tools import write_many_tool_files
 from lean_client import (
     LeanClient,
@@ -126,6 +129,10 @@ def protomcp_argv() -> tuple[Callable[[Path], list[str]], str]:
     return (lambda f: [script, "run", str(f)]), "protomcp run"
 
 
+def fastmcp_installed() -> bool:
+    return importlib.util.find_spec("fastmcp") is not None
+
+
 def sdk_argv(f: Path) -> list[str]:
     return [sys.executable, str(f)]
 
@@ -195,6 +202,13 @@ METRICS: list[Metric] = [
 ]
 
 
+# The 2026-07-28 era beside the 2025-11-25 session: (stateful key, modern key, target, check).
+MODERN_PAIRS: list[tuple[Metric, str, str, Callable[[float], bool]]] = [
+    (METRICS[0], "modern_seq_p50", "≤ 1.05x", lambda r: r <= 1.05),
+    (METRICS[3], "modern_pipe_cps", "≥ 0.95x", lambda r: r >= 0.95),
+]
+
+
 @dataclass
 class Results:
     values: dict[str, dict[str, list[float]]] = field(default_factory=dict)
@@ -233,6 +247,23 @@ def echo_line(rid: int) -> bytes:
         b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"' % rid
         + ECHO_TEXT.encode()
         + b'"}}}\n'
+    )
+
+
+MODERN_META = (
+    b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+    b'"io.modelcontextprotocol/clientCapabilities":{}}'
+)
+
+
+def modern_echo_line(rid: int) -> bytes:
+    """An echo call of the 2026-07-28 era: no session, the request carries its envelope."""
+    return (
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"' % rid
+        + ECHO_TEXT.encode()
+        + b'"},'
+        + MODERN_META
+        + b"}}\n"
     )
 
 
@@ -347,6 +378,48 @@ async def main_session(impl: Impl, cfg: Config, res: Results) -> None:
         await client.close()
 
 
+async def modern_session(impl: Impl, cfg: Config, res: Results) -> None:
+    """The 2026-07-28 era on stdio: no initialize, every request carries the era's `_meta`;
+    warm-up, then sequential latency and pipelined throughput as in the main session."""
+    keys = [key for _, key, _, _ in MODERN_PAIRS]
+    try:
+        client = await LeanClient.spawn(impl.argv(impl.main_file), cwd=str(ROOT), env=SERVER_ENV)
+    except OSError as exc:
+        for key in keys:
+            res.error(impl.key, key, f"start failed: {exc}")
+        return
+    got: set[str] = set()
+    try:
+        meta = orjson.loads(b"{" + MODERN_META + b"}")
+        listed = await client.request("tools/list", meta, timeout=cfg.start_timeout_s)
+        if len(listed.get("tools", [])) != 2:
+            raise ServerError(f"modern tools/list returned {len(listed.get('tools', []))} tools")
+        await client.drive(modern_echo_line, cfg.warmup_calls, 1, 60.0, cfg.call_timeout_s, echo_ok)
+        await client.drive(modern_echo_line, cfg.warmup_calls, WINDOW, 60.0, cfg.call_timeout_s, echo_ok)
+        pids = descendants(client.pid)
+        cpu0 = tree_cpu_s(pids)
+        drv = await client.drive(modern_echo_line, cfg.seq_calls, 1, 60.0, cfg.call_timeout_s * 2, echo_ok)
+        res.cpu(impl.key, "modern_seq_p50", (tree_cpu_s(pids) - cpu0) / max(1, drv.done) * 1e6)
+        if drv.bad:
+            raise ServerError(f"{drv.bad} of {drv.done} modern sequential echo calls returned a wrong result")
+        res.add(impl.key, "modern_seq_p50", percentile(sorted(drv.latencies), 0.50) * 1e6)
+        got.add("modern_seq_p50")
+        cpu0 = tree_cpu_s(pids)
+        drv = await client.drive(
+            modern_echo_line, cfg.pipe_calls, WINDOW, cfg.pipe_budget_s, cfg.call_timeout_s * 2, echo_ok
+        )
+        res.cpu(impl.key, "modern_pipe_cps", (tree_cpu_s(pids) - cpu0) / max(1, drv.done) * 1e6)
+        if drv.bad:
+            raise ServerError(f"{drv.bad} of {drv.done} modern pipelined echo calls returned a wrong result")
+        res.add(impl.key, "modern_pipe_cps", drv.done / (drv.last_recv - drv.first_send))
+    except ServerError as exc:
+        for key in keys:
+            if key not in got:
+                res.error(impl.key, key, str(exc))
+    finally:
+        await client.close()
+
+
 async def many_session(impl: Impl, cfg: Config, res: Results) -> None:
     try:
         client, elapsed = await start(impl, impl.many_file, cfg, expect_tools=cfg.many_count)
@@ -378,7 +451,7 @@ async def prewarm(impls: list[Impl], cfg: Config) -> None:
 
 
 async def run_all(impls: list[Impl], floor: Impl, cfg: Config) -> Results:
-    """Each repetition: both implementations back to back (alternating order), then the floor."""
+    """Each repetition: the implementations back to back (the order rotates), then the floor."""
     res = Results()
     log(f"prewarming ({', '.join(i.label for i in [*impls, floor])})")
     await prewarm([*impls, floor], cfg)
@@ -393,11 +466,16 @@ async def run_all(impls: list[Impl], floor: Impl, cfg: Config) -> Results:
         "blob_1mb",
         "blob_10mb",
     ]
+    modern_keys = [key for _, key, _, _ in MODERN_PAIRS]
     for rep in range(cfg.reps):
-        order = [*(impls if rep % 2 == 0 else impls[::-1]), floor]
+        turn = rep % len(impls)
+        order = [*impls[turn:], *impls[:turn], floor]
         for impl in order:
             log(f"rep {rep + 1}/{cfg.reps}: {impl.label} main session")
             await bounded(main_session(impl, cfg, res), impl, main_keys, cfg, res)
+            if impl is not floor:
+                log(f"rep {rep + 1}/{cfg.reps}: {impl.label} 2026-07-28 session")
+                await bounded(modern_session(impl, cfg, res), impl, modern_keys, cfg, res)
         for impl in order:
             log(f"rep {rep + 1}/{cfg.reps}: {impl.label} {cfg.many_count}-tool start")
             await bounded(many_session(impl, cfg, res), impl, ["many_start"], cfg, res)
@@ -411,59 +489,115 @@ def fmt(value: float, digits: int) -> str:
     return f"{value:,.{digits}f}"
 
 
-def table(res: Results, ours: Impl, theirs: Impl, floor: Impl) -> tuple[str, list[str]]:
+def median_of(res: Results, impl: Impl, key: str) -> float | None:
+    vals = res.values.get(impl.key, {}).get(key, [])
+    return statistics.median(vals) if vals else None
+
+
+def ratio_text(a: float | None, b: float | None) -> str:
+    if a is None or b is None or b <= 0:
+        return "-"
+    ratio = a / b
+    return f"{ratio:.2f}x" if ratio < 100 else f"{ratio:,.0f}x"
+
+
+def value_cell(res: Results, impl: Impl, key: str, digits: int, notes: list[str]) -> str:
+    """The median of one cell (with its error count), collecting the errors into `notes`."""
+    vals = res.values.get(impl.key, {}).get(key, [])
+    errs = res.errors.get(impl.key, {}).get(key, [])
+    for err in errs:
+        note = f"{impl.label}: {err}"
+        if note not in notes:
+            notes.append(note)
+    if not vals:
+        return "ERROR" if errs else "-"
+    cell = fmt(statistics.median(vals), digits)
+    return cell + (f" ({len(errs)} err)" if errs else "")
+
+
+def table(res: Results, ours: Impl, peers: list[Impl], floor: Impl) -> tuple[str, list[str]]:
+    """One row per metric: every side, the ratio to each peer (the first peer's is the one the
+    target applies to), the floor and the CPU per call of every side."""
+    reference, others = peers[0], peers[1:]
+    sides = [ours, *peers]
     head = (
-        f"| metric | {ours.label} | {theirs.label} | ratio | target | pass/fail | floor | "
-        f"{ours.label} / floor | CPU: {ours.label} / {theirs.label} / floor |\n"
-        "|---|---:|---:|---:|---|---|---:|---:|---:|\n"
+        f"| metric | {' | '.join(i.label for i in sides)} | ratio vs {reference.label} "
+        "| target | pass/fail | "
+        + "".join(f"ratio vs {i.label} | " for i in others)
+        + f"floor | {ours.label} / floor | CPU: {' / '.join(i.label for i in [*sides, floor])} |\n"
+        + "|---|"
+        + "---:|" * len(sides)
+        + "---:|---|---|"
+        + "---:|" * len(others)
+        + "---:|---:|---:|\n"
     )
     rows = []
-    notes = []
+    notes: list[str] = []
     for m in METRICS:
-        cells = []
-        med: list[float | None] = []
-        for impl in (ours, theirs, floor):
-            vals = res.values.get(impl.key, {}).get(m.key, [])
-            errs = res.errors.get(impl.key, {}).get(m.key, [])
-            if vals:
-                med.append(statistics.median(vals))
-                cell = fmt(statistics.median(vals), m.digits)
-                if errs:
-                    cell += f" ({len(errs)} err)"
-            else:
-                med.append(None)
-                cell = "ERROR" if errs else "-"
-            for err in errs:
-                note = f"{impl.label}: {err}"
-                if note not in notes:
-                    notes.append(note)
-            cells.append(cell)
-        a, b, f = med
+        cells = [value_cell(res, impl, m.key, m.digits, notes) for impl in [*sides, floor]]
+        a, b, f = (median_of(res, i, m.key) for i in (ours, reference, floor))
         if a is not None and b is not None and b > 0:
-            ratio = a / b
-            ratio_s = f"{ratio:.2f}x" if ratio < 100 else f"{ratio:,.0f}x"
-            verdict = ("PASS" if m.check(ratio) else "FAIL") if m.check else "info"
+            verdict = ("PASS" if m.check(a / b) else "FAIL") if m.check else "info"
         else:
-            ratio_s = "-"
             verdict = "ERROR" if m.check else "info"
-        over_floor = f"{a / f:.2f}x" if a is not None and f else "-"
         cpu = "-"
         if m.cpu_unit:
             parts = []
-            for impl in (ours, theirs, floor):
+            for impl in [*sides, floor]:
                 used = res.cpu_used.get(impl.key, {}).get(m.key, [])
                 digits = 0 if m.cpu_unit == "µs/call" else 1
                 parts.append(fmt(statistics.median(used), digits) if used else "-")
             cpu = f"{' / '.join(parts)} {m.cpu_unit}"
         rows.append(
-            f"| {m.name} ({m.unit}) | {cells[0]} | {cells[1]} | {ratio_s} | {m.target} | {verdict} "
-            f"| {cells[2]} | {over_floor} | {cpu} |"
+            f"| {m.name} ({m.unit}) | {' | '.join(cells[:-1])} | {ratio_text(a, b)} "
+            f"| {m.target} | {verdict} | "
+            + "".join(f"{ratio_text(a, median_of(res, i, m.key))} | " for i in others)
+            + f"{cells[-1]} | {ratio_text(a, f)} | {cpu} |"
         )
     return head + "\n".join(rows) + "\n", notes
 
 
+def modern_table(res: Results, sides: list[Impl]) -> tuple[str, list[str]]:
+    """Each side's 2026-07-28 figures beside its 2025-11-25 session's; the target applies to
+    the first side (protomcp): the era costs at most 5%."""
+    lines = [
+        "| implementation | metric | 2025-11-25 session | 2026-07-28 (no session) | 2026-07-28 / 2025-11-25 "
+        "| target | pass/fail | per repetition: min / median / max | CPU: session / 2026-07-28 |",
+        "|---|---|---:|---:|---:|---|---|---:|---:|",
+    ]
+    notes: list[str] = []
+    for n, impl in enumerate(sides):
+        for m, key, target, check in MODERN_PAIRS:
+            old = value_cell(res, impl, m.key, m.digits, [])
+            new = value_cell(res, impl, key, m.digits, notes)
+            a, b = median_of(res, impl, key), median_of(res, impl, m.key)
+            if n:
+                target, verdict = "-", "info"
+            elif a is None or b is None or b <= 0:
+                verdict = "ERROR"
+            else:
+                verdict = "PASS" if check(a / b) else "FAIL"
+            mine, theirs = (
+                res.values.get(impl.key, {}).get(key, []),
+                res.values.get(impl.key, {}).get(m.key, []),
+            )
+            # paired by repetition only when every repetition measured both
+            pairs = zip(mine, theirs, strict=True) if len(mine) == len(theirs) else iter(())
+            ratios = sorted(x / y for x, y in pairs if y > 0)
+            spread = (
+                f"{ratios[0]:.2f}x / {statistics.median(ratios):.2f}x / {ratios[-1]:.2f}x" if ratios else "-"
+            )
+            used = [res.cpu_used.get(impl.key, {}).get(k, []) for k in (m.key, key)]
+            cpu = " / ".join(fmt(statistics.median(u), 0) if u else "-" for u in used) + f" {m.cpu_unit}"
+            lines.append(
+                f"| {impl.label} | {m.name} ({m.unit}) | {old} | {new} | {ratio_text(a, b)} "
+                f"| {target} | {verdict} | {spread} | {cpu} |"
+            )
+    return "\n".join(lines) + "\n", notes
+
+
 def paired_ratio_ranges(res: Results, ours: Impl, theirs: Impl) -> str:
-    """Ratio of each repetition's pair (same rep, adjacent in time): min / median / max."""
+    """Ratio of each repetition's pair (same repetition, measured one after the other): min / median / max."""
     lines = ["| metric | reps | min | median | max |", "|---|---:|---:|---:|---:|"]
     for m in METRICS:
         a = res.values.get(ours.key, {}).get(m.key, [])
@@ -497,7 +631,8 @@ def machine_note() -> list[str]:
         f"CPU: {model}",
         f"OS: {platform.system()} {platform.release()}",
         f"Python: {platform.python_version()} ({sys.executable})",
-        f"mcp: {version('mcp')}; protomcp: {version('protomcp')}; orjson: {version('orjson')}",
+        f"mcp: {version('mcp')}; fastmcp: {version('fastmcp')}; protomcp: {version('protomcp')}; "
+        f"orjson: {version('orjson')}",
         "load average at start / end: {} / {}",
     ]
 
@@ -518,34 +653,49 @@ def counts_note(res: Results, impls: list[Impl]) -> list[str]:
 
 
 README_HEAD = """\
-# Benchmarks: protomcp vs the official MCP Python SDK
+# Benchmarks: protomcp vs the official MCP Python SDK and FastMCP
 
 A reproducible comparison of the protomcp host against the official MCP Python SDK server
-(`mcp.server.mcpserver.MCPServer`), both serving the same tools over stdio.
+(`mcp.server.mcpserver.MCPServer`) and FastMCP (`fastmcp.FastMCP`), all serving the same tools
+over stdio (and, in `http_bench.py` and `public_shapes.py`, over Streamable HTTP).
 
 ## How to run
 
 ```
-pip install -e '.[bench]'                        # protomcp + the official `mcp` SDK
-python benchmarks/run.py                         # full run, prints the table
+pip install -e '.[bench]'                        # protomcp + the official `mcp` SDK + FastMCP
+python benchmarks/run.py                         # full run, prints the tables
 python benchmarks/run.py --quick                 # shorter run (3 repetitions, fewer calls)
 python benchmarks/run.py --reps 7 --out benchmarks/README.md   # rewrite this file
-python benchmarks/run.py --self-test --quick     # SDK in both columns: ratios ≈ 1 validate the harness
+python benchmarks/run.py --self-test --quick     # SDK in both first columns: ratios ≈ 1 validate the harness
+python benchmarks/http_bench.py --out benchmarks/README.md     # Streamable HTTP, both eras
+python benchmarks/public_shapes.py --out benchmarks/README.md  # the three published shapes (60 s sustained)
+python benchmarks/public_shapes.py --quick --duration 10       # the same, short
 ```
 
+FastMCP is pinned in the `bench` extra (`fastmcp==4.2.3`); without it the scripts measure the
+other sides and say FastMCP was left out.
+
 Files:
-- `tools_protomcp.py` / `tools_sdk.py` — the same two tools, `echo(text) -> str` and
-  `blob(n) -> str` (n x "x"), for protomcp (`protomcp run benchmarks/tools_protomcp.py`) and for
-  the SDK (`python benchmarks/tools_sdk.py`). The SDK tools use `structured_output=False`, so
-  both sides answer with the same single text block (no duplicate `structuredContent`).
+- `tools_protomcp.py` / `tools_sdk.py` / `tools_fastmcp.py` — the same two tools,
+  `echo(text) -> str` and `blob(n) -> str` (n x "x"), for protomcp
+  (`protomcp run benchmarks/tools_protomcp.py`), the SDK (`python benchmarks/tools_sdk.py`) and
+  FastMCP (`python benchmarks/tools_fastmcp.py`, banner off). The SDK tools use
+  `structured_output=False` and the FastMCP tools `output_schema=None`, so every side answers
+  with the same single text block (no duplicate `structuredContent`).
+- `tools_sdk_http.py` / `tools_fastmcp_http.py` — the SDK's and FastMCP's Streamable HTTP apps
+  under uvicorn on a free loopback port (Nagle off, as protomcp's own socket).
 - `gen_tools.py` — writes the 1,000-tool files (`tool_0000(x: int) -> int` … `tool_0999`) in
-  both flavours; `run.py` generates them into a temporary directory at each run.
+  the three flavours; `run.py` generates them into a temporary directory at each run.
 - `lean_client.py` — a minimal raw JSON-RPC client over pipes (asyncio subprocess protocol +
   orjson, newline-delimited, id correlation with any number of requests in flight). It sends
   the next request straight from the data callback, so the client is not the bottleneck.
   Servers run in their own process group, which is killed (with every descendant seen) when a
   session ends.
 - `run.py` — the harness.
+- `http_bench.py` — Streamable HTTP: sequential latency, 50 and 500 concurrent sessions, memory
+  per idle session, in the 2025-11-25 and the 2026-07-28 era.
+- `public_shapes.py` — the three shapes MCP servers publish, over Streamable HTTP, using
+  `http_bench.py`'s servers and clients (see Method).
 - `paired.py` — paired runs of two settings of one environment variable, the same code otherwise
   (`PROTOMCP_READER loop threads`, `PROTOMCP_ENVELOPE upb python`): the per-pair ratio of
   sequential, spaced and pipelined figures, CPU per call and the tree's RSS.
@@ -555,10 +705,11 @@ Files:
 ## Method
 
 The machine is small and shared, so absolute numbers are noisy; what matters is the
-**ratio protomcp / SDK** from one interleaved run. Every repetition runs both implementations
-back to back (the order alternates between repetitions), so load spikes hit both sides alike.
-Each figure is the median over repetitions; the ratio is the ratio of the two medians (for
-throughput, higher is better, so its target is ≥). Before measuring, each server is started
+**ratio protomcp / SDK** (and **protomcp / FastMCP**) from one interleaved run. Every repetition
+runs the implementations back to back (the order rotates between repetitions), so load spikes
+hit every side alike. Each figure is the median over repetitions; a ratio is the ratio of two
+medians (for throughput, higher is better, so its target is ≥). The targets apply to the ratio
+against the SDK; the FastMCP ratio is for information. Before measuring, each server is started
 once, unmeasured, to warm the bytecode and page caches. Every wait has a timeout: a side that
 fails or hangs is reported as ERROR, never as a hang.
 
@@ -571,6 +722,13 @@ Metrics:
 - **pipelined echo throughput** — `tools/call echo` with 64 requests in flight (a new request
   is sent as soon as a response arrives), up to a call count or a time budget per
   repetition, whichever comes first; calls/s = completed calls / (last response - first send).
+- **2026-07-28 era on stdio** (a second table) — every side once more per repetition in a
+  process of its own, with no `initialize`: every request carries the era's `_meta`
+  (`io.modelcontextprotocol/protocolVersion` = `2026-07-28` and `clientCapabilities`), the
+  first one a `tools/list`. Sequential latency p50 and pipelined throughput as above, with their
+  CPU per call, beside the same side's 2025-11-25 session (whose `initialize` asks for
+  2025-11-25), and the ratio of each repetition's pair. protomcp's target: the era costs at
+  most 5% (latency ≤ 1.05x, throughput ≥ 0.95x of the session's).
 - **cold start** — from spawning the server process to the response of the first `tools/list`
   (after `initialize` and `notifications/initialized`).
 - **1 MB / 10 MB result time** — `tools/call blob` with n = 10^6 / 10^7: from the request to the
@@ -587,7 +745,7 @@ Metrics:
   1,000 tools of the same shape). It is the shape of protomcp (client → host → tool
   process) at zero cost, so it shows what any two-process design reaches on the machine of
   the run; protomcp's own overhead is the gap above it (the "/ floor" column). The floor
-  runs after both implementations in every repetition.
+  runs after the implementations in every repetition.
 - **CPU** (a column) — user + system CPU time (`/proc/<pid>/stat`) of the server's whole
   process tree (host and tool process), divided by the calls made: per call for the echo
   rows, per blob call for the result rows, and the tree's CPU from spawn to the first
@@ -596,13 +754,29 @@ Metrics:
 - Servers run with bytecode caching on (`PYTHONDONTWRITEBYTECODE` removed from their
   environment), as on a user's machine.
 
+Public shapes (`public_shapes.py`): the figures MCP servers usually publish, for protomcp, the
+SDK and FastMCP over Streamable HTTP, each in a 2025-11-25 session and in the 2026-07-28 era
+(where the side serves it; a side that does not shows ERROR and the reason under the table).
+Each shape starts a fresh server; repetitions (`--reps`, default 1) rotate the sides.
+- **(a) one sequential client** — one keep-alive connection (a blocking socket, as in
+  `http_bench.py`), `tools/call echo` one at a time for 5 s (`--budget`; `--quick` 1 s) after
+  50 warm-up calls: calls/s and p50.
+- **(b) 50 concurrent clients, server on one core** — the server started under
+  `taskset -c 0` (its tool process inherits the mask), the benchmark's clients (one asyncio
+  process, 50 keep-alive connections, each calling in a loop) on CPU 1; 1 s of warm-up, then
+  5 s: calls/s, p50 and p99. Without two usable cores or `taskset` it runs unpinned and says so.
+- **(c) sustained hello-world** — 50 clients calling `echo` for 60 s (`--duration`) on an
+  unpinned server: calls/s, p99, errors (a failed or timed-out call is counted and its
+  connection reopened), and the RSS of the server's process tree once the sessions are open
+  and at the end.
+
 Reload latency of `protomcp dev` (save → `list_changed`) is measured separately:
 `python benchmarks/reload.py` (see the end of this page).
 """
 
 
 def render_readme(
-    table_md: str, notes: list[str], ranges: str, machine: list[str], when: str, cfg: Config
+    table_md: str, modern_md: str, notes: list[str], ranges: str, machine: list[str], when: str, cfg: Config
 ) -> str:
     busy = os.getloadavg()[0] >= 1.0
     shared = (
@@ -618,6 +792,7 @@ def render_readme(
     ]
     parts.append("Machine:\n" + "".join(f"- {line}\n" for line in machine) + "\n")
     parts.append(table_md)
+    parts.append("\nThe 2026-07-28 era on stdio, beside each side's 2025-11-25 session:\n\n" + modern_md)
     if notes:
         parts.append("\nErrors:\n" + "".join(f"- {n}\n" for n in notes))
     parts.append("\nRatio per repetition (each pair measured back to back):\n\n" + ranges)
@@ -628,7 +803,9 @@ def render_readme(
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="protomcp vs the official MCP SDK (ratios, interleaved).")
+    parser = argparse.ArgumentParser(
+        description="protomcp vs the official MCP SDK and FastMCP (ratios, interleaved)."
+    )
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 5, --quick 3)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and calls")
     parser.add_argument("--out", type=Path, default=None, help="write a README (markdown) with the results")
@@ -646,10 +823,24 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_term)
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="protomcp-bench-") as tmp:
-        many_ours, many_sdk = write_many_tool_files(Path(tmp), cfg.many_count)
+        many_ours, many_sdk, many_fastmcp = write_many_tool_files(Path(tmp), cfg.many_count)
         sdk = Impl(
             "sdk", "MCP SDK", sdk_argv, HERE / "tools_sdk.py", many_sdk, "python benchmarks/tools_sdk.py"
         )
+        peers = [sdk]
+        if fastmcp_installed():
+            peers.append(
+                Impl(
+                    "fastmcp",
+                    "FastMCP",
+                    sdk_argv,
+                    HERE / "tools_fastmcp.py",
+                    many_fastmcp,
+                    "python benchmarks/tools_fastmcp.py",
+                )
+            )
+        else:
+            log("fastmcp is not installed (pip install -e '.[bench]'): its column is left out")
         if args.self_test:
             ours = Impl(
                 "ours",
@@ -672,24 +863,32 @@ def main() -> int:
         )
         when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
         try:
-            res = asyncio.run(run_all([ours, sdk], floor, cfg))
+            res = asyncio.run(run_all([ours, *peers], floor, cfg))
         finally:
             kill_all_live_groups()
     load_end = os.getloadavg()
 
-    table_md, notes = table(res, ours, sdk, floor)
+    table_md, notes = table(res, ours, peers, floor)
+    modern_md, modern_notes = modern_table(res, [ours, *peers])
+    notes += [n for n in modern_notes if n not in notes]
+    if not fastmcp_installed():
+        notes.append("FastMCP: not installed, not measured")
     machine = machine_note()
     machine[-1] = machine[-1].format(
         " ".join(f"{x:.2f}" for x in load_start), " ".join(f"{x:.2f}" for x in load_end)
     )
-    machine.extend(counts_note(res, [ours, sdk, floor]))
+    machine.extend(counts_note(res, [ours, *peers, floor]))
+    ranges = "".join(
+        f"\n{ours.label} / {peer.label}:\n\n{paired_ratio_ranges(res, ours, peer)}" for peer in peers
+    )
     print()
     print(table_md)
+    print("2026-07-28 era on stdio:\n\n" + modern_md)
     for n in notes:
         print(f"error: {n}")
-    print("\nRatio per repetition:\n" + paired_ratio_ranges(res, ours, sdk))
+    print("\nRatio per repetition:\n" + ranges)
     if args.out is not None:
-        readme = render_readme(table_md, notes, paired_ratio_ranges(res, ours, sdk), machine, when, cfg)
+        readme = render_readme(table_md, modern_md, notes, ranges, machine, when, cfg)
         old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
         args.out.write_text(keep_other_sections(readme, old), encoding="utf-8")
         log(f"wrote {args.out}")
