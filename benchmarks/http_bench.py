@@ -482,7 +482,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, help="replace the Streamable HTTP section of this markdown file")
     parser.add_argument(
-        "--sides", default=",".join(s.name for s in SIDES), help="comma-separated: protomcp,MCP SDK"
+        "--sides", default=",".join(s.name for s in SIDES), help="comma-separated: protomcp,MCP SDK,FastMCP"
     )
     parser.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated: {','.join(METRICS)}")
     args = parser.parse_args()

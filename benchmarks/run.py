@@ -631,7 +631,7 @@ def machine_note() -> list[str]:
         f"CPU: {model}",
         f"OS: {platform.system()} {platform.release()}",
         f"Python: {platform.python_version()} ({sys.executable})",
-        f"mcp: {version('mcp')}; fastmcp: {version('fastmcp')}; protomcp: {version('protomcp')}; "
+        f"mcp: {version('mcp')}; fastmcp: {version('fastmcp')}; protomcp: {version('protomcp-tools')}; "
         f"orjson: {version('orjson')}",
         "load average at start / end: {} / {}",
     ]
