@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import importlib
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -326,30 +327,53 @@ def message_names(file: descriptor_pb2.FileDescriptorProto) -> tuple[str, str]:
 
 
 def descriptor_set(files: Iterable[descriptor_pb2.FileDescriptorProto]) -> descriptor_pb2.FileDescriptorSet:
-    """The files and the non-standard files they depend on (protomcp/options.proto), dependencies
-    first. google/protobuf/*.proto are left out: every protobuf runtime has them (descriptor.proto
-    alone would be 14 KB per tool); `message_class` adds them back from its own."""
+    """The files with every file they import, transitively, dependencies first, as
+    ``protoc --include_imports`` writes a set: a client with an empty descriptor pool (in any
+    language) builds their messages from it alone. An imported file that is not among `files`
+    is taken from this runtime: google/protobuf/*.proto (descriptor.proto, which
+    protomcp/options.proto imports, included) and protomcp/options.proto; any other raises
+    SchemaError."""
+    given = {file.name: file for file in files}
     out = descriptor_pb2.FileDescriptorSet()
-    seen: set[str] = set()
-    for file in files:
+    done: set[str] = set()
+
+    def add(name: str) -> None:
+        if name in done:
+            return
+        done.add(name)  # (protobuf forbids import cycles)
+        file = given.get(name)
+        if file is None:
+            known = _known_file(name)
+            if known is None:
+                raise SchemaError(f"{name!r} is imported but neither in the set nor a standard file")
+            file = _proto_of(known)
         for dependency in file.dependency:
-            if dependency not in seen and not dependency.startswith(WELL_KNOWN):
-                seen.add(dependency)
-                _well_known(dependency).CopyToProto(out.file.add())
-        if file.name not in seen:
-            seen.add(file.name)
-            out.file.add().CopyFrom(file)
+            add(dependency)
+        out.file.append(file)
+
+    for name in given:
+        add(name)
     return out
 
 
+def self_contained(fds: descriptor_pb2.FileDescriptorSet) -> descriptor_pb2.FileDescriptorSet:
+    """A set from elsewhere (a tool process's) with what it imports added and its files in
+    dependency order (see descriptor_set); as it is when an import is nowhere to be found."""
+    try:
+        whole = descriptor_set(fds.file)
+    except SchemaError:
+        return fds
+    return fds if [f.name for f in whole.file] == [f.name for f in fds.file] else whole
+
+
 def files_of(classes: Iterable[type[Message]]) -> descriptor_pb2.FileDescriptorSet:
-    """The files that define generated message classes, with the files they import (not
-    google/protobuf's), dependencies first: a typed tool's descriptors."""
+    """The files that define generated message classes, with every file they import
+    (google/protobuf's too), dependencies first: a typed tool's descriptors, self-contained."""
     out = descriptor_pb2.FileDescriptorSet()
     seen: set[str] = set()
 
     def add(file: AnyDescriptor) -> None:
-        if file.name in seen or file.name.startswith(WELL_KNOWN):
+        if file.name in seen:
             return
         seen.add(file.name)
         for dependency in file.dependencies:
@@ -367,19 +391,24 @@ def _proto_of(file: AnyDescriptor) -> descriptor_pb2.FileDescriptorProto:
     return proto
 
 
-def _well_known(name: str) -> AnyDescriptor:
-    from google.protobuf import any_pb2
-
-    known = {
-        STRUCT_FILE: struct_pb2,
-        OPTIONS_FILE: options_pb2,
-        any_pb2.DESCRIPTOR.name: any_pb2,
-        descriptor_pb2.DESCRIPTOR.name: descriptor_pb2,
-    }
-    module = known.get(name)
-    if module is None:
-        raise SchemaError(f"unknown dependency {name!r}")
-    return module.DESCRIPTOR
+def _known_file(name: str) -> AnyDescriptor | None:
+    """The descriptor of a file this runtime has (google/protobuf/*.proto, imported on demand,
+    and protomcp/options.proto), or None."""
+    if name == OPTIONS_FILE:
+        return options_pb2.DESCRIPTOR
+    if not name.startswith(WELL_KNOWN) or not name.endswith(".proto"):
+        return None
+    pool = descriptor_pool.Default()
+    try:
+        return pool.FindFileByName(name)
+    except KeyError:
+        pass
+    module = "google.protobuf." + name[len(WELL_KNOWN) : -len(".proto")].replace("/", ".") + "_pb2"
+    try:
+        importlib.import_module(module)
+        return pool.FindFileByName(name)
+    except (ImportError, KeyError):
+        return None
 
 
 def message_class(fds: descriptor_pb2.FileDescriptorSet, full_name: str) -> type[Message]:
@@ -398,11 +427,13 @@ class _Classes:
         given = {file.name for file in fds.file}
         added: set[str] = set()
 
-        def add_standard(name: str) -> None:  # the google/protobuf files a set leaves out
-            if name in given or name in added or not name.startswith(WELL_KNOWN):
+        def add_standard(name: str) -> None:  # the standard files a set from elsewhere leaves out
+            if name in given or name in added:
                 return
             added.add(name)
-            standard = _well_known(name)
+            standard = _known_file(name)
+            if standard is None:
+                return  # the pool names what is missing when the file that needs it is added
             for dependency in standard.dependencies:
                 add_standard(dependency.name)
             self.pool.Add(_proto_of(standard))
