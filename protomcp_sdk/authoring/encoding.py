@@ -79,7 +79,9 @@ def encode_result(value: object, spec: ToolSpec, *, proto: bool = False) -> Enco
             from protomcp_sdk.wire.protoschema import message_to_json
 
             text_json = dump_json(message_to_json(value))
-            content = [{"type": "text", "text": text_json.decode()}]
+            # (no output check either: the schema was made from the class; checking a large
+            # message's JSON against it would cost more than making the JSON)
+            return _encoded([{"type": "text", "text": text_json.decode()}], structured=text_json)
         else:
             text_json = dump_json(value)
             content = [{"type": "text", "text": text_json.decode()}]
