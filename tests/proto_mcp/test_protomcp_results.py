@@ -180,3 +180,23 @@ def _packed_box(client: ProtoMcpClient) -> Any:
     cls = client.tools["models"].request_class()
     packed.Pack(protoschema.json_to_message({"box": {"corner": {"x": 1}}}, cls))
     return packed
+
+
+SMALL = ("--reps", "1", "--calls", "20", "--seconds", "0.1", "--rows", "10")
+
+
+def test_the_typed_benchmark_runs(tmp_path: Path) -> None:
+    """benchmarks/protomcp_typed.py (tiny sizes, this tree alone): it cannot rot unseen."""
+    readme = tmp_path / "README.md"
+    readme.write_text("# Benchmarks\n\n## Other\n\nkept\n", encoding="utf-8")
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "protomcp_typed.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), *SMALL, "--out", str(readme)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    written = readme.read_text(encoding="utf-8")
+    assert "## Other\n\nkept" in written and "## proto-mcp: a typed tool's large result" in written
+    assert "| after, proto-mcp |" in written and "| after, JSON-RPC |" in written
