@@ -55,9 +55,43 @@ LISTS = {
 NOTICES = frozenset({"progress", "log_message", "list_changed"})
 
 
-def frame(message: pm.MCPMessage) -> bytes:
-    data = message.SerializeToString()
+Outgoing = pm.MCPMessage | bytes
+"""What goes to a client: a message, or one already serialized (a listing with inline schemas,
+spliced from each tool's serialized set: serializing megabytes of nested descriptors again for
+every listing would cost far more)."""
+
+
+def serialized(message: Outgoing) -> bytes:
+    return message if isinstance(message, bytes) else message.SerializeToString()
+
+
+def is_notice(message: Outgoing) -> bool:
+    """A message a client that stops reading may lose (see NOTICES)."""
+    return not isinstance(message, bytes) and message.WhichOneof("payload") in NOTICES
+
+
+def frame(message: Outgoing) -> bytes:
+    data = serialized(message)
     return len(data).to_bytes(4, "big") + data
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _field(tag: bytes, data: bytes) -> bytes:
+    """A length-delimited field: its tag byte, its length, its bytes."""
+    return tag + _varint(len(data)) + data
+
+
+# tag bytes of the length-delimited fields spliced (field number << 3 | 2)
+_TOOLS_TAG, _CURSOR_TAG, _INLINE_SCHEMA_TAG, _LIST_TOOLS_RESPONSE_TAG = b"\x0a", b"\x12", b"\x22", b"\x2a"
+_ID_TAG = b"\x08"  # MCPMessage.id, a varint
 
 
 class FrameError(ValueError):
@@ -108,6 +142,13 @@ class Described:
     ref: str  # its reference in a schema registry ("protomcp/<tool>:<hash>")
     typed: bool = False  # a typed tool: its own messages, which its process parses itself
     classes: dict[str, type[Message]] = field(default_factory=dict)  # by full name, made once
+    _inline: bytes = b""  # Tool.inline_schema as a serialized field, made once
+
+    @property
+    def inline_schema_field(self) -> bytes:
+        if not self._inline:
+            self._inline = _field(_INLINE_SCHEMA_TAG, self.fds.SerializeToString(deterministic=True))
+        return self._inline
 
     def message_class(self, full_name: str) -> type[Message]:
         cls = self.classes.get(full_name)
@@ -342,7 +383,7 @@ class ProtoMcp:
         return [rpc.notification("notifications/cancelled", params)], []
 
     # -- session -> client ---------------------------------------------------------------
-    def sent(self, line: bytes) -> pm.MCPMessage | None:
+    def sent(self, line: bytes) -> Outgoing | None:
         message = orjson.loads(line)
         if "method" in message:
             return self._notification(message)
@@ -395,8 +436,9 @@ class ProtoMcp:
         answer = pm.InitializeResponse(protocol_version=VERSION, capabilities=capabilities, metadata=metadata)
         return pm.MCPMessage(id=id_, initialize_response=answer)
 
-    def _answer_list_tools_request(self, id_: int, pending: Pending, result: dict[str, Any]) -> pm.MCPMessage:
+    def _answer_list_tools_request(self, id_: int, pending: Pending, result: dict[str, Any]) -> Outgoing:
         answer = pm.ListToolsResponse(next_cursor=result.get("nextCursor") or "")
+        inline: list[bytes] = []  # each listed tool's inline_schema field, spliced in below
         for shown in result.get("tools") or []:
             described = self.descriptors.of(shown["name"])
             if described is None:
@@ -408,9 +450,20 @@ class ProtoMcp:
             if pending.refs:
                 tool.bsr_ref = described.ref
             else:
-                tool.inline_schema.CopyFrom(described.fds)
+                inline.append(described.inline_schema_field)
             _put_metadata(tool.metadata, shown, ("title", "annotations", "_meta", "icons"))
-        return pm.MCPMessage(id=id_, list_tools_response=answer)
+        if not inline:
+            return pm.MCPMessage(id=id_, list_tools_response=answer)
+        # The same bytes as setting each inline_schema and serializing the whole (a field may
+        # come in any order): each set is serialized once per tool object, not per listing.
+        parts = [
+            _field(_TOOLS_TAG, tool.SerializeToString() + schema)
+            for tool, schema in zip(answer.tools, inline, strict=True)
+        ]
+        if answer.next_cursor:
+            parts.append(_field(_CURSOR_TAG, answer.next_cursor.encode()))
+        listing = _field(_LIST_TOOLS_RESPONSE_TAG, b"".join(parts))
+        return (_ID_TAG + _varint(id_) if id_ else b"") + listing
 
     def _answer_call_tool_request(self, id_: int, pending: Pending, result: dict[str, Any]) -> pm.MCPMessage:
         answer = pm.ToolResult(is_error=bool(result.get("isError")))
