@@ -60,3 +60,21 @@ def test_a_listing_by_reference_stays_a_message() -> None:
         "protomcp/tool_0",
         "protomcp/tool_1",
     ]
+
+
+def test_a_listing_of_simple_tools_stays_small() -> None:
+    """Each tool's set holds its own file alone: protomcp/options.proto, whose only use is the
+    JSON Schema options, and descriptor.proto (~14 KB) behind it, stay out of every set."""
+    count = 100
+    proto, descriptors, shown = _codec(count)
+    proto.pending[1] = Pending("list_tools_request")
+    sent = proto.sent(orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": shown}}))
+    assert isinstance(sent, bytes)
+    bare = 0  # the same listing with each tool's own file only
+    for mcp in shown:
+        described = descriptors.of(str(mcp["name"]))
+        assert described is not None
+        assert [file.name for file in described.fds.file] == [f"protomcp/tools/{mcp['name']}.proto"]
+        bare += described.fds.file[0].ByteSize()
+    assert len(sent) < 1024 * count
+    assert len(sent) < bare + 300 * count  # names, descriptions, message names: no imported file

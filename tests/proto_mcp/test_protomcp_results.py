@@ -16,6 +16,7 @@ from google.protobuf import descriptor_pb2
 
 from protomcp_sdk.protomcp_client import ProtoMcpClient
 from protomcp_sdk.wire import proto_mcp_pb2 as pm
+from protomcp_sdk.wire import protoschema
 from tests.support.hosts import HOST, TOOLS, mcp_session
 
 pytestmark = pytest.mark.anyio
@@ -24,7 +25,7 @@ REPORT = TYPED / "report_tools.py"  # make_report: imports struct.proto and time
 ANNOTATED = TYPED / "report_annotated.py"  # a middleware of its own file reads the result
 SEES_RESULTS = TYPED / "after_middleware.py"  # a middleware in another process reads it
 PASSES_ON = TOOLS / "matrix" / "mw.py"  # a middleware that never sees results (before only)
-SHAPES = TOOLS / "proto_shapes.py"  # JSON Schema tools: their files import protomcp/options.proto
+SHAPES = TOOLS / "proto_shapes.py"  # JSON Schema tools: constraints in protomcp/options.proto options
 
 
 async def _raw_call(client: ProtoMcpClient, name: str, **arguments: Any) -> pm.ToolResult:
@@ -135,11 +136,22 @@ async def test_every_schema_is_whole_for_a_client_with_an_empty_pool(tmp_path: P
             "google/protobuf/timestamp.proto",
             "report.proto",
         ]
-        assert [file.name for file in models.fds.file] == [
-            "google/protobuf/descriptor.proto",
-            "protomcp/options.proto",
-            "protomcp/tools/models.proto",
+        # options.proto (and descriptor.proto) left out: the constraints ride in the options
+        assert [file.name for file in models.fds.file] == ["protomcp/tools/models.proto"]
+        assert [file.name for file in tools["constrained"].fds.file] == [
+            "google/protobuf/struct.proto",  # what it really uses (int | str: a Value) stays
+            "protomcp/tools/constrained.proto",
         ]
+        assert "protomcp/options.proto" not in tools["constrained"].fds.file[0].dependency
+        # ...which a pool that knows the options (this process's) still reads
+        rebuilt = protoschema.schema_from_message(tools["constrained"].request_class().DESCRIPTOR)
+        assert rebuilt["properties"]["n"] == {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 100,
+            "description": "How many",
+            "default": 5,
+        }
         typed = (await _raw_call(client, "make_report", title="T", rows=2)).content[-1].data
         plain = await client.request(
             call_tool_request=pm.CallToolRequest(name="models", arguments=_packed_box(client))
@@ -149,6 +161,7 @@ async def test_every_schema_is_whole_for_a_client_with_an_empty_pool(tmp_path: P
         cases = [
             _case(report.fds, report.output_message, typed.value),
             _case(models.fds, models.output_message, converted.value),
+            _case(tools["constrained"].fds, tools["constrained"].input_message, b""),
         ]
         # by reference: the files the host wrote to the registry are whole too
         written = sorted((registry / "protomcp").glob("*.pb"))
@@ -168,13 +181,12 @@ async def test_every_schema_is_whole_for_a_client_with_an_empty_pool(tmp_path: P
         "made": "2023-11-14T22:13:20Z",
     }
     assert decoded[1]["json"] == {"x": "1", "y": "0"}
-    assert decoded[2] == decoded[0]
+    assert decoded[2]["json"] == {}  # the constrained tool's request: built without options.proto
+    assert decoded[3] == decoded[0]
 
 
 def _packed_box(client: ProtoMcpClient) -> Any:
     from google.protobuf import any_pb2
-
-    from protomcp_sdk.wire import protoschema
 
     packed = any_pb2.Any()
     cls = client.tools["models"].request_class()
