@@ -92,7 +92,8 @@ def tool_answer(response: pb.CallToolResponse, raw: list[bytes] | None, trusted:
     if response.is_error and response.error.error_code:  # a ToolError's code, for programs to act on
         error = {"code": response.error.error_code, "retryable": response.error.retryable}
         meta = orjson.dumps({**(orjson.loads(meta) if meta else {}), "protomcp/error": error})
-    return ToolAnswer(content, structured, response.is_error, trusted, meta)
+    message = response.structured_content_proto  # asked for (Call.result_proto): as it came
+    return ToolAnswer(content, structured, response.is_error, trusted, meta, message)
 
 
 def _checked_object(data: bytes) -> bytes:

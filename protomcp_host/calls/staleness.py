@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 
 import orjson
 
@@ -45,4 +46,4 @@ def with_note(answer: ToolAnswer, note: str) -> ToolAnswer:
         return answer
     content.append({"type": "text", "text": note})
     content_json = orjson.dumps(content)
-    return ToolAnswer([content_json], answer.structured, answer.is_error, answer.trusted, answer.meta)
+    return replace(answer, content=[content_json])

@@ -12,6 +12,10 @@ registry, by reference. Arguments arrive as google.protobuf.Any of the tool's re
 are checked against its type and decoded to the JSON arguments object; a structured result
 goes back as the tool's response message in ToolContent.data.
 
+A typed tool (its own message classes) is called without JSON where nothing else needs it: its
+argument message goes to its process as it came, and its result message comes back as the bytes
+its process serialized (unless a middleware reads the result: then as JSON, converted here).
+
 Framing (`FrameReader`, `frame`): a 4-byte big-endian length, then the message.
 """
 
@@ -20,18 +24,18 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 from google.protobuf import any_pb2, descriptor_pb2, struct_pb2
 from google.protobuf.json_format import ParseDict
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog, Tool
-from protomcp_host.protocol.session import PROTO_ARGUMENTS
+from protomcp_host.protocol.session import PROTO_ARGUMENTS, PROTO_RESULT, STRUCTURED_PROTO
 from protomcp_sdk.wire import proto_mcp_pb2 as pm
 from protomcp_sdk.wire import protoschema
 
@@ -51,9 +55,43 @@ LISTS = {
 NOTICES = frozenset({"progress", "log_message", "list_changed"})
 
 
-def frame(message: pm.MCPMessage) -> bytes:
-    data = message.SerializeToString()
+Outgoing = pm.MCPMessage | bytes
+"""What goes to a client: a message, or one already serialized (a listing with inline schemas,
+spliced from each tool's serialized set: serializing megabytes of nested descriptors again for
+every listing would cost far more)."""
+
+
+def serialized(message: Outgoing) -> bytes:
+    return message if isinstance(message, bytes) else message.SerializeToString()
+
+
+def is_notice(message: Outgoing) -> bool:
+    """A message a client that stops reading may lose (see NOTICES)."""
+    return not isinstance(message, bytes) and message.WhichOneof("payload") in NOTICES
+
+
+def frame(message: Outgoing) -> bytes:
+    data = serialized(message)
     return len(data).to_bytes(4, "big") + data
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _field(tag: bytes, data: bytes) -> bytes:
+    """A length-delimited field: its tag byte, its length, its bytes."""
+    return tag + _varint(len(data)) + data
+
+
+# tag bytes of the length-delimited fields spliced (field number << 3 | 2)
+_TOOLS_TAG, _CURSOR_TAG, _INLINE_SCHEMA_TAG, _LIST_TOOLS_RESPONSE_TAG = b"\x0a", b"\x12", b"\x22", b"\x2a"
+_ID_TAG = b"\x08"  # MCPMessage.id, a varint
 
 
 class FrameError(ValueError):
@@ -103,6 +141,20 @@ class Described:
     output_message: str
     ref: str  # its reference in a schema registry ("protomcp/<tool>:<hash>")
     typed: bool = False  # a typed tool: its own messages, which its process parses itself
+    classes: dict[str, type[Message]] = field(default_factory=dict)  # by full name, made once
+    _inline: bytes = b""  # Tool.inline_schema as a serialized field, made once
+
+    @property
+    def inline_schema_field(self) -> bytes:
+        if not self._inline:
+            self._inline = _field(_INLINE_SCHEMA_TAG, self.fds.SerializeToString(deterministic=True))
+        return self._inline
+
+    def message_class(self, full_name: str) -> type[Message]:
+        cls = self.classes.get(full_name)
+        if cls is None:
+            cls = self.classes[full_name] = protoschema.message_class(self.fds, full_name)
+        return cls
 
 
 class SchemaRegistry:
@@ -160,7 +212,8 @@ class Descriptors:
     def _describe(self, tool: Tool) -> Described:
         if tool.messages is not None:  # a typed tool: the messages its function declares
             raw, request, response = tool.messages
-            fds = descriptor_pb2.FileDescriptorSet.FromString(raw)
+            # what its files import, added when its process left it out: every set is whole
+            fds = protoschema.self_contained(descriptor_pb2.FileDescriptorSet.FromString(raw))
         else:
             schema = tool.mcp.get("inputSchema") or {}
             file = protoschema.tool_messages(tool.name, schema, tool.mcp.get("outputSchema"))
@@ -264,6 +317,8 @@ class ProtoMcp:
         params: dict[str, Any] = {"name": request.name}
         meta: dict[str, Any] = {"progressToken": id_} if request.report_progress else {}
         problem = _wrong_type(request.arguments, described)
+        if not problem and described.typed and described.output_message:
+            meta[PROTO_RESULT] = True  # its result message comes back as its process wrote it
         if not problem and described.typed and request.arguments.value and self.descriptors.direct():
             params["arguments"] = {}  # the message goes as it came; its process parses it
             meta[PROTO_ARGUMENTS] = base64.b64encode(request.arguments.value).decode()
@@ -279,7 +334,7 @@ class ProtoMcp:
     def _arguments(self, packed: any_pb2.Any, described: Described) -> tuple[dict[str, Any], str]:
         if not packed.value:
             return {}, ""
-        cls = protoschema.message_class(described.fds, described.input_message)
+        cls = described.message_class(described.input_message)
         try:
             return protoschema.message_to_json(cls.FromString(packed.value)), ""
         except DecodeError as exc:
@@ -328,7 +383,7 @@ class ProtoMcp:
         return [rpc.notification("notifications/cancelled", params)], []
 
     # -- session -> client ---------------------------------------------------------------
-    def sent(self, line: bytes) -> pm.MCPMessage | None:
+    def sent(self, line: bytes) -> Outgoing | None:
         message = orjson.loads(line)
         if "method" in message:
             return self._notification(message)
@@ -381,8 +436,9 @@ class ProtoMcp:
         answer = pm.InitializeResponse(protocol_version=VERSION, capabilities=capabilities, metadata=metadata)
         return pm.MCPMessage(id=id_, initialize_response=answer)
 
-    def _answer_list_tools_request(self, id_: int, pending: Pending, result: dict[str, Any]) -> pm.MCPMessage:
+    def _answer_list_tools_request(self, id_: int, pending: Pending, result: dict[str, Any]) -> Outgoing:
         answer = pm.ListToolsResponse(next_cursor=result.get("nextCursor") or "")
+        inline: list[bytes] = []  # each listed tool's inline_schema field, spliced in below
         for shown in result.get("tools") or []:
             described = self.descriptors.of(shown["name"])
             if described is None:
@@ -394,9 +450,20 @@ class ProtoMcp:
             if pending.refs:
                 tool.bsr_ref = described.ref
             else:
-                tool.inline_schema.CopyFrom(described.fds)
+                inline.append(described.inline_schema_field)
             _put_metadata(tool.metadata, shown, ("title", "annotations", "_meta", "icons"))
-        return pm.MCPMessage(id=id_, list_tools_response=answer)
+        if not inline:
+            return pm.MCPMessage(id=id_, list_tools_response=answer)
+        # The same bytes as setting each inline_schema and serializing the whole (a field may
+        # come in any order): each set is serialized once per tool object, not per listing.
+        parts = [
+            _field(_TOOLS_TAG, tool.SerializeToString() + schema)
+            for tool, schema in zip(answer.tools, inline, strict=True)
+        ]
+        if answer.next_cursor:
+            parts.append(_field(_CURSOR_TAG, answer.next_cursor.encode()))
+        listing = _field(_LIST_TOOLS_RESPONSE_TAG, b"".join(parts))
+        return (_ID_TAG + _varint(id_) if id_ else b"") + listing
 
     def _answer_call_tool_request(self, id_: int, pending: Pending, result: dict[str, Any]) -> pm.MCPMessage:
         answer = pm.ToolResult(is_error=bool(result.get("isError")))
@@ -405,6 +472,12 @@ class ProtoMcp:
         structured = result.get("structuredContent")
         if structured is not None:
             answer.content.append(pm.ToolContent(data=_pack_structured(structured, pending.described)))
+        elif STRUCTURED_PROTO in result and pending.described is not None:
+            data = any_pb2.Any(
+                type_url=TYPE_URL + pending.described.output_message,
+                value=base64.b64decode(result[STRUCTURED_PROTO]),
+            )
+            answer.content.append(pm.ToolContent(data=data))
         response = pm.CallToolResponse(success=answer)
         _put_metadata(response.metadata, result, ("_meta",))
         return pm.MCPMessage(id=id_, call_tool_response=response)
@@ -490,7 +563,7 @@ def _content(block: dict[str, Any]) -> pm.ToolContent:
 def _pack_structured(structured: Any, described: Described | None) -> any_pb2.Any:
     packed = any_pb2.Any()
     if described is not None and described.output_message and isinstance(structured, dict):
-        cls = protoschema.message_class(described.fds, described.output_message)
+        cls = described.message_class(described.output_message)
         try:
             packed.Pack(protoschema.json_to_message(structured, cls))
             return packed

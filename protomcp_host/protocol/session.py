@@ -63,6 +63,7 @@ class Call:
     task_later: bool = False  # 2026-07-28: becomes a task once its input round trip is done
     trace: tuple[str, str] = ("", "")  # tracing: the W3C traceparent/tracestate of its request's span
     arguments_proto: bytes = b""  # a typed tool's argument message as a proto-mcp client sent it
+    result_proto: bool = False  # its caller reads a typed tool's result message itself (proto-mcp)
 
 
 @dataclass(slots=True)
@@ -97,6 +98,9 @@ class ToolAnswer:
     is_error: bool = False
     trusted: bool = False
     meta: bytes = b""  # the result's _meta object, JSON (e.g. a ToolError's code)
+    # a typed tool's output message, serialized, instead of `structured` (Call.result_proto):
+    # passed on in base64 under STRUCTURED_PROTO, for the proto-mcp codec alone
+    structured_proto: bytes = b""
 
 
 Event = (
@@ -107,6 +111,11 @@ Handler = Callable[[rpc.Request, Batch | None], Event | list[Event] | None]
 
 # _meta key of a typed tool's argument message in base64 (proto-mcp's Any, passed through)
 PROTO_ARGUMENTS = "io.protomcp/argumentsProto"
+# _meta key (true) of a call whose client reads a typed tool's result message itself, and the
+# result's key of that message in base64 (both between the proto-mcp codec and this session)
+PROTO_RESULT = "io.protomcp/resultProto"
+STRUCTURED_PROTO = "io.protomcp/structuredProto"
+_STRUCTURED_PROTO_KEY = b',"' + STRUCTURED_PROTO.encode() + b'":"'
 
 
 def _proto_arguments(value: Any) -> bytes:
@@ -434,8 +443,10 @@ class Session:
         call = Call(
             request.id, tool, arguments, token, batch, auth=self.auth, capabilities=self.capabilities_json
         )
-        if tool.messages is not None and isinstance(meta, dict) and PROTO_ARGUMENTS in meta:
-            call.arguments_proto = _proto_arguments(meta[PROTO_ARGUMENTS])
+        if tool.messages is not None and isinstance(meta, dict):
+            if PROTO_ARGUMENTS in meta:
+                call.arguments_proto = _proto_arguments(meta[PROTO_ARGUMENTS])
+            call.result_proto = meta.get(PROTO_RESULT) is True
         self.in_flight[request.id] = call
         return call
 
@@ -477,6 +488,8 @@ class Session:
         parts = [b'{"content":', *chunks]
         if structured and self.version in STRUCTURED_VERSIONS:
             parts += [b',"structuredContent":', structured]
+        elif answer.structured_proto:  # the message as it came, for the codec to unwrap
+            parts += [_STRUCTURED_PROTO_KEY, base64.b64encode(answer.structured_proto), b'"']
         if answer.meta:
             parts += [b',"_meta":', answer.meta]
         parts.append(b',"isError":true}' if answer.is_error else b',"isError":false}')

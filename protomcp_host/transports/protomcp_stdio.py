@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from protomcp_host.proto_mcp.codec import (
-    NOTICES,
     Descriptors,
     FrameError,
     FrameReader,
     ProtoMcp,
     error_message,
     frame,
+    is_notice,
 )
 from protomcp_host.protocol import jsonrpc as rpc
 
@@ -51,7 +51,7 @@ class ProtoStdio:
     def answer(self, line: bytes) -> None:
         message = self.proto.sent(line)
         if message is not None:
-            self.write(frame(message), message.WhichOneof("payload") in NOTICES)
+            self.write(frame(message), is_notice(message))
 
     def ended(self) -> None:
         if self.reader.pending and not self.broken:

@@ -44,7 +44,7 @@ def error_response(exc: BaseException, spec_name: str) -> pb.CallToolResponse:
     return _joined(encode_error(exc, spec_name))
 
 
-def encode_result(value: object, spec: ToolSpec) -> Encoded:
+def encode_result(value: object, spec: ToolSpec, *, proto: bool = False) -> Encoded:
     """Map a tool's return value to a response and its content JSON.
 
     - ``str``: one text block. ``None``: no content blocks at all.
@@ -56,6 +56,10 @@ def encode_result(value: object, spec: ToolSpec) -> Encoded:
     structuredContent is sent only when the tool declares an output schema: the value itself
     for object schemas, ``{"result": value}`` when ``spec.wraps_result``. A value that cannot
     be encoded as JSON becomes an error result.
+
+    With `proto` (the caller reads the message itself: a proto-mcp client), a typed tool's
+    output message goes back serialized in ``structured_content_proto``, with no content: no
+    JSON is made at all.
     """
     try:
         if isinstance(value, str):
@@ -70,10 +74,14 @@ def encode_result(value: object, spec: ToolSpec) -> Encoded:
         elif isinstance(value, list) and value and all(isinstance(v, CONTENT_TYPES) for v in value):
             return _encoded([v.to_mcp() for v in value])
         elif spec.result_message is not None and isinstance(value, spec.result_message):
+            if proto:  # its own class: it fits the output schema made from that class
+                return pb.CallToolResponse(structured_content_proto=value.SerializeToString()), b"[]"
             from protomcp_sdk.wire.protoschema import message_to_json
 
             text_json = dump_json(message_to_json(value))
-            content = [{"type": "text", "text": text_json.decode()}]
+            # (no output check either: the schema was made from the class; checking a large
+            # message's JSON against it would cost more than making the JSON)
+            return _encoded([{"type": "text", "text": text_json.decode()}], structured=text_json)
         else:
             text_json = dump_json(value)
             content = [{"type": "text", "text": text_json.decode()}]

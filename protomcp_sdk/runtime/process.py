@@ -370,8 +370,9 @@ class ProcessRuntime:
             request_id = envelope.request_id
             ctx, context = self._call_context(request_id, request, spec, self.base_context.copy())
             self.threads[request_id] = ctx
+            arguments = _arguments_of(request, spec)
             self.call_threads.queue(
-                spec.name, context.run, self.run_sync, request_id, spec, _arguments_of(request, spec), ctx
+                spec.name, context.run, self.run_sync, request_id, spec, arguments, ctx, request.result_proto
             )
         except Exception:
             self.threads.pop(envelope.request_id, None)
@@ -499,7 +500,8 @@ class ProcessRuntime:
         if request.middleware:  # middleware of this process around its tool: all run here
             self._start_through_middleware(request_id, spec, request, ctx, context)
         else:
-            self._start_tool(request_id, spec, _arguments_of(request, spec), ctx, context)
+            arguments = _arguments_of(request, spec)
+            self._start_tool(request_id, spec, arguments, ctx, context, request.result_proto)
 
     def _call_context(
         self, request_id: str, request: pb.CallToolRequest, spec: ToolSpec, context: contextvars.Context
@@ -528,16 +530,18 @@ class ProcessRuntime:
         arguments: str | bytes,
         ctx: Context,
         context: contextvars.Context,
+        proto: bool = False,
     ) -> None:
+        """`proto`: a result that is the tool's output message goes back serialized, without
+        JSON (CallToolRequest.result_proto)."""
         if spec.is_async:
-            self._running(
-                request_id,
-                self.loop.create_task(self.run_async(request_id, spec, arguments, ctx), context=context),
-                ctx,
-            )
+            coro = self.run_async(request_id, spec, arguments, ctx, proto)
+            self._running(request_id, self.loop.create_task(coro, context=context), ctx)
         else:
             self.threads[request_id] = ctx
-            self.call_threads.submit(spec.name, context.run, self.run_sync, request_id, spec, arguments, ctx)
+            self.call_threads.submit(
+                spec.name, context.run, self.run_sync, request_id, spec, arguments, ctx, proto
+            )
 
     def _start_through_middleware(
         self,
@@ -566,7 +570,9 @@ class ProcessRuntime:
         # then the tool runs as a call without middleware. Run by hand, not as a task, while
         # they await nothing that suspends (the common case: checks, rewrites, logging).
         call = ToolCall(spec.name, orjson.loads(request.arguments_json) if request.arguments_json else {})
-        run = self.run_before_only(request_id, spec, ctx, context, specs, request.middleware_owner, call)
+        run = self.run_before_only(
+            request_id, spec, ctx, context, specs, request.middleware_owner, call, request.result_proto
+        )
         task = eager.start(self.loop, run, context)
         if task is not None:
             self._running(request_id, task, ctx)
@@ -593,6 +599,7 @@ class ProcessRuntime:
         specs: list[MiddlewareSpec],
         owner: str,
         call: ToolCall,
+        proto: bool = False,
     ) -> None:
         try:
             outcome = await _before_tool(spec, specs, owner, call, ctx)
@@ -603,7 +610,7 @@ class ProcessRuntime:
             outcome = encode_error(exc, spec.name)
         self.tasks.pop(request_id, None)
         # (a copy: a call thread must not enter the context this runs in)
-        self._after_middleware(request_id, spec, ctx, context.copy(), outcome)
+        self._after_middleware(request_id, spec, ctx, context.copy(), outcome, proto)
 
     def _after_middleware(
         self,
@@ -612,10 +619,13 @@ class ProcessRuntime:
         ctx: Context,
         context: contextvars.Context,
         outcome: ToolCall | Encoded,
+        proto: bool = False,
     ) -> None:
-        """Before-only middleware passed the call on (run the tool), or answered it."""
+        """Before-only middleware passed the call on (run the tool: they never see its result),
+        or answered it."""
         if isinstance(outcome, ToolCall):
-            self._start_tool(request_id, spec, orjson.dumps(outcome.arguments).decode(), ctx, context)
+            arguments = orjson.dumps(outcome.arguments).decode()
+            self._start_tool(request_id, spec, arguments, ctx, context, proto)
             return
         self.send_result(request_id, *outcome)
         if self.on_call_end is not None:
@@ -665,8 +675,10 @@ class ProcessRuntime:
 
     # A call is over (on_call_end) only once its answer is handed to the writer: a process told
     # to exit waits for that, then flushes, so no finished call loses its answer.
-    async def run_async(self, request_id: str, spec: ToolSpec, arguments: str | bytes, ctx: Context) -> None:
-        await self._answer(request_id, _outcome_async(spec, arguments, ctx))
+    async def run_async(
+        self, request_id: str, spec: ToolSpec, arguments: str | bytes, ctx: Context, proto: bool = False
+    ) -> None:
+        await self._answer(request_id, _outcome_async(spec, arguments, ctx, proto))
 
     async def _answer(self, request_id: str, outcome: Awaitable[Encoded | None]) -> None:
         """Send what a call running as a task comes to (None: cancelled, by the host, which
@@ -685,9 +697,11 @@ class ProcessRuntime:
         if self.on_call_end is not None:
             self.on_call_end()
 
-    def run_sync(self, request_id: str, spec: ToolSpec, arguments_json: str | bytes, ctx: Context) -> None:
+    def run_sync(
+        self, request_id: str, spec: ToolSpec, arguments_json: str | bytes, ctx: Context, proto: bool = False
+    ) -> None:
         try:
-            encoded = _outcome_sync(spec, arguments_json, ctx)
+            encoded = _outcome_sync(spec, arguments_json, ctx, proto)
             if not ctx.cancelled:
                 self.send_result(request_id, *encoded)
         finally:
@@ -773,10 +787,12 @@ class _Frames(asyncio.Protocol):
         self.process.input_closed()
 
 
-async def _outcome_async(spec: ToolSpec, arguments: str | bytes, ctx: Context) -> Encoded | None:
+async def _outcome_async(
+    spec: ToolSpec, arguments: str | bytes, ctx: Context, proto: bool = False
+) -> Encoded | None:
     """An async tool's answer; None when the call was cancelled from outside."""
     try:
-        return encode_result(await spec.fn(**_arguments(spec, arguments, ctx)), spec)
+        return encode_result(await spec.fn(**_arguments(spec, arguments, ctx)), spec, proto=proto)
     except asyncio.CancelledError as exc:
         if _cancelled_from_outside(ctx):
             return None
@@ -787,9 +803,9 @@ async def _outcome_async(spec: ToolSpec, arguments: str | bytes, ctx: Context) -
         return encode_error(exc, spec.name)
 
 
-def _outcome_sync(spec: ToolSpec, arguments: str | bytes, ctx: Context) -> Encoded:
+def _outcome_sync(spec: ToolSpec, arguments: str | bytes, ctx: Context, proto: bool = False) -> Encoded:
     try:
-        return encode_result(spec.fn(**_arguments(spec, arguments, ctx)), spec)
+        return encode_result(spec.fn(**_arguments(spec, arguments, ctx)), spec, proto=proto)
     except BaseException as exc:  # SystemExit, KeyboardInterrupt...: still one answer
         report_failure(exc, ctx)
         return encode_error(exc, spec.name)

@@ -167,7 +167,7 @@ class ListToolsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class CallToolRequest(_message.Message):
-    __slots__ = ("name", "arguments_json", "progress_token", "task_id", "auth_json", "client_capabilities_json", "input_answers_json", "trace_parent", "trace_state", "arguments_proto", "middleware", "middleware_owner")
+    __slots__ = ("name", "arguments_json", "progress_token", "task_id", "auth_json", "client_capabilities_json", "input_answers_json", "trace_parent", "trace_state", "arguments_proto", "middleware", "middleware_owner", "result_proto")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -180,6 +180,7 @@ class CallToolRequest(_message.Message):
     ARGUMENTS_PROTO_FIELD_NUMBER: _ClassVar[int]
     MIDDLEWARE_FIELD_NUMBER: _ClassVar[int]
     MIDDLEWARE_OWNER_FIELD_NUMBER: _ClassVar[int]
+    RESULT_PROTO_FIELD_NUMBER: _ClassVar[int]
     name: str
     arguments_json: str
     progress_token: str
@@ -192,7 +193,8 @@ class CallToolRequest(_message.Message):
     arguments_proto: bytes
     middleware: _containers.RepeatedScalarFieldContainer[str]
     middleware_owner: str
-    def __init__(self, name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., progress_token: _Optional[str] = ..., task_id: _Optional[str] = ..., auth_json: _Optional[str] = ..., client_capabilities_json: _Optional[str] = ..., input_answers_json: _Optional[str] = ..., trace_parent: _Optional[str] = ..., trace_state: _Optional[str] = ..., arguments_proto: _Optional[bytes] = ..., middleware: _Optional[_Iterable[str]] = ..., middleware_owner: _Optional[str] = ...) -> None: ...
+    result_proto: bool
+    def __init__(self, name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., progress_token: _Optional[str] = ..., task_id: _Optional[str] = ..., auth_json: _Optional[str] = ..., client_capabilities_json: _Optional[str] = ..., input_answers_json: _Optional[str] = ..., trace_parent: _Optional[str] = ..., trace_state: _Optional[str] = ..., arguments_proto: _Optional[bytes] = ..., middleware: _Optional[_Iterable[str]] = ..., middleware_owner: _Optional[str] = ..., result_proto: _Optional[bool] = ...) -> None: ...
 
 class ReloadResponse(_message.Message):
     __slots__ = ("success", "error")
@@ -257,7 +259,7 @@ class ToolDefinition(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ..., output_schema_json: _Optional[str] = ..., title: _Optional[str] = ..., read_only_hint: _Optional[bool] = ..., destructive_hint: _Optional[bool] = ..., idempotent_hint: _Optional[bool] = ..., open_world_hint: _Optional[bool] = ..., task_support: _Optional[bool] = ..., annotations_json: _Optional[str] = ..., hidden: _Optional[bool] = ..., tags: _Optional[_Iterable[str]] = ..., timeout: _Optional[float] = ..., task_support_mode: _Optional[str] = ..., input_before_task: _Optional[bool] = ..., pinned: _Optional[bool] = ..., message_descriptors: _Optional[bytes] = ..., input_message: _Optional[str] = ..., output_message: _Optional[str] = ..., meta_json: _Optional[str] = ..., icons_json: _Optional[str] = ...) -> None: ...
 
 class CallToolResponse(_message.Message):
-    __slots__ = ("is_error", "result_json", "enable_tools", "disable_tools", "error", "structured_content_json", "meta_json")
+    __slots__ = ("is_error", "result_json", "enable_tools", "disable_tools", "error", "structured_content_json", "meta_json", "structured_content_proto")
     IS_ERROR_FIELD_NUMBER: _ClassVar[int]
     RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
     ENABLE_TOOLS_FIELD_NUMBER: _ClassVar[int]
@@ -265,6 +267,7 @@ class CallToolResponse(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     STRUCTURED_CONTENT_JSON_FIELD_NUMBER: _ClassVar[int]
     META_JSON_FIELD_NUMBER: _ClassVar[int]
+    STRUCTURED_CONTENT_PROTO_FIELD_NUMBER: _ClassVar[int]
     is_error: bool
     result_json: str
     enable_tools: _containers.RepeatedScalarFieldContainer[str]
@@ -272,7 +275,8 @@ class CallToolResponse(_message.Message):
     error: ToolError
     structured_content_json: str
     meta_json: str
-    def __init__(self, is_error: _Optional[bool] = ..., result_json: _Optional[str] = ..., enable_tools: _Optional[_Iterable[str]] = ..., disable_tools: _Optional[_Iterable[str]] = ..., error: _Optional[_Union[ToolError, _Mapping]] = ..., structured_content_json: _Optional[str] = ..., meta_json: _Optional[str] = ...) -> None: ...
+    structured_content_proto: bytes
+    def __init__(self, is_error: _Optional[bool] = ..., result_json: _Optional[str] = ..., enable_tools: _Optional[_Iterable[str]] = ..., disable_tools: _Optional[_Iterable[str]] = ..., error: _Optional[_Union[ToolError, _Mapping]] = ..., structured_content_json: _Optional[str] = ..., meta_json: _Optional[str] = ..., structured_content_proto: _Optional[bytes] = ...) -> None: ...
 
 class ToolError(_message.Message):
     __slots__ = ("error_code", "message", "suggestion", "retryable")

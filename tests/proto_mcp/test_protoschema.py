@@ -93,6 +93,40 @@ def test_every_schema_survives_proto_text_and_protoc(file: Path, tmp_path: Path)
             assert ps.schema_from_message(pool.FindMessageTypeByName(response)) == tool["outputSchema"]
 
 
+@pytest.mark.parametrize("file", [SHAPES, BEHAVIOURS, REALISTIC], ids=lambda f: f.name)
+def test_every_schema_survives_a_set_without_the_options_file(file: Path) -> None:
+    """The set a client gets leaves protomcp/options.proto out (the file no longer imports it);
+    the options stay in the descriptors, read back by a pool that knows them (this one's)."""
+    for tool in schemas_of(file):
+        made = ps.tool_messages(tool["name"], tool["inputSchema"], tool.get("outputSchema"))
+        fds = ps.descriptor_set([made])
+        assert all(f.name.startswith(ps.WELL_KNOWN) for f in fds.file[:-1]), tool["name"]
+        assert ps.OPTIONS_FILE not in fds.file[-1].dependency
+        request, response = ps.message_names(made)
+        assert ps.schema_from_message(ps.message_class(fds, request).DESCRIPTOR) == tool["inputSchema"]
+        if tool.get("outputSchema"):
+            back = ps.schema_from_message(ps.message_class(fds, response).DESCRIPTOR)
+            assert back == tool["outputSchema"], tool["name"]
+
+
+def test_an_options_only_import_leaves_the_other_imports_in_order() -> None:
+    file = descriptor_pb2.FileDescriptorProto(
+        name="t.proto",
+        package="t",
+        dependency=[ps.OPTIONS_FILE, "google/protobuf/struct.proto", "google/protobuf/empty.proto"],
+        public_dependency=[2],
+    )
+    fds = ps.descriptor_set([file])
+    assert [f.name for f in fds.file] == [
+        "google/protobuf/struct.proto",
+        "google/protobuf/empty.proto",
+        "t.proto",
+    ]
+    assert list(fds.file[-1].dependency) == ["google/protobuf/struct.proto", "google/protobuf/empty.proto"]
+    assert list(fds.file[-1].public_dependency) == [1]
+    assert file.dependency[0] == ps.OPTIONS_FILE  # the given file is left as it was
+
+
 def test_arguments_go_to_messages_and_back_unchanged() -> None:
     tools = {tool["name"]: tool for tool in schemas_of(SHAPES)}
     assert set(ARGUMENTS) == set(tools)

@@ -30,8 +30,11 @@ class ProtoMcpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         from starlette.websockets import WebSocket
 
-        from protomcp_host.proto_mcp.codec import NOTICES as notices  # when the first client comes
-        from protomcp_host.proto_mcp.codec import ProtoMcp
+        from protomcp_host.proto_mcp.codec import (
+            ProtoMcp,
+            is_notice,
+            serialized,
+        )  # when the first client comes
 
         ws = WebSocket(scope, receive, send)
         await ws.accept()
@@ -41,8 +44,7 @@ class ProtoMcpEndpoint:
         def write(data: bytes, related: bytes | None = None) -> None:
             message = proto.sent(data)
             if message is not None:
-                notice = message.WhichOneof("payload") in notices
-                to_client.put(message.SerializeToString(), droppable=notice)
+                to_client.put(serialized(message), droppable=is_notice(message))
 
         connection = self.host.connect(write)
         identity = identity_of(scope)
