@@ -237,10 +237,11 @@ def main() -> None:
                 table,
                 "",
                 "protomcp serves proto-mcp by translating each MCPMessage to the JSON-RPC session core "
-                "(so every feature, reload and guarantee is the same for both), and a tool process "
-                "still receives JSON arguments: a proto-mcp call does the JSON work plus the protobuf "
-                "work in the host. It is for clients that want typed messages and descriptors, not "
-                "for speed; over the pipe it costs what the table says.",
+                "(so every feature, reload and guarantee is the same for both). For a tool whose "
+                "schema is JSON Schema, as `echo` here, the tool process receives JSON arguments: a "
+                "proto-mcp call does the JSON work plus the protobuf work in the host, and costs what "
+                "the table says. A typed tool (protobuf messages in and out) skips JSON: see the "
+                "next section.",
             ]
         )
         old = options.out.read_text(encoding="utf-8") if options.out.exists() else ""
