@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import os
+import select
 import sys
 from collections import deque
 from functools import partial
@@ -38,6 +39,11 @@ from protomcp_host.transports.waiting import first_set
 
 if TYPE_CHECKING:
     from protomcp_host.transports.protomcp_stdio import ProtoStdio
+
+
+# After a signal, what the client had already written is still read (without waiting), so those
+# requests get their answer too: at most this many bytes of it.
+WRITTEN_BEFORE_SIGNAL = 1 << 20
 
 
 def is_binary(first: int) -> bool:
@@ -132,6 +138,8 @@ class StdioConnection:
             await read_into(0, self._on_data, closefd=False, on_transport=self._on_transport)
             reading.cancel_scope.cancel()
         self.inputs.clear()
+        if self.signalled:
+            self._read_what_was_written()
         if not self.signalled and (tail := self.splitter.tail()):
             self.held.append(tail)
         if self.proto is not None:
@@ -145,6 +153,20 @@ class StdioConnection:
                 await first_set(self.host.ready, shutdown)
         if not self.host.ready.is_set():  # they did not load (or a signal came first): the host is going away
             self.signalled = True
+
+    def _read_what_was_written(self) -> None:
+        """Requests the client wrote before the signal (reading paused while lines were held, so
+        they may still sit in the pipe): read them without waiting, bounded, to answer each."""
+        budget = WRITTEN_BEFORE_SIGNAL
+        try:
+            while budget > 0 and select.select([0], [], [], 0)[0]:
+                data = os.read(0, min(budget, 65536))
+                if not data:
+                    break
+                budget -= len(data)
+                self._split(data)
+        except (OSError, ValueError):  # stdin closed or not selectable: nothing more to read
+            pass
 
     async def _stop_on_signal(self, shutdown: anyio.Event, reading: anyio.CancelScope) -> None:
         await shutdown.wait()
@@ -198,6 +220,11 @@ class StdioConnection:
             transport.pause_reading()
 
     def _on_data(self, data: bytes) -> None:
+        self._split(data)
+        self.take_held()
+
+    def _split(self, data: bytes) -> None:
+        """Input bytes -> held lines (JSON-RPC lines, or proto-mcp frames made lines)."""
         if not self.framing_known and data:  # the first byte tells JSON-RPC from proto-mcp
             self.framing_known = True
             if is_binary(data[0]):
@@ -206,7 +233,6 @@ class StdioConnection:
                 host = self.host
                 self.proto = ProtoStdio(host.descriptors, partial(self.out.send, end=b""), host.stderr)
         self.held.extend(self.splitter.feed(data) if self.proto is None else self.proto.feed(data))
-        self.take_held()
 
     def take_held(self) -> None:
         """Handle held lines, in order, while the limits allow; pause reading while any stay held

@@ -188,6 +188,36 @@ def test_sigterm_answers_running_and_held_calls_over_stdio(raw_host) -> None:  #
     for held in (2, 4):
         assert answers[held]["error"]["message"] == NOT_STARTED
     assert answers[3]["result"] == {}
+
+
+def test_sigterm_answers_requests_still_in_the_pipe(raw_host) -> None:  # type: ignore[no-untyped-def]
+    """Reading pauses while a request is held (--max-in-flight), so what the client writes next
+    waits in the pipe; a signal then still answers every whole line written before it."""
+    host = raw_host("run", str(FLOW), "--drain-timeout", "0.5", "--max-in-flight", "1")
+    host.initialize()
+    host.send(call(1, "hold", key="never"))
+    assert host.recv()["params"]["data"] == "holding never"
+    host.send(call(2, "add", a=1, b=2))  # held: the host stops reading after it
+    stdin = host.proc.stdin.fileno()
+    os.set_blocking(stdin, False)
+    written = 0
+    while True:  # pings (each under PIPE_BUF: written whole or not at all) until the pipe is full
+        try:
+            os.write(stdin, b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % (100 + written))
+        except BlockingIOError:
+            break
+        written += 1
+    host.proc.send_signal(signal.SIGTERM)
+    answered = set()
+    while True:
+        try:
+            message = host.recv(timeout=30)
+        except EOFError:
+            break
+        if "id" in message:
+            assert message["id"] not in answered, message  # exactly one answer each
+            answered.add(message["id"])
+    assert answered == {1, 2, *range(100, 100 + written)}, (written, len(answered))
     assert host.close() == 0
 
 
