@@ -375,13 +375,7 @@ class Host:
         """A connection serving modern-era (2026-07-28) requests for `principal`, whose
         tool-list control state it shares with the principal's other connections."""
         visibility = self._principal_state(principal)
-        session = ModernSession(
-            self.catalog,
-            self.server_info,
-            visibility=visibility,
-            owner=f"principal:{principal}",
-            shared=self._modern_shared(),
-        )
+        session = ModernSession(self._modern_shared(), visibility=visibility, owner=f"principal:{principal}")
         if self.discovery is not None:
             self.discovery.attach(session)
         tap = self._session_tap(self.wire_tap) if self.wire_tap is not None else None

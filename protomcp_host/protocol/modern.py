@@ -367,32 +367,13 @@ class ModernSession(Session):
     feature_methods = ModernFeatureMethods
 
     def __init__(
-        self,
-        catalog: Catalog,
-        server_info: dict[str, Any],
-        instructions: str | None = None,
-        features: Features | None = None,
-        *,
-        visibility: ToolVisibility | None = None,
-        serve_modern: bool = False,
-        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-        task_store: TaskStore | None = None,
-        owner: str = "",
-        shared: ModernShared | None = None,
+        self, shared: ModernShared, *, visibility: ToolVisibility | None = None, owner: str = ""
     ) -> None:
+        """`shared`: the host's (what does not depend on the request); `visibility`: the
+        principal's tool-list state; `owner`: the principal, as the owner of its tasks."""
         # (Session.__init__ is not called: what it builds per session, the method table above
         # all, is the host's `shared` here, and would make each request's session an object
         # graph in reference cycles that only the cyclic GC frees.)
-        if shared is None:
-            shared = ModernShared(
-                catalog,
-                server_info,
-                instructions,
-                features,
-                serve_modern=serve_modern,
-                max_in_flight=max_in_flight,
-                task_store=task_store,
-            )
         self.shared = shared
         self.catalog = shared.catalog
         self.max_in_flight = shared.max_in_flight

@@ -17,6 +17,7 @@ from protomcp_host.protocol.modern import (
     PROTOCOL_VERSION,
     SERVER_INFO,
     ModernSession,
+    ModernShared,
     is_modern,
     maybe_modern,
     stamp,
@@ -59,7 +60,9 @@ def make(serve: bool = True, visibility: ToolVisibility | None = None) -> Modern
             prompts=[Entry("p", "a.py", {"name": "p"})],
         ),
     )
-    return ModernSession(catalog, INFO, "Use it.", features, visibility=visibility, serve_modern=serve)
+    return ModernSession(
+        ModernShared(catalog, INFO, "Use it.", features, serve_modern=serve), visibility=visibility
+    )
 
 
 def request(method: str, params: dict[str, Any] | None = None, id_: Any = 1, meta: Any = META) -> bytes:

@@ -15,6 +15,7 @@ from protomcp_host.protocol.modern import (
     PROTOCOL_VERSION,
     TASKS_EXTENSION,
     ModernSession,
+    ModernShared,
 )
 from protomcp_host.protocol.session import Call, Send, TaskCancel, TaskInput, ToolAnswer
 from protomcp_host.protocol.tasks import TaskMethods, TaskNotFound, TaskStore
@@ -52,7 +53,7 @@ def make(store: TaskStore, owner: str = "principal:alice") -> ModernSession:
             _tool("ask", "required", before=True),
         ],
     )
-    session = ModernSession(catalog, INFO, serve_modern=True, task_store=store, owner=owner)
+    session = ModernSession(ModernShared(catalog, INFO, serve_modern=True, task_store=store), owner=owner)
     session.tasks.now = T0
     return session
 
