@@ -148,7 +148,6 @@ class Host:
         self.sources: dict[str, Any] = {}
         self.dispatcher = Dispatcher(self.sources, self.call_timeout)
         self.features = Features(self.settings.page_size)  # resources, templates, prompts of every file
-        self.routers_now = self._routers_now  # (one bound method for every connection to hold)
         self.forwarding = Forwarding(self.features, self.sources, self.routers_now, self.call_timeout)
         self.features.completions_expected = any(declares_completions(file) for file in files)
         if skills is not None:  # --skills: served by the host itself, no tool process
@@ -343,10 +342,10 @@ class Host:
     # -- sessions ------------------------------------------------------------------
     @property
     def routers(self) -> list[Router]:
-        """Every client session's router now (a copy: sessions may come and go meanwhile)."""
-        return list(self._routers)
+        return self.routers_now()
 
-    def _routers_now(self) -> list[Router]:
+    def routers_now(self) -> list[Router]:
+        """Every client session's router now (a copy: sessions may come and go meanwhile)."""
         return list(self._routers)
 
     def connect(self, write: Writer, *, observed: bool = True) -> Router:
