@@ -80,24 +80,21 @@ class Router:
 
     def feed(self, line: bytes) -> None:
         """Handle one line from the client."""
-        if self.spans is not None:
-            self.spans.received(line)
-        self.tick()
-        events = self._events
-        for event in self.session.receive(line):
-            events[type(event)](self, event)
+        self._arrived(line)
+        self.carry_out(self.session.receive(line))
 
     def feed_loaded(self, line: bytes, data: Any) -> None:
         """feed() of a line the transport has parsed already (`data`, orjson's)."""
+        self._arrived(line)
+        self.carry_out(self.session.receive_decoded(rpc.decode_loaded(line, data)))
+
+    def _arrived(self, line: bytes) -> None:
         if self.spans is not None:
             self.spans.received(line)
         self.tick()
-        events = self._events
-        for event in self.session.receive_decoded(rpc.decode_loaded(line, data)):
-            events[type(event)](self, event)
 
     def carry_out(self, events: list[Event]) -> None:
-        """Events the host produced for this session (e.g. after a tool-list change)."""
+        """Carry out the session's events (from a line, or the host's, e.g. a tool-list change)."""
         table = self._events
         for event in events:
             table[type(event)](self, event)
