@@ -38,6 +38,7 @@ from protomcp_host.protocol.catalog import Catalog, Tool
 from protomcp_host.protocol.session import PROTO_ARGUMENTS, PROTO_RESULT, STRUCTURED_PROTO
 from protomcp_sdk.wire import proto_mcp_pb2 as pm
 from protomcp_sdk.wire import protoschema
+from protomcp_sdk.wire.varint import varint
 
 VERSION = "1.0.0"
 MAX_FRAME = 64 * 1024 * 1024  # bytes of one MCPMessage
@@ -75,18 +76,9 @@ def frame(message: Outgoing) -> bytes:
     return len(data).to_bytes(4, "big") + data
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _field(tag: bytes, data: bytes) -> bytes:
     """A length-delimited field: its tag byte, its length, its bytes."""
-    return tag + _varint(len(data)) + data
+    return tag + varint(len(data)) + data
 
 
 # tag bytes of the length-delimited fields spliced (field number << 3 | 2)
@@ -463,7 +455,7 @@ class ProtoMcp:
         if answer.next_cursor:
             parts.append(_field(_CURSOR_TAG, answer.next_cursor.encode()))
         listing = _field(_LIST_TOOLS_RESPONSE_TAG, b"".join(parts))
-        return (_ID_TAG + _varint(id_) if id_ else b"") + listing
+        return (_ID_TAG + varint(id_) if id_ else b"") + listing
 
     def _answer_call_tool_request(self, id_: int, pending: Pending, result: dict[str, Any]) -> pm.MCPMessage:
         answer = pm.ToolResult(is_error=bool(result.get("isError")))

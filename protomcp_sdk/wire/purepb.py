@@ -34,6 +34,7 @@ from types import ModuleType
 from typing import Any, ClassVar, TypeAlias
 
 from protomcp_sdk.wire.leanpb import serialized_descriptor
+from protomcp_sdk.wire.varint import varint as _varint
 
 # FieldDescriptorProto.Type values this module handles (descriptor.proto's numbering)
 DOUBLE, INT64, INT32, BOOL, STRING, MESSAGE, BYTES, UINT32 = 1, 3, 5, 8, 9, 11, 12, 13
@@ -62,17 +63,6 @@ class DecodeError(Exception):
 
 class Unsupported(Exception):
     """The .proto file uses a feature this module does not implement."""
-
-
-def _varint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
