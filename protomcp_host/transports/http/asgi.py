@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
+import anyio
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
@@ -113,3 +114,10 @@ async def read_json(receive: Receive, send: Send, limit: int, timeout: float) ->
         await respond(send, 202)
         return None
     return body, rpc.parse_leniently(body)  # a batch: its session answers each message
+
+
+async def cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    """Cancel `scope` once the client disconnects (run beside what answers it)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()

@@ -9,7 +9,7 @@ it: with authentication, a POST from anyone else gets 404, as an unknown session
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 import anyio
@@ -18,6 +18,7 @@ from protomcp_host.transports.http.asgi import (
     Receive,
     Scope,
     Send,
+    cancel_on_disconnect,
     read_json,
     refuse,
     respond,
@@ -82,7 +83,7 @@ class SseTransport:
                 }
             )
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
+                tg.start_soon(cancel_on_disconnect, receive, tg.cancel_scope)
                 cursor = 0
                 while True:
                     events = session.stream.after(cursor)
@@ -145,10 +146,3 @@ class SseTransport:
     def close_all(self) -> None:
         for session in list(self.sessions.values()):
             session.close()
-
-
-async def _cancel_on_disconnect(receive: Receive, scope: Any) -> None:
-    while True:
-        if (await receive())["type"] == "http.disconnect":
-            scope.cancel()
-            return

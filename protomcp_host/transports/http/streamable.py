@@ -27,6 +27,7 @@ from protomcp_host.transports.http.asgi import (
     Receive,
     Scope,
     Send,
+    cancel_on_disconnect,
     header,
     read_json,
     refuse,
@@ -368,7 +369,7 @@ class StreamableHTTP:
         stream = hs.open_batch(ids)
         hs.router.feed(body)
         async with anyio.create_task_group() as tg:  # a client that leaves stops the wait
-            tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
+            tg.start_soon(cancel_on_disconnect, receive, tg.cancel_scope)
             while not stream.done and not stream.closed:
                 await stream.wait(self.options.keepalive)
             tg.cancel_scope.cancel()
@@ -420,7 +421,7 @@ class StreamableHTTP:
         generation = stream.attach()
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
+                tg.start_soon(cancel_on_disconnect, receive, tg.cancel_scope)
                 while stream.attached == generation:
                     events = stream.after(cursor)
                     if events:
@@ -495,14 +496,6 @@ class StreamableHTTP:
     def close_all(self) -> None:
         for hs in list(self.sessions.values()):
             self._end(hs)
-
-
-async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
 
 
 async def _note_disconnect(receive: Receive, left: anyio.Event, scope: anyio.CancelScope) -> None:
