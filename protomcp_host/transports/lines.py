@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import PROTOCOL_VERSION, maybe_modern
+from protomcp_host.protocol.modern import is_modern, maybe_modern
 
 MAX_LINE = 256 * 1024 * 1024
 
@@ -112,11 +112,7 @@ def modern_message(line: bytes) -> dict[str, Any] | None:
         message = orjson.loads(line)
     except orjson.JSONDecodeError:
         return None
-    if type(message) is not dict:
-        return None
-    params = message.get("params")
-    meta = params.get("_meta") if type(params) is dict else None
-    return message if type(meta) is dict and PROTOCOL_VERSION in meta else None
+    return message if type(message) is dict and is_modern(message.get("params")) else None
 
 
 def is_cancellation(line: bytes) -> bool:
