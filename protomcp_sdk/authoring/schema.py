@@ -524,8 +524,11 @@ def _unsupported_type(exc: Exception) -> bool:
     return isinstance(exc, PydanticSchemaGenerationError)
 
 
-def _failing_parameter(annotations: dict[str, object]) -> str | None:
-    """Name the parameter whose type pydantic rejects (only used to word an error)."""
+def _failing_parameter(annotations: dict[str, Any]) -> str | None:
+    """Name the parameter whose type pydantic rejects (only used to word an error).
+
+    Annotations are typed ``Any``: they are runtime type forms, which pydantic's ``TypeAdapter``
+    types as ``TypeForm[T]`` in newer releases and ``type[T] | Any`` in older ones."""
     from pydantic import TypeAdapter
 
     for name, annotation in annotations.items():
@@ -536,7 +539,7 @@ def _failing_parameter(annotations: dict[str, object]) -> str | None:
     return None
 
 
-def _pydantic_output_schema(annotation: object, tool_name: str) -> JSONObject:
+def _pydantic_output_schema(annotation: Any, tool_name: str) -> JSONObject:
     from pydantic import TypeAdapter
 
     try:
