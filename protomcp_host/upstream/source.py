@@ -36,6 +36,7 @@ from protomcp_sdk.wire import envelope_pb2 as pb
 PING_INTERVAL = 1.0  # seconds between liveness pings of a connected upstream
 PING_TIMEOUT = 10.0  # a ping unanswered this long: the upstream is gone
 SETTLE_WAIT = 2.0  # how long a lost connection stays open for its requests' own outcomes
+CANCEL_GRACE = 60.0  # how long a dropped request may still ask (stdio): its questions are declined
 CONNECTION_CLOSED = -32000  # mcp's code for a connection that closed under a request
 INVALID_REQUEST = -32600
 
@@ -112,6 +113,7 @@ class Upstream:
         restart_wait: float = 10.0,
         ping_interval: float = PING_INTERVAL,
         settle_wait: float = SETTLE_WAIT,
+        cancel_grace: float = CANCEL_GRACE,
         version: str = "",
         hidden_env: Collection[str] = (),
     ) -> None:
@@ -123,6 +125,7 @@ class Upstream:
         self.restart_wait = restart_wait  # how long a call waits for a reconnect
         self.ping_interval = ping_interval
         self.settle_wait = settle_wait
+        self.cancel_grace = cancel_grace
         self.version = version  # protomcp's, for the upstream's clientInfo
         self._stopped = asyncio.Event()
         self.backoff = Backoff()
@@ -133,6 +136,10 @@ class Upstream:
         self._lost = asyncio.Event()
         self._relist = False
         self._running: dict[str, _Request] = {}  # by request id
+        # Requests dropped by their owner while the upstream had them, as (the session they were
+        # sent on, until when): the upstream may finish what it started (the spec lets it), so
+        # over stdio a question it asks meanwhile may be theirs (see _owner_of).
+        self._dropped: list[tuple[Any, float]] = []
         self._moved = asyncio.Event()  # a request left its session (answered, failed, to be resent)
         self._ids = itertools.count(1)
         self._tools: dict[str, str] = {}  # served name -> the upstream's name
@@ -410,10 +417,16 @@ class Upstream:
         return None
 
     def drop(self, request_id: str, cancel: bool = True) -> None:
-        """The request's owner is done with it: stop it (the mcp client tells the upstream)."""
+        """The request's owner is done with it: stop it (the mcp client tells the upstream).
+        One the upstream had stays a possible owner of the upstream's questions until its
+        connection ends (the upstream restarts) or `cancel_grace` passes."""
         request = self._running.pop(request_id, None)
-        if request is not None:
-            request.scope.cancel()
+        if request is None:
+            return
+        if request.on is not None:
+            self._still_dropped()  # those over leave first: the list stays short
+            self._dropped.append((request.on, time.monotonic() + self.cancel_grace))
+        request.scope.cancel()
 
     def running(self) -> list[str]:
         return [str(request.leg) for request in self._running.values()]
@@ -574,12 +587,16 @@ class Upstream:
         return await self._ask("elicitation/create", params, types.ElicitResult)
 
     async def _ask(self, method: str, params: Any, model: Any) -> Any:
-        """Ask the client of the request this one belongs to; refused (an error to the upstream)
-        when that request cannot be told for certain: it could reach another user's client."""
+        """Ask the client of the request this one belongs to; never anyone else's. Refused
+        when that request cannot be told for certain (an error to the upstream), declined
+        when it may be one whose owner is gone (elicitation: action "decline"; others an
+        error, as they have no way to decline)."""
         from mcp import types
 
-        owner, why = self._owner_of(_OWNER.get())
+        owner, why, gone = self._owner_of(_OWNER.get())
         if owner is None:
+            if gone and method == "elicitation/create":
+                return types.ElicitResult(action="decline")
             return types.ErrorData(code=INVALID_REQUEST, message=f"{method} refused by protomcp: {why}")
         asked = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         owner.asked += 1
@@ -599,24 +616,41 @@ class Upstream:
             return types.ErrorData(code=INVALID_REQUEST, message=error or "no answer")
         return model.model_validate(result)
 
-    def _owner_of(self, related: _Request | None) -> tuple[_Request | None, str]:
-        """The request an upstream's request belongs to, or None and why it cannot be told.
+    def _owner_of(self, related: _Request | None) -> tuple[_Request | None, str, bool]:
+        """The request an upstream's request belongs to; or None, why it cannot be told, and
+        whether it may belong to a request whose owner is gone.
 
         Over HTTP the transport says: it arrived on that request's stream (`related`), or on the
         standalone stream, which belongs to no request. Over stdio nothing says: it belongs to
-        the one request of any kind (call, read, prompt, completion) sent and still running."""
+        the one request of any kind (call, read, prompt, completion) the upstream has, counting
+        those dropped (cancelled, timed out) that it may still be finishing: while one of them
+        may be the asker, the question is nobody's to answer."""
         if related is not None:
             if related.leg.live and any(r is related for r in self._running.values()):
-                return related, ""
-            return None, "the request it belongs to is over"
+                return related, "", False
+            return None, "the request it belongs to is over", True
         if self.spec.is_http:
-            return None, "it did not come on the stream of a request of protomcp's clients"
+            return None, "it did not come on the stream of a request of protomcp's clients", False
         running = [r for r in self._running.values() if r.sent]  # a leg gone still runs upstream
-        if len(running) == 1:
-            return (running[0], "") if running[0].leg.live else (None, "the request it belongs to is over")
+        dropped = self._still_dropped()
+        if len(running) == 1 and not dropped:
+            if running[0].leg.live:
+                return running[0], "", False
+            return None, "the request it belongs to is over", True
+        if not running and not dropped:
+            return None, "no request is running", False
         if not running:
-            return None, "no request is running"
-        return None, f"{len(running)} requests are running and stdio does not say which one it belongs to"
+            return None, "the request it belongs to was cancelled", True
+        count = len(running) + dropped
+        why = f"{count} requests are running and stdio does not say which one it belongs to"
+        return None, why + (f" ({dropped} of them cancelled)" if dropped else ""), bool(dropped)
+
+    def _still_dropped(self) -> int:
+        """Dropped requests the upstream may still be finishing: sent on the connection it has
+        now, within `cancel_grace`."""
+        now = time.monotonic()
+        self._dropped = [(on, until) for on, until in self._dropped if on is self.session and now < until]
+        return len(self._dropped)
 
 
 def tool_definition(tool: dict[str, Any], namespace: str, tag: str) -> pb.ToolDefinition:
