@@ -150,7 +150,6 @@ class PeerHub:
         self._claims = {credential_name(var): ids for var, ids in settings.claims.items()}
         self._bound: dict[str, str] = {}  # agent id -> the credential of the inbound peer holding it
         self._releases: dict[str, anyio.CancelScope] = {}  # ids to free once the grace is over
-        self.freed = asyncio.Event()  # set (and replaced) whenever an inbound peer's id is free again
         self.draining = False  # the host is stopping: peers' new requests are refused
         self._settled = asyncio.Event()  # set (and replaced) whenever a request here or there ends
         sources[BRIDGE_LABEL] = BridgeTools(self)
@@ -289,6 +288,7 @@ class PeerHub:
         if intruder is not None and not intruder.dialled:
             self.stderr(f"protomcp: bridge: peer {agent_id} dialled in under the id of --peer {url}: cut off")
             self._end_link(intruder)
+            self._bound.pop(agent_id, None)  # the id is the --peer's from now on
             if self._tg is not None:
                 self._tg.start_soon(
                     intruder.conn.close, f"agent_id {agent_id!r} is reserved for a configured peer"
@@ -365,22 +365,25 @@ class PeerHub:
             release.cancel()
 
     def _release_later(self, agent_id: str, credential: str) -> None:
-        """Free the id `rebind_grace` seconds after its inbound link closed, unless it is back."""
-        if self._bound.get(agent_id) != credential or agent_id in self._releases or self._tg is None:
+        """Free the id `rebind_grace` seconds after its inbound link closed (counted from the
+        last close), unless it is back."""
+        if self._bound.get(agent_id) != credential or self._tg is None:
             return
+        earlier = self._releases.pop(agent_id, None)
+        if earlier is not None:
+            earlier.cancel()
         scope = self._releases[agent_id] = anyio.CancelScope()
         self._tg.start_soon(self._release, agent_id, credential, scope)
 
     async def _release(self, agent_id: str, credential: str, scope: anyio.CancelScope) -> None:
         with scope:
             await anyio.sleep(self.settings.rebind_grace)
-            self._releases.pop(agent_id, None)
+            if self._releases.get(agent_id) is scope:
+                del self._releases[agent_id]
             if agent_id in self.links or self._bound.get(agent_id) != credential:
                 return
             del self._bound[agent_id]
             self.stderr(f"protomcp: bridge: agent_id {agent_id} is free again (its link closed)")
-            self.freed.set()
-            self.freed = asyncio.Event()
 
     def _refusal(self, agent_id: str) -> str:
         if not AGENT_ID.match(agent_id):
