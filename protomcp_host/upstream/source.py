@@ -423,7 +423,7 @@ class Upstream:
         request = self._running.pop(request_id, None)
         if request is None:
             return
-        if request.on is not None:
+        if request.on is not None and not self.spec.is_http:  # over HTTP its stream says whose
             self._still_dropped()  # those over leave first: the list stays short
             self._dropped.append((request.on, time.monotonic() + self.cancel_grace))
         request.scope.cancel()

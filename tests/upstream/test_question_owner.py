@@ -83,3 +83,14 @@ async def test_a_question_that_may_be_a_dropped_requests_is_declined() -> None:
     sampled = await upstream._sampling(None, types.CreateMessageRequestParams(messages=[], max_tokens=5))
     assert isinstance(sampled, types.ErrorData) and "cancelled" in sampled.message
     assert request.leg.asked == []  # type: ignore[attr-defined]
+
+
+async def test_over_http_a_question_on_a_dropped_requests_stream_is_declined() -> None:
+    upstream = Upstream(UpstreamSpec("ex", url="http://upstream.test/mcp"), events=None)  # type: ignore[arg-type]
+    upstream.session = object()
+    request = sent(upstream, "u1")
+    other = sent(upstream, "u2")
+    assert upstream._owner_of(request) == (request, "", False)  # its own stream says whose
+    upstream.drop("u1")
+    assert upstream._owner_of(request) == (None, "the request it belongs to is over", True)
+    assert upstream._owner_of(other) == (other, "", False)
