@@ -326,13 +326,13 @@ class PeerHub:
         caps = self.capabilities()
         if problem:
             caps.metadata["reason"] = problem
-        await conn.send(Make.create_handshake_response(self.me, hello, caps, accepted=not problem).to_json())
-        if problem:
+            await conn.send(Make.create_handshake_response(self.me, hello, caps, accepted=False).to_json())
             self.stderr(f"protomcp: bridge: refused a handshake: {problem}")
             await conn.close(problem)
             return
-        self._bind(peer.agent_id, credential)
+        self._bind(peer.agent_id, credential)  # before any await: no other token takes it meanwhile
         try:
+            await conn.send(Make.create_handshake_response(self.me, hello, caps, accepted=True).to_json())
             reason = await self._serve_link(conn, peer, "")
         finally:
             self._release_later(peer.agent_id, credential)
@@ -340,12 +340,9 @@ class PeerHub:
 
     def _claim_refusal(self, agent_id: str, credential: str) -> str:
         """Why a peer dialling in with `credential` may not be `agent_id` ("": it may)."""
-        reserved = self._reserved.get(agent_id)
-        if reserved is not None:
-            return (
-                f"agent_id {agent_id!r} is reserved for the configured peer {reserved} (--peer); "
-                "a peer dialling in cannot claim it"
-            )
+        reserved = self._reserved_refusal(agent_id)
+        if reserved:
+            return reserved
         allowed = self._claims.get(credential)
         if allowed is not None and agent_id not in allowed:
             return f"{credential} may claim only agent_id {', '.join(sorted(allowed))}, not {agent_id!r}"
@@ -357,6 +354,15 @@ class PeerHub:
                 f"and {grace:g}s after it closes)"
             )
         return ""
+
+    def _reserved_refusal(self, agent_id: str) -> str:
+        reserved = self._reserved.get(agent_id)
+        if reserved is None:
+            return ""
+        return (
+            f"agent_id {agent_id!r} is reserved for the configured peer {reserved} (--peer); "
+            "a peer dialling in cannot claim it"
+        )
 
     def _bind(self, agent_id: str, credential: str) -> None:
         self._bound[agent_id] = credential
@@ -397,6 +403,8 @@ class PeerHub:
     async def _serve_link(self, conn: Conn, peer: AgentCapabilities, dialled: str) -> str:
         """A handshaken link until it closes; returns why it closed."""
         problem = self._refusal(peer.agent_id)
+        if not dialled:  # a --peer's dial may have learned the id while the handshake was answered
+            problem = problem or self._reserved_refusal(peer.agent_id)
         if problem:
             await conn.close(problem)
             return problem
