@@ -36,7 +36,9 @@ from protomcp_sdk.wire import envelope_pb2 as pb
 PING_INTERVAL = 1.0  # seconds between liveness pings of a connected upstream
 PING_TIMEOUT = 10.0  # a ping unanswered this long: the upstream is gone
 SETTLE_WAIT = 2.0  # how long a lost connection stays open for its requests' own outcomes
-CANCEL_GRACE = 60.0  # how long a dropped request may still ask (stdio): its questions are declined
+# A dropped request the upstream leaves unanswered this long (stdio) gets the upstream restarted
+# once it is idle: until then every question that may be its is declined.
+CANCEL_GRACE = 60.0
 CONNECTION_CLOSED = -32000  # mcp's code for a connection that closed under a request
 INVALID_REQUEST = -32600
 
@@ -137,9 +139,10 @@ class Upstream:
         self._relist = False
         self._running: dict[str, _Request] = {}  # by request id
         # Requests dropped by their owner while the upstream had them, as (the session they were
-        # sent on, until when): the upstream may finish what it started (the spec lets it), so
-        # over stdio a question it asks meanwhile may be theirs (see _owner_of).
+        # sent on, when): the upstream may finish what it started (the spec lets it), so over
+        # stdio a question it asks may be theirs (see _owner_of) until that connection ends.
         self._dropped: list[tuple[Any, float]] = []
+        self._recycling = False  # the connection ends to clear them (see _recycle_due)
         self._moved = asyncio.Event()  # a request left its session (answered, failed, to be resent)
         self._ids = itertools.count(1)
         self._tools: dict[str, str] = {}  # served name -> the upstream's name
@@ -178,6 +181,10 @@ class Upstream:
                 self._fail_running(f"{self.label} went away ({reason})")
                 if self._stopping:
                     break
+                if self._recycling:  # deliberate, not a failure: no backoff, and the line says why
+                    self._recycling = False
+                    self.events.problem(f"{self.label}: restarting it: {reason}")
+                    continue
                 delay = self.backoff.next_delay(time.monotonic() - began)
                 what = "restarting" if not self.spec.is_http else "reconnecting"
                 self.events.problem(f"{self.label} went away ({reason}); {what} in {delay:g}s")
@@ -289,6 +296,17 @@ class Upstream:
                 return "the host is stopping"
             if self._lost.is_set():
                 return "its connection closed"
+            if self._recycle_due():
+                # In this same step, so no call is sent on the connection that ends: calls made
+                # from now on wait for the next one.
+                count = len(self._dropped)
+                self._recycling = True
+                self._lose(session)
+                return (
+                    f"it is idle and {count} cancelled request{'s' if count > 1 else ''} it had "
+                    f"{'are' if count > 1 else 'is'} still unanswered after {self.cancel_grace:g}s "
+                    "(until it restarts, every question it asks is declined)"
+                )
             if self._relist:
                 self._relist = False
                 try:
@@ -418,14 +436,14 @@ class Upstream:
 
     def drop(self, request_id: str, cancel: bool = True) -> None:
         """The request's owner is done with it: stop it (the mcp client tells the upstream).
-        One the upstream had stays a possible owner of the upstream's questions until its
-        connection ends (the upstream restarts) or `cancel_grace` passes."""
+        Over stdio, one the upstream had stays a possible owner of the upstream's questions
+        until its connection ends (the upstream restarts, or is restarted: `_recycle_due`)."""
         request = self._running.pop(request_id, None)
         if request is None:
             return
         if request.on is not None and not self.spec.is_http:  # over HTTP its stream says whose
-            self._still_dropped()  # those over leave first: the list stays short
-            self._dropped.append((request.on, time.monotonic() + self.cancel_grace))
+            self._still_dropped()  # those of ended connections leave first: the list stays short
+            self._dropped.append((request.on, time.monotonic()))
         request.scope.cancel()
 
     def running(self) -> list[str]:
@@ -646,11 +664,20 @@ class Upstream:
         return None, why + (f" ({dropped} of them cancelled)" if dropped else ""), bool(dropped)
 
     def _still_dropped(self) -> int:
-        """Dropped requests the upstream may still be finishing: sent on the connection it has
-        now, within `cancel_grace`."""
-        now = time.monotonic()
-        self._dropped = [(on, until) for on, until in self._dropped if on is self.session and now < until]
+        """Dropped requests the upstream may still be finishing: those sent on the connection
+        it has now. No time limit: a question is never handed to another request because
+        the one it may belong to is slow."""
+        self._dropped = [(on, since) for on, since in self._dropped if on is self.session]
         return len(self._dropped)
+
+    def _recycle_due(self) -> bool:
+        """Whether to restart the upstream to clear its dropped requests: one has been
+        unanswered for `cancel_grace` (the official SDK never answers a cancelled request, so
+        it would keep every later question declined), and no request of ours is in it or
+        waiting for it (nobody loses anything; the work its owner cancelled stops)."""
+        if self.spec.is_http or self._running or not self._still_dropped():
+            return False
+        return time.monotonic() - min(since for _, since in self._dropped) >= self.cancel_grace
 
 
 def tool_definition(tool: dict[str, Any], namespace: str, tag: str) -> pb.ToolDefinition:

@@ -56,17 +56,51 @@ async def test_a_dropped_request_keeps_its_questions_while_the_upstream_may_fini
     assert owner is None and gone and "(1 of them cancelled)" in why
 
 
-async def test_a_dropped_request_is_forgotten_after_the_grace_or_a_restart() -> None:
-    upstream = connected(grace=0.0)
+async def test_a_dropped_request_past_the_grace_still_owns_the_question_while_another_runs() -> None:
+    upstream = connected(grace=0.0)  # long past: time alone never hands its questions out
     sent(upstream, "u1")
     upstream.drop("u1")
-    assert upstream._owner_of(None) == (None, "no request is running", False)
+    sent(upstream, "u2")  # another user's call, the only live one
+    owner, why, gone = upstream._owner_of(None)
+    assert owner is None and gone and "(1 of them cancelled)" in why
+    assert not upstream._recycle_due()  # u2 runs: a restart now would lose it
+
+
+async def test_a_dropped_request_is_forgotten_when_the_upstream_restarts() -> None:
     upstream = connected()
     sent(upstream, "u1")
     upstream.drop("u1")
     upstream.session = object()  # restarted: what ran on the old process asks nothing more
     request = sent(upstream, "u2")
     assert upstream._owner_of(None) == (request, "", False)
+
+
+class Session:
+    async def send_ping(self) -> None:
+        pass
+
+
+async def test_an_idle_upstream_is_restarted_once_a_dropped_request_is_unanswered_past_the_grace() -> None:
+    upstream = connected(grace=0.0)
+    upstream.ping_interval = 0.01
+    old = upstream.session = Session()
+    sent(upstream, "u1")
+    upstream.drop("u1")
+    assert upstream._recycle_due()
+    reason = await upstream._watch(old)  # the connection ends: run() connects again
+    assert "1 cancelled request it had is still unanswered after 0s" in reason
+    assert upstream.session is None and upstream._recycling  # no call is sent on it meanwhile
+    upstream.session = object()  # the new process
+    request = sent(upstream, "u2")
+    assert upstream._owner_of(None) == (request, "", False)  # its questions reach it again
+    assert not upstream._recycle_due()
+
+
+async def test_no_restart_before_the_grace() -> None:
+    upstream = connected(grace=3600.0)
+    sent(upstream, "u1")
+    upstream.drop("u1")
+    assert not upstream._recycle_due()
 
 
 async def test_a_question_that_may_be_a_dropped_requests_is_declined() -> None:

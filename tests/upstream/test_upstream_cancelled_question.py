@@ -82,3 +82,99 @@ async def test_a_cancelled_calls_question_is_declined_never_asked_of_another_use
         assert (marks / "transfer-answer").read_text().split() == ["decline"]
     finally:
         host.terminate()
+
+
+class _Leg:
+    """The calls layer's side of one request to a real Upstream: its answer, and what it was asked."""
+
+    live = True
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.answer: Any = None
+        self.failure = ""
+        self.asked: list[str] = []
+
+    def sent(self, channel: Any, request_id: str) -> None:
+        pass
+
+    def progress(self, note: Any) -> None:
+        pass
+
+    def answered(self, envelope: Any, raw: Any, trusted: bool) -> None:
+        self.answer = envelope
+        self.done.set()
+
+    def failed(self, reason: str) -> None:
+        self.failure = reason
+        self.done.set()
+
+    def ask_client(self, method: str, params: Any, timeout: Any, reply: Any, key: str = "") -> None:
+        self.asked.append(params["message"])
+        content = {"name": "Ada"} if "name" in params["message"] else {"confirm": True}
+        reply({"action": "accept", "content": content}, None)
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def loaded(self, label: str, offer: Any) -> None: ...
+
+    def problem(self, message: str) -> None:
+        self.problems.append(message)
+
+
+async def test_an_idle_stdio_upstream_is_restarted_to_forget_a_cancelled_request(marks: Path) -> None:
+    """The real Upstream and a real SDK server over stdio, with the grace (a constructor
+    setting, no flag) at 0: the cancelled transfer still owns its question while Bob's call
+    runs, then, as nothing runs, the upstream is restarted and a question reaches the one call
+    in flight again."""
+    import sys
+
+    from protomcp_host.upstream.source import Upstream
+    from protomcp_host.upstream.spec import UpstreamSpec
+    from protomcp_sdk.wire import envelope_pb2 as pb
+    from tests.upstream.test_upstream import SERVER
+
+    events = _Events()
+    spec = UpstreamSpec("ex", command=(sys.executable, str(SERVER)))
+    upstream = Upstream(spec, events, cancel_grace=0.0, ping_interval=0.05)  # type: ignore[arg-type]
+
+    def call(name: str, arguments: str = "{}") -> _Leg:
+        leg = _Leg()
+        envelope = pb.Envelope(call_tool=pb.CallToolRequest(name=name, arguments_json=arguments))
+        upstream.start(envelope, leg)  # type: ignore[arg-type]
+        return leg
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(upstream.run)
+        try:
+            bob = call("ex_hold")
+            await wait_for_file(marks / "hold-started")
+            call("ex_transfer", '{"amount": 500, "account": "alice-7731"}')
+            await wait_for_file(marks / "transfer-started")
+            upstream.drop("u2")  # Alice cancels: the server goes on, and never answers it
+            await wait_for_file(marks / "transfer-cancelled")
+            (marks / "transfer-go").touch()
+            await wait_for_file(marks / "transfer-answer")
+            assert (marks / "transfer-answer").read_text().split() == ["decline"]
+            assert upstream.connects == 1  # past the grace, but Bob's call runs: no restart
+            (marks / "release").touch()
+            with anyio.fail_after(20):
+                await bob.done.wait()
+            assert bob.failure == "" and bob.asked == []
+            with anyio.fail_after(20):  # nothing runs now: restarted
+                while upstream.connects < 2:
+                    await anyio.sleep(0.02)
+            assert len((marks / "started").read_text().split()) == 2
+            [line] = [p for p in events.problems if "restarting" in p]
+            assert line.startswith("upstream ex: restarting it: it is idle and 1 cancelled request")
+            carol = call("ex_ask_name")
+            with anyio.fail_after(20):
+                await carol.done.wait()
+            assert carol.asked == ["What is your name?"]
+            assert "hello Ada" in carol.answer.call_result.result_json
+        finally:
+            await upstream.stop(1)
+            tg.cancel_scope.cancel()
