@@ -30,6 +30,7 @@ import orjson
 from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
 from protomcp_host.processes.launch import child_environment
 from protomcp_host.processes.supervisor import Backoff
+from protomcp_host.upstream.answered import watch_answers
 from protomcp_host.upstream.spec import EXTRA_HINT, UpstreamSpec
 from protomcp_sdk.wire import envelope_pb2 as pb
 
@@ -37,7 +38,7 @@ PING_INTERVAL = 1.0  # seconds between liveness pings of a connected upstream
 PING_TIMEOUT = 10.0  # a ping unanswered this long: the upstream is gone
 SETTLE_WAIT = 2.0  # how long a lost connection stays open for its requests' own outcomes
 # A dropped request the upstream leaves unanswered this long (stdio) gets the upstream restarted
-# once it is idle: until then every question that may be its is declined.
+# once it is idle: until it is answered or then, every question that may be its is declined.
 CANCEL_GRACE = 60.0
 CONNECTION_CLOSED = -32000  # mcp's code for a connection that closed under a request
 INVALID_REQUEST = -32600
@@ -46,7 +47,7 @@ INVALID_REQUEST = -32600
 class _Request:
     """A request of the calls layer the upstream works on."""
 
-    __slots__ = ("asked", "carried", "kind", "leg", "on", "scope")
+    __slots__ = ("answered", "asked", "carried", "kind", "leg", "on", "scope")
 
     def __init__(self, leg: Leg, kind: str, carried: dict[str, Any]) -> None:
         self.leg, self.kind = leg, kind
@@ -54,6 +55,7 @@ class _Request:
         self.on: Any = None  # the session it was sent on (None: waiting for a connection)
         self.carried = carried  # 2026-07-28: answers a retry run again here brings, by key
         self.asked = 0  # the upstream's requests for the client so far
+        self.answered = False  # by the upstream, even after it was dropped (stdio: see answered.py)
 
     @property
     def sent(self) -> bool:
@@ -139,9 +141,10 @@ class Upstream:
         self._relist = False
         self._running: dict[str, _Request] = {}  # by request id
         # Requests dropped by their owner while the upstream had them, as (the session they were
-        # sent on, when): the upstream may finish what it started (the spec lets it), so over
-        # stdio a question it asks may be theirs (see _owner_of) until that connection ends.
-        self._dropped: list[tuple[Any, float]] = []
+        # sent on, when, the request): the upstream may finish what it started (the spec lets
+        # it), so over stdio a question it asks may be theirs (see _owner_of) until it answers
+        # them or that connection ends.
+        self._dropped: list[tuple[Any, float, _Request]] = []
         self._recycling = False  # the connection ends to clear them (see _recycle_due)
         self._moved = asyncio.Event()  # a request left its session (answered, failed, to be resent)
         self._ids = itertools.count(1)
@@ -274,6 +277,7 @@ class Upstream:
                 env = child_environment(self.hidden_env)
                 params = StdioServerParameters(command=command, args=args, env=env)
                 read, write = await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
+                read, write = watch_answers(read, write, _OWNER)
             session = await stack.enter_async_context(
                 ClientSession(
                     read,
@@ -437,13 +441,14 @@ class Upstream:
     def drop(self, request_id: str, cancel: bool = True) -> None:
         """The request's owner is done with it: stop it (the mcp client tells the upstream).
         Over stdio, one the upstream had stays a possible owner of the upstream's questions
-        until its connection ends (the upstream restarts, or is restarted: `_recycle_due`)."""
+        until the upstream answers it or its connection ends (the upstream restarts, or is
+        restarted: `_recycle_due`)."""
         request = self._running.pop(request_id, None)
         if request is None:
             return
         if request.on is not None and not self.spec.is_http:  # over HTTP its stream says whose
             self._still_dropped()  # those of ended connections leave first: the list stays short
-            self._dropped.append((request.on, time.monotonic()))
+            self._dropped.append((request.on, time.monotonic(), request))
         request.scope.cancel()
 
     def running(self) -> list[str]:
@@ -665,9 +670,9 @@ class Upstream:
 
     def _still_dropped(self) -> int:
         """Dropped requests the upstream may still be finishing: those sent on the connection
-        it has now. No time limit: a question is never handed to another request because
-        the one it may belong to is slow."""
-        self._dropped = [(on, since) for on, since in self._dropped if on is self.session]
+        it has now and not answered. No time limit: a question is never handed to another
+        request because the one it may belong to is slow."""
+        self._dropped = [d for d in self._dropped if d[0] is self.session and not d[2].answered]
         return len(self._dropped)
 
     def _recycle_due(self) -> bool:
@@ -677,7 +682,7 @@ class Upstream:
         waiting for it (nobody loses anything; the work its owner cancelled stops)."""
         if self.spec.is_http or self._running or not self._still_dropped():
             return False
-        return time.monotonic() - min(since for _, since in self._dropped) >= self.cancel_grace
+        return time.monotonic() - min(since for _, since, _ in self._dropped) >= self.cancel_grace
 
 
 def tool_definition(tool: dict[str, Any], namespace: str, tag: str) -> pb.ToolDefinition:

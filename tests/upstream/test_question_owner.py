@@ -66,6 +66,15 @@ async def test_a_dropped_request_past_the_grace_still_owns_the_question_while_an
     assert not upstream._recycle_due()  # u2 runs: a restart now would lose it
 
 
+async def test_a_dropped_request_the_upstream_answered_owns_no_more_questions() -> None:
+    upstream = connected()
+    dropped = sent(upstream, "u1")
+    upstream.drop("u1")
+    request = sent(upstream, "u2")
+    dropped.answered = True  # its answer came after all (the mcp client drops it): it is over
+    assert upstream._owner_of(None) == (request, "", False)
+
+
 async def test_a_dropped_request_is_forgotten_when_the_upstream_restarts() -> None:
     upstream = connected()
     sent(upstream, "u1")
