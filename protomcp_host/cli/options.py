@@ -108,9 +108,11 @@ PEER = click.option(
     "--peer",
     "peers",
     multiple=True,
-    metavar="ws://HOST:PORT/bridge",
+    metavar="[ID=]ws://HOST:PORT/bridge",
     help="Connect to another host's bridge (needs --agent-id); connected again with backoff when "
-    "the link drops. Repeatable.",
+    "the link drops. Repeatable. Its agent id (ID=, or the one it answers with at the first "
+    "handshake) is reserved for it: no peer dialling in may claim it; with ID= it is reserved "
+    "from the start and the host dialled must say it is ID.",
 )
 
 PEER_TOKEN_ENV = click.option(
@@ -124,12 +126,23 @@ BRIDGE_TOKEN_ENV = click.option(
     "--bridge-token-env",
     "bridge_token_envs",
     multiple=True,
-    metavar="VAR",
+    metavar="[ID,...=]VAR",
     help="[http] Peers dialling /bridge must send 'Authorization: Bearer <token>', the token being "
-    "the value of VAR (kept out of tool processes); repeatable, one per peer or group of peers: "
-    "an agent id stays bound to the token that first registered it. An MCP client's token "
-    "(--auth-token-env, OAuth) never opens /bridge: with either and no --bridge-token-env, no "
-    "peer may dial in.",
+    "the value of VAR (kept out of tool processes); repeatable, one per peer or group of peers. "
+    "ID,...= limits the agent ids a peer with that token may claim. An agent id stays bound to "
+    "the token that registered it while its link is open and --bridge-rebind-grace after. An "
+    "MCP client's token (--auth-token-env, OAuth) never opens /bridge: with either and no "
+    "--bridge-token-env, no peer may dial in.",
+)
+
+BRIDGE_REBIND_GRACE = click.option(
+    "--bridge-rebind-grace",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    metavar="S",
+    help="[http] Seconds a peer that dialled in keeps its agent id after its link closed (only its "
+    "token may take it meanwhile, so it can reconnect); then the id is free.",
 )
 
 BRIDGE_MAX_IN_FLIGHT = click.option(
@@ -469,7 +482,14 @@ SOURCES = click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 SOURCE_OPTIONS = option_group(MODULE, PLUGIN)
 UPSTREAM_OPTIONS = option_group(UPSTREAM_PREFIX, UPSTREAM_TOKEN_ENV, UPSTREAM)
 BRIDGE_OPTIONS = option_group(
-    BRIDGE_MAX_IN_FLIGHT, BRIDGE_TOKEN_ENV, PEER_TOKEN_ENV, PEER, AGENT_ROLE, AGENT_NAME, AGENT_ID
+    BRIDGE_MAX_IN_FLIGHT,
+    BRIDGE_REBIND_GRACE,
+    BRIDGE_TOKEN_ENV,
+    PEER_TOKEN_ENV,
+    PEER,
+    AGENT_ROLE,
+    AGENT_NAME,
+    AGENT_ID,
 )
 IDENTITY_OPTIONS = option_group(SERVER_NAME, INSTRUCTIONS)
 CATALOG_OPTIONS = option_group(SKILLS, SCHEMA_REGISTRY, DISCOVERY, EXCLUDE_TAG, INCLUDE_TAG)
@@ -600,14 +620,26 @@ def bridge_settings(given: Mapping[str, Any]) -> BridgeSettings | None:
         raise click.UsageError(
             "--agent-id: a letter, then letters, digits, _ or - (peers name its tools ID_<name>)"
         )
-    for url in given["peers"]:
-        if not url.startswith(("ws://", "wss://")):
-            raise click.UsageError(
-                f"--peer {url}: give the peer's bridge as ws://HOST:PORT/bridge (or wss://)"
-            )
+    urls: list[str] = []
+    peer_ids: dict[str, str] = {}
+    for given_peer in given["peers"]:
+        url, peer_id = _peer(given_peer)
+        if peer_id:
+            if peer_id == agent_id or peer_id in peer_ids.values():
+                raise click.UsageError(f"--peer {given_peer}: the agent id {peer_id} is taken already")
+            peer_ids[url] = peer_id
+        urls.append(url)
     token_env: str = given["peer_token_env"] or ""
     token = _secret("--peer-token-env", token_env) if token_env else ""
-    credentials = {name: _secret("--bridge-token-env", name) for name in given["bridge_token_envs"]}
+    credentials: dict[str, str] = {}
+    claims: dict[str, frozenset[str]] = {}
+    for given_token in given["bridge_token_envs"]:
+        ids, name = _claims(given_token)
+        if name in credentials:
+            raise click.UsageError(f"--bridge-token-env {given_token}: {name} is given twice")
+        credentials[name] = _secret("--bridge-token-env", name)
+        if ids:
+            claims[name] = ids
     client_token = os.environ.get(given["auth_token_env"] or "", "")
     if client_token and client_token in credentials.values():
         raise click.UsageError(
@@ -618,12 +650,44 @@ def bridge_settings(given: Mapping[str, Any]) -> BridgeSettings | None:
         agent_id=agent_id,
         agent_name=given["agent_name"] or "",
         agent_role=given["agent_role"] or "",
-        peers=tuple(given["peers"]),
+        peers=tuple(urls),
+        peer_ids=peer_ids,
         token=token,
         token_env=token_env,
         credentials=credentials,
+        claims=claims,
+        rebind_grace=given["bridge_rebind_grace"],
         max_in_flight=given["bridge_max_in_flight"],
     )
+
+
+def _peer(given: str) -> tuple[str, str]:
+    """`--peer [ID=]ws://HOST:PORT/bridge` as (URL, ID or "")."""
+    from protomcp_host.peers.hub import AGENT_ID
+
+    peer_id, sep, url = given.partition("=")
+    if not sep or "://" in peer_id:
+        peer_id, url = "", given
+    if not url.startswith(("ws://", "wss://")):
+        raise click.UsageError(f"--peer {given}: give the peer's bridge as ws://HOST:PORT/bridge (or wss://)")
+    if peer_id and not AGENT_ID.match(peer_id):
+        raise click.UsageError(f"--peer {given}: ID is an agent id (a letter, then letters, digits, _ or -)")
+    return url, peer_id
+
+
+def _claims(given: str) -> tuple[frozenset[str], str]:
+    """`--bridge-token-env [ID,...=]VAR` as (the ids it may claim, empty: any; VAR)."""
+    from protomcp_host.peers.hub import AGENT_ID
+
+    ids, sep, name = given.rpartition("=")
+    claimed = frozenset(part.strip() for part in ids.split(",")) if sep else frozenset()
+    bad = sorted(part for part in claimed if not AGENT_ID.match(part))
+    if sep and (bad or not claimed):
+        raise click.UsageError(
+            f"--bridge-token-env {given}: before = come agent ids (a letter, then letters, digits, "
+            f"_ or -), separated by commas{': not ' + ', '.join(map(repr, bad)) if bad else ''}"
+        )
+    return claimed, name
 
 
 def _secret(flag: str, name: str) -> str:

@@ -4,7 +4,7 @@ A peer sends one of this host's bridge tokens (`--bridge-token-env VAR`, repeata
 `Authorization: Bearer <token>`; its identity is the credential's name (`VAR`), never the
 token. An MCP client's token (`--auth-token-env`, an OAuth access token) opens no link: a host
 whose MCP endpoint is authenticated and that has no bridge token refuses every peer, saying so.
-The hub then binds each agent id to the credential that first registered it."""
+The hub then decides which agent ids that credential may claim (hub.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,11 @@ import hmac
 from protomcp_host.transports.http.guard import Authenticator, Identity, Refusal
 
 CHALLENGE = ((b"www-authenticate", b'Bearer realm="protomcp-bridge"'),)
+
+
+def credential_name(var: str) -> str:
+    """The identity of a peer that sent the token of `--bridge-token-env VAR`."""
+    return f"bridge token {var}"
 
 
 class PeerCredentials:
@@ -34,7 +39,7 @@ class PeerCredentials:
         if not found:
             why = "Unauthorized: not a bridge token of this host (an MCP client's token opens no link)"
             return Refusal(401, why, CHALLENGE)
-        return Identity(f"bridge token {found}")
+        return Identity(credential_name(found))
 
 
 class NoPeerCredential:

@@ -17,6 +17,11 @@ backoff) and those peers dial to its `/bridge` endpoint. A link starts with the 
 
 A link that closes fails its calls (`INTERNAL_ERROR`, peer went away), its tools leave the
 list (`list_changed`), and requests it queued here are dropped.
+
+Who may be which agent id: the id of a `--peer` (given as `ID=URL`, or learned at its first
+handshake) is that peer's alone, never claimed by a peer dialling in; a bridge token may be
+limited to the ids it may claim; an inbound peer's id is bound to its token while its link is
+open and `rebind_grace` seconds after (so only that token reconnects meanwhile), then free.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import anyio
 import anyio.abc
 import orjson
 
+from protomcp_host.peers.credentials import credential_name
 from protomcp_host.peers.gate import PriorityGate
 from protomcp_host.peers.local import LocalClient
 from protomcp_host.peers.messages import (
@@ -85,9 +91,12 @@ class BridgeSettings:
     agent_name: str = ""
     agent_role: str = ""
     peers: tuple[str, ...] = ()  # ws:// URLs to dial
+    peer_ids: dict[str, str] = field(default_factory=dict)  # URL -> the agent id it must have (ID=URL)
     token: str = ""  # bearer token sent to the peers dialled
     token_env: str = ""  # the variable `token` was read from (--peer-token-env)
     credentials: dict[str, str] = field(default_factory=dict)  # /bridge: VAR -> a token peers send
+    claims: dict[str, frozenset[str]] = field(default_factory=dict)  # VAR -> the only ids it may claim
+    rebind_grace: float = 30.0  # seconds an inbound peer's id stays its token's after its link closed
     max_in_flight: int = 16  # peer requests run at once; the rest wait, by priority
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -95,8 +104,9 @@ class BridgeSettings:
 class Link:
     """A handshaken connection to one peer."""
 
-    def __init__(self, conn: Conn, peer: AgentCapabilities, client: LocalClient) -> None:
+    def __init__(self, conn: Conn, peer: AgentCapabilities, client: LocalClient, dialled: str) -> None:
         self.conn = conn
+        self.dialled = dialled  # the --peer URL this host dialled ("": the peer dialled in)
         self.peer = peer
         self.peer_id = peer.agent_id
         self.client = client
@@ -135,7 +145,11 @@ class PeerHub:
         self.connected = asyncio.Event()  # set whenever a link comes up (tests, diagnostics)
         self._tg: anyio.abc.TaskGroup | None = None
         self._peer_tools: dict[str, dict[str, str]] = {}  # peer id -> served name -> its name
-        self._owners: dict[str, str] = {}  # agent id -> the credential that first registered it
+        # agent id -> the --peer URL it is reserved for (given as ID=URL, or learned when dialled)
+        self._reserved: dict[str, str] = {id_: url for url, id_ in settings.peer_ids.items()}
+        self._claims = {credential_name(var): ids for var, ids in settings.claims.items()}
+        self._bound: dict[str, str] = {}  # agent id -> the credential of the inbound peer holding it
+        self._releases: dict[str, anyio.CancelScope] = {}  # ids to free once the grace is over
         self.draining = False  # the host is stopping: peers' new requests are refused
         self._settled = asyncio.Event()  # set (and replaced) whenever a request here or there ends
         sources[BRIDGE_LABEL] = BridgeTools(self)
@@ -255,9 +269,31 @@ class PeerHub:
             if not reply.payload.accepted:
                 return f"peer {reply.payload.agent_id} did not accept the handshake"
             peer = AgentCapabilities(**reply.payload.model_dump(exclude={"accepted"}))
-            if self._owners.setdefault(peer.agent_id, url) != url:
-                return f"agent_id {peer.agent_id!r} belongs to the credential that first registered it"
-            return await self._serve_link(conn, peer)
+            problem = self._reserve(url, peer.agent_id)
+            if problem:
+                await conn.close(problem)
+                return problem
+            return await self._serve_link(conn, peer, url)
+
+    def _reserve(self, url: str, agent_id: str) -> str:
+        """The id a dialled peer answered with, reserved for its URL (a peer that dialled in
+        holding it is cut off); or why it cannot have it."""
+        expected = self.settings.peer_ids.get(url)
+        if expected is not None and agent_id != expected:
+            return f"the peer at {url} says it is {agent_id!r}, not {expected!r} (--peer {expected}={url})"
+        holder = self._reserved.setdefault(agent_id, url)
+        if holder != url:
+            return f"agent_id {agent_id!r} is reserved for --peer {holder}"
+        intruder = self.links.get(agent_id)
+        if intruder is not None and not intruder.dialled:
+            self.stderr(f"protomcp: bridge: peer {agent_id} dialled in under the id of --peer {url}: cut off")
+            self._end_link(intruder)
+            self._bound.pop(agent_id, None)  # the id is the --peer's from now on
+            if self._tg is not None:
+                self._tg.start_soon(
+                    intruder.conn.close, f"agent_id {agent_id!r} is reserved for a configured peer"
+                )
+        return ""
 
     async def accept(self, conn: Conn, credential: str = "") -> None:
         """A peer dialled /bridge with `credential` (the name of what it authenticated with):
@@ -285,19 +321,75 @@ class PeerHub:
             return
         peer = hello.payload
         problem = self._refusal(peer.agent_id)
-        owner = self._owners.setdefault(peer.agent_id, credential) if not problem else credential
-        if owner != credential:
-            problem = f"agent_id {peer.agent_id!r} belongs to the credential that first registered it"
+        if not problem or peer.agent_id in self.links:  # say why it may not be that id at all first
+            problem = self._claim_refusal(peer.agent_id, credential) or problem
         caps = self.capabilities()
         if problem:
             caps.metadata["reason"] = problem
-        await conn.send(Make.create_handshake_response(self.me, hello, caps, accepted=not problem).to_json())
-        if problem:
+            await conn.send(Make.create_handshake_response(self.me, hello, caps, accepted=False).to_json())
             self.stderr(f"protomcp: bridge: refused a handshake: {problem}")
             await conn.close(problem)
             return
-        reason = await self._serve_link(conn, peer)
+        self._bind(peer.agent_id, credential)  # before any await: no other token takes it meanwhile
+        try:
+            await conn.send(Make.create_handshake_response(self.me, hello, caps, accepted=True).to_json())
+            reason = await self._serve_link(conn, peer, "")
+        finally:
+            self._release_later(peer.agent_id, credential)
         self.stderr(f"protomcp: bridge: peer {peer.agent_id} went away ({reason})")
+
+    def _claim_refusal(self, agent_id: str, credential: str) -> str:
+        """Why a peer dialling in with `credential` may not be `agent_id` ("": it may)."""
+        reserved = self._reserved_refusal(agent_id)
+        if reserved:
+            return reserved
+        allowed = self._claims.get(credential)
+        if allowed is not None and agent_id not in allowed:
+            return f"{credential} may claim only agent_id {', '.join(sorted(allowed))}, not {agent_id!r}"
+        holder = self._bound.get(agent_id)
+        if holder is not None and holder != credential:
+            grace = self.settings.rebind_grace
+            return (
+                f"agent_id {agent_id!r} is bound to another bridge token (while its link is open, "
+                f"and {grace:g}s after it closes)"
+            )
+        return ""
+
+    def _reserved_refusal(self, agent_id: str) -> str:
+        reserved = self._reserved.get(agent_id)
+        if reserved is None:
+            return ""
+        return (
+            f"agent_id {agent_id!r} is reserved for the configured peer {reserved} (--peer); "
+            "a peer dialling in cannot claim it"
+        )
+
+    def _bind(self, agent_id: str, credential: str) -> None:
+        self._bound[agent_id] = credential
+        release = self._releases.pop(agent_id, None)
+        if release is not None:  # its peer is back within the grace
+            release.cancel()
+
+    def _release_later(self, agent_id: str, credential: str) -> None:
+        """Free the id `rebind_grace` seconds after its inbound link closed (counted from the
+        last close), unless it is back."""
+        if self._bound.get(agent_id) != credential or self._tg is None:
+            return
+        earlier = self._releases.pop(agent_id, None)
+        if earlier is not None:
+            earlier.cancel()
+        scope = self._releases[agent_id] = anyio.CancelScope()
+        self._tg.start_soon(self._release, agent_id, credential, scope)
+
+    async def _release(self, agent_id: str, credential: str, scope: anyio.CancelScope) -> None:
+        with scope:
+            await anyio.sleep(self.settings.rebind_grace)
+            if self._releases.get(agent_id) is scope:
+                del self._releases[agent_id]
+            if agent_id in self.links or self._bound.get(agent_id) != credential:
+                return
+            del self._bound[agent_id]
+            self.stderr(f"protomcp: bridge: agent_id {agent_id} is free again (its link closed)")
 
     def _refusal(self, agent_id: str) -> str:
         if not AGENT_ID.match(agent_id):
@@ -308,14 +400,16 @@ class PeerHub:
             return f"peer {agent_id!r} is connected already"
         return ""
 
-    async def _serve_link(self, conn: Conn, peer: AgentCapabilities) -> str:
+    async def _serve_link(self, conn: Conn, peer: AgentCapabilities, dialled: str) -> str:
         """A handshaken link until it closes; returns why it closed."""
         problem = self._refusal(peer.agent_id)
+        if not dialled:  # a --peer's dial may have learned the id while the handshake was answered
+            problem = problem or self._reserved_refusal(peer.agent_id)
         if problem:
             await conn.close(problem)
             return problem
         client = LocalClient(self.sessions, f"peer {peer.agent_id}")
-        link = Link(conn, peer, client)
+        link = Link(conn, peer, client, dialled)
         self.links[link.peer_id] = link
         reason = "its connection closed"
         try:
@@ -329,10 +423,12 @@ class PeerHub:
                 f"{', ' + peer.agent_role if peer.agent_role else ''}; {len(peer.tools)} tools)"
             )
             self.connected.set()
-            while True:
+            while link.open:
                 try:
                     text = await conn.receive()
                 except ConnectionError:
+                    break
+                if not link.open:  # cut off meanwhile (its id is a configured peer's)
                     break
                 try:
                     message = parse_message(text)
@@ -347,6 +443,8 @@ class PeerHub:
         return reason
 
     def _end_link(self, link: Link) -> None:
+        if not link.open:  # ended already (a peer cut off, whose reader ends it again)
+            return
         link.open = False
         if self.links.get(link.peer_id) is link:
             del self.links[link.peer_id]

@@ -30,12 +30,16 @@ import orjson
 from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
 from protomcp_host.processes.launch import child_environment
 from protomcp_host.processes.supervisor import Backoff
+from protomcp_host.upstream.answered import watch_answers
 from protomcp_host.upstream.spec import EXTRA_HINT, UpstreamSpec
 from protomcp_sdk.wire import envelope_pb2 as pb
 
 PING_INTERVAL = 1.0  # seconds between liveness pings of a connected upstream
 PING_TIMEOUT = 10.0  # a ping unanswered this long: the upstream is gone
 SETTLE_WAIT = 2.0  # how long a lost connection stays open for its requests' own outcomes
+# A dropped request the upstream leaves unanswered this long (stdio) gets the upstream restarted
+# once it is idle: until it is answered or then, every question that may be its is declined.
+CANCEL_GRACE = 60.0
 CONNECTION_CLOSED = -32000  # mcp's code for a connection that closed under a request
 INVALID_REQUEST = -32600
 
@@ -43,7 +47,7 @@ INVALID_REQUEST = -32600
 class _Request:
     """A request of the calls layer the upstream works on."""
 
-    __slots__ = ("asked", "carried", "kind", "leg", "on", "scope")
+    __slots__ = ("answered", "asked", "carried", "kind", "leg", "on", "scope")
 
     def __init__(self, leg: Leg, kind: str, carried: dict[str, Any]) -> None:
         self.leg, self.kind = leg, kind
@@ -51,6 +55,7 @@ class _Request:
         self.on: Any = None  # the session it was sent on (None: waiting for a connection)
         self.carried = carried  # 2026-07-28: answers a retry run again here brings, by key
         self.asked = 0  # the upstream's requests for the client so far
+        self.answered = False  # by the upstream, even after it was dropped (stdio: see answered.py)
 
     @property
     def sent(self) -> bool:
@@ -112,6 +117,7 @@ class Upstream:
         restart_wait: float = 10.0,
         ping_interval: float = PING_INTERVAL,
         settle_wait: float = SETTLE_WAIT,
+        cancel_grace: float = CANCEL_GRACE,
         version: str = "",
         hidden_env: Collection[str] = (),
     ) -> None:
@@ -123,6 +129,7 @@ class Upstream:
         self.restart_wait = restart_wait  # how long a call waits for a reconnect
         self.ping_interval = ping_interval
         self.settle_wait = settle_wait
+        self.cancel_grace = cancel_grace
         self.version = version  # protomcp's, for the upstream's clientInfo
         self._stopped = asyncio.Event()
         self.backoff = Backoff()
@@ -133,6 +140,12 @@ class Upstream:
         self._lost = asyncio.Event()
         self._relist = False
         self._running: dict[str, _Request] = {}  # by request id
+        # Requests dropped by their owner while the upstream had them, as (the session they were
+        # sent on, when, the request): the upstream may finish what it started (the spec lets
+        # it), so over stdio a question it asks may be theirs (see _owner_of) until it answers
+        # them or that connection ends.
+        self._dropped: list[tuple[Any, float, _Request]] = []
+        self._recycling = False  # the connection ends to clear them (see _recycle_due)
         self._moved = asyncio.Event()  # a request left its session (answered, failed, to be resent)
         self._ids = itertools.count(1)
         self._tools: dict[str, str] = {}  # served name -> the upstream's name
@@ -171,6 +184,10 @@ class Upstream:
                 self._fail_running(f"{self.label} went away ({reason})")
                 if self._stopping:
                     break
+                if self._recycling:  # deliberate, not a failure: no backoff, and the line says why
+                    self._recycling = False
+                    self.events.problem(f"{self.label}: restarting it: {reason}")
+                    continue
                 delay = self.backoff.next_delay(time.monotonic() - began)
                 what = "restarting" if not self.spec.is_http else "reconnecting"
                 self.events.problem(f"{self.label} went away ({reason}); {what} in {delay:g}s")
@@ -260,6 +277,7 @@ class Upstream:
                 env = child_environment(self.hidden_env)
                 params = StdioServerParameters(command=command, args=args, env=env)
                 read, write = await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
+                read, write = watch_answers(read, write, _OWNER)
             session = await stack.enter_async_context(
                 ClientSession(
                     read,
@@ -282,6 +300,17 @@ class Upstream:
                 return "the host is stopping"
             if self._lost.is_set():
                 return "its connection closed"
+            if self._recycle_due():
+                # In this same step, so no call is sent on the connection that ends: calls made
+                # from now on wait for the next one.
+                count = len(self._dropped)
+                self._recycling = True
+                self._lose(session)
+                return (
+                    f"it is idle and {count} cancelled request{'s' if count > 1 else ''} it had "
+                    f"{'are' if count > 1 else 'is'} still unanswered after {self.cancel_grace:g}s "
+                    "(until it restarts, every question it asks is declined)"
+                )
             if self._relist:
                 self._relist = False
                 try:
@@ -410,10 +439,17 @@ class Upstream:
         return None
 
     def drop(self, request_id: str, cancel: bool = True) -> None:
-        """The request's owner is done with it: stop it (the mcp client tells the upstream)."""
+        """The request's owner is done with it: stop it (the mcp client tells the upstream).
+        Over stdio, one the upstream had stays a possible owner of the upstream's questions
+        until the upstream answers it or its connection ends (the upstream restarts, or is
+        restarted: `_recycle_due`)."""
         request = self._running.pop(request_id, None)
-        if request is not None:
-            request.scope.cancel()
+        if request is None:
+            return
+        if request.on is not None and not self.spec.is_http:  # over HTTP its stream says whose
+            self._still_dropped()  # those of ended connections leave first: the list stays short
+            self._dropped.append((request.on, time.monotonic(), request))
+        request.scope.cancel()
 
     def running(self) -> list[str]:
         return [str(request.leg) for request in self._running.values()]
@@ -574,12 +610,16 @@ class Upstream:
         return await self._ask("elicitation/create", params, types.ElicitResult)
 
     async def _ask(self, method: str, params: Any, model: Any) -> Any:
-        """Ask the client of the request this one belongs to; refused (an error to the upstream)
-        when that request cannot be told for certain: it could reach another user's client."""
+        """Ask the client of the request this one belongs to; never anyone else's. Refused
+        when that request cannot be told for certain (an error to the upstream), declined
+        when it may be one whose owner is gone (elicitation: action "decline"; others an
+        error, as they have no way to decline)."""
         from mcp import types
 
-        owner, why = self._owner_of(_OWNER.get())
+        owner, why, gone = self._owner_of(_OWNER.get())
         if owner is None:
+            if gone and method == "elicitation/create":
+                return types.ElicitResult(action="decline")
             return types.ErrorData(code=INVALID_REQUEST, message=f"{method} refused by protomcp: {why}")
         asked = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         owner.asked += 1
@@ -599,24 +639,50 @@ class Upstream:
             return types.ErrorData(code=INVALID_REQUEST, message=error or "no answer")
         return model.model_validate(result)
 
-    def _owner_of(self, related: _Request | None) -> tuple[_Request | None, str]:
-        """The request an upstream's request belongs to, or None and why it cannot be told.
+    def _owner_of(self, related: _Request | None) -> tuple[_Request | None, str, bool]:
+        """The request an upstream's request belongs to; or None, why it cannot be told, and
+        whether it may belong to a request whose owner is gone.
 
         Over HTTP the transport says: it arrived on that request's stream (`related`), or on the
         standalone stream, which belongs to no request. Over stdio nothing says: it belongs to
-        the one request of any kind (call, read, prompt, completion) sent and still running."""
+        the one request of any kind (call, read, prompt, completion) the upstream has, counting
+        those dropped (cancelled, timed out) that it may still be finishing: while one of them
+        may be the asker, the question is nobody's to answer."""
         if related is not None:
             if related.leg.live and any(r is related for r in self._running.values()):
-                return related, ""
-            return None, "the request it belongs to is over"
+                return related, "", False
+            return None, "the request it belongs to is over", True
         if self.spec.is_http:
-            return None, "it did not come on the stream of a request of protomcp's clients"
+            return None, "it did not come on the stream of a request of protomcp's clients", False
         running = [r for r in self._running.values() if r.sent]  # a leg gone still runs upstream
-        if len(running) == 1:
-            return (running[0], "") if running[0].leg.live else (None, "the request it belongs to is over")
+        dropped = self._still_dropped()
+        if len(running) == 1 and not dropped:
+            if running[0].leg.live:
+                return running[0], "", False
+            return None, "the request it belongs to is over", True
+        if not running and not dropped:
+            return None, "no request is running", False
         if not running:
-            return None, "no request is running"
-        return None, f"{len(running)} requests are running and stdio does not say which one it belongs to"
+            return None, "the request it belongs to was cancelled", True
+        count = len(running) + dropped
+        why = f"{count} requests are running and stdio does not say which one it belongs to"
+        return None, why + (f" ({dropped} of them cancelled)" if dropped else ""), bool(dropped)
+
+    def _still_dropped(self) -> int:
+        """Dropped requests the upstream may still be finishing: those sent on the connection
+        it has now and not answered. No time limit: a question is never handed to another
+        request because the one it may belong to is slow."""
+        self._dropped = [d for d in self._dropped if d[0] is self.session and not d[2].answered]
+        return len(self._dropped)
+
+    def _recycle_due(self) -> bool:
+        """Whether to restart the upstream to clear its dropped requests: one has been
+        unanswered for `cancel_grace` (the official SDK never answers a cancelled request, so
+        it would keep every later question declined), and no request of ours is in it or
+        waiting for it (nobody loses anything; the work its owner cancelled stops)."""
+        if self.spec.is_http or self._running or not self._still_dropped():
+            return False
+        return time.monotonic() - min(since for _, since, _ in self._dropped) >= self.cancel_grace
 
 
 def tool_definition(tool: dict[str, Any], namespace: str, tag: str) -> pb.ToolDefinition:

@@ -14,6 +14,11 @@ tested on a single-worker host of the same store and OAuth ("hub") that a peer h
 its own bridge token: a peer's calls and events reach no client session of either principal,
 and a principal's access token opens no bridge link.
 
+Single-worker members of the same store and OAuth, started by their scenario: one with a stdio
+upstream, where a call Alice cancelled asks its question while Bob's call is the one in flight
+(declined, never asked of Bob); one whose `--peer data=...` is not up yet when a peer holding the
+bridge token dials in as `data` (refused; the real `data` then serves both principals).
+
 Test ids read `test_<scenario>[<era>]`: `legacy` = 2025-11-25 sessions (pinned to one host by
 the nginx hash, to one worker inside it), `modern` = 2026-07-28 (every request to any host and
 worker, round-robin)."""
@@ -24,6 +29,7 @@ import os
 import re
 import signal
 import socket
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -35,6 +41,7 @@ from mcp.client.subscriptions import listen
 
 from tests.peers.test_peers import start_host
 from tests.support.cluster import NGINX, REDIS, Nginx, free_port, start_redis, stop
+from tests.support.hosts import TOOLS
 from tests.support.http import HttpHost, http_session
 from tests.support.matrix import (
     MATRIX_MW,
@@ -50,6 +57,7 @@ from tests.support.matrix import (
 )
 
 UPSTREAM = MATRIX_TOOLS.parent / "upstream.py"
+STDIO_UPSTREAM = TOOLS / "upstream_server.py"  # an official-SDK server, over stdio
 ERAS = pytest.mark.parametrize("era", ["legacy", "modern"])
 SEED = "X-Mcp-Session-Seed"
 BRIDGE_TOKEN = "matrix-peers-only"  # the peers' own credential: no principal's access token
@@ -442,6 +450,115 @@ async def test_cluster_peer_events_reach_no_client_session(
             async with connect(bridged.bridge, additional_headers=headers, open_timeout=10):
                 pass
         assert refused.value.response.status_code == 403
+
+
+@asynccontextmanager
+async def member(
+    cluster: Cluster, *options: str, env: dict[str, str] | None = None
+) -> AsyncIterator[HttpHost]:
+    """A single-worker host of the cluster's store and OAuth with options of its own."""
+    host = HttpHost(
+        "run", str(MATRIX_TOOLS), "--store", cluster.redis_url, *cluster.auth.options(), *options, env=env
+    )
+    try:
+        yield host
+    finally:
+        host.terminate()
+
+
+@ERAS
+async def test_cluster_a_cancelled_calls_upstream_question_reaches_no_one(
+    cluster: Cluster, era: str, tmp_path: Path
+) -> None:
+    """Alice cancels a transfer on a stdio upstream, which finishes it anyway (the spec lets it)
+    and asks "Confirm the transfer ... <Alice's account>?" while Bob's call is the one in flight:
+    over stdio nothing says whose the question is; it is declined, never asked of Bob."""
+    from tests.support.scale import wait_for_file
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    upstream = f"st={sys.executable} {STDIO_UPSTREAM}"
+    async with (
+        member(cluster, "--upstream", upstream, env={"UPSTREAM_MARKS": str(marks)}) as host,
+        world(cluster, era, host.url) as w,
+    ):
+        a, b = w.a, w.b
+        assert b is not None
+        account = a.tag("account")
+        scope = anyio.CancelScope()
+
+        async def transfer() -> None:
+            with scope:
+                await a.call("st_transfer", {"amount": 500, "account": account})
+                raise AssertionError("the transfer was answered although it was cancelled")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(transfer)
+            await wait_for_file(marks / "transfer-started")
+            scope.cancel()
+        await wait_for_file(marks / "transfer-cancelled")  # the upstream heard of it and goes on
+        async with anyio.create_task_group() as tg:
+            held: list[str] = []
+
+            async def hold() -> None:
+                held.append(await b.text("st_hold", {}))
+
+            tg.start_soon(hold)
+            await wait_for_file(marks / "hold-started")  # Bob's call is the one in flight
+            (marks / "transfer-go").touch()
+            assert (await wait_for_file(marks / "transfer-answer")).split() == ["decline"]
+            (marks / "release").touch()
+        assert held == ["held"]
+        assert a.asked["elicitation"] == b.asked["elicitation"] == 0
+        assert not seen_anywhere(b, account), b.dump()
+        await w.finish()
+
+
+@ERAS
+async def test_cluster_an_inbound_peer_before_the_configured_peer(cluster: Cluster, era: str) -> None:
+    """A host with `--peer data=...` whose `data` is not up yet: a peer holding the bridge token
+    dials in as `data` and is refused (the id is the configured peer's); once the real `data` is
+    up both principals' calls of `data_echo` reach it, each answered with its own marker."""
+    from websockets.asyncio.client import connect
+
+    from protomcp_host.peers.messages import AgentCapabilities, MCPBridgeProtocol
+    from tests.peers.test_peers import start_host
+
+    pytest.importorskip("websockets")
+    data_port = free_port()
+    options = ("--agent-id", "hub2", "--peer", f"data=ws://127.0.0.1:{data_port}/bridge")
+    async with member(
+        cluster,
+        *options,
+        "--bridge-token-env",
+        "MATRIX_BRIDGE_TOKEN",
+        env={"MATRIX_BRIDGE_TOKEN": BRIDGE_TOKEN},
+    ) as hub:
+        bridge = hub.url.replace("http://", "ws://").replace("/mcp", "/bridge")
+        headers = {"Authorization": f"Bearer {BRIDGE_TOKEN}"}
+        async with connect(bridge, additional_headers=headers, open_timeout=10) as impostor:
+            hello = MCPBridgeProtocol.create_handshake_request("data", AgentCapabilities(agent_id="data"))
+            await impostor.send(hello.to_json())
+            with anyio.fail_after(WAIT):
+                reply = orjson.loads(await impostor.recv())
+        assert reply["payload"]["accepted"] is False
+        assert "reserved for the configured peer" in reply["payload"]["metadata"]["reason"]
+        data = start_host(data_port, str(MATRIX_TOOLS), "--agent-id", "data")
+        try:
+            async with world(cluster, era, hub.url) as w:
+
+                async def echo(peer: Peer) -> None:
+                    with anyio.fail_after(30):  # the hub dials data again (backoff)
+                        while "data_echo" not in await peer.tool_names():
+                            await anyio.sleep(0.05)
+                    for _ in range(2):
+                        tag = peer.tag("data")
+                        assert await peer.text("data_echo", {"text": tag}) == tag
+
+                await w.each(echo)
+                await w.finish()
+        finally:
+            data.terminate()
 
 
 # -- faults -----------------------------------------------------------------------------------

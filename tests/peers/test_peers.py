@@ -435,10 +435,10 @@ async def test_under_oauth_no_users_token_makes_a_peer_and_an_agent_id_keeps_its
         assert status == 403 and "an MCP client's token opens no link" in why
     async with raw_agent(port, "team-one") as ws:
         assert (await RawAgent(ws).handshake("x"))["payload"]["accepted"] is True
-    async with raw_agent(port, "team-two") as ws:  # x went away; another token cannot take its id
+    async with raw_agent(port, "team-two") as ws:  # x went away; within the grace its id is its token's
         reply = await RawAgent(ws).handshake("x")
         assert reply["payload"]["accepted"] is False
-        assert "belongs to the credential that first registered it" in reply["payload"]["metadata"]["reason"]
+        assert "is bound to another bridge token" in reply["payload"]["metadata"]["reason"]
     async with raw_agent(port, "team-two") as ws:
         assert (await RawAgent(ws).handshake("y"))["payload"]["accepted"] is True
     async with raw_agent(port, "team-one") as ws:
@@ -461,6 +461,11 @@ def test_bridge_options_are_checked() -> None:
         (["--agent-id", "a", "--bridge-token-env", "PROTOMCP_UNSET_VAR"], "is not set"),
         (["--agent-id", "a", "--bridge-token-env", "HOME"], "only with --transport http"),
         (["--agent-id", "a", "--transport", "http", *same_token], "the same token as --auth-token-env"),
+        (["--agent-id", "a", "--peer", "1d=ws://h:1/bridge"], "ID is an agent id"),
+        (["--agent-id", "a", "--peer", "a=ws://h:1/bridge"], "the agent id a is taken already"),
+        (["--agent-id", "a", "--bridge-token-env", "d,2=HOME"], "before = come agent ids"),
+        (["--agent-id", "a", "--bridge-token-env", "=HOME"], "before = come agent ids"),
+        (["--agent-id", "a", "--bridge-token-env", "HOME", "--bridge-token-env", "d=HOME"], "given twice"),
     ):
         result = runner.invoke(main, ["run", *args])
         assert result.exit_code == 2, result.output

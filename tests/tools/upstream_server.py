@@ -67,6 +67,39 @@ async def ask_name(ctx: Context) -> str:
     return f"hello {answer.data.name}" if answer.action == "accept" and answer.data else answer.action
 
 
+async def _wait_mark(name: str) -> None:
+    while not (MARKS / name).exists():
+        await anyio.sleep(0.02)
+
+
+class Confirm(BaseModel):
+    confirm: bool
+
+
+@server.tool()
+async def transfer(amount: int, account: str, ctx: Context) -> str:
+    """Waits for a cancel, then finishes what it started anyway (the spec lets it): asks the
+    client to confirm once the test says go, and leaves the answer's action as a mark."""
+    _mark("transfer-started")
+    try:
+        await anyio.sleep_forever()
+    finally:
+        with anyio.CancelScope(shield=True):
+            _mark("transfer-cancelled")
+            await _wait_mark("transfer-go")
+            answer = await ctx.elicit(f"Confirm the transfer of {amount} from account {account}?", Confirm)
+            _mark("transfer-answer", answer.action)
+    return "unreachable"
+
+
+@server.tool()
+async def hold() -> str:
+    """Runs until the test leaves the mark `release`."""
+    _mark("hold-started")
+    await _wait_mark("release")
+    return "held"
+
+
 @server.tool()
 async def ask_model(ctx: Context) -> str:
     """Asks the client's model (sampling)."""

@@ -486,7 +486,7 @@ def test_doctor_connects_to_upstreams(marks: Path) -> None:
         env={**os.environ, "HOME": str(marks)},
     )
     assert (
-        "upstream ex 'upstream-example'" in good.stdout and "7 tools, 1 resources, 1 prompts" in good.stdout
+        "upstream ex 'upstream-example'" in good.stdout and "9 tools, 1 resources, 1 prompts" in good.stdout
     )
     bad = subprocess.run(
         [*HOST, "doctor", "--upstream", "gone=http://127.0.0.1:1/mcp"],
