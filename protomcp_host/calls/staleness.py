@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import replace
+from urllib.parse import quote
 
 import orjson
 
@@ -35,15 +36,27 @@ def stale_note(label: str, error: str, at: float | None = None) -> str:
     )
 
 
-def with_note(answer: ToolAnswer, note: str) -> ToolAnswer:
-    """The answer with `note` as one more text block (unchanged if its content is not a list:
-    the session reports that malformed content itself)."""
+def with_note(answer: ToolAnswer, note: str, label: str) -> ToolAnswer:
+    """The answer with `note` as one more content block (unchanged if its content is not a list:
+    the session reports that malformed content itself). A text block, unless the answer has
+    structured content: clients then hand the model the structured content and drop the text
+    blocks (Claude Code does), but keep the other blocks, so the note is an embedded text
+    resource there, which leaves the structured content valid against the output schema."""
     try:
         content = orjson.loads(b"".join(answer.content))
     except orjson.JSONDecodeError:
         return answer
     if not isinstance(content, list):
         return answer
-    content.append({"type": "text", "text": note})
+    if answer.structured or answer.structured_proto:
+        resource = {"uri": note_uri(label), "mimeType": "text/plain", "text": note}
+        content.append({"type": "resource", "resource": resource})
+    else:
+        content.append({"type": "text", "text": note})
     content_json = orjson.dumps(content)
     return replace(answer, content=[content_json])
+
+
+def note_uri(label: str) -> str:
+    """The URI of the note's embedded resource (a name, not something to read)."""
+    return f"protomcp://dev/load-error/{quote(label)}"

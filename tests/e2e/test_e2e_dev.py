@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.types import TextResourceContents
 
 from tests.support.hosts import HOST, RawHost, mcp_session, write_atomic
 
@@ -170,7 +171,9 @@ async def test_failed_load_keeps_old_tools_then_fix_reloads(tmp_path: Path, kind
         assert expected in str(error.data) and "tools.py" in str(error.data)
         stale = await session.call_tool("alpha", {"x": 3})
         assert stale.content[0].text == "3"  # old tools still serve, and their answers say why
-        [note] = [block.text for block in stale.content[1:]]
+        [block] = stale.content[1:]  # beside structured content: an embedded text resource
+        assert block.type == "resource" and isinstance(block.resource, TextResourceContents)
+        note = block.resource.text
         assert note.startswith("Note: tools.py failed to load at ") and expected in note
         assert "this answer came from the previous version of tools.py" in note.lower()
         write_atomic(file, tool_source("alpha", "fixed"))
