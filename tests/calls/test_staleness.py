@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from protomcp_host.calls.staleness import stale_note, with_note
+from protomcp_host.calls.staleness import placeholder_tool, stale_note, with_note
 from protomcp_host.protocol.session import ToolAnswer
 
 pytestmark = pytest.mark.fast  # starts no process
@@ -69,3 +69,11 @@ def test_beside_structured_content_the_note_is_an_embedded_resource() -> None:
 def test_malformed_content_is_left_for_the_session_to_refuse() -> None:
     answer = ToolAnswer([b'{"not": "a list"}'])
     assert with_note(answer, "Note: stale", "tools.py") is answer
+
+
+def test_a_file_that_never_loaded_has_a_placeholder_tool_naming_the_error() -> None:
+    tool = placeholder_tool("my-tools.v2.py", SYNTAX.replace("tools.py", "my-tools.v2.py"))
+    assert tool.name == "my-tools_v2_py_failed_to_load" and tool.owner == "my-tools.v2.py"
+    assert tool.pinned and tool.mcp["_meta"] == {"anthropic/alwaysLoad": True}
+    assert "SyntaxError: invalid syntax (line 12)" in tool.mcp["description"]
+    assert tool.validate({}) is None

@@ -181,6 +181,38 @@ async def test_failed_load_keeps_old_tools_then_fix_reloads(tmp_path: Path, kind
         assert text_of(await session.call_tool("alpha", {"x": 3})) == "3"  # a good save: no note
 
 
+@pytest.mark.parametrize("processes", ["1", "2"])
+async def test_a_file_broken_at_start_is_a_tool_that_says_why_until_it_loads(
+    tmp_path: Path, processes: str
+) -> None:
+    """No previous version serves it: a placeholder tool, listed up front, names the error
+    (the model reads tool lists, not log messages); a call answers the whole traceback at
+    once; another failed save updates it; a good save replaces it with the file's tools."""
+    file = tmp_path / "tools.py"
+    write_atomic(file, tool_source("alpha") + "\ndef broken(:\n")
+    watcher = Watcher()
+    async with mcp_session(
+        "dev", "--processes", processes, str(file), message_handler=watcher.on_message
+    ) as session:
+        [placeholder] = (await session.list_tools()).tools
+        assert placeholder.name == "tools_py_failed_to_load"
+        assert placeholder.description is not None
+        assert placeholder.description.startswith("tools.py failed to load, so none of its tools are served:")
+        assert "SyntaxError" in placeholder.description and "(line 8)" in placeholder.description
+        assert placeholder.meta == {"anthropic/alwaysLoad": True}
+        with anyio.fail_after(5):  # at once: no wait for a restart that only a save brings
+            answer = await session.call_tool(placeholder.name, {})
+        assert answer.is_error and "def broken(:" in text_of(answer) and "SyntaxError" in text_of(answer)
+        write_atomic(file, tool_source("alpha") + "\nimport no_such_module_here\n")
+        await watcher.tools_after_change(
+            session, lambda t: "ModuleNotFoundError" in str(t[placeholder.name].description)
+        )
+        write_atomic(file, tool_source("alpha"))
+        tools = await watcher.tools_after_change(session, lambda t: placeholder.name not in t)
+        assert list(tools) == ["alpha"]
+        assert text_of(await session.call_tool("alpha", {"x": 3})) == "3"
+
+
 CRASHY = """
     import gc
     import os
