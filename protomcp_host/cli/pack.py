@@ -8,6 +8,7 @@ The bundle (a zip):
   wheels/           --type uv: protomcp as it runs here, as a wheel (it is on no package index)
   server/main.py    the entry: `protomcp run` on the tool files beside it
   server/tools/     the tool files (a folder given whole, so its helper modules come along)
+  server/skills/    --skills: each folder of skills, whole (the manifest's args pass it as --skills)
   server/lib/       --type python only: protomcp and what a stdio host needs, installed for this
                     platform and this Python version (for clients that run no `uv`)
 """
@@ -57,7 +58,8 @@ if __name__ == "__main__":
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(lib), os.environ.get("PYTHONPATH")]))
     from protomcp_host.cli.entry import main
 
-    sys.argv = ["protomcp", "run", *(str(here / "tools" / name) for name in TOOLS), *ARGS]
+    tools = [str(here / "tools" / name) for name in TOOLS]
+    sys.argv = ["protomcp", "run", *tools, *ARGS, *sys.argv[1:]]  # (the manifest's: --skills)
     main()
 '''
 
@@ -76,6 +78,7 @@ class Bundle:
     author: str
     kind: str  # "uv" or "python"
     sources: list[Path]  # the FILE arguments (files or folders)
+    skills: list[Path] = field(default_factory=list)  # --skills folders
     plugins: list[Any] = field(default_factory=list)  # cli.plugins.Plugin
     report: dict[str, Any] = field(default_factory=dict)  # cli.inspection's
     prompt_texts: dict[str, str] = field(default_factory=dict)  # with ${arguments.NAME} placeholders
@@ -101,12 +104,17 @@ class Bundle:
         env = {
             variable["name"]: f"${{user_config.{setting_key(variable['name'])}}}" for variable in variables
         }
+        skills = [
+            word
+            for folder in self.skills
+            for word in ("--skills", f"${{__dirname}}/server/skills/{folder.name}")
+        ]
         if self.kind == "python":  # (server/main.py puts server/lib on the path)
-            config: dict[str, Any] = {"command": "python", "args": ["${__dirname}/server/main.py"]}
+            config: dict[str, Any] = {"command": "python", "args": ["${__dirname}/server/main.py", *skills]}
         else:
             config = {
                 "command": "uv",
-                "args": ["run", "--project", "${__dirname}", "${__dirname}/server/main.py"],
+                "args": ["run", "--project", "${__dirname}", "${__dirname}/server/main.py", *skills],
             }
         config["env"] = env
         manifest: dict[str, Any] = {
@@ -254,8 +262,10 @@ def plan(
     version: str = "0.1.0",
     author: str | None = None,
     description: str | None = None,
+    skills: list[Path] | None = None,
 ) -> Bundle:
-    """Check the sources, load every tool file (its tools, prompts and variables)."""
+    """Check the sources and the skills folders, load every tool file (its tools, prompts and
+    variables)."""
     from protomcp_host.cli.inspection import inspect_files
     from protomcp_host.cli.install import default_name
     from protomcp_host.processes.launch import StartupError, module_docstring, tool_files
@@ -264,6 +274,8 @@ def plan(
     names = [source.name for source in sources]
     if len(set(names)) != len(names):
         raise PackError("two FILES have the same name: " + ", ".join(sorted(names)))
+    skills = [folder.resolve() for folder in skills or []]
+    _check_skills(skills)
     try:
         files = tool_files(sources)
         plugins = _plugins(plugin_names, python)
@@ -275,7 +287,7 @@ def plan(
         failed = [f"{e['label']} failed to load:\n{e['error']}" for e in report["files"] if not e["ok"]]
         raise PackError("\n".join(failed + report["problems"]) + "\nnothing was packed")
     docs = [first_line(module_docstring(file)) for file in files]
-    name = name or default_name(sources, plugins=plugin_names)
+    name = name or (default_name(sources, plugins=plugin_names) if sources or plugins else "skills")
     return Bundle(
         name=name,
         version=version,
@@ -283,10 +295,27 @@ def plan(
         author=author or getpass.getuser(),
         kind=kind,
         sources=sources,
+        skills=skills,
         plugins=plugins,
         report=report,
         prompt_texts=prompt_texts(loaded, python, report),
     )
+
+
+def _check_skills(folders: list[Path]) -> None:
+    """--skills: folders `run` would serve (so the bundle starts), of distinct names (each is
+    server/skills/NAME in the bundle)."""
+    if not folders:
+        return
+    names = [folder.name for folder in folders]
+    if len(set(names)) != len(names):
+        raise PackError("two --skills folders have the same name: " + ", ".join(sorted(names)))
+    from protomcp_host.skillfolder import SkillError, load_skills
+
+    try:
+        load_skills(folders)
+    except (SkillError, OSError) as exc:
+        raise PackError(f"{exc}\nnothing was packed") from None
 
 
 def prompt_texts(files: list[Path], python: str, report: dict[str, Any]) -> dict[str, str]:
@@ -355,6 +384,8 @@ def write(bundle: Bundle, out: Path, say: Any = None) -> Path:
                     shutil.copy2(file, target)
             else:
                 shutil.copy2(source, tools / source.name)
+        for folder in bundle.skills:  # whole, as `run --skills` reads it (hidden files are not served)
+            shutil.copytree(folder, root / "server" / "skills" / folder.name, ignore=_hidden)
         (root / "server" / "main.py").write_text(bundle.main_py(), encoding="utf-8")
         wheel = None
         if bundle.kind == "uv":
@@ -380,6 +411,10 @@ def write(bundle: Bundle, out: Path, say: Any = None) -> Path:
     return out
 
 
+def _hidden(folder: str, names: list[str]) -> list[str]:
+    return [name for name in names if name.startswith(".") or name == "__pycache__"]
+
+
 def vendor(bundle: Bundle, lib: Path) -> None:
     """--type python: protomcp as it runs here (its packages copied: it need not be on an index)
     and, with pip, what its stdio host needs and the bundle's other dependencies, for this platform."""
@@ -394,7 +429,8 @@ def vendor(bundle: Bundle, lib: Path) -> None:
         own = importlib.metadata.requires(DIST_NAME) or []
     except importlib.metadata.PackageNotFoundError:
         raise PackError(f"--type python needs {DIST_NAME} installed (pip install -e .)") from None
-    wanted = [r for r in own if "extra ==" not in r and requirement_name(r) in STDIO_NEEDS]
+    needs = STDIO_NEEDS | ({"pyyaml"} if bundle.skills else set())  # SKILL.md front matter is YAML
+    wanted = [r for r in own if "extra ==" not in r and requirement_name(r) in needs]
     wanted += [d for d in bundle.dependencies() if not d.startswith(f"{DIST_NAME}>=")]
     command = [
         sys.executable,

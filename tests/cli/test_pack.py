@@ -253,13 +253,56 @@ async def test_a_python_bundle_carries_what_a_stdio_host_needs_and_no_more(
     carried = {path.name.lower() for path in (folder / "server" / "lib").iterdir()}
     for http_or_dev in ("uvicorn", "starlette", "cryptography", "rich", "pygments", "watchfiles", "jwt"):
         assert http_or_dev not in carried
+    assert await tools_and_a_call(isolated(configured(folder, {}, {}), tmp_path)) == (["add"], "3")
+
+
+def isolated(params: Any, tmp_path: Path) -> Any:
+    """`params` run by an interpreter that sees nothing but the bundle: a virtualenv with no
+    packages, -I (no PYTHONPATH, no user site) and no PYTHON* variables."""
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
-    python = bare / "bin" / "python"
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    params = configured(folder, {}, env)
-    params.command, params.args = str(python), ["-I", *params.args]
-    assert await tools_and_a_call(params) == (["add"], "3")
+    params.command, params.args = str(bare / "bin" / "python"), ["-I", *params.args]
+    params.env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    return params
+
+
+SKILLS = Path(__file__).resolve().parents[2] / "examples" / "skills"
+
+
+@pytest.mark.anyio
+async def test_skills_go_into_the_bundle_and_its_manifest_serves_them(tmp_path: Path, mcpb: Path) -> None:
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    (tmp_path / "tools.py").write_text(textwrap.dedent(SMALL))
+    done = pack("tools.py", "--skills", str(SKILLS), "--type", "python", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    folder = unpack(mcpb, tmp_path / "tools.mcpb", tmp_path / "installed")
+    assert validate(mcpb, folder).returncode == 0
+    assert (folder / "server" / "skills" / "skills" / "adding-a-tool" / "SKILL.md").is_file()
+    config = orjson.loads((folder / "manifest.json").read_bytes())["server"]["mcp_config"]
+    assert config["args"] == ["${__dirname}/server/main.py", "--skills", "${__dirname}/server/skills/skills"]
+    with anyio.fail_after(60):
+        params = isolated(configured(folder, {}, {}), tmp_path)  # (YAML for SKILL.md: in the bundle)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            assert [tool.name for tool in (await session.list_tools()).tools] == ["add"]
+            uris = {str(resource.uri) for resource in (await session.list_resources()).resources}
+    assert {"skill://adding-a-tool/SKILL.md", "skill://release-notes/SKILL.md"} <= uris
+
+
+def test_a_uv_bundle_passes_its_skills_and_a_bad_folder_is_not_packed(tmp_path: Path) -> None:
+    bundle = plan([], [], "uv", skills=[SKILLS])
+    assert bundle.name == "skills"
+    assert bundle.manifest()["server"]["mcp_config"]["args"][-2:] == [
+        "--skills",
+        "${__dirname}/server/skills/skills",
+    ]
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "tools.py").write_text(textwrap.dedent(SMALL))
+    done = pack("tools.py", "--skills", "empty", cwd=tmp_path)
+    assert done.returncode == 1 and "no skills in it" in done.stderr and "nothing was packed" in done.stderr
+    assert not (tmp_path / "tools.mcpb").exists()
 
 
 def test_the_official_validator_refuses_a_broken_manifest(tmp_path: Path, mcpb: Path) -> None:
