@@ -21,6 +21,7 @@ import anyio.abc
 import orjson
 
 from protomcp_host import __version__
+from protomcp_host.calls.advice import no_description, undescribed
 from protomcp_host.calls.envelope import file_features, tool_from_definition
 from protomcp_host.calls.execution import Dispatcher
 from protomcp_host.calls.forwarding import Forwarding, declares_completions
@@ -571,6 +572,8 @@ class Host:
             # and not in a thread the host's exit would wait for (a daemon: dropped at exit)
             threading.Thread(target=_prepare, args=(large,), name="protomcp-prepare", daemon=True).start()
         after = {t.name: (t.mcp, t.hidden, t.pinned) for t in tools}
+        if not placeholder and label in self.supervisors:
+            self._advise(label, before, tools)
         if self.watchers and not placeholder:
             diff = tool_diff(loaded_before, after)
             self.tell("loaded", {"label": label, "initial": not self.started, **diff})
@@ -585,6 +588,17 @@ class Host:
                 router.carry_out(router.session.catalog_changed(visible))
             if self.peers is not None and (label in self.supervisors or label in self.upstreams):
                 self.peers.tools_changed()  # peers see this host's own tools
+
+    def _advise(self, label: str, before: dict[str, Any], tools: list[Tool]) -> None:
+        """A tool file's tools that have no description (since this load): stderr and the dev
+        diagnostics say so (not the client: it is the author's to fix)."""
+        described_before = {name for name, (mcp, _, _) in before.items() if not undescribed([mcp])}
+        for name in undescribed(tool.mcp for tool in tools):
+            if name in before and name not in described_before:
+                continue  # said when it loaded so
+            message = f"warning: {label}: {no_description(name)}"
+            self.stderr(f"protomcp: {message}")
+            self.tell("problem", {"message": message})
 
     def reload_skills(self) -> None:
         """dev: a --skills folder changed. Serve it as it is now; if it is not fit to serve, say

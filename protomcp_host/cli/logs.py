@@ -96,7 +96,8 @@ def render(record: dict[str, Any], pid: int, tagged: bool = False) -> str:
         text = f"{what} {record['label']}: {', '.join(record.get('tools') or []) or 'no tools'}"
         text += f" ({changes})" if changes and not record.get("initial") else ""
     elif kind == "problem":
-        text = f"problem: {record.get('message')}"
+        message = str(record.get("message"))
+        text = message if message.startswith("warning: ") else f"problem: {message}"
     elif kind == "playground":
         text = f"playground: {record.get('url')}"
     elif kind == "call":

@@ -213,6 +213,32 @@ async def test_a_file_broken_at_start_is_a_tool_that_says_why_until_it_loads(
         assert text_of(await session.call_tool("alpha", {"x": 3})) == "3"
 
 
+def test_a_tool_without_a_description_is_warned_about_once_at_load(tmp_path: Path) -> None:
+    """The model reads a tool's description to choose it: none is worth a warning to the author
+    (host stderr; not to the client), when the file loads and for each tool that loses it."""
+    file = tmp_path / "tools.py"
+    bare = "from protomcp_sdk import tool\n\n@tool\ndef bare(x: int = 0) -> int:\n    return x\n"
+    write_atomic(file, bare)
+    host = RawHost("dev", str(file))
+    try:
+        host.initialize()
+        warning = "protomcp: warning: tools.py: tool 'bare' has no description, which is what the model reads"
+        host.wait_stderr(warning)
+        write_atomic(file, bare + tool_source("alpha").replace("from protomcp_sdk import tool\n", ""))
+        host.wait_stderr("protomcp: loaded tools.py: 2 tools (added alpha)")  # documented: said nothing
+        write_atomic(file, bare + "\n@tool\ndef blank() -> int:\n    \n    return 1\n")
+        stderr = host.wait_stderr("tool 'blank' has no description")
+        host.send({"jsonrpc": "2.0", "id": 9, "method": "ping"})  # after whatever the host sent the client
+        sent = []
+        while (message := host.recv()).get("id") != 9:
+            sent.append(message)
+    finally:
+        host.close()
+    assert stderr.count(warning) == 1  # not again for a reload that left it as it was
+    assert not [m for m in sent if "description" in str(m.get("params"))]  # the author's, not the client's
+    assert not [line for line in host.stderr if "alpha" in line and "description" in line]
+
+
 CRASHY = """
     import gc
     import os
