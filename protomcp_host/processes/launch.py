@@ -164,8 +164,11 @@ def launch(
     env[FD_ENV] = f"{to_child_r},{from_child_w}"
     passed = [to_child_r, from_child_w]
     if tracing.console_wanted():  # its console spans go where the host's own go, once (wire/tracing.py)
-        passed.append(os.dup(2))
-        env[tracing.CONSOLE_FD_ENV] = str(passed[-1])
+        try:
+            passed.append(os.dup(2))
+            env[tracing.CONSOLE_FD_ENV] = str(passed[-1])
+        except OSError:  # no stderr at all: its own stderr then
+            pass
     env["PYTHONUNBUFFERED"] = "1"
     env[HOST_PID_ENV] = str(os.getpid())
     env[SPOOL_ENV] = spool_dir = spool_dir_for_child()
