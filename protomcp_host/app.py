@@ -21,13 +21,14 @@ import anyio.abc
 import orjson
 
 from protomcp_host import __version__
+from protomcp_host.calls.advice import no_description, undescribed
 from protomcp_host.calls.envelope import file_features, tool_from_definition
 from protomcp_host.calls.execution import Dispatcher
 from protomcp_host.calls.forwarding import Forwarding, declares_completions
 from protomcp_host.calls.middleware import Middleware
 from protomcp_host.calls.rounds import MAX_SUSPENDED_EACH, ModernRouter, Rounds
 from protomcp_host.calls.router import Router, Writer
-from protomcp_host.calls.staleness import stale_note
+from protomcp_host.calls.staleness import placeholder_tool, stale_note
 from protomcp_host.calls.tasks import TaskRunner
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
@@ -36,7 +37,7 @@ from protomcp_host.processes.output import LEVELS
 from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.tool_process import ToolProcessError
-from protomcp_host.protocol.catalog import Catalog, Tool
+from protomcp_host.protocol.catalog import Catalog, NameClash, Tool
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession, ModernShared
 from protomcp_host.protocol.session import Session
@@ -123,6 +124,7 @@ class Host:
         self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
         self._routers: dict[Router, None] = {}  # one per client session (in order; removed at once)
         self._middleware_of: dict[str, list[Middleware]] = {}
+        self._placeholders: set[str] = set()  # dev: files served by a placeholder tool (they did not load)
         self.ready = anyio.Event()  # set once every file has loaded (or, in dev, failed to)
         self._tg: anyio.abc.TaskGroup | None = None
         self._sessions = itertools.count(1)
@@ -490,6 +492,12 @@ class Host:
         """dev: a save failed to load; the answers of the file's tools say so until a good one."""
         self.dispatcher.stale[label] = stale_note(label, error)
 
+    def unloaded(self, label: str, error: str) -> None:
+        """dev: the file has not loaded, so it has no tools: a placeholder tool says why, where
+        the model looks (its tools), until the file loads and its own tools replace it."""
+        with contextlib.suppress(NameClash):  # another file has a tool of that name: stderr says it
+            self._serve_tools(label, [placeholder_tool(label, error)], [], placeholder=True)
+
     def output(self, label: str, stream: str, line: str) -> None:
         """A line a tool process printed outside the frames (no call known)."""
         self.stderr(f"[{label}] {line}")
@@ -533,7 +541,23 @@ class Host:
         middleware: list[pb.RegisterMiddlewareRequest],
     ) -> None:
         tools = [tool_from_definition(d, label) for d in definitions if self._exposed(d)]
+        self._serve_tools(label, tools, middleware)
+
+    def _serve_tools(
+        self,
+        label: str,
+        tools: list[Tool],
+        middleware: list[pb.RegisterMiddlewareRequest],
+        placeholder: bool = False,
+    ) -> None:
+        """`label`'s tools are now `tools`: sessions that see a change hear of it. A
+        `placeholder` (dev: the file did not load) is no load to report, nor what was before."""
         before = {t.name: (t.mcp, t.hidden, t.pinned) for t in self.catalog.tools_of(label)}
+        loaded_before = {} if label in self._placeholders else before
+        if placeholder:
+            self._placeholders.add(label)
+        else:
+            self._placeholders.discard(label)
         seen = [(router, router.session.visible_tools()) for router in self.routers]
         changed = self.catalog.replace(label, tools)
         self.forwarding.apply(label, notify=self.started)
@@ -548,18 +572,33 @@ class Host:
             # and not in a thread the host's exit would wait for (a daemon: dropped at exit)
             threading.Thread(target=_prepare, args=(large,), name="protomcp-prepare", daemon=True).start()
         after = {t.name: (t.mcp, t.hidden, t.pinned) for t in tools}
-        if self.watchers:
-            self.tell("loaded", {"label": label, "initial": not self.started, **tool_diff(before, after)})
+        if not placeholder and label in self.supervisors:
+            self._advise(label, before, tools)
+        if self.watchers and not placeholder:
+            diff = tool_diff(loaded_before, after)
+            self.tell("loaded", {"label": label, "initial": not self.started, **diff})
         if not self.started:
             return
-        self.stderr(f"protomcp: loaded {label}: {describe_change(before, after)}")
-        if before.keys() != after.keys():
-            self.stderr(RESTART_HINT)
+        if not placeholder:
+            self.stderr(f"protomcp: loaded {label}: {describe_change(loaded_before, after)}")
+            if loaded_before.keys() != after.keys():
+                self.stderr(RESTART_HINT)
         if changed or before != after:
             for router, visible in seen:
                 router.carry_out(router.session.catalog_changed(visible))
             if self.peers is not None and (label in self.supervisors or label in self.upstreams):
                 self.peers.tools_changed()  # peers see this host's own tools
+
+    def _advise(self, label: str, before: dict[str, Any], tools: list[Tool]) -> None:
+        """A tool file's tools that have no description (since this load): stderr and the dev
+        diagnostics say so (not the client: it is the author's to fix)."""
+        described_before = {name for name, (mcp, _, _) in before.items() if not undescribed([mcp])}
+        for name in undescribed(tool.mcp for tool in tools):
+            if name in before and name not in described_before:
+                continue  # said when it loaded so
+            message = f"warning: {label}: {no_description(name)}"
+            self.stderr(f"protomcp: {message}")
+            self.tell("problem", {"message": message})
 
     def reload_skills(self) -> None:
         """dev: a --skills folder changed. Serve it as it is now; if it is not fit to serve, say

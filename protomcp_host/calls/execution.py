@@ -255,7 +255,7 @@ class Execution:
             self.sink.call_control(change)
         stale = self.dispatcher.stale
         if stale and self.call.tool.owner in stale:
-            answer = with_note(answer, stale[self.call.tool.owner])
+            answer = with_note(answer, stale[self.call.tool.owner], self.call.tool.owner)
         self.sink.call_answered(self.call, answer)
 
     def fail(self, message: str) -> None:

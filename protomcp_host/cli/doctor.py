@@ -203,6 +203,7 @@ def _entry_files(entry: dict[str, Any]) -> list[str]:
         "--upstream",
         "--upstream-token-env",
         "--upstream-prefix",
+        "--skills",
         *RUN_OPTIONS,
     )
     return [a for i, a in enumerate(rest) if not a.startswith("-") and (i == 0 or rest[i - 1] not in valued)]

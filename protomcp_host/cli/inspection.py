@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from protomcp_host.calls.advice import no_description, undescribed
 from protomcp_host.processes.launch import child_environment, label_of
 
 REPORT_VERSION = 1
@@ -55,6 +56,8 @@ def inspect_files(files: list[Path], python: str) -> dict[str, Any]:
     """The whole report: one entry per file and the problems between them."""
     with ThreadPoolExecutor(max_workers=4) as pool:
         reports = list(pool.map(lambda file: inspect_file(file, python), files))
+    for report in reports:  # what `run` says on stderr when the file loads
+        report["warnings"] += [no_description(name) for name in undescribed(report["tools"])]
     problems = clashes(reports, "tools", "name", "tool") + clashes(reports, "prompts", "name", "prompt")
     problems += clashes(reports, "resources", "uri", "resource")
     problems += clashes(reports, "resourceTemplates", "uriTemplate", "resource template")

@@ -188,16 +188,19 @@ def server_entry(
     modules: Sequence[str] = (),
     plugins: Sequence[str] = (),
     upstreams: Sequence[Any] = (),
+    skills: Sequence[Path] = (),
     options: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The portable `mcpServers` entry: absolute command and absolute tool files; modules and
     plugins by name (the client's protomcp finds them in its interpreter); upstreams
-    (upstream.spec.UpstreamSpec) as their --upstream options; then `options` (run_arguments)."""
+    (upstream.spec.UpstreamSpec) as their --upstream options; skills folders (absolute) as
+    --skills; then `options` (run_arguments)."""
     argv = command or protomcp_command()
     sources = [*(str(f.resolve()) for f in files)]
     sources += [word for module in modules for word in ("-m", module)]
     sources += [word for plugin in plugins for word in ("--plugin", plugin)]
     sources += [word for spec in upstreams for word in spec.argv()]
+    sources += [word for folder in skills for word in ("--skills", str(folder.resolve()))]
     verb = "dev" if dev else "run"
     entry: dict[str, Any] = {"command": argv[0], "args": [*argv[1:], verb, *sources, *options]}
     if ui:  # dev's playground: any free port when 6280 is taken; `protomcp logs` prints its URL
@@ -522,20 +525,35 @@ def install(
     modules: Sequence[str] = (),
     plugins: Sequence[str] = (),
     upstreams: Sequence[Any] = (),
+    skills: Sequence[Path] = (),
     options: Sequence[str] = (),
 ) -> str:
-    """Install `files` (and tool modules and plugins, by name, and upstream MCP servers) into
-    `client`, served with the run `options` (run_arguments); returns what to tell the user.
-    Raises InstallError."""
+    """Install `files` (and tool modules and plugins, by name, upstream MCP servers and folders
+    of skills) into `client`, served with the run `options` (run_arguments); returns what to
+    tell the user. Raises InstallError."""
     missing = [str(f) for f in files if not f.exists()]  # files, or folders of tool files
     if missing:
         raise InstallError("no such tool file or folder: " + ", ".join(missing))
-    if not (files or modules or plugins or upstreams):
-        raise InstallError("nothing to install: give tool FILES, -m MODULE, --plugin NAME or --upstream")
+    not_folders = [str(folder) for folder in skills if not folder.is_dir()]
+    if not_folders:
+        raise InstallError("--skills: no such folder: " + ", ".join(not_folders))
+    if not (files or modules or plugins or upstreams or skills):
+        raise InstallError(
+            "nothing to install: give tool FILES, -m MODULE, --plugin NAME, --upstream or --skills DIR"
+        )
     name = name or default_name(files, modules, plugins) if (files or modules or plugins) else name
-    name = check_server_name(name or (upstreams[0].name if len(upstreams) == 1 else "tools"))
+    alone = upstreams[0].name if len(upstreams) == 1 else "skills" if skills and not upstreams else "tools"
+    name = check_server_name(name or alone)
     entry = server_entry(
-        files, dev=dev, ui=ui, env=env, modules=modules, plugins=plugins, upstreams=upstreams, options=options
+        files,
+        dev=dev,
+        ui=ui,
+        env=env,
+        modules=modules,
+        plugins=plugins,
+        upstreams=upstreams,
+        skills=skills,
+        options=options,
     )
     if client == "mcp-json":
         return portable_json(name, entry)

@@ -47,26 +47,29 @@ def follow(
     poll: float = POLL,
 ) -> None:
     """Print the last `tail` records of the latest host serving `file`, then every record of the
-    hosts serving it as they come; wait (saying so) while none runs."""
+    hosts serving it as they come; wait (saying so) while none runs. While several run (two
+    clients, each with its dev host of the file), each line names its host's pid."""
     followers: dict[int, Follower] = {}
     hosts = serving(folder, file)
     latest = hosts[-1].pid if hosts else None
+    tagged = sum(host.running for host in hosts) > 1
     for host in hosts:  # what was there before: only the latest host's tail
         follower = followers[host.pid] = Follower(host.journal, tail if host.pid == latest else 0)
         for record in follower.read():
-            say(render(record, host.pid))
+            say(render(record, host.pid, tagged))
     if hosts and hosts[-1].running and hosts[-1].url:  # (its record may be older than the tail)
         say(f"-- playground of dev host {latest}: {hosts[-1].url}")
     waiting = False
     while keep_going():
-        running = False
-        for host in serving(folder, file):
-            running = running or host.running
+        hosts = serving(folder, file)
+        running = any(host.running for host in hosts)
+        tagged = sum(host.running for host in hosts) > 1
+        for host in hosts:
             known = followers.get(host.pid)
             if known is None:
                 known = followers[host.pid] = Follower(host.journal)
             for record in known.read():
-                say(render(record, host.pid))
+                say(render(record, host.pid, tagged))
         if not running and not waiting:
             say(f"-- waiting for a dev host serving {file.resolve()} (Ctrl+C quits)")
         waiting = not running
@@ -75,11 +78,12 @@ def follow(
         follower.close()
 
 
-def render(record: dict[str, Any], pid: int) -> str:
-    """One record for a person: time, what happened, and the detail (tracebacks whole)."""
+def render(record: dict[str, Any], pid: int, tagged: bool = False) -> str:
+    """One record for a person: time, what happened, and the detail (tracebacks whole);
+    `tagged`: also the pid of the host it came from."""
     clock = time.strftime("%H:%M:%S", time.localtime(record.get("t", 0)))
     kind = record.get("kind")
-    head = f"{clock} "
+    head = f"{clock} [host {pid}] " if tagged else f"{clock} "
     if kind == "start":
         text = f"-- dev host {pid} started (protomcp {record.get('version')}): {', '.join(record['files'])}"
     elif kind == "stop":
@@ -92,7 +96,8 @@ def render(record: dict[str, Any], pid: int) -> str:
         text = f"{what} {record['label']}: {', '.join(record.get('tools') or []) or 'no tools'}"
         text += f" ({changes})" if changes and not record.get("initial") else ""
     elif kind == "problem":
-        text = f"problem: {record.get('message')}"
+        message = str(record.get("message"))
+        text = message if message.startswith("warning: ") else f"problem: {message}"
     elif kind == "playground":
         text = f"playground: {record.get('url')}"
     elif kind == "call":

@@ -633,6 +633,14 @@ def logs(file: Path | None, tail: int) -> None:
 @click.option("--version", "version", default="0.1.0", show_default=True, help="The bundle's version.")
 @click.option("--author", help="The author's name (default: your login name).")
 @click.option("--description", help="One line (default: the first tool file's docstring).")
+@click.option(
+    "--skills",
+    "skills",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Also serve the skills in DIR (see run): the folder goes into the bundle; repeatable.",
+)
 @PYTHON
 def pack(
     files: tuple[Path, ...],
@@ -643,6 +651,7 @@ def pack(
     version: str,
     author: str | None,
     description: str | None,
+    skills: tuple[Path, ...],
     python: str,
 ) -> None:
     """Build an MCP Bundle (.mcpb, manifest 0.4) of the tools in FILES (files or folders):
@@ -655,8 +664,8 @@ def pack(
     """
     from protomcp_host.cli import pack as packer
 
-    if not (files or plugins):
-        raise click.UsageError("nothing to pack: give tool FILES or --plugin NAME")
+    if not (files or plugins or skills):
+        raise click.UsageError("nothing to pack: give tool FILES, --plugin NAME or --skills DIR")
     try:
         bundle = packer.plan(
             list(files),
@@ -667,6 +676,7 @@ def pack(
             version=version,
             author=author,
             description=description,
+            skills=list(skills),
         )
         written = packer.write(bundle, out or Path(f"{bundle.name}.mcpb"), say=_err)
     except packer.PackError as exc:
@@ -726,6 +736,14 @@ CLIENT = click.argument(
 @click.option("--include-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
 @click.option("--exclude-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
 @click.option("--instructions", metavar="TEXT", help="Run option for the entry (see run).")
+@click.option(
+    "--skills",
+    "skills",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Also serve the skills in DIR (see run; made absolute, checked unless --no-check); repeatable.",
+)
 def install(
     client: str,
     files: tuple[Path, ...],
@@ -745,6 +763,7 @@ def install(
     include_tag: tuple[str, ...],
     exclude_tag: tuple[str, ...],
     instructions: str | None,
+    skills: tuple[Path, ...],
     upstreams: tuple[str, ...],
     upstream_token_envs: tuple[str, ...],
     upstream_prefixes: tuple[str, ...],
@@ -776,12 +795,13 @@ def install(
     try:
         variables = installer.parse_env(env, env_file)
         sources = (  # checks the modules exist
-            _sources(files, modules, plugins, sys.executable)
+            _sources(files, modules, plugins, sys.executable, skills=skills)
             if files or modules or plugins or not specs
             else []
         )
         if not no_check:
             _refuse_unloadable(tuple(sources), variables)
+            _load_skill_folders(skills)  # one run would refuse stops it here
         click.echo(
             installer.install(
                 client,
@@ -794,6 +814,7 @@ def install(
                 modules=modules,
                 plugins=plugins,
                 upstreams=specs,
+                skills=skills,
                 options=options,
             )
         )

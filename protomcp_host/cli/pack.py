@@ -4,10 +4,12 @@ installs by double-click, with a settings form for the variables the files decla
 The bundle (a zip):
   manifest.json     server, tools[], prompts[], user_config (one setting per declared variable)
   pyproject.toml    depends on protomcp-tools, the files' own dependencies (PEP 723 `# /// script`
-                    blocks) and the plugins' distributions
+                    blocks) and the plugins' distributions; uv takes protomcp-tools from wheels/
+  wheels/           --type uv: protomcp as it runs here, as a wheel (it is on no package index)
   server/main.py    the entry: `protomcp run` on the tool files beside it
   server/tools/     the tool files (a folder given whole, so its helper modules come along)
-  server/lib/       --type python only: protomcp and every dependency, installed for this
+  server/skills/    --skills: each folder of skills, whole (the manifest's args pass it as --skills)
+  server/lib/       --type python only: protomcp and what a stdio host needs, installed for this
                     platform and this Python version (for clients that run no `uv`)
 """
 
@@ -35,8 +37,13 @@ from protomcp_host.processes.distribution import DIST_NAME
 MANIFEST_VERSION = "0.4"
 SKIP = {"__pycache__", ".venv", "venv", ".git", "node_modules", ".mypy_cache", ".pytest_cache"}
 SCRIPT_BLOCK = re.compile(r"(?m)^# /// script\s*$\n((?:^#(?:| .*)$\n)+?)^# ///\s*$")
+# What `protomcp run` over stdio imports, in the host and in its tool processes (see
+# tests/cli/test_lean_start.py): a python bundle carries these of protomcp's dependencies, not
+# those of HTTP, dev and the other commands (uvicorn, starlette, cryptography, rich, watchfiles...).
+STDIO_NEEDS = frozenset({"protobuf", "anyio", "click", "jsonschema", "pydantic", "orjson"})
 MAIN = '''"""Serves this bundle's tools: `protomcp run` on the tool files beside this file."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -44,10 +51,15 @@ TOOLS = {tools!r}
 ARGS = {args!r}
 
 if __name__ == "__main__":
+    here = Path(__file__).resolve().parent
+    lib = here / "lib"
+    if lib.is_dir():  # a python bundle: what it carries, for this process and its tool processes
+        sys.path.insert(0, str(lib))
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(lib), os.environ.get("PYTHONPATH")]))
     from protomcp_host.cli.entry import main
 
-    here = Path(__file__).resolve().parent
-    sys.argv = ["protomcp", "run", *(str(here / "tools" / name) for name in TOOLS), *ARGS]
+    tools = [str(here / "tools" / name) for name in TOOLS]
+    sys.argv = ["protomcp", "run", *tools, *ARGS, *sys.argv[1:]]  # (the manifest's: --skills)
     main()
 '''
 
@@ -66,6 +78,7 @@ class Bundle:
     author: str
     kind: str  # "uv" or "python"
     sources: list[Path]  # the FILE arguments (files or folders)
+    skills: list[Path] = field(default_factory=list)  # --skills folders
     plugins: list[Any] = field(default_factory=list)  # cli.plugins.Plugin
     report: dict[str, Any] = field(default_factory=dict)  # cli.inspection's
     prompt_texts: dict[str, str] = field(default_factory=dict)  # with ${arguments.NAME} placeholders
@@ -91,13 +104,17 @@ class Bundle:
         env = {
             variable["name"]: f"${{user_config.{setting_key(variable['name'])}}}" for variable in variables
         }
-        if self.kind == "python":
-            config: dict[str, Any] = {"command": "python", "args": ["${__dirname}/server/main.py"]}
-            env["PYTHONPATH"] = "${__dirname}/server/lib"
+        skills = [
+            word
+            for folder in self.skills
+            for word in ("--skills", f"${{__dirname}}/server/skills/{folder.name}")
+        ]
+        if self.kind == "python":  # (server/main.py puts server/lib on the path)
+            config: dict[str, Any] = {"command": "python", "args": ["${__dirname}/server/main.py", *skills]}
         else:
             config = {
                 "command": "uv",
-                "args": ["run", "--project", "${__dirname}", "${__dirname}/server/main.py"],
+                "args": ["run", "--project", "${__dirname}", "${__dirname}/server/main.py", *skills],
             }
         config["env"] = env
         manifest: dict[str, Any] = {
@@ -142,9 +159,10 @@ class Bundle:
         found += [f"{p.distribution}=={p.version}" for p in self.plugins if p.distribution]
         return found
 
-    def pyproject(self) -> str:
+    def pyproject(self, wheel: str | None = None) -> str:
+        """The bundle's project; `wheel`: protomcp's, carried in the bundle, for uv to install."""
         dependencies = "".join(f"    {toml_string(d)},\n" for d in self.dependencies())
-        return (
+        text = (
             "[project]\n"
             f"name = {toml_string(self.name)}\n"
             f"version = {toml_string(self.version)}\n"
@@ -152,10 +170,19 @@ class Bundle:
             f'requires-python = ">={python_floor()}"\n'
             f"dependencies = [\n{dependencies}]\n"
         )
+        if wheel is not None:
+            text += f"\n[tool.uv.sources]\n{DIST_NAME} = {{ path = {toml_string(wheel)} }}\n"
+        return text
 
     def main_py(self) -> str:
         args = [arg for plugin in self.plugins for arg in ("--plugin", plugin.name)]
         return MAIN.format(tools=[source.name for source in self.sources], args=args)
+
+
+def requirement_name(requirement: str) -> str:
+    """The distribution a requirement names, normalized: "PyJWT[crypto]>=2.8" -> "pyjwt"."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower() if match else ""
 
 
 def setting_key(variable: str) -> str:
@@ -235,8 +262,10 @@ def plan(
     version: str = "0.1.0",
     author: str | None = None,
     description: str | None = None,
+    skills: list[Path] | None = None,
 ) -> Bundle:
-    """Check the sources, load every tool file (its tools, prompts and variables)."""
+    """Check the sources and the skills folders, load every tool file (its tools, prompts and
+    variables)."""
     from protomcp_host.cli.inspection import inspect_files
     from protomcp_host.cli.install import default_name
     from protomcp_host.processes.launch import StartupError, module_docstring, tool_files
@@ -245,6 +274,8 @@ def plan(
     names = [source.name for source in sources]
     if len(set(names)) != len(names):
         raise PackError("two FILES have the same name: " + ", ".join(sorted(names)))
+    skills = [folder.resolve() for folder in skills or []]
+    _check_skills(skills)
     try:
         files = tool_files(sources)
         plugins = _plugins(plugin_names, python)
@@ -256,7 +287,7 @@ def plan(
         failed = [f"{e['label']} failed to load:\n{e['error']}" for e in report["files"] if not e["ok"]]
         raise PackError("\n".join(failed + report["problems"]) + "\nnothing was packed")
     docs = [first_line(module_docstring(file)) for file in files]
-    name = name or default_name(sources, plugins=plugin_names)
+    name = name or (default_name(sources, plugins=plugin_names) if sources or plugins else "skills")
     return Bundle(
         name=name,
         version=version,
@@ -264,10 +295,27 @@ def plan(
         author=author or getpass.getuser(),
         kind=kind,
         sources=sources,
+        skills=skills,
         plugins=plugins,
         report=report,
         prompt_texts=prompt_texts(loaded, python, report),
     )
+
+
+def _check_skills(folders: list[Path]) -> None:
+    """--skills: folders `run` would serve (so the bundle starts), of distinct names (each is
+    server/skills/NAME in the bundle)."""
+    if not folders:
+        return
+    names = [folder.name for folder in folders]
+    if len(set(names)) != len(names):
+        raise PackError("two --skills folders have the same name: " + ", ".join(sorted(names)))
+    from protomcp_host.skillfolder import SkillError, load_skills
+
+    try:
+        load_skills(folders)
+    except (SkillError, OSError) as exc:
+        raise PackError(f"{exc}\nnothing was packed") from None
 
 
 def prompt_texts(files: list[Path], python: str, report: dict[str, Any]) -> dict[str, str]:
@@ -336,8 +384,18 @@ def write(bundle: Bundle, out: Path, say: Any = None) -> Path:
                     shutil.copy2(file, target)
             else:
                 shutil.copy2(source, tools / source.name)
+        for folder in bundle.skills:  # whole, as `run --skills` reads it (hidden files are not served)
+            shutil.copytree(folder, root / "server" / "skills" / folder.name, ignore=_hidden)
         (root / "server" / "main.py").write_text(bundle.main_py(), encoding="utf-8")
-        (root / "pyproject.toml").write_text(bundle.pyproject(), encoding="utf-8")
+        wheel = None
+        if bundle.kind == "uv":
+            from protomcp_host.cli.wheel import WheelError, build_wheel
+
+            try:
+                wheel = build_wheel(root / "wheels").relative_to(root).as_posix()
+            except WheelError as exc:
+                raise PackError(str(exc)) from None
+        (root / "pyproject.toml").write_text(bundle.pyproject(wheel), encoding="utf-8")
         (root / "manifest.json").write_bytes(orjson.dumps(bundle.manifest(), option=orjson.OPT_INDENT_2))
         if bundle.kind == "python":
             if say is not None:
@@ -353,21 +411,26 @@ def write(bundle: Bundle, out: Path, say: Any = None) -> Path:
     return out
 
 
+def _hidden(folder: str, names: list[str]) -> list[str]:
+    return [name for name in names if name.startswith(".") or name == "__pycache__"]
+
+
 def vendor(bundle: Bundle, lib: Path) -> None:
     """--type python: protomcp as it runs here (its packages copied: it need not be on an index)
-    and, with pip, its dependencies and the bundle's others, for this platform."""
-    import importlib.util
+    and, with pip, what its stdio host needs and the bundle's other dependencies, for this platform."""
+    from protomcp_host.cli.wheel import PACKAGES, package_files
 
-    for package in ("protomcp_host", "protomcp_sdk"):  # (found, not imported: the host uses only the wire)
-        spec = importlib.util.find_spec(package)
-        assert spec is not None and spec.origin is not None
-        source = Path(spec.origin).parent
-        shutil.copytree(source, lib / source.name, ignore=shutil.ignore_patterns("__pycache__"))
+    for package in PACKAGES:  # (found, not imported: the host uses only the wire)
+        for arcname, path in package_files(package):
+            target = lib / arcname
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
     try:
         own = importlib.metadata.requires(DIST_NAME) or []
     except importlib.metadata.PackageNotFoundError:
         raise PackError(f"--type python needs {DIST_NAME} installed (pip install -e .)") from None
-    wanted = [r for r in own if "extra ==" not in r]
+    needs = STDIO_NEEDS | ({"pyyaml"} if bundle.skills else set())  # SKILL.md front matter is YAML
+    wanted = [r for r in own if "extra ==" not in r and requirement_name(r) in needs]
     wanted += [d for d in bundle.dependencies() if not d.startswith(f"{DIST_NAME}>=")]
     command = [
         sys.executable,

@@ -51,6 +51,10 @@ class ProcessEvents(Protocol):
         """A save of the file failed to load (`error`); its previous version keeps serving
         until a process loads it again (then `loaded` comes)."""
 
+    def unloaded(self, label: str, error: str) -> None:
+        """dev: the file failed to load (`error`) and has no previous version serving: it
+        serves no tools until a process loads it (then `loaded` comes)."""
+
     def notice(self, label: str, envelope: pb.Envelope) -> None:
         """A notification outside any request (a resource changed)."""
 

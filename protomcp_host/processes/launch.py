@@ -10,6 +10,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+from protomcp_sdk.wire import tracing
 from protomcp_sdk.wire.env import FD_ENV, HOST_PID_ENV, SPOOL_DIR_ENV, SPOOL_ENV, SPOOL_PREFIX
 from protomcp_sdk.wire.paths import package_of
 
@@ -161,6 +162,13 @@ def launch(
     from_child_r, from_child_w = os.pipe()
     env = child_environment(hidden_env)
     env[FD_ENV] = f"{to_child_r},{from_child_w}"
+    passed = [to_child_r, from_child_w]
+    if tracing.console_wanted():  # its console spans go where the host's own go, once (wire/tracing.py)
+        try:
+            passed.append(os.dup(2))
+            env[tracing.CONSOLE_FD_ENV] = str(passed[-1])
+        except OSError:  # no stderr at all: its own stderr then
+            pass
     env["PYTHONUNBUFFERED"] = "1"
     env[HOST_PID_ENV] = str(os.getpid())
     env[SPOOL_ENV] = spool_dir = spool_dir_for_child()
@@ -171,7 +179,7 @@ def launch(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            pass_fds=(to_child_r, from_child_w),
+            pass_fds=passed,
             env=env,
             start_new_session=True,
             cwd=str(file.parent),
@@ -181,8 +189,8 @@ def launch(
         os.close(from_child_r)
         raise
     finally:
-        os.close(to_child_r)
-        os.close(from_child_w)
+        for fd in passed:
+            os.close(fd)
     return Launched(process, to_child_w, from_child_r, spool_dir)
 
 

@@ -57,6 +57,10 @@ class _Members:
                 "(the file changed); it waits for the pool to reload"
             )
 
+    def unloaded(self, label: str, error: str) -> None:
+        if self._leader:  # (each member fails alike: one placeholder)
+            self._events.unloaded(label, error)
+
     def __getattr__(self, name: str) -> Any:  # output, echo, log, problem, notice
         return getattr(self._events, name)
 
@@ -181,6 +185,8 @@ class Pool:
         member = self.pick()
         if member is not None:
             member.start(envelope, leg)
+        elif self.members[0].current is None and self.members[0].load_error is not None:
+            self.members[0].start(envelope, leg)  # never loaded: it fails the call with the error
         elif self._tg is None or self._stopping:
             leg.failed(f"{self.label}: tool process is not running")
         else:

@@ -61,6 +61,7 @@ class Supervisor:
         self.drain_timeout = drain_timeout
         self.restart_wait = restart_wait
         self.current: ToolProcess | None = None
+        self.load_error: str | None = None  # dev: why the file has not loaded yet (no process serves it)
         self.use_standby = standby  # keep a warm process that has imported the SDK, for fast reloads
         self._standby: ToolProcess | None = None
         self._standby_starting = False  # one standby at a time: a second would idle until exit
@@ -88,6 +89,7 @@ class Supervisor:
                     self.events.problem(
                         f"{exc}\n{self.label} serves no tools until it loads: save it to retry"
                     )
+                    self._not_loaded(str(exc))
                     task_status.started()
                 else:
                     failure = exc  # raised below, outside the task group, so it is not wrapped
@@ -268,6 +270,15 @@ class Supervisor:
             await self._replace()
         except (ToolProcessError, ValueError) as exc:
             self.events.problem(f"{exc}\n{self.label} still serves no tools: save it to retry")
+            self._not_loaded(str(exc))
+        else:
+            self.load_error = None
+
+    def _not_loaded(self, error: str) -> None:
+        """dev: the file failed to load and no version of it serves: calls fail at once with
+        the error (rather than wait for a restart that only a save brings)."""
+        self.load_error = error
+        self.events.unloaded(self.label, error)
 
     async def _reload(self) -> None:
         try:
@@ -318,6 +329,8 @@ class Supervisor:
         process = self.current
         if process is not None and process.death is None and self._ready.is_set():
             process.start(envelope, leg)
+        elif process is None and self.load_error is not None:
+            leg.failed(f"{self.load_error}\nFix {self.label} and save it: its tools then replace this one.")
         elif self._tg is None or self._stopping:
             leg.failed(f"{self.label}: tool process is not running")
         else:

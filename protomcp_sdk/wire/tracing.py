@@ -12,7 +12,10 @@ Spans follow the OpenTelemetry MCP conventions: the host's ``{mcp.method.name} {
 (kind SERVER) per client request, under the ``traceparent``/``tracestate`` of the request's
 ``params._meta`` when it has one; the tool process's ``tools/call {tool}`` span is its child,
 linked by the W3C trace context the host puts in the call's Envelope. Console output goes to
-stderr: on stdio, stdout is the MCP stream.
+stderr: on stdio, stdout is the MCP stream. A tool process writes its console spans to the
+host's own stderr (an fd the host passes, CONSOLE_FD_ENV), not to its stderr: the host captures
+that as what the tool printed, and would show each line again, prefixed, and send it to the
+client as log messages.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import sys
 from collections.abc import Mapping
 from contextvars import Token
 from importlib.util import find_spec
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:  # the otel extra: imported only once tracing is on
     from opentelemetry.context import Context
@@ -46,8 +49,17 @@ def _configured(env: os._Environ[str] | dict[str, str] = os.environ) -> bool:
     return find_spec("opentelemetry") is not None and find_spec("opentelemetry.sdk") is not None
 
 
+def console_wanted(env: os._Environ[str] | dict[str, str] = os.environ) -> bool:
+    """Tracing is on with the console exporter among those OTEL_TRACES_EXPORTER names."""
+    names = env.get("OTEL_TRACES_EXPORTER", "").lower().split(",")
+    return "console" in (name.strip() for name in names) and _configured(env)
+
+
 ON = _configured()
 SERVICE = "protomcp"  # the default service.name (tool processes set their own before the first span)
+CONSOLE_FD_ENV = "PROTOMCP_TRACE_CONSOLE_FD"  # a tool process: the host's stderr, for console spans
+# taken out of the environment at once: processes a tool starts do not have that fd
+_CONSOLE_FD = os.environ.pop(CONSOLE_FD_ENV, "")
 
 _tracer: Tracer | None = None
 
@@ -64,7 +76,7 @@ def _setup() -> Tracer:
     for name in (env.get("OTEL_TRACES_EXPORTER") or "otlp").lower().split(","):
         name = name.strip()
         if name == "console":
-            provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+            provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=_console_out())))
         elif name == "otlp":
             provider.add_span_processor(BatchSpanProcessor(_otlp_exporter()))
         elif name:
@@ -73,6 +85,16 @@ def _setup() -> Tracer:
             )
     trace.set_tracer_provider(provider)  # the tool's own spans join the same traces
     return trace.get_tracer("protomcp")
+
+
+def _console_out() -> IO[str]:
+    """Where console spans go: the host's stderr when the host passed it, else this stderr."""
+    if _CONSOLE_FD.isdigit():
+        try:
+            return os.fdopen(int(_CONSOLE_FD), "w")
+        except OSError:  # not open after all: this stderr will do
+            pass
+    return sys.stderr
 
 
 def _otlp_exporter() -> SpanExporter:

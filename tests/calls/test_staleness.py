@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from protomcp_host.calls.staleness import stale_note, with_note
+from protomcp_host.calls.staleness import placeholder_tool, stale_note, with_note
 from protomcp_host.protocol.session import ToolAnswer
 
 pytestmark = pytest.mark.fast  # starts no process
@@ -39,17 +39,41 @@ def test_a_failure_without_traceback_is_said_as_is() -> None:
 
 
 def test_the_note_is_one_more_text_block() -> None:
-    answer = ToolAnswer([b'[{"type":"text",', b'"text":"3"}]'], b'{"result":3}', trusted=True)
-    noted = with_note(answer, "Note: stale")
+    answer = ToolAnswer([b'[{"type":"text",', b'"text":"hi"}]'], trusted=True)
+    noted = with_note(answer, "Note: stale", "tools.py")
     assert orjson.loads(b"".join(noted.content)) == [
-        {"type": "text", "text": "3"},
+        {"type": "text", "text": "hi"},
         {"type": "text", "text": "Note: stale"},
     ]
-    assert noted.structured == answer.structured and noted.trusted
-    empty = with_note(ToolAnswer([b"[]"]), "Note: stale")
+    assert noted.trusted
+    empty = with_note(ToolAnswer([b"[]"]), "Note: stale", "tools.py")
     assert orjson.loads(b"".join(empty.content)) == [{"type": "text", "text": "Note: stale"}]
+
+
+def test_beside_structured_content_the_note_is_an_embedded_resource() -> None:
+    """Clients hand the model a structured result's structuredContent and non-text blocks
+    only (Claude Code does); the structured content itself stays as the tool made it."""
+    answer = ToolAnswer([b'[{"type":"text",', b'"text":"3"}]'], b'{"result":3}', trusted=True)
+    noted = with_note(answer, "Note: stale", "my tools.py")
+    uri = "protomcp://dev/load-error/my%20tools.py"
+    resource = {"uri": uri, "mimeType": "text/plain", "text": "Note: stale"}
+    assert orjson.loads(b"".join(noted.content)) == [
+        {"type": "text", "text": "3"},
+        {"type": "resource", "resource": resource},
+    ]
+    assert noted.structured == answer.structured and noted.trusted
+    typed = with_note(ToolAnswer([b"[]"], structured_proto=b"\x08\x03"), "Note: stale", "t.py")
+    assert orjson.loads(b"".join(typed.content))[0]["type"] == "resource"
 
 
 def test_malformed_content_is_left_for_the_session_to_refuse() -> None:
     answer = ToolAnswer([b'{"not": "a list"}'])
-    assert with_note(answer, "Note: stale") is answer
+    assert with_note(answer, "Note: stale", "tools.py") is answer
+
+
+def test_a_file_that_never_loaded_has_a_placeholder_tool_naming_the_error() -> None:
+    tool = placeholder_tool("my-tools.v2.py", SYNTAX.replace("tools.py", "my-tools.v2.py"))
+    assert tool.name == "my-tools_v2_py_failed_to_load" and tool.owner == "my-tools.v2.py"
+    assert tool.pinned and tool.mcp["_meta"] == {"anthropic/alwaysLoad": True}
+    assert "SyntaxError: invalid syntax (line 12)" in tool.mcp["description"]
+    assert tool.validate({}) is None

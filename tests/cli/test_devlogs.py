@@ -10,7 +10,7 @@ import subprocess
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -226,3 +226,35 @@ def test_install_dev_ui_writes_a_dev_host_with_its_playground(tmp_path: Path) ->
     assert entry["args"][-3:] == ["dev", str(file.resolve()), "--ui"]
     done = subprocess.run([*argv[:-2], "--ui"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--ui: only with --dev" in done.stderr
+
+
+def test_logs_names_the_host_of_each_line_while_two_serve_the_file(tmp_path: Path) -> None:
+    """Two clients, each with its dev host of one file: each line says whose it is."""
+    from protomcp_host.cli.logs import follow
+
+    file = tmp_path / "tools.py"
+    running = [DevJournal(tmp_path, [file], pid=pid) for pid in (5001, 5002)]
+
+    def calls_then_stop(number: int) -> Callable[[], bool]:
+        """keep_going for follow: first each running host makes call #number, then it stops."""
+        turns = iter([True, False])
+
+        def keep_going() -> bool:
+            going = next(turns)
+            if going:
+                for journal in running:
+                    journal.add("call", id=number, tool="add", arguments=f'{{"pid":{journal.pid}}}')
+            return going
+
+        return keep_going
+
+    said: list[str] = []
+    follow(tmp_path, file, said.append, keep_going=calls_then_stop(1), poll=0)
+    calls = sorted(line.split(" ", 1)[1] for line in said if "call #1" in line)
+    assert calls == [f'[host {pid}] call #1 add {{"pid":{pid}}}' for pid in (5001, 5002)]
+    running.pop(0).close()
+    said.clear()
+    follow(tmp_path, file, said.append, tail=0, keep_going=calls_then_stop(2), poll=0)
+    calls = [line.split(" ", 1)[1] for line in said if "call #2" in line]
+    assert calls == ['call #2 add {"pid":5002}']  # one host runs: no tag
+    running.pop().close()

@@ -450,3 +450,55 @@ def test_a_file_name_with_odd_characters_gives_a_safe_default_name(tmp_path: Pat
     odd.write_text(HELLO.read_text())
     printed = orjson.loads(installer.install("mcp-json", [odd]))
     assert list(printed["mcpServers"]) == ["my-tools-v2"]
+
+
+SKILLS = EXAMPLES.parent / "skills"
+
+
+async def test_install_skills_puts_the_folder_on_the_entrys_command_line(tmp_path: Path) -> None:
+    """`install --skills DIR`: the folder (absolute) is served by the entry, beside the tools;
+    the client sees the skills' files as resources (what Claude Code reads of them)."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from protomcp_host.cli.doctor import _entry_files
+
+    relative = os.path.relpath(SKILLS, tmp_path)
+    done = subprocess.run(
+        [*HOST, "install", "mcp-json", str(HELLO), "--skills", relative],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    entry = orjson.loads(done.stdout)["mcpServers"]["hello"]
+    assert entry["args"][-4:] == ["run", str(HELLO.resolve()), "--skills", str(SKILLS.resolve())]
+    assert _entry_files(entry) == [str(HELLO.resolve())]  # doctor takes the folder for no tool file
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env=dict(os.environ), cwd="/"
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        assert [t.name for t in (await session.list_tools()).tools] == ["hello"]
+        uris = {str(r.uri) for r in (await session.list_resources()).resources}
+    assert {"skill://adding-a-tool/SKILL.md", "skill://release-notes/SKILL.md"} <= uris
+
+
+def test_install_skills_alone_and_a_bad_folder(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from protomcp_host.cli.main import main
+
+    done = CliRunner().invoke(main, ["install", "mcp-json", "--skills", str(SKILLS)])
+    assert done.exit_code == 0, done.output
+    entry = orjson.loads(done.output)["mcpServers"]["skills"]  # named for what it serves
+    assert entry["args"][-3:] == ["run", "--skills", str(SKILLS.resolve())]
+    (tmp_path / "empty").mkdir()
+    refused = CliRunner().invoke(
+        main, ["install", "mcp-json", str(HELLO), "--skills", str(tmp_path / "empty")]
+    )
+    assert refused.exit_code != 0 and "no skills in it" in refused.output  # run would refuse it
+    with pytest.raises(InstallError, match="--skills: no such folder"):
+        installer.install("mcp-json", [HELLO], skills=[tmp_path / "nope"])

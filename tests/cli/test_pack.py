@@ -8,8 +8,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import anyio
 import orjson
@@ -66,6 +68,17 @@ def mcpb() -> Path:
             [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=MCPB_DIR, check=True, timeout=600
         )
     return MCPB
+
+
+SMALL = '''
+    from protomcp_sdk import tool
+
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+'''
 
 
 def tool_file(folder: Path) -> Path:
@@ -132,9 +145,164 @@ def test_a_uv_bundle_is_valid_and_asks_for_what_the_file_needs(tmp_path: Path, m
         "WEATHER_API_KEY": "${user_config.weather_api_key}",
         "WEATHER_UNITS": "${user_config.weather_units}",
     }
-    pyproject = (folder / "pyproject.toml").read_text()
-    assert '"protomcp-tools>=' in pyproject and '"tzdata>=2024.1"' in pyproject  # its PEP 723 block
+    pyproject = tomllib.loads((folder / "pyproject.toml").read_text())
+    [ours, tzdata] = pyproject["project"]["dependencies"]
+    assert ours.startswith("protomcp-tools>=") and tzdata == "tzdata>=2024.1"  # its PEP 723 block
     assert (folder / "server" / "tools" / "weather.py").exists() and not (folder / "server" / "lib").exists()
+    # protomcp-tools is on no index uv could reach: uv takes it from the wheel the bundle carries
+    wheel = pyproject["tool"]["uv"]["sources"]["protomcp-tools"]["path"]
+    assert wheel.startswith("wheels/protomcp_tools-") and (folder / wheel).is_file()
+
+
+def test_the_carried_wheel_installs_protomcp(tmp_path: Path, mcpb: Path) -> None:
+    """The wheel is whole: pip installs it (no index) and the installed packages and the
+    `protomcp` command serve a tool file."""
+    file = tmp_path / "tools.py"
+    file.write_text(textwrap.dedent(SMALL))
+    assert pack("tools.py", cwd=tmp_path).returncode == 0
+    [wheel] = [name for name in zipfile.ZipFile(tmp_path / "tools.mcpb").namelist() if name.endswith(".whl")]
+    zipfile.ZipFile(tmp_path / "tools.mcpb").extract(wheel, tmp_path)
+    target = tmp_path / "installed"
+    install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
+    subprocess.run([*install, "--target", str(target), str(tmp_path / wheel)], check=True, timeout=120)
+    assert (target / "bin" / "protomcp").exists()
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(target)  # the installed copy, not this checkout
+    listed = subprocess.run(
+        [sys.executable, "-m", "protomcp_host", "list", str(file), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert [tool["name"] for tool in orjson.loads(listed.stdout)["tools"]] == ["add"]
+    where = [sys.executable, "-c", "import protomcp_host, protomcp_sdk; print(protomcp_host.__file__)"]
+    imported = subprocess.run(
+        where, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path, check=True
+    )
+    assert Path(imported.stdout.strip()).is_relative_to(target)
+
+
+def configured(folder: Path, values: dict[str, str], env: dict[str, str]) -> Any:
+    """The stdio server a bundle's manifest says to start, as Claude Desktop starts it:
+    ${__dirname} and the settings substituted, the config's variables over `env`."""
+    from mcp import StdioServerParameters
+
+    values = {"${__dirname}": str(folder), **values}
+
+    def substitute(text: str) -> str:
+        for key, value in values.items():
+            text = text.replace(key, value)
+        return text
+
+    config = orjson.loads((folder / "manifest.json").read_bytes())["server"]["mcp_config"]
+    env = env | {key: substitute(value) for key, value in config["env"].items()}
+    command = shutil.which(config["command"]) or sys.executable
+    args = [substitute(arg) for arg in config["args"]]
+    return StdioServerParameters(command=command, args=args, env=env, cwd=str(folder.parent))
+
+
+async def tools_and_a_call(params: Any, timeout: float = 60) -> tuple[list[str], str]:
+    """The tools a stdio server lists, and its answer to add(a=1, b=2)."""
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    with anyio.fail_after(timeout):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = sorted(tool.name for tool in (await session.list_tools()).tools)
+            answer = await session.call_tool("add", {"a": 1, "b": 2})
+    return names, answer.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_a_uv_bundle_starts_with_uv_taking_protomcp_from_its_wheel(tmp_path: Path, mcpb: Path) -> None:
+    """`uv run` as the manifest says: protomcp-tools from the carried wheel (no index has it), its
+    dependencies from the package index."""
+    uv = pytest.importorskip("uv", reason="needs uv (the test extra installs it)").find_uv_bin()
+    (tmp_path / "tools.py").write_text(textwrap.dedent(SMALL))
+    assert pack("tools.py", cwd=tmp_path).returncode == 0
+    folder = unpack(mcpb, tmp_path / "tools.mcpb", tmp_path / "installed")
+    env = {
+        key: value for key, value in os.environ.items() if key != "PYTHONPATH" and not key.startswith("UV_")
+    }
+    env["PATH"] = os.pathsep.join([str(Path(uv).parent), env.get("PATH", "")])  # the manifest says "uv"
+    params = configured(folder, {}, env)
+    assert Path(params.command).name == "uv"
+    assert await tools_and_a_call(params, timeout=300) == (["add"], "3")  # (a first run downloads)
+    [installed] = (folder / ".venv").glob("lib/python*/site-packages/protomcp_tools-*.dist-info")
+    source = orjson.loads((installed / "direct_url.json").read_bytes())["url"]
+    assert source.startswith("file://") and source.endswith("-py3-none-any.whl")
+
+
+@pytest.mark.anyio
+async def test_a_python_bundle_carries_what_a_stdio_host_needs_and_no_more(
+    tmp_path: Path, mcpb: Path
+) -> None:
+    """At most 6 MB for a small tool file: none of what HTTP, dev or the other commands need; it
+    serves from its own lib alone, in an interpreter that sees nothing else (a bare virtualenv,
+    -I: no PYTHONPATH, no user site), as must the tool process it starts."""
+    (tmp_path / "tools.py").write_text(textwrap.dedent(SMALL))
+    done = pack("tools.py", "--type", "python", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "tools.mcpb").stat().st_size <= 6_000_000
+    folder = unpack(mcpb, tmp_path / "tools.mcpb", tmp_path / "installed")
+    assert validate(mcpb, folder).returncode == 0
+    carried = {path.name.lower() for path in (folder / "server" / "lib").iterdir()}
+    for http_or_dev in ("uvicorn", "starlette", "cryptography", "rich", "pygments", "watchfiles", "jwt"):
+        assert http_or_dev not in carried
+    assert await tools_and_a_call(isolated(configured(folder, {}, {}), tmp_path)) == (["add"], "3")
+
+
+def isolated(params: Any, tmp_path: Path) -> Any:
+    """`params` run by an interpreter that sees nothing but the bundle: a virtualenv with no
+    packages, -I (no PYTHONPATH, no user site) and no PYTHON* variables."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    params.command, params.args = str(bare / "bin" / "python"), ["-I", *params.args]
+    params.env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    return params
+
+
+SKILLS = Path(__file__).resolve().parents[2] / "examples" / "skills"
+
+
+@pytest.mark.anyio
+async def test_skills_go_into_the_bundle_and_its_manifest_serves_them(tmp_path: Path, mcpb: Path) -> None:
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    (tmp_path / "tools.py").write_text(textwrap.dedent(SMALL))
+    done = pack("tools.py", "--skills", str(SKILLS), "--type", "python", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    folder = unpack(mcpb, tmp_path / "tools.mcpb", tmp_path / "installed")
+    assert validate(mcpb, folder).returncode == 0
+    assert (folder / "server" / "skills" / "skills" / "adding-a-tool" / "SKILL.md").is_file()
+    config = orjson.loads((folder / "manifest.json").read_bytes())["server"]["mcp_config"]
+    assert config["args"] == ["${__dirname}/server/main.py", "--skills", "${__dirname}/server/skills/skills"]
+    with anyio.fail_after(60):
+        params = isolated(configured(folder, {}, {}), tmp_path)  # (YAML for SKILL.md: in the bundle)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            assert [tool.name for tool in (await session.list_tools()).tools] == ["add"]
+            uris = {str(resource.uri) for resource in (await session.list_resources()).resources}
+    assert {"skill://adding-a-tool/SKILL.md", "skill://release-notes/SKILL.md"} <= uris
+
+
+def test_a_uv_bundle_passes_its_skills_and_a_bad_folder_is_not_packed(tmp_path: Path) -> None:
+    bundle = plan([], [], "uv", skills=[SKILLS])
+    assert bundle.name == "skills"
+    assert bundle.manifest()["server"]["mcp_config"]["args"][-2:] == [
+        "--skills",
+        "${__dirname}/server/skills/skills",
+    ]
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "tools.py").write_text(textwrap.dedent(SMALL))
+    done = pack("tools.py", "--skills", "empty", cwd=tmp_path)
+    assert done.returncode == 1 and "no skills in it" in done.stderr and "nothing was packed" in done.stderr
+    assert not (tmp_path / "tools.mcpb").exists()
 
 
 def test_the_official_validator_refuses_a_broken_manifest(tmp_path: Path, mcpb: Path) -> None:
@@ -145,7 +313,7 @@ def test_the_official_validator_refuses_a_broken_manifest(tmp_path: Path, mcpb: 
 
 @pytest.mark.anyio
 async def test_a_python_bundle_serves_its_tools_from_its_own_mcp_config(tmp_path: Path, mcpb: Path) -> None:
-    from mcp import ClientSession, StdioServerParameters
+    from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
     tool_file(tmp_path)
@@ -159,25 +327,9 @@ async def test_a_python_bundle_serves_its_tools_from_its_own_mcp_config(tmp_path
     assert manifest["compatibility"]["runtimes"]["python"].startswith(
         f">={sys.version_info[0]}.{sys.version_info[1]}"
     )
-    # What Claude Desktop does: substitute ${__dirname} and the settings, run the command.
-    values = {
-        "${__dirname}": str(folder),
-        "${user_config.weather_api_key}": "k-123",
-        "${user_config.weather_units}": "imperial",
-    }
-
-    def substitute(text: str) -> str:
-        for key, value in values.items():
-            text = text.replace(key, value)
-        return text
-
-    config = manifest["server"]["mcp_config"]
+    settings = {"${user_config.weather_api_key}": "k-123", "${user_config.weather_units}": "imperial"}
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    env.update({key: substitute(value) for key, value in config["env"].items()})
-    command = shutil.which(config["command"]) or sys.executable
-    params = StdioServerParameters(
-        command=command, args=[substitute(arg) for arg in config["args"]], env=env, cwd=str(tmp_path)
-    )
+    params = configured(folder, settings, env)
     with anyio.fail_after(60):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.types import TextResourceContents
 
 from tests.support.hosts import HOST, RawHost, mcp_session, write_atomic
 
@@ -170,12 +171,72 @@ async def test_failed_load_keeps_old_tools_then_fix_reloads(tmp_path: Path, kind
         assert expected in str(error.data) and "tools.py" in str(error.data)
         stale = await session.call_tool("alpha", {"x": 3})
         assert stale.content[0].text == "3"  # old tools still serve, and their answers say why
-        [note] = [block.text for block in stale.content[1:]]
+        [block] = stale.content[1:]  # beside structured content: an embedded text resource
+        assert block.type == "resource" and isinstance(block.resource, TextResourceContents)
+        note = block.resource.text
         assert note.startswith("Note: tools.py failed to load at ") and expected in note
         assert "this answer came from the previous version of tools.py" in note.lower()
         write_atomic(file, tool_source("alpha", "fixed"))
         await watcher.tools_after_change(session, lambda t: "fixed" in t)
         assert text_of(await session.call_tool("alpha", {"x": 3})) == "3"  # a good save: no note
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+async def test_a_file_broken_at_start_is_a_tool_that_says_why_until_it_loads(
+    tmp_path: Path, processes: str
+) -> None:
+    """No previous version serves it: a placeholder tool, listed up front, names the error
+    (the model reads tool lists, not log messages); a call answers the whole traceback at
+    once; another failed save updates it; a good save replaces it with the file's tools."""
+    file = tmp_path / "tools.py"
+    write_atomic(file, tool_source("alpha") + "\ndef broken(:\n")
+    watcher = Watcher()
+    async with mcp_session(
+        "dev", "--processes", processes, str(file), message_handler=watcher.on_message
+    ) as session:
+        [placeholder] = (await session.list_tools()).tools
+        assert placeholder.name == "tools_py_failed_to_load"
+        assert placeholder.description is not None
+        assert placeholder.description.startswith("tools.py failed to load, so none of its tools are served:")
+        assert "SyntaxError" in placeholder.description and "(line 8)" in placeholder.description
+        assert placeholder.meta == {"anthropic/alwaysLoad": True}
+        with anyio.fail_after(5):  # at once: no wait for a restart that only a save brings
+            answer = await session.call_tool(placeholder.name, {})
+        assert answer.is_error and "def broken(:" in text_of(answer) and "SyntaxError" in text_of(answer)
+        write_atomic(file, tool_source("alpha") + "\nimport no_such_module_here\n")
+        await watcher.tools_after_change(
+            session, lambda t: "ModuleNotFoundError" in str(t[placeholder.name].description)
+        )
+        write_atomic(file, tool_source("alpha"))
+        tools = await watcher.tools_after_change(session, lambda t: placeholder.name not in t)
+        assert list(tools) == ["alpha"]
+        assert text_of(await session.call_tool("alpha", {"x": 3})) == "3"
+
+
+def test_a_tool_without_a_description_is_warned_about_once_at_load(tmp_path: Path) -> None:
+    """The model reads a tool's description to choose it: none is worth a warning to the author
+    (host stderr; not to the client), when the file loads and for each tool that loses it."""
+    file = tmp_path / "tools.py"
+    bare = "from protomcp_sdk import tool\n\n@tool\ndef bare(x: int = 0) -> int:\n    return x\n"
+    write_atomic(file, bare)
+    host = RawHost("dev", str(file))
+    try:
+        host.initialize()
+        warning = "protomcp: warning: tools.py: tool 'bare' has no description, which is what the model reads"
+        host.wait_stderr(warning)
+        write_atomic(file, bare + tool_source("alpha").replace("from protomcp_sdk import tool\n", ""))
+        host.wait_stderr("protomcp: loaded tools.py: 2 tools (added alpha)")  # documented: said nothing
+        write_atomic(file, bare + "\n@tool\ndef blank() -> int:\n    \n    return 1\n")
+        stderr = host.wait_stderr("tool 'blank' has no description")
+        host.send({"jsonrpc": "2.0", "id": 9, "method": "ping"})  # after whatever the host sent the client
+        sent = []
+        while (message := host.recv()).get("id") != 9:
+            sent.append(message)
+    finally:
+        host.close()
+    assert stderr.count(warning) == 1  # not again for a reload that left it as it was
+    assert not [m for m in sent if "description" in str(m.get("params"))]  # the author's, not the client's
+    assert not [line for line in host.stderr if "alpha" in line and "description" in line]
 
 
 CRASHY = """

@@ -168,6 +168,51 @@ async def test_modern_http_requests_are_traced_and_errors_marked(collector: Coll
     assert unknown["attributes"]["rpc.response.status_code"] == "-32602"
 
 
+TOOL_SPAN = '"service.name": "protomcp-tools"'  # in each span the console exporter prints
+
+
+def test_the_tool_processs_console_spans_are_shown_once_where_the_hosts_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OTEL_TRACES_EXPORTER=console: the tool process writes its spans to the host's stderr, as
+    the host writes its own; not to its own stderr, which the host shows as what the tool
+    printed (each line again, prefixed) and sends the client as log messages."""
+    from tests.support.hosts import RawHost
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")  # ms: spans leave while the host runs
+    host = RawHost("run", str(BEHAVIOURS))
+    try:
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        host.request(1, "initialize", hello)
+        host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        host.request(2, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+        stderr = host.wait_stderr(TOOL_SPAN)
+        host.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})  # after whatever the host sent meanwhile
+        sent = []
+        while (message := host.recv()).get("id") != 3:
+            sent.append(message)
+    finally:
+        host.close()
+    assert stderr.count(TOOL_SPAN) == 1
+    assert not [line for line in stderr.splitlines() if line.startswith("[behaviours.py]") and '"' in line]
+    assert not [m for m in sent if m.get("method") == "notifications/message"]
+    # and `protomcp call`, which shows the host's stderr and the log messages, shows it once
+    done = subprocess.run(
+        [sys.executable, "-m", "protomcp_host", "call", str(BEHAVIOURS), "add", "a=2", "b=3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "5", done.stderr
+    assert done.stderr.count(TOOL_SPAN) == 1 and "[warning" not in done.stderr
+
+
 def test_nothing_imports_opentelemetry_when_tracing_is_off(tmp_path: Any) -> None:
     """Off (no OTEL_* asking for traces): a host and a tool process serve a call through the
     SDK's test client without importing opentelemetry."""

@@ -417,7 +417,8 @@ async def test_reload_diff_load_error_and_crash(tmp_path: Path) -> None:
 
         # A new tool and a changed description: the list follows, the event shows the diff.
         changed = TOOLS.replace('"""Add two numbers."""', '"""Add two whole numbers."""')
-        write_atomic(file, changed + "\n@tool\ndef fresh(word: str) -> str:\n    return word\n")
+        fresh = '\n@tool\ndef fresh(word: str) -> str:\n    """Echo."""\n    return word\n'
+        write_atomic(file, changed + fresh)  # (described: else a warning would be an event too)
         await expect(page.locator("#tool-list [data-tool=fresh]")).to_be_visible(timeout=WAIT)
         await expect(page.locator("#event-count")).to_have_text("1")
         await page.click("[data-view=events]")

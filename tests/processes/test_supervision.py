@@ -47,6 +47,9 @@ class Events:
     def stale(self, label: str, error: str) -> None:
         pass
 
+    def unloaded(self, label: str, error: str) -> None:
+        pass
+
     def notice(self, label: str, envelope: Any) -> None:
         pass
 
