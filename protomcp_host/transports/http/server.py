@@ -127,7 +127,9 @@ async def _stop_accepting(
     closed). So: asyncio stops accepting, the connections it accepted get their transports, the
     ones still queued are taken here, and the sockets close, in that order (the last two in one
     step). Returns those taken here, for `_serve_queued`."""
-    listeners = list(getattr(server, "servers", ()))  # (none before uvicorn started)
+    listeners = list(getattr(server, "servers", ()))
+    if not listeners:  # (uvicorn did not start: nothing was accepted, the sockets close at the end)
+        return []
     loop = asyncio.get_running_loop()
     for listener in listeners:
         for sock in listener.sockets:
@@ -166,6 +168,10 @@ async def _serve_queued(server: uvicorn.Server, http: type[Any], queued: list[so
 def _accept_queued(sock: socket.socket) -> list[socket.socket]:
     """The connections waiting in a listening socket's queue, accepted without waiting."""
     taken: list[socket.socket] = []
+    try:
+        sock.setblocking(False)  # (asyncio made it so; said again, since accept() must not wait)
+    except OSError:  # (closed already)
+        return taken
     while len(taken) < LISTEN_QUEUE:
         try:
             connection, _ = sock.accept()
