@@ -80,8 +80,12 @@ def note() -> str:
 
 
 @tool(task="optional")
-async def wait_for(path: str) -> dict[str, object]:
-    """Wait until a file exists (a gate another test step opens), then say which host ran it."""
+async def wait_for(path: str, mark: str = "") -> dict[str, object]:
+    """Wait until a file exists (a gate another test step opens), then say which host ran it;
+    `mark`: a file created once it runs."""
+    if mark:
+        with open(mark, "w") as file:
+            file.write(str(os.getpid()))
     for _ in range(3000):
         if os.path.exists(path):
             break
