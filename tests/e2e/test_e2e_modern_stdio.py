@@ -3,6 +3,7 @@ client in auto mode (modern) and forced to legacy, and a raw Claude-Code-like pr
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any
 
@@ -206,3 +207,30 @@ def test_an_invalid_cancellation_gets_one_answer(raw_host: Any) -> None:
     while (message := host.recv()).get("id") != 8:
         answers.append(message)
     assert [answer["error"]["code"] for answer in answers] == [-32600], answers
+
+
+def test_no_line_naming_cancelled_is_answered_twice(raw_host: Any) -> None:
+    """Every shape of a message named notifications/cancelled (with or without an id, valid or
+    not, either era's params), after a 2026-07-28 request: at most one answer each."""
+    host = raw_host("run", str(BEHAVIOURS))
+    assert host.request(1, "server/discover", {"_meta": MODERN_META})["result"]
+    host.initialize()
+    shapes = itertools.product(
+        ["absent", 7, "s", None, 1.5, [1]],
+        ["absent", {"requestId": 1}, {"requestId": 1, "_meta": MODERN_META}, [1], None],
+        ["2.0", "1.0", "absent"],
+    )
+    twice = []
+    for ping, (request_id, params, version) in enumerate(shapes, start=1000):
+        message: dict[str, Any] = {"method": "notifications/cancelled"}
+        for key, value in (("id", request_id), ("params", params), ("jsonrpc", version)):
+            if value != "absent":
+                message[key] = value
+        host.send(message)
+        host.send({"jsonrpc": "2.0", "id": ping, "method": "ping"})
+        answers = []
+        while (answer := host.recv()).get("id") != ping:
+            answers.append(answer)
+        if len(answers) > 1:
+            twice.append((message, answers))
+    assert twice == [], twice[:3]
