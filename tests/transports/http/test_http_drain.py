@@ -33,13 +33,14 @@ META = {  # (no tasks extension: a call is answered in its response)
 
 
 def request(host: str, index: int, tool: str = "whoami", **arguments: Any) -> bytes:
-    """A 2026-07-28 tools/call, as bytes on the wire."""
+    """A 2026-07-28 tools/call, as bytes on the wire (one per connection)."""
     params = {"name": tool, "arguments": arguments, "_meta": META}
     body = orjson.dumps({"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": params})
     head = (
         f"POST /mcp HTTP/1.1\r\nHost: {host}\r\naccept: application/json, text/event-stream\r\n"
         "content-type: application/json\r\nmcp-protocol-version: 2026-07-28\r\n"
-        f"mcp-method: tools/call\r\nmcp-name: {tool}\r\ncontent-length: {len(body)}\r\n\r\n"
+        f"mcp-method: tools/call\r\nmcp-name: {tool}\r\nconnection: close\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body
 
@@ -68,6 +69,23 @@ def host_processes(host: HttpHost) -> list[int]:
     return pids
 
 
+def serving(ip: str, port: int, address: str, hosts: set[int]) -> None:
+    """Until each of `hosts` answered a call: each has finished starting, so none sets the
+    listening socket's queue short again (uvicorn listens with a short one before the host
+    lengthens it) while the test stops them."""
+    seen: set[int] = set()
+    for _ in range(50):
+        connections = [socket.create_connection((ip, port), timeout=30) for _ in range(8)]
+        for index, connection in enumerate(connections):
+            connection.sendall(request(address, index))
+        for connection in connections:
+            answer = orjson.loads(response(connection).split(b"\r\n\r\n", 1)[1])
+            seen.add(answer["result"]["structuredContent"]["host"])
+        if hosts <= seen:
+            return
+    raise AssertionError(f"not every host answered: {seen} of {hosts}")
+
+
 def alive(pid: int) -> bool:
     """Whether process `pid` runs (a zombie, not yet reaped, does not)."""
     try:
@@ -84,6 +102,7 @@ def test_connections_queued_at_sigterm_are_answered(workers: str, redis_url: str
     ip, port = address.rsplit(":", 1)
     stopped = host_processes(host)
     assert len(stopped) == 1 + (int(workers) if workers != "1" else 0)
+    serving(ip, int(port), address, {stopped[-1]} if workers == "1" else set(stopped[1:]))
     connections: list[socket.socket] = []
     try:
         for pid in stopped:
