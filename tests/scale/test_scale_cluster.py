@@ -1,7 +1,8 @@
 """Two hosts behind a real nginx (the example config), sharing a real Redis, serving the
 official client: modern requests round-robin, a listen stream on one host hears a resource
 update published by a tool on the other, an input-required retry lands on the other host and
-is accepted, a stateful session is pinned by the hash, and one host killed mid-run."""
+is accepted, a stateful session is pinned by the hash, one host killed mid-run, and a rolling
+restart under load that shows no client an error."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import orjson
 import pytest
 
 from tests.support.hosts import TOOLS
-from tests.support.scale import CPU, modern_client, modern_rpc, task_until, wait_for_file
+from tests.support.http import ACCEPT, answer_of
+from tests.support.scale import CPU, TASKS_META, modern_client, modern_rpc, task_until, wait_for_file
 
 ROUNDS = TOOLS / "rounds" / "rounds.py"
 SEED = "X-Mcp-Session-Seed"
@@ -319,11 +322,6 @@ async def test_a_principals_tool_list_change_reaches_its_listen_streams_on_other
 
 async def _posted(http: Any, url: str, params: dict[str, Any]) -> tuple[int, Any]:
     """One 2026-07-28 tools/call POST: its status, and its JSON-RPC answer (else the body)."""
-    import orjson
-
-    from tests.support.http import ACCEPT, answer_of
-    from tests.support.scale import TASKS_META
-
     headers = {
         "accept": ACCEPT,
         "content-type": "application/json",
@@ -347,7 +345,7 @@ CALLERS = 256  # concurrent clients: many more than the site's 32 kept-alive ups
 async def test_a_rolling_restart_loses_nothing(
     workers: str, http_host: Any, nginx: Any, redis_url: str, tmp_path: Path
 ) -> None:
-    """SIGTERM to one host behind the shipped nginx site while 48 clients call through it: every
+    """SIGTERM to one host behind the shipped nginx site while 256 clients call through it: every
     request is answered by some host, exactly once, and nginx neither answers an error nor logs
     a reset (before: 503s from the draining host; 502s when it closed kept-alive connections
     nginx was reusing, and when it closed its listening socket on connections still queued there
