@@ -98,30 +98,33 @@ def alive(pid: int) -> bool:
 @pytest.mark.parametrize("workers", ["1", "2"], ids=["run", "workers-2"])
 def test_connections_queued_at_sigterm_are_answered(workers: str, redis_url: str) -> None:
     host = HttpHost("run", str(CPU), "--workers", workers, "--store", redis_url, "--drain-timeout", "20")
-    address = host.url.split("/")[2]
-    ip, port = address.rsplit(":", 1)
-    stopped = host_processes(host)
-    assert len(stopped) == 1 + (int(workers) if workers != "1" else 0)
-    serving(ip, int(port), address, {stopped[-1]} if workers == "1" else set(stopped[1:]))
-    connections: list[socket.socket] = []
     try:
-        for pid in stopped:
-            os.kill(pid, signal.SIGSTOP)
-        for index in range(QUEUED):
-            connection = socket.create_connection((ip, int(port)), timeout=30)
-            connection.sendall(request(address, index))
-            connections.append(connection)
-        host.proc.send_signal(signal.SIGTERM)  # (pending until it goes on)
+        address = host.url.split("/")[2]
+        ip, port = address.rsplit(":", 1)
+        stopped = host_processes(host)
+        assert len(stopped) == 1 + (int(workers) if workers != "1" else 0)
+        serving(ip, int(port), address, {stopped[-1]} if workers == "1" else set(stopped[1:]))
+        connections: list[socket.socket] = []
+        try:
+            for pid in stopped:
+                os.kill(pid, signal.SIGSTOP)
+            for index in range(QUEUED):
+                connection = socket.create_connection((ip, int(port)), timeout=30)
+                connection.sendall(request(address, index))
+                connections.append(connection)
+            host.proc.send_signal(signal.SIGTERM)  # (pending until it goes on)
+        finally:
+            for pid in stopped:
+                os.kill(pid, signal.SIGCONT)
+        answers = [response(connection) for connection in connections]
+        statuses = [answer.split(b" ", 2)[1].decode() if answer else "reset" for answer in answers]
+        assert statuses == ["200"] * QUEUED, statuses
+        for index, answer in enumerate(answers):
+            message: Any = orjson.loads(answer.split(b"\r\n\r\n", 1)[1])
+            assert message["id"] == index and "host" in message["result"]["structuredContent"], message
+        assert host.proc.wait(30) == 0
     finally:
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
-    answers = [response(connection) for connection in connections]
-    statuses = [answer.split(b" ", 2)[1].decode() if answer else "reset" for answer in answers]
-    assert statuses == ["200"] * QUEUED, statuses
-    for index, answer in enumerate(answers):
-        message: Any = orjson.loads(answer.split(b"\r\n\r\n", 1)[1])
-        assert message["id"] == index and "host" in message["result"]["structuredContent"], message
-    assert host.proc.wait(30) == 0
+        host.terminate()
 
 
 def test_a_draining_workers_host_refuses_new_connections(redis_url: str, tmp_path: Path) -> None:
