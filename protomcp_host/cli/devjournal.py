@@ -68,7 +68,11 @@ class DevJournal:
         self.add("start", **self.index)
 
     def add(self, kind: str, **data: Any) -> None:
-        """One record; past MAX_BYTES the journal starts a new generation first."""
+        """One record; past MAX_BYTES the journal starts a new generation first. Once closed,
+        nothing: a session's wire tap may outlive the journal, and its descriptor number may
+        already be another file's."""
+        if self._fd < 0:
+            return
         line = orjson.dumps({"t": time.time(), "kind": kind, **data}, default=str) + b"\n"
         if self._size and self._size + len(line) > MAX_BYTES:
             os.close(self._fd)
@@ -83,10 +87,13 @@ class DevJournal:
         self._write_index()
 
     def close(self) -> None:
+        if self._fd < 0:
+            return
         self.add("stop")
         self.index["stopped"] = time.time()
         self._write_index()
         os.close(self._fd)
+        self._fd = -1
         if self._lock is not None:
             os.close(self._lock)  # (releases the lock)
             self._lock = None
@@ -187,7 +194,11 @@ async def journal_companion(
     host: Any, shutdown: anyio.Event, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
 ) -> None:
     """An `app.serve` companion of `dev`: the journal, from before the files load until the host
-    stops. A journal that cannot be written is said once on stderr and the host serves anyway."""
+    stops. A journal that cannot be written is said once on stderr and the host serves anyway.
+
+    On `shutdown` the journal says the host is stopping, and stays open: the calls in flight
+    finish in the drain that follows, and their answers pass its wire tap. It closes when the
+    host has stopped (the companion is cancelled then)."""
     try:
         folder = runtime_dir()
         sweep(folder)
@@ -201,6 +212,8 @@ async def journal_companion(
     try:
         task_status.started()
         await shutdown.wait()
+        journal.add("stopping")
+        await anyio.sleep_forever()
     finally:
         host.watchers.remove(journal.host_event)
         journal.close()

@@ -86,6 +86,8 @@ def render(record: dict[str, Any], pid: int, tagged: bool = False) -> str:
     head = f"{clock} [host {pid}] " if tagged else f"{clock} "
     if kind == "start":
         text = f"-- dev host {pid} started (protomcp {record.get('version')}): {', '.join(record['files'])}"
+    elif kind == "stopping":
+        text = f"-- dev host {pid} stopping: calls in flight may finish"
     elif kind == "stop":
         text = f"-- dev host {pid} stopped"
     elif kind == "loaded":

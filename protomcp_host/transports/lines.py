@@ -116,12 +116,14 @@ def modern_message(line: bytes) -> dict[str, Any] | None:
 
 
 def is_cancellation(line: bytes) -> bool:
-    """Whether a line is a notifications/cancelled message (decoded: the bytes may as well sit
-    inside a tool's argument). The byte test first, so other lines are not parsed twice."""
+    """Whether a line is a notifications/cancelled notification, as JSON-RPC classifies it: no id
+    and nothing invalid, so that neither era answers it (a request or an invalid message of that
+    name gets its one answer from the stateful era alone). Decoded, since the bytes may as well
+    sit inside a tool's argument; the byte test first, so other lines are not parsed twice."""
     if b"notifications/cancelled" not in line:
         return False
     try:
-        message = orjson.loads(line)
+        message = rpc.classify(orjson.loads(line))
     except orjson.JSONDecodeError:
         return False
-    return isinstance(message, dict) and message.get("method") == "notifications/cancelled"
+    return isinstance(message, rpc.Notification) and message.method == "notifications/cancelled"

@@ -190,6 +190,19 @@ def test_a_host_that_stopped_is_not_running_and_is_swept_later(tmp_path: Path) -
     assert not list(tmp_path.iterdir())
 
 
+def test_a_closed_journal_writes_nothing_more(tmp_path: Path) -> None:
+    """A session's wire tap may outlive the journal: what it shows then is dropped, and the
+    descriptor the journal had (perhaps another file's now) is not written to."""
+    journal = DevJournal(tmp_path, [tmp_path / "tools.py"], pid=4244)
+    journal.close()
+    written = journal.path.read_bytes()
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add"}}'
+    journal.wire(1, "in", call, None)
+    journal.host_event("problem", {"message": "late"})
+    journal.close()
+    assert journal.path.read_bytes() == written
+
+
 def test_ui_without_a_port_takes_any_free_one_when_the_default_is_taken(
     tmp_path: Path, runtime: Path
 ) -> None:

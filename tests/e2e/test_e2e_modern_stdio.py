@@ -3,6 +3,7 @@ client in auto mode (modern) and forced to legacy, and a raw Claude-Code-like pr
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any
 
@@ -159,3 +160,77 @@ def test_a_legacy_line_mentioning_cancelled_gets_one_answer(raw_host: Any) -> No
     call = host.request(2, "tools/call", {"name": "echo", "arguments": {"text": "notifications/cancelled"}})
     assert call["result"]["content"][0]["text"] == "notifications/cancelled"
     assert host.request(3, "ping")["result"] == {}  # nothing else answered id 2 in between
+
+
+NOTIFICATION_NAMES = [
+    ("notifications/cancelled", {"requestId": 1, "reason": "no"}),
+    ("notifications/initialized", {}),
+    ("notifications/progress", {"progressToken": "t", "progress": 1}),
+    ("notifications/roots/list_changed", {}),
+]
+
+
+@pytest.mark.parametrize("era", ["stateful", "modern"])
+@pytest.mark.parametrize(
+    ("method", "params"), NOTIFICATION_NAMES, ids=[name for name, _ in NOTIFICATION_NAMES]
+)
+def test_a_request_named_like_a_notification_gets_one_answer(
+    raw_host: Any, era: str, method: str, params: dict[str, Any]
+) -> None:
+    """A message with an id is a request whatever its method: once a 2026-07-28 request was seen
+    on the connection, it still gets exactly one answer (an error: no such request method), from
+    the era it belongs to. A later ping's answer shows that no second one followed."""
+    host = raw_host("run", str(BEHAVIOURS))
+    assert host.request(1, "server/discover", {"_meta": MODERN_META})["result"]
+    if era == "stateful":
+        host.initialize()
+    else:
+        params = {**params, "_meta": MODERN_META}
+    host.send({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+    host.send({"jsonrpc": "2.0", "id": 8, "method": "ping"})
+    answers = []
+    while (message := host.recv()).get("id") != 8:
+        if "method" not in message:
+            answers.append(message)
+    assert [answer["id"] for answer in answers] == [7], answers
+    assert answers[0]["error"]["code"] in (-32601, -32600)
+
+
+def test_an_invalid_cancellation_gets_one_answer(raw_host: Any) -> None:
+    """A notifications/cancelled that is no valid JSON-RPC message (its "jsonrpc" is not "2.0")
+    gets one -32600, though a 2026-07-28 request was seen on the connection."""
+    host = raw_host("run", str(BEHAVIOURS))
+    assert host.request(1, "server/discover", {"_meta": MODERN_META})["result"]
+    host.send({"jsonrpc": "1.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    host.send({"jsonrpc": "2.0", "id": 8, "method": "ping"})
+    answers = []
+    while (message := host.recv()).get("id") != 8:
+        answers.append(message)
+    assert [answer["error"]["code"] for answer in answers] == [-32600], answers
+
+
+def test_no_line_naming_cancelled_is_answered_twice(raw_host: Any) -> None:
+    """Every shape of a message named notifications/cancelled (with or without an id, valid or
+    not, either era's params), after a 2026-07-28 request: at most one answer each."""
+    host = raw_host("run", str(BEHAVIOURS))
+    assert host.request(1, "server/discover", {"_meta": MODERN_META})["result"]
+    host.initialize()
+    shapes = itertools.product(
+        ["absent", 7, "s", None, 1.5, [1]],
+        ["absent", {"requestId": 1}, {"requestId": 1, "_meta": MODERN_META}, [1], None],
+        ["2.0", "1.0", "absent"],
+    )
+    twice = []
+    for ping, (request_id, params, version) in enumerate(shapes, start=1000):
+        message: dict[str, Any] = {"method": "notifications/cancelled"}
+        for key, value in (("id", request_id), ("params", params), ("jsonrpc", version)):
+            if value != "absent":
+                message[key] = value
+        host.send(message)
+        host.send({"jsonrpc": "2.0", "id": ping, "method": "ping"})
+        answers = []
+        while (answer := host.recv()).get("id") != ping:
+            answers.append(answer)
+        if len(answers) > 1:
+            twice.append((message, answers))
+    assert twice == [], twice[:3]

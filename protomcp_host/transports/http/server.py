@@ -1,16 +1,20 @@
 """Runs the HTTP transports under uvicorn inside the host's task group, and shuts them down
 gracefully, losing nothing a client behind a balancer can see:
 
-- new connections are refused at once (a balancer tries another host: nothing was sent);
+- new connections are refused at once (a balancer tries another host: nothing was sent); the
+  ones the kernel had already completed but not handed over yet are taken first and served
+  (closing the listening socket would reset them, with a request perhaps written on them);
 - a request on a connection already open is served, and every response from then on closes
-  its connection; a kept-alive connection is left for the peer to close (closing it here could
-  cross a request the balancer is sending on it, which it may not repeat elsewhere: a POST);
+  its connection (`Connection: close`); a kept-alive connection, and one whose response had
+  begun, is left for the peer to close (closing it here could cross a request the balancer is
+  sending on it, which it may not repeat elsewhere: a POST);
 - in-flight calls and running task calls finish; standalone streams end;
 - all bounded by --drain-timeout, after which what still runs is answered with an error.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 from collections.abc import Awaitable, Callable, Iterator
@@ -110,13 +114,74 @@ def _closing(send: Send) -> Send:
     return send_closing
 
 
-def _stop_accepting(server: uvicorn.Server, http: type[Any]) -> None:
-    """Refuse new connections; a connection serving a request closes once it is answered."""
-    for listener in getattr(server, "servers", ()):  # (none before uvicorn started)
-        listener.close()
+async def _stop_accepting(
+    server: uvicorn.Server, http: type[Any], sockets: list[socket.socket]
+) -> list[socket.socket]:
+    """Refuse new connections, losing none already made; a connection serving a request closes
+    once it is answered.
+
+    A connection is dropped with a reset, and a balancer that had written a request on it (a POST)
+    answers its client 502 instead of trying another host, if it is still in the listening
+    socket's queue when that closes (asyncio accepts a few per loop iteration: under load dozens
+    wait), or accepted by asyncio but not yet given its transport (that fails once the server is
+    closed). So: asyncio stops accepting, the connections it accepted get their transports, the
+    ones still queued are taken here, and the sockets close, in that order (the last two in one
+    step). Returns those taken here, for `_serve_queued`."""
+    listeners = list(getattr(server, "servers", ()))
+    if not listeners:  # (uvicorn did not start: nothing was accepted, the sockets close at the end)
+        return []
+    loop = asyncio.get_running_loop()
+    for listener in listeners:
+        for sock in listener.sockets:
+            loop.remove_reader(sock.fileno())
+    await asyncio.sleep(0)  # (the transports of the connections asyncio accepted are made first)
+    queued = [connection for sock in sockets for connection in _accept_queued(sock)]
+    for listener in listeners:
+        listener.close()  # (closes the sockets: new connections are refused from here on)
     for connection in _http_connections(server, http):
-        if not connection.idle():
-            connection.shutdown()  # (uvicorn: no keep-alive after the response in progress)
+        cycle = connection.cycle
+        if cycle is not None and not cycle.response_complete and not cycle.response_started:
+            connection.shutdown()  # (uvicorn: its answer says `Connection: close`, then it closes)
+    # A connection whose answer has begun is left open after it, like an idle one: closing it
+    # unannounced could cross the next request the balancer sends on it (a POST is not repeated).
+    return queued
+
+
+async def _serve_queued(server: uvicorn.Server, http: type[Any], queued: list[socket.socket]) -> None:
+    """Serve connections accepted by `_stop_accepting` with the server's HTTP protocol `http`, as
+    uvicorn serves the ones it accepts."""
+    loop = asyncio.get_running_loop()
+
+    def protocol() -> asyncio.Protocol:
+        made: asyncio.Protocol = http(
+            config=server.config, server_state=server.server_state, app_state=server.lifespan.state
+        )
+        return made
+
+    for connection in queued:
+        try:
+            await loop.connect_accepted_socket(protocol, connection)
+        except OSError:  # (the peer went away meanwhile)
+            connection.close()
+
+
+def _accept_queued(sock: socket.socket) -> list[socket.socket]:
+    """The connections waiting in a listening socket's queue, accepted without waiting."""
+    taken: list[socket.socket] = []
+    try:
+        sock.setblocking(False)  # (asyncio made it so; said again, since accept() must not wait)
+    except OSError:  # (closed already)
+        return taken
+    while len(taken) < LISTEN_QUEUE:
+        try:
+            connection, _ = sock.accept()
+        except (BlockingIOError, InterruptedError):
+            break
+        except OSError:  # (closed already, or out of descriptors: what is left is refused)
+            break
+        connection.setblocking(False)
+        taken.append(connection)
+    return taken
 
 
 def _http_connections(server: uvicorn.Server, http: type[Any]) -> list[Any]:
@@ -127,11 +192,16 @@ def _http_connections(server: uvicorn.Server, http: type[Any]) -> list[Any]:
 async def _drained(server: uvicorn.Server, http: type[Any], owner: Any, host: Sessions) -> None:
     """Until nothing is left to finish: no kept-alive connection a request may still arrive on
     (the peer closes it: a balancer's idle timeout is set shorter than --keep-alive-timeout, and
-    a request that comes on it instead is served), then no call and no task call running."""
-    while any(connection.idle() for connection in _http_connections(server, http)):
+    a request that comes on it instead is served), no call and no task call running."""
+    while True:
+        await owner.wait_idle()
+        await host.wait_tasks()
+        # (a call that ended meanwhile leaves its connection kept alive when its answer had
+        # begun before the drain: that one, too, is the peer's to close)
+        kept = any(connection.idle() for connection in _http_connections(server, http))
+        if not kept and not owner.calls_running() and not host.tasks_running():
+            return
         await anyio.sleep(DRAIN_POLL)
-    await owner.wait_idle()
-    await host.wait_tasks()
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -250,7 +320,7 @@ async def serve_http(
         with anyio.CancelScope() as waiting:
             tg.start_soon(cancel_when_set, stopped, waiting)  # (the server stopped on its own)
             await shutdown.wait()
-        await _shut_down(server, http, owner, host, settings.before_exit, drain_timeout)
+        await _shut_down(server, sockets, http, owner, host, settings.before_exit, drain_timeout)
         server.should_exit = True
         with anyio.move_on_after(drain_timeout + 2):
             await stopped.wait()
@@ -300,6 +370,7 @@ async def _serve_until_stopped(
 
 async def _shut_down(
     server: uvicorn.Server,
+    sockets: list[socket.socket],
     http: type[Any],
     owner: Any,
     host: Sessions,
@@ -308,8 +379,9 @@ async def _shut_down(
 ) -> None:
     """Refuse new connections, let what runs finish (bounded by `drain_timeout`), then answer
     what is left with an error and end the sessions."""
-    _stop_accepting(server, http)
-    owner.drain()
+    queued = await _stop_accepting(server, http, sockets)
+    owner.drain()  # (first: what the queued connections ask is answered as the host drains)
+    await _serve_queued(server, http, queued)
     deadline = anyio.current_time() + drain_timeout
     with anyio.CancelScope(deadline=deadline):  # (the peers' calls: their links stay open)
         for wait in before_exit:

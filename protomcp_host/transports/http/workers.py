@@ -4,8 +4,9 @@ The parent binds the socket (so every worker accepts on the same port, as gunico
 uvicorn's own workers do) and starts N copies of the same command line, each told by
 environment variables which inherited file descriptor to serve and where to say it is
 ready. Each worker is a whole host with its own tool processes. The parent replaces a worker
-that dies (bounded backoff), and on SIGTERM/SIGINT passes the signal on and waits for every
-worker to drain (each stops accepting, lets its calls finish within --drain-timeout, exits).
+that dies (bounded backoff), and on SIGTERM/SIGINT closes its copy of the socket, passes the
+signal on and waits for every worker to drain (each closes its copy, lets its calls finish
+within --drain-timeout, exits).
 
 A stateful (2025-11-25 and older) session lives in one worker; the others pass its requests on to
 that worker's private socket in the folder made here (affinity.py). Every worker is a host of
@@ -142,8 +143,12 @@ class WorkerSet:
                     self.stderr(f"protomcp: worker {number} (pid {new.pid}) serving again")
 
     async def stop(self) -> int:
-        """SIGTERM every worker and wait for them to drain (killed after drain + grace)."""
-        self.stopping = True
+        """Close this process's copy of the listening socket, then SIGTERM every worker and wait
+        for them to drain (killed after drain + grace). Each worker closes its own copy first
+        thing: once none is open, new connections are refused at once (a balancer tries another
+        host) instead of queueing where no one accepts them, to be reset at the exit."""
+        self.stopping = True  # (no worker is started from here on: the socket is gone)
+        self.sock.close()
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)

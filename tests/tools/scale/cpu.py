@@ -30,6 +30,16 @@ def whoami() -> dict[str, int]:
 
 
 @tool
+def tally(folder: str, tag: str) -> dict[str, int]:
+    """Record that the call `tag` ran, in a file of that name: a second run of the same call
+    fails (the file exists). Says which host ran it."""
+    host = int(os.environ.get("PROTOMCP_HOST_PID", "0"))
+    with open(os.path.join(folder, tag), "x") as file:
+        file.write(str(host))
+    return {"host": host}
+
+
+@tool
 def sees(ctx: Context) -> dict[str, object]:
     """Which host answered, and the tools it shows this caller (its principal's tool list)."""
     return {"host": int(os.environ.get("PROTOMCP_HOST_PID", "0")), "active": ctx.active_tools()}
@@ -70,8 +80,12 @@ def note() -> str:
 
 
 @tool(task="optional")
-async def wait_for(path: str) -> dict[str, object]:
-    """Wait until a file exists (a gate another test step opens), then say which host ran it."""
+async def wait_for(path: str, mark: str = "") -> dict[str, object]:
+    """Wait until a file exists (a gate another test step opens), then say which host ran it;
+    `mark`: a file created once it runs."""
+    if mark:
+        with open(mark, "w") as file:
+            file.write(str(os.getpid()))
     for _ in range(3000):
         if os.path.exists(path):
             break
