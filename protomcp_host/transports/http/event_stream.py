@@ -15,6 +15,21 @@ import anyio
 from protomcp_host.transports.http.timers import Deadline
 
 KEEP = 10_000  # messages kept for resumption per stream; the oldest go first
+# What a kept message costs beyond its bytes: the bytes object's header (33 bytes, rounded up by
+# the allocator) and its slot in a deque.
+MESSAGE_OVERHEAD = 64
+
+
+def compact(data: bytes) -> bytes:
+    """`data` in a block of its own size, for keeping. orjson's output keeps the buffer it was
+    written in (4 KiB for a 100-byte notification, about 8 times the length of a large one):
+    counted by len(), a few MiB of kept messages held hundreds."""
+    return bytes(memoryview(data))
+
+
+def cost(data: bytes) -> int:
+    """The memory a kept (compacted) message takes."""
+    return len(data) + MESSAGE_OVERHEAD
 
 
 class ReplayBudget:
