@@ -483,15 +483,25 @@ class ModernEndpoint:
                     streaming = True
                     await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
                 chunk = b"".join(b"event: message\ndata: " + d + b"\n\n" for d in items) or KEEP_ALIVE
-                with Deadline(self.send_timeout) as deadline:  # a client that reads nothing
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                if deadline.expired:
-                    return  # (uvicorn closes the connection: the response is not complete)
-                if final is not None:
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                if not await self._write(exchange, send, chunk, final is None) or final is not None:
                     return
         finally:
             watcher.cancel()
+
+    async def _write(self, exchange: Exchange, send: Send, chunk: bytes, more: bool) -> bool:
+        """Write a chunk of the stream (and end it unless `more`), within `send_timeout`;
+        False when the client accepted nothing meanwhile (uvicorn then closes the connection,
+        the response unfinished)."""
+        with Deadline(self.send_timeout) as deadline:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if not more:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if deadline.expired:
+            self.host.stderr(
+                f"protomcp: the client of a {exchange.method} stream accepted nothing for "
+                f"{self.send_timeout:g}s: disconnected"
+            )
+        return not deadline.expired
 
 
 def _address(scope: Scope) -> str:
