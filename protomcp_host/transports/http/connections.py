@@ -31,6 +31,7 @@ BUSY = (
 
 
 HEADER_TOO_LARGE_TEXT = b"Request Header Fields Too Large: the limit is %d bytes"
+SKIP_SLICE = 4096  # bytes of an answered request's body given to the parser at once
 HEADER_END = b"\r\n\r\n"
 
 
@@ -128,19 +129,19 @@ class BoundedConnection(asyncio.Protocol):
         return not self._serving() and not self.transport.is_closing()
 
     def data_received(self, data: bytes) -> None:
-        if self._unread >= 0:  # the body of a request already answered: the parser skips it
-            self._unread += len(data)
-            if self._unread > self.bounds.limits.max_unread_body:
-                self._forget()
-                self.transport.close()  # (the client may see a reset: the rest stays unread)
+        if self._unread >= 0:  # the body of a request already answered
+            rest = self._skip_body(data)
+            if rest is None:
                 return
-        elif not self._serving() and self._header_too_large(data):
-            # Refused before the parser sees it: a header is held whole until it ends.
-            self._forget()
-            self.transport.write(self.bounds.too_large)
-            self.transport.close()
-            return
-        super().data_received(data)
+            data = rest  # what follows the body (nothing, or the start of the next request)
+        if data:
+            if not self._serving() and self._header_too_large(data):
+                # Refused before the parser sees it: a header is held whole until it ends.
+                self._forget()
+                self.transport.write(self.bounds.too_large)
+                self.transport.close()
+                return
+            super().data_received(data)
         if self._serving():
             if self._header_timer is not None:
                 self._header_timer.cancel()
@@ -150,6 +151,22 @@ class BoundedConnection(asyncio.Protocol):
             self._forget()
         elif self._header_timer is None and not self.transport.is_closing():
             self._arm()  # the first bytes of the next request: its header has a deadline
+
+    def _skip_body(self, data: bytes) -> bytes | None:
+        """The parser reads the rest of an answered request's body (uvicorn throws it away), a
+        slice at a time: what follows the body in this read is returned, to be checked as the
+        next request's header (at most a slice of it is not). None: over the bound, closed."""
+        at = 0
+        while at < len(data) and self._unread >= 0:
+            piece = data[at : at + SKIP_SLICE]
+            at += len(piece)
+            self._unread += len(piece)
+            if self._unread > self.bounds.limits.max_unread_body:
+                self._forget()
+                self.transport.close()  # (the client may see a reset: the rest stays unread)
+                return None
+            super().data_received(piece)  # (on_message_complete ends the skipping)
+        return data[at:]
 
     def _header_too_large(self, data: bytes) -> bool:
         """Count a read towards the request header; whether the header is now over the limit."""

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import httpx2
 import orjson
 
@@ -143,6 +144,29 @@ def test_an_oversized_body_sent_whole_is_answered_413(http_host: Any) -> None:
         assert orjson.loads(data)["error"]["message"] == "Payload Too Large: the limit is 100000 bytes" + (
             "" if attempt % 2 else " (--max-body)"
         )
+
+
+async def test_a_header_after_a_refused_body_is_still_bounded(http_host: Any) -> None:
+    """The body read away is not taken for the next request's header, nor hides it: a header
+    over the limit sent right after it still gets 431."""
+    import asyncio
+
+    from protomcp_host.transports.http.connections import SKIP_SLICE, ConnectionLimits
+
+    host = http_host("run", STREAMS, "--max-body", "1000")
+    parts = urlsplit(host.url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        head = f"POST {parts.path} HTTP/1.1\r\nhost: {parts.netloc}\r\ncontent-length: 300000\r\n"
+        writer.write(head.encode() + b"content-type: application/json\r\n\r\n" + b"x" * 300_000)
+        pad = b"a" * (ConnectionLimits().max_header + SKIP_SLICE)  # (a slice may go unchecked)
+        writer.write(b"GET /healthz/live HTTP/1.1\r\nhost: 127.0.0.1\r\nx-pad: " + pad + b"\r\n\r\n")
+        with anyio.fail_after(30):
+            assert (await reader.readline()).startswith(b"HTTP/1.1 413")
+            await reader.readuntil(b'"}}')  # (its JSON-RPC error body)
+            assert (await reader.readline()).startswith(b"HTTP/1.1 431")
+    finally:
+        writer.close()
 
 
 def test_a_body_far_over_what_is_read_away_ends_cleanly(http_host: Any) -> None:
