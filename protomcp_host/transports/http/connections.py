@@ -157,6 +157,7 @@ class BoundedConnection(asyncio.Protocol):
         slice at a time: what follows the body in this read is returned, to be checked as the
         next request's header (at most a slice of it is not). None: over the bound, closed."""
         at = 0
+        skipped = self.cycle
         while at < len(data) and self._unread >= 0:
             piece = data[at : at + SKIP_SLICE]
             at += len(piece)
@@ -165,7 +166,11 @@ class BoundedConnection(asyncio.Protocol):
                 self._forget()
                 self.transport.close()  # (the client may see a reset: the rest stays unread)
                 return None
-            super().data_received(piece)  # (on_message_complete ends the skipping)
+            super().data_received(piece)  # (httptools: on_message_complete ends the skipping)
+            if self.transport.is_closing():
+                return None
+            if self.cycle is not skipped:  # (h11, which has no such callback: the next request)
+                self._unread = -1
         return data[at:]
 
     def _header_too_large(self, data: bytes) -> bool:
