@@ -506,6 +506,7 @@ class _Host:
 
 
 def test_a_sessions_stream_messages_are_bounded_in_bytes_oldest_first() -> None:
+    from protomcp_host.transports.http.event_stream import MESSAGE_OVERHEAD
     from protomcp_host.transports.http.sessions import HttpSession
 
     host = _Host()
@@ -518,7 +519,7 @@ def test_a_sessions_stream_messages_are_bounded_in_bytes_oldest_first() -> None:
     kept = [data for _, data in hs.get_stream.events]
     assert kept and b'"%05d' % 99 in kept[-1]  # the newest stay, the oldest went
     assert b'"%05d' % 0 not in b"".join(kept)
-    assert hs.budget.held == sum(map(len, kept))
+    assert hs.budget.held == sum(len(data) + MESSAGE_OVERHEAD for data in kept)
     # A request's stream shares the bound; its answer (the newest message) is kept.
     stream = hs.open_stream(b"5")
     answer = b'{"jsonrpc":"2.0","id":5,"result":{"text":"' + b"z" * (2 * limit) + b'"}}'
@@ -543,14 +544,14 @@ def test_a_legacy_sse_sessions_stream_is_bounded_in_bytes_too() -> None:
 
 
 def test_a_finished_stream_whose_messages_were_dropped_ends_a_resumption() -> None:
-    from protomcp_host.transports.http.event_stream import EventStream, ReplayBudget
+    from protomcp_host.transports.http.event_stream import MESSAGE_OVERHEAD, EventStream, ReplayBudget
 
-    budget = ReplayBudget(100)
+    budget = ReplayBudget(200)
     old = EventStream("1", budget=budget)
-    old.push(b"x" * 80, last=True)
+    old.push(b"x" * 80, last=True)  # (each costs 80 + MESSAGE_OVERHEAD)
     new = EventStream("2", budget=budget)
     new.push(b"y" * 80)
-    assert not old.events and budget.held == 80
+    assert not old.events and budget.held == 80 + MESSAGE_OVERHEAD
     assert old.after(0) == [] and old.finished(0)  # nothing to wait for: the stream is over
 
 

@@ -1,7 +1,11 @@
 """Bounds on HTTP connections, below the requests: a connection must send a complete request
 header soon after it opens (or after the first byte of its next request), a header has a size
 limit (431 above it, before it is parsed), an idle kept-alive connection is closed, and the
-number of open connections has a cap.
+number of open connections has a cap. A request answered before its body was read (413, 401,
+415...) has the rest of its body read and thrown away, up to a bound, before the connection
+serves its next request: clients that send the whole body before reading (Python's
+http.client, so requests and urllib3) would otherwise get a reset instead of the answer, since
+closing a socket with unread data resets it.
 
 Silent connections must not lock real clients out: at the cap, a new connection takes the place
 of the oldest one that has no request in progress (a silent one, or an idle kept-alive one, which
@@ -27,6 +31,7 @@ BUSY = (
 
 
 HEADER_TOO_LARGE_TEXT = b"Request Header Fields Too Large: the limit is %d bytes"
+SKIP_SLICE = 4096  # bytes of an answered request's body given to the parser at once
 HEADER_END = b"\r\n\r\n"
 
 
@@ -44,6 +49,9 @@ class ConnectionLimits:
     max_header: int = 64 * 1024  # bytes of a request line and header fields (431 above)
     keep_alive_timeout: float = 5.0  # seconds an idle kept-alive connection stays open
     max_connections: int = 1000  # open connections at once
+    # bytes of a body left unread by an early answer (413...) that are read and thrown away, so
+    # that a client sending it whole reads the answer; beyond, the connection is closed
+    max_unread_body: int = 16 * 1024 * 1024
 
 
 class ServerBounds:
@@ -90,6 +98,7 @@ class BoundedConnection(asyncio.Protocol):
     _header_timer: asyncio.TimerHandle | None = None
     _head_seen = 0  # bytes of the request header read so far (while no request is served)
     _head_tail = b""  # its last 3 bytes: the end of the header may straddle two reads
+    _unread = -1  # bytes of an answered request's body thrown away so far (-1: none is coming)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -120,13 +129,19 @@ class BoundedConnection(asyncio.Protocol):
         return not self._serving() and not self.transport.is_closing()
 
     def data_received(self, data: bytes) -> None:
-        if not self._serving() and self._header_too_large(data):
-            # Refused before the parser sees it: a header is held whole until it ends.
-            self._forget()
-            self.transport.write(self.bounds.too_large)
-            self.transport.close()
-            return
-        super().data_received(data)
+        if self._unread >= 0:  # the body of a request already answered
+            rest = self._skip_body(data)
+            if rest is None:
+                return
+            data = rest  # what follows the body (nothing, or the start of the next request)
+        if data:
+            if not self._serving() and self._header_too_large(data):
+                # Refused before the parser sees it: a header is held whole until it ends.
+                self._forget()
+                self.transport.write(self.bounds.too_large)
+                self.transport.close()
+                return
+            super().data_received(data)
         if self._serving():
             if self._header_timer is not None:
                 self._header_timer.cancel()
@@ -136,6 +151,27 @@ class BoundedConnection(asyncio.Protocol):
             self._forget()
         elif self._header_timer is None and not self.transport.is_closing():
             self._arm()  # the first bytes of the next request: its header has a deadline
+
+    def _skip_body(self, data: bytes) -> bytes | None:
+        """The parser reads the rest of an answered request's body (uvicorn throws it away), a
+        slice at a time: what follows the body in this read is returned, to be checked as the
+        next request's header (at most a slice of it is not). None: over the bound, closed."""
+        at = 0
+        skipped = self.cycle
+        while at < len(data) and self._unread >= 0:
+            piece = data[at : at + SKIP_SLICE]
+            at += len(piece)
+            self._unread += len(piece)
+            if self._unread > self.bounds.limits.max_unread_body:
+                self._forget()
+                self.transport.close()  # (the client may see a reset: the rest stays unread)
+                return None
+            super().data_received(piece)  # (httptools: on_message_complete ends the skipping)
+            if self.transport.is_closing():
+                return None
+            if self.cycle is not skipped:  # (h11, which has no such callback: the next request)
+                self._unread = -1
+        return data[at:]
 
     def _header_too_large(self, data: bytes) -> bool:
         """Count a read towards the request header; whether the header is now over the limit."""
@@ -155,8 +191,16 @@ class BoundedConnection(asyncio.Protocol):
             self._head_seen, self._head_tail = 0, b""  # needed: an idle connection stays small)
         return size > limit
 
+    def on_message_complete(self) -> None:
+        """(httptools' parser) The end of a request's body."""
+        self._unread = -1
+        super().on_message_complete()  # type: ignore[misc]  # uvicorn's protocol has it
+
     def on_response_complete(self) -> None:
+        cycle = self.cycle
         super().on_response_complete()  # type: ignore[misc]  # uvicorn's protocol has it
+        if cycle is not None and cycle.more_body and not self.transport.is_closing():
+            self._unread = 0  # answered before its body was read: the rest is read and skipped
         if not self._serving() and not self.transport.is_closing():
             waiting = self.bounds.waiting
             waiting.pop(self, None)

@@ -15,11 +15,27 @@ import anyio
 from protomcp_host.transports.http.timers import Deadline
 
 KEEP = 10_000  # messages kept for resumption per stream; the oldest go first
+# What a kept message costs beyond its bytes: the bytes object's header (33 bytes, rounded up by
+# the allocator) and its slot in a deque.
+MESSAGE_OVERHEAD = 64
+
+
+def compact(data: bytes) -> bytes:
+    """`data` in a block of its own size, for keeping. orjson's output keeps the buffer it was
+    written in (4 KiB for a 100-byte notification, about 8 times the length of a large one):
+    counted by len(), a few MiB of kept messages held hundreds."""
+    return bytes(memoryview(data))
+
+
+def cost(data: bytes) -> int:
+    """The memory a kept (compacted) message takes."""
+    return len(data) + MESSAGE_OVERHEAD
 
 
 class ReplayBudget:
-    """The bytes of stream messages one session keeps (unread, or kept for a resumption), bounded:
-    past `limit`, the oldest messages go, whatever their stream (never the newest one)."""
+    """The memory stream messages one session keeps (unread, or kept for a resumption) take
+    (`cost`), bounded: past `limit`, the oldest messages go, whatever their stream (never the
+    newest one)."""
 
     def __init__(self, limit: int, on_first_drop: Callable[[], None] | None = None) -> None:
         self.limit = limit
@@ -50,7 +66,7 @@ class ReplayBudget:
             if not stream.events or stream.events[0][0] != seq:
                 continue  # already gone (forgotten stream, count bound)
             _, data = stream.events.popleft()
-            self.held -= len(data)
+            self.held -= cost(data)
             self.count -= 1
             dropped += 1
         if dropped:
@@ -84,13 +100,14 @@ class EventStream:
 
     def push(self, data: bytes, *, last: bool = False) -> None:
         self.seq += 1
+        data = compact(data)  # (kept until written, or for a resumption)
         self.events.append((self.seq, data))
         if len(self.events) > self.keep:
             _, old = self.events.popleft()
             if self.budget is not None:
-                self.budget.removed([len(old)])
+                self.budget.removed([cost(old)])
         if self.budget is not None:
-            self.budget.add(self, self.seq, len(data))
+            self.budget.add(self, self.seq, cost(data))
         if last:
             self.done = True
         self._wake()
@@ -102,7 +119,7 @@ class EventStream:
     def release(self) -> None:
         """Nothing can be resumed here any more: let go of the messages (and their bytes)."""
         if self.budget is not None and self.events:
-            self.budget.removed([len(data) for _, data in self.events])
+            self.budget.removed([cost(data) for _, data in self.events])
         self.events.clear()
 
     def after(self, seq: int) -> list[tuple[int, bytes]]:

@@ -8,8 +8,12 @@ version (-32022), then the method (-32601 → 404). Each request gets a connecti
 answer comes before anything else, otherwise an SSE stream of that request's notifications
 ending with the answer (keep-alive comments meanwhile). The client closing it cancels the
 request. ``Mcp-Session-Id`` and ``Last-Event-ID`` are ignored; no session id is minted.
-What waits for a client that reads slowly (or not at all: a listen stream) is bounded in bytes
-like a stateful session's streams: past the bound its oldest notifications go, never the answer.
+What waits for a client that reads slowly (or not at all) is bounded by the memory it takes
+(``stream_bytes``, messages compacted and counted with their overhead), and is written a chunk
+at a time, each within ``send_timeout``: past the bound a request's oldest notifications go,
+never the answer; a listen stream, which has no answer to keep and whose client must not miss
+a notification unawares, is cut off instead: it ends with an error that says why. One client
+(the token's principal, else its address) has at most ``max_listens`` listen streams open.
 """
 
 from __future__ import annotations
@@ -34,10 +38,10 @@ from protomcp_host.protocol.modern import (
     RequestEnvelope,
     read_envelope,
 )
-from protomcp_host.protocol.session import SUPPORTED_VERSIONS
+from protomcp_host.protocol.session import SERVER_BUSY, SUPPORTED_VERSIONS
 from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond, respond_json
-from protomcp_host.transports.http.event_stream import KEEP_ALIVE
-from protomcp_host.transports.http.sessions import REPLAY_BYTES
+from protomcp_host.transports.http.event_stream import KEEP_ALIVE, compact, cost
+from protomcp_host.transports.http.timers import Deadline
 from protomcp_host.transports.ports import Connection, Sessions
 
 ERROR_STATUS = {
@@ -66,6 +70,10 @@ NAMED = {
 _ROUTING = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 _CTL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _ANSWER = b'{"jsonrpc":"2.0","id":'
+LISTEN = "subscriptions/listen"
+STREAM_BYTES = 4 << 20  # memory the messages waiting for one request's client may take
+MAX_LISTENS = 16  # listen streams one client may have open at once
+CHUNK = 64 << 10  # bytes of messages written at once (the transport's buffer holds about that)
 
 
 def is_modern_request(scope: Scope, parsed: Any) -> bool:
@@ -200,8 +208,9 @@ QUICK_ANSWER = 0.05
 
 
 class Backlog:
-    """A request's messages not yet written to its connection, bounded in bytes: past `limit`
-    the oldest go (never the newest: the answer is the last message of a request)."""
+    """A request's messages not yet written to its connection, bounded by the memory they take
+    (compacted, with their overhead): past `limit` the oldest go (never the newest: the answer
+    is the last message of a request)."""
 
     __slots__ = ("dropped", "held", "items", "limit", "on_first_drop")
 
@@ -216,23 +225,38 @@ class Backlog:
         return len(self.items)
 
     def append(self, data: bytes) -> None:
+        data = compact(data)
         self.items.append(data)
-        self.held += len(data)
+        self.held += cost(data)
         if self.held > self.limit and len(self.items) > 1:
-            first = not self.dropped
-            while self.held > self.limit and len(self.items) > 1:
-                self.held -= len(self.items.popleft())
-                self.dropped += 1
-            if first:
-                self.first_drop()
+            self.overflow()
+
+    def overflow(self) -> None:
+        """Over the bound: the oldest go."""
+        first = not self.dropped
+        while self.held > self.limit and len(self.items) > 1:
+            self.held -= cost(self.items.popleft())
+            self.dropped += 1
+        if first:
+            self.first_drop()
 
     def first_drop(self) -> None:
         if self.on_first_drop is not None:
             self.on_first_drop()
 
-    def take(self) -> list[bytes]:
-        items, self.items, self.held = list(self.items), deque(), 0
-        return items
+    def take(self, most: int = CHUNK) -> list[bytes]:
+        """The oldest messages, `most` bytes of them at most (but at least one)."""
+        if self.held <= most:
+            items, self.items, self.held = list(self.items), deque(), 0
+            return items
+        taken: list[bytes] = []
+        size = 0
+        while self.items and (not taken or size + len(self.items[0]) <= most):
+            data = self.items.popleft()
+            taken.append(data)
+            size += len(data)
+            self.held -= cost(data)
+        return taken
 
 
 class Exchange(Backlog):
@@ -242,7 +266,7 @@ class Exchange(Backlog):
     future and a loop timer, made only when it waits (most answers are there before it would):
     no cancel scope, no event."""
 
-    __slots__ = ("_waiter", "gone", "host", "id", "method")
+    __slots__ = ("_waiter", "cut_off", "gone", "host", "id", "method")
 
     def __init__(self, host: Sessions, message: rpc.Request, limit: int) -> None:
         super().__init__(limit)
@@ -250,11 +274,14 @@ class Exchange(Backlog):
         self.id = message.id
         self.method = message.method
         self.gone = False  # the client disconnected
+        self.cut_off = False  # a listen stream its client read too slowly: only its end is left
         self._waiter: asyncio.Future[None] | None = None
 
     def write(self, data: bytes, related: bytes | None = None) -> None:
         if related is not None and related != self.id:
             return  # not this request's (nothing else travels on its stream)
+        if self.cut_off:
+            return
         self.append(data)
         if self._waiter is not None:
             _wake(self._waiter)
@@ -281,8 +308,34 @@ class Exchange(Backlog):
     def first_drop(self) -> None:
         self.host.stderr(
             f"protomcp: a {self.method} stream dropped its oldest messages: more than "
-            f"{self.limit >> 20} MiB waited for its client (reported once per stream)"
+            f"{_mib(self.limit)} waited for its client (reported once per stream)"
         )
+
+    def overflow(self) -> None:
+        if self.method != LISTEN:
+            super().overflow()
+            return
+        # What waits is dropped for an error that ends the stream (the writer ends it after that).
+        self.cut_off = True
+        self.items.clear()
+        end = compact(rpc.error(self.id, SERVER_BUSY, _cut_off(self.limit)))
+        self.items.append(end)
+        self.held = cost(end)
+        self.host.stderr(
+            f"protomcp: a {LISTEN} stream was cut off: more than {_mib(self.limit)} of "
+            "notifications waited for its client"
+        )
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):g} MiB"
+
+
+def _cut_off(limit: int) -> str:
+    return (
+        f"Stream closed: the client read too slowly (more than {_mib(limit)} of notifications "
+        "waited for it); notifications since the last one received are missed: listen again"
+    )
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
@@ -294,14 +347,24 @@ class ModernEndpoint:
     """The modern-era POSTs of the MCP endpoint."""
 
     def __init__(
-        self, host: Sessions, keepalive: float, principal_of: Any, claims_of: Any, budget: int = REPLAY_BYTES
+        self,
+        host: Sessions,
+        keepalive: float,
+        principal_of: Any,
+        claims_of: Any,
+        budget: int = STREAM_BYTES,
+        max_listens: int = MAX_LISTENS,
+        send_timeout: float = 30.0,
     ) -> None:
         self.host = host
         self.keepalive = keepalive
-        self.budget = budget  # bytes of messages one request keeps for its client (see Backlog)
+        self.budget = budget  # memory the messages waiting for one request's client may take
+        self.max_listens = max_listens  # listen streams one client may have open
+        self.send_timeout = send_timeout  # seconds a client may take to accept a chunk
         self.principal_of = principal_of  # scope -> the principal (token subject), or None
         self.claims_of = claims_of  # scope -> the verified claims for the calls, or None
         self.connections: set[Connection] = set()  # requests in progress (for the drain)
+        self.listening: dict[str, int] = {}  # client -> its listen streams open
 
     async def post(self, scope: Scope, body: bytes, parsed: Any, receive: Receive, send: Send) -> None:
         message = rpc.classify(parsed)
@@ -316,11 +379,7 @@ class ModernEndpoint:
             await respond(send, 202)  # this era defines none over HTTP (cancelling is disconnecting)
             return
         accept = _header(scope, b"accept") or ""
-        if (
-            message.method == "subscriptions/listen"
-            and "text/event-stream" not in accept
-            and "*/*" not in accept
-        ):
+        if message.method == LISTEN and "text/event-stream" not in accept and "*/*" not in accept:
             await respond_json(
                 send,
                 406,
@@ -349,7 +408,33 @@ class ModernEndpoint:
                 if problem is not None:
                     await self._error(send, message.id, HEADER_MISMATCH, problem, None)
                     return
+        if message.method == LISTEN:
+            await self._listen(scope, body, parsed, message, receive, send)
+            return
         await self._serve(scope, body, parsed, message, receive, send)
+
+    async def _listen(
+        self, scope: Scope, body: bytes, parsed: Any, message: rpc.Request, receive: Receive, send: Send
+    ) -> None:
+        """A listen stream, if its client has fewer than `max_listens` open (429 otherwise)."""
+        client = self.principal_of(scope) or _address(scope)
+        open_now = self.listening.get(client, 0)
+        if open_now >= self.max_listens:
+            text = (
+                f"Too many listen streams: this client has {open_now} listen streams open, the most "
+                "allowed; end one before listening again"
+            )
+            await respond_json(send, 429, rpc.error(message.id, SERVER_BUSY, text))
+            return
+        self.listening[client] = open_now + 1
+        try:
+            await self._serve(scope, body, parsed, message, receive, send)
+        finally:
+            left = self.listening[client] - 1
+            if left:
+                self.listening[client] = left
+            else:
+                del self.listening[client]
 
     async def _error(self, send: Send, request_id: bytes, code: int, text: str, data: Any) -> None:
         await respond_json(send, ERROR_STATUS.get(code, 200), rpc.error(request_id, code, text, data))
@@ -398,12 +483,31 @@ class ModernEndpoint:
                     streaming = True
                     await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
                 chunk = b"".join(b"event: message\ndata: " + d + b"\n\n" for d in items) or KEEP_ALIVE
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                if final is not None:
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                if not await self._write(exchange, send, chunk, final is None) or final is not None:
                     return
         finally:
             watcher.cancel()
+
+    async def _write(self, exchange: Exchange, send: Send, chunk: bytes, more: bool) -> bool:
+        """Write a chunk of the stream (and end it unless `more`), within `send_timeout`;
+        False when the client accepted nothing meanwhile (uvicorn then closes the connection,
+        the response unfinished)."""
+        with Deadline(self.send_timeout) as deadline:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if not more:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if deadline.expired:
+            self.host.stderr(
+                f"protomcp: the client of a {exchange.method} stream accepted nothing for "
+                f"{self.send_timeout:g}s: disconnected"
+            )
+        return not deadline.expired
+
+
+def _address(scope: Scope) -> str:
+    """Who a request without credentials comes from: its client's address."""
+    client = scope.get("client")
+    return f"address {client[0]}" if client else "anonymous"
 
 
 def _status(data: bytes, head: int) -> int:

@@ -42,7 +42,13 @@ from protomcp_host.transports.http.event_stream import (
     sse_priming,
 )
 from protomcp_host.transports.http.guard import IDENTITY, Identity
-from protomcp_host.transports.http.modern import ModernEndpoint, is_modern_request, modern_header
+from protomcp_host.transports.http.modern import (
+    MAX_LISTENS,
+    STREAM_BYTES,
+    ModernEndpoint,
+    is_modern_request,
+    modern_header,
+)
 from protomcp_host.transports.http.sessions import REPLAY_BYTES, RESPONSE_PREFIX, HttpSession
 from protomcp_host.transports.http.timers import Deadline
 from protomcp_host.transports.ports import Sessions
@@ -69,6 +75,11 @@ class HttpOptions:
     send_timeout: float = 30.0  # seconds a client may take to accept a chunk of a stream
     turn_timeout: float = 30.0  # seconds a tool call beyond --max-in-flight waits for its turn
     replay_bytes: int = REPLAY_BYTES  # bytes of stream messages one session keeps; the oldest go
+    # 2026-07-28 requests: the memory one request's unread messages may take (a listen stream is
+    # then cut off, a call's oldest notifications go), and the listen streams one client (its
+    # token's principal, else its address) may have open at once (429 beyond)
+    stream_bytes: int = STREAM_BYTES
+    max_listens: int = MAX_LISTENS
     # --session-id-header: a balancer's per-request id (nginx $request_id) a new session takes as
     # its id, so that `hash $http_mcp_session_id` sends its later requests to this host
     session_id_header: bytes | None = None
@@ -84,7 +95,15 @@ class StreamableHTTP:
         self.sessions: dict[str, HttpSession] = {}
         self.draining = False
         self.expired = 0
-        self.modern = ModernEndpoint(host, options.keepalive, _principal, _claims)
+        self.modern = ModernEndpoint(
+            host,
+            options.keepalive,
+            _principal,
+            _claims,
+            budget=options.stream_bytes,
+            max_listens=options.max_listens,
+            send_timeout=options.send_timeout,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]

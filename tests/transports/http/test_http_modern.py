@@ -283,9 +283,10 @@ async def test_a_client_that_disconnects_cancels_its_call(http_host: Any, tmp_pa
         assert answer.json()["result"]["structuredContent"] == {"result": 42}
 
 
-async def test_a_listen_stream_its_client_does_not_read_is_bounded_in_bytes() -> None:
+async def test_a_listen_stream_its_client_does_not_read_is_cut_off() -> None:
     """In-process: the client stops reading a listen stream while notifications keep coming;
-    what waits for it stays within the budget (the oldest go, said once on stderr)."""
+    past the budget what waits for it goes and the stream ends with an error that says why
+    (said once on stderr), and nothing more is kept for it."""
     import anyio
 
     from protomcp_host.app import Host
@@ -325,9 +326,68 @@ async def test_a_listen_stream_its_client_does_not_read_is_bounded_in_bytes() ->
         )
         for _ in range(160):  # 10 MiB for a client that reads nothing
             router.write(note, b'"L"')
-        router.end_streams()  # the server ends the stream: the answer comes last
-        assert any("dropped its oldest messages" in line for line in lines)
+        assert sum("listen stream was cut off" in line for line in lines) == 1
         reading.set()
     delivered = b"".join(received)
     assert len(delivered) < 2 << 20 and delivered.count(b"notifications/message") < 20
-    assert b'"id":"L","result"' in delivered  # the answer is never dropped
+    assert (
+        b'"id":"L","error":{"code":-32000,"message":"Stream closed: the client read too slowly' in delivered
+    )
+    assert received[-1] == b""  # the stream ended
+
+
+async def test_the_listen_limit_is_each_principals_own() -> None:
+    """In-process, one listen stream each: Alice's second is refused (429), Bob's first is not;
+    without credentials the client's address counts."""
+    from functools import partial
+
+    import anyio
+
+    from protomcp_host.app import Host
+    from protomcp_host.transports.http.modern import ModernEndpoint
+
+    host = Host([], stderr=lambda _: None)
+    endpoint = ModernEndpoint(host, 15.0, lambda scope: scope.get("who"), lambda scope: None, max_listens=1)
+    headers = {"accept": ACCEPT, "mcp-protocol-version": "2026-07-28", "mcp-method": "subscriptions/listen"}
+    answers: dict[str, list[dict[str, Any]]] = {}
+
+    async def listen(id_: str, **where: Any) -> None:
+        body = rpc(id_, "subscriptions/listen", {"notifications": {"toolsListChanged": True}, "_meta": META})
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+            **where,
+        }
+
+        async def receive() -> dict[str, Any]:
+            await anyio.sleep_forever()
+            return {}
+
+        async def send(message: dict[str, Any]) -> None:
+            answers.setdefault(id_, []).append(message)
+
+        await endpoint.post(scope, body, orjson.loads(body), receive, send)
+
+    def status(id_: str) -> int:
+        return int(answers[id_][0]["status"])
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(partial(listen, "alice-1", who="alice"))
+        tg.start_soon(partial(listen, "here-1", client=("10.0.0.1", 5000)))
+        with anyio.fail_after(10):
+            while len(answers) < 2:
+                await anyio.sleep(0.01)
+        await listen("alice-2", who="alice")  # refused at once
+        await listen("here-2", client=("10.0.0.1", 5001))  # the same address, another port
+        assert status("alice-2") == status("here-2") == 429
+        assert b"1 listen streams open" in answers["alice-2"][1]["body"]
+        tg.start_soon(partial(listen, "bob-1", who="bob"))
+        tg.start_soon(partial(listen, "there-1", client=("10.0.0.2", 5000)))
+        with anyio.fail_after(10):
+            while len(answers) < 6:
+                await anyio.sleep(0.01)
+        assert status("alice-1") == status("bob-1") == status("here-1") == status("there-1") == 200
+        assert endpoint.listening == {"alice": 1, "bob": 1, "address 10.0.0.1": 1, "address 10.0.0.2": 1}
+        tg.cancel_scope.cancel()
+    assert endpoint.listening == {}  # (each released when its stream ended)

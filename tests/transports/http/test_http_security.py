@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import http.client
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
+import anyio
 import httpx2
 import orjson
 
@@ -103,6 +106,89 @@ async def test_body_limit(http_host: Any) -> None:
             host.url, content=b'{"jsonrpc":"2.0","id":2,"method":"ping"}', headers=headers
         )
         assert small.status_code == 200
+
+
+# What http.client (and so requests/urllib3) does: the whole body is sent before the answer is
+# read. Refused early (the declared length) or midway (a chunked body counted while read), the
+# answer must still be readable: the host reads and throws away the rest of the body (bounded)
+# instead of closing with it unread, which resets the connection and loses the 413.
+_PINGED = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"'
+
+
+def _post_whole(url: str, body: bytes, chunked: bool = False, reuse: bool = True) -> tuple[int, bytes]:
+    """POST `body` whole, then read the answer; with `reuse`, the connection then serves a GET."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+    try:
+        if chunked:
+            pieces: Iterator[bytes] = (body[at : at + 65536] for at in range(0, len(body), 65536))
+            connection.request("POST", parts.path, body=pieces, headers=JSON, encode_chunked=True)
+        else:
+            connection.request("POST", parts.path, body=body, headers=JSON)
+        answer = connection.getresponse()
+        status, data = answer.status, answer.read()
+        if reuse:
+            connection.request("GET", "/healthz/live")
+            assert connection.getresponse().read() == b'{"status":"alive"}'
+        return status, data
+    finally:
+        connection.close()
+
+
+def test_an_oversized_body_sent_whole_is_answered_413(http_host: Any) -> None:
+    host = http_host("run", STREAMS, "--max-body", "100000")
+    body = _PINGED + b"x" * 1_000_000 + b'"}}'
+    for attempt in range(20):  # (a reset is a race: the answer is sometimes read before it)
+        status, data = _post_whole(host.url, body, chunked=attempt % 2 == 1)
+        assert status == 413
+        assert orjson.loads(data)["error"]["message"] == "Payload Too Large: the limit is 100000 bytes" + (
+            "" if attempt % 2 else " (--max-body)"
+        )
+
+
+async def test_a_header_after_a_refused_body_is_still_bounded(http_host: Any) -> None:
+    """The body read away is not taken for the next request's header, nor hides it: a header
+    over the limit sent right after it still gets 431."""
+    import asyncio
+
+    from protomcp_host.transports.http.connections import SKIP_SLICE, ConnectionLimits
+
+    host = http_host("run", STREAMS, "--max-body", "1000")
+    parts = urlsplit(host.url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        head = f"POST {parts.path} HTTP/1.1\r\nhost: {parts.netloc}\r\ncontent-length: 300000\r\n"
+        writer.write(head.encode() + b"content-type: application/json\r\n\r\n" + b"x" * 300_000)
+        pad = b"a" * (ConnectionLimits().max_header + SKIP_SLICE)  # (a slice may go unchecked)
+        writer.write(b"GET /healthz/live HTTP/1.1\r\nhost: 127.0.0.1\r\nx-pad: " + pad + b"\r\n\r\n")
+        with anyio.fail_after(30):
+            assert (await reader.readline()).startswith(b"HTTP/1.1 413")
+            await reader.readuntil(b'"}}')  # (its JSON-RPC error body)
+            assert (await reader.readline()).startswith(b"HTTP/1.1 431")
+    finally:
+        writer.close()
+
+
+def test_a_body_far_over_what_is_read_away_ends_cleanly(http_host: Any) -> None:
+    """Beyond what the host reads and throws away (16 MiB) the connection closes: the client gets
+    the 413 or sees the connection close, never a hang, and the host serves on."""
+    from protomcp_host.transports.http.connections import ConnectionLimits
+
+    host = http_host("run", STREAMS, "--max-body", "100000")
+    huge = _PINGED + b"x" * (ConnectionLimits().max_unread_body * 3) + b'"}}'
+    for _ in range(3):
+        try:
+            status, _ = _post_whole(host.url, huge, reuse=False)
+            assert status == 413
+        except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
+            pass  # closed: with the rest of the body unread, the client may not see the answer
+        parts = urlsplit(host.url)
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+        try:
+            connection.request("GET", "/healthz/live")  # the host serves on
+            assert connection.getresponse().read() == b'{"status":"alive"}'
+        finally:
+            connection.close()
 
 
 def _keypair(tmp_path: Any) -> tuple[Any, str]:

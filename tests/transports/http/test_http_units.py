@@ -155,3 +155,25 @@ async def test_deadline_and_body_read_timeout() -> None:
 
     with pytest.raises(BodyTooLarge):
         await read_body(big, 100, 1)
+
+
+def test_a_sessions_unread_messages_are_bounded_by_the_memory_they_take() -> None:
+    """orjson's output keeps the 4 KiB buffer it was written in: a session's stream compacts
+    what it keeps, so its 1 MiB budget holds about 1 MiB (before: ~30 MiB for these)."""
+    import tracemalloc
+
+    import orjson
+
+    from protomcp_host.transports.http.event_stream import ReplayBudget
+
+    budget = ReplayBudget(1 << 20)
+    stream = EventStream("1", budget=budget)
+    note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1}}
+    tracemalloc.start()
+    try:
+        for _ in range(7000):  # the bound keeps about 7,000 of these, whatever they hold
+            stream.push(orjson.dumps(note))
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 2 << 20 and budget.held <= 1 << 20

@@ -129,3 +129,37 @@ async def test_an_exchange_waits_for_a_message_the_client_leaving_or_the_time() 
             exchange.leave()  # the client leaving
         assert exchange.gone
         await exchange.wait(10.0)  # (returns at once once gone)
+
+
+def test_what_waits_is_counted_by_the_memory_it_takes() -> None:
+    """orjson's output keeps the 4 KiB buffer it was written in: a waiting notification is
+    compacted, and counted with its overhead, so the budget bounds the memory itself."""
+    import tracemalloc
+
+    host = Host([], stderr=lambda _: None)
+    exchange = Exchange(host, rpc.Request(b"1", "tools/call", {}), 64 << 20)
+    note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1}}
+    tracemalloc.start()
+    try:
+        for _ in range(5000):
+            exchange.write(orjson.dumps(note), b"1")
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert exchange.held == 5000 * (len(orjson.dumps(note)) + 64)
+    assert held < 1.5 * exchange.held  # (20 MiB, 4 KiB each, before)
+
+
+def test_a_call_stream_over_its_budget_loses_its_oldest_notifications_not_its_answer() -> None:
+    lines: list[str] = []
+    host = Host([], stderr=lines.append)
+    exchange = Exchange(host, rpc.Request(b"1", "tools/call", {}), 1 << 20)
+    note = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x" * 1000}})
+    for _ in range(3000):  # 3 MB
+        exchange.write(note, b"1")
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}'
+    exchange.write(answer, b"1")
+    assert exchange.held <= 1 << 20 and exchange.items[-1] == answer and not exchange.cut_off
+    assert sum("dropped its oldest messages" in line for line in lines) == 1
+    taken = exchange.take()  # a chunk at a time
+    assert 0 < sum(map(len, taken)) <= 64 << 10 and exchange.items[-1] == answer
