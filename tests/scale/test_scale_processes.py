@@ -77,6 +77,8 @@ class _Member:
 
     def __init__(self, load: int | None) -> None:
         self.load = load
+        self.current: Any = None  # (a Supervisor's serving process; these serve through `load`)
+        self.load_error: str | None = None  # never failed to load
         self.started: list[Any] = []
         self.ready = anyio.Event()
 
