@@ -171,3 +171,40 @@ async def test_deployments_on_other_databases_or_prefixes_do_not_share_tasks(
                 cancelled = await modern_rpc(http, elsewhere.url, "tasks/cancel", {"taskId": task_id})
                 assert "error" in cancelled, cancelled
             assert await _status(http, here.url, task_id) == "working"
+
+
+async def test_a_prefixed_and_an_unprefixed_deployment_on_one_redis_never_see_each_others_tasks(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """A prefix that makes its keys fall inside the unprefixed deployment's (`protomcp:task:...`)
+    is refused at start, saying why; a valid one keeps both deployments apart both ways, on the
+    bus and for a host that starts later and loads the store's records (SCAN)."""
+    import httpx2
+
+    from tests.support.hosts import HOST
+
+    bad = subprocess.run(
+        [*HOST, "run", str(CPU), "--transport", "http", "--port", "0", "--store",
+         f"{redis_url}?prefix=protomcp:task:staging"],
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert bad.returncode != 0
+    assert "prefix='protomcp:task:staging' is not a deployment name" in bad.stderr.decode(), bad.stderr
+    staging_url = f"{redis_url}?prefix=staging"
+    production, staging = (http_host("run", str(CPU), "--store", url) for url in (redis_url, staging_url))
+    async with httpx2.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(60):
+            ids = {
+                production.url: await _task(http, production.url, tmp_path / "never"),
+                staging.url: await _task(http, staging.url, tmp_path / "never"),
+            }
+            late_production = http_host("run", str(CPU), "--store", redis_url)
+            late_staging = http_host("run", str(CPU), "--store", staging_url)
+            for mine, theirs in ((production, staging), (staging, production)):
+                late_mine = late_production if mine is production else late_staging
+                await task_until(http, late_mine.url, ids[mine.url], "working")  # loaded from the store
+                for other in (theirs, late_production if late_mine is late_staging else late_staging):
+                    assert await _status(http, other.url, ids[mine.url]) == "not found"
+                    cancelled = await modern_rpc(http, other.url, "tasks/cancel", {"taskId": ids[mine.url]})
+                    assert "error" in cancelled, cancelled
+                assert await _status(http, mine.url, ids[mine.url]) == "working"

@@ -224,3 +224,15 @@ async def test_the_state_key_comes_back_unchanged_when_it_vanishes(redis_url: st
     await admin.aclose()
     assert await a.state_key() == key  # (created if absent: with the key read before)
     assert await b.state_key() == key
+
+
+@pytest.mark.parametrize(
+    "prefix", ["protomcp:task:staging", "a:b", "protomcp", "", "spaces here", "x" * 65, "staging&prefix=two"]
+)
+def test_a_prefix_that_could_overlap_another_deployments_keys_is_refused(prefix: str) -> None:
+    from urllib.parse import quote
+
+    with pytest.raises(StoreError, match="prefix"):
+        open_store(f"redis://127.0.0.1:1/0?prefix={quote(prefix, safe='&=')}", print)
+    for good in ("staging", "team-a.prod_2"):
+        assert open_store(f"redis://127.0.0.1:1/0?prefix={good}", print).url.endswith(good)
