@@ -29,6 +29,7 @@ from protomcp_host.calls.rounds import MAX_SUSPENDED_EACH, ModernRouter, Rounds
 from protomcp_host.calls.router import Router, Writer
 from protomcp_host.calls.staleness import stale_note
 from protomcp_host.calls.tasks import TaskRunner
+from protomcp_host.calls.used_states import store_claims
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
 from protomcp_host.processes.launch import STATE_KEY_ENV, Launched, StartupError, label_of
@@ -171,6 +172,7 @@ class Host:
         from protomcp_host.sharing import SharedTasks
 
         self.rounds.uses.publish = store.publish  # each use of a requestState, told to the others
+        self.rounds.uses.claim = store_claims(store)  # and claimed in the store: the first one runs
         self.sharing = SharedTasks(store, self.task_store, self.task_runner, self.stderr)
         self.shared_tools = SharedToolLists(
             store, self._principal_state, self._replace_tool_state, self.stderr

@@ -133,3 +133,27 @@ def test_used_states_keep_answers_within_a_budget_and_forget_expired_ones(
     fresh = used_states.UsedStates()
     assert fresh.first_use("old", 1.0) is None  # (expired at once)
     assert fresh.first_use("new", 2e9) is None and list(fresh.used) == ["new"]
+
+
+async def test_with_a_store_a_use_is_told_only_once_claimed_and_one_claim_wins() -> None:
+    from protomcp_host.calls.used_states import ROUND_USED, UsedStates, store_claims
+    from protomcp_host.store.memory import MemoryStore
+
+    store = MemoryStore()
+    claim = store_claims(store)
+    assert await claim("s1", 2e9) and not await claim("s1", 2e9)  # the second use anywhere loses
+    uses = UsedStates()
+    told: list[str] = []
+    uses.publish = lambda topic, payload: told.append(topic)
+    uses.claim = claim
+    assert uses.first_use("s2", 2e9) is None and told == []  # a candidate until claimed
+    assert not uses.used["s2"].here
+    uses.won("s2")
+    assert told == [ROUND_USED] and uses.used["s2"].here
+    assert uses.first_use("s3", 2e9) is None
+    second = uses.first_use("s3", 2e9)  # a second use here waits for the first
+    assert second is not None
+    why: list[str] = []
+    second.waiters.append(lambda answer, reason: why.append(reason))
+    uses.abandon("s3", "the store could not tell")  # (its claim failed): unused, waiters told
+    assert why == ["the store could not tell"] and "s3" not in uses.used

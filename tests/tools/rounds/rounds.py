@@ -119,3 +119,15 @@ def held_thread(mark: str, ctx: Context) -> str:
         return f"{ctx.elicit('Wait?', schema, key='wait').action} in {os.getpid()}"
     finally:
         Path(f"{mark}.{os.getpid()}").write_text("released")
+
+
+@tool
+async def counted(log: str, ctx: Context) -> str:
+    """Appends "start" to LOG each time it starts running and "done" once its question is
+    answered (a run let go while it waits leaves no "done")."""
+    with open(log, "a") as runs:
+        runs.write("start\n")
+    answer = await ctx.elicit("Go?", {"type": "object", "properties": {"v": {"type": "string"}}}, key="go")
+    with open(log, "a") as runs:
+        runs.write("done\n")
+    return f"went {answer.data['v']}"
