@@ -8,7 +8,11 @@ the task hears `notifications/tasks`. A `tasks/update` or `tasks/cancel` that re
 holding only a copy goes over the bus to the host running the call. A host that starts loads
 the records in the store; one that stops answering (no heartbeat for GONE_AFTER seconds while
 the bus works) has its running tasks marked failed by the others, so none stays "working" for
-ever. Stateful-era tasks belong to a session, which lives in one host: they are not shared.
+ever. A heartbeat on the bus can queue behind data (a tool publishing thousands of resource
+updates a second): each host also keeps a liveness record in the store (`alive:HOST`, renewed
+every HEARTBEAT, gone GONE_AFTER after the last), which decides: a host whose record is there is
+alive, however late its heartbeats on the bus. Stateful-era tasks belong to a session, which
+lives in one host: they are not shared.
 
 Nothing is lost to a broken store: a record that cannot be written now is kept and written
 when the store is back (the latest per task, in order); after a break of the bus a host
@@ -20,6 +24,7 @@ store forget it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
@@ -40,6 +45,7 @@ TASK_CANCEL = "task_cancel"
 TASK_FORGET = "task_forget"
 ALIVE = "alive"
 RECORD_PREFIX = "task:"
+ALIVE_PREFIX = "alive:"  # store records: a host's liveness, renewed every HEARTBEAT
 HEARTBEAT = 1.0  # seconds between a host's "alive" messages
 GONE_AFTER = 5.0  # seconds without one (while the bus works) after which a host's running tasks fail
 BROKEN_AFTER = 3 * HEARTBEAT  # this host's own heartbeat missing this long: its bus is broken
@@ -77,12 +83,28 @@ class SharedTasks:
         task_status.started()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write)
+            tg.start_soon(self._live)
             while True:
                 self.store.publish(ALIVE, self.host_id.encode())
                 if self._catch_up:
                     await self._caught_up()
                 await self._fail_orphans()
                 await anyio.sleep(HEARTBEAT)
+
+    async def _live(self) -> None:
+        """This host's liveness record, on its own path: never behind the bus's messages."""
+        while True:
+            with anyio.move_on_after(GONE_AFTER):
+                with contextlib.suppress(StoreError):  # (the store reports its outage)
+                    await self.store.put(ALIVE_PREFIX + self.host_id, b"alive", GONE_AFTER)
+            await anyio.sleep(HEARTBEAT)
+
+    async def _alive_in_store(self, host: str) -> bool | None:
+        """Whether `host`'s liveness record is in the store (None: the store cannot tell)."""
+        try:
+            return await self.store.get(ALIVE_PREFIX + host) is not None
+        except StoreError:
+            return None
 
     async def _load(self) -> None:
         for _, raw in await self.store.scan(RECORD_PREFIX):
@@ -274,6 +296,12 @@ class SharedTasks:
             if task.terminal or runner is None or task.id in self.local:
                 continue
             if now - max(self.seen.get(runner, self._since), self._since) < GONE_AFTER:
+                continue
+            alive = await self._alive_in_store(runner)
+            if alive is None:
+                continue  # (the next heartbeat asks again)
+            if alive:  # its heartbeats are late on the bus, not missing
+                self.seen[runner] = time.monotonic()
                 continue
             text = f"The host running this task ({runner}) stopped before it finished."
             error = {"code": rpc.INTERNAL_ERROR, "message": text}

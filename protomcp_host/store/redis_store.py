@@ -217,6 +217,13 @@ class RedisStore:
             raise StoreError(f"cannot write to {self.url}: {exc}") from None
         return None if kept is None else _unflagged(bytes(kept))
 
+    async def get(self, key: str) -> bytes | None:
+        try:
+            value = await self._retried(lambda: self._client.get(self._ns + key))
+        except self._errors as exc:
+            raise StoreError(f"cannot read from {self.url}: {exc}") from None
+        return _unflagged(bytes(value)) if isinstance(value, bytes) else None
+
     async def delete(self, key: str) -> None:
         try:
             await self._retried(lambda: self._client.delete(self._ns + key))

@@ -208,3 +208,40 @@ async def test_a_prefixed_and_an_unprefixed_deployment_on_one_redis_never_see_ea
                     cancelled = await modern_rpc(http, other.url, "tasks/cancel", {"taskId": ids[mine.url]})
                     assert "error" in cancelled, cancelled
                 assert await _status(http, mine.url, ids[mine.url]) == "working"
+
+
+async def test_a_busy_bus_gets_no_live_task_failed(http_host: Any, redis_url: str, tmp_path: Path) -> None:
+    """Host A floods the bus with resource updates (longer than GONE_AFTER) while a task runs on
+    it: host B never declares that task failed (A's liveness does not wait behind the data on the
+    bus), and the task completes."""
+    import httpx2
+
+    from tests.support.hosts import TOOLS
+
+    a = http_host("run", str(CPU), str(TOOLS / "scale" / "flood.py"), "--store", redis_url)
+    b = http_host("run", str(CPU), "--store", redis_url)
+    gate = tmp_path / "gate"
+    seen: list[str] = []
+    async with httpx2.AsyncClient(timeout=60) as http:
+        with anyio.fail_after(90):
+            task_id = await _task(http, a.url, gate)
+            await task_until(http, b.url, task_id, "working")
+            flooding = anyio.Event()
+
+            async def flood() -> None:
+                answer = await modern_rpc(
+                    http, a.url, "tools/call", {"name": "flood", "arguments": {"seconds": GONE_AFTER + 5}}
+                )
+                assert answer["result"]["structuredContent"]["result"] > 1000, answer
+                flooding.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(flood)
+                while not flooding.is_set():
+                    seen.append(await _status(http, b.url, task_id))
+                    await anyio.sleep(0.1)
+            assert "failed" not in seen, seen
+            gate.write_text("open")
+            done = await task_until(http, b.url, task_id, "completed", "failed")
+            assert done["status"] == "completed", done
+            assert (await task_until(http, a.url, task_id, "completed", "failed"))["status"] == "completed"

@@ -78,6 +78,8 @@ async def test_records_expire_and_are_found_by_prefix(handles: Pair) -> None:
             while ("task:2", b"two") in await b.scan("task:"):
                 await anyio.sleep(0.02)
         assert sorted(await a.scan("task:")) == [("task:1", b"one"), ("task:[*]", b"literal")]
+        assert await b.get("task:1") == b"one" and await b.get("task:2") is None
+        assert await b.get("task:") is None  # (a key, not a prefix)
         assert await a.scan("task:[") == [("task:[*]", b"literal")]
         await a.put("task:1", b"uno", ttl=60)  # a record is replaced
         assert ("task:1", b"uno") in await b.scan("task:1")
