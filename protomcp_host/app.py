@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Coroutine
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -68,8 +68,11 @@ LOCAL_PRINCIPAL = "local"  # the one principal of a stdio client
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
 HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the store to answer a ping
 KEY_CHECK = 1.0  # seconds between reads of the store's requestState key
+STORE_START_TIMEOUT = 10.0  # seconds a starting host waits for a store that restarts under it
+STORE_RETRY = 0.5  # seconds between its attempts meanwhile
 RESOURCE_UPDATED = "resource_updated"  # bus topic: a resource changed (payload: its URI)
 RELOAD_DRAIN = 30.0  # at least this long, an outdated process may finish its calls after a reload
+T = TypeVar("T")
 
 
 def _discovery(mode: str, catalog: Catalog) -> Discovery | None:
@@ -260,17 +263,18 @@ class Host:
         key seals requestState (PROTOMCP_STATE_KEY, when set, is used instead)."""
         try:
             await tg.start(self.store.run)
+            patient_until = time.monotonic() + STORE_START_TIMEOUT
             if not isinstance(self.store, MemoryStore) and not os.environ.get(STATE_KEY_ENV):
-                self.rounds.key = await self.store.state_key()
+                self.rounds.key = await _patiently(self.store.state_key, patient_until)
                 tg.start_soon(self._keep_state_key)
             self.store.subscribe(self._on_bus)
             self.store.subscribe(self.rounds.on_bus)
             if self.sharing is not None:
                 self.store.subscribe(self.sharing.on_bus)
-                await tg.start(self.sharing.run)
+                await _patiently(partial(tg.start, self.sharing.run), patient_until)
             if self.shared_tools is not None:
                 self.store.subscribe(self.shared_tools.on_bus)
-                await tg.start(self.shared_tools.run)
+                await _patiently(partial(tg.start, self.shared_tools.run), patient_until)
         except StoreError as exc:
             self.startup_error = str(exc)
             raise StartupError(str(exc)) from None
@@ -884,3 +888,15 @@ async def _on_signals(
                 shutdown.set()
             elif signum == signal.SIGINT:
                 raise KeyboardInterrupt
+
+
+async def _patiently(step: Callable[[], Coroutine[Any, Any, T]], until: float) -> T:
+    """A starting host's step that reads the store, tried again while the store cannot be
+    reached (Redis restarting under a --workers worker that starts), until `until`."""
+    while True:
+        try:
+            return await step()
+        except StoreError:
+            if time.monotonic() + STORE_RETRY >= until:
+                raise
+        await anyio.sleep(STORE_RETRY)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -99,15 +100,23 @@ class RedisStore:
         self._key: bytes | None = None  # the requestState key this handle read last
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        try:
-            pubsub = self._client.pubsub()
-            await pubsub.subscribe(self._bus)
-            with anyio.fail_after(CONNECT_TIMEOUT):  # confirmed: nothing published from now on is missed
-                while ((await pubsub.get_message(timeout=CONNECT_TIMEOUT)) or {}).get("type") != "subscribe":
-                    pass
-        except self._connect_errors as exc:
-            await self._client.aclose()
-            raise StoreError(f"cannot reach the store {self.url}: {exc}") from None
+        # A host (or a --workers worker) that starts while Redis restarts waits for it, within
+        # CONNECT_TIMEOUT (its first commands are retried by the host: app.py)
+        patient_until = time.monotonic() + CONNECT_TIMEOUT
+        pubsub = self._client.pubsub()
+        while True:
+            try:
+                await self._subscribe(pubsub)
+                break
+            except self._connect_errors as exc:
+                if time.monotonic() + RETRY < patient_until:
+                    self._trouble(exc)
+                    await anyio.sleep(RETRY)
+                    continue
+                await pubsub.aclose()
+                await self._client.aclose()
+                raise StoreError(f"cannot reach the store {self.url}: {exc}") from None
+        self._back()
         task_status.started()
         try:
             async with anyio.create_task_group() as tg:
@@ -117,6 +126,13 @@ class RedisStore:
             with anyio.CancelScope(shield=True):
                 await pubsub.aclose()
                 await self._client.aclose()
+
+    async def _subscribe(self, pubsub: Any) -> None:
+        """Subscribed, confirmed: nothing published from now on is missed."""
+        await pubsub.subscribe(self._bus)
+        with anyio.fail_after(CONNECT_TIMEOUT):
+            while ((await pubsub.get_message(timeout=CONNECT_TIMEOUT)) or {}).get("type") != "subscribe":
+                pass
 
     async def _receive(self, pubsub: Any) -> None:
         while True:

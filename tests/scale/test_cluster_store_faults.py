@@ -245,3 +245,36 @@ async def test_a_busy_bus_gets_no_live_task_failed(http_host: Any, redis_url: st
             done = await task_until(http, b.url, task_id, "completed", "failed")
             assert done["status"] == "completed", done
             assert (await task_until(http, a.url, task_id, "completed", "failed"))["status"] == "completed"
+
+
+async def test_a_host_of_two_workers_that_starts_while_redis_restarts_waits_for_it(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """Redis is down while a `--workers 2` host starts and back (empty) a moment later: the
+    workers wait for it (within the store's connect timeout) instead of exiting, and serve.
+    (Before: each worker failed its start, and the host exited.)"""
+    import threading
+
+    import httpx2
+
+    from tests.support.cluster import start_redis, stop
+
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True, check=False)
+    restarted: list[subprocess.Popen[bytes]] = []
+    back = threading.Timer(2.0, lambda: restarted.append(start_redis(port, tmp_path / "redis-again")))
+    back.start()  # (the outage the host meets: Redis comes back while its workers start)
+    try:
+        host = http_host("run", str(CPU), "--store", redis_url, "--workers", "2")
+        async with httpx2.AsyncClient(timeout=30) as http:
+            with anyio.fail_after(30):
+                assert "error" not in await modern_rpc(
+                    http, host.url, "tools/call", {"name": "whoami", "arguments": {}}
+                )
+                task_id = await _task(http, host.url, tmp_path / "never")
+                await task_until(http, host.url, task_id, "working")
+        assert host.proc.poll() is None
+    finally:
+        back.join()
+        for proc in restarted:
+            stop(proc)
