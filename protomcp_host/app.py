@@ -29,7 +29,6 @@ from protomcp_host.calls.rounds import MAX_SUSPENDED_EACH, ModernRouter, Rounds
 from protomcp_host.calls.router import Router, Writer
 from protomcp_host.calls.staleness import stale_note
 from protomcp_host.calls.tasks import TaskRunner
-from protomcp_host.calls.used_states import store_claims
 from protomcp_host.errout import ErrOut
 from protomcp_host.processes.events import Loaded
 from protomcp_host.processes.launch import STATE_KEY_ENV, Launched, StartupError, label_of
@@ -52,6 +51,7 @@ from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
+    from protomcp_host.calls.shared_uses import SharedUses
     from protomcp_host.proto_mcp.codec import Descriptors
     from protomcp_host.protocol.discovery import Discovery
     from protomcp_host.shared_tools import SharedToolLists
@@ -169,13 +169,15 @@ class Host:
         self._key_missed: anyio.Event | None = None  # set: a requestState did not open (--store)
         self.sharing: SharedTasks | None = None
         self.shared_tools: SharedToolLists | None = None
+        self.shared_uses: SharedUses | None = None
         if isinstance(store, MemoryStore):
             return
+        from protomcp_host.calls.shared_uses import SharedUses
         from protomcp_host.shared_tools import SharedToolLists
         from protomcp_host.sharing import SharedTasks
 
         self.rounds.uses.publish = store.publish  # each use of a requestState, told to the others
-        self.rounds.uses.claim = store_claims(store)  # and claimed in the store: the first one runs
+        self.shared_uses = SharedUses(store, self.rounds.uses)  # claimed in the store: the first runs
         self.sharing = SharedTasks(store, self.task_store, self.task_runner, self.stderr)
         self.shared_tools = SharedToolLists(
             store, self._principal_state, self._replace_tool_state, self.stderr
@@ -269,6 +271,9 @@ class Host:
                 tg.start_soon(self._keep_state_key)
             self.store.subscribe(self._on_bus)
             self.store.subscribe(self.rounds.on_bus)
+            if self.shared_uses is not None:
+                self.store.subscribe(self.shared_uses.on_bus)
+                await tg.start(self.shared_uses.run)
             if self.sharing is not None:
                 self.store.subscribe(self.sharing.on_bus)
                 await _patiently(partial(tg.start, self.sharing.run), patient_until)

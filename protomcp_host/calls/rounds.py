@@ -418,7 +418,7 @@ class ModernRouter(Router):
         uses = self.rounds.uses
         use = uses.first_use(sid, expires)
         if use is not None:
-            self._second_use(request_id, use)
+            self._second_use(request_id, sid, use)
             return
         if uses.claim is None or self.dispatcher.spawn is None:
             self._note_answer(request_id, sid)
@@ -453,7 +453,7 @@ class ModernRouter(Router):
             if use is None:  # (forgotten meanwhile: the bound)
                 self._refuse(request_id, "requestState already used", "request_state_used")
             elif in_progress:
-                self._second_use(request_id, use)
+                self._second_use(request_id, sid, use)
             return
         uses.won(sid)
         if not in_progress:  # its request ended while it was claimed
@@ -487,7 +487,7 @@ class ModernRouter(Router):
         self._emit(self.session.refuse(request_id, rpc.INVALID_PARAMS, message, data), request_id)
         self._check_idle()
 
-    def _second_use(self, request_id: bytes, use: Use) -> None:
+    def _second_use(self, request_id: bytes, sid: str, use: Use) -> None:
         """A requestState used before: the first use's answer, now or once it has one (from
         another host: within the call timeout)."""
         timer: asyncio.TimerHandle | None = None
@@ -509,6 +509,8 @@ class ModernRouter(Router):
         self._mark_busy()
         use.waiters.append(answer)
         if not use.here:  # its answer comes over the bus (a host that stops sends none)
+            if self.rounds.uses.watch is not None:
+                self.rounds.uses.watch(sid, use)  # (and is looked for in the shared store)
             wait = self.dispatcher.call_timeout or HOLD
             why = f"its first use, on another host, did not answer within {wait:g}s"
             timer = asyncio.get_running_loop().call_later(wait, answer, None, why)

@@ -22,14 +22,11 @@ from typing import Any
 
 import orjson
 
-from protomcp_host.store.base import Store
-
 MAX_USED = 50_000  # requestStates remembered as used; beyond it the oldest are forgotten
 REPLAY_BYTES = 16 << 20  # bytes of first answers kept for second uses; beyond: "it was used"
 MAX_SHARED = 64 * 1024  # bytes of a first answer other hosts are told (beyond: that it is not kept)
 ROUND_USED = "round_used"  # bus topics: a requestState was used (the holder lets its call go),
 ROUND_ANSWERED = "round_answered"  # and what its first use came to (for a second use elsewhere)
-CLAIM_PREFIX = "round_used:"  # store records: a requestState's use, claimed by the first one
 
 Waiter = Callable[[bytes | None, str], None]
 """A second use of a requestState waiting for the first one's answer (or why there is none)."""
@@ -44,6 +41,7 @@ class Use:
     answer: bytes | None = None
     ended: str = ""  # why there is no answer to give (the request was cancelled, or it is not kept)
     waiters: list[Waiter] = field(default_factory=list)
+    mark: bytes = b""  # what this host's claim wrote in the shared store (shared_uses.py)
 
 
 class UsedStates:
@@ -54,9 +52,13 @@ class UsedStates:
         self.kept = 0  # bytes of answers in `used`
         self.publish: Callable[[str, bytes], None] | None = None  # the bus other hosts hear
         self.host_id = os.urandom(8).hex()  # (this host's own bus messages are not for it)
-        # hosts sharing a store: claim(sid, expires) is True for the one use of a state, among
-        # all hosts, that comes first (raises StoreError when the store cannot tell)
+        # hosts sharing a store (shared_uses.py): claim(sid, expires) is True for the one use of
+        # a state, among all hosts, that comes first (raises StoreError when the store cannot
+        # tell); outcome(sid, use) is told what this host's first uses came to; watch(sid, use)
+        # looks in the store for what another host's first use came to (the bus may lose it)
         self.claim: Callable[[str, float], Awaitable[bool]] | None = None
+        self.outcome: Callable[[str, Use], None] | None = None
+        self.watch: Callable[[str, Use], None] | None = None
 
     def first_use(self, sid: str, expires: float) -> Use | None:
         """None when this is the state's first use on this host (now recorded: with a store, to
@@ -108,6 +110,8 @@ class UsedStates:
         waiters, use.waiters = use.waiters, []
         for waiter in waiters:
             waiter(answer, "")
+        if use.here and self.outcome is not None:
+            self.outcome(sid, use)
         if use.here and len(answer) <= MAX_SHARED:
             self._tell(ROUND_ANSWERED, {"s": sid, "e": use.expires, "a": answer.decode()})
         elif use.here:
@@ -124,6 +128,8 @@ class UsedStates:
         waiters, use.waiters = use.waiters, []
         for waiter in waiters:
             waiter(None, reason)
+        if use.here and self.outcome is not None:
+            self.outcome(sid, use)
         if use.here:
             self._tell(ROUND_ANSWERED, {"s": sid, "e": use.expires, "why": reason})
 
@@ -165,16 +171,3 @@ class UsedStates:
         elif topic == ROUND_ANSWERED:
             self.unanswered(sid, f"{why} (on another host)")
         return sid
-
-
-def store_claims(store: Store) -> Callable[[str, float], Awaitable[bool]]:
-    """`UsedStates.claim` for hosts sharing `store`: a final record per state, until it expires.
-    Each claim writes a value of its own, so a claim sent again after a dropped connection
-    (whose first try went through) still knows it won."""
-
-    async def claim(sid: str, expires: float) -> bool:
-        mine = os.urandom(12)
-        kept = await store.put(CLAIM_PREFIX + sid, mine, max(1.0, expires - time.time()), final=True)
-        return kept is None or kept == mine
-
-    return claim

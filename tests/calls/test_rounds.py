@@ -136,11 +136,12 @@ def test_used_states_keep_answers_within_a_budget_and_forget_expired_ones(
 
 
 async def test_with_a_store_a_use_is_told_only_once_claimed_and_one_claim_wins() -> None:
-    from protomcp_host.calls.used_states import ROUND_USED, UsedStates, store_claims
+    from protomcp_host.calls.shared_uses import SharedUses
+    from protomcp_host.calls.used_states import ROUND_USED, UsedStates
     from protomcp_host.store.memory import MemoryStore
 
     store = MemoryStore()
-    claim = store_claims(store)
+    claim = SharedUses(store, UsedStates()).claim
     assert await claim("s1", 2e9) and not await claim("s1", 2e9)  # the second use anywhere loses
     uses = UsedStates()
     told: list[str] = []

@@ -278,3 +278,67 @@ async def test_a_host_of_two_workers_that_starts_while_redis_restarts_waits_for_
         back.join()
         for proc in restarted:
             stop(proc)
+
+
+async def test_a_replay_on_another_host_gets_one_fast_answer_when_redis_restarts_empty(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """A round's retry runs on host A; its replay waits on host B; Redis goes down, A answers
+    (its bus message of that answer waits for Redis) and dies, Redis comes back empty: B's replay
+    gets one clear answer within seconds (before: it waited the call timeout, 300 s), and the
+    tool ran once."""
+    import os
+    import signal
+
+    import httpx2
+
+    from tests.support.cluster import start_redis, stop
+    from tests.support.hosts import TOOLS
+
+    rounds = str(TOOLS / "rounds" / "rounds.py")
+    a, b = (http_host("run", rounds, "--store", redis_url) for _ in range(2))
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    log, gate = tmp_path / "runs", tmp_path / "gate"
+    call = {"name": "counted", "arguments": {"log": str(log), "gate": str(gate)}}
+    got: dict[str, Any] = {}
+    async with httpx2.AsyncClient(timeout=60) as http:
+        with anyio.fail_after(60):
+            first = (await modern_rpc(http, a.url, "tools/call", call))["result"]
+            retry = {
+                **call,
+                "requestState": first["requestState"],
+                "inputResponses": {"go": {"action": "accept", "content": {"v": "x"}}},
+            }
+
+            async def send(name: str, url: str) -> None:
+                got[name] = await modern_rpc(http, url, "tools/call", retry)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(send, "a", a.url)
+                while "answered" not in (log.read_text() if log.exists() else ""):
+                    await anyio.sleep(0.02)  # (A's use is claimed and told: the call runs on)
+                tg.start_soon(send, "b", b.url)
+                subprocess.run(
+                    ["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True, check=False
+                )
+                for host in (a, b):
+                    await anyio.to_thread.run_sync(host.wait_stderr, lambda line: "is unreachable" in line)
+                gate.write_text("open")
+                while "a" not in got:
+                    await anyio.sleep(0.02)
+                os.killpg(a.proc.pid, signal.SIGKILL)  # (its answer's bus message never goes out)
+                a.proc.wait()
+                restarted = start_redis(port, tmp_path / "redis-again")  # empty
+                try:
+                    with anyio.fail_after(20):
+                        while "b" not in got:
+                            await anyio.sleep(0.05)
+                finally:
+                    stop(restarted)
+    assert got["a"]["result"]["content"][0]["text"] == "went x", got
+    replayed = got["b"]
+    if "result" in replayed:  # (the answer, if it came before Redis went down)
+        assert replayed["result"] == got["a"]["result"], replayed
+    else:
+        assert "requestState" in replayed["error"]["message"], replayed
+    assert log.read_text().split() == ["start", "answered", "done"]
