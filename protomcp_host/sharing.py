@@ -50,6 +50,7 @@ HEARTBEAT = 1.0  # seconds between a host's "alive" messages
 GONE_AFTER = 5.0  # seconds without one (while the bus works) after which a host's running tasks fail
 BROKEN_AFTER = 3 * HEARTBEAT  # this host's own heartbeat missing this long: its bus is broken
 RETRY = 1.0  # seconds between attempts to write records the store could not take
+READ_AGAIN_AFTER = 3 * HEARTBEAT  # after a catch-up, the store is read once more (the others wrote)
 SHARED_OWNERS = "principal:"  # modern-era owners; a stateful session's tasks stay in its host
 
 Unsaved = tuple[bytes | None, float, bool]  # record (None: delete it), deadline (epoch), final
@@ -72,6 +73,7 @@ class SharedTasks:
         self._failing = False  # the store refused writes (said once, until they are all written)
         self._wake = anyio.Event()
         self._catch_up = False  # the bus had a break: re-share this host's tasks, re-read the store
+        self._read_again_at: float | None = None  # (monotonic) then the store is read once more
         runner.on_change = self._changed
         runner.remote = self
         tasks.on_evict = self._evicted
@@ -88,6 +90,10 @@ class SharedTasks:
                 self.store.publish(ALIVE, self.host_id.encode())
                 if self._catch_up:
                     await self._caught_up()
+                elif self._read_again_at is not None and time.monotonic() >= self._read_again_at:
+                    self._read_again_at = None
+                    with contextlib.suppress(StoreError):  # (a later break reads it again anyway)
+                        await self._load()
                 await self._fail_orphans()
                 await anyio.sleep(HEARTBEAT)
 
@@ -115,16 +121,24 @@ class SharedTasks:
 
     async def _caught_up(self) -> None:
         """After a break of the bus: what others published meanwhile is in the store, and what
-        this host published meanwhile may not have reached them."""
+        this host published meanwhile may not have reached them. The store may have come back
+        empty: the final records this host knows (its own tasks' and its copies', whose host
+        may be gone) are written again, so no host ever loads an older state than this one
+        serves; and the store is read again a little later, once the others wrote theirs."""
         self._catch_up = False
-        for task_id in list(self.local):
-            task = self.tasks.tasks.get(task_id)
-            if task is not None:
+        for task in list(self.tasks.tasks.values()):
+            if task.id in self.local:
                 self._share(task, self.host_id)
+            elif task.terminal and task.id in self.runners:  # (a final record never replaces another)
+                record = orjson.dumps(_record(task, self.runners[task.id]))
+                self._save(RECORD_PREFIX + task.id, (record, task.deadline, True))
         try:
             await self._load()
         except StoreError:
             self._catch_up = True  # (the next heartbeat tries again)
+            return
+        if self._read_again_at is None:
+            self._read_again_at = time.monotonic() + READ_AGAIN_AFTER
 
     def on_bus(self, topic: str, payload: bytes) -> None:
         if topic == ALIVE:

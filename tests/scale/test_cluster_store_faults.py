@@ -342,3 +342,44 @@ async def test_a_replay_on_another_host_gets_one_fast_answer_when_redis_restarts
     else:
         assert "requestState" in replayed["error"]["message"], replayed
     assert log.read_text().split() == ["start", "answered", "done"]
+
+
+async def test_a_final_state_outlives_redis_restarting_empty_while_its_host_is_gone(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """A task completed on host A (B has its copy); A dies; Redis restarts empty. B, which knows
+    the task completed, writes that final record again once the store is back: a host started
+    later loads it (before: "not found" there, while B said "completed"), and B never serves an
+    older state meanwhile."""
+    import os
+    import signal
+
+    import httpx2
+
+    from tests.support.cluster import start_redis, stop
+
+    a, b = _hosts(http_host, redis_url)
+    gate = tmp_path / "gate"
+    gate.write_text("open")
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    async with httpx2.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(30):
+            task_id = await _task(http, a.url, gate)
+            await task_until(http, b.url, task_id, "completed")
+        os.killpg(a.proc.pid, signal.SIGKILL)
+        a.proc.wait()
+        subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True, check=False)
+        b.wait_stderr(lambda line: "is unreachable" in line)
+        restarted = start_redis(port, tmp_path / "redis-again")  # empty: no record
+        try:
+            b.wait_stderr(lambda line: "is reachable again" in line)
+            admin = _admin(redis_url)
+            with anyio.fail_after(30):
+                while not await admin.exists(f"protomcp:task:{task_id}"):  # B wrote it again
+                    assert await _status(http, b.url, task_id) == "completed"
+                    await anyio.sleep(0.05)
+                await admin.aclose()
+                late = http_host("run", str(CPU), "--store", redis_url)
+                assert await _status(http, late.url, task_id) == "completed"  # loaded at its start
+        finally:
+            stop(restarted)
