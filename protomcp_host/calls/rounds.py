@@ -454,6 +454,8 @@ class ModernRouter(Router):
                 self._refuse(request_id, "requestState already used", "request_state_used")
             elif in_progress:
                 self._second_use(request_id, sid, use)
+            else:
+                self._check_idle()
             return
         uses.won(sid)
         if not in_progress:  # its request ended while it was claimed

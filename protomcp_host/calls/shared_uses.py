@@ -29,6 +29,7 @@ ANSWER_PREFIX = "round_answer:"  # and what that first use came to
 POLL = 1.0  # seconds between looks in the store for another host's first answer
 LOST_AFTER = 3  # looks that find no record of the first use (store reachable): it was lost
 RETRY = 1.0  # seconds between attempts to write what the store could not take
+MAX_UNSURE = 10_000  # claims remembered whose outcome the store did not tell
 
 
 class SharedUses:
@@ -40,6 +41,7 @@ class SharedUses:
         self._rewrite = False  # the bus had a break: write this host's uses again
         self._tg: anyio.abc.TaskGroup | None = None
         self._watched: set[str] = set()
+        self._unsure: dict[str, bytes] = {}  # claims whose answer did not come: what they wrote
         uses.claim = self.claim
         uses.outcome = self._outcome
         uses.watch = self._watch
@@ -57,12 +59,20 @@ class SharedUses:
 
     async def claim(self, sid: str, expires: float) -> bool:
         """Each claim writes a value of its own: one sent again after a dropped connection
-        (whose first try went through) still knows it won, and no other use wins after it."""
-        mark = os.urandom(12)
+        (whose first try went through) still knows it won, and no other use wins after it. A
+        claim whose answer did not come (StoreError) may have been written: the next claim of
+        that state here writes the same value, so it wins if that one did."""
+        mark = self._unsure.pop(sid, None) or os.urandom(12)
         use = self.uses.used.get(sid)
         if use is not None:
             use.mark = mark
-        kept = await self.store.put(CLAIM_PREFIX + sid, mark, max(1.0, expires - time.time()), final=True)
+        try:
+            kept = await self.store.put(CLAIM_PREFIX + sid, mark, max(1.0, expires - time.time()), final=True)
+        except StoreError:
+            self._unsure[sid] = mark
+            while len(self._unsure) > MAX_UNSURE:
+                del self._unsure[next(iter(self._unsure))]
+            raise
         return kept is None or kept == mark
 
     # -- this host's first uses -> the store ----------------------------------------------
