@@ -8,7 +8,7 @@ Each use and each first outcome go on a bus (``publish``; what comes back: ``hea
 host sharing it knows of the others' uses and a second use anywhere gets the first answer (up
 to ``MAX_SHARED``). The bus is a few milliseconds late (more when it is busy): with hosts sharing
 a store, a state's first use here is only a candidate until it is claimed in the store
-(``claim``, an atomic write that one use of the state wins), which is what decides.
+(``claim``, an atomic write that one use of the state wins: shared_uses.py), which decides.
 """
 
 from __future__ import annotations
