@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Coroutine
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -52,6 +52,7 @@ from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
+    from protomcp_host.calls.shared_uses import SharedUses
     from protomcp_host.proto_mcp.codec import Descriptors
     from protomcp_host.protocol.discovery import Discovery
     from protomcp_host.shared_tools import SharedToolLists
@@ -68,8 +69,11 @@ LOCAL_PRINCIPAL = "local"  # the one principal of a stdio client
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
 HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the store to answer a ping
 KEY_CHECK = 1.0  # seconds between reads of the store's requestState key
+STORE_START_TIMEOUT = 10.0  # seconds a starting host waits for a store that restarts under it
+STORE_RETRY = 0.5  # seconds between its attempts meanwhile
 RESOURCE_UPDATED = "resource_updated"  # bus topic: a resource changed (payload: its URI)
 RELOAD_DRAIN = 30.0  # at least this long, an outdated process may finish its calls after a reload
+T = TypeVar("T")
 
 
 def _discovery(mode: str, catalog: Catalog) -> Discovery | None:
@@ -167,12 +171,15 @@ class Host:
         self._key_missed: anyio.Event | None = None  # set: a requestState did not open (--store)
         self.sharing: SharedTasks | None = None
         self.shared_tools: SharedToolLists | None = None
+        self.shared_uses: SharedUses | None = None
         if isinstance(store, MemoryStore):
             return
+        from protomcp_host.calls.shared_uses import SharedUses
         from protomcp_host.shared_tools import SharedToolLists
         from protomcp_host.sharing import SharedTasks
 
         self.rounds.uses.publish = store.publish  # each use of a requestState, told to the others
+        self.shared_uses = SharedUses(store, self.rounds.uses)  # claimed in the store: the first runs
         self.sharing = SharedTasks(store, self.task_store, self.task_runner, self.stderr)
         self.shared_tools = SharedToolLists(
             store, self._principal_state, self._replace_tool_state, self.stderr
@@ -260,17 +267,21 @@ class Host:
         key seals requestState (PROTOMCP_STATE_KEY, when set, is used instead)."""
         try:
             await tg.start(self.store.run)
+            patient_until = time.monotonic() + STORE_START_TIMEOUT
             if not isinstance(self.store, MemoryStore) and not os.environ.get(STATE_KEY_ENV):
-                self.rounds.key = await self.store.state_key()
+                self.rounds.key = await _patiently(self.store.state_key, patient_until)
                 tg.start_soon(self._keep_state_key)
             self.store.subscribe(self._on_bus)
             self.store.subscribe(self.rounds.on_bus)
+            if self.shared_uses is not None:
+                self.store.subscribe(self.shared_uses.on_bus)
+                await tg.start(self.shared_uses.run)
             if self.sharing is not None:
                 self.store.subscribe(self.sharing.on_bus)
-                await tg.start(self.sharing.run)
+                await _patiently(partial(tg.start, self.sharing.run), patient_until)
             if self.shared_tools is not None:
                 self.store.subscribe(self.shared_tools.on_bus)
-                await tg.start(self.shared_tools.run)
+                await _patiently(partial(tg.start, self.shared_tools.run), patient_until)
         except StoreError as exc:
             self.startup_error = str(exc)
             raise StartupError(str(exc)) from None
@@ -921,3 +932,15 @@ async def _on_signals(
                 shutdown.set()
             elif signum == signal.SIGINT:
                 raise KeyboardInterrupt
+
+
+async def _patiently(step: Callable[[], Coroutine[Any, Any, T]], until: float) -> T:
+    """A starting host's step that reads the store, tried again while the store cannot be
+    reached (Redis restarting under a --workers worker that starts), until `until`."""
+    while True:
+        try:
+            return await step()
+        except StoreError:
+            if time.monotonic() + STORE_RETRY >= until:
+                raise
+        await anyio.sleep(STORE_RETRY)

@@ -8,7 +8,11 @@ the task hears `notifications/tasks`. A `tasks/update` or `tasks/cancel` that re
 holding only a copy goes over the bus to the host running the call. A host that starts loads
 the records in the store; one that stops answering (no heartbeat for GONE_AFTER seconds while
 the bus works) has its running tasks marked failed by the others, so none stays "working" for
-ever. Stateful-era tasks belong to a session, which lives in one host: they are not shared.
+ever. A heartbeat on the bus can queue behind data (a tool publishing thousands of resource
+updates a second): each host also keeps a liveness record in the store (`alive:HOST`, renewed
+every HEARTBEAT, gone GONE_AFTER after the last), which decides: a host whose record is there is
+alive, however late its heartbeats on the bus. Stateful-era tasks belong to a session, which
+lives in one host: they are not shared.
 
 Nothing is lost to a broken store: a record that cannot be written now is kept and written
 when the store is back (the latest per task, in order); after a break of the bus a host
@@ -20,6 +24,7 @@ store forget it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
@@ -40,10 +45,12 @@ TASK_CANCEL = "task_cancel"
 TASK_FORGET = "task_forget"
 ALIVE = "alive"
 RECORD_PREFIX = "task:"
+ALIVE_PREFIX = "alive:"  # store records: a host's liveness, renewed every HEARTBEAT
 HEARTBEAT = 1.0  # seconds between a host's "alive" messages
 GONE_AFTER = 5.0  # seconds without one (while the bus works) after which a host's running tasks fail
 BROKEN_AFTER = 3 * HEARTBEAT  # this host's own heartbeat missing this long: its bus is broken
 RETRY = 1.0  # seconds between attempts to write records the store could not take
+READ_AGAIN_AFTER = 3 * HEARTBEAT  # after a catch-up, the store is read once more (the others wrote)
 SHARED_OWNERS = "principal:"  # modern-era owners; a stateful session's tasks stay in its host
 
 Unsaved = tuple[bytes | None, float, bool]  # record (None: delete it), deadline (epoch), final
@@ -66,6 +73,7 @@ class SharedTasks:
         self._failing = False  # the store refused writes (said once, until they are all written)
         self._wake = anyio.Event()
         self._catch_up = False  # the bus had a break: re-share this host's tasks, re-read the store
+        self._read_again_at: float | None = None  # (monotonic) then the store is read once more
         runner.on_change = self._changed
         runner.remote = self
         tasks.on_evict = self._evicted
@@ -77,12 +85,32 @@ class SharedTasks:
         task_status.started()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write)
+            tg.start_soon(self._live)
             while True:
                 self.store.publish(ALIVE, self.host_id.encode())
                 if self._catch_up:
                     await self._caught_up()
+                elif self._read_again_at is not None and time.monotonic() >= self._read_again_at:
+                    self._read_again_at = None
+                    with contextlib.suppress(StoreError):  # (a later break reads it again anyway)
+                        await self._load()
                 await self._fail_orphans()
                 await anyio.sleep(HEARTBEAT)
+
+    async def _live(self) -> None:
+        """This host's liveness record, on its own path: never behind the bus's messages."""
+        while True:
+            with anyio.move_on_after(GONE_AFTER):
+                with contextlib.suppress(StoreError):  # (the store reports its outage)
+                    await self.store.put(ALIVE_PREFIX + self.host_id, b"alive", GONE_AFTER)
+            await anyio.sleep(HEARTBEAT)
+
+    async def _alive_in_store(self, host: str) -> bool | None:
+        """Whether `host`'s liveness record is in the store (None: the store cannot tell)."""
+        try:
+            return await self.store.get(ALIVE_PREFIX + host) is not None
+        except StoreError:
+            return None
 
     async def _load(self) -> None:
         for _, raw in await self.store.scan(RECORD_PREFIX):
@@ -93,16 +121,24 @@ class SharedTasks:
 
     async def _caught_up(self) -> None:
         """After a break of the bus: what others published meanwhile is in the store, and what
-        this host published meanwhile may not have reached them."""
+        this host published meanwhile may not have reached them. The store may have come back
+        empty: the final records this host knows (its own tasks' and its copies', whose host
+        may be gone) are written again, so no host ever loads an older state than this one
+        serves; and the store is read again a little later, once the others wrote theirs."""
         self._catch_up = False
-        for task_id in list(self.local):
-            task = self.tasks.tasks.get(task_id)
-            if task is not None:
+        for task in list(self.tasks.tasks.values()):
+            if task.id in self.local:
                 self._share(task, self.host_id)
+            elif task.terminal and task.id in self.runners:  # (a final record never replaces another)
+                record = orjson.dumps(_record(task, self.runners[task.id]))
+                self._save(RECORD_PREFIX + task.id, (record, task.deadline, True))
         try:
             await self._load()
         except StoreError:
             self._catch_up = True  # (the next heartbeat tries again)
+            return
+        if self._read_again_at is None:
+            self._read_again_at = time.monotonic() + READ_AGAIN_AFTER
 
     def on_bus(self, topic: str, payload: bytes) -> None:
         if topic == ALIVE:
@@ -274,6 +310,12 @@ class SharedTasks:
             if task.terminal or runner is None or task.id in self.local:
                 continue
             if now - max(self.seen.get(runner, self._since), self._since) < GONE_AFTER:
+                continue
+            alive = await self._alive_in_store(runner)
+            if alive is None:
+                continue  # (the next heartbeat asks again)
+            if alive:  # its heartbeats are late on the bus, not missing
+                self.seen[runner] = time.monotonic()
                 continue
             text = f"The host running this task ({runner}) stopped before it finished."
             error = {"code": rpc.INTERNAL_ERROR, "message": text}

@@ -33,6 +33,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import orjson
@@ -46,6 +47,7 @@ from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import CancelForward, Forward
 from protomcp_host.protocol.modern import ModernSession, Retry, valid_answer
 from protomcp_host.protocol.session import Call, CancelCall, TaskCancel, TaskInput
+from protomcp_host.store.base import StoreError
 from protomcp_sdk.wire.toollist import ToolListChange
 
 STATE_TTL = 600.0  # seconds a requestState stays valid (a retry after HOLD re-runs the call)
@@ -324,10 +326,10 @@ class ModernRouter(Router):
         if retry is None:
             super()._start(call)
             return
-        found = self._retried(call.id, "tools/call", call.tool.name, call.arguments, retry)
-        if found is None:
-            return
-        round_, answers, fresh = found
+        self._retried(call.id, "tools/call", call.tool.name, call.arguments, retry, partial(self._go, call))
+
+    def _go(self, call: Call, round_: Round | None, answers: dict[str, Any], fresh: dict[str, Any]) -> None:
+        """A retried call goes on: with its suspended owner here, or run again with its answers."""
         if round_ is not None:
             execution = round_.owner
             execution.call, execution.sink, call.execution = call, self, execution
@@ -357,10 +359,13 @@ class ModernRouter(Router):
             super()._forward(forward)
             return
         target = forward.params.get("uri") or forward.params.get("name") or ""
-        found = self._retried(forward.id, forward.method, target, forward.params.get("arguments", {}), retry)
-        if found is None:
-            return
-        round_, answers, fresh = found
+        arguments = forward.params.get("arguments", {})
+        go = partial(self._go_forward, forward)
+        self._retried(forward.id, forward.method, target, arguments, retry, go)
+
+    def _go_forward(
+        self, forward: Forward, round_: Round | None, answers: dict[str, Any], fresh: dict[str, Any]
+    ) -> None:
         if round_ is not None:
             leg = round_.owner
             leg.forward, leg.router, forward.cancel = forward, self, leg.cancel
@@ -373,13 +378,21 @@ class ModernRouter(Router):
             self.rounds.of[leg] = Round(leg, known=answers, used=set(answers))
 
     def _retried(
-        self, request_id: bytes, method: str, target: str, arguments: Any, retry: Retry
-    ) -> tuple[Round | None, dict[str, Any], dict[str, Any]] | None:
-        """The suspended round a retry continues (if it is here), every answer known and the
-        ones this retry brings; None when the request is answered otherwise: a requestState
-        that fails verification, or one used already (the first use's answer, or why not)."""
+        self,
+        request_id: bytes,
+        method: str,
+        target: str,
+        arguments: Any,
+        retry: Retry,
+        go: Callable[[Round | None, dict[str, Any], dict[str, Any]], None],
+    ) -> None:
+        """`go` gets the suspended round a retry continues (if it is here), every answer known
+        and the ones this retry brings, unless the request is answered otherwise: a
+        requestState that fails verification, or one used already (the first use's answer, or
+        why not). With a shared store, only once the state's use is claimed there."""
         answers: dict[str, Any] = {}
-        round_ = None
+        sid: Any = None
+        expires = 0.0
         if retry.state is not None:
             claims = self.rounds.codec.open(retry.state, time.time())
             if claims is None and self.rounds.on_miss is not None:
@@ -391,21 +404,66 @@ class ModernRouter(Router):
                 or (claims.get("t") != target or claims.get("a") != digest(arguments))
             ):
                 self._refuse(request_id, INVALID_STATE, "invalid_request_state")
-                return None
-            sid = claims.get("s")
-            if isinstance(sid, str):
-                use = self.rounds.uses.first_use(sid, float(claims["e"]))
-                if use is not None:
-                    self._second_use(request_id, use)
-                    return None
-                self._note_answer(request_id, sid)
+                return
+            sid, expires = claims.get("s"), float(claims["e"])
             known = claims.get("r")
             if isinstance(known, dict):
                 answers.update(known)
-            round_ = self.rounds.resume(sid)
         fresh = {key: value for key, value in retry.responses.items() if isinstance(value, dict)}
         answers.update(fresh)
-        return round_, {key: value for key, value in answers.items() if isinstance(value, dict)}, fresh
+        answers = {key: value for key, value in answers.items() if isinstance(value, dict)}
+        if not isinstance(sid, str):
+            go(self.rounds.resume(sid), answers, fresh)
+            return
+        uses = self.rounds.uses
+        use = uses.first_use(sid, expires)
+        if use is not None:
+            self._second_use(request_id, sid, use)
+            return
+        if uses.claim is None or self.dispatcher.spawn is None:
+            self._note_answer(request_id, sid)
+            go(self.rounds.resume(sid), answers, fresh)
+            return
+        self._mark_busy()  # (the request waits for its claim)
+        self.dispatcher.spawn(self._claim, request_id, sid, expires, answers, fresh, go)
+
+    async def _claim(
+        self,
+        request_id: bytes,
+        sid: str,
+        expires: float,
+        answers: dict[str, Any],
+        fresh: dict[str, Any],
+        go: Callable[[Round | None, dict[str, Any], dict[str, Any]], None],
+    ) -> None:
+        """The state's first use here goes on only if it is the first anywhere: claimed in the
+        store, which every host sharing it asks (the bus may not have told this host yet)."""
+        uses = self.rounds.uses
+        assert uses.claim is not None
+        try:
+            won = await uses.claim(sid, expires)
+        except StoreError as exc:
+            reason = f"the store could not tell whether it was used before ({exc}); retry later"
+            uses.abandon(sid, reason)
+            self._refuse(request_id, f"requestState not checked: {reason}", "request_state_unchecked")
+            return
+        in_progress = request_id in self.session.in_flight or request_id in self.session.features.forwarded
+        use = uses.used.get(sid)
+        if not won:
+            if use is None:  # (forgotten meanwhile: the bound)
+                self._refuse(request_id, "requestState already used", "request_state_used")
+            elif in_progress:
+                self._second_use(request_id, sid, use)
+            else:
+                self._check_idle()
+            return
+        uses.won(sid)
+        if not in_progress:  # its request ended while it was claimed
+            uses.unanswered(sid, "its request was cancelled")
+            self._check_idle()
+            return
+        self._note_answer(request_id, sid)
+        go(self.rounds.resume(sid), answers, fresh)
 
     def _note_answer(self, request_id: bytes, sid: str) -> None:
         """The answer this request gets is the state's first answer (writes are watched for it
@@ -431,7 +489,7 @@ class ModernRouter(Router):
         self._emit(self.session.refuse(request_id, rpc.INVALID_PARAMS, message, data), request_id)
         self._check_idle()
 
-    def _second_use(self, request_id: bytes, use: Use) -> None:
+    def _second_use(self, request_id: bytes, sid: str, use: Use) -> None:
         """A requestState used before: the first use's answer, now or once it has one (from
         another host: within the call timeout)."""
         timer: asyncio.TimerHandle | None = None
@@ -453,6 +511,8 @@ class ModernRouter(Router):
         self._mark_busy()
         use.waiters.append(answer)
         if not use.here:  # its answer comes over the bus (a host that stops sends none)
+            if self.rounds.uses.watch is not None:
+                self.rounds.uses.watch(sid, use)  # (and is looked for in the shared store)
             wait = self.dispatcher.call_timeout or HOLD
             why = f"its first use, on another host, did not answer within {wait:g}s"
             timer = asyncio.get_running_loop().call_later(wait, answer, None, why)

@@ -5,8 +5,10 @@ first use answered (the JSON after the request id), or waits for it, or is refus
 there is none; the call never runs a second time for it. Uses are kept by the state's
 suspension id until the state expires (at most ``MAX_USED``; ``REPLAY_BYTES`` of answers).
 Each use and each first outcome go on a bus (``publish``; what comes back: ``heard``), so every
-host sharing it knows of the others' uses (a few milliseconds late: two uses at once on two
-hosts may both run) and a second use anywhere gets the first answer (up to ``MAX_SHARED``).
+host sharing it knows of the others' uses and a second use anywhere gets the first answer (up
+to ``MAX_SHARED``). The bus is a few milliseconds late (more when it is busy): with hosts sharing
+a store, a state's first use here is only a candidate until it is claimed in the store
+(``claim``, an atomic write that one use of the state wins: shared_uses.py), which decides.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,10 +37,11 @@ class Use:
     """A requestState that was used: what its first use answered (the JSON after the id)."""
 
     expires: float  # the state's expiry (time.time())
-    here: bool  # used on this host (else: heard of on the bus)
+    here: bool  # the first use is this host's (else: heard of on the bus, or not claimed yet)
     answer: bytes | None = None
     ended: str = ""  # why there is no answer to give (the request was cancelled, or it is not kept)
     waiters: list[Waiter] = field(default_factory=list)
+    mark: bytes = b""  # what this host's claim wrote in the shared store (shared_uses.py)
 
 
 class UsedStates:
@@ -49,19 +52,47 @@ class UsedStates:
         self.kept = 0  # bytes of answers in `used`
         self.publish: Callable[[str, bytes], None] | None = None  # the bus other hosts hear
         self.host_id = os.urandom(8).hex()  # (this host's own bus messages are not for it)
+        # hosts sharing a store (shared_uses.py): claim(sid, expires) is True for the one use of
+        # a state, among all hosts, that comes first (raises StoreError when the store cannot
+        # tell); outcome(sid, use) is told what this host's first uses came to; watch(sid, use)
+        # looks in the store for what another host's first use came to (the bus may lose it)
+        self.claim: Callable[[str, float], Awaitable[bool]] | None = None
+        self.outcome: Callable[[str, Use], None] | None = None
+        self.watch: Callable[[str, Use], None] | None = None
 
     def first_use(self, sid: str, expires: float) -> Use | None:
-        """None when this is the state's first use (now recorded, and told to the other hosts,
-        whose holder of the call lets it go); else the use that came first."""
+        """None when this is the state's first use on this host (now recorded: with a store, to
+        be claimed, then `won` or `lost`; without, told to the other hosts at once, whose holder
+        of the call lets it go); else the use that came first."""
         now = time.time()
         while self.used and next(iter(self.used.values())).expires < now:
             self._forget(next(iter(self.used)))
         use = self.used.get(sid)
         if use is not None:
             return use
-        self._record(sid, Use(expires, True))
-        self._tell(ROUND_USED, {"s": sid, "e": expires})
+        self._record(sid, Use(expires, self.claim is None))
+        if self.claim is None:
+            self._tell(ROUND_USED, {"s": sid, "e": expires})
         return None
+
+    def won(self, sid: str) -> None:
+        """This host's use of the state won its claim: it is the first use, for every host."""
+        use = self.used.get(sid)
+        if use is not None:
+            use.here = True
+            self._tell(ROUND_USED, {"s": sid, "e": use.expires})
+
+    def abandon(self, sid: str, reason: str) -> None:
+        """The use of a state could not be claimed (the store cannot tell): as if unused here,
+        and the uses waiting for it are told why."""
+        use = self.used.pop(sid, None)
+        if use is None:
+            return
+        if use.answer is not None:
+            self.kept -= len(use.answer)
+        waiters, use.waiters = use.waiters, []
+        for waiter in waiters:
+            waiter(None, reason)
 
     def answered(self, sid: str, answer: bytes) -> None:
         """What the first use of a state answered (the JSON after the request id)."""
@@ -79,6 +110,8 @@ class UsedStates:
         waiters, use.waiters = use.waiters, []
         for waiter in waiters:
             waiter(answer, "")
+        if use.here and self.outcome is not None:
+            self.outcome(sid, use)
         if use.here and len(answer) <= MAX_SHARED:
             self._tell(ROUND_ANSWERED, {"s": sid, "e": use.expires, "a": answer.decode()})
         elif use.here:
@@ -95,6 +128,8 @@ class UsedStates:
         waiters, use.waiters = use.waiters, []
         for waiter in waiters:
             waiter(None, reason)
+        if use.here and self.outcome is not None:
+            self.outcome(sid, use)
         if use.here:
             self._tell(ROUND_ANSWERED, {"s": sid, "e": use.expires, "why": reason})
 

@@ -49,6 +49,9 @@ class Store(Protocol):
         """Store `value` under `key` for `ttl` seconds (> 0); None once stored. A final record
         is never replaced: a later put of its key (final or not) stores nothing and returns it."""
 
+    async def get(self, key: str) -> bytes | None:
+        """The live record under `key` (None: none)."""
+
     async def delete(self, key: str) -> None:
         """Drop the record under `key` (none there: nothing happens)."""
 

@@ -47,6 +47,10 @@ class MemoryStore:
         self._records[key] = (value, now + ttl, final)
         return None
 
+    async def get(self, key: str) -> bytes | None:
+        record = self._records.get(key)
+        return record[0] if record is not None and record[1] > time.monotonic() else None
+
     async def delete(self, key: str) -> None:
         self._records.pop(key, None)
 

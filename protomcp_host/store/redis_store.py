@@ -1,6 +1,8 @@
 """The shared store on Redis (`--store redis://HOST:PORT/DB[?prefix=NAME]`), the one module that
 speaks Redis (the maintained `redis` client's asyncio API). One deployment's keys are under
-`protomcp:` (`NAME:protomcp:` with a prefix); its bus is one pub/sub channel named after the
+`protomcp:` (`NAME:protomcp:` with a prefix). NAME is one segment (letters, digits, `_.-`, no
+`:`) and never `protomcp`, so no deployment's keys fall inside another's (a SCAN of one never
+finds the other's records); its bus is one pub/sub channel named after the
 keys' namespace and the database number (Redis pub/sub ignores database numbers), whose
 messages are `topic NUL payload`. A stored record starts with one byte: `F` for a final record
 (never replaced), `-` for one that may be."""
@@ -9,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -27,6 +31,7 @@ CONNECT_TIMEOUT = 10.0  # seconds to reach Redis and subscribe at start
 RETRY = 1.0  # seconds between attempts to reach Redis again after the connection broke
 ATTEMPTS = 3  # a command that meets a dropped connection is sent again on a new one (idempotent)
 FINAL, REPLACEABLE = b"F", b"-"
+PREFIX = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # one key segment: the separator ':' is not in it
 # put: a final record stays (its value is returned); otherwise the new one is stored
 _PUT = """
 local current = redis.call('GET', KEYS[1])
@@ -52,10 +57,20 @@ def _redacted(url: str) -> str:
 
 
 def _deployment(url: str) -> tuple[str, str]:
-    """The URL for the Redis client (without `prefix=`, which is ours) and the prefix."""
+    """The URL for the Redis client (without `prefix=`, which is ours) and the prefix. Raises
+    StoreError for a prefix whose keys could overlap another deployment's."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    prefix = next((value for name, value in query if name == "prefix"), "")
+    prefixes = [value for name, value in query if name == "prefix"]
+    if len(prefixes) > 1:
+        raise StoreError(f"--store {_redacted(url)}: give prefix= once")
+    prefix = prefixes[0] if prefixes else ""
+    if prefixes and (not PREFIX.fullmatch(prefix) or prefix == NAMESPACE[:-1]):
+        raise StoreError(
+            f"--store {_redacted(url)}: prefix={prefix!r} is not a deployment name: use 1-64 "
+            f"letters, digits, '_', '.' or '-' (no ':'), other than {NAMESPACE[:-1]!r}, so its "
+            "keys never fall inside another deployment's on the same Redis"
+        )
     rest = urlencode([(name, value) for name, value in query if name != "prefix"])
     return urlunsplit(parts._replace(query=rest)), prefix
 
@@ -85,15 +100,23 @@ class RedisStore:
         self._key: bytes | None = None  # the requestState key this handle read last
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        try:
-            pubsub = self._client.pubsub()
-            await pubsub.subscribe(self._bus)
-            with anyio.fail_after(CONNECT_TIMEOUT):  # confirmed: nothing published from now on is missed
-                while ((await pubsub.get_message(timeout=CONNECT_TIMEOUT)) or {}).get("type") != "subscribe":
-                    pass
-        except self._connect_errors as exc:
-            await self._client.aclose()
-            raise StoreError(f"cannot reach the store {self.url}: {exc}") from None
+        # A host (or a --workers worker) that starts while Redis restarts waits for it, within
+        # CONNECT_TIMEOUT (its first commands are retried by the host: app.py)
+        patient_until = time.monotonic() + CONNECT_TIMEOUT
+        pubsub = self._client.pubsub()
+        while True:
+            try:
+                await self._subscribe(pubsub)
+                break
+            except self._connect_errors as exc:
+                if time.monotonic() + RETRY < patient_until:
+                    self._trouble(exc)
+                    await anyio.sleep(RETRY)
+                    continue
+                await pubsub.aclose()
+                await self._client.aclose()
+                raise StoreError(f"cannot reach the store {self.url}: {exc}") from None
+        self._back()
         task_status.started()
         try:
             async with anyio.create_task_group() as tg:
@@ -103,6 +126,13 @@ class RedisStore:
             with anyio.CancelScope(shield=True):
                 await pubsub.aclose()
                 await self._client.aclose()
+
+    async def _subscribe(self, pubsub: Any) -> None:
+        """Subscribed, confirmed: nothing published from now on is missed."""
+        await pubsub.subscribe(self._bus)
+        with anyio.fail_after(CONNECT_TIMEOUT):
+            while ((await pubsub.get_message(timeout=CONNECT_TIMEOUT)) or {}).get("type") != "subscribe":
+                pass
 
     async def _receive(self, pubsub: Any) -> None:
         while True:
@@ -202,6 +232,13 @@ class RedisStore:
         except self._errors as exc:
             raise StoreError(f"cannot write to {self.url}: {exc}") from None
         return None if kept is None else _unflagged(bytes(kept))
+
+    async def get(self, key: str) -> bytes | None:
+        try:
+            value = await self._retried(lambda: self._client.get(self._ns + key))
+        except self._errors as exc:
+            raise StoreError(f"cannot read from {self.url}: {exc}") from None
+        return _unflagged(bytes(value)) if isinstance(value, bytes) else None
 
     async def delete(self, key: str) -> None:
         try:

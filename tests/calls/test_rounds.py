@@ -133,3 +133,54 @@ def test_used_states_keep_answers_within_a_budget_and_forget_expired_ones(
     fresh = used_states.UsedStates()
     assert fresh.first_use("old", 1.0) is None  # (expired at once)
     assert fresh.first_use("new", 2e9) is None and list(fresh.used) == ["new"]
+
+
+async def test_with_a_store_a_use_is_told_only_once_claimed_and_one_claim_wins() -> None:
+    from protomcp_host.calls.shared_uses import SharedUses
+    from protomcp_host.calls.used_states import ROUND_USED, UsedStates
+    from protomcp_host.store.memory import MemoryStore
+
+    store = MemoryStore()
+    claim = SharedUses(store, UsedStates()).claim
+    assert await claim("s1", 2e9) and not await claim("s1", 2e9)  # the second use anywhere loses
+    uses = UsedStates()
+    told: list[str] = []
+    uses.publish = lambda topic, payload: told.append(topic)
+    uses.claim = claim
+    assert uses.first_use("s2", 2e9) is None and told == []  # a candidate until claimed
+    assert not uses.used["s2"].here
+    uses.won("s2")
+    assert told == [ROUND_USED] and uses.used["s2"].here
+    assert uses.first_use("s3", 2e9) is None
+    second = uses.first_use("s3", 2e9)  # a second use here waits for the first
+    assert second is not None
+    why: list[str] = []
+    second.waiters.append(lambda answer, reason: why.append(reason))
+    uses.abandon("s3", "the store could not tell")  # (its claim failed): unused, waiters told
+    assert why == ["the store could not tell"] and "s3" not in uses.used
+
+
+async def test_a_claim_whose_answer_was_lost_wins_when_sent_again() -> None:
+    """The store wrote the claim but its answer did not come (a dropped connection): the retry
+    of that use, on this host, writes the same value and so still wins; another use loses."""
+    from protomcp_host.calls.shared_uses import SharedUses
+    from protomcp_host.calls.used_states import UsedStates
+    from protomcp_host.store.base import StoreError
+    from protomcp_host.store.memory import MemoryStore
+
+    class LosesAnswers(MemoryStore):
+        lose = True
+
+        async def put(self, key: str, value: bytes, ttl: float, *, final: bool = False) -> bytes | None:
+            kept = await super().put(key, value, ttl, final=final)
+            if self.lose:
+                self.lose = False
+                raise StoreError("the connection dropped before the answer")
+            return kept
+
+    store = LosesAnswers()
+    here, there = SharedUses(store, UsedStates()), SharedUses(store, UsedStates())
+    with pytest.raises(StoreError):
+        await here.claim("s1", 2e9)
+    assert not await there.claim("s1", 2e9)
+    assert await here.claim("s1", 2e9)

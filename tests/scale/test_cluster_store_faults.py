@@ -171,3 +171,215 @@ async def test_deployments_on_other_databases_or_prefixes_do_not_share_tasks(
                 cancelled = await modern_rpc(http, elsewhere.url, "tasks/cancel", {"taskId": task_id})
                 assert "error" in cancelled, cancelled
             assert await _status(http, here.url, task_id) == "working"
+
+
+async def test_a_prefixed_and_an_unprefixed_deployment_on_one_redis_never_see_each_others_tasks(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """A prefix that makes its keys fall inside the unprefixed deployment's (`protomcp:task:...`)
+    is refused at start, saying why; a valid one keeps both deployments apart both ways, on the
+    bus and for a host that starts later and loads the store's records (SCAN)."""
+    import httpx2
+
+    from tests.support.hosts import HOST
+
+    bad = subprocess.run(
+        [*HOST, "run", str(CPU), "--transport", "http", "--port", "0", "--store",
+         f"{redis_url}?prefix=protomcp:task:staging"],
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert bad.returncode != 0
+    assert "prefix='protomcp:task:staging' is not a deployment name" in bad.stderr.decode(), bad.stderr
+    staging_url = f"{redis_url}?prefix=staging"
+    production, staging = (http_host("run", str(CPU), "--store", url) for url in (redis_url, staging_url))
+    async with httpx2.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(60):
+            ids = {
+                production.url: await _task(http, production.url, tmp_path / "never"),
+                staging.url: await _task(http, staging.url, tmp_path / "never"),
+            }
+            late_production = http_host("run", str(CPU), "--store", redis_url)
+            late_staging = http_host("run", str(CPU), "--store", staging_url)
+            for mine, theirs in ((production, staging), (staging, production)):
+                late_mine = late_production if mine is production else late_staging
+                await task_until(http, late_mine.url, ids[mine.url], "working")  # loaded from the store
+                for other in (theirs, late_production if late_mine is late_staging else late_staging):
+                    assert await _status(http, other.url, ids[mine.url]) == "not found"
+                    cancelled = await modern_rpc(http, other.url, "tasks/cancel", {"taskId": ids[mine.url]})
+                    assert "error" in cancelled, cancelled
+                assert await _status(http, mine.url, ids[mine.url]) == "working"
+
+
+async def test_a_busy_bus_gets_no_live_task_failed(http_host: Any, redis_url: str, tmp_path: Path) -> None:
+    """Host A floods the bus with resource updates (longer than GONE_AFTER) while a task runs on
+    it: host B never declares that task failed (A's liveness does not wait behind the data on the
+    bus), and the task completes."""
+    import httpx2
+
+    from tests.support.hosts import TOOLS
+
+    a = http_host("run", str(CPU), str(TOOLS / "scale" / "flood.py"), "--store", redis_url)
+    b = http_host("run", str(CPU), "--store", redis_url)
+    gate = tmp_path / "gate"
+    seen: list[str] = []
+    async with httpx2.AsyncClient(timeout=60) as http:
+        with anyio.fail_after(90):
+            task_id = await _task(http, a.url, gate)
+            await task_until(http, b.url, task_id, "working")
+            flooding = anyio.Event()
+
+            async def flood() -> None:
+                answer = await modern_rpc(
+                    http, a.url, "tools/call", {"name": "flood", "arguments": {"seconds": GONE_AFTER + 5}}
+                )
+                assert answer["result"]["structuredContent"]["result"] > 1000, answer
+                flooding.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(flood)
+                while not flooding.is_set():
+                    seen.append(await _status(http, b.url, task_id))
+                    await anyio.sleep(0.1)
+            assert "failed" not in seen, seen
+            gate.write_text("open")
+            done = await task_until(http, b.url, task_id, "completed", "failed")
+            assert done["status"] == "completed", done
+            assert (await task_until(http, a.url, task_id, "completed", "failed"))["status"] == "completed"
+
+
+async def test_a_host_of_two_workers_that_starts_while_redis_restarts_waits_for_it(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """Redis is down while a `--workers 2` host starts and back (empty) a moment later: the
+    workers wait for it (within the store's connect timeout) instead of exiting, and serve.
+    (Before: each worker failed its start, and the host exited.)"""
+    import threading
+
+    import httpx2
+
+    from tests.support.cluster import start_redis, stop
+
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True, check=False)
+    restarted: list[subprocess.Popen[bytes]] = []
+    back = threading.Timer(2.0, lambda: restarted.append(start_redis(port, tmp_path / "redis-again")))
+    back.start()  # (the outage the host meets: Redis comes back while its workers start)
+    try:
+        host = http_host("run", str(CPU), "--store", redis_url, "--workers", "2")
+        async with httpx2.AsyncClient(timeout=30) as http:
+            with anyio.fail_after(30):
+                assert "error" not in await modern_rpc(
+                    http, host.url, "tools/call", {"name": "whoami", "arguments": {}}
+                )
+                task_id = await _task(http, host.url, tmp_path / "never")
+                await task_until(http, host.url, task_id, "working")
+        assert host.proc.poll() is None
+    finally:
+        back.join()
+        for proc in restarted:
+            stop(proc)
+
+
+async def test_a_replay_on_another_host_gets_one_fast_answer_when_redis_restarts_empty(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """A round's retry runs on host A; its replay waits on host B; Redis goes down, A answers
+    (its bus message of that answer waits for Redis) and dies, Redis comes back empty: B's replay
+    gets one clear answer within seconds (before: it waited the call timeout, 300 s), and the
+    tool ran once."""
+    import os
+    import signal
+
+    import httpx2
+
+    from tests.support.cluster import start_redis, stop
+    from tests.support.hosts import TOOLS
+
+    rounds = str(TOOLS / "rounds" / "rounds.py")
+    a, b = (http_host("run", rounds, "--store", redis_url) for _ in range(2))
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    log, gate = tmp_path / "runs", tmp_path / "gate"
+    call = {"name": "counted", "arguments": {"log": str(log), "gate": str(gate)}}
+    got: dict[str, Any] = {}
+    async with httpx2.AsyncClient(timeout=60) as http:
+        with anyio.fail_after(60):
+            first = (await modern_rpc(http, a.url, "tools/call", call))["result"]
+            retry = {
+                **call,
+                "requestState": first["requestState"],
+                "inputResponses": {"go": {"action": "accept", "content": {"v": "x"}}},
+            }
+
+            async def send(name: str, url: str) -> None:
+                got[name] = await modern_rpc(http, url, "tools/call", retry)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(send, "a", a.url)
+                while "answered" not in (log.read_text() if log.exists() else ""):
+                    await anyio.sleep(0.02)  # (A's use is claimed and told: the call runs on)
+                tg.start_soon(send, "b", b.url)
+                subprocess.run(
+                    ["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True, check=False
+                )
+                for host in (a, b):
+                    await anyio.to_thread.run_sync(host.wait_stderr, lambda line: "is unreachable" in line)
+                gate.write_text("open")
+                while "a" not in got:
+                    await anyio.sleep(0.02)
+                os.killpg(a.proc.pid, signal.SIGKILL)  # (its answer's bus message never goes out)
+                a.proc.wait()
+                restarted = start_redis(port, tmp_path / "redis-again")  # empty
+                try:
+                    with anyio.fail_after(20):
+                        while "b" not in got:
+                            await anyio.sleep(0.05)
+                finally:
+                    stop(restarted)
+    assert got["a"]["result"]["content"][0]["text"] == "went x", got
+    replayed = got["b"]
+    if "result" in replayed:  # (the answer, if it came before Redis went down)
+        assert replayed["result"] == got["a"]["result"], replayed
+    else:
+        assert "requestState" in replayed["error"]["message"], replayed
+    assert log.read_text().split() == ["start", "answered", "done"]
+
+
+async def test_a_final_state_outlives_redis_restarting_empty_while_its_host_is_gone(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """A task completed on host A (B has its copy); A dies; Redis restarts empty. B, which knows
+    the task completed, writes that final record again once the store is back: a host started
+    later loads it (before: "not found" there, while B said "completed"), and B never serves an
+    older state meanwhile."""
+    import os
+    import signal
+
+    import httpx2
+
+    from tests.support.cluster import start_redis, stop
+
+    a, b = _hosts(http_host, redis_url)
+    gate = tmp_path / "gate"
+    gate.write_text("open")
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    async with httpx2.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(30):
+            task_id = await _task(http, a.url, gate)
+            await task_until(http, b.url, task_id, "completed")
+        os.killpg(a.proc.pid, signal.SIGKILL)
+        a.proc.wait()
+        subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True, check=False)
+        b.wait_stderr(lambda line: "is unreachable" in line)
+        restarted = start_redis(port, tmp_path / "redis-again")  # empty: no record
+        try:
+            b.wait_stderr(lambda line: "is reachable again" in line)
+            admin = _admin(redis_url)
+            with anyio.fail_after(30):
+                while not await admin.exists(f"protomcp:task:{task_id}"):  # B wrote it again
+                    assert await _status(http, b.url, task_id) == "completed"
+                    await anyio.sleep(0.05)
+                await admin.aclose()
+                late = http_host("run", str(CPU), "--store", redis_url)
+                assert await _status(http, late.url, task_id) == "completed"  # loaded at its start
+        finally:
+            stop(restarted)

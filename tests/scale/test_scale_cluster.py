@@ -411,3 +411,52 @@ async def test_a_rolling_restart_loses_nothing(
     assert set(upstream_statuses) == {"200"}, upstream_statuses
     errors = (balancer.folder / "error.log").read_text()
     assert not [line for line in errors.splitlines() if "reset" in line or "prematurely" in line], errors
+
+
+async def test_a_finished_round_replayed_on_the_other_host_never_runs_the_tool_again(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """A round finished on host A, its completion replayed at once on host B (over and over, so
+    B often has not heard of A's use on the bus yet; every other time sent to both at once): the
+    tool never runs a second time (each run appends to a file; sent at once, the host that
+    claims the use first runs it) and both get the first answer
+    (each use is claimed in the store; before, the bus was the only news and came late)."""
+    import httpx2
+
+    a, b = (http_host("run", str(ROUNDS), "--store", redis_url) for _ in range(2))
+    with anyio.fail_after(240):
+        async with httpx2.AsyncClient(timeout=60) as http:
+            for i in range(50):
+                log = tmp_path / f"runs{i}"
+                call = {"name": "counted", "arguments": {"log": str(log)}}
+                first = (await modern_rpc(http, a.url, "tools/call", call))["result"]
+                assert first["resultType"] == "input_required", first
+                retry = {
+                    **call,
+                    "requestState": first["requestState"],
+                    "inputResponses": {"go": {"action": "accept", "content": {"v": str(i)}}},
+                }
+                answers: dict[str, Any] = {}
+
+                async def send(host: Any, into: dict[str, Any] = answers, again: Any = retry) -> None:
+                    into[host.url] = await modern_rpc(http, host.url, "tools/call", again)
+
+                if i % 2:
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(send, a)
+                        tg.start_soon(send, b)
+                else:
+                    await send(a)
+                    await send(b)
+                runs = log.read_text().split()
+                if i % 2:  # whichever host claimed it first ran it (a re-run starts it again)
+                    assert runs.count("done") == 1, (i, runs)
+                else:
+                    assert runs == ["start", "answered", "done"], (i, runs)
+                for answer in answers.values():
+                    assert answer.get("result", {}).get("content") == [
+                        {"type": "text", "text": f"went {i}"}
+                    ], (
+                        i,
+                        answers,
+                    )

@@ -78,6 +78,8 @@ async def test_records_expire_and_are_found_by_prefix(handles: Pair) -> None:
             while ("task:2", b"two") in await b.scan("task:"):
                 await anyio.sleep(0.02)
         assert sorted(await a.scan("task:")) == [("task:1", b"one"), ("task:[*]", b"literal")]
+        assert await b.get("task:1") == b"one" and await b.get("task:2") is None
+        assert await b.get("task:") is None  # (a key, not a prefix)
         assert await a.scan("task:[") == [("task:[*]", b"literal")]
         await a.put("task:1", b"uno", ttl=60)  # a record is replaced
         assert ("task:1", b"uno") in await b.scan("task:1")
@@ -224,3 +226,15 @@ async def test_the_state_key_comes_back_unchanged_when_it_vanishes(redis_url: st
     await admin.aclose()
     assert await a.state_key() == key  # (created if absent: with the key read before)
     assert await b.state_key() == key
+
+
+@pytest.mark.parametrize(
+    "prefix", ["protomcp:task:staging", "a:b", "protomcp", "", "spaces here", "x" * 65, "staging&prefix=two"]
+)
+def test_a_prefix_that_could_overlap_another_deployments_keys_is_refused(prefix: str) -> None:
+    from urllib.parse import quote
+
+    with pytest.raises(StoreError, match="prefix"):
+        open_store(f"redis://127.0.0.1:1/0?prefix={quote(prefix, safe='&=')}", print)
+    for good in ("staging", "team-a.prod_2"):
+        assert open_store(f"redis://127.0.0.1:1/0?prefix={good}", print).url.endswith(good)

@@ -119,3 +119,22 @@ def held_thread(mark: str, ctx: Context) -> str:
         return f"{ctx.elicit('Wait?', schema, key='wait').action} in {os.getpid()}"
     finally:
         Path(f"{mark}.{os.getpid()}").write_text("released")
+
+
+@tool
+async def counted(log: str, ctx: Context, gate: str = "") -> str:
+    """Appends "start" to LOG each time it starts running, "answered" once its question is
+    answered and "done" when it ends (a run let go while it waits leaves neither); with GATE,
+    it waits for that file to exist before it ends."""
+    import os
+
+    with open(log, "a") as runs:
+        runs.write("start\n")
+    answer = await ctx.elicit("Go?", {"type": "object", "properties": {"v": {"type": "string"}}}, key="go")
+    with open(log, "a") as runs:
+        runs.write("answered\n")
+    while gate and not os.path.exists(gate):
+        await asyncio.sleep(0.01)
+    with open(log, "a") as runs:
+        runs.write("done\n")
+    return f"went {answer.data['v']}"
