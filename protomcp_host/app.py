@@ -52,10 +52,10 @@ from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
-    from protomcp_host.calls.shared_uses import SharedUses
     from protomcp_host.proto_mcp.codec import Descriptors
     from protomcp_host.protocol.discovery import Discovery
     from protomcp_host.shared_tools import SharedToolLists
+    from protomcp_host.shared_uses import SharedUses
     from protomcp_host.sharing import SharedTasks
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.transports.ports import Connection, StartStop
@@ -174,8 +174,8 @@ class Host:
         self.shared_uses: SharedUses | None = None
         if isinstance(store, MemoryStore):
             return
-        from protomcp_host.calls.shared_uses import SharedUses
         from protomcp_host.shared_tools import SharedToolLists
+        from protomcp_host.shared_uses import SharedUses
         from protomcp_host.sharing import SharedTasks
 
         self.rounds.uses.publish = store.publish  # each use of a requestState, told to the others

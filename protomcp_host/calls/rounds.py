@@ -40,14 +40,13 @@ import orjson
 
 from protomcp_host.calls.execution import Dispatcher, Execution
 from protomcp_host.calls.router import LIST_CHANGED_DELAY, Forwarder, Router, Writer, event_table
-from protomcp_host.calls.used_states import Use, UsedStates
+from protomcp_host.calls.used_states import ClaimUnchecked, Use, UsedStates
 from protomcp_host.processes.events import Reply
 from protomcp_host.processes.launch import STATE_KEY_ENV
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import CancelForward, Forward
 from protomcp_host.protocol.modern import ModernSession, Retry, valid_answer
 from protomcp_host.protocol.session import Call, CancelCall, TaskCancel, TaskInput
-from protomcp_host.store.base import StoreError
 from protomcp_sdk.wire.toollist import ToolListChange
 
 STATE_TTL = 600.0  # seconds a requestState stays valid (a retry after HOLD re-runs the call)
@@ -442,7 +441,7 @@ class ModernRouter(Router):
         assert uses.claim is not None
         try:
             won = await uses.claim(sid, expires)
-        except StoreError as exc:
+        except ClaimUnchecked as exc:
             reason = f"the store could not tell whether it was used before ({exc}); retry later"
             uses.abandon(sid, reason)
             self._refuse(request_id, f"requestState not checked: {reason}", "request_state_unchecked")

@@ -32,6 +32,11 @@ Waiter = Callable[[bytes | None, str], None]
 """A second use of a requestState waiting for the first one's answer (or why there is none)."""
 
 
+class ClaimUnchecked(Exception):
+    """The shared store could not tell whether a state's use is the first (the claim may be
+    retried)."""
+
+
 @dataclass(slots=True, eq=False)
 class Use:
     """A requestState that was used: what its first use answered (the JSON after the id)."""
@@ -53,7 +58,7 @@ class UsedStates:
         self.publish: Callable[[str, bytes], None] | None = None  # the bus other hosts hear
         self.host_id = os.urandom(8).hex()  # (this host's own bus messages are not for it)
         # hosts sharing a store (shared_uses.py): claim(sid, expires) is True for the one use of
-        # a state, among all hosts, that comes first (raises StoreError when the store cannot
+        # a state, among all hosts, that comes first (raises ClaimUnchecked when the store cannot
         # tell); outcome(sid, use) is told what this host's first uses came to; watch(sid, use)
         # looks in the store for what another host's first use came to (the bus may lose it)
         self.claim: Callable[[str, float], Awaitable[bool]] | None = None

@@ -21,7 +21,7 @@ import anyio
 import anyio.abc
 import orjson
 
-from protomcp_host.calls.used_states import MAX_SHARED, Use, UsedStates
+from protomcp_host.calls.used_states import MAX_SHARED, ClaimUnchecked, Use, UsedStates
 from protomcp_host.store.base import RECONNECTED, Store, StoreError
 
 CLAIM_PREFIX = "round_used:"  # store records: a requestState's use, claimed by the first one
@@ -61,18 +61,19 @@ class SharedUses:
         """Each claim writes a value of its own: one sent again after a dropped connection
         (whose first try went through) still knows it won, and no other use wins after it. A
         claim whose answer did not come (StoreError) may have been written: the next claim of
-        that state here writes the same value, so it wins if that one did."""
+        that state here writes the same value, so it wins if that one did; this one is
+        ClaimUnchecked."""
         mark = self._unsure.pop(sid, None) or os.urandom(12)
         use = self.uses.used.get(sid)
         if use is not None:
             use.mark = mark
         try:
             kept = await self.store.put(CLAIM_PREFIX + sid, mark, max(1.0, expires - time.time()), final=True)
-        except StoreError:
+        except StoreError as exc:
             self._unsure[sid] = mark
             while len(self._unsure) > MAX_UNSURE:
                 del self._unsure[next(iter(self._unsure))]
-            raise
+            raise ClaimUnchecked(str(exc)) from exc
         return kept is None or kept == mark
 
     # -- this host's first uses -> the store ----------------------------------------------
