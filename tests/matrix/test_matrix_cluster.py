@@ -408,7 +408,7 @@ async def test_cluster_a_retry_lands_on_another_host(cluster: Cluster) -> None:
             tag = a.tag("elsewhere")
             answer = await a.text(tool, {"tag": tag})
             assert answer == f"A saw sample {tag}|accept:A for elicit {tag}|file:///root-of-A"
-            calls = [r for r in cluster.nginx.requests()[before:] if r[1] == "tools/call"]
+            calls = await cluster.nginx.logged(before, "tools/call", 4)
             assert len(calls) == 4 and len({r[0] for r in calls}) == 2, calls  # first call + 3 retries
         await w.finish()
 

@@ -63,7 +63,7 @@ async def test_modern_requests_round_robin_and_share_state(
             before = len(balancer.requests())
             two = await client.call_tool("two_samples", {})
             assert two.content[0].text == "A(first?)+A(second after A(first?)?)"
-            calls = [r for r in balancer.requests()[before:] if r[1] == "tools/call"]
+            calls = await balancer.logged(before, "tools/call", 3)
             assert len(calls) == 3 and len({r[0] for r in calls}) == 2, calls
 
         # a listen stream on host A hears a resource update a tool published on host B

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.support.ports import free_port
@@ -137,6 +138,16 @@ class Nginx:
         if not self.log.exists():
             return []
         return [line.split() for line in self.log.read_text().splitlines() if line]
+
+    async def logged(self, before: int, method: str, count: int, timeout: float = 10.0) -> list[list[str]]:
+        """The requests of `method` in the access log after its first `before` lines, once `count`
+        of them are there, or those there are after `timeout`: nginx logs a request after its
+        answer went out, so a client can be a step ahead of the log."""
+        found: list[list[str]] = []
+        with anyio.move_on_after(timeout):
+            while len(found := [r for r in self.requests()[before:] if r[1] == method]) < count:
+                await anyio.sleep(0.02)
+        return found
 
     def stop(self) -> None:
         stop(self.proc, signal.SIGQUIT)
