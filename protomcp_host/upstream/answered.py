@@ -32,19 +32,11 @@ def _key(request_id: Any) -> str:
     return str(request_id)  # 7 and "7" are one id, as the mcp client correlates them
 
 
-class _Sent:
-    """The write stream: notes the id of each request that a forwarding task sends."""
+class _Watched:
+    """A memory object stream of the mcp client's, passed through (closing, context manager)."""
 
-    def __init__(self, stream: Any, ids: _Ids, owner: ContextVar[Any]) -> None:
-        self._stream, self._ids, self._owner = stream, ids, owner
-
-    async def send(self, item: Any, /) -> None:
-        from mcp.types import JSONRPCRequest
-
-        request = self._owner.get()
-        if request is not None and isinstance(getattr(item, "message", None), JSONRPCRequest):
-            self._ids.waiting[_key(item.message.id)] = request
-        await self._stream.send(item)
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -60,12 +52,29 @@ class _Sent:
         return result
 
 
-class _Received:
+class _Sent(_Watched):
+    """The write stream: notes the id of each request that a forwarding task sends."""
+
+    def __init__(self, stream: Any, ids: _Ids, owner: ContextVar[Any]) -> None:
+        super().__init__(stream)
+        self._ids, self._owner = ids, owner
+
+    async def send(self, item: Any, /) -> None:
+        from mcp.types import JSONRPCRequest
+
+        request = self._owner.get()
+        if request is not None and isinstance(getattr(item, "message", None), JSONRPCRequest):
+            self._ids.waiting[_key(item.message.id)] = request
+        await self._stream.send(item)
+
+
+class _Received(_Watched):
     """The read stream: marks a request answered when its answer (result or error) arrives,
     before the mcp client sees it (and drops it, if the request was given up)."""
 
     def __init__(self, stream: Any, ids: _Ids) -> None:
-        self._stream, self._ids = stream, ids
+        super().__init__(stream)
+        self._ids = ids
 
     async def receive(self) -> Any:
         from mcp.types import JSONRPCError, JSONRPCResponse
@@ -78,9 +87,6 @@ class _Received:
                 request.answered = True
         return item
 
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
     def __aiter__(self) -> Self:
         return self
 
@@ -89,16 +95,6 @@ class _Received:
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> Self:
-        await self._stream.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        result: bool | None = await self._stream.__aexit__(exc_type, exc, tb)
-        return result
 
 
 def watch_answers(read: Any, write: Any, owner: ContextVar[Any]) -> tuple[Any, Any]:
