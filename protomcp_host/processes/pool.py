@@ -8,7 +8,8 @@ so middleware runs once per call). A pool serves one version: a reload goes to t
 member, and the others follow only once the host took what it offers (a reload the host rejects,
 a name clash say, leaves every member on the previous version); a member that restarts with
 something else on offer is refused until the pool reloads. Module-level state in the tool file
-is per process.
+is per process. In dev only the first member keeps a warm standby (the reload that puts
+the new version live); the others load theirs cold: one idle process per file, not N.
 """
 
 from __future__ import annotations
@@ -94,12 +95,14 @@ class Pool:
         self.file = file
         self.label = label_of(file)
         serving: list[bytes] = []
+        standby = options.pop("standby", False)
         self.members = [
             Supervisor(
                 file,
                 _Members(events, i == 0, serving),
                 python=python,
                 launched=launched if i == 0 else None,
+                standby=standby and i == 0,  # one warm standby per file, for the reload that counts
                 **options,
             )
             for i in range(size)

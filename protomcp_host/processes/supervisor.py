@@ -65,6 +65,7 @@ class Supervisor:
         self.use_standby = standby  # keep a warm process that has imported the SDK, for fast reloads
         self._standby: ToolProcess | None = None
         self._standby_starting = False  # one standby at a time: a second would idle until exit
+        self._standby_backoff = Backoff()  # a standby that keeps dying is replaced ever more slowly
         self._launched = launched  # a first process the CLI started early, to adopt
         self.backoff = Backoff()
         self.reloads = 0  # successful reloads, for diagnostics and tests
@@ -151,8 +152,20 @@ class Supervisor:
             self._standby_starting = False
         if self._stopping:
             process.kill()
-        else:
-            self._standby = process
+            return
+        self._standby = process
+        self._tg.start_soon(self._replace_standby_when_lost, process, time.monotonic())
+
+    async def _replace_standby_when_lost(self, process: ToolProcess, started: float) -> None:
+        """A standby that dies while it idles (killed, out of memory) is replaced, after a growing
+        delay if it keeps dying: otherwise the next save would find none and load cold."""
+        await process.exited.wait()
+        if self._standby is not process or self._stopping:
+            return  # it was activated (a reload or restart took it) or the host stops
+        self._standby = None
+        await anyio.sleep(self._standby_backoff.next_delay(time.monotonic() - started))  # (stop cancels it)
+        if not self._stopping:
+            await self._prepare_standby()
 
     async def _spawn(self) -> ToolProcess:
         assert self._tg is not None

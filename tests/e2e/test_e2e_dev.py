@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -489,4 +490,50 @@ def test_no_reload_runs_without_a_standby_process(tmp_path: Path) -> None:
             is False
         )
         assert len(children(host)) == expected, args
+        assert host.close() == 0
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_dev_keeps_one_idle_standby_and_replaces_a_killed_one(tmp_path: Path, processes: str) -> None:
+    """dev (--processes 1 or 2): one warm standby for the file per host process (not one per member), and
+    one killed while it idles is replaced (or the next save loads cold, and a soak ends with none)."""
+    marks = tmp_path / "loaded"
+    marks.mkdir()
+    file = tmp_path / "tools.py"
+    mark = f"\nimport os\nopen(os.path.join({str(marks)!r}, str(os.getpid())), 'w').close()\n"
+    write_atomic(file, tool_source("alpha") + mark)  # a process that loaded the file says so
+
+    def idle_standbys(host: RawHost) -> set[int]:
+        """The host's tool processes started as standbys that have not loaded the file."""
+        children = subprocess.run(["pgrep", "-P", str(host.proc.pid)], capture_output=True, text=True)
+        found = set()
+        for pid in children.stdout.split():
+            try:
+                standby = b"--standby" in Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if standby and not (marks / pid).exists():
+                found.add(int(pid))
+        return found
+
+    def wait_idle(host: RawHost, dead: set[int], timeout: float = 30) -> set[int]:
+        """Idle standbys other than `dead`, once there is one (polled: other processes)."""
+        deadline = time.monotonic() + timeout
+        while not (idle := idle_standbys(host) - dead):
+            assert time.monotonic() < deadline, "no idle standby"
+            time.sleep(0.02)
+        return idle
+
+    host = RawHost("dev", "--processes", processes, str(file))
+    try:
+        host.initialize()  # every member serves; a standby is started before its handshake ends
+        answer = host.request(1, "tools/call", {"name": "alpha", "arguments": {"x": 4}})
+        assert answer["result"]["isError"] is False
+        idle = wait_idle(host, set())
+        assert len(idle) == 1, idle
+        victim = idle.pop()
+        os.kill(victim, signal.SIGKILL)
+        replacement = wait_idle(host, {victim})
+        assert len(replacement) == 1, replacement
+    finally:
         assert host.close() == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,7 @@ import anyio
 import pytest
 
 from protomcp_host.processes.output import LogLimiter, TokenBucket
+from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.reloader import SourceFilter, targets, watch_roots
 from protomcp_host.processes.supervisor import Backoff, Supervisor, ToolProcessError
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -274,3 +277,71 @@ def test_source_filter_and_roots(tmp_path: Path) -> None:
     assert with_glob(Change.modified, str(tmp_path / "data" / "a.json"))
     (tmp_path / "sub").mkdir()
     assert watch_roots([tmp_path / "t.py", tmp_path / "sub" / "u.py"], []) == [tmp_path]
+
+
+def _idle_standbys(file: Path, serving: set[int]) -> set[int]:
+    """This process's `--standby` tool processes of `file` that serve nothing (idle)."""
+    me = str(os.getpid())
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) in serving or not _runs(proc, f"--standby\0{file}"):
+            continue
+        try:
+            parent = (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
+        except OSError:
+            continue
+        if parent == me:
+            found.add(int(proc.name))
+    return found
+
+
+def _serving(*supervisors: Supervisor) -> set[int]:
+    return {s.current.child.pid for s in supervisors if s.current is not None}
+
+
+async def test_a_standby_killed_while_it_idles_is_replaced(tmp_path: Path) -> None:
+    """A standby that dies before any save needs it (kill -9, the OOM killer) is replaced: the next
+    save must not find none and load cold (nor a soak end with no standby at all)."""
+    file = tmp_path / "t.py"
+    file.write_text("from protomcp_sdk import tool\n@tool\ndef a() -> str:\n    return 'a'\n")
+    supervisor = make_supervisor(file, [], standby=True)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(supervisor.run)
+            while not (first := _idle_standbys(file, _serving(supervisor))):
+                await anyio.sleep(0.02)
+            os.kill(first.pop(), signal.SIGKILL)
+            while not (_idle_standbys(file, _serving(supervisor)) - first):  # a new one, not the dead one
+                await anyio.sleep(0.02)
+            assert len(_idle_standbys(file, _serving(supervisor))) == 1
+            supervisor.request_reload()  # and it is the one the next save uses
+            while supervisor.reloads == 0:
+                await anyio.sleep(0.02)
+            assert (await call(supervisor, "a")).result_json == '[{"type":"text","text":"a"}]'
+            await supervisor.stop(5)
+
+
+async def test_a_pool_keeps_one_idle_standby_per_file(tmp_path: Path) -> None:
+    """dev with --processes N: one warm standby for the file, not one per member (N idle Python
+    processes per file per host process piled up under a soak of saves and kills)."""
+    file = tmp_path / "t.py"
+    file.write_text("from protomcp_sdk import tool\n@tool\ndef a() -> str:\n    return 'a'\n")
+    pool = Pool(file, Events([]), 3, standby=True)
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            await tg.start(pool.run)
+            for round_ in range(1, 3):
+                pool.request_reload()
+                # settled: every member serves the new version and no standby is still starting
+                while pool.reloads < round_ or any(
+                    not m.ready or m._standby_starting or (m.use_standby and m._standby is None)
+                    for m in pool.members
+                ):
+                    await anyio.sleep(0.02)
+                last = pool.members[-1]
+                killed = _serving(last)
+                os.kill(next(iter(killed)), signal.SIGKILL)  # a crash restart keeps the bound too
+                while not last.ready or _serving(last) == killed or last._standby_starting:
+                    await anyio.sleep(0.02)
+                assert len(_idle_standbys(file, _serving(*pool.members))) == 1
+            await pool.stop(5)
