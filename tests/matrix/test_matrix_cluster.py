@@ -25,6 +25,7 @@ worker, round-robin)."""
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import signal
@@ -33,6 +34,8 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import orjson
@@ -42,7 +45,7 @@ from mcp.client.subscriptions import listen
 from tests.peers.test_peers import start_host
 from tests.support.cluster import NGINX, REDIS, Nginx, free_port, start_redis, stop
 from tests.support.hosts import TOOLS
-from tests.support.http import HttpHost, http_session
+from tests.support.http import HttpHost, http_session, sse_events
 from tests.support.matrix import (
     MATRIX_MW,
     MATRIX_TOOLS,
@@ -846,6 +849,175 @@ async def test_cluster_a_listen_stream_nobody_reads(cluster: Cluster) -> None:
             await w.finish()
         finally:
             stalled.close()
+
+
+UNREAD = 4  # Alice's listen streams that nobody reads
+# Updates sent to them: two calls of FLOOD (each fewer than a host's bus outbox keeps, 10,000),
+# of a 1 kB URI. Each stream is cut off after 4 MiB (plus what the sockets hold); the code before
+# the bound kept all of them, 8 KiB of memory each (orjson's buffer): over 100 MiB per stream.
+FLOOD = 8_000
+GROWTH_MIB = 60  # what a host process may take meanwhile (4 MiB per unread stream, and more)
+
+
+def host_processes(cluster: Cluster) -> list[int]:
+    """The pids of every host process: each host's parent and its workers (the parent's children
+    that say which worker they are; tool processes are the workers' children)."""
+    parents = [host.proc.pid for host in cluster.hosts if host.proc.poll() is None]
+    workers = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if parent not in parents:
+                continue
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # (gone meanwhile)
+        if any(v.startswith(b"PROTOMCP_WORKER=") for v in environ):
+            workers.append(int(entry.name))
+    assert len(workers) == 2 * len(parents), (parents, workers)
+    return parents + workers
+
+
+def _status_mib(pid: int, field: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no {field} for pid {pid}")
+
+
+def reset_peaks(pids: list[int]) -> dict[int, float]:
+    """Each process's RSS now (MiB), its peak (VmHWM) started again from it (proc(5): clear_refs)."""
+    for pid in pids:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    return {pid: _status_mib(pid, "VmRSS") for pid in pids}
+
+
+def growth(before: dict[int, float]) -> dict[int, float]:
+    """How far above `before` each process's RSS has been since (MiB)."""
+    return {pid: round(_status_mib(pid, "VmHWM") - rss, 1) for pid, rss in before.items()}
+
+
+def listen_request(id_: str, uri: str) -> bytes:
+    params = {
+        "notifications": {"resourceSubscriptions": [uri]},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    }
+    return orjson.dumps({"jsonrpc": "2.0", "id": id_, "method": "subscriptions/listen", "params": params})
+
+
+LISTEN_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": "2026-07-28",
+    "Mcp-Method": "subscriptions/listen",
+}
+
+
+def unread_listen(
+    url: str, token: str, id_: str, uri: str
+) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    """A listen stream read up to its acknowledgement, on a socket with a tiny receive buffer,
+    by http.client (which reads only what it is asked for): a client that reads no more."""
+    parts = urlsplit(url)
+    address = (parts.hostname or "", parts.port or 80)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: a small window
+    sock.settimeout(60)
+    connection = http.client.HTTPConnection(*address)
+    try:
+        sock.connect(address)
+        connection.sock = sock
+        headers = {**LISTEN_HEADERS, "Authorization": f"Bearer {token}"}
+        connection.request("POST", parts.path, body=listen_request(id_, uri), headers=headers)
+        stream = connection.getresponse()
+        assert stream.status == 200, (stream.status, stream.read())
+        while b"acknowledged" not in stream.readline():
+            pass
+    except BaseException:
+        connection.close()
+        sock.close()
+        raise
+    return connection, stream
+
+
+def read_to_end(stream: http.client.HTTPResponse) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of the rest of a stream, once it ends (keep-alive comments keep the
+    socket's timeout from firing: the caller bounds the wait)."""
+    data = bytearray()
+    while chunk := stream.read1(1 << 16):
+        data += chunk
+    return [orjson.loads(event["data"]) for event in sse_events(data.decode()) if event.get("data")]
+
+
+async def hears_again(peer: Peer, uri: str, timeout: float) -> None:
+    """`touch` of `uri`, until the peer's listen stream heard one update of it more."""
+
+    def updates() -> int:
+        return sum(1 for m in peer.received if m.get("params", {}).get("uri") == uri)
+
+    already = updates()
+    await peer.text("touch", {"uri": uri})
+    await peer.wait_for(lambda _: updates() > already, f"one more resources/updated of {uri}", timeout)
+
+
+async def test_cluster_unread_listen_streams_stay_bounded(cluster: Cluster) -> None:
+    """Through nginx Alice opens UNREAD listen streams and never reads them while a tool sends
+    them 2 x FLOOD updates: no host process (parent or worker, of either host) grows by
+    GROWTH_MIB; Bob meanwhile is served by every worker and his own listen stream hears each of
+    his updates, and nothing of Alice's; Alice's streams, read at last, end with the error that
+    says she read too slowly (read within the hosts' 30 s send timeout, or they are just closed)."""
+    async with world(cluster, "modern") as w:
+        a, b = w.a, w.b
+        assert b is not None
+        uri_a, uri_b = flush_uri(a, "unread") + "-" + "x" * 1000, flush_uri(b, "unread")
+        token = cluster.auth.token(SUBJECTS[0])
+        streams = []
+        try:
+            for n in range(UNREAD):
+                opened = await anyio.to_thread.run_sync(
+                    unread_listen, cluster.url, token, f"unread-{n}", uri_a
+                )
+                streams.append(opened)
+            before = reset_peaks(host_processes(cluster))
+            flooded = anyio.Event()
+
+            async def flood() -> None:
+                for _ in range(2):
+                    assert await a.text("touch_many", {"uri": uri_a, "times": FLOOD}) == f"touched {FLOOD}"
+                flooded.set()
+
+            try:
+                seen: set[tuple[int, int]] = set()
+                async with listen(b.session, resource_subscriptions=[uri_b]), anyio.create_task_group() as tg:
+                    tg.start_soon(flood)
+                    # until the flood was sent and then Bob's worker had it all (his update after it)
+                    while not flooded.is_set() or len({host for host, _ in seen}) < 4:
+                        seen |= await many(b, 4)
+                        await hears_again(b, uri_b, timeout=60)
+            finally:  # (asserted whatever else failed: Bob goes unserved when it fails)
+                grown = growth(before)
+                assert max(grown.values()) < GROWTH_MIB, f"MiB grown per host process: {grown}"
+            with anyio.fail_after(60):
+                ends = [
+                    await anyio.to_thread.run_sync(read_to_end, stream, abandon_on_cancel=True)
+                    for _, stream in streams
+                ]
+        finally:
+            for connection, _ in streams:
+                connection.close()
+        for n, messages in enumerate(ends):
+            *notes, last = messages
+            assert notes and all(m["params"]["uri"] == uri_a for m in notes), messages[:3]
+            assert last.get("id") == f"unread-{n}" and last["error"]["code"] == -32000, last
+            assert "read too slowly" in last["error"]["message"], last
+        assert "listen stream was cut off" in cluster.stderr()
+        assert not seen_anywhere(b, "read too slowly"), b.dump()
+        await w.finish()
 
 
 # -- last: it leaves the cluster one host short ---------------------------------------------------
