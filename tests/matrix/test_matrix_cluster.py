@@ -4,9 +4,11 @@ serving two OAuth principals at once in both protocol eras. After every scenario
 got exactly one answer and neither principal received anything of the other's
 (tests/support/matrix.py World.finish). Scenarios: asking (sampling, elicitation, roots; upstream
 elicitation), tool-list control, every worker and pool member serving, tasks, listen streams
-(modern), a retry provably on another host. Faults: a worker, a pool member, the upstream and
-finally a whole host killed (kill -9; stateful sessions begun while the worker is replaced);
-Redis restarted empty; Redis connections dropped; a listen stream whose client stops reading.
+(modern; one client's bound on them is per host process), a retry provably on another host.
+Faults: a worker, a pool member, the upstream and finally a whole host killed (kill -9; stateful
+sessions begun while the worker is replaced); Redis restarted empty; Redis connections dropped;
+a listen stream whose client stops reading; several, flooded with updates (each host process's
+memory stays bounded, each stream ends with the error that says why).
 
 The peer host: a bridged host (`--agent-id`) is one agent and takes one worker (the CLI refuses
 `--agent-id` with `--workers`), so the `--workers 2` hosts cannot be bridged. The bridge is
@@ -32,7 +34,7 @@ import signal
 import socket
 import sys
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -1017,6 +1019,45 @@ async def test_cluster_unread_listen_streams_stay_bounded(cluster: Cluster) -> N
             assert "read too slowly" in last["error"]["message"], last
         assert "listen stream was cut off" in cluster.stderr()
         assert not seen_anywhere(b, "read too slowly"), b.dump()
+        await w.finish()
+
+
+MOST_LISTENS = 16  # one client's listen streams per host process (HttpOptions.max_listens)
+
+
+async def test_cluster_listen_streams_are_bounded_per_host_process(cluster: Cluster) -> None:
+    """The bound on one client's listen streams is per host process: through nginx, which spreads
+    Alice's streams over both hosts' workers, she opens at least MOST_LISTENS and at most
+    MOST_LISTENS per host process before one is refused (429, a JSON-RPC error that says why);
+    meanwhile Bob listens, and hears his update."""
+    import httpx2
+
+    processes = len(host_processes(cluster)) - len(cluster.hosts)  # (the parents serve no request)
+    headers = {**LISTEN_HEADERS, "Authorization": f"Bearer {cluster.auth.token(SUBJECTS[0])}"}
+    async with (
+        world(cluster, "modern") as w,
+        AsyncExitStack() as streams,
+        httpx2.AsyncClient(headers=headers, timeout=30, limits=httpx2.Limits(max_connections=None)) as alice,
+    ):
+        b = w.b
+        assert b is not None
+        uri_a, uri_b = flush_uri(w.a, "many"), flush_uri(b, "many")
+        opened = 0
+        with anyio.fail_after(120):
+            while True:
+                body = listen_request(f"many-{opened}", uri_a)
+                stream = await streams.enter_async_context(alice.stream("POST", cluster.url, content=body))
+                if stream.status_code != 200:
+                    break
+                opened += 1
+                assert opened <= MOST_LISTENS * processes, "no host process refused Alice's streams"
+            assert stream.status_code == 429, (stream.status_code, await stream.aread())
+            refused = orjson.loads(await stream.aread())
+            assert refused["id"] == f"many-{opened}" and refused["error"]["code"] == -32000, refused
+            assert f"{MOST_LISTENS} listen streams open" in refused["error"]["message"], refused
+            assert opened >= MOST_LISTENS, opened
+            async with listen(b.session, resource_subscriptions=[uri_b]):
+                await hears_again(b, uri_b, timeout=WAIT)
         await w.finish()
 
 
