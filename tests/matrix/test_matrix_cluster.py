@@ -970,11 +970,13 @@ async def hears_again(peer: Peer, uri: str, timeout: float) -> None:
 
 
 async def test_cluster_unread_listen_streams_stay_bounded(cluster: Cluster) -> None:
-    """Through nginx Alice opens UNREAD listen streams and never reads them while a tool sends
+    """Through nginx Alice opens UNREAD listen streams and reads none of them while a tool sends
     them BATCHES x FLOOD updates: no host process (parent or worker, of either host) grows by
     GROWTH_MIB; Bob meanwhile is served by every worker and his own listen stream hears each of
-    his updates, and nothing of Alice's; Alice's streams, read at last, end with the error that
-    says she read too slowly (read within the hosts' 30 s send timeout, or they are just closed)."""
+    his updates, and nothing of Alice's; Alice's streams, read once their hosts said they cut
+    them off, end with the error that says she read too slowly. (Read before that, a stream would
+    be drained and go on; read more than the hosts' send timeout, 30 s, after its writer blocked,
+    its host would have closed it without a word: so she reads while the flood goes on.)"""
     async with world(cluster, "modern") as w:
         a, b = w.a, w.b
         assert b is not None
@@ -982,6 +984,7 @@ async def test_cluster_unread_listen_streams_stay_bounded(cluster: Cluster) -> N
         token = cluster.auth.token(SUBJECTS[0])
         cut_offs = cluster.stderr().count(CUT_OFF)
         streams = []
+        ends: dict[int, list[dict[str, Any]]] = {}
         try:
             for n in range(UNREAD):
                 opened = await anyio.to_thread.run_sync(
@@ -1003,10 +1006,25 @@ async def test_cluster_unread_listen_streams_stay_bounded(cluster: Cluster) -> N
                         await hears_again(pinned, sent, timeout=60)
                 flooded.set()
 
+            async def read(n: int, stream: http.client.HTTPResponse) -> None:
+                ends[n] = await anyio.to_thread.run_sync(read_to_end, stream, abandon_on_cancel=True)
+
+            async def read_once_cut_off() -> None:
+                with anyio.move_on_after(60):
+                    while cluster.stderr().count(CUT_OFF) < cut_offs + UNREAD:
+                        await anyio.sleep(0.05)
+                cut = cluster.stderr().count(CUT_OFF) - cut_offs
+                assert cut >= UNREAD, f"{cut} of Alice's {UNREAD} streams were cut off"
+                with anyio.fail_after(60):
+                    async with anyio.create_task_group() as readers:
+                        for n, (_, stream) in enumerate(streams):
+                            readers.start_soon(read, n, stream)
+
             try:
                 seen: set[tuple[int, int]] = set()
                 async with listen(b.session, resource_subscriptions=[uri_b]), anyio.create_task_group() as tg:
                     tg.start_soon(flood)
+                    tg.start_soon(read_once_cut_off)
                     # until the flood was sent and then Bob's worker had it all (his update after it)
                     while not flooded.is_set() or len({host for host, _ in seen}) < 4:
                         seen |= await many(b, 4)
@@ -1014,21 +1032,11 @@ async def test_cluster_unread_listen_streams_stay_bounded(cluster: Cluster) -> N
             finally:  # (asserted whatever else failed: Bob goes unserved when it fails)
                 grown = growth(before)
                 assert max(grown.values()) < GROWTH_MIB, f"MiB grown per host process: {grown}"
-            # read before its host cut it off, a stream would be read and not end
-            with anyio.move_on_after(60):
-                while cluster.stderr().count(CUT_OFF) < cut_offs + UNREAD:
-                    await anyio.sleep(0.05)
-            cut = cluster.stderr().count(CUT_OFF) - cut_offs
-            assert cut >= UNREAD, f"{cut} of Alice's {UNREAD} streams were cut off"
-            with anyio.fail_after(60):
-                ends = [
-                    await anyio.to_thread.run_sync(read_to_end, stream, abandon_on_cancel=True)
-                    for _, stream in streams
-                ]
         finally:
             for connection, _ in streams:
                 connection.close()
-        for n, messages in enumerate(ends):
+        assert len(ends) == UNREAD, ends.keys()
+        for n, messages in sorted(ends.items()):
             *notes, last = messages
             assert notes and all(m["params"]["uri"] == uri_a for m in notes), messages[:3]
             assert last.get("id") == f"unread-{n}" and last["error"]["code"] == -32000, last
