@@ -856,7 +856,7 @@ async def test_cluster_a_listen_stream_nobody_reads(cluster: Cluster) -> None:
 UNREAD = 4  # Alice's listen streams that nobody reads
 # Updates sent to them: BATCHES calls of FLOOD (fewer than a host's bus outbox keeps, 10,000), of
 # a 1 kB URI. Each stream is cut off after 4 MiB (plus what the sockets hold); the code before the
-# bound kept them all, 8 KiB of memory each (orjson's buffer): 190 MiB per stream.
+# bound kept them all, 8 KiB of memory each (orjson's buffer): about 145 MiB per stream.
 FLOOD = 8_000
 BATCHES = 3
 GROWTH_MIB = 60  # what a host process may take meanwhile (4 MiB per unread stream, and more)
