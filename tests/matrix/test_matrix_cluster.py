@@ -4,9 +4,11 @@ serving two OAuth principals at once in both protocol eras. After every scenario
 got exactly one answer and neither principal received anything of the other's
 (tests/support/matrix.py World.finish). Scenarios: asking (sampling, elicitation, roots; upstream
 elicitation), tool-list control, every worker and pool member serving, tasks, listen streams
-(modern), a retry provably on another host. Faults: a worker, a pool member, the upstream and
-finally a whole host killed (kill -9; stateful sessions begun while the worker is replaced);
-Redis restarted empty; Redis connections dropped; a listen stream whose client stops reading.
+(modern; one client's bound on them is per host process), a retry provably on another host.
+Faults: a worker, a pool member, the upstream and finally a whole host killed (kill -9; stateful
+sessions begun while the worker is replaced); Redis restarted empty; Redis connections dropped;
+a listen stream whose client stops reading; several, flooded with updates (each host process's
+memory stays bounded, each stream ends with the error that says why).
 
 The peer host: a bridged host (`--agent-id`) is one agent and takes one worker (the CLI refuses
 `--agent-id` with `--workers`), so the `--workers 2` hosts cannot be bridged. The bridge is
@@ -25,14 +27,17 @@ worker, round-robin)."""
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import signal
 import socket
 import sys
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import orjson
@@ -42,7 +47,7 @@ from mcp.client.subscriptions import listen
 from tests.peers.test_peers import start_host
 from tests.support.cluster import NGINX, REDIS, Nginx, free_port, start_redis, stop
 from tests.support.hosts import TOOLS
-from tests.support.http import HttpHost, http_session
+from tests.support.http import HttpHost, http_session, sse_events
 from tests.support.matrix import (
     MATRIX_MW,
     MATRIX_TOOLS,
@@ -846,6 +851,237 @@ async def test_cluster_a_listen_stream_nobody_reads(cluster: Cluster) -> None:
             await w.finish()
         finally:
             stalled.close()
+
+
+UNREAD = 4  # Alice's listen streams that nobody reads
+# Updates sent to them: BATCHES calls of FLOOD (fewer than a host's bus outbox keeps, 10,000), of
+# a 1 kB URI. Each stream is cut off after 4 MiB (plus what the sockets hold); the code before the
+# bound kept them all, 8 KiB of memory each (orjson's buffer): about 145 MiB per stream.
+FLOOD = 8_000
+BATCHES = 3
+GROWTH_MIB = 60  # what a host process may take meanwhile (4 MiB per unread stream, and more)
+CUT_OFF = "a subscriptions/listen stream was cut off"  # a host's stderr, once per stream
+
+
+def host_processes(cluster: Cluster) -> list[int]:
+    """The pids of every host process: each host's parent and its workers (the parent's children
+    that say which worker they are; tool processes are the workers' children)."""
+    parents = [host.proc.pid for host in cluster.hosts if host.proc.poll() is None]
+    workers = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if parent not in parents:
+                continue
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # (gone meanwhile)
+        if any(v.startswith(b"PROTOMCP_WORKER=") for v in environ):
+            workers.append(int(entry.name))
+    assert len(workers) == 2 * len(parents), (parents, workers)
+    return parents + workers
+
+
+def _status_mib(pid: int, field: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no {field} for pid {pid}")
+
+
+def reset_peaks(pids: list[int]) -> dict[int, float]:
+    """Each process's RSS now (MiB), its peak (VmHWM) started again from it (proc(5): clear_refs)."""
+    for pid in pids:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    return {pid: _status_mib(pid, "VmRSS") for pid in pids}
+
+
+def growth(before: dict[int, float]) -> dict[int, float]:
+    """How far above `before` each process's RSS has been since (MiB)."""
+    return {pid: round(_status_mib(pid, "VmHWM") - rss, 1) for pid, rss in before.items()}
+
+
+def listen_request(id_: str, uri: str) -> bytes:
+    params = {
+        "notifications": {"resourceSubscriptions": [uri]},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    }
+    return orjson.dumps({"jsonrpc": "2.0", "id": id_, "method": "subscriptions/listen", "params": params})
+
+
+LISTEN_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": "2026-07-28",
+    "Mcp-Method": "subscriptions/listen",
+}
+
+
+def unread_listen(
+    url: str, token: str, id_: str, uri: str
+) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    """A listen stream read up to its acknowledgement, on a socket with a tiny receive buffer,
+    by http.client (which reads only what it is asked for): a client that reads no more."""
+    parts = urlsplit(url)
+    address = (parts.hostname or "", parts.port or 80)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: a small window
+    sock.settimeout(60)
+    connection = http.client.HTTPConnection(*address)
+    try:
+        sock.connect(address)
+        connection.sock = sock
+        headers = {**LISTEN_HEADERS, "Authorization": f"Bearer {token}"}
+        connection.request("POST", parts.path, body=listen_request(id_, uri), headers=headers)
+        stream = connection.getresponse()
+        assert stream.status == 200, (stream.status, stream.read())
+        while b"acknowledged" not in stream.readline():
+            pass
+    except BaseException:
+        connection.close()
+        sock.close()
+        raise
+    return connection, stream
+
+
+def read_to_end(stream: http.client.HTTPResponse) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of the rest of a stream, once it ends (keep-alive comments keep the
+    socket's timeout from firing: the caller bounds the wait)."""
+    data = bytearray()
+    while chunk := stream.read1(1 << 16):
+        data += chunk
+    return [orjson.loads(event["data"]) for event in sse_events(data.decode()) if event.get("data")]
+
+
+async def hears_again(peer: Peer, uri: str, timeout: float) -> None:
+    """`touch` of `uri`, until the peer's listen stream heard one update of it more."""
+
+    def updates() -> int:
+        return sum(1 for m in peer.received if m.get("params", {}).get("uri") == uri)
+
+    already = updates()
+    await peer.text("touch", {"uri": uri})
+    await peer.wait_for(lambda _: updates() > already, f"one more resources/updated of {uri}", timeout)
+
+
+async def test_cluster_unread_listen_streams_stay_bounded(cluster: Cluster) -> None:
+    """Through nginx Alice opens UNREAD listen streams and reads none of them while a tool sends
+    them BATCHES x FLOOD updates: no host process (parent or worker, of either host) grows by
+    GROWTH_MIB; Bob meanwhile is served by every worker and his own listen stream hears each of
+    his updates, and nothing of Alice's; Alice's streams, read once their hosts said they cut
+    them off, end with the error that says she read too slowly. (Read before that, a stream would
+    be drained and go on; read more than the hosts' send timeout, 30 s, after its writer blocked,
+    its host would have closed it without a word: so she reads while the flood goes on.)"""
+    async with world(cluster, "modern") as w:
+        a, b = w.a, w.b
+        assert b is not None
+        uri_a, uri_b = flush_uri(a, "unread") + "-" + "x" * 1000, flush_uri(b, "unread")
+        token = cluster.auth.token(SUBJECTS[0])
+        cut_offs = cluster.stderr().count(CUT_OFF)
+        streams = []
+        ends: dict[int, list[dict[str, Any]]] = {}
+        try:
+            for n in range(UNREAD):
+                opened = await anyio.to_thread.run_sync(
+                    unread_listen, cluster.url, token, f"unread-{n}", uri_a
+                )
+                streams.append(opened)
+            before = reset_peaks(host_processes(cluster))
+            flooded = anyio.Event()
+
+            async def flood() -> None:
+                # from a stateful session, which one worker serves: its outbox has sent a batch to
+                # the bus once the session hears an update sent after it (the next fits in)
+                async with http_peer("A", cluster.url, token) as pinned:
+                    sent = flush_uri(pinned, "unread-sent")
+                    await pinned.session.subscribe_resource(sent)
+                    for _ in range(BATCHES):
+                        touched = await pinned.text("touch_many", {"uri": uri_a, "times": FLOOD})
+                        assert touched == f"touched {FLOOD}"
+                        await hears_again(pinned, sent, timeout=60)
+                flooded.set()
+
+            async def read(n: int, stream: http.client.HTTPResponse) -> None:
+                ends[n] = await anyio.to_thread.run_sync(read_to_end, stream, abandon_on_cancel=True)
+
+            async def read_once_cut_off() -> None:
+                with anyio.move_on_after(60):
+                    while cluster.stderr().count(CUT_OFF) < cut_offs + UNREAD:
+                        await anyio.sleep(0.05)
+                cut = cluster.stderr().count(CUT_OFF) - cut_offs
+                assert cut >= UNREAD, f"{cut} of Alice's {UNREAD} streams were cut off"
+                with anyio.fail_after(60):
+                    async with anyio.create_task_group() as readers:
+                        for n, (_, stream) in enumerate(streams):
+                            readers.start_soon(read, n, stream)
+
+            try:
+                seen: set[tuple[int, int]] = set()
+                async with listen(b.session, resource_subscriptions=[uri_b]), anyio.create_task_group() as tg:
+                    tg.start_soon(flood)
+                    tg.start_soon(read_once_cut_off)
+                    # until the flood was sent and then Bob's worker had it all (his update after it)
+                    while not flooded.is_set() or len({host for host, _ in seen}) < 4:
+                        seen |= await many(b, 4)
+                        await hears_again(b, uri_b, timeout=60)
+            finally:  # (asserted whatever else failed: Bob goes unserved when it fails)
+                grown = growth(before)
+                assert max(grown.values()) < GROWTH_MIB, f"MiB grown per host process: {grown}"
+        finally:
+            for connection, _ in streams:
+                connection.close()
+        assert len(ends) == UNREAD, ends.keys()
+        for n, messages in sorted(ends.items()):
+            *notes, last = messages
+            assert notes and all(m["params"]["uri"] == uri_a for m in notes), messages[:3]
+            assert last.get("id") == f"unread-{n}" and last["error"]["code"] == -32000, last
+            assert "read too slowly" in last["error"]["message"], last
+        assert not seen_anywhere(b, "read too slowly"), b.dump()
+        await w.finish()
+
+
+MOST_LISTENS = 16  # one client's listen streams per host process (HttpOptions.max_listens)
+
+
+async def test_cluster_listen_streams_are_bounded_per_host_process(cluster: Cluster) -> None:
+    """The bound on one client's listen streams is per host process: through nginx, which spreads
+    Alice's streams over both hosts' workers, she opens at least MOST_LISTENS and at most
+    MOST_LISTENS per host process before one is refused (429, a JSON-RPC error that says why);
+    meanwhile Bob listens, and hears his update."""
+    import httpx2
+
+    processes = len(host_processes(cluster)) - len(cluster.hosts)  # (the parents serve no request)
+    headers = {**LISTEN_HEADERS, "Authorization": f"Bearer {cluster.auth.token(SUBJECTS[0])}"}
+    async with (
+        world(cluster, "modern") as w,
+        AsyncExitStack() as streams,
+        httpx2.AsyncClient(headers=headers, timeout=30, limits=httpx2.Limits(max_connections=None)) as alice,
+    ):
+        b = w.b
+        assert b is not None
+        uri_a, uri_b = flush_uri(w.a, "many"), flush_uri(b, "many")
+        opened = 0
+        with anyio.fail_after(120):
+            while True:
+                body = listen_request(f"many-{opened}", uri_a)
+                stream = await streams.enter_async_context(alice.stream("POST", cluster.url, content=body))
+                if stream.status_code != 200:
+                    break
+                opened += 1
+                assert opened <= MOST_LISTENS * processes, "no host process refused Alice's streams"
+            assert stream.status_code == 429, (stream.status_code, await stream.aread())
+            refused = orjson.loads(await stream.aread())
+            assert refused["id"] == f"many-{opened}" and refused["error"]["code"] == -32000, refused
+            assert f"{MOST_LISTENS} listen streams open" in refused["error"]["message"], refused
+            assert opened >= MOST_LISTENS, opened
+            async with listen(b.session, resource_subscriptions=[uri_b]):
+                await hears_again(b, uri_b, timeout=WAIT)
+        await w.finish()
 
 
 # -- last: it leaves the cluster one host short ---------------------------------------------------
