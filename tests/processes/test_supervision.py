@@ -310,8 +310,11 @@ async def test_a_standby_killed_while_it_idles_is_replaced(tmp_path: Path) -> No
             await tg.start(supervisor.run)
             while not (first := _idle_standbys(file, _serving(supervisor))):
                 await anyio.sleep(0.02)
-            os.kill(first.pop(), signal.SIGKILL)
-            while not (_idle_standbys(file, _serving(supervisor)) - first):  # a new one, not the dead one
+            victim = first.pop()
+            os.kill(victim, signal.SIGKILL)
+            while victim in _idle_standbys(file, _serving(supervisor)):  # (until it is gone)
+                await anyio.sleep(0.02)
+            while not (_idle_standbys(file, _serving(supervisor)) - {victim}):  # a new one
                 await anyio.sleep(0.02)
             assert len(_idle_standbys(file, _serving(supervisor))) == 1
             supervisor.request_reload()  # and it is the one the next save uses
