@@ -19,6 +19,7 @@ from protomcp_host.cli.options import (
     UPSTREAM_OPTIONS,
     DevCommand,
     RunCommand,
+    skills_option,
     upstream_specs,
 )
 from protomcp_host.settings import RunSettings
@@ -71,13 +72,8 @@ def _serve(settings: RunSettings) -> None:
         raise click.UsageError(str(exc)) from None
 
 
-SKILLS_OPTION = click.option(
-    "--skills",
-    "skills",
-    multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    metavar="DIR",
-    help="Also the skills in DIR (folders <name>/SKILL.md), as `run --skills DIR` serves them; repeatable.",
+SKILLS_OPTION = skills_option(
+    "Also the skills in DIR (folders <name>/SKILL.md), as `run --skills DIR` serves them; repeatable."
 )
 
 
@@ -633,14 +629,7 @@ def logs(file: Path | None, tail: int) -> None:
 @click.option("--version", "version", default="0.1.0", show_default=True, help="The bundle's version.")
 @click.option("--author", help="The author's name (default: your login name).")
 @click.option("--description", help="One line (default: the first tool file's docstring).")
-@click.option(
-    "--skills",
-    "skills",
-    multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    metavar="DIR",
-    help="Also serve the skills in DIR (see run): the folder goes into the bundle; repeatable.",
-)
+@skills_option("Also serve the skills in DIR (see run): the folder goes into the bundle; repeatable.")
 @PYTHON
 def pack(
     files: tuple[Path, ...],
@@ -736,13 +725,8 @@ CLIENT = click.argument(
 @click.option("--include-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
 @click.option("--exclude-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
 @click.option("--instructions", metavar="TEXT", help="Run option for the entry (see run).")
-@click.option(
-    "--skills",
-    "skills",
-    multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    metavar="DIR",
-    help="Also serve the skills in DIR (see run; made absolute, checked unless --no-check); repeatable.",
+@skills_option(
+    "Also serve the skills in DIR (see run; made absolute, checked unless --no-check); repeatable."
 )
 def install(
     client: str,

@@ -278,15 +278,23 @@ SCHEMA_REGISTRY = click.option(
     "listed inline.",
 )
 
-SKILLS = click.option(
-    "--skills",
-    "skills",
-    multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    metavar="DIR",
-    help="Also serve the skills in DIR (each a folder <name>/SKILL.md with YAML front matter, and "
+
+def skills_option(help: str) -> Option:
+    """`--skills DIR` (repeatable), as each command that takes folders of skills words it."""
+    return click.option(
+        "--skills",
+        "skills",
+        multiple=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        metavar="DIR",
+        help=help,
+    )
+
+
+SKILLS = skills_option(
+    "Also serve the skills in DIR (each a folder <name>/SKILL.md with YAML front matter, and "
     "its other files) as the MCP skills extension (SEP-2640): skills/list, skills/get and "
-    "skill://<name>/<file> resources. Repeatable.",
+    "skill://<name>/<file> resources. Repeatable."
 )
 
 TRANSPORT = click.option(
