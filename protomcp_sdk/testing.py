@@ -261,6 +261,9 @@ class Client:
         finally:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)  # anything a tool left behind
+            # What the host wrote before it exited is still in the pipes: read it to the end (its
+            # last stderr lines too), within a bound, before the readers stop.
+            await asyncio.wait(self._readers, timeout=2)
             for task in [*self._readers, *self._answering]:
                 task.cancel()
             await asyncio.gather(*self._readers, *self._answering, return_exceptions=True)
