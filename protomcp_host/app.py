@@ -54,9 +54,9 @@ from protomcp_sdk.wire.toollist import ToolListChange
 if TYPE_CHECKING:
     from protomcp_host.proto_mcp.codec import Descriptors
     from protomcp_host.protocol.discovery import Discovery
-    from protomcp_host.shared_tools import SharedToolLists
-    from protomcp_host.shared_uses import SharedUses
-    from protomcp_host.sharing import SharedTasks
+    from protomcp_host.shared.tasks import SharedTasks
+    from protomcp_host.shared.tool_lists import SharedToolLists
+    from protomcp_host.shared.uses import SharedUses
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.transports.ports import Connection, StartStop
 
@@ -174,9 +174,9 @@ class Host:
         self.shared_uses: SharedUses | None = None
         if isinstance(store, MemoryStore):
             return
-        from protomcp_host.shared_tools import SharedToolLists
-        from protomcp_host.shared_uses import SharedUses
-        from protomcp_host.sharing import SharedTasks
+        from protomcp_host.shared.tasks import SharedTasks
+        from protomcp_host.shared.tool_lists import SharedToolLists
+        from protomcp_host.shared.uses import SharedUses
 
         self.rounds.uses.publish = store.publish  # each use of a requestState, told to the others
         self.shared_uses = SharedUses(store, self.rounds.uses)  # claimed in the store: the first runs
@@ -205,16 +205,14 @@ class Host:
                 else Supervisor(file, self, launched=launched.get(file), **supervision)
             )
         if settings.upstreams:
+            from protomcp_host.upstream.settings import UpstreamSettings
             from protomcp_host.upstream.source import Upstream  # imports mcp only when it runs
 
+            bounds = UpstreamSettings(
+                startup_timeout=settings.startup_timeout, version=__version__, hidden_env=settings.hidden_env
+            )
             for spec in settings.upstreams:
-                self.upstreams[spec.label] = Upstream(
-                    spec,
-                    self,
-                    connect_timeout=settings.startup_timeout,
-                    version=__version__,
-                    hidden_env=settings.hidden_env,
-                )
+                self.upstreams[spec.label] = Upstream(spec, self, bounds)
         self.sources.update(self.supervisors)
         self.sources.update(self.upstreams)
         self.peers: Any = None  # peers.hub.PeerHub when this host is an agent of a swarm (--agent-id)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from protomcp_host.peers.hub import BridgeSettings
+    from protomcp_host.peers.settings import PeerSettings
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
 
@@ -39,7 +39,7 @@ class RunSettings:
     plugins: tuple[str, ...] = ()  # --plugin NAME
     upstreams: tuple[UpstreamSpec, ...] = ()  # --upstream, --upstream-token-env, --upstream-prefix
     skills: tuple[Path, ...] = ()  # --skills DIR
-    bridge: BridgeSettings | None = None  # --agent-id and the other bridge options (None: no swarm)
+    bridge: PeerSettings | None = None  # --agent-id and the other bridge options (None: no swarm)
     python: str = sys.executable  # runs the tool files
     # What clients see
     server_name: str | None = None  # --name (None: protomcp)

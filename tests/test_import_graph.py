@@ -260,7 +260,8 @@ def test_the_checker_sees_type_only_and_function_level_imports_but_not_lazy_reex
 
 
 # What each host folder may import (docs/architecture.md states the same rule): the protocol core
-# and the processes import no other folder; the calls layer joins them; the proto-mcp codec sits
+# and the processes import no other folder; the calls layer joins them; the records hosts share sit
+# on the store (and the calls layer and protocol core whose state they carry); the proto-mcp codec sits
 # on the protocol core; transports reach sessions through `transports.ports`, and use only the pipe
 # and launch helpers of `processes`. The dev playground sits on top beside cli: it may use app (the
 # host), the calls layer's Router and the HTTP transport's socket helper, and only cli imports it.
@@ -273,6 +274,8 @@ HOST_LAYERS = {
     "protomcp_host.protocol": set(),
     "protomcp_host.processes": set(),
     "protomcp_host.store": set(),  # the shared store (memory or Redis): imports no other host folder
+    # what hosts share through the store (task, tool-list and requestState records)
+    "protomcp_host.shared": {"protomcp_host.store", "protomcp_host.calls", "protomcp_host.protocol"},
     "protomcp_host.calls": {"protomcp_host.protocol", "protomcp_host.processes"},
     "protomcp_host.proto_mcp": {"protomcp_host.protocol"},
     "protomcp_host.transports": {

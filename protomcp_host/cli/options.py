@@ -18,7 +18,7 @@ import click
 from protomcp_host.settings import DevSettings, RunSettings
 
 if TYPE_CHECKING:
-    from protomcp_host.peers.hub import BridgeSettings
+    from protomcp_host.peers.settings import PeerSettings
     from protomcp_host.transports.http.guard import Authenticator
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
@@ -606,8 +606,8 @@ def upstream_specs(
         raise click.UsageError(str(exc)) from None
 
 
-def bridge_settings(given: Mapping[str, Any]) -> BridgeSettings | None:
-    """The bridge options as BridgeSettings, or None without --agent-id."""
+def bridge_settings(given: Mapping[str, Any]) -> PeerSettings | None:
+    """The bridge options as PeerSettings, or None without --agent-id."""
     agent_id: str | None = given["agent_id"]
     if not agent_id:
         used = [
@@ -622,7 +622,7 @@ def bridge_settings(given: Mapping[str, Any]) -> BridgeSettings | None:
         if used:
             raise click.UsageError(f"{', '.join(used)}: only with --agent-id (this host's name in the swarm)")
         return None
-    from protomcp_host.peers.hub import AGENT_ID, BridgeSettings
+    from protomcp_host.peers.settings import AGENT_ID, PeerSettings
 
     if not AGENT_ID.match(agent_id):
         raise click.UsageError(
@@ -654,7 +654,7 @@ def bridge_settings(given: Mapping[str, Any]) -> BridgeSettings | None:
             "--bridge-token-env holds the same token as --auth-token-env: an MCP client's token "
             "never makes a peer; give peers a token of their own"
         )
-    return BridgeSettings(
+    return PeerSettings(
         agent_id=agent_id,
         agent_name=given["agent_name"] or "",
         agent_role=given["agent_role"] or "",
@@ -671,7 +671,7 @@ def bridge_settings(given: Mapping[str, Any]) -> BridgeSettings | None:
 
 def _peer(given: str) -> tuple[str, str]:
     """`--peer [ID=]ws://HOST:PORT/bridge` as (URL, ID or "")."""
-    from protomcp_host.peers.hub import AGENT_ID
+    from protomcp_host.peers.settings import AGENT_ID
 
     peer_id, sep, url = given.partition("=")
     if not sep or "://" in peer_id:
@@ -685,7 +685,7 @@ def _peer(given: str) -> tuple[str, str]:
 
 def _claims(given: str) -> tuple[frozenset[str], str]:
     """`--bridge-token-env [ID,...=]VAR` as (the ids it may claim, empty: any; VAR)."""
-    from protomcp_host.peers.hub import AGENT_ID
+    from protomcp_host.peers.settings import AGENT_ID
 
     ids, sep, name = given.rpartition("=")
     claimed = frozenset(part.strip() for part in ids.split(",")) if sep else frozenset()

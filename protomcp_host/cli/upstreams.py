@@ -42,11 +42,13 @@ Report = tuple[bool, str, str, str]
 
 async def check_upstream(spec: UpstreamSpec, timeout: float = 30.0) -> Report:
     """Connect to the upstream as `run` would; say what it offers or why it cannot be served."""
-    from protomcp_host.upstream.source import Upstream, UpstreamError
+    from protomcp_host.upstream.errors import UpstreamError
+    from protomcp_host.upstream.settings import UpstreamSettings
+    from protomcp_host.upstream.source import Upstream
 
     target = spec.url or " ".join(spec.command)
     offers = _Offers()
-    upstream = Upstream(spec, offers, connect_timeout=timeout)
+    upstream = Upstream(spec, offers, UpstreamSettings(startup_timeout=timeout))
     try:
         async with anyio.create_task_group() as tg:
             await tg.start(upstream.run)

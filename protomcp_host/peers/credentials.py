@@ -4,11 +4,12 @@ A peer sends one of this host's bridge tokens (`--bridge-token-env VAR`, repeata
 `Authorization: Bearer <token>`; its identity is the credential's name (`VAR`), never the
 token. An MCP client's token (`--auth-token-env`, an OAuth access token) opens no link: a host
 whose MCP endpoint is authenticated and that has no bridge token refuses every peer, saying so.
-The hub then decides which agent ids that credential may claim (hub.py)."""
+The hub then decides which agent ids that credential may claim (ids.py)."""
 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Mapping
 
 from protomcp_host.transports.http.guard import Authenticator, Identity, Refusal
 
@@ -23,7 +24,7 @@ def credential_name(var: str) -> str:
 class PeerCredentials:
     """The bridge tokens, by the name of the environment variable that holds each."""
 
-    def __init__(self, tokens: dict[str, str]) -> None:
+    def __init__(self, tokens: Mapping[str, str]) -> None:
         self._tokens = {name: token.encode() for name, token in tokens.items()}
 
     async def check(self, authorization: str | None) -> Refusal | Identity:
@@ -49,7 +50,9 @@ class NoPeerCredential:
         return Refusal(403, "Forbidden: this host takes no peers (start it with --bridge-token-env VAR)")
 
 
-def bridge_authenticator(tokens: dict[str, str], client_auth: Authenticator | None) -> Authenticator | None:
+def bridge_authenticator(
+    tokens: Mapping[str, str], client_auth: Authenticator | None
+) -> Authenticator | None:
     """What /bridge checks: the bridge tokens; none while the MCP endpoint has no
     authentication either (a loopback setup); else a refusal of everyone."""
     if tokens:

@@ -2,7 +2,7 @@
 
 The mcp client drops the answer to a request it gave up (cancelled, timed out) without a
 word, so nothing else tells that the upstream finished one, and while it may still be
-running, a question the upstream asks may be its (see source.Upstream._owner_of). The
+running, a question the upstream asks may be its (see questions.Questions.owner_of). The
 streams between the mcp client and the upstream's process are watched instead: the JSON-RPC
 id of each request a forwarding task sends (`OWNER` names the request of that task), then
 the answers that come back.

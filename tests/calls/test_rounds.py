@@ -137,7 +137,7 @@ def test_used_states_keep_answers_within_a_budget_and_forget_expired_ones(
 
 async def test_with_a_store_a_use_is_told_only_once_claimed_and_one_claim_wins() -> None:
     from protomcp_host.calls.used_states import ROUND_USED, UsedStates
-    from protomcp_host.shared_uses import SharedUses
+    from protomcp_host.shared.uses import SharedUses
     from protomcp_host.store.memory import MemoryStore
 
     store = MemoryStore()
@@ -164,7 +164,7 @@ async def test_a_claim_whose_answer_was_lost_wins_when_sent_again() -> None:
     """The store wrote the claim but its answer did not come (a dropped connection): the retry
     of that use, on this host, writes the same value and so still wins; another use loses."""
     from protomcp_host.calls.used_states import ClaimUnchecked, UsedStates
-    from protomcp_host.shared_uses import SharedUses
+    from protomcp_host.shared.uses import SharedUses
     from protomcp_host.store.base import StoreError
     from protomcp_host.store.memory import MemoryStore
 

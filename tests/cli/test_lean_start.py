@@ -37,7 +37,7 @@ HOST_NEVER = (
     "hashlib",  # calls.rounds: the modern era's requestState
     "protomcp_host.protocol.discovery",  # --discovery search
     "protomcp_host.protocol.ranking",
-    "protomcp_host.sharing",  # --store redis://
+    "protomcp_host.shared.tasks",  # --store redis://
     "pickle",
     "google.protobuf.internal.builder",
     "google.protobuf.internal.python_message",

@@ -122,7 +122,7 @@ def test_a_results_meta_crosses_the_hosts_middleware_chain() -> None:
 
 def test_an_upstream_tools_meta_and_icons_pass_through() -> None:
     from protomcp_host.calls.envelope import tool_from_definition
-    from protomcp_host.upstream.source import tool_definition
+    from protomcp_host.upstream.offer import tool_definition
 
     upstream = {
         "name": "sms",

@@ -68,8 +68,8 @@ async def test_an_inbound_peer_cannot_take_a_configured_peers_id(
         "--peer",
         f"data={bridge_url(port_data)}",  # not up yet: the hub dials it again with backoff
         "--bridge-token-env",
-        "SWARM_TOKEN",
-        env={"SWARM_TOKEN": "any-peer"},
+        "PEERS_TOKEN",
+        env={"PEERS_TOKEN": "any-peer"},
     )
     hosts.append(hub)
     why = await reason_refused(port_hub, "any-peer", "data")
@@ -95,8 +95,8 @@ async def test_a_dialled_peer_cuts_off_an_inbound_one_holding_its_learned_id(
         "--peer",
         bridge_url(port_data),
         "--bridge-token-env",
-        "SWARM_TOKEN",
-        env={"SWARM_TOKEN": "any-peer"},
+        "PEERS_TOKEN",
+        env={"PEERS_TOKEN": "any-peer"},
     )
     hosts.append(hub)
     async with raw_agent(port_hub, "any-peer") as ws:

@@ -192,7 +192,7 @@ async def test_three_hosts_handshake_calls_notifications_peer_loss_and_reconnect
 
 
 class RawAgent:
-    """Another agent of the swarm, speaking the bridge protocol's JSON over a WebSocket by hand."""
+    """Another peer host, speaking the bridge protocol's JSON over a WebSocket by hand."""
 
     def __init__(self, ws: Any) -> None:
         self.ws = ws

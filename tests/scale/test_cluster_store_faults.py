@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 
 from protomcp_host.protocol.tasks import MAX_TASKS
-from protomcp_host.sharing import GONE_AFTER
+from protomcp_host.shared.tasks import GONE_AFTER
 from tests.support.scale import CPU, modern_rpc, task_until
 
 

@@ -1,4 +1,4 @@
-"""shared_tools.SharedToolLists without processes: two "hosts" on one in-memory store (its bus
+"""shared.tool_lists.SharedToolLists without processes: two "hosts" on one in-memory store (its bus
 delivers to every subscriber at once), each with its own principals' tool-list states."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from protomcp_host.protocol.visibility import ToolVisibility
-from protomcp_host.shared_tools import RECORD_PREFIX, TOOLS, SharedToolLists
+from protomcp_host.shared.tool_lists import RECORD_PREFIX, TOOLS, SharedToolLists
 from protomcp_host.store.memory import MemoryStore
 from protomcp_sdk.wire.toollist import ToolListChange
 

@@ -607,6 +607,7 @@ async def test_an_idle_http_upstream_restarted_gets_a_new_session(monkeypatch: p
     call gets a 404 for the old session, which opens a new one and sends the call again."""
     import signal
 
+    from protomcp_host.upstream.settings import UpstreamSettings
     from protomcp_host.upstream.source import Upstream
     from protomcp_host.upstream.spec import UpstreamSpec
     from protomcp_sdk.wire import envelope_pb2 as pb
@@ -615,7 +616,7 @@ async def test_an_idle_http_upstream_restarted_gets_a_new_session(monkeypatch: p
     port = free_port()
     remote = start_remote(port, "s3cret")
     spec = UpstreamSpec(name="remote", url=remote.url, token_env="UPSTREAM_TOKEN")
-    upstream = Upstream(spec, _Events(), ping_interval=3600)  # type: ignore[arg-type]
+    upstream = Upstream(spec, _Events(), UpstreamSettings(startup_timeout=30.0, ping_interval=3600))  # type: ignore[arg-type]
 
     async def call(a: int, b: int) -> _Leg:
         leg = _Leg()

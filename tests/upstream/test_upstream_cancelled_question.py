@@ -132,6 +132,7 @@ async def test_an_idle_stdio_upstream_is_restarted_to_forget_a_cancelled_request
     in flight again."""
     import sys
 
+    from protomcp_host.upstream.settings import UpstreamSettings
     from protomcp_host.upstream.source import Upstream
     from protomcp_host.upstream.spec import UpstreamSpec
     from protomcp_sdk.wire import envelope_pb2 as pb
@@ -139,7 +140,8 @@ async def test_an_idle_stdio_upstream_is_restarted_to_forget_a_cancelled_request
 
     events = _Events()
     spec = UpstreamSpec("ex", command=(sys.executable, str(SERVER)))
-    upstream = Upstream(spec, events, cancel_grace=0.0, ping_interval=0.05)  # type: ignore[arg-type]
+    settings = UpstreamSettings(startup_timeout=30.0, cancel_grace=0.0, ping_interval=0.05)
+    upstream = Upstream(spec, events, settings)  # type: ignore[arg-type]
 
     def call(name: str, arguments: str = "{}") -> _Leg:
         leg = _Leg()

@@ -21,7 +21,9 @@ pytest.importorskip("mcp")
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
-from protomcp_host.upstream.source import CONNECTION_CLOSED, INVALID_REQUEST, Upstream
+from protomcp_host.upstream.errors import CONNECTION_CLOSED, INVALID_REQUEST
+from protomcp_host.upstream.settings import UpstreamSettings
+from protomcp_host.upstream.source import Upstream
 from protomcp_host.upstream.spec import UpstreamSpec
 from protomcp_sdk.wire import envelope_pb2 as pb
 
@@ -81,10 +83,13 @@ class Events:
 class Scripted(Upstream):
     """An HTTP Upstream whose connections are the given fake sessions, in order."""
 
-    def __init__(self, *sessions: FakeSession, **options: Any) -> None:
+    def __init__(self, *sessions: FakeSession, **timings: Any) -> None:
         spec = UpstreamSpec(name="up", url="http://127.0.0.1:9/mcp")
-        super().__init__(spec, Events(), **options)  # type: ignore[arg-type]
+        super().__init__(spec, Events(), UpstreamSettings(startup_timeout=30.0, **timings))  # type: ignore[arg-type]
         self.sessions = list(sessions)
+        self.watch = self.connection.watch
+        self.connection.open_client = self._client  # type: ignore[method-assign]
+        self.connection.watch = self._watch  # type: ignore[method-assign]
 
     @asynccontextmanager
     async def _client(self) -> AsyncIterator[Any]:
@@ -92,7 +97,7 @@ class Scripted(Upstream):
 
     async def _watch(self, session: Any) -> str:
         try:
-            return await super()._watch(session)
+            return await self.watch(session)
         finally:
             session.watch_ended.set()
 
