@@ -17,6 +17,8 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.support.unmeasured import unmeasured
+
 ROOT = Path(__file__).resolve().parents[2]
 
 TOOLS = ROOT / "benchmarks" / "tools_protomcp.py"  # two plain sync tools
@@ -58,7 +60,7 @@ def serve_plain_calls(tmp_path: Path) -> dict[str, set[str]]:
     (site := tmp_path / "site").mkdir()
     (site / "sitecustomize.py").write_text(DUMP)
     (dump := tmp_path / "dump").mkdir()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), "MODULES_DUMP": str(dump)}
+    env = {**unmeasured(), "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), "MODULES_DUMP": str(dump)}
     host = subprocess.Popen(
         [sys.executable, "-m", "protomcp_host", "run", str(TOOLS)],
         stdin=subprocess.PIPE,

@@ -7,12 +7,13 @@ imported before, and the descriptor pool is per process.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
+
+from tests.support.unmeasured import unmeasured
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -45,7 +46,7 @@ GENERATED = "import importlib\npb = importlib.import_module('protomcp_sdk.wire.e
 def run(source: str, **env: str) -> str:
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(source)],
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        env={**unmeasured(), "PYTHONPATH": str(ROOT), **env},
         capture_output=True,
         text=True,
         timeout=60,
