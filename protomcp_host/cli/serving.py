@@ -159,7 +159,8 @@ def _launch(settings: RunSettings) -> tuple[dict[Path, Launched], RunSettings]:
             from protomcp_host.cli.plugins import resolve
 
             sources += resolve(list(settings.modules), list(settings.plugins), python, hidden)
-        launched = {file: launch(file, python, hidden_env=hidden) for file in tool_files(sources)}
+        how = settings.launch_settings()
+        launched = {file: launch(file, how) for file in tool_files(sources)}
         end_prestart()
     except StartupError as exc:
         echo(f"protomcp: cannot start: {exc}")

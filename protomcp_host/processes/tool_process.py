@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
-import sys
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
@@ -23,6 +22,7 @@ from protomcp_host.processes.distribution import DIST_NAME, install_command
 from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
 from protomcp_host.processes.launch import Launched, label_of
 from protomcp_host.processes.pipes import read_into
+from protomcp_host.processes.settings import LaunchSettings
 from protomcp_host.processes.spool import spool_path_safe
 from protomcp_sdk import wire
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -44,21 +44,16 @@ class ToolProcess:
         self,
         file: Path,
         events: ProcessEvents,
+        how: LaunchSettings,
         *,
-        python: str = sys.executable,
         standby: bool = False,
-        hidden_env: Collection[str] = (),
     ) -> None:
         self.file = file
         self.label = label_of(file)
-        self.python = python
+        self.python = how.python
         self.events = events
         self.child = ChildProcess(
-            file,
-            python,
-            lambda stream, line: events.output(self.label, stream, line),
-            standby=standby,
-            hidden_env=hidden_env,
+            file, how, lambda stream, line: events.output(self.label, stream, line), standby=standby
         )
         self.channel: Channel | None = None
         self.exited = anyio.Event()
