@@ -94,7 +94,7 @@ def busy(supervisor: Supervisor) -> int | None:
     channel: Channel | None = getattr(process, "channel", None)
     if channel is None:
         return None
-    return len(channel.legs) + len(channel.holds)
+    return len(channel.open_requests)
 
 
 class Pool:

@@ -203,7 +203,7 @@ class Supervisor:
                 if channel.blocked_tool:
                     culprit = f"tool '{channel.blocked_tool}' blocked its event loop"
                 else:
-                    culprit = "running: " + (", ".join(channel.running()) or "nothing")
+                    culprit = "running: " + (", ".join(channel.open_requests.running()) or "nothing")
                 reason = (
                     f"{self.label}: tool process stopped answering for {timeout:g}s ({culprit}); "
                     "it was replaced"

@@ -233,7 +233,7 @@ class ToolProcess:
         self.child.stopping = True
         with anyio.move_on_after(grace):
             if self.channel is not None:
-                await self.channel.drained()
+                await self.channel.open_requests.drained()
             self.close_input()
             await self.exited.wait()
         self.close_input()
