@@ -1,8 +1,9 @@
 """RunSettings: what one `protomcp run` or `protomcp dev` was asked to do, typed and frozen.
 
-The CLI builds it (cli/main.py from the command's options; cli/serving.py for `protomcp run
+The CLI builds it (cli/run_options.py from the command's options; cli/serving.py for `protomcp run
 FILE...` without options) and the host is built from it (app.Host). Its defaults are the one
-copy of the run's defaults: the click options take theirs from here. Light on imports, since
+copy of the run's defaults (those of its tool processes: processes/settings.py's): the click
+options take theirs from here. Light on imports, since
 `protomcp run FILE...` builds one before it imports the host.
 """
 
