@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from protomcp_host.cli.loading import err, load_skill_folders, source_files
 from protomcp_host.cli.options import (
+    PASSED_ON_OPTIONS,
     PYTHON,
     SOURCE_OPTIONS,
     SOURCES,
     UPSTREAM_OPTIONS,
+    run_arguments,
     skills_option,
     upstream_specs,
 )
@@ -172,21 +175,7 @@ CLIENT = click.argument(
     is_flag=True,
     help="Install even if FILES do not load now (by default they are loaded first, with the --env given).",
 )
-@click.option(
-    "--discovery", type=click.Choice(["full", "search"]), help="Run option for the entry (see run)."
-)
-@click.option("--call-timeout", type=click.FloatRange(min=0), help="Run option for the entry (see run).")
-@click.option(
-    "--startup-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    help="Run option for the entry (see run).",
-)
-@click.option(
-    "--processes", type=click.IntRange(min=1), metavar="N", help="Run option for the entry (see run)."
-)
-@click.option("--include-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
-@click.option("--exclude-tag", multiple=True, metavar="TAG", help="Run option for the entry (see run).")
-@click.option("--instructions", metavar="TEXT", help="Run option for the entry (see run).")
+@PASSED_ON_OPTIONS
 @skills_option(
     "Also serve the skills in DIR (see run; made absolute, checked unless --no-check); repeatable."
 )
@@ -202,17 +191,11 @@ def install(
     ui: bool,
     force: bool,
     no_check: bool,
-    discovery: str | None,
-    call_timeout: float | None,
-    startup_timeout: float | None,
-    processes: int | None,
-    include_tag: tuple[str, ...],
-    exclude_tag: tuple[str, ...],
-    instructions: str | None,
     skills: tuple[Path, ...],
     upstreams: tuple[str, ...],
     upstream_token_envs: tuple[str, ...],
     upstream_prefixes: tuple[str, ...],
+    **passed_on: Any,  # the values of the PASSED_ON run options, by name (None or (): not given)
 ) -> None:
     """Add the tools in FILES (and -m modules, --plugin plugins) to an AI client's MCP configuration.
 
@@ -223,17 +206,7 @@ def install(
     """
     from protomcp_host.cli import install as installer
 
-    options = installer.run_arguments(  # passed on as given
-        {
-            "discovery": discovery,
-            "call_timeout": call_timeout,
-            "startup_timeout": startup_timeout,
-            "processes": processes,
-            "include_tag": include_tag,
-            "exclude_tag": exclude_tag,
-            "instructions": instructions,
-        }
-    )
+    options = run_arguments(passed_on)  # passed on as given
     if ui and not dev:
         raise click.UsageError("--ui: only with --dev (the playground is dev's)")
     # kept as options (commands made absolute); an upstream's token variable needs --env

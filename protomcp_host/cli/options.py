@@ -8,7 +8,8 @@ same declaration (install with no default, so only what is given goes into the e
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,49 @@ def option_group(*options: Option) -> Option:
         return fn
 
     return apply
+
+
+@dataclass(frozen=True)
+class RunOption:
+    """An option of `run` that `install` passes on to the entry it writes, declared once for both:
+    applied as a decorator it is run's option (with its default, shown); `passed_on` is the same
+    option as install takes it (no default: only what is given goes into the entry)."""
+
+    flag: str
+    name: str  # the click parameter: the RunSettings field it sets
+    help: str
+    type: click.ParamType[Any] | None = None
+    metavar: str | None = None
+    multiple: bool = False
+    default: Any = None  # run's (the RunSettings field's); None: none to show
+
+    def __call__(self, fn: Any) -> Any:
+        shown = self.default is not None
+        return self._option(self.help, default=self.default, show_default=shown)(fn)
+
+    def passed_on(self) -> Option:
+        return self._option("Run option for the entry (see run).")
+
+    def _option(self, help: str, **default: Any) -> Option:
+        return click.option(
+            self.flag,
+            self.name,
+            type=self.type,
+            metavar=self.metavar,
+            multiple=self.multiple,
+            help=help,
+            **default,
+        )
+
+    def words(self, value: Any) -> list[str]:
+        """The entry's arguments for the value given (None or (): not given)."""
+        given = value if isinstance(value, (tuple, list)) else [value]
+        return [
+            word
+            for item in given
+            if item is not None
+            for word in (self.flag, f"{item:g}" if isinstance(item, float) else str(item))
+        ]
 
 
 PYTHON = click.option(
@@ -88,8 +132,9 @@ UPSTREAM_PREFIX = click.option(
 )
 
 
-INSTRUCTIONS = click.option(
+INSTRUCTIONS = RunOption(
     "--instructions",
+    "instructions",
     metavar="TEXT",
     help="How to use these tools, sent to the client (default: the tool files' docstrings).",
 )
@@ -106,18 +151,18 @@ PAGE_SIZE = click.option(
     help="Tools per tools/list page; clients follow nextCursor for the rest.",
 )
 
-CALL_TIMEOUT = click.option(
+CALL_TIMEOUT = RunOption(
     "--call-timeout",
+    "call_timeout",
     default=RunSettings.call_timeout,
-    show_default=True,
     type=click.FloatRange(min=0),
     help="Seconds a tool call may run before it is cancelled and reported as an error (0 = no limit).",
 )
 
-STARTUP_TIMEOUT = click.option(
+STARTUP_TIMEOUT = RunOption(
     "--startup-timeout",
+    "startup_timeout",
     default=RunSettings.startup_timeout,
-    show_default=True,
     type=click.FloatRange(min=0, min_open=True),
     help="Seconds a tool file may take to import and list its tools (clients get their tools "
     "when it is done; `initialize` is answered at once).",
@@ -151,10 +196,10 @@ MAX_IN_FLIGHT = click.option(
     "refused with a 'Server busy' error (-32000). Calls in a batch beyond it are refused at once.",
 )
 
-PROCESSES = click.option(
+PROCESSES = RunOption(
     "--processes",
+    "processes",
     default=RunSettings.processes,
-    show_default=True,
     type=click.IntRange(min=1),
     metavar="N",
     help="Tool processes per tool file. Each call goes to the least busy one, so CPU-bound sync "
@@ -175,7 +220,7 @@ STORE = click.option(
     "[default: this host's memory]",
 )
 
-INCLUDE_TAG = click.option(
+INCLUDE_TAG = RunOption(
     "--include-tag",
     "include_tags",
     multiple=True,
@@ -183,7 +228,7 @@ INCLUDE_TAG = click.option(
     help="Expose only tools with this tag (@tool(tags={...})); repeatable: any of them.",
 )
 
-EXCLUDE_TAG = click.option(
+EXCLUDE_TAG = RunOption(
     "--exclude-tag",
     "exclude_tags",
     multiple=True,
@@ -191,11 +236,11 @@ EXCLUDE_TAG = click.option(
     help="Do not expose tools with this tag; repeatable.",
 )
 
-DISCOVERY = click.option(
+DISCOVERY = RunOption(
     "--discovery",
+    "discovery",
     type=click.Choice(["full", "search"]),
     default=RunSettings.discovery,
-    show_default=True,
     help="What tools/list shows: full (every tool) or search (three meta-tools — find_tools, "
     "get_tool_schema, call_tool — plus @tool(pinned=True) tools; the model finds the rest by a "
     "query, ranked with BM25). For large catalogues: far fewer tokens in the model's context.",
@@ -248,3 +293,14 @@ def upstream_specs(
         return tuple(parse_specs(upstreams, token_envs, prefixes))
     except SpecError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+# The run options `install` passes on to the entry it writes, in the order its --help lists them
+PASSED_ON = (DISCOVERY, CALL_TIMEOUT, STARTUP_TIMEOUT, PROCESSES, INCLUDE_TAG, EXCLUDE_TAG, INSTRUCTIONS)
+PASSED_ON_OPTIONS = option_group(*(option.passed_on() for option in PASSED_ON))
+
+
+def run_arguments(given: Mapping[str, Any]) -> list[str]:
+    """The entry's `--flag value` words for the PASSED_ON options given (by click parameter
+    name; None or (): not given)."""
+    return [word for option in PASSED_ON for word in option.words(given[option.name])]
