@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+from google.protobuf.message import Message
 
 from protomcp_host.processes.channel import Channel
 from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
@@ -32,7 +33,13 @@ from protomcp_sdk.wire import envelope_pb2 as pb
 
 def fingerprint(offer: Loaded) -> bytes:
     """What a process offers, as bytes: two processes serve one version when these are equal."""
-    parts: list[Any] = [*offer.tools, *offer.middleware, offer.resources, offer.templates, offer.prompts]
+    parts: list[Message | None] = [
+        *offer.tools,
+        *offer.middleware,
+        offer.resources,
+        offer.templates,
+        offer.prompts,
+    ]
     return b"\0".join(
         b"-" if part is None else part.SerializeToString(deterministic=True) for part in parts
     ) + (b"c" if offer.completions else b"")
