@@ -22,6 +22,7 @@ from protomcp_host.processes.pipes import read_into
 from protomcp_host.processes.settings import LaunchSettings
 
 STDERR_TAIL = 20
+EXIT_WAIT = 2.0  # seconds a process that was told to go (input closed, SIGTERM) gets before SIGKILL
 
 OutputSink = Callable[[str, str], None]  # (stream name "stdout"/"stderr", line)
 
@@ -94,9 +95,9 @@ class ChildProcess:
         assert self.popen is not None
         return await wait_process(self.popen)
 
-    async def ensure_exit(self, grace: float = 2.0) -> None:
+    async def ensure_exit(self) -> None:
         """Its frame pipe closed, so it is exiting: make sure it does."""
-        with anyio.move_on_after(grace):
+        with anyio.move_on_after(EXIT_WAIT):
             await self.wait()
         if self.popen is not None and self.popen.returncode is None:
             self.kill()

@@ -17,7 +17,7 @@ import anyio
 import anyio.abc
 
 from protomcp_host.processes.channel import Channel, ChannelError
-from protomcp_host.processes.child import ChildProcess
+from protomcp_host.processes.child import EXIT_WAIT, ChildProcess
 from protomcp_host.processes.distribution import DIST_NAME, install_command
 from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
 from protomcp_host.processes.launch import Launched, label_of
@@ -239,7 +239,7 @@ class ToolProcess:
         self.close_input()
         if not self.exited.is_set():
             self.child.signal_group(signal.SIGTERM)
-            with anyio.move_on_after(2):
+            with anyio.move_on_after(EXIT_WAIT):
                 await self.exited.wait()
         if not self.exited.is_set():
             self.kill()
