@@ -55,7 +55,7 @@ class RunOption:
     def passed_on(self) -> Option:
         return self._option("Run option for the entry (see run).")
 
-    def _option(self, help: str, **default: Any) -> Option:
+    def _option(self, help: str, **defaults: Any) -> Option:
         return click.option(
             self.flag,
             self.name,
@@ -63,7 +63,7 @@ class RunOption:
             metavar=self.metavar,
             multiple=self.multiple,
             help=help,
-            **default,
+            **defaults,
         )
 
     def words(self, value: Any) -> list[str]:
