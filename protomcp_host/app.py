@@ -72,7 +72,6 @@ KEY_CHECK = 1.0  # seconds between reads of the store's requestState key
 STORE_START_TIMEOUT = 10.0  # seconds a starting host waits for a store that restarts under it
 STORE_RETRY = 0.5  # seconds between its attempts meanwhile
 RESOURCE_UPDATED = "resource_updated"  # bus topic: a resource changed (payload: its URI)
-RELOAD_DRAIN = 30.0  # at least this long, an outdated process may finish its calls after a reload
 T = TypeVar("T")
 
 
@@ -187,22 +186,14 @@ class Host:
 
     def _wire_sources(self, files: list[Path], launched: dict[Path, Launched]) -> None:
         """A Supervisor (or a Pool of them) per tool file, an Upstream per --upstream, and the
-        peers of a swarm (--agent-id)."""
+        peer hosts (--agent-id)."""
         settings = self.settings
-        supervision: dict[str, Any] = dict(
-            python=settings.python,
-            drain_timeout=max(RELOAD_DRAIN, (self.call_timeout or 3600.0) + 5.0),
-            standby=settings.reload,  # dev: a warm process for fast reloads ...
-            wait_for_fix=settings.reload,  # ... and a file that fails to load is served as no tools
-            handshake_timeout=settings.startup_timeout,
-            heartbeat_timeout=settings.heartbeat_timeout,
-            hidden_env=settings.hidden_env,
-        )
+        supervision = settings.process_settings()
         for file in files:
             self.supervisors[label_of(file)] = (
-                Pool(file, self, settings.processes, launched=launched.get(file), **supervision)
+                Pool(file, self, settings.processes, supervision, launched=launched.get(file))
                 if settings.processes > 1
-                else Supervisor(file, self, launched=launched.get(file), **supervision)
+                else Supervisor(file, self, supervision, launched=launched.get(file))
             )
         if settings.upstreams:
             from protomcp_host.upstream.settings import UpstreamSettings
@@ -215,7 +206,7 @@ class Host:
                 self.upstreams[spec.label] = Upstream(spec, self, bounds)
         self.sources.update(self.supervisors)
         self.sources.update(self.upstreams)
-        self.peers: Any = None  # peers.hub.PeerHub when this host is an agent of a swarm (--agent-id)
+        self.peers: Any = None  # peers.hub.PeerHub when this host has peers (--agent-id)
         if settings.bridge is not None:
             from protomcp_host.peers.hub import PeerHub
 

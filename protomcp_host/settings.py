@@ -1,17 +1,19 @@
 """RunSettings: what one `protomcp run` or `protomcp dev` was asked to do, typed and frozen.
 
-The CLI builds it (cli/main.py from the command's options; cli/serving.py for `protomcp run
+The CLI builds it (cli/run_options.py from the command's options; cli/serving.py for `protomcp run
 FILE...` without options) and the host is built from it (app.Host). Its defaults are the one
-copy of the run's defaults: the click options take theirs from here. Light on imports, since
+copy of the run's defaults (those of its tool processes: processes/settings.py's): the click
+options take theirs from here. Light on imports, since
 `protomcp run FILE...` builds one before it imports the host.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from protomcp_host.processes.settings import LaunchSettings, ProcessSettings
 
 if TYPE_CHECKING:
     from protomcp_host.peers.settings import PeerSettings
@@ -39,8 +41,8 @@ class RunSettings:
     plugins: tuple[str, ...] = ()  # --plugin NAME
     upstreams: tuple[UpstreamSpec, ...] = ()  # --upstream, --upstream-token-env, --upstream-prefix
     skills: tuple[Path, ...] = ()  # --skills DIR
-    bridge: PeerSettings | None = None  # --agent-id and the other bridge options (None: no swarm)
-    python: str = sys.executable  # runs the tool files
+    bridge: PeerSettings | None = None  # --agent-id and the other peer options (None: no peers)
+    python: str = LaunchSettings.python  # runs the tool files
     # What clients see
     server_name: str | None = None  # --name (None: protomcp)
     instructions: str | None = None  # None: the tool files' docstrings
@@ -51,8 +53,8 @@ class RunSettings:
     schema_registry: Path | None = None  # proto-mcp descriptors by reference, written here
     # Bounds
     call_timeout: float = 300.0  # seconds (0: no limit)
-    startup_timeout: float = 30.0  # seconds a tool file may take to import and list its tools
-    heartbeat_timeout: float = 15.0  # seconds a heartbeat may stay unanswered (0: no heartbeat)
+    startup_timeout: float = ProcessSettings.startup_timeout  # (seconds: see ProcessSettings)
+    heartbeat_timeout: float = ProcessSettings.heartbeat_timeout
     drain_timeout: float = 5.0  # seconds running calls may take to finish on shutdown
     max_in_flight: int = 1000  # tool calls one session may have running at once
     processes: int = 1  # tool processes per tool file
@@ -69,6 +71,22 @@ class RunSettings:
     def reload(self) -> bool:
         """dev: tool files are watched and reloaded (blue/green) when they change."""
         return self.dev is not None and self.dev.reload
+
+    def launch_settings(self) -> LaunchSettings:
+        """How each tool process is started."""
+        return LaunchSettings(self.python, self.hidden_env)
+
+    def process_settings(self) -> ProcessSettings:
+        """How each tool file's processes are started and kept serving."""
+        return ProcessSettings(
+            launch=self.launch_settings(),
+            startup_timeout=self.startup_timeout,
+            heartbeat_timeout=self.heartbeat_timeout,
+            # an outdated process may finish its calls (those running out their --call-timeout too)
+            retire_timeout=max(ProcessSettings.retire_timeout, (self.call_timeout or 3600.0) + 5.0),
+            standby=self.reload,  # dev: a warm process for fast reloads ...
+            wait_for_fix=self.reload,  # ... and a file that fails to load is served as no tools
+        )
 
     @property
     def hidden_env(self) -> frozenset[str]:

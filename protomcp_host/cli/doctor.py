@@ -17,13 +17,13 @@ from typing import Any
 from protomcp_host import __version__
 from protomcp_host.cli.install import (
     CONFIG_FILES,
-    RUN_OPTIONS,
     ConfigFile,
     InstallError,
     Place,
     is_protomcp_entry,
     read_config,
 )
+from protomcp_host.cli.options import PASSED_ON
 from protomcp_host.processes.distribution import DIST_NAME, install_command
 
 # Claude Code keeps user-scope servers in ~/.claude.json ("mcpServers"); doctor only reads it.
@@ -204,7 +204,7 @@ def _entry_files(entry: dict[str, Any]) -> list[str]:
         "--upstream-token-env",
         "--upstream-prefix",
         "--skills",
-        *RUN_OPTIONS,
+        *(option.flag for option in PASSED_ON),
     )
     return [a for i, a in enumerate(rest) if not a.startswith("-") and (i == 0 or rest[i - 1] not in valued)]
 

@@ -155,29 +155,6 @@ def protomcp_command(python: str = sys.executable) -> list[str]:
     return [str(interpreter), "-m", "protomcp_host"]
 
 
-# Options of `run` that `install` passes on to the entry (each takes a value; tags repeat).
-RUN_OPTIONS = (
-    "--discovery",
-    "--call-timeout",
-    "--startup-timeout",
-    "--processes",
-    "--include-tag",
-    "--exclude-tag",
-    "--instructions",
-)
-
-
-def run_arguments(values: Mapping[str, Any]) -> list[str]:
-    """`--flag value` words for the RUN_OPTIONS given, by click parameter name (None: not given)."""
-    words: list[str] = []
-    for flag in RUN_OPTIONS:
-        value = values.get(flag.removeprefix("--").replace("-", "_"))
-        for item in value if isinstance(value, (tuple, list)) else [value]:
-            if item is not None:
-                words += [flag, f"{item:g}" if isinstance(item, float) else str(item)]
-    return words
-
-
 def server_entry(
     files: list[Path],
     *,
@@ -194,7 +171,7 @@ def server_entry(
     """The portable `mcpServers` entry: absolute command and absolute tool files; modules and
     plugins by name (the client's protomcp finds them in its interpreter); upstreams
     (upstream.spec.UpstreamSpec) as their --upstream options; skills folders (absolute) as
-    --skills; then `options` (run_arguments)."""
+    --skills; then `options` (cli/options.py's run_arguments: run options passed on)."""
     argv = command or protomcp_command()
     sources = [*(str(f.resolve()) for f in files)]
     sources += [word for module in modules for word in ("-m", module)]
@@ -529,7 +506,7 @@ def install(
     options: Sequence[str] = (),
 ) -> str:
     """Install `files` (and tool modules and plugins, by name, upstream MCP servers and folders
-    of skills) into `client`, served with the run `options` (run_arguments); returns what to
+    of skills) into `client`, served with the run `options` (cli/options.py's run_arguments); returns what to
     tell the user. Raises InstallError."""
     missing = [str(f) for f in files if not f.exists()]  # files, or folders of tool files
     if missing:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +84,7 @@ def _ask(
     return json.loads(done.stdout)
 
 
-def installed(python: str = sys.executable) -> list[Plugin]:
+def installed(python: str) -> list[Plugin]:
     """Every plugin the interpreter's installed distributions declare, with its file."""
     answer = _ask(python, [], [], everything=True)
     return [_plugin(row) for row in answer["plugins"]]
@@ -97,7 +96,7 @@ def _plugin(row: list[str]) -> Plugin:
 
 
 def resolve(
-    modules: list[str], plugins: list[str], python: str = sys.executable, hidden_env: Collection[str] = ()
+    modules: list[str], plugins: list[str], python: str, hidden_env: Collection[str] = ()
 ) -> list[Path]:
     """The source files of `-m` modules and `--plugin` names (asked of `python`, without the
     variables `hidden_env` names); StartupError naming every problem."""

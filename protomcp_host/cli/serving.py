@@ -3,7 +3,7 @@
 No click here: `protomcp run FILE...` with no options (the form AI clients' configs hold) is
 served from cli/entry.py through `serve_plain` without importing the CLI (click and every
 command's options: ~1.4 MB of resident memory for the host's whole life). The commands in
-cli/main.py build the RunSettings from their options, call `serve` and turn `UsageError` into
+cli/serve_commands.py build the RunSettings from their options, call `serve` and turn `UsageError` into
 click's.
 """
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 
 class UsageError(Exception):
-    """A command line that cannot be served (cli/main.py shows it as click's usage error)."""
+    """A command line that cannot be served (cli/serve_commands.py shows it as click's usage error)."""
 
 
 def echo(text: str) -> None:
@@ -159,7 +159,8 @@ def _launch(settings: RunSettings) -> tuple[dict[Path, Launched], RunSettings]:
             from protomcp_host.cli.plugins import resolve
 
             sources += resolve(list(settings.modules), list(settings.plugins), python, hidden)
-        launched = {file: launch(file, python, hidden_env=hidden) for file in tool_files(sources)}
+        how = settings.launch_settings()
+        launched = {file: launch(file, how) for file in tool_files(sources)}
         end_prestart()
     except StartupError as exc:
         echo(f"protomcp: cannot start: {exc}")

@@ -7,6 +7,7 @@ from typing import Any
 import anyio
 
 from protomcp_host.processes.events import Loaded
+from protomcp_host.settings import RunSettings
 from protomcp_host.upstream.spec import EXTRA_HINT, UpstreamSpec
 from protomcp_sdk.wire import envelope_pb2 as pb
 
@@ -40,15 +41,16 @@ Report = tuple[bool, str, str, str]
 """What doctor shows: (ok, text, fix, detail)."""
 
 
-async def check_upstream(spec: UpstreamSpec, timeout: float = 30.0) -> Report:
-    """Connect to the upstream as `run` would; say what it offers or why it cannot be served."""
+async def check_upstream(spec: UpstreamSpec) -> Report:
+    """Connect to the upstream as `run` would (within run's --startup-timeout default); say what
+    it offers or why it cannot be served."""
     from protomcp_host.upstream.errors import UpstreamError
     from protomcp_host.upstream.settings import UpstreamSettings
     from protomcp_host.upstream.source import Upstream
 
     target = spec.url or " ".join(spec.command)
     offers = _Offers()
-    upstream = Upstream(spec, offers, UpstreamSettings(startup_timeout=timeout))
+    upstream = Upstream(spec, offers, UpstreamSettings(startup_timeout=RunSettings.startup_timeout))
     try:
         async with anyio.create_task_group() as tg:
             await tg.start(upstream.run)

@@ -47,7 +47,7 @@ class PeerTools:
         return [
             pb.ToolDefinition(
                 name="bridge_notify",
-                description="Send a notification to one peer host of the swarm (receiver_id) or to all.",
+                description="Send a notification to one peer host (receiver_id) or to all.",
                 input_schema_json=orjson.dumps(notify_schema).decode(),
                 tags=["bridge"],
             ),

@@ -1,10 +1,10 @@
 """The Envelope frame channel to one tool process: encoding, decoding, correlation.
 
 Frames are dispatched by kind through a table. The calls layer's requests (tool calls, middleware
-phases, forwarded reads) are legs, kept by their Envelope request id until the answer frame
-arrives; whatever the process sends for one meanwhile (progress, logs, tool-list control,
-requests for the client) goes to that leg and to no one else. A request naming no running
-leg is answered with an error. The host's own requests (handshake lists, heartbeats) wait
+phases, forwarded reads) are legs, kept by their Envelope request id (open_requests.py) until the
+answer frame arrives; whatever the process sends for one meanwhile (progress, logs, tool-list control,
+requests for the client: asks.py) goes to that leg and to no one else. A request naming no
+running leg is answered with an error. The host's own requests (handshake lists, heartbeats) wait
 on futures. No frame handler can break the channel: a failure is reported with the frame's
 kind, and the request it belonged to is answered.
 """
@@ -13,36 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from protomcp_host.processes.events import Leg, ProcessEvents, Refused
+from protomcp_host.processes.asks import CLIENT_REQUESTS, CONTROL_REQUESTS, Asks
+from protomcp_host.processes.events import Leg, ProcessEvents
+from protomcp_host.processes.open_requests import OpenRequests
 from protomcp_host.processes.pipes import BatchedWriter
 from protomcp_host.processes.spool import read_spooled
 from protomcp_sdk import wire
 from protomcp_sdk.wire import envelope_pb2 as pb
 
 _request_ids = itertools.count(1)  # host-wide and never reused: an id names one request for good
-PRINTED_TAIL = 20  # stderr lines of a request kept to explain its failure if the process dies
 
-# The Envelope requests a tool process makes for the client (sampling, elicitation, roots):
-# (MCP method, the answer's field).
-CLIENT_REQUESTS = {
-    "sampling_request": ("sampling/createMessage", "sampling_response"),
-    "elicit_request": ("elicitation/create", "elicit_response"),
-    "list_roots_request": ("roots/list", "list_roots_response"),
-}
-CONTROL_REQUESTS = (
-    "enable_tools",
-    "disable_tools",
-    "set_allowed",
-    "set_blocked",
-    "get_active_tools",
-    "batch",
-)
 LEG_ANSWERS = (
     "call_result",
     "middleware_intercept_response",
@@ -74,32 +59,32 @@ class Channel:
         self.writer = BatchedWriter(to_child)
         self.decoder = wire.FrameDecoder()
         self.hello: asyncio.Future[pb.Hello | None] = asyncio.get_running_loop().create_future()
-        self.legs: dict[str, Leg] = {}  # the calls layer's requests, by Envelope request id
+        self.open_requests = OpenRequests()  # the calls layer's requests (legs), by Envelope request id
         self.requests: dict[str, asyncio.Future[pb.Envelope]] = {}  # the host's own requests
-        # Raw content that came ahead of its answer frame; None: its spool file was unreadable.
-        self.raw: dict[str, list[bytes] | None] = {}
+        self.asks = Asks(self.send, self.open_requests)  # what the process asks of the host
         self.trusted = False  # our own SDK: its result JSON comes from orjson and needs no re-check
         self.spool_dir = spool_dir  # the one directory it may hand files over in (the host named it)
         self.broken: str | None = None  # why nothing more is read from it
         self.blocked_tool = ""  # the tool its watchdog last said blocks its event loop
-        self.middleware: list[pb.RegisterMiddlewareRequest] = []  # registered right after Hello
-        self.printed: dict[str, deque[str]] = {}  # per open request: the last stderr lines it printed
-        self.holds: set[str] = set()  # middleware waiting in call_next here (no request open)
-        self._drained: asyncio.Future[None] | None = None  # set when the last leg or hold ends
         self._handlers: dict[str, Callable[[pb.Envelope], None]] = {
             **dict.fromkeys(LEG_ANSWERS, self._leg_answer),
             **dict.fromkeys(HOST_ANSWERS, self._answer),
-            **dict.fromkeys(CLIENT_REQUESTS, self._client_request),
-            **dict.fromkeys(CONTROL_REQUESTS, self._control),
+            **dict.fromkeys(CLIENT_REQUESTS, self.asks.client_request),
+            **dict.fromkeys(CONTROL_REQUESTS, self.asks.control),
             "progress": self._progress,
             "log": self._log,
             "task_status_response": self._task_status,
             "raw_header": self._raw_header,
             "hello": self._hello,
             "heartbeat_reply": self._heartbeat_reply,
-            "register_middleware": self._register_middleware,
+            "register_middleware": self.asks.register_middleware,
             "resource_changed": lambda envelope: self.events.notice(self.label, envelope),
         }
+
+    @property
+    def middleware(self) -> list[pb.RegisterMiddlewareRequest]:
+        """The middleware it registered (right after Hello)."""
+        return self.asks.middleware
 
     # -- output --------------------------------------------------------------------
     def send(self, envelope: pb.Envelope) -> None:
@@ -131,7 +116,7 @@ class Channel:
             leg.failed(self.broken)
             return ""
         envelope.request_id = request_id = new_request_id()
-        self.legs[request_id] = leg
+        self.open_requests.add(request_id, leg)
         leg.sent(self, request_id)
         self.send(envelope)
         return request_id
@@ -139,39 +124,17 @@ class Channel:
     def drop(self, request_id: str, *, cancel: bool) -> None:
         """The calls layer is done with a request (answered elsewhere, timed out, cancelled): forget
         it; with `cancel`, the process is told to stop working on it."""
-        if self.printed:
-            self.printed.pop(request_id, None)
-        if self.legs.pop(request_id, None) is not None:
-            if cancel:
-                self.send(pb.Envelope(cancel=pb.CancelRequest(request_id=request_id)))
-            self._check_drained()
-        self.raw.pop(request_id, None)
+        if self.open_requests.end(request_id) is not None and cancel:
+            self.send(pb.Envelope(cancel=pb.CancelRequest(request_id=request_id)))
+        self.open_requests.forget(request_id)
 
     def hold(self, key: str) -> None:
         """Something here waits for a request still to come (a middleware in call_next): the
         process must keep its input open until `release(key)`."""
-        self.holds.add(key)
+        self.open_requests.hold(key)
 
     def release(self, key: str) -> None:
-        self.holds.discard(key)
-        self._check_drained()
-
-    def running(self) -> list[str]:
-        """What its open requests are doing, for a stuck process's obituary."""
-        return sorted({str(leg) for leg in self.legs.values()})
-
-    async def drained(self) -> None:
-        """Return once no request of the calls layer is open here (and nothing waits for one)."""
-        if self.legs or self.holds:
-            if self._drained is None:
-                self._drained = asyncio.get_running_loop().create_future()
-            await asyncio.shield(self._drained)
-
-    def _check_drained(self) -> None:
-        if not self.legs and not self.holds and self._drained is not None:
-            if not self._drained.done():
-                self._drained.set_result(None)
-            self._drained = None
+        self.open_requests.release(key)
 
     # -- input ---------------------------------------------------------------------
     def feed(self, data: bytes) -> None:
@@ -200,15 +163,9 @@ class Channel:
 
     def _answer_failure(self, kind: str, envelope: pb.Envelope, message: str) -> None:
         """Whoever waits for the frame that failed gets an error, so nothing hangs."""
-        if kind in CONTROL_REQUESTS:
-            self._reply_control(envelope.request_id, error=message)
-        elif kind in CLIENT_REQUESTS:
-            self.send(client_reply(kind, envelope.request_id, None, message))
-        elif kind in LEG_ANSWERS:
-            leg = self.legs.pop(envelope.request_id, None)
-            self.printed.pop(envelope.request_id, None)
+        if not self.asks.refuse(kind, envelope, message) and kind in LEG_ANSWERS:
+            leg = self.open_requests.end(envelope.request_id)
             if leg is not None:
-                self._check_drained()
                 leg.failed(message)
 
     def end_of_input(self) -> None:
@@ -227,54 +184,41 @@ class Channel:
         """The process is gone: fail everything still waiting for it, exactly once."""
         if self.broken is None:
             self.broken = reason
-        legs, self.legs = self.legs, {}
-        printed, self.printed = self.printed, {}
-        self.holds.clear()
-        self._check_drained()
-        for request_id, leg in legs.items():
-            lines = printed.get(request_id)  # its own output only: other callers' stays private
-            leg.failed(reason + ("; its last stderr lines:\n" + "\n".join(lines) if lines else ""))
+        self.open_requests.fail_all(reason)
         for future in self.requests.values():
             if not future.done():
                 future.set_exception(ChannelError(reason))
         if not self.hello.done():
             self.hello.set_result(None)
-        self.raw.clear()
         self.writer.close()
 
     # -- frame handlers ----------------------------------------------------------------
     def _leg_answer(self, envelope: pb.Envelope) -> None:
         request_id = envelope.request_id
-        leg = self.legs.pop(request_id, None)
+        leg = self.open_requests.end(request_id)
         if leg is None:
-            self.raw.pop(request_id, None)
+            self.open_requests.forget(request_id)
             return  # answered after it was dropped: nobody wants it
-        if self._drained is not None:
-            self._check_drained()
-        if self.printed:
-            self.printed.pop(request_id, None)
-        raw: list[bytes] | None = None
-        if self.raw and request_id in self.raw:  # (the content came ahead, outside the frame)
-            raw = self.raw.pop(request_id)
-            if raw is None:  # its spool file was unreadable
-                leg.failed(f"{self.label}: the answer could not be read from the tool process's spool file")
-                return
+        came_ahead, raw = self.open_requests.take_raw(request_id)  # (content outside the frame)
+        if came_ahead and raw is None:  # its spool file was unreadable
+            leg.failed(f"{self.label}: the answer could not be read from the tool process's spool file")
+            return
         leg.answered(envelope, raw, self.trusted)
 
     def _progress(self, envelope: pb.Envelope) -> None:
-        leg = self.legs.get(envelope.request_id)
+        leg = self.open_requests.legs.get(envelope.request_id)
         if leg is not None:
             leg.progress(envelope.progress)
 
     def _task_status(self, envelope: pb.Envelope) -> None:
-        leg = self.legs.get(envelope.request_id)
+        leg = self.open_requests.legs.get(envelope.request_id)
         if leg is not None:
             leg.task_status(envelope.task_status_response)
 
     def _log(self, envelope: pb.Envelope) -> None:
         entry = envelope.log
         data = _json_or_text(entry.data_json)
-        leg = self.legs.get(envelope.request_id) if envelope.request_id else None
+        leg = self.open_requests.legs.get(envelope.request_id) if envelope.request_id else None
         if entry.output:  # a line a request printed: the host's stderr, and that request's session
             line = data if isinstance(data, str) else entry.data_json
             stream = "stdout" if entry.level == "info" else "stderr"
@@ -283,10 +227,7 @@ class Channel:
             else:
                 self.events.echo(self.label, line)
                 if stream == "stderr":
-                    tail = self.printed.get(envelope.request_id)
-                    if tail is None:
-                        tail = self.printed[envelope.request_id] = deque(maxlen=PRINTED_TAIL)
-                    tail.append(line)
+                    self.open_requests.printed_line(envelope.request_id, line)
                 leg.log(entry.level, self.label, line)
         elif leg is None:  # outside any request (or after it ended): nobody's session
             self.events.log(self.label, entry.level, entry.logger, data)
@@ -298,15 +239,15 @@ class Channel:
         """A payload handed over as a spool file."""
         request_id = envelope.request_id
         parts = read_spooled(envelope.raw_header.path, self.spool_dir)
-        if parts is None and request_id in self.legs:
-            self.raw[request_id] = None
+        if parts is None and request_id in self.open_requests.legs:
+            self.open_requests.raw[request_id] = None
         elif parts is not None:
             self._on_raw(wire.Raw(envelope.raw_header, parts))
 
     def _on_raw(self, raw: wire.Raw) -> None:
         if raw.header.content_type in (wire.RAW_RESULT_JSON, wire.RAW_RESOURCE_JSON):
-            if raw.header.transfer_id in self.legs:
-                self.raw[raw.header.transfer_id] = raw.parts
+            if raw.header.transfer_id in self.open_requests.legs:
+                self.open_requests.raw[raw.header.transfer_id] = raw.parts
             # else: the answer to a request dropped meanwhile; nobody wants it
         else:
             self.events.output(
@@ -327,72 +268,6 @@ class Channel:
         future = self.requests.get(envelope.request_id)
         if future is not None and not future.done():
             future.set_result(envelope)
-
-    def _client_request(self, envelope: pb.Envelope) -> None:
-        """Sampling, elicitation or roots, asked during a request: for the client session it
-        serves (its leg); answered with the same request id, exactly once."""
-        kind = envelope.WhichOneof("msg") or ""
-        request_id = envelope.request_id
-
-        def reply(result: dict[str, Any] | None, error: str | None) -> None:
-            self.send(client_reply(kind, request_id, result, error))
-
-        method, message = CLIENT_REQUESTS[kind][0], getattr(envelope, kind)
-        leg = self.legs.get(envelope.call_id) if envelope.call_id else None
-        if leg is None:
-            reply(None, f"{method} can only be asked during a tool call that is still running")
-            return
-        params_json = getattr(message, "params_json", "")
-        params = orjson.loads(params_json) if params_json else {}
-        params = params if isinstance(params, dict) else {}
-        leg.ask_client(method, params, message.timeout or None, reply, getattr(message, "key", ""))
-
-    def _register_middleware(self, envelope: pb.Envelope) -> None:
-        self.middleware.append(envelope.register_middleware)
-        reply = pb.RegisterMiddlewareResponse(success=True)
-        self.send(pb.Envelope(request_id=envelope.request_id, register_middleware_response=reply))
-
-    def _control(self, envelope: pb.Envelope) -> None:
-        """A tool-list control request: applied to the session of the running call it names,
-        answered with the tools active there; no such call, no change (an error answer)."""
-        leg = self.legs.get(envelope.call_id) if envelope.call_id else None
-        if leg is None:
-            self._reply_control(
-                envelope.request_id,
-                error="tool-list control works only during a tool call that is still running "
-                "(it changes the tools of the session that made the call)",
-            )
-            return
-        try:
-            names = leg.control(envelope)
-        except Refused as exc:
-            self._reply_control(envelope.request_id, error=str(exc))
-        else:
-            self._reply_control(envelope.request_id, names)
-
-    def _reply_control(self, request_id: str, names: list[str] | None = None, error: str = "") -> None:
-        reply = pb.ActiveToolsResponse(tool_names=names or [], error=error)
-        self.send(pb.Envelope(request_id=request_id, active_tools=reply))
-
-
-def client_reply(kind: str, request_id: str, result: dict[str, Any] | None, error: str | None) -> pb.Envelope:
-    """The answer frame to a tool process's request for the client."""
-    reply_kind = CLIENT_REQUESTS[kind][1]
-    if reply_kind == "list_roots_response":
-        if error is not None:
-            response: Any = pb.ListRootsResponse(is_error=True, error=error)
-        else:
-            roots = result.get("roots", []) if result else []
-            response = pb.ListRootsResponse(roots_json=orjson.dumps(roots).decode())
-    else:
-        response_type = pb.SamplingResponse if reply_kind == "sampling_response" else pb.ElicitResponse
-        if error is not None:
-            response = response_type(is_error=True, error=error)
-        else:
-            response = response_type(result_json=orjson.dumps(result).decode())
-    envelope = pb.Envelope(request_id=request_id)
-    getattr(envelope, reply_kind).CopyFrom(response)
-    return envelope
 
 
 def _json_or_text(text: str) -> Any:

@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -19,8 +19,10 @@ import anyio
 
 from protomcp_host.processes.launch import Launched, label_of, launch
 from protomcp_host.processes.pipes import read_into
+from protomcp_host.processes.settings import LaunchSettings
 
 STDERR_TAIL = 20
+EXIT_WAIT = 2.0  # seconds a process that was told to go (input closed, SIGTERM) gets before SIGKILL
 
 OutputSink = Callable[[str, str], None]  # (stream name "stdout"/"stderr", line)
 
@@ -29,17 +31,15 @@ class ChildProcess:
     def __init__(
         self,
         file: Path,
-        python: str,
+        how: LaunchSettings,
         on_output: OutputSink,
         *,
         standby: bool = False,
-        hidden_env: Collection[str] = (),
     ) -> None:
         self.file = file
         self.label = label_of(file)
-        self.python = python
+        self.how = how  # its interpreter, and the variables kept out of its environment
         self.standby = standby
-        self.hidden_env = hidden_env  # variables the host reads secrets from: not in its environment
         self.on_output = on_output
         self.popen: subprocess.Popen[bytes] | None = None
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
@@ -48,7 +48,7 @@ class ChildProcess:
     def start(self, launched: Launched | None) -> Launched:
         """Start the process (or adopt one the CLI launched early). Raises OSError."""
         if launched is None:
-            launched = launch(self.file, self.python, standby=self.standby, hidden_env=self.hidden_env)
+            launched = launch(self.file, self.how, standby=self.standby)
         self.popen = launched.process
         return launched
 
@@ -95,9 +95,9 @@ class ChildProcess:
         assert self.popen is not None
         return await wait_process(self.popen)
 
-    async def ensure_exit(self, grace: float = 2.0) -> None:
+    async def ensure_exit(self) -> None:
         """Its frame pipe closed, so it is exiting: make sure it does."""
-        with anyio.move_on_after(grace):
+        with anyio.move_on_after(EXIT_WAIT):
             await self.wait()
         if self.popen is not None and self.popen.returncode is None:
             self.kill()

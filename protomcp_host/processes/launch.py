@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+from protomcp_host.processes.settings import LaunchSettings
 from protomcp_sdk.wire import tracing
 from protomcp_sdk.wire.env import FD_ENV, HOST_PID_ENV, SPOOL_DIR_ENV, SPOOL_ENV, SPOOL_PREFIX
 from protomcp_sdk.wire.paths import package_of
@@ -53,6 +53,9 @@ def label_of(file: Path) -> str:
     (two plugins may both have a tools.py)."""
     package = package_of(file)
     return package[1] if package else file.name
+
+
+PLAIN_LAUNCH = LaunchSettings()  # this interpreter, the host's whole environment (but the requestState key)
 
 
 @dataclass(slots=True)
@@ -147,20 +150,14 @@ def end_prestart() -> None:
             os.close(fd)
 
 
-def launch(
-    file: Path,
-    python: str = sys.executable,
-    *,
-    standby: bool = False,
-    hidden_env: Collection[str] = (),
-) -> Launched:
-    """Start `python -m protomcp_sdk FILE` with its frame pipes, without the variables
-    `hidden_env` names in its environment; raises OSError."""
-    if python == sys.executable and not standby and not hidden_env and file in _prestarted:
+def launch(file: Path, how: LaunchSettings = PLAIN_LAUNCH, *, standby: bool = False) -> Launched:
+    """Start `python -m protomcp_sdk FILE` (`how.python`) with its frame pipes, without the
+    variables `how.hidden_env` names in its environment; raises OSError."""
+    if how == PLAIN_LAUNCH and not standby and file in _prestarted:
         return _prestarted.pop(file)  # (prestart hides only the requestState key)
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
-    env = child_environment(hidden_env)
+    env = child_environment(how.hidden_env)
     env[FD_ENV] = f"{to_child_r},{from_child_w}"
     passed = [to_child_r, from_child_w]
     if tracing.console_wanted():  # its console spans go where the host's own go, once (wire/tracing.py)
@@ -172,7 +169,7 @@ def launch(
     env["PYTHONUNBUFFERED"] = "1"
     env[HOST_PID_ENV] = str(os.getpid())
     env[SPOOL_ENV] = spool_dir = spool_dir_for_child()
-    argv = [python, "-m", "protomcp_sdk", *(["--standby"] if standby else []), str(file)]
+    argv = [how.python, "-m", "protomcp_sdk", *(["--standby"] if standby else []), str(file)]
     try:
         process = subprocess.Popen(
             argv,

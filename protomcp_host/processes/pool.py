@@ -14,16 +14,18 @@ the new version live); the others load theirs cold: one idle process per file, n
 
 from __future__ import annotations
 
-import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
+from google.protobuf.message import Message
 
 from protomcp_host.processes.channel import Channel
 from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
 from protomcp_host.processes.launch import Launched, label_of
+from protomcp_host.processes.settings import ProcessSettings
 from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.tool_process import ToolProcessError
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -31,7 +33,13 @@ from protomcp_sdk.wire import envelope_pb2 as pb
 
 def fingerprint(offer: Loaded) -> bytes:
     """What a process offers, as bytes: two processes serve one version when these are equal."""
-    parts: list[Any] = [*offer.tools, *offer.middleware, offer.resources, offer.templates, offer.prompts]
+    parts: list[Message | None] = [
+        *offer.tools,
+        *offer.middleware,
+        offer.resources,
+        offer.templates,
+        offer.prompts,
+    ]
     return b"\0".join(
         b"-" if part is None else part.SerializeToString(deterministic=True) for part in parts
     ) + (b"c" if offer.completions else b"")
@@ -62,8 +70,27 @@ class _Members:
         if self._leader:  # (each member fails alike: one placeholder)
             self._events.unloaded(label, error)
 
-    def __getattr__(self, name: str) -> Any:  # output, echo, log, problem, notice
-        return getattr(self._events, name)
+    # The rest passes through.
+    def output(self, label: str, stream: str, line: str) -> None:
+        self._events.output(label, stream, line)
+
+    def echo(self, label: str, line: str) -> None:
+        self._events.echo(label, line)
+
+    def log(self, label: str, level: str, logger: str, data: Any) -> None:
+        self._events.log(label, level, logger, data)
+
+    def logged(self, label: str, level: str, logger: str, data: Any) -> None:
+        self._events.logged(label, level, logger, data)
+
+    def problem(self, message: str) -> None:
+        self._events.problem(message)
+
+    def stale(self, label: str, error: str) -> None:
+        self._events.stale(label, error)
+
+    def notice(self, label: str, envelope: pb.Envelope) -> None:
+        self._events.notice(label, envelope)
 
 
 def busy(supervisor: Supervisor) -> int | None:
@@ -74,7 +101,7 @@ def busy(supervisor: Supervisor) -> int | None:
     channel: Channel | None = getattr(process, "channel", None)
     if channel is None:
         return None
-    return len(channel.legs) + len(channel.holds)
+    return len(channel.open_requests)
 
 
 class Pool:
@@ -85,30 +112,27 @@ class Pool:
         file: Path,
         events: ProcessEvents,
         size: int,
+        settings: ProcessSettings,
         *,
-        python: str = sys.executable,
         launched: Launched | None = None,
-        **options: Any,
     ) -> None:
         if size < 1:
             raise ValueError("a pool needs at least one process")
         self.file = file
         self.label = label_of(file)
+        self.settings = settings
         serving: list[bytes] = []
-        standby = options.pop("standby", False)
+        followers = replace(settings, standby=False)  # one warm standby per file, for the reload that counts
         self.members = [
             Supervisor(
                 file,
                 _Members(events, i == 0, serving),
-                python=python,
+                settings if i == 0 else followers,
                 launched=launched if i == 0 else None,
-                standby=standby and i == 0,  # one warm standby per file, for the reload that counts
-                **options,
             )
             for i in range(size)
         ]
         self.members[0].on_reloaded = self._follow
-        self.restart_wait: float = options.get("restart_wait", 10.0)
         self._next = 0  # where the least-busy search starts: ties rotate
         self._tg: anyio.abc.TaskGroup | None = None
         self._stopping = False
@@ -172,7 +196,7 @@ class Pool:
     async def _any_serving(self) -> Supervisor | None:
         """The first member to serve again, waiting (bounded) while every one restarts."""
         found: list[Supervisor] = []
-        with anyio.move_on_after(self.restart_wait):
+        with anyio.move_on_after(self.settings.restart_wait):
             async with anyio.create_task_group() as tg:
 
                 async def one(member: Supervisor) -> None:

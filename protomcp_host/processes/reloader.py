@@ -21,6 +21,8 @@ class Reloadable(Protocol):
 
 R = TypeVar("R", bound=Reloadable)
 
+DEBOUNCE_MS = 30  # changes this close together are one change (an editor's save writes several)
+
 SKIP_DIRS = (
     ".venv",
     "venv",
@@ -71,7 +73,7 @@ def watch_roots(files: Iterable[Path], extra: Iterable[str]) -> list[Path]:
 
 
 async def watch_and_reload(
-    supervisors: Sequence[Reloadable], globs: list[str], stop: anyio.Event, debounce_ms: int = 30
+    supervisors: Sequence[Reloadable], globs: list[str], stop: anyio.Event, debounce_ms: int = DEBOUNCE_MS
 ) -> None:
     roots = watch_roots((s.file for s in supervisors), globs)
     watch_filter = SourceFilter(str(Path(g).resolve()) if not Path(g).is_absolute() else g for g in globs)
@@ -83,7 +85,7 @@ async def watch_and_reload(
 
 
 async def watch_folders(
-    folders: list[Path], on_change: Callable[[], None], stop: anyio.Event, debounce_ms: int = 30
+    folders: list[Path], on_change: Callable[[], None], stop: anyio.Event, debounce_ms: int = DEBOUNCE_MS
 ) -> None:
     """Call `on_change` after any change under `folders` (every file counts: --skills)."""
     watch_filter = DefaultFilter(ignore_dirs=SKIP_DIRS)

@@ -4,9 +4,8 @@ bounded exponential backoff) or on reload (blue/green), and routes calls to it."
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -15,6 +14,7 @@ import anyio.abc
 from protomcp_host.processes.channel import Channel, ChannelError
 from protomcp_host.processes.events import Leg, ProcessEvents
 from protomcp_host.processes.launch import Launched, label_of
+from protomcp_host.processes.settings import ProcessSettings
 from protomcp_host.processes.tool_process import LoadError, ToolProcess, ToolProcessError
 from protomcp_sdk.wire import envelope_pb2 as pb
 
@@ -39,30 +39,16 @@ class Supervisor:
         self,
         file: Path,
         events: ProcessEvents,
+        settings: ProcessSettings,
         *,
-        python: str = sys.executable,
-        handshake_timeout: float = 30.0,
-        drain_timeout: float = 30.0,
-        restart_wait: float = 10.0,
-        standby: bool = False,
         launched: Launched | None = None,
-        wait_for_fix: bool = False,
-        heartbeat_timeout: float = 15.0,
-        hidden_env: Collection[str] = (),
     ) -> None:
         self.file = file
         self.label = label_of(file)
-        self.python = python
-        self.hidden_env = hidden_env  # variables the host reads secrets from: kept from its processes
         self.events = events
-        self.handshake_timeout = handshake_timeout
-        self.heartbeat_timeout = heartbeat_timeout  # 0: no heartbeat
-        self.wait_for_fix = wait_for_fix  # dev: a file that fails to load waits for the next save
-        self.drain_timeout = drain_timeout
-        self.restart_wait = restart_wait
+        self.settings = settings
         self.current: ToolProcess | None = None
         self.load_error: str | None = None  # dev: why the file has not loaded yet (no process serves it)
-        self.use_standby = standby  # keep a warm process that has imported the SDK, for fast reloads
         self._standby: ToolProcess | None = None
         self._standby_starting = False  # one standby at a time: a second would idle until exit
         self._standby_backoff = Backoff()  # a standby that keeps dying is replaced ever more slowly
@@ -86,7 +72,7 @@ class Supervisor:
             try:
                 await self._replace()
             except (ToolProcessError, ValueError) as exc:
-                if self.wait_for_fix:
+                if self.settings.wait_for_fix:
                     self.events.problem(
                         f"{exc}\n{self.label} serves no tools until it loads: save it to retry"
                     )
@@ -133,9 +119,7 @@ class Supervisor:
 
     # -- replacing the process -----------------------------------------------------
     def _new_process(self, standby: bool) -> ToolProcess:
-        return ToolProcess(
-            self.file, self.events, python=self.python, standby=standby, hidden_env=self.hidden_env
-        )
+        return ToolProcess(self.file, self.events, self.settings.launch, standby=standby)
 
     async def _prepare_standby(self) -> None:
         assert self._tg is not None
@@ -176,10 +160,10 @@ class Supervisor:
             process = self._new_process(standby=False)
             launched, self._launched = self._launched, None
             await self._tg.start(process.run, launched)
-        if self.use_standby and not self._stopping:
+        if self.settings.standby and not self._stopping:
             self._tg.start_soon(self._prepare_standby)
         try:
-            offer = await process.handshake(self.handshake_timeout)
+            offer = await process.handshake(self.settings.startup_timeout)
             self.events.loaded(self.label, offer)  # may reject it (e.g. a name clash)
         except BaseException:
             process.kill()
@@ -195,10 +179,10 @@ class Supervisor:
         self._ready.set()
         assert self._tg is not None
         self._tg.start_soon(self._watch, process)
-        if self.heartbeat_timeout > 0:
+        if self.settings.heartbeat_timeout > 0:
             self._tg.start_soon(self._heartbeat, process)
         if old is not None:
-            self._tg.start_soon(old.stop, self.drain_timeout)
+            self._tg.start_soon(old.stop, self.settings.retire_timeout)
 
     async def _heartbeat(self, process: ToolProcess) -> None:
         """Ask the serving process every so often whether it is alive and has threads to spare.
@@ -206,7 +190,7 @@ class Supervisor:
         One that does not answer (an async tool blocking its event loop) has its calls failed,
         naming the tool, and is replaced; one whose stuck threads starve a tool is replaced
         blue/green (new calls go to a fresh process, the old one drains, bounded)."""
-        timeout = self.heartbeat_timeout
+        timeout = self.settings.heartbeat_timeout
         while process is self.current and process.death is None:
             with anyio.move_on_after(timeout / 3):
                 await process.exited.wait()
@@ -219,7 +203,7 @@ class Supervisor:
                 if channel.blocked_tool:
                     culprit = f"tool '{channel.blocked_tool}' blocked its event loop"
                 else:
-                    culprit = "running: " + (", ".join(channel.running()) or "nothing")
+                    culprit = "running: " + (", ".join(channel.open_requests.running()) or "nothing")
                 reason = (
                     f"{self.label}: tool process stopped answering for {timeout:g}s ({culprit}); "
                     "it was replaced"
@@ -332,7 +316,7 @@ class Supervisor:
     async def channel(self) -> Channel | None:
         """The serving process's frame channel, waiting (bounded) for a restart first."""
         if not self._stopping and not self._ready.is_set():  # (a restart: no timer per call)
-            with anyio.move_on_after(self.restart_wait):
+            with anyio.move_on_after(self.settings.restart_wait):
                 await self._ready.wait()
         return self.ready_channel()
 
@@ -357,7 +341,7 @@ class Supervisor:
 
     async def _start_when_ready(self, envelope: pb.Envelope, leg: Leg) -> None:
         try:
-            with anyio.move_on_after(self.restart_wait):
+            with anyio.move_on_after(self.settings.restart_wait):
                 await self._ready.wait()
         finally:  # also when the host stops meanwhile: the request must still get an answer
             process = self.current

@@ -10,19 +10,19 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
-import sys
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
 import anyio.abc
 
 from protomcp_host.processes.channel import Channel, ChannelError
-from protomcp_host.processes.child import ChildProcess
+from protomcp_host.processes.child import EXIT_WAIT, ChildProcess
 from protomcp_host.processes.distribution import DIST_NAME, install_command
 from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
 from protomcp_host.processes.launch import Launched, label_of
 from protomcp_host.processes.pipes import read_into
+from protomcp_host.processes.settings import LaunchSettings
 from protomcp_host.processes.spool import spool_path_safe
 from protomcp_sdk import wire
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -44,21 +44,16 @@ class ToolProcess:
         self,
         file: Path,
         events: ProcessEvents,
+        how: LaunchSettings,
         *,
-        python: str = sys.executable,
         standby: bool = False,
-        hidden_env: Collection[str] = (),
     ) -> None:
         self.file = file
         self.label = label_of(file)
-        self.python = python
+        self.python = how.python
         self.events = events
         self.child = ChildProcess(
-            file,
-            python,
-            lambda stream, line: events.output(self.label, stream, line),
-            standby=standby,
-            hidden_env=hidden_env,
+            file, how, lambda stream, line: events.output(self.label, stream, line), standby=standby
         )
         self.channel: Channel | None = None
         self.exited = anyio.Event()
@@ -238,13 +233,13 @@ class ToolProcess:
         self.child.stopping = True
         with anyio.move_on_after(grace):
             if self.channel is not None:
-                await self.channel.drained()
+                await self.channel.open_requests.drained()
             self.close_input()
             await self.exited.wait()
         self.close_input()
         if not self.exited.is_set():
             self.child.signal_group(signal.SIGTERM)
-            with anyio.move_on_after(2):
+            with anyio.move_on_after(EXIT_WAIT):
                 await self.exited.wait()
         if not self.exited.is_set():
             self.kill()

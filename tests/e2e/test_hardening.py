@@ -705,11 +705,11 @@ def test_channel_forgets_the_payload_of_a_cancelled_call() -> None:
         leg = Leg()
         channel.start(pb.Envelope(call_tool=pb.CallToolRequest(name="t")), leg)  # type: ignore[arg-type]
         channel.feed(b"".join(wire.encode_raw(leg.request_id, b"[]" * 1000, wire.RAW_RESULT_JSON)))
-        assert leg.request_id in channel.raw
+        assert leg.request_id in channel.open_requests.raw
         channel.drop(leg.request_id, cancel=True)
         channel.close()
         os.close(read_end)
-        return channel.raw
+        return channel.open_requests.raw
 
     assert asyncio.run(scenario()) == {}
 

@@ -227,7 +227,7 @@ def test_a_reload_lets_old_calls_run_as_long_as_the_call_timeout(tmp_path: Path)
     drains = {
         timeout: next(
             iter(Host([file], RunSettings(call_timeout=timeout)).supervisors.values())
-        ).drain_timeout
+        ).settings.retire_timeout
         for timeout in (10.0, 300.0, 0.0)  # (0: no limit)
     }
     assert drains == {10.0: 30.0, 300.0: 305.0, 0.0: 3605.0}

@@ -14,6 +14,7 @@ import pytest
 from protomcp_host.processes.output import LogLimiter, TokenBucket
 from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.reloader import SourceFilter, targets, watch_roots
+from protomcp_host.processes.settings import ProcessSettings
 from protomcp_host.processes.supervisor import Backoff, Supervisor, ToolProcessError
 from protomcp_sdk.wire import envelope_pb2 as pb
 from tests.support.hosts import RawHost
@@ -58,7 +59,7 @@ class Events:
 
 
 def make_supervisor(file: Path, problems: list[str], **options: Any) -> Supervisor:
-    return Supervisor(file, Events(problems), **options)
+    return Supervisor(file, Events(problems), ProcessSettings(**options))
 
 
 async def call(supervisor: Supervisor, name: str) -> Any:
@@ -99,7 +100,7 @@ def alive(pid: int) -> bool:
 async def test_handshake_timeout_kills_and_reports(tmp_path: Path) -> None:
     file = tmp_path / "stuck.py"
     file.write_text("import time\ntime.sleep(60)\n")
-    supervisor = make_supervisor(file, [], handshake_timeout=1)
+    supervisor = make_supervisor(file, [], startup_timeout=1)
     with anyio.fail_after(20):
         async with anyio.create_task_group() as tg:
             with pytest.raises(ToolProcessError, match="did not finish its handshake within 1s"):
@@ -329,7 +330,7 @@ async def test_a_pool_keeps_one_idle_standby_per_file(tmp_path: Path) -> None:
     processes per file per host process piled up under a soak of saves and kills)."""
     file = tmp_path / "t.py"
     file.write_text("from protomcp_sdk import tool\n@tool\ndef a() -> str:\n    return 'a'\n")
-    pool = Pool(file, Events([]), 3, standby=True)
+    pool = Pool(file, Events([]), 3, ProcessSettings(standby=True))
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:
             await tg.start(pool.run)
@@ -337,7 +338,7 @@ async def test_a_pool_keeps_one_idle_standby_per_file(tmp_path: Path) -> None:
                 pool.request_reload()
                 # settled: every member serves the new version and no standby is still starting
                 while pool.reloads < round_ or any(
-                    not m.ready or m._standby_starting or (m.use_standby and m._standby is None)
+                    not m.ready or m._standby_starting or (m.settings.standby and m._standby is None)
                     for m in pool.members
                 ):
                     await anyio.sleep(0.02)

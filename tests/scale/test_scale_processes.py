@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from protomcp_host.processes.pool import Pool, busy
+from protomcp_host.processes.settings import ProcessSettings
 from tests.support.hosts import TOOLS, mcp_session
 
 CPU = TOOLS / "scale" / "cpu.py"
@@ -194,7 +195,7 @@ async def test_a_call_while_no_member_serves_goes_to_the_first_one_back(
     members = [_Member(None), _Member(None), _Member(None)]
     pool = Pool.__new__(Pool)
     pool.members, pool._next, pool.label = members, 0, "t.py"  # type: ignore[assignment]
-    pool.restart_wait, pool._stopping = 30.0, False
+    pool.settings, pool._stopping = ProcessSettings(restart_wait=30.0), False
     monkeypatch.setattr("protomcp_host.processes.pool.busy", lambda m: m.load)
     leg = _Leg()
     with anyio.fail_after(10):

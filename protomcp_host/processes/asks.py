@@ -1,0 +1,115 @@
+"""What a tool process asks of the host over its channel, beside answering: requests for the
+client of a running call (sampling, elicitation, roots), tool-list control of that call's
+session, and middleware registration. Each is answered with its own request id, exactly once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from protomcp_host.processes.events import Refused
+from protomcp_host.processes.open_requests import OpenRequests
+from protomcp_sdk.wire import envelope_pb2 as pb
+
+# The Envelope requests a tool process makes for the client (sampling, elicitation, roots):
+# (MCP method, the answer's field).
+CLIENT_REQUESTS = {
+    "sampling_request": ("sampling/createMessage", "sampling_response"),
+    "elicit_request": ("elicitation/create", "elicit_response"),
+    "list_roots_request": ("roots/list", "list_roots_response"),
+}
+CONTROL_REQUESTS = (
+    "enable_tools",
+    "disable_tools",
+    "set_allowed",
+    "set_blocked",
+    "get_active_tools",
+    "batch",
+)
+
+
+class Asks:
+    """Answers what one tool process asks; `send` writes a frame to it."""
+
+    def __init__(self, send: Callable[[pb.Envelope], None], requests: OpenRequests) -> None:
+        self.send = send
+        self.requests = requests
+        self.middleware: list[pb.RegisterMiddlewareRequest] = []  # registered right after Hello
+
+    def client_request(self, envelope: pb.Envelope) -> None:
+        """Sampling, elicitation or roots, asked during a request: for the client session it
+        serves (its leg); answered with the same request id, exactly once."""
+        kind = envelope.WhichOneof("msg") or ""
+        request_id = envelope.request_id
+
+        def reply(result: dict[str, Any] | None, error: str | None) -> None:
+            self.send(client_reply(kind, request_id, result, error))
+
+        method, message = CLIENT_REQUESTS[kind][0], getattr(envelope, kind)
+        leg = self.requests.legs.get(envelope.call_id) if envelope.call_id else None
+        if leg is None:
+            reply(None, f"{method} can only be asked during a tool call that is still running")
+            return
+        params_json = getattr(message, "params_json", "")
+        params = orjson.loads(params_json) if params_json else {}
+        params = params if isinstance(params, dict) else {}
+        leg.ask_client(method, params, message.timeout or None, reply, getattr(message, "key", ""))
+
+    def register_middleware(self, envelope: pb.Envelope) -> None:
+        self.middleware.append(envelope.register_middleware)
+        reply = pb.RegisterMiddlewareResponse(success=True)
+        self.send(pb.Envelope(request_id=envelope.request_id, register_middleware_response=reply))
+
+    def control(self, envelope: pb.Envelope) -> None:
+        """A tool-list control request: applied to the session of the running call it names,
+        answered with the tools active there; no such call, no change (an error answer)."""
+        leg = self.requests.legs.get(envelope.call_id) if envelope.call_id else None
+        if leg is None:
+            self._reply_control(
+                envelope.request_id,
+                error="tool-list control works only during a tool call that is still running "
+                "(it changes the tools of the session that made the call)",
+            )
+            return
+        try:
+            names = leg.control(envelope)
+        except Refused as exc:
+            self._reply_control(envelope.request_id, error=str(exc))
+        else:
+            self._reply_control(envelope.request_id, names)
+
+    def refuse(self, kind: str, envelope: pb.Envelope, message: str) -> bool:
+        """Answer a request of `kind` with the error `message`; False if `kind` is not asked here."""
+        if kind in CONTROL_REQUESTS:
+            self._reply_control(envelope.request_id, error=message)
+        elif kind in CLIENT_REQUESTS:
+            self.send(client_reply(kind, envelope.request_id, None, message))
+        else:
+            return False
+        return True
+
+    def _reply_control(self, request_id: str, names: list[str] | None = None, error: str = "") -> None:
+        reply = pb.ActiveToolsResponse(tool_names=names or [], error=error)
+        self.send(pb.Envelope(request_id=request_id, active_tools=reply))
+
+
+def client_reply(kind: str, request_id: str, result: dict[str, Any] | None, error: str | None) -> pb.Envelope:
+    """The answer frame to a tool process's request for the client."""
+    reply_kind = CLIENT_REQUESTS[kind][1]
+    if reply_kind == "list_roots_response":
+        if error is not None:
+            response: Any = pb.ListRootsResponse(is_error=True, error=error)
+        else:
+            roots = result.get("roots", []) if result else []
+            response = pb.ListRootsResponse(roots_json=orjson.dumps(roots).decode())
+    else:
+        response_type = pb.SamplingResponse if reply_kind == "sampling_response" else pb.ElicitResponse
+        if error is not None:
+            response = response_type(is_error=True, error=error)
+        else:
+            response = response_type(result_json=orjson.dumps(result).decode())
+    envelope = pb.Envelope(request_id=request_id)
+    getattr(envelope, reply_kind).CopyFrom(response)
+    return envelope
