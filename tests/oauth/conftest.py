@@ -109,11 +109,12 @@ class Beds:
         idp = IdentityProvider([client(APP_ID, APP_SECRET, [public_url + "/oauth/callback"])])
         self.started.append(idp.__enter__())
 
-        def start_host(*more: str) -> HttpHost:
+        def start_host(*more: str, on: int = port) -> HttpHost:
+            """Another host of this server (on the public URL's port, or `on` another)."""
             host = HttpHost(
                 *host_args(idp, public_url, *extra, *more),
                 env={"APP_ID": APP_ID, "APP_SECRET": APP_SECRET, **(env or {})},
-                port=port,
+                port=on,
             )
             self.started.append(host)
             return host
