@@ -12,6 +12,7 @@ import base64
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,9 +87,16 @@ def _thumbprint(jwk: dict[str, Any]) -> str:
 
 class KeyRing:
     def __init__(
-        self, records: Records, given: list[SigningKey], *, token_ttl: float, period: float = KEY_PERIOD
+        self,
+        records: Records,
+        given: list[SigningKey],
+        *,
+        token_ttl: float,
+        period: float = KEY_PERIOD,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.records = records
+        self.clock = clock
         self.given = given  # the operator's keys (none: made and kept in the store)
         self.token_ttl = token_ttl
         self.period = period
@@ -108,7 +116,7 @@ class KeyRing:
     async def _made(self) -> list[SigningKey]:
         """This period's key (made now if no host has) and the last period's, still verifying
         the tokens it signed."""
-        now = time.time()
+        now = self.clock()
         period = int(now // self.period)
         read_at, read_period, keys = self._read
         if period == read_period and now - read_at < REREAD_AFTER:
