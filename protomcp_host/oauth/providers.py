@@ -134,7 +134,8 @@ class Provider:
                 key.key,
                 algorithms=[key.algorithm_name],
                 audience=self.client_id,
-                issuer=issuer,
+                # (Google's ID tokens may name its issuer without the scheme)
+                issuer=[issuer, "accounts.google.com"] if self.spec.kind == "google" else issuer,
                 options={"require": ["exp", "iat", "iss", "aud", "sub"]},
             )
         except jwt.PyJWTError as exc:
