@@ -19,6 +19,7 @@ from tests.support.http import HttpHost
 from tests.support.idp import IdentityProvider, client
 from tests.support.ports import free_port
 
+SEED = "X-Mcp-Session-Seed"  # as the site's comments run the hosts: a session's id hashes to its host
 TLS_LINES = ("listen 443 ssl;", "ssl_certificate ", "ssl_certificate_key ")
 
 
@@ -68,7 +69,7 @@ async def test_a_sign_in_over_tls_through_the_shipped_nginx_site(
             for _ in range(2):
                 hosts.append(
                     HttpHost(
-                        *host_args(idp, public_url, "--store", redis_url),
+                        *host_args(idp, public_url, "--store", redis_url, "--session-id-header", SEED),
                         env={"APP_ID": APP_ID, "APP_SECRET": APP_SECRET},
                         port=free_port(),
                     )
