@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from protomcp_host.oauth import pages, pkce
@@ -41,7 +42,7 @@ class Authorize:
         records: Records,
         clients: Clients,
         provider: Provider,
-        log: Any,
+        log: Callable[[str], None],
     ) -> None:
         self.settings = settings
         self.records = records
@@ -169,11 +170,10 @@ class Authorize:
             "nonce": secrets.token_urlsafe(24),
         }
         try:
-            started = await self.provider.start(
+            url = await self.provider.authorization_url(
                 pending["provider"]["state"],
                 self.settings.callback_url,
                 challenge,
-                verifier,
                 pending["provider"]["nonce"],
             )
         except ProviderError as exc:
@@ -181,7 +181,7 @@ class Authorize:
             await self._page(send, 502, "The identity provider cannot be reached; try again later.")
             return
         await self.records.put("pending", pending_id, pending, PENDING_TTL)
-        await redirect(send, started.url, 303)
+        await redirect(send, url, 303)
 
     # -- 3. the provider's answer --------------------------------------------------------------
     async def callback(self, scope: Scope, receive: Receive, send: Send) -> None:

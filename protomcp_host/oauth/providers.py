@@ -36,15 +36,6 @@ class Person:
     email: str = ""
 
 
-@dataclass(frozen=True)
-class Started:
-    """What the callback needs to finish a sign-in begun with `Provider.start`."""
-
-    url: str  # where the browser goes
-    verifier: str
-    nonce: str
-
-
 def secure_enough(url: str) -> bool:
     """https, or http to a loopback address (a provider started by tests or on this machine)."""
     parts = urlsplit(url)
@@ -74,9 +65,8 @@ class Provider:
             return {"github": "GitHub", "google": "Google"}[self.spec.kind]
         return urlsplit(self.issuer).hostname or self.issuer
 
-    async def start(
-        self, state: str, redirect_uri: str, challenge: str, verifier: str, nonce: str
-    ) -> Started:
+    async def authorization_url(self, state: str, redirect_uri: str, challenge: str, nonce: str) -> str:
+        """Where the browser signs in (protomcp's own state, PKCE challenge and nonce)."""
         query = {
             "response_type": "code",
             "client_id": self.client_id,
@@ -91,7 +81,7 @@ class Provider:
         else:
             endpoint = (await self._metadata())["authorization_endpoint"]
             query |= {"scope": "openid email profile", "nonce": nonce}
-        return Started(f"{endpoint}?{urlencode(query)}", verifier, nonce)
+        return f"{endpoint}?{urlencode(query)}"
 
     async def check_iss(self, iss: str | None) -> None:
         """RFC 9207 at the callback: a response naming another issuer is a mix-up."""
