@@ -10,13 +10,14 @@ import orjson
 
 from protomcp_host.oauth.authorize import Authorize
 from protomcp_host.oauth.clients import AUTH_METHODS, Clients
+from protomcp_host.oauth.http_io import BadRequest, error_json
 from protomcp_host.oauth.keys import KeyRing, load_pem_keys
 from protomcp_host.oauth.providers import Provider
 from protomcp_host.oauth.records import Records
 from protomcp_host.oauth.settings import CALLBACK_PATH, OAuthServerSettings
 from protomcp_host.oauth.token_endpoint import TokenEndpoint
 from protomcp_host.oauth.tokens import Tokens
-from protomcp_host.store.base import Store
+from protomcp_host.store.base import Store, StoreError
 from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send, respond_json
 from protomcp_host.transports.http.oauth import OAuthResource
 
@@ -32,6 +33,7 @@ OWN_KEYS_REREAD = 5.0  # seconds between reads of the key ring for a token signe
 class AuthorizationServer:
     def __init__(self, settings: OAuthServerSettings, store: Store, log: Callable[[str], None]) -> None:
         self.settings = settings
+        self.log = log
         records = Records(store)
         given = [key for pem in settings.signing_keys for key in load_pem_keys(pem)]
         self.keys = KeyRing(records, given, token_ttl=settings.access_token_ttl)
@@ -43,7 +45,7 @@ class AuthorizationServer:
 
     def endpoints(self) -> dict[str, ASGIApp]:
         """Path -> ASGI app, every one public (the guard asks no token for them)."""
-        return {
+        endpoints: dict[str, ASGIApp] = {
             METADATA_PATH: self.metadata,
             AUTHORIZE_PATH: self.authorize.authorize,
             CALLBACK_PATH: self.authorize.callback,
@@ -52,6 +54,23 @@ class AuthorizationServer:
             REGISTER_PATH: self.token_endpoint.register,
             JWKS_PATH: self.jwks,
         }
+        return {path: self._store_outage_is_503(app) for path, app in endpoints.items()}
+
+    def _store_outage_is_503(self, app: ASGIApp) -> ASGIApp:
+        """A store that cannot be reached is the server's trouble, said as OAuth says it (every
+        endpoint reads or writes the store before it answers)."""
+
+        async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+            try:
+                await app(scope, receive, send)
+            except StoreError as exc:
+                self.log(f"protomcp: oauth: {exc}")
+                problem = BadRequest(
+                    "temporarily_unavailable", "the server cannot reach its store; try again", 503
+                )
+                await error_json(send, problem, ((b"retry-after", b"5"),))
+
+        return serve
 
     def verify_with_own_keys(self, resource: object) -> None:
         """The resource-server check of every MCP request (cli/oauth_options.py made it) uses

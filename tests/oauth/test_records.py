@@ -5,6 +5,7 @@ Redis, and the creation bounds hold over the store."""
 from __future__ import annotations
 
 import urllib.parse
+from pathlib import Path
 
 import anyio
 import pytest
@@ -19,11 +20,13 @@ from tests.oauth.conftest import (
     authorize_url,
     call_add,
     call_tools_list,
+    post_json,
     redeem,
     refresh,
     register,
     sdk_auth,
 )
+from tests.support.cluster import start_redis, stop
 from tests.support.ports import free_port
 
 
@@ -109,3 +112,16 @@ async def test_two_workers_share_the_sign_ins_and_tokens(bed_factory: Beds, redi
     assert storage.client is not None and storage.tokens is not None and storage.tokens.refresh_token
     renewed = refresh(bed, storage.client.client_id, storage.tokens.refresh_token)
     assert renewed.status == 200 and call_tools_list(bed, renewed.json()["access_token"]).status == 200
+
+
+def test_a_store_outage_is_a_json_503(bed_factory: Beds, tmp_path: Path) -> None:
+    port = free_port()
+    redis = start_redis(port, tmp_path / "redis")
+    try:
+        bed = bed_factory("--store", f"redis://127.0.0.1:{port}/0")
+        register(bed)
+    finally:
+        stop(redis)
+    answer = post_json(bed.public_url + "/oauth/register", {"redirect_uris": [CLIENT_REDIRECT]})
+    assert answer.status == 503 and answer.json()["error"] == "temporarily_unavailable"
+    assert "client_id" not in answer.json()
