@@ -3,6 +3,7 @@ front of a real identity provider: each attack is refused and nothing is issued.
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 
 import pytest
@@ -127,3 +128,25 @@ def test_a_provider_answer_is_used_once(bed: Bed) -> None:
     assert browser.open(back).status == 302
     again = browser.open(back)
     assert again.status == 400 and "location" not in again.headers
+
+
+def test_a_sign_in_cancelled_at_the_provider_tells_the_client_access_denied(bed: Bed) -> None:
+    """The person gives up on the provider's page: the client hears access_denied, with its
+    state and protomcp's iss, and gets no code."""
+    client_id = register(bed)
+    asked = authorize_url(bed, client_id)
+    browser = bed.browser()
+    url = browser.allow(asked.url)
+    for _ in range(10):  # to the provider's login page, then its "abort" link, then back here
+        answer = browser.open(url)
+        if answer.status in (302, 303):
+            url = urllib.parse.urljoin(url, answer.headers["location"])
+            if url.startswith(CLIENT_REDIRECT):
+                break
+            continue
+        abort = re.search(r'href="([^"]+/abort)"', answer.body.decode())
+        assert abort is not None, answer.body[:300]
+        url = abort.group(1)
+    params = answer_of(url)
+    assert url.startswith(CLIENT_REDIRECT) and params["error"] == "access_denied" and "code" not in params
+    assert params["state"] == asked.state and params["iss"] == bed.public_url + "/"

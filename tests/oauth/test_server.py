@@ -69,4 +69,6 @@ def test_the_metadata_says_what_claude_ai_checks(bed: Bed) -> None:
 
 def test_the_banner_says_where_clients_connect_and_the_redirect_uri(bed: Bed) -> None:
     line = bed.host.wait_stderr(lambda text: text.startswith("OAuth: "))
-    assert f"clients connect to {bed.mcp_url} " in line and f"register {bed.public_url}/oauth/callback " in line
+    assert (
+        f"clients connect to {bed.mcp_url} " in line and f"register {bed.public_url}/oauth/callback " in line
+    )
