@@ -66,14 +66,14 @@ def _public(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-async def _address_for(host: str, port: int, allowed: frozenset[str]) -> str:
-    """The address to connect to for `host`: each one it resolves to must be public unless
-    `host` is allowed."""
+async def _addresses_for(host: str, port: int, allowed: frozenset[str]) -> list[str]:
+    """The addresses to try for `host`, in the resolver's order: each one it resolves to must
+    be public unless `host` is allowed."""
     try:
         infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
         raise CimdError(f"cannot resolve {host}: {exc}") from None
-    addresses = [str(info[4][0]) for info in infos]
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
     if not addresses:
         raise CimdError(f"{host} resolves to no address")
     if host.lower() not in allowed:
@@ -83,7 +83,28 @@ async def _address_for(host: str, port: int, allowed: frozenset[str]) -> str:
                 f"{host} resolves to {refused[0]}, a loopback, private or link-local address "
                 "(refused; the server's operator may allow it with --oauth-cimd-allow)"
             )
-    return addresses[0]
+    return addresses
+
+
+async def _connect(client: httpx2.AsyncClient, url: str, addresses: list[str]) -> httpx2.Response:
+    """GET `url` from the first of `addresses` that accepts a connection (only those checked:
+    no second lookup a rebinding DNS could answer differently), its name kept for TLS and Host."""
+    parts = urlsplit(url)
+    problem: Exception = CimdError("no address")
+    for address in addresses:
+        request = client.build_request(
+            "GET",
+            _pinned_url(url, address),
+            headers={"host": parts.netloc, "accept": "application/json"},
+            extensions={"sni_hostname": parts.hostname or ""},
+        )
+        try:
+            return await client.send(request, stream=True)
+        except httpx2.ConnectError as exc:
+            problem = exc
+        except httpx2.HTTPError as exc:
+            raise CimdError(f"cannot fetch {url}: {exc}") from None
+    raise CimdError(f"cannot fetch {url}: {problem}")
 
 
 def _pinned_url(url: str, address: str) -> str:
@@ -120,18 +141,9 @@ async def _get(url: str, allowed: frozenset[str]) -> tuple[bytes, float]:
                 raise CimdError(
                     f"a redirect to {url!r} was refused: not an https URL without user information"
                 )
-            host = parts.hostname or ""
-            address = await _address_for(host, parts.port or 443, allowed)
-            request = client.build_request(
-                "GET",
-                _pinned_url(url, address),
-                headers={"host": parts.netloc, "accept": "application/json"},
-                extensions={"sni_hostname": host},
+            response = await _connect(
+                client, url, await _addresses_for(parts.hostname or "", parts.port or 443, allowed)
             )
-            try:
-                response = await client.send(request, stream=True)
-            except httpx2.HTTPError as exc:
-                raise CimdError(f"cannot fetch {url}: {exc}") from None
             try:
                 if response.status_code in (301, 302, 303, 307, 308):
                     url = urljoin(url, response.headers.get("location", ""))
