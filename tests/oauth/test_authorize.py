@@ -150,3 +150,14 @@ def test_a_sign_in_cancelled_at_the_provider_tells_the_client_access_denied(bed:
     params = answer_of(url)
     assert url.startswith(CLIENT_REDIRECT) and params["error"] == "access_denied" and "code" not in params
     assert params["state"] == asked.state and params["iss"] == bed.public_url + "/"
+
+
+def test_a_native_apps_own_scheme_gets_the_code(bed: Bed) -> None:
+    """RFC 8252 §7.1: Cursor's redirect is cursor://..., which the browser hands to the app."""
+    app_redirect = "cursor://anysphere.cursor-retrieval/oauth/callback"
+    client_id = register(bed, [app_redirect])
+    asked = authorize_url(bed, client_id, redirect_uri=app_redirect)
+    back = bed.browser().sign_in(asked.url)
+    assert back.startswith(app_redirect + "?")
+    answer = answer_of(back)
+    assert redeem(bed, client_id, answer["code"], asked.verifier, redirect_uri=app_redirect).status == 200

@@ -110,7 +110,7 @@ async def test_a_document_naming_another_client_id_is_refused(documents: Documen
     ("more", "why"),
     [
         ({"redirect_uris": []}, "redirect_uris"),
-        ({"redirect_uris": ["http://evil.example/cb"]}, "neither https nor http to a loopback"),
+        ({"redirect_uris": ["http://evil.example/cb"]}, "neither https, nor http to a loopback"),
         ({"client_secret": "s"}, "client secret"),
         ({"token_endpoint_auth_method": "client_secret_basic"}, "not supported"),
     ],
