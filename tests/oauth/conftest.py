@@ -40,10 +40,17 @@ class Browser:
     idp: IdentityProvider
     jar: http.cookiejar.CookieJar = field(default_factory=http.cookiejar.CookieJar)
 
-    def open(self, url: str, form: dict[str, str] | None = None) -> Response:
+    def open(self, url: str, form: dict[str, str] | None = None, origin: str | None = None) -> Response:
+        """GET `url`, or POST `form` to it with the Origin a browser sends (the page's: by
+        default the URL's own origin, as for protomcp's consent form)."""
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar), _NoRedirects)
-        data = None if form is None else urllib.parse.urlencode(form).encode()
-        return _open(opener, urllib.request.Request(url, data=data, method="POST" if form else "GET"))
+        if form is None:
+            return _open(opener, urllib.request.Request(url))
+        origin = origin or "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(url))
+        data = urllib.parse.urlencode(form).encode()
+        return _open(
+            opener, urllib.request.Request(url, data=data, headers={"origin": origin}, method="POST")
+        )
 
     def consent_page(self, authorize_url: str) -> Response:
         return self.open(authorize_url)

@@ -161,3 +161,14 @@ def test_a_native_apps_own_scheme_gets_the_code(bed: Bed) -> None:
     assert back.startswith(app_redirect + "?")
     answer = answer_of(back)
     assert redeem(bed, client_id, answer["code"], asked.verifier, redirect_uri=app_redirect).status == 200
+
+
+def test_a_consent_posted_from_another_origin_is_refused(bed: Bed) -> None:
+    """Even with the cookie (a page of another site in the same browser): its Origin is refused."""
+    client_id = register(bed)
+    browser = bed.browser()
+    page = browser.consent_page(authorize_url(bed, client_id).url)
+    pending = page.body.decode().split('name="pending" value="')[1].split('"')[0]
+    form = {"pending": pending, "decision": "allow"}
+    answer = browser.open(bed.public_url + "/oauth/authorize", form, origin="https://evil.example")
+    assert answer.status == 403 and "location" not in answer.headers
