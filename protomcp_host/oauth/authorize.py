@@ -133,12 +133,12 @@ class Authorize:
         }
 
     def _scope(self, asked: str | None) -> str:
-        """The scopes granted: those asked for that this server knows (all of them when none
-        is asked for); unknown ones are left out (RFC 6749 §3.3)."""
+        """The scopes granted: those asked for that this server knows; all it knows when the
+        client asks for none of them (a client sending scopes of its own, which are left out,
+        RFC 6749 §3.3, still gets a token this server accepts)."""
         known = self.settings.scopes
-        if not asked:
-            return " ".join(known)
-        return " ".join(s for s in dict.fromkeys(asked.split()) if s in known)
+        granted = [s for s in dict.fromkeys((asked or "").split()) if s in known]
+        return " ".join(granted or known)
 
     # -- 2. the consent ------------------------------------------------------------------------
     async def _consented(self, scope: Scope, receive: Receive, send: Send) -> None:

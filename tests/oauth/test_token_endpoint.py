@@ -12,6 +12,8 @@ from tests.oauth.conftest import (
     APP_SECRET,
     Bed,
     Beds,
+    answer_of,
+    authorize_url,
     call_tools_list,
     code_for,
     redeem,
@@ -198,3 +200,22 @@ def test_a_token_request_that_is_not_a_form_is_a_json_400(bed: Bed) -> None:
 
     answer = post_json(bed.public_url + "/oauth/token", {"grant_type": "authorization_code"})
     assert answer.status == 400 and answer.json()["error"] == "invalid_request"
+
+
+def test_scopes_granted_are_those_asked_for_that_the_server_knows(bed_factory: Beds) -> None:
+    bed = bed_factory("--oauth-scope", "files:read", "--oauth-scope", "files:write")
+    client_id = register(bed)
+    for asked, granted in [
+        ("files:read", "files:read"),
+        ("files:read claudeai", "files:read"),
+        ("claudeai", "files:read files:write"),  # none known: all it knows
+        (None, "files:read files:write"),
+    ]:
+        request_ = authorize_url(bed, client_id, scope=asked)
+        answer = answer_of(bed.browser().sign_in(request_.url))
+        body = redeem(bed, client_id, answer["code"], request_.verifier).json()
+        assert body["scope"] == granted
+        assert jwt.decode(body["access_token"], options={"verify_signature": False})["scope"] == granted
+        # --oauth-scope: every token must grant them all (as in resource-server mode)
+        status = call_tools_list(bed, body["access_token"]).status
+        assert status == (200 if granted == "files:read files:write" else 403)
