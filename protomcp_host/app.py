@@ -903,9 +903,7 @@ class _Run:
         if self.settings.oauth_server is not None:  # (the store is open now: its records are there)
             from protomcp_host.oauth.server import AuthorizationServer
 
-            server = AuthorizationServer(self.settings.oauth_server, host.store, host.stderr)
-            http.public_endpoints.update(server.endpoints())
-            server.verify_with_own_keys(http.auth)
+            AuthorizationServer(self.settings.oauth_server, host.store, host.stderr).mount(http)
         from protomcp_host.transports.http.server import serve_http
 
         try:

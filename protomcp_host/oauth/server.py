@@ -20,6 +20,7 @@ from protomcp_host.oauth.tokens import Tokens
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.transports.http.asgi import ASGIApp, Receive, Scope, Send, respond_json
 from protomcp_host.transports.http.oauth import OAuthResource
+from protomcp_host.transports.http.server import HttpSettings, endpoint_path
 
 METADATA_PATH = "/.well-known/oauth-authorization-server"
 AUTHORIZE_PATH = "/oauth/authorize"
@@ -72,12 +73,18 @@ class AuthorizationServer:
 
         return serve
 
-    def verify_with_own_keys(self, resource: object) -> None:
-        """The resource-server check of every MCP request (cli/oauth_options.py made it) uses
-        this server's keys."""
+    def mount(self, http: HttpSettings) -> None:
+        """Serve the endpoints beside MCP's; check MCP requests' tokens (the resource check
+        cli/oauth_options.py made) with this server's keys; let pages of any origin read the
+        metadata and use the endpoints a browser-based client calls (no cookie is used there:
+        the consent form and the callback keep the Origin check)."""
+        http.public_endpoints.update(self.endpoints())
+        resource = http.auth
         assert isinstance(resource, OAuthResource)
         resource.fetch_jwks = self.keys.jwks
         resource.refresh_after = OWN_KEYS_REREAD
+        cross_origin = (METADATA_PATH, TOKEN_PATH, REVOKE_PATH, REGISTER_PATH, JWKS_PATH)
+        http.any_origin_paths.update(cross_origin, resource.metadata_paths(endpoint_path(http)))
 
     def metadata_document(self) -> dict[str, Any]:
         url = self.settings.public_url

@@ -72,3 +72,31 @@ def test_the_banner_says_where_clients_connect_and_the_redirect_uri(bed: Bed) ->
     assert (
         f"clients connect to {bed.mcp_url} " in line and f"register {bed.public_url}/oauth/callback " in line
     )
+
+
+def test_a_web_client_of_any_origin_may_use_the_metadata_token_and_registration(bed: Bed) -> None:
+    """A browser-based client calls these from its own page (CORS): they use no cookie, so any
+    origin may; the consent form, the callback and the MCP endpoint keep the Origin check."""
+    web = {"origin": "https://web-client.example"}
+    for path in (
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/oauth/jwks",
+    ):
+        answer = request("GET", bed.public_url + path, headers=web)
+        assert answer.status == 200 and answer.headers["access-control-allow-origin"] == web["origin"]
+    preflight = request(
+        "OPTIONS",
+        bed.public_url + "/oauth/token",
+        headers={
+            **web,
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type",
+        },
+    )
+    assert preflight.status == 204 and preflight.headers["access-control-allow-origin"] == web["origin"]
+    refused = request("POST", bed.public_url + "/oauth/token", form={"client_id": "x"}, headers=web)
+    assert refused.status == 401 and refused.headers["access-control-allow-origin"] == web["origin"]
+    assert request("GET", bed.public_url + "/oauth/authorize", headers=web).status == 403
+    assert request("GET", bed.public_url + "/oauth/callback", headers=web).status == 403
+    assert request("POST", bed.mcp_url, form={}, headers=web).status == 403

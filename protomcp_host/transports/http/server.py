@@ -53,6 +53,7 @@ class HttpSettings:
     websockets: dict[str, ASGIApp] = field(default_factory=dict)  # path -> app (the peers' /bridge)
     path_auth: dict[str, Authenticator | None] = field(default_factory=dict)  # a path's own check, not auth
     public_endpoints: dict[str, ASGIApp] = field(default_factory=dict)  # path -> app served without auth
+    any_origin_paths: set[str] = field(default_factory=set)  # paths any web page may call (guard.py)
     # Waited for on shutdown (within the drain timeout) before the server stops, which closes
     # every WebSocket: the peers' calls in flight over /bridge.
     before_exit: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
@@ -288,6 +289,7 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         max_body=settings.options.max_body,
         public_paths=public,
         path_auth=settings.path_auth,
+        any_origin_paths=settings.any_origin_paths,
     )
     return _ClosingWhenDraining(app, owner), owner
 
