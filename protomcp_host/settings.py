@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from protomcp_host.processes.settings import LaunchSettings, ProcessSettings
 
 if TYPE_CHECKING:
+    from protomcp_host.oauth.settings import OAuthServerSettings
     from protomcp_host.peers.settings import PeerSettings
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
@@ -62,6 +63,7 @@ class RunSettings:
     # How clients connect
     http: HttpSettings | None = None  # --transport http or sse (None: stdio)
     auth_token_env: str | None = None  # --auth-token-env: the variable holding the bearer token
+    oauth_server: OAuthServerSettings | None = None  # --oauth-provider: the authorization server
     dev: DevSettings | None = None  # None: `protomcp run`
     # What a call prints also goes to the host's stderr (not for `protomcp call`, which shows
     # it once, as the log messages it arrives as)
@@ -96,6 +98,8 @@ class RunSettings:
         names = {spec.token_env for spec in self.upstreams if spec.token_env}
         if self.auth_token_env:
             names.add(self.auth_token_env)
+        if self.oauth_server is not None:
+            names.update(self.oauth_server.secret_envs)  # --oauth-client-secret-env and the like
         if self.bridge is not None:
             names.update(self.bridge.credentials)  # --bridge-token-env
             if self.bridge.token_env:

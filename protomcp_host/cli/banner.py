@@ -13,7 +13,20 @@ from protomcp_host.processes.launch import label_of
 
 def banner(host: Host, url: str | None, reload: bool, token_env: str | None = None) -> str:
     """`token_env`: the variable --auth-token-env names (the entries then send its token)."""
-    return stdio_banner(host, reload) if url is None else http_banner(host, url, reload, token_env)
+    if url is None:
+        return stdio_banner(host, reload)
+    return http_banner(host, url, reload, token_env) + _sign_in_lines(host)
+
+
+def _sign_in_lines(host: Host) -> str:
+    """--oauth-provider: where clients come in, and the redirect URI the provider must know."""
+    server = host.settings.oauth_server
+    if server is None:
+        return ""
+    return (
+        f"\nOAuth: clients connect to {server.resource} (in place of the address above) and sign in "
+        f"there; register {server.callback_url} as the redirect URI of the app at the identity provider."
+    )
 
 
 def _skills_line(host: Host) -> list[str]:

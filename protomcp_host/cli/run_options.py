@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from protomcp_host.cli.oauth_options import OAUTH_SERVER_OPTIONS, oauth_server_settings
 from protomcp_host.cli.options import (
     CALL_TIMEOUT,
     DISCOVERY,
@@ -68,7 +69,7 @@ LIMIT_OPTIONS = option_group(
     MAX_IN_FLIGHT, DRAIN_TIMEOUT, HEARTBEAT_TIMEOUT, STARTUP_TIMEOUT, CALL_TIMEOUT, PAGE_SIZE
 )
 SERVE_OPTIONS = option_group(
-    TRANSPORT, CATALOG_OPTIONS, *HTTP_OPTIONS, PYTHON, STORE, PROCESSES, LIMIT_OPTIONS
+    TRANSPORT, CATALOG_OPTIONS, *HTTP_OPTIONS, *OAUTH_SERVER_OPTIONS, PYTHON, STORE, PROCESSES, LIMIT_OPTIONS
 )
 RUN_OPTIONS = option_group(
     SOURCES, SOURCE_OPTIONS, UPSTREAM_OPTIONS, PEER_OPTIONS, IDENTITY_OPTIONS, SERVE_OPTIONS
@@ -108,6 +109,7 @@ def run_settings(given: Mapping[str, Any], dev: DevSettings | None = None) -> Ru
     value or a combination that cannot be served."""
     upstreams = upstream_specs(given["upstreams"], given["upstream_token_envs"], given["upstream_prefixes"])
     bridge = peer_settings(given)
+    http = http_settings(given)
     settings = RunSettings(
         files=tuple(given["files"]),
         modules=tuple(given["modules"]),
@@ -130,7 +132,8 @@ def run_settings(given: Mapping[str, Any], dev: DevSettings | None = None) -> Ru
         max_in_flight=given["max_in_flight"],
         processes=given["processes"],
         store=given["store"],
-        http=http_settings(given),
+        http=http,
+        oauth_server=oauth_server_settings(given, http),
         auth_token_env=given["auth_token_env"],
         dev=dev,
     )

@@ -133,6 +133,7 @@ class Guard:
         max_body: int,
         public_paths: Iterable[str] = (),
         path_auth: Mapping[str, Authenticator | None] | None = None,
+        any_origin_paths: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.allow_hosts = {h.lower() for h in allow_hosts}
@@ -146,6 +147,9 @@ class Guard:
         self.public_paths = frozenset(public_paths)
         # Paths whose callers prove who they are otherwise (the peers' /bridge: their own token).
         self.path_auth = dict(path_auth or {})
+        # Paths a page of any origin may call (with CORS): they act on no ambient credential, so
+        # DNS rebinding gains nothing there (the OAuth metadata, token and registration endpoints).
+        self.any_origin_paths = frozenset(any_origin_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -214,7 +218,10 @@ class Guard:
         duplicated = _duplicated(scope)
         if duplicated is not None:
             return Refusal(400, f"Bad Request: the {duplicated} header is sent more than once")
-        return self._check_host(header(scope, b"host")) or self._check_origin(header(scope, b"origin"))
+        refusal = self._check_host(header(scope, b"host"))
+        if refusal is not None or scope.get("path") in self.any_origin_paths:
+            return refusal
+        return self._check_origin(header(scope, b"origin"))
 
     def _check_host(self, value: str | None) -> Refusal | None:
         if not self.check_host:
