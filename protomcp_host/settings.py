@@ -60,6 +60,8 @@ class RunSettings:
     # How clients connect
     http: HttpSettings | None = None  # --transport http or sse (None: stdio)
     auth_token_env: str | None = None  # --auth-token-env: the variable holding the bearer token
+    # --oauth-client-id-env, --oauth-client-secret-env: the variables holding the OAuth client
+    oauth_client_envs: tuple[str, ...] = ()
     dev: DevSettings | None = None  # None: `protomcp run`
     # What a call prints also goes to the host's stderr (not for `protomcp call`, which shows
     # it once, as the log messages it arrives as)
@@ -78,6 +80,7 @@ class RunSettings:
         names = {spec.token_env for spec in self.upstreams if spec.token_env}
         if self.auth_token_env:
             names.add(self.auth_token_env)
+        names.update(self.oauth_client_envs)
         if self.bridge is not None:
             names.update(self.bridge.credentials)  # --bridge-token-env
             if self.bridge.token_env:

@@ -20,6 +20,7 @@ from protomcp_host.settings import DevSettings, RunSettings
 if TYPE_CHECKING:
     from protomcp_host.peers.hub import BridgeSettings
     from protomcp_host.transports.http.guard import Authenticator
+    from protomcp_host.transports.http.introspection import Introspector
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
 
@@ -374,6 +375,37 @@ HTTP_OPTIONS = [
         "use, and a failure is reported here, not to the client.  [default: 60]",
     ),
     click.option(
+        "--oauth-introspect",
+        default=None,
+        metavar="URL",
+        help="[http/sse] OAuth resource-server mode for opaque access tokens: ask this RFC 7662 "
+        "introspection endpoint about each token (answers cached up to 30 s), authenticated as the "
+        "client named by --oauth-client-id-env and --oauth-client-secret-env (needs --oauth-issuer; "
+        "instead of --oauth-jwks). The token must be active and its 'aud' include this server.",
+    ),
+    click.option(
+        "--oauth-client-id-env",
+        default=None,
+        metavar="NAME",
+        help="[http/sse] The environment variable holding the client id this server has at the "
+        "authorization server (tool processes do not get it).",
+    ),
+    click.option(
+        "--oauth-client-secret-env",
+        default=None,
+        metavar="NAME",
+        help="[http/sse] The environment variable holding that client's secret (tool processes do "
+        "not get it).",
+    ),
+    click.option(
+        "--oauth-leeway",
+        default=None,
+        type=click.FloatRange(min=0),
+        metavar="SECONDS",
+        help="[http/sse] Clock skew allowed when checking a JWT access token's exp, nbf and iat: a "
+        "token is still accepted this many seconds after it expired.  [default: 30]",
+    ),
+    click.option(
         "--max-body",
         default=None,
         type=click.IntRange(min=1),
@@ -448,6 +480,10 @@ HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags d
     "oauth_audience": "--oauth-audience",
     "oauth_scopes": "--oauth-scope",
     "oauth_jwks_refresh": "--oauth-jwks-refresh",
+    "oauth_introspect": "--oauth-introspect",
+    "oauth_client_id_env": "--oauth-client-id-env",
+    "oauth_client_secret_env": "--oauth-client-secret-env",
+    "oauth_leeway": "--oauth-leeway",
     "max_body": "--max-body",
     "session_timeout": "--session-timeout",
     "max_sessions": "--max-sessions",
@@ -569,6 +605,9 @@ def run_settings(given: Mapping[str, Any], dev: DevSettings | None = None) -> Ru
         store=given["store"],
         http=http_settings(given),
         auth_token_env=given["auth_token_env"],
+        oauth_client_envs=tuple(
+            name for name in (given["oauth_client_id_env"], given["oauth_client_secret_env"]) if name
+        ),
         dev=dev,
     )
     _check_serving(settings)
@@ -755,7 +794,17 @@ def _session_options(settings: HttpSettings, given: Mapping[str, Any]) -> None:
         options.session_id_header = given["session_id_header"].lower().encode("latin-1")
 
 
-OAUTH = ("oauth_jwks", "oauth_issuer", "oauth_audience", "oauth_scopes", "oauth_jwks_refresh")
+OAUTH = (
+    "oauth_jwks",
+    "oauth_issuer",
+    "oauth_audience",
+    "oauth_scopes",
+    "oauth_jwks_refresh",
+    "oauth_introspect",
+    "oauth_client_id_env",
+    "oauth_client_secret_env",
+    "oauth_leeway",
+)
 
 
 def _authenticator(given: Mapping[str, Any]) -> Authenticator | None:
@@ -774,21 +823,46 @@ def _authenticator(given: Mapping[str, Any]) -> Authenticator | None:
     return auth
 
 
+def _introspector(given: Mapping[str, Any]) -> Introspector:
+    """--oauth-introspect URL with the client named by --oauth-client-id-env/-secret-env."""
+    from protomcp_host.transports.http.introspection import Introspector
+
+    url = given["oauth_introspect"]
+    if not url.startswith(("https://", "http://")):
+        raise click.UsageError(f"--oauth-introspect {url}: not an http(s) URL")
+    credentials = []
+    for option in ("--oauth-client-id-env", "--oauth-client-secret-env"):
+        name = given[option[2:].replace("-", "_")]
+        if not name:
+            raise click.UsageError(f"--oauth-introspect needs {option}: the client it authenticates as")
+        value = os.environ.get(name, "")
+        if not value:
+            raise click.UsageError(f"{option} {name}: the environment variable {name} is not set")
+        credentials.append(value)
+    client_id, client_secret = credentials
+    return Introspector(url, client_id, client_secret)
+
+
 def _oauth(given: Mapping[str, Any], other: Authenticator | None) -> Authenticator:
     from protomcp_host.transports.http.oauth import JwksError, OAuthResource
 
     if other is not None:
-        raise click.UsageError("use either --auth-token-env or --oauth-jwks, not both")
-    if not given["oauth_jwks"] or not given["oauth_issuer"]:
-        raise click.UsageError("OAuth mode needs both --oauth-jwks and --oauth-issuer")
+        raise click.UsageError("use either --auth-token-env or --oauth-jwks/--oauth-introspect, not both")
+    if given["oauth_jwks"] and given["oauth_introspect"]:
+        raise click.UsageError("use either --oauth-jwks (JWT access tokens) or --oauth-introspect, not both")
+    if not (given["oauth_jwks"] or given["oauth_introspect"]) or not given["oauth_issuer"]:
+        raise click.UsageError("OAuth mode needs --oauth-issuer and --oauth-jwks or --oauth-introspect")
     resource = OAuthResource(
         given["oauth_jwks"],
         given["oauth_issuer"],
         audience=given["oauth_audience"],
         scopes=tuple(given["oauth_scopes"]),
+        introspection=_introspector(given) if given["oauth_introspect"] else None,
     )
     if given["oauth_jwks_refresh"] is not None:
         resource.refresh_after = given["oauth_jwks_refresh"]
+    if given["oauth_leeway"] is not None:
+        resource.leeway = given["oauth_leeway"]
     try:
         resource.load_keys()
     except JwksError as exc:
