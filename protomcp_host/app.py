@@ -900,6 +900,12 @@ class _Run:
             http.before_exit.append(self.peers_drained.wait)
         if not await self._start(tg):
             return
+        if self.settings.oauth_server is not None:  # (the store is open now: its records are there)
+            from protomcp_host.oauth.server import AuthorizationServer
+
+            server = AuthorizationServer(self.settings.oauth_server, host.store, host.stderr)
+            http.public_endpoints.update(server.endpoints())
+            server.verify_with_own_keys(http.auth)
         from protomcp_host.transports.http.server import serve_http
 
         try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from protomcp_host.oauth.settings import OAuthServerSettings
     from protomcp_host.peers.hub import BridgeSettings
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
@@ -62,6 +63,7 @@ class RunSettings:
     auth_token_env: str | None = None  # --auth-token-env: the variable holding the bearer token
     # --oauth-client-id-env, --oauth-client-secret-env: the variables holding the OAuth client
     oauth_client_envs: tuple[str, ...] = ()
+    oauth_server: OAuthServerSettings | None = None  # --oauth-provider: the authorization server
     dev: DevSettings | None = None  # None: `protomcp run`
     # What a call prints also goes to the host's stderr (not for `protomcp call`, which shows
     # it once, as the log messages it arrives as)
@@ -81,6 +83,8 @@ class RunSettings:
         if self.auth_token_env:
             names.add(self.auth_token_env)
         names.update(self.oauth_client_envs)
+        if self.oauth_server is not None:
+            names.update(self.oauth_server.secret_envs)  # --oauth-client-secret-env and the like
         if self.bridge is not None:
             names.update(self.bridge.credentials)  # --bridge-token-env
             if self.bridge.token_env:

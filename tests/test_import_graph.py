@@ -280,6 +280,8 @@ HOST_LAYERS = {
         "protomcp_host.proto_mcp",
         "protomcp_host.processes",
     },
+    # the authorization server (--oauth-provider): its records in the store, its endpoints beside MCP's
+    "protomcp_host.oauth": {"protomcp_host.store", "protomcp_host.transports.http"},
     "protomcp_host.transports.http": {
         "protomcp_host.protocol",
         "protomcp_host.proto_mcp",

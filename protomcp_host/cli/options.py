@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from protomcp_host.cli.oauth_options import OAUTH_SERVER_OPTIONS, oauth_server_settings
 from protomcp_host.settings import DevSettings, RunSettings
 
 if TYPE_CHECKING:
@@ -384,20 +385,6 @@ HTTP_OPTIONS = [
         "instead of --oauth-jwks). The token must be active and its 'aud' include this server.",
     ),
     click.option(
-        "--oauth-client-id-env",
-        default=None,
-        metavar="NAME",
-        help="[http/sse] The environment variable holding the client id this server has at the "
-        "authorization server (tool processes do not get it).",
-    ),
-    click.option(
-        "--oauth-client-secret-env",
-        default=None,
-        metavar="NAME",
-        help="[http/sse] The environment variable holding that client's secret (tool processes do "
-        "not get it).",
-    ),
-    click.option(
         "--oauth-leeway",
         default=None,
         type=click.FloatRange(min=0),
@@ -481,8 +468,6 @@ HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags d
     "oauth_scopes": "--oauth-scope",
     "oauth_jwks_refresh": "--oauth-jwks-refresh",
     "oauth_introspect": "--oauth-introspect",
-    "oauth_client_id_env": "--oauth-client-id-env",
-    "oauth_client_secret_env": "--oauth-client-secret-env",
     "oauth_leeway": "--oauth-leeway",
     "max_body": "--max-body",
     "session_timeout": "--session-timeout",
@@ -541,7 +526,7 @@ LIMIT_OPTIONS = option_group(
     MAX_IN_FLIGHT, DRAIN_TIMEOUT, HEARTBEAT_TIMEOUT, STARTUP_TIMEOUT, CALL_TIMEOUT, PAGE_SIZE
 )
 SERVE_OPTIONS = option_group(
-    TRANSPORT, CATALOG_OPTIONS, *HTTP_OPTIONS, PYTHON, STORE, PROCESSES, LIMIT_OPTIONS
+    TRANSPORT, CATALOG_OPTIONS, *HTTP_OPTIONS, *OAUTH_SERVER_OPTIONS, PYTHON, STORE, PROCESSES, LIMIT_OPTIONS
 )
 RUN_OPTIONS = option_group(
     SOURCES, SOURCE_OPTIONS, UPSTREAM_OPTIONS, BRIDGE_OPTIONS, IDENTITY_OPTIONS, SERVE_OPTIONS
@@ -581,6 +566,7 @@ def run_settings(given: Mapping[str, Any], dev: DevSettings | None = None) -> Ru
     value or a combination that cannot be served."""
     upstreams = upstream_specs(given["upstreams"], given["upstream_token_envs"], given["upstream_prefixes"])
     bridge = bridge_settings(given)
+    http = http_settings(given)
     settings = RunSettings(
         files=tuple(given["files"]),
         modules=tuple(given["modules"]),
@@ -603,7 +589,8 @@ def run_settings(given: Mapping[str, Any], dev: DevSettings | None = None) -> Ru
         max_in_flight=given["max_in_flight"],
         processes=given["processes"],
         store=given["store"],
-        http=http_settings(given),
+        http=http,
+        oauth_server=oauth_server_settings(given, http),
         auth_token_env=given["auth_token_env"],
         oauth_client_envs=tuple(
             name for name in (given["oauth_client_id_env"], given["oauth_client_secret_env"]) if name
@@ -801,8 +788,6 @@ OAUTH = (
     "oauth_scopes",
     "oauth_jwks_refresh",
     "oauth_introspect",
-    "oauth_client_id_env",
-    "oauth_client_secret_env",
     "oauth_leeway",
 )
 
@@ -818,6 +803,8 @@ def _authenticator(given: Mapping[str, Any]) -> Authenticator | None:
         if not token:
             raise click.UsageError(f"--auth-token-env {name}: the environment variable {name} is not set")
         auth = BearerToken(token)
+    if given.get("oauth_provider"):
+        return auth  # protomcp is the authorization server (cli/oauth_options.py says what clashes)
     if any(given[key] not in (None, ()) for key in OAUTH):
         auth = _oauth(given, auth)
     return auth

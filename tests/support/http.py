@@ -22,9 +22,11 @@ ACCEPT = "application/json, text/event-stream"
 class HttpHost:
     """A host process serving HTTP; `url` is known once it printed its banner."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None, transport: str = "http") -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, transport: str = "http", port: int = 0
+    ) -> None:
         self.proc = subprocess.Popen(
-            [*HOST, *args, "--transport", transport, "--port", "0"],
+            [*HOST, *args, "--transport", transport, "--port", str(port)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

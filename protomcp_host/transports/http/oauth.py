@@ -16,7 +16,7 @@ import hashlib
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,9 @@ class OAuthResource:
     refresh_after: float = REFRESH_AFTER  # at most one JWKS re-read per this many seconds
     introspection: Introspector | None = None
     resource: str = ""  # canonical URL of this MCP server (set by the server)
+    public_resource: str | None = None  # --public-url: the resource whatever the server listens on
+    # protomcp's own authorization server (oauth/server.py): its keys, read from the store
+    fetch_jwks: Callable[[], Awaitable[dict[str, Any]]] | None = field(default=None, repr=False)
     log: Callable[[str], None] = field(default=lambda text: _print_stderr(text), repr=False)
     _keys: dict[str | None, Any] = field(default_factory=dict, repr=False)
     _refetched_at: float = float("-inf")  # last re-read attempt, whether it worked or not
@@ -81,11 +84,11 @@ class OAuthResource:
 
     def start(self, resource: str, log: Callable[[str], None] | None = None) -> None:
         """Called once the server knows its URL, which is the default audience."""
-        self.resource = resource
+        self.resource = self.public_resource or resource
         if log is not None:
             self.log = log
         if self.audience is None:
-            self.audience = resource
+            self.audience = self.resource
 
     @property
     def refusals(self) -> RefusalLog:
@@ -228,7 +231,10 @@ class OAuthResource:
                 return key
             self._refetched_at = time.monotonic()
             try:
-                self._install(await anyio.to_thread.run_sync(load_jwks, source))
+                if self.fetch_jwks is not None:
+                    self._install(await self.fetch_jwks())
+                else:
+                    self._install(await anyio.to_thread.run_sync(load_jwks, source))
             except JwksError as exc:
                 self.log(
                     f"protomcp: {exc}; keeping the {len(self._keys)} keys read before "

@@ -52,6 +52,7 @@ class HttpSettings:
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     websockets: dict[str, ASGIApp] = field(default_factory=dict)  # path -> app (the peers' /bridge)
     path_auth: dict[str, Authenticator | None] = field(default_factory=dict)  # a path's own check, not auth
+    public_endpoints: dict[str, ASGIApp] = field(default_factory=dict)  # path -> app served without auth
     # Waited for on shutdown (within the drain timeout) before the server stops, which closes
     # every WebSocket: the peers' calls in flight over /bridge.
     before_exit: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
@@ -269,6 +270,9 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         Route(LIVE_PATH, endpoint=_Endpoint(health.live), methods=["GET"]),
     ]
     public: list[str] = [READY_PATH, LIVE_PATH]  # balancers probe without credentials
+    # (the authorization server's endpoints, --oauth-provider: a client without a token gets one there)
+    routes += [Route(path, endpoint=_Endpoint(app)) for path, app in settings.public_endpoints.items()]
+    public += list(settings.public_endpoints)
     if isinstance(settings.auth, OAuthResource):
         metadata = settings.auth.metadata_paths(endpoint_path(settings))  # the challenge names one
         public += metadata
