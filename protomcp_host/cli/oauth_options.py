@@ -96,7 +96,7 @@ def oauth_server_settings(given: Mapping[str, Any], http: HttpSettings | None) -
         if used:
             raise click.UsageError(f"{', '.join(used)}: only with --oauth-provider")
         return None
-    if http is None:
+    if http is None or http.transport != "http":
         raise click.UsageError("--oauth-provider: only with --transport http")
     clashing = [flag for name, flag in RESOURCE_SERVER_ONLY.items() if given.get(name)]
     if clashing:

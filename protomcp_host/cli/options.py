@@ -803,10 +803,8 @@ def _authenticator(given: Mapping[str, Any]) -> Authenticator | None:
         if not token:
             raise click.UsageError(f"--auth-token-env {name}: the environment variable {name} is not set")
         auth = BearerToken(token)
-    if given.get("oauth_provider"):
-        return auth  # protomcp is the authorization server (cli/oauth_options.py says what clashes)
-    if any(given[key] not in (None, ()) for key in OAUTH):
-        auth = _oauth(given, auth)
+    if any(given[key] not in (None, ()) for key in OAUTH) and not given.get("oauth_provider"):
+        auth = _oauth(given, auth)  # (with --oauth-provider: cli/oauth_options.py)
     return auth
 
 

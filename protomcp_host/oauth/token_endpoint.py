@@ -33,7 +33,7 @@ class TokenEndpoint:
 
     async def token(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
-            await respond(send, 405, headers=((b"allow", b"POST"),))
+            await error_json(send, BadRequest("invalid_request", "use POST", 405), ((b"allow", b"POST"),))
             return
         try:
             form = await read_form(scope, receive)
@@ -117,7 +117,7 @@ class TokenEndpoint:
 
     async def revoke(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
-            await respond(send, 405, headers=((b"allow", b"POST"),))
+            await error_json(send, BadRequest("invalid_request", "use POST", 405), ((b"allow", b"POST"),))
             return
         try:
             form = await read_form(scope, receive)
@@ -132,7 +132,7 @@ class TokenEndpoint:
 
     async def register(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
-            await respond(send, 405, headers=((b"allow", b"POST"),))
+            await error_json(send, BadRequest("invalid_request", "use POST", 405), ((b"allow", b"POST"),))
             return
         try:
             metadata: Any = await read_json_object(receive)

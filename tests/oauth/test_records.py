@@ -14,12 +14,15 @@ from protomcp_host.store.memory import MemoryStore
 from tests.oauth.conftest import (
     CLIENT_REDIRECT,
     Beds,
+    MemoryStorage,
     answer_of,
     authorize_url,
+    call_add,
     call_tools_list,
     redeem,
     refresh,
     register,
+    sdk_auth,
 )
 from tests.support.ports import free_port
 
@@ -92,3 +95,17 @@ async def test_a_code_is_claimed_once_over_concurrent_claims(
                 claims.start_soon(claim)
         assert wins.count(True) == 1
         tg.cancel_scope.cancel()
+
+
+async def test_two_workers_share_the_sign_ins_and_tokens(bed_factory: Beds, redis_url: str) -> None:
+    """--workers 2: every request may reach either worker (the kernel picks); the SDK's whole
+    sign-in, several calls and a refresh all work."""
+    bed = bed_factory("--store", redis_url, "--workers", "2")
+    storage = MemoryStorage()
+    auth = sdk_auth(bed, storage)
+    for _ in range(3):
+        result = await call_add(bed, auth)
+        assert result.is_error is False and result.content[0].text == "5"
+    assert storage.client is not None and storage.tokens is not None and storage.tokens.refresh_token
+    renewed = refresh(bed, storage.client.client_id, storage.tokens.refresh_token)
+    assert renewed.status == 200 and call_tools_list(bed, renewed.json()["access_token"]).status == 200

@@ -184,3 +184,17 @@ def test_a_token_for_another_audience_is_refused(bed_factory: Beds) -> None:
         request("GET", one.public_url + "/oauth/jwks").json()
         == request("GET", other.public_url + "/oauth/jwks").json()
     )
+
+
+@pytest.mark.parametrize("path", ["/oauth/token", "/oauth/revoke", "/oauth/register"])
+def test_other_methods_get_a_json_405(bed: Bed, path: str) -> None:
+    answer = request("GET", bed.public_url + path)
+    assert answer.status == 405 and answer.headers["allow"] == "POST"
+    assert answer.json()["error"] == "invalid_request"
+
+
+def test_a_token_request_that_is_not_a_form_is_a_json_400(bed: Bed) -> None:
+    from tests.oauth.conftest import post_json
+
+    answer = post_json(bed.public_url + "/oauth/token", {"grant_type": "authorization_code"})
+    assert answer.status == 400 and answer.json()["error"] == "invalid_request"
