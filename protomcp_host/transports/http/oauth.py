@@ -34,6 +34,7 @@ ASYMMETRIC = frozenset(
 )
 REFRESH_AFTER = 60.0  # seconds between JWKS re-reads triggered by an unknown key id (default)
 LEEWAY = 30.0  # seconds of clock skew allowed on a JWT's exp, nbf and iat (default)
+MAX_VERIFIED = 10_000  # JWTs remembered as verified (the oldest go first)
 INVALID = "Unauthorized: the access token is not valid"  # all a refused caller is told
 UNCHECKED = "Service Unavailable: the access token cannot be checked now; try again"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
@@ -76,6 +77,11 @@ class OAuthResource:
     _refetched_at: float = float("-inf")  # last re-read attempt, whether it worked or not
     _refetching: Any = field(default=None, repr=False)  # anyio.Lock: one re-read at a time
     _refusals: RefusalLog | None = field(default=None, repr=False)
+    # JWT -> (who it is, wall-clock time its acceptance ends: exp + leeway). A client sends the
+    # same token with every request; checking its signature each time cost about half the
+    # calls/s of a bearer token. The same token string has the same signature and claims, so
+    # only the time is checked again.
+    _verified: dict[str, tuple[Identity, float]] = field(default_factory=dict, repr=False)
 
     def load_keys(self) -> None:
         """Read the keys now (at startup, so a wrong source fails at once). Raises JwksError."""
@@ -147,6 +153,11 @@ class OAuthResource:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return Refusal(401, "Unauthorized: this server needs an OAuth access token", (self._challenge(),))
+        known = self._verified.get(token)
+        if known is not None:
+            if time.time() <= known[1]:
+                return known[0]
+            del self._verified[token]  # expired: verified again, and refused with the reason
         try:
             claims = await self._verify(token)
             granted = _scopes_of(claims)
@@ -174,7 +185,12 @@ class OAuthResource:
             principal = f"sub {claims.get('iss', self.issuer)} {subject}"
         else:
             principal = "token " + hashlib.sha256(token.encode()).hexdigest()
-        return Identity(principal, claims)
+        identity = Identity(principal, claims)
+        if self.introspection is None:  # (introspection answers are cached by the introspector)
+            if len(self._verified) >= MAX_VERIFIED:
+                del self._verified[next(iter(self._verified))]
+            self._verified[token] = (identity, float(claims["exp"]) + self.leeway)
+        return identity
 
     async def _verify(self, token: str) -> dict[str, Any]:
         if self.introspection is not None:

@@ -136,3 +136,39 @@ async def test_the_leeway_is_what_the_docs_say_and_can_be_set(key_and_jwks: tupl
     [line] = lines
     late = re.search(r"expired (\d+)s ago, beyond the 5s leeway", line)
     assert late is not None and int(late.group(1)) >= 10
+
+
+async def test_a_verified_token_is_verified_again_only_once_its_time_is_up(
+    key_and_jwks: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checking a JWT's signature on every request cost half the calls/s of a bearer token
+    (benchmarks/auth_bench.py); the same token string is verified once, then only its time."""
+    from protomcp_host.transports.http import oauth
+
+    key, jwks = key_and_jwks
+    server = resource(jwks, [])
+    decoded: list[str] = []
+    real_decode = jwt.decode
+
+    def counting_decode(token: str, *args: Any, **kwargs: Any) -> Any:
+        decoded.append(token)
+        return real_decode(token, *args, **kwargs)
+
+    monkeypatch.setattr(jwt, "decode", counting_decode)
+    first, second = token(key, sub="ada"), token(key, sub="bob")
+    for _ in range(3):
+        for presented in (first, second):
+            assert isinstance(await server.check(f"Bearer {presented}"), Identity)
+    assert decoded == [first, second]
+    identity = await server.check(f"Bearer {first}")
+    assert isinstance(identity, Identity) and identity.principal == f"sub {ISSUER} ada"
+    monkeypatch.setattr(oauth, "MAX_VERIFIED", 2)  # bounded: the oldest go first
+    third = token(key, sub="cy")
+    assert isinstance(await server.check(f"Bearer {third}"), Identity)
+    assert list(server._verified) == [second, third]
+    # Past exp and the leeway by this module's clock: the token is verified again in full (and
+    # PyJWT, reading the real clock, accepts it again).
+    later = time.time() + 600 + 31
+    monkeypatch.setattr(oauth.time, "time", lambda: later)
+    assert isinstance(await server.check(f"Bearer {second}"), Identity)
+    assert decoded[-1] == second and len(decoded) == 4
