@@ -81,9 +81,10 @@ def echo_message(rid: int, text: str, modern: bool) -> dict[str, Any]:
 class Connection:
     """One keep-alive HTTP/1.1 connection speaking MCP: POST a message, read its answer."""
 
-    def __init__(self, port: int, path: str, modern: bool = False) -> None:
+    def __init__(self, port: int, path: str, modern: bool = False, headers: tuple[str, ...] = ()) -> None:
         self.port, self.path = port, path
         self.modern = modern
+        self.headers = headers  # more header lines on every request (auth_bench.py: Authorization)
         self.session_id: str | None = None
         self.next_id = 0
 
@@ -114,6 +115,7 @@ class Connection:
             "accept: application/json, text/event-stream",
             "content-type: application/json",
             f"content-length: {len(body)}",
+            *self.headers,
         ]
         if self.modern:
             head += modern_head(message)

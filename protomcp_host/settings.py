@@ -63,6 +63,8 @@ class RunSettings:
     # How clients connect
     http: HttpSettings | None = None  # --transport http or sse (None: stdio)
     auth_token_env: str | None = None  # --auth-token-env: the variable holding the bearer token
+    # --oauth-client-id-env, --oauth-client-secret-env: the variables holding the OAuth client
+    oauth_client_envs: tuple[str, ...] = ()
     oauth_server: OAuthServerSettings | None = None  # --oauth-provider: the authorization server
     dev: DevSettings | None = None  # None: `protomcp run`
     # What a call prints also goes to the host's stderr (not for `protomcp call`, which shows
@@ -98,6 +100,7 @@ class RunSettings:
         names = {spec.token_env for spec in self.upstreams if spec.token_env}
         if self.auth_token_env:
             names.add(self.auth_token_env)
+        names.update(self.oauth_client_envs)
         if self.oauth_server is not None:
             names.update(self.oauth_server.secret_envs)  # --oauth-client-secret-env and the like
         if self.bridge is not None:

@@ -36,7 +36,8 @@ OAUTH_SERVER_OPTIONS: list[Callable[[Any], Any]] = [
         "--oauth-client-id-env",
         default=None,
         metavar="NAME",
-        help="[http] The environment variable holding the client id of the app registered at the provider.",
+        help="[http] The environment variable holding the client id of the app registered at the provider "
+        "(with --oauth-introspect: the client the introspection calls authenticate as).",
     ),
     click.option(
         "--oauth-client-secret-env",
@@ -76,6 +77,8 @@ RESOURCE_SERVER_ONLY = {  # parameter -> flag: resource-server mode for another 
     "oauth_issuer": "--oauth-issuer",
     "oauth_audience": "--oauth-audience",
     "oauth_jwks_refresh": "--oauth-jwks-refresh",
+    "oauth_introspect": "--oauth-introspect",
+    "oauth_leeway": "--oauth-leeway",
 }
 
 
@@ -87,7 +90,12 @@ def oauth_server_settings(given: Mapping[str, Any], http: HttpSettings | None) -
     if not used:
         return None
     if not given.get("oauth_provider"):
-        raise click.UsageError(f"{', '.join(used)}: only with --oauth-provider")
+        if given.get("oauth_introspect"):  # which authenticates as that client (cli/options.py)
+            client = ("--oauth-client-id-env", "--oauth-client-secret-env")
+            used = [flag for flag in used if flag not in client]
+        if used:
+            raise click.UsageError(f"{', '.join(used)}: only with --oauth-provider")
+        return None
     if http is None or http.transport != "http":
         raise click.UsageError("--oauth-provider: only with --transport http")
     clashing = [flag for name, flag in RESOURCE_SERVER_ONLY.items() if given.get(name)]

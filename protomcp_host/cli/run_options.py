@@ -135,6 +135,9 @@ def run_settings(given: Mapping[str, Any], dev: DevSettings | None = None) -> Ru
         http=http,
         oauth_server=oauth_server_settings(given, http),
         auth_token_env=given["auth_token_env"],
+        oauth_client_envs=tuple(
+            name for name in (given["oauth_client_id_env"], given["oauth_client_secret_env"]) if name
+        ),
         dev=dev,
     )
     _check_serving(settings)

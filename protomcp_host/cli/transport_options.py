@@ -15,6 +15,7 @@ import click
 
 if TYPE_CHECKING:
     from protomcp_host.transports.http.guard import Authenticator
+    from protomcp_host.transports.http.introspection import Introspector
     from protomcp_host.transports.http.server import HttpSettings
 
 TRANSPORT = click.option(
@@ -94,6 +95,23 @@ HTTP_OPTIONS = [
         "use, and a failure is reported here, not to the client.  [default: 60]",
     ),
     click.option(
+        "--oauth-introspect",
+        default=None,
+        metavar="URL",
+        help="[http/sse] OAuth resource-server mode for opaque access tokens: ask this RFC 7662 "
+        "introspection endpoint about each token (answers cached up to 30 s), authenticated as the "
+        "client named by --oauth-client-id-env and --oauth-client-secret-env (needs --oauth-issuer; "
+        "instead of --oauth-jwks). The token must be active and its 'aud' include this server.",
+    ),
+    click.option(
+        "--oauth-leeway",
+        default=None,
+        type=click.FloatRange(min=0),
+        metavar="SECONDS",
+        help="[http/sse] Clock skew allowed when checking a JWT access token's exp, nbf and iat: a "
+        "token is still accepted this many seconds after it expired.  [default: 30]",
+    ),
+    click.option(
         "--max-body",
         default=None,
         type=click.IntRange(min=1),
@@ -168,6 +186,8 @@ HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags d
     "oauth_audience": "--oauth-audience",
     "oauth_scopes": "--oauth-scope",
     "oauth_jwks_refresh": "--oauth-jwks-refresh",
+    "oauth_introspect": "--oauth-introspect",
+    "oauth_leeway": "--oauth-leeway",
     "max_body": "--max-body",
     "session_timeout": "--session-timeout",
     "max_sessions": "--max-sessions",
@@ -230,7 +250,15 @@ def _session_options(settings: HttpSettings, given: Mapping[str, Any]) -> None:
         options.session_id_header = given["session_id_header"].lower().encode("latin-1")
 
 
-OAUTH = ("oauth_jwks", "oauth_issuer", "oauth_audience", "oauth_scopes", "oauth_jwks_refresh")
+OAUTH = (
+    "oauth_jwks",
+    "oauth_issuer",
+    "oauth_audience",
+    "oauth_scopes",
+    "oauth_jwks_refresh",
+    "oauth_introspect",
+    "oauth_leeway",
+)
 
 
 def _authenticator(given: Mapping[str, Any]) -> Authenticator | None:
@@ -249,21 +277,46 @@ def _authenticator(given: Mapping[str, Any]) -> Authenticator | None:
     return auth
 
 
+def _introspector(given: Mapping[str, Any]) -> Introspector:
+    """--oauth-introspect URL with the client named by --oauth-client-id-env/-secret-env."""
+    from protomcp_host.transports.http.introspection import Introspector
+
+    url = given["oauth_introspect"]
+    if not url.startswith(("https://", "http://")):
+        raise click.UsageError(f"--oauth-introspect {url}: not an http(s) URL")
+    credentials = []
+    for option in ("--oauth-client-id-env", "--oauth-client-secret-env"):
+        name = given[option[2:].replace("-", "_")]
+        if not name:
+            raise click.UsageError(f"--oauth-introspect needs {option}: the client it authenticates as")
+        value = os.environ.get(name, "")
+        if not value:
+            raise click.UsageError(f"{option} {name}: the environment variable {name} is not set")
+        credentials.append(value)
+    client_id, client_secret = credentials
+    return Introspector(url, client_id, client_secret)
+
+
 def _oauth(given: Mapping[str, Any], other: Authenticator | None) -> Authenticator:
     from protomcp_host.transports.http.oauth import JwksError, OAuthResource
 
     if other is not None:
-        raise click.UsageError("use either --auth-token-env or --oauth-jwks, not both")
-    if not given["oauth_jwks"] or not given["oauth_issuer"]:
-        raise click.UsageError("OAuth mode needs both --oauth-jwks and --oauth-issuer")
+        raise click.UsageError("use either --auth-token-env or --oauth-jwks/--oauth-introspect, not both")
+    if given["oauth_jwks"] and given["oauth_introspect"]:
+        raise click.UsageError("use either --oauth-jwks (JWT access tokens) or --oauth-introspect, not both")
+    if not (given["oauth_jwks"] or given["oauth_introspect"]) or not given["oauth_issuer"]:
+        raise click.UsageError("OAuth mode needs --oauth-issuer and --oauth-jwks or --oauth-introspect")
     resource = OAuthResource(
         given["oauth_jwks"],
         given["oauth_issuer"],
         audience=given["oauth_audience"],
         scopes=tuple(given["oauth_scopes"]),
+        introspection=_introspector(given) if given["oauth_introspect"] else None,
     )
     if given["oauth_jwks_refresh"] is not None:
         resource.refresh_after = given["oauth_jwks_refresh"]
+    if given["oauth_leeway"] is not None:
+        resource.leeway = given["oauth_leeway"]
     try:
         resource.load_keys()
     except JwksError as exc:

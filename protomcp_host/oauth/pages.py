@@ -9,7 +9,9 @@ from html import escape
 PAGE_HEADERS = (
     (b"x-frame-options", b"DENY"),
     (b"content-security-policy", b"frame-ancestors 'none'; default-src 'none'; style-src 'unsafe-inline'"),
-    (b"referrer-policy", b"no-referrer"),
+    # same-origin, not no-referrer: under no-referrer a browser sends the consent form's POST with
+    # `Origin: null`, which the guard refuses (403) as it must; other origins still learn nothing.
+    (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 )
 _STYLE = (

@@ -74,6 +74,11 @@ LISTEN = "subscriptions/listen"
 STREAM_BYTES = 4 << 20  # memory the messages waiting for one request's client may take
 MAX_LISTENS = 16  # listen streams one client may have open at once
 CHUNK = 64 << 10  # bytes of messages written at once (the transport's buffer holds about that)
+# (header, body) versions served in the body's era though they differ: claude.ai's connector
+# backend sends 2026-07-28 bodies with `MCP-Protocol-Version: 2025-11-25` (an open Claude Code
+# issue); refused with -32020, every tool call of a "connected" claude.ai user would fail.
+SERVED_IN_BODY_ERA = frozenset({("2025-11-25", "2026-07-28")})
+MAX_NOTED = 10_000  # clients remembered as told about that (then the memory starts over)
 
 
 def is_modern_request(scope: Scope, parsed: Any) -> bool:
@@ -127,8 +132,14 @@ def decode_header_value(value: str) -> str | None:
     return value
 
 
-def check_headers(scope: Scope, message: rpc.Request, envelope_version: Any) -> str | None:
-    """Why the routing headers disagree with the body (-32020), or None."""
+def check_headers(
+    scope: Scope,
+    message: rpc.Request,
+    envelope_version: Any,
+    served_anyway: Callable[[str], None] | None = None,
+) -> str | None:
+    """Why the routing headers disagree with the body (-32020), or None. A version header and
+    body of SERVED_IN_BODY_ERA agree; `served_anyway(header version)` is told of it."""
     seen: dict[bytes, list[bytes]] = {}  # the routing headers' values (one pass over the headers)
     for key, value in scope["headers"]:
         if key in _ROUTING:
@@ -139,7 +150,10 @@ def check_headers(scope: Scope, message: rpc.Request, envelope_version: Any) -> 
     version = _value(seen, b"mcp-protocol-version")
     if version is None:
         return "Header mismatch: the MCP-Protocol-Version header is missing"
-    if version != envelope_version:
+    if (version, envelope_version) in SERVED_IN_BODY_ERA:
+        if served_anyway is not None:
+            served_anyway(version)
+    elif version != envelope_version:
         return (
             f"Header mismatch: MCP-Protocol-Version header value {version!r} does not match "
             f"body value {envelope_version!r}"
@@ -365,6 +379,7 @@ class ModernEndpoint:
         self.claims_of = claims_of  # scope -> the verified claims for the calls, or None
         self.connections: set[Connection] = set()  # requests in progress (for the drain)
         self.listening: dict[str, int] = {}  # client -> its listen streams open
+        self.noted: set[str] = set()  # clients whose version header we said we serve anyway
 
     async def post(self, scope: Scope, body: bytes, parsed: Any, receive: Receive, send: Send) -> None:
         message = rpc.classify(parsed)
@@ -391,7 +406,7 @@ class ModernEndpoint:
             await self._error(send, message.id, *envelope)
             return
         body_version = message.params.get("_meta", {}).get(PROTOCOL_VERSION)
-        mismatch = check_headers(scope, message, body_version)
+        mismatch = check_headers(scope, message, body_version, lambda header: self._note(scope, header))
         if mismatch is not None:
             await self._error(send, message.id, HEADER_MISMATCH, mismatch, None)
             return
@@ -412,6 +427,21 @@ class ModernEndpoint:
             await self._listen(scope, body, parsed, message, receive, send)
             return
         await self._serve(scope, body, parsed, message, receive, send)
+
+    def _note(self, scope: Scope, header_version: str) -> None:
+        """Say once per client that its requests are served despite their version header."""
+        client = self.principal_of(scope) or _address(scope)
+        if client in self.noted:
+            return
+        if len(self.noted) >= MAX_NOTED:
+            self.noted.clear()
+        self.noted.add(client)
+        agent = _header(scope, b"user-agent") or "no User-Agent"
+        self.host.stderr(
+            f"protomcp: serving {client} ({agent[:100]}) in the 2026-07-28 era its request bodies "
+            f"name, though its MCP-Protocol-Version header says {header_version} (as claude.ai's "
+            "connector does); said once per client"
+        )
 
     async def _listen(
         self, scope: Scope, body: bytes, parsed: Any, message: rpc.Request, receive: Receive, send: Send

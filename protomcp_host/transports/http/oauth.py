@@ -1,7 +1,9 @@
 """OAuth 2.1 resource-server mode: access tokens are JWTs checked against the authorization
 server's keys (JWKS from a URL or a file): signature, issuer, audience (this server's canonical
-URL, RFC 8707), expiry and required scopes. Clients discover the authorization server through
-the RFC 9728 protected-resource metadata this module serves.
+URL, RFC 8707), expiry (within `leeway` seconds of clock skew) and required scopes; or opaque
+tokens the authorization server is asked about (introspection.py, RFC 7662). Clients discover the
+authorization server through the RFC 9728 protected-resource metadata this module serves. Every
+refused token is reported with its reason on the host's stderr (refusals.py: rate-limited).
 
 Verification is PyJWT's (with `cryptography`), never hand-written crypto. Only asymmetric
 algorithms are accepted, and only the one each key declares (no algorithm confusion). The token
@@ -24,13 +26,17 @@ import orjson
 
 from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond_json
 from protomcp_host.transports.http.guard import Identity, Refusal
+from protomcp_host.transports.http.introspection import IntrospectionError, Introspector
+from protomcp_host.transports.http.refusals import RefusalLog, TokenRefused
 
 ASYMMETRIC = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 )
 REFRESH_AFTER = 60.0  # seconds between JWKS re-reads triggered by an unknown key id (default)
-REPORT_EVERY = 60.0  # seconds between two stderr lines about refused tokens
+LEEWAY = 30.0  # seconds of clock skew allowed on a JWT's exp, nbf and iat (default)
+MAX_VERIFIED = 10_000  # JWTs remembered as verified (the oldest go first)
 INVALID = "Unauthorized: the access token is not valid"  # all a refused caller is told
+UNCHECKED = "Service Unavailable: the access token cannot be checked now; try again"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 
 
@@ -55,12 +61,13 @@ def load_jwks(source: str) -> dict[str, Any]:
 
 @dataclass
 class OAuthResource:
-    jwks_source: str
+    jwks_source: str | None  # None: tokens are opaque, checked by `introspection`
     issuer: str
     audience: str | None = None  # default: the server's canonical URL, known once it listens
     scopes: tuple[str, ...] = ()
-    leeway: float = 30.0
+    leeway: float = LEEWAY
     refresh_after: float = REFRESH_AFTER  # at most one JWKS re-read per this many seconds
+    introspection: Introspector | None = None
     resource: str = ""  # canonical URL of this MCP server (set by the server)
     public_resource: str | None = None  # --public-url: the resource whatever the server listens on
     # protomcp's own authorization server (oauth/server.py): its keys, read from the store
@@ -69,11 +76,17 @@ class OAuthResource:
     _keys: dict[str | None, Any] = field(default_factory=dict, repr=False)
     _refetched_at: float = float("-inf")  # last re-read attempt, whether it worked or not
     _refetching: Any = field(default=None, repr=False)  # anyio.Lock: one re-read at a time
-    _refused: list[float] = field(default_factory=lambda: [0, float("-inf")], repr=False)
+    _refusals: RefusalLog | None = field(default=None, repr=False)
+    # JWT -> (who it is, wall-clock time its acceptance ends: exp + leeway). A client sends the
+    # same token with every request; checking its signature each time cost about half the
+    # calls/s of a bearer token. The same token string has the same signature and claims, so
+    # only the time is checked again.
+    _verified: dict[str, tuple[Identity, float]] = field(default_factory=dict, repr=False)
 
     def load_keys(self) -> None:
         """Read the keys now (at startup, so a wrong source fails at once). Raises JwksError."""
-        self._install(load_jwks(self.jwks_source))
+        if self.jwks_source is not None:
+            self._install(load_jwks(self.jwks_source))
 
     def start(self, resource: str, log: Callable[[str], None] | None = None) -> None:
         """Called once the server knows its URL, which is the default audience."""
@@ -82,6 +95,12 @@ class OAuthResource:
             self.log = log
         if self.audience is None:
             self.audience = self.resource
+
+    @property
+    def refusals(self) -> RefusalLog:
+        if self._refusals is None:
+            self._refusals = RefusalLog(self.log)
+        return self._refusals
 
     def _install(self, jwks: dict[str, Any]) -> None:
         from jwt import PyJWK
@@ -134,65 +153,92 @@ class OAuthResource:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return Refusal(401, "Unauthorized: this server needs an OAuth access token", (self._challenge(),))
+        known = self._verified.get(token)
+        if known is not None:
+            if time.time() <= known[1]:
+                return known[0]
+            del self._verified[token]  # expired: verified again, and refused with the reason
         try:
             claims = await self._verify(token)
             granted = _scopes_of(claims)
             subject = claims.get("sub")
             if subject is not None and not isinstance(subject, str):
                 raise ValueError(f"the 'sub' claim is a {type(subject).__name__}, not a string")
-        except Exception as exc:  # every verification failure is the client's invalid token
+        except IntrospectionError as exc:  # the authorization server's trouble, not the token's
+            self.refusals.refused(token, "introspection failed", f"introspection failed: {exc}")
+            return Refusal(503, UNCHECKED, ((b"retry-after", b"5"),))
+        except Exception as exc:  # every other verification failure is the client's invalid token
             # The caller learns only that the token is refused; why goes to the host's stderr
-            # (bounded), since it may name the JWKS or other configuration.
-            self._report_refusal(exc)
+            # (rate-limited), since it may name the JWKS or other configuration.
+            refused = _refusal_of(exc, token)
+            self.refusals.refused(token, refused.kind, str(refused))
             return Refusal(401, INVALID, (self._challenge("invalid_token"),))
         missing = [s for s in self.scopes if s not in granted]
         if missing:
             message = f"Forbidden: the access token lacks the scope {' '.join(missing)}"
+            has = " ".join(sorted(granted)) or "none"
+            self.refusals.refused(token, "insufficient scope", f"{message[11:]} (it has: {has})")
             return Refusal(403, message, (self._challenge("insufficient_scope", message),))
         # Sessions are bound to the principal: the token's subject, or without one the token
         # itself (hashed), so two tokens without 'sub' never share a session.
         if subject is not None:
-            principal = f"sub {claims.get('iss')} {subject}"
+            principal = f"sub {claims.get('iss', self.issuer)} {subject}"
         else:
             principal = "token " + hashlib.sha256(token.encode()).hexdigest()
-        return Identity(principal, claims)
-
-    def _report_refusal(self, exc: Exception) -> None:
-        count, reported_at = self._refused
-        count += 1
-        now = time.monotonic()
-        if now - reported_at < REPORT_EVERY:
-            self._refused[0] = count
-            return
-        more = f" (and {count - 1:.0f} more since the last report)" if count > 1 else ""
-        self.log(f"protomcp: refused an access token: {str(exc)[:300]}{more}")
-        self._refused[:] = [0, now]
+        identity = Identity(principal, claims)
+        if self.introspection is None:  # (introspection answers are cached by the introspector)
+            if len(self._verified) >= MAX_VERIFIED:
+                del self._verified[next(iter(self._verified))]
+            self._verified[token] = (identity, float(claims["exp"]) + self.leeway)
+        return identity
 
     async def _verify(self, token: str) -> dict[str, Any]:
+        if self.introspection is not None:
+            return self._check_introspected(await self.introspection.claims(token))
         import jwt
 
         kid = jwt.get_unverified_header(token).get("kid")
         if kid is not None and not isinstance(kid, str):
-            raise jwt.InvalidTokenError("the key id ('kid') is not a string")
+            raise TokenRefused("malformed", "the key id ('kid') is not a string")
         key = self._key_for(kid)
         if key is None:
             key = await self._refetch_for(kid)
         if key is None:
-            raise jwt.InvalidTokenError(f"no signing key with id {kid!r}")
-        return jwt.decode(
-            token,
-            key.key,
-            algorithms=[key.algorithm_name],
-            audience=self.audience,
-            issuer=self.issuer,
-            leeway=self.leeway,
-            options={"require": ["exp", "iss", "aud"]},
-        )
+            raise TokenRefused("unknown key", f"no signing key with id {kid!r} in the JWKS")
+        try:
+            return jwt.decode(
+                token,
+                key.key,
+                algorithms=[key.algorithm_name],
+                audience=self.audience,
+                issuer=self.issuer,
+                leeway=self.leeway,
+                options={"require": ["exp", "iss", "aud"]},
+            )
+        except jwt.ExpiredSignatureError:  # signature good: its claims can be quoted
+            late = time.time() - jwt.decode(token, options={"verify_signature": False})["exp"]
+            raise TokenRefused(
+                "expired", f"expired {late:.0f}s ago, beyond the {self.leeway:g}s leeway"
+            ) from None
+
+    def _check_introspected(self, claims: dict[str, Any]) -> dict[str, Any]:
+        """An active token is still this server's only if its issuer (when named) is ours and its
+        audience includes this server (RFC 8707): a token for another resource is refused."""
+        if "iss" in claims and claims["iss"] != self.issuer:
+            raise TokenRefused("wrong issuer", f"issued by {claims['iss']!r}, not {self.issuer}")
+        audience = claims.get("aud")
+        named = [audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []
+        if self.audience not in named:
+            raise TokenRefused("wrong audience", f"meant for {audience!r}, not {self.audience}")
+        return claims
 
     async def _refetch_for(self, kid: str | None) -> Any:
         """The authorization server may have rotated its keys: read them again (off the loop), at
         most once per `refresh_after` seconds whether that works or not; a failure keeps the last
         good keys and is reported on stderr, never to the caller."""
+        source = self.jwks_source
+        if source is None:
+            return None
         if self._refetching is None:
             self._refetching = anyio.Lock()
         async with self._refetching:  # callers that arrive meanwhile use what it read
@@ -204,7 +250,7 @@ class OAuthResource:
                 if self.fetch_jwks is not None:
                     self._install(await self.fetch_jwks())
                 else:
-                    self._install(await anyio.to_thread.run_sync(load_jwks, self.jwks_source))
+                    self._install(await anyio.to_thread.run_sync(load_jwks, source))
             except JwksError as exc:
                 self.log(
                     f"protomcp: {exc}; keeping the {len(self._keys)} keys read before "
@@ -219,6 +265,30 @@ class OAuthResource:
         if kid is None and len(self._keys) == 1:
             return next(iter(self._keys.values()))
         return None
+
+
+def _refusal_of(exc: Exception, token: str) -> TokenRefused:
+    """Why a token was refused, as a kind the refusal log counts by and a detail it writes."""
+    import jwt
+
+    if isinstance(exc, TokenRefused):
+        return exc
+    if isinstance(exc, (jwt.InvalidAudienceError, jwt.InvalidIssuerError)):
+        # Raised after the signature was checked: the claims can be quoted.
+        claims = jwt.decode(token, options={"verify_signature": False})
+        if isinstance(exc, jwt.InvalidAudienceError):
+            return TokenRefused("wrong audience", f"meant for {claims.get('aud')!r}: {exc}")
+        return TokenRefused("wrong issuer", f"issued by {claims.get('iss')!r}: {exc}")
+    kinds: list[tuple[type[Exception], str]] = [
+        (jwt.ImmatureSignatureError, "not yet valid"),
+        (jwt.InvalidSignatureError, "bad signature"),
+        (jwt.MissingRequiredClaimError, "missing claim"),
+        (jwt.InvalidAlgorithmError, "wrong algorithm"),
+        (jwt.DecodeError, "malformed"),
+        (ValueError, "malformed claims"),
+    ]
+    kind = next((kind for cls, kind in kinds if isinstance(exc, cls)), "invalid")
+    return TokenRefused(kind, str(exc) or type(exc).__name__)
 
 
 def _print_stderr(text: str) -> None:

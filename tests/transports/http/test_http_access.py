@@ -372,6 +372,25 @@ async def test_malformed_claims_are_refused_not_a_crash(http_host: Any, jwks: Jw
         assert answer.status_code == 401
 
 
+async def test_each_refused_token_is_logged_with_its_reason_and_the_leeway_is_set(
+    http_host: Any, jwks: Jwks
+) -> None:
+    host = http_host(
+        "run", STREAMS, "--oauth-jwks", jwks.url, "--oauth-issuer", ISSUER, "--oauth-leeway", "5"
+    )
+    late = jwks.token(host.url, exp=int(time.time()) - 10)  # within the default 30 s leeway, not 5 s
+    async with httpx2.AsyncClient(timeout=30) as client:
+        for token, reason in (
+            (late, "beyond the 5s leeway"),
+            (jwks.token("https://other.example.com/mcp"), "meant for 'https://other.example.com/mcp'"),
+            (jwks.token(host.url, kid="k1", kid_header="k7"), "no signing key with id 'k7'"),
+        ):
+            answer = await client.post(host.url, content=INITIALIZE, headers=bearer(token))
+            assert answer.status_code == 401
+            # Before, only the first refusal of a minute was written.
+            host.wait_stderr(lambda line, reason=reason: "refused an access token" in line and reason in line)
+
+
 # -- CORS ----------------------------------------------------------------------------------
 async def test_cors_preflight_and_responses(http_host: Any) -> None:
     app = "https://app.example.com"

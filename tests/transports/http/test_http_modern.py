@@ -160,6 +160,62 @@ async def test_raw_header_and_error_rules(http_host: Any) -> None:
         assert (await post(note, _headers("notifications/cancelled"))).status_code == 202
 
 
+async def test_claude_ai_version_header_is_served_in_the_body_era_and_said_once(http_host: Any) -> None:
+    # claude.ai's connector sends 2026-07-28 bodies with MCP-Protocol-Version: 2025-11-25; before,
+    # every such request got -32020, so every tool call of a "connected" user failed.
+    host = http_host("run", str(BEHAVIOURS), env=MODERN)
+    call = {"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": META}
+    claude_ai = {"version": "2025-11-25", "user-agent": "Claude-User"}
+    async with httpx2.AsyncClient(timeout=30) as client:
+        for id_ in (1, 2):
+            served = await client.post(
+                host.url,
+                content=rpc(id_, "tools/call", call),
+                headers=_headers("tools/call", "add", **claude_ai),
+            )
+            assert served.status_code == 200, served.text
+            assert served.json()["result"]["structuredContent"] == {"result": 3}
+            assert "mcp-session-id" not in served.headers  # the body's era: no session
+        listed = await client.post(
+            host.url,
+            content=rpc(3, "tools/list", {"_meta": META}),
+            headers=_headers("tools/list", **claude_ai),
+        )
+        assert listed.json()["result"]["resultType"] == "complete"  # a 2026-07-28 result
+        # Any other pair of versions is still a mismatch.
+        for version in ("2025-06-18", "2024-11-05"):
+            refused = await client.post(
+                host.url,
+                content=rpc(4, "tools/call", call),
+                headers=_headers("tools/call", "add", version=version),
+            )
+            assert refused.status_code == 400 and refused.json()["error"]["code"] == -32020
+        # Said once for this client: the line a later call prints comes after just one.
+        chatty = {"name": "chatty", "arguments": {"lines": 1}, "_meta": META}
+        await client.post(
+            host.url, content=rpc(5, "tools/call", chatty), headers=_headers("tools/call", "chatty")
+        )
+    host.wait_stderr(lambda line: "chatty line 0" in line)
+    said = [line for line in host.stderr if "MCP-Protocol-Version header says 2025-11-25" in line]
+    assert len(said) == 1 and "address 127.0.0.1" in said[0] and "Claude-User" in said[0]
+
+
+def test_the_header_rule_serves_only_claude_ais_pair_in_the_body_era() -> None:
+    from protomcp_host.protocol.jsonrpc import Request
+    from protomcp_host.transports.http.modern import check_headers
+
+    def check(header: str, body: str) -> tuple[str | None, list[str]]:
+        told: list[str] = []
+        scope = {"headers": [(b"mcp-protocol-version", header.encode()), (b"mcp-method", b"tools/list")]}
+        return check_headers(scope, Request(b"1", "tools/list", {}), body, told.append), told
+
+    assert check("2025-11-25", "2026-07-28") == (None, ["2025-11-25"])
+    assert check("2026-07-28", "2026-07-28") == (None, [])
+    for header, body in (("2025-06-18", "2026-07-28"), ("2026-07-28", "2025-11-25"), ("2025-11-25", "v9")):
+        mismatch, told = check(header, body)
+        assert mismatch is not None and "does not match body value" in mismatch and told == []
+
+
 async def test_raw_progress_streams_and_missing_capability(http_host: Any) -> None:
     host = http_host("run", str(BEHAVIOURS), str(ROUNDS), env=MODERN)
     async with httpx2.AsyncClient(timeout=30) as client:
