@@ -46,6 +46,7 @@ def tool_from_definition(definition: pb.ToolDefinition, owner: str) -> Tool:
             if definition.input_message
             else None
         ),
+        scopes=frozenset(definition.scopes),
     )
 
 
@@ -121,12 +122,12 @@ def file_features(
         mcp = _described({"uri": resource.uri, "name": resource.name or resource.uri}, resource)
         if resource.size:
             mcp["size"] = resource.size
-        offered.resources.append(Entry(resource.uri, owner, mcp))
+        offered.resources.append(Entry(resource.uri, owner, mcp, scopes=frozenset(resource.scopes)))
     for template in templates.templates:
         mcp = _described(
             {"uriTemplate": template.uri_template, "name": template.name or template.uri_template}, template
         )
-        entry = template_entry(template.uri_template, owner, mcp)
+        entry = template_entry(template.uri_template, owner, mcp, frozenset(template.scopes))
         if entry is not None:
             offered.templates.append(entry)
     for prompt in prompts.prompts:
@@ -145,7 +146,9 @@ def file_features(
         mcp["arguments"] = arguments
         _decorated(mcp, prompt)
         required = tuple(a.name for a in prompt.arguments if a.required)
-        offered.prompts.append(Entry(prompt.name, owner, mcp, required=required))
+        offered.prompts.append(
+            Entry(prompt.name, owner, mcp, required=required, scopes=frozenset(prompt.scopes))
+        )
     return offered
 
 

@@ -24,8 +24,9 @@ import orjson
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog, InvalidCursor
 from protomcp_host.protocol.events import Batch, Send
-from protomcp_host.protocol.features import FeatureMethods, Features, Forward
+from protomcp_host.protocol.features import Entry, FeatureMethods, Features, Forward
 from protomcp_host.protocol.jsontypes import is_id
+from protomcp_host.protocol.scopes import restricts
 from protomcp_host.protocol.session import (
     DEFAULT_MAX_IN_FLIGHT,
     LOG_LEVELS,
@@ -85,6 +86,13 @@ CACHEABLE = frozenset(
         "skills/get",
     }
 )
+
+# Listings an entry's scopes may filter (protocol/scopes.py).
+SCOPED_LISTS: dict[str, Callable[[Features], list[Entry]]] = {
+    "resources/list": lambda features: features.resources.ordered(),
+    "resources/templates/list": lambda features: features.templates.ordered(),
+    "prompts/list": lambda features: features.prompts.ordered(),
+}
 
 _MODERN_MARK = PROTOCOL_VERSION.encode()
 
@@ -270,6 +278,7 @@ class _NoPeer:
 
     initialized = False
     client_capabilities: dict[str, Any] = {}
+    auth = None
 
 
 class ModernShared:
@@ -499,7 +508,9 @@ class ModernSession(Session):
             return event
         method = request.method
         if method == "tools/list":
-            extra = self._cacheable if self.visibility.is_default else self._private
+            extra = self._cacheable if self._shown() is None else self._private
+        elif method in SCOPED_LISTS and restricts(SCOPED_LISTS[method](self.shared.features), self.auth):
+            extra = self._private  # filtered by the token's scopes: this caller's own
         elif method in CACHEABLE:
             extra = self._cacheable
         else:
