@@ -7,6 +7,7 @@ import binascii
 
 import orjson
 
+from protomcp_sdk.authoring.arguments import ArgumentError
 from protomcp_sdk.authoring.outputs import output_check
 from protomcp_sdk.authoring.results import (
     CONTENT_TYPES,
@@ -20,7 +21,6 @@ from protomcp_sdk.authoring.results import (
     ToolResult,
     dump_json,
 )
-from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.jsontypes import JSONObject
