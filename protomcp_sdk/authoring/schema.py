@@ -135,15 +135,16 @@ def _message_class(annotation: object) -> type[Message] | None:
 
 def _message_arguments(name: str, message: type[Message], tool_name: str) -> tuple[JSONObject, Converter]:
     """A typed tool: the schema of its message, and JSON arguments → {name: message}."""
-    from protomcp_sdk.wire import protoschema
+    from protomcp_sdk.wire.proto_json import json_to_message
+    from protomcp_sdk.wire.proto_to_schema import schema_from_message
 
     def convert(arguments: JSONObject) -> dict[str, object]:
         try:
-            return {name: protoschema.json_to_message(arguments, message)}
+            return {name: json_to_message(arguments, message)}
         except ValueError as exc:
             raise ArgumentError(f"Invalid arguments for tool '{tool_name}': {exc}") from None
 
-    return protoschema.schema_from_message(message.DESCRIPTOR), convert
+    return schema_from_message(message.DESCRIPTOR), convert
 
 
 def resolve_hints(fn: Callable[..., object], tool_name: str) -> dict[str, object]:
@@ -186,9 +187,9 @@ def output_schema_for(
         return None, False
     message = _message_class(annotation)
     if message is not None:
-        from protomcp_sdk.wire import protoschema
+        from protomcp_sdk.wire.proto_to_schema import schema_from_message
 
-        return protoschema.schema_from_message(message.DESCRIPTOR), False
+        return schema_from_message(message.DESCRIPTOR), False
     simple = simple_type(annotation) if fast else None
     if simple is not None:
         schema = type_schema(*simple)  # never an object: always wrapped

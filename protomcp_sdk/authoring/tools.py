@@ -165,7 +165,7 @@ class ToolSpec:
         for key, attr in _HINTS:
             setattr(definition, attr, bool(hints.get(key, False)))
         if self.message is not None:
-            from protomcp_sdk.wire.protoschema import files_of
+            from protomcp_sdk.wire.descriptor_sets import files_of
 
             classes = [c for c in (self.message, self.result_message) if c is not None]
             definition.message_descriptors = files_of(classes).SerializeToString(deterministic=True)
