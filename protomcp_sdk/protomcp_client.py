@@ -2,6 +2,12 @@
 because the host's own `protomcp call --binary` uses it too (the host imports only the SDK's
 wire package)."""
 
-from protomcp_sdk.wire.protomcp_client import CallResult, ProtoMcpClient, ProtoMcpError, ToolInfo
+from protomcp_sdk.wire.protomcp_client import (
+    CallResult,
+    ProtoMcpCallResult,
+    ProtoMcpClient,
+    ProtoMcpError,
+    ToolInfo,
+)
 
-__all__ = ["CallResult", "ProtoMcpClient", "ProtoMcpError", "ToolInfo"]
+__all__ = ["CallResult", "ProtoMcpCallResult", "ProtoMcpClient", "ProtoMcpError", "ToolInfo"]

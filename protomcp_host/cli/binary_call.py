@@ -13,7 +13,7 @@ from google.protobuf.json_format import MessageToDict
 
 from protomcp_host.cli.show import parse_pairs
 from protomcp_sdk.wire import protoschema
-from protomcp_sdk.wire.protomcp_client import CallResult, ProtoMcpClient, ProtoMcpError
+from protomcp_sdk.wire.protomcp_client import ProtoMcpCallResult, ProtoMcpClient, ProtoMcpError
 
 
 def call_binary(
@@ -62,7 +62,7 @@ def _progress(progress: float, total: float, message: str) -> None:
     click.echo(f"progress {progress:g}{f'/{total:g}' if total else ''} {message}".rstrip(), err=True)
 
 
-def _show(result: CallResult, as_json: bool) -> None:
+def _show(result: ProtoMcpCallResult, as_json: bool) -> None:
     if as_json:
         shown = {
             "content": [MessageToDict(content) for content in result.content],

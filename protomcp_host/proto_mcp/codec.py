@@ -86,7 +86,7 @@ _TOOLS_TAG, _CURSOR_TAG, _INLINE_SCHEMA_TAG, _LIST_TOOLS_RESPONSE_TAG = b"\x0a",
 _ID_TAG = b"\x08"  # MCPMessage.id, a varint
 
 
-class FrameError(ValueError):
+class ProtoMcpFrameError(ValueError):
     """A stream that cannot be read on: the connection ends after its error."""
 
 
@@ -105,7 +105,7 @@ class FrameReader:
         while len(buffer) - at >= 4:
             size = int.from_bytes(buffer[at : at + 4], "big")
             if size > self.limit:
-                raise FrameError(f"a frame of {size} bytes exceeds the limit of {self.limit} bytes")
+                raise ProtoMcpFrameError(f"a frame of {size} bytes exceeds the limit of {self.limit} bytes")
             if len(buffer) - at - 4 < size:
                 break
             frames.append(bytes(buffer[at + 4 : at + 4 + size]))

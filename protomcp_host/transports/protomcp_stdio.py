@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 from protomcp_host.proto_mcp.codec import (
     Descriptors,
-    FrameError,
     FrameReader,
     ProtoMcp,
+    ProtoMcpFrameError,
     error_message,
     frame,
     is_notice,
@@ -37,7 +37,7 @@ class ProtoStdio:
         lines: list[bytes] = []
         try:
             frames = self.reader.feed(data)
-        except FrameError as exc:
+        except ProtoMcpFrameError as exc:
             self.broken = True
             self._refuse(f"{exc}; the rest of the input is not read")
             return lines

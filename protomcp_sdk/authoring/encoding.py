@@ -7,6 +7,7 @@ import binascii
 
 import orjson
 
+from protomcp_sdk.authoring.arguments import ArgumentError
 from protomcp_sdk.authoring.outputs import output_check
 from protomcp_sdk.authoring.results import (
     CONTENT_TYPES,
@@ -20,7 +21,6 @@ from protomcp_sdk.authoring.results import (
     ToolResult,
     dump_json,
 )
-from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.jsontypes import JSONObject
@@ -76,7 +76,7 @@ def encode_result(value: object, spec: ToolSpec, *, proto: bool = False) -> Enco
         elif spec.result_message is not None and isinstance(value, spec.result_message):
             if proto:  # its own class: it fits the output schema made from that class
                 return pb.CallToolResponse(structured_content_proto=value.SerializeToString()), b"[]"
-            from protomcp_sdk.wire.protoschema import message_to_json
+            from protomcp_sdk.wire.proto_json import message_to_json
 
             text_json = dump_json(message_to_json(value))
             # (no output check either: the schema was made from the class; checking a large

@@ -7,9 +7,10 @@ import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from protomcp_sdk.authoring.arguments import Converter
 from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta, checked_scopes
-from protomcp_sdk.authoring.schema import Converter, analyze
+from protomcp_sdk.authoring.schema import analyze
 from protomcp_sdk.authoring.tools import check_name
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.jsontypes import JSONObject

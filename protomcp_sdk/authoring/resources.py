@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from protomcp_sdk.authoring.arguments import ArgumentError, Converter
 from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta, checked_scopes
 from protomcp_sdk.authoring.results import EmbeddedResource
-from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
+from protomcp_sdk.authoring.schema import analyze
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.jsontypes import JSONObject
 

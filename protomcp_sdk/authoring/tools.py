@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Literal
 import orjson
 
 from protomcp_sdk.authoring import docstrings
+from protomcp_sdk.authoring.arguments import ArgumentError, Converter
 from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.metadata import ALWAYS_LOAD, as_json, checked_icons, checked_meta, checked_scopes
 from protomcp_sdk.authoring.outputs import OutputCheck
-from protomcp_sdk.authoring.schema import ArgumentError, Converter, analyze
+from protomcp_sdk.authoring.schema import analyze
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.jsontypes import JSONObject
 
@@ -169,7 +170,7 @@ class ToolSpec:
         for key, attr in _HINTS:
             setattr(definition, attr, bool(hints.get(key, False)))
         if self.message is not None:
-            from protomcp_sdk.wire.protoschema import files_of
+            from protomcp_sdk.wire.descriptor_sets import files_of
 
             classes = [c for c in (self.message, self.result_message) if c is not None]
             definition.message_descriptors = files_of(classes).SerializeToString(deterministic=True)

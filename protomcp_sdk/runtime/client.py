@@ -78,6 +78,32 @@ def known_answer(envelope: pb.Envelope, key: str, answers_json: str) -> pb.Envel
     return pb.Envelope(elicit_response=pb.ElicitResponse(result_json=result_json))
 
 
+class CallAsking:
+    """One call's requests for the client: each one's key (stable across re-runs of the call
+    in a 2026-07-28 input-required round) and the answers the call already has (each used once).
+    Made on a call's first request, so a call that asks nothing pays nothing."""
+
+    def __init__(self, answers_json: str) -> None:
+        self.answers_json = answers_json
+        self.asked: dict[str, int] = {}  # requests made so far, per kind
+        self.answered: set[str] = set()  # keys answered from answers_json
+
+    def key(self, kind: str, key: str | None) -> str:
+        """The request's key: the one given, else ``<kind>-<n>`` in the order the call asks."""
+        count = self.asked[kind] = self.asked.get(kind, 0) + 1
+        return f"{kind}-{count}" if key is None else key
+
+    def known(self, envelope: pb.Envelope, key: str) -> pb.Envelope | None:
+        """The answer the call already has for this request, once; asked again under the same
+        key, the host asks the client again."""
+        if key in self.answered:
+            return None
+        answer = known_answer(envelope, key, self.answers_json)
+        if answer is not None:
+            self.answered.add(key)
+        return answer
+
+
 # -- sampling ------------------------------------------------------------------------------
 
 

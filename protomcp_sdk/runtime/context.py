@@ -98,6 +98,14 @@ async def _converted(
         return convert(await future)
 
 
+def _task_status(ctx: Context, state: str, message: str, progress: int, total: int) -> pb.Envelope:
+    """The frame that sets the status of the task a call runs as."""
+    note = pb.TaskStatusResponse(
+        task_id=ctx.task_id, state=state, message=message, progress=progress, total=total
+    )
+    return pb.Envelope(request_id=ctx.request_id, task_status_response=note)
+
+
 class Context(CallContext):
     """Talks back to the client while a tool runs: progress, log messages, cancellation.
 
@@ -124,8 +132,7 @@ class Context(CallContext):
         self._capabilities_json = capabilities_json
         self._capabilities: JSONObject | None = None
         self._answers_json = answers_json
-        self._asked: dict[str, int] = {}  # requests for the client made so far, per kind
-        self._answered: set[str] = set()  # keys answered from answers_json (each answer is used once)
+        self._asking: client.CallAsking | None = None  # made by the call's first request for the client
         self.progress_token = progress_token
         self.tool_name = tool_name
         self.task_id = task_id  # set when the client runs this call as an MCP task
@@ -177,7 +184,7 @@ class Context(CallContext):
         """Report progress; reaches the client only if it asked for progress on this call.
         In a task, it also becomes the task's status message (the message, or "progress/total")."""
         if self.task_id and (message or total is not None):
-            self._task_status("", message or "", int(progress), int(total or 0))
+            self._send(_task_status(self, "", message or "", int(progress), int(total or 0)))
         if self.progress_token:
             note = pb.ProgressNotification(
                 progress_token=self.progress_token,
@@ -197,14 +204,8 @@ class Context(CallContext):
         ``input_required`` until the next call with it False. Raises RuntimeError outside a task."""
         if not self.task_id:
             raise RuntimeError("set_task_status: this call is not running as a task (ctx.task_id is empty)")
-        self._task_status("input_required" if input_required else "working", message, 0, 0)
+        self._send(_task_status(self, "input_required" if input_required else "working", message, 0, 0))
         return _SENT
-
-    def _task_status(self, state: str, message: str, progress: int, total: int) -> None:
-        note = pb.TaskStatusResponse(
-            task_id=self.task_id, state=state, message=message, progress=progress, total=total
-        )
-        self._send(pb.Envelope(request_id=self.request_id, task_status_response=note))
 
     def log(self, level: str, message: JSON, *, logger: str | None = None) -> _Sent:
         """Send a log message to the client (MCP ``notifications/message``)."""
@@ -242,19 +243,19 @@ class Context(CallContext):
 
     def enable_tools(self, names: Iterable[str]) -> Answer:
         """Show these tools (also tools declared ``@tool(hidden=True)``)."""
-        return self._change(ToolListChange.of(enable=names))
+        return self._control(ToolListChange.of(enable=names).envelope())
 
     def disable_tools(self, names: Iterable[str]) -> Answer:
         """Hide these tools; calling them is refused until they are enabled again."""
-        return self._change(ToolListChange.of(disable=names))
+        return self._control(ToolListChange.of(disable=names).envelope())
 
     def set_allowed(self, names: Iterable[str]) -> Answer:
         """Allowlist mode: exactly these tools are active."""
-        return self._change(ToolListChange.of(allow=names))
+        return self._control(ToolListChange.of(allow=names).envelope())
 
     def set_blocked(self, names: Iterable[str]) -> Answer:
         """Blocklist mode: every tool except these (and hidden ones) is active."""
-        return self._change(ToolListChange.of(block=names))
+        return self._control(ToolListChange.of(block=names).envelope())
 
     def update_tools(
         self,
@@ -266,9 +267,8 @@ class Context(CallContext):
     ) -> Answer:
         """One atomic change: a new allowlist or blocklist (None or empty: keep the mode),
         then enables, then disables — one list_changed at most."""
-        return self._change(
-            ToolListChange.of(enable=enable, disable=disable, allow=allow or None, block=block or None)
-        )
+        change = ToolListChange.of(enable=enable, disable=disable, allow=allow or None, block=block or None)
+        return self._control(change.envelope())
 
     def active_tools(self) -> Answer:
         """The names of the tools active in this call's session."""
@@ -342,21 +342,17 @@ class Context(CallContext):
     ) -> Answer:
         if self._ask is None:
             raise RuntimeError("this Context is not connected to a protomcp host")
-        count = self._asked[kind] = self._asked.get(kind, 0) + 1
-        if key is None:
-            key = f"{kind}-{count}"  # stable across re-runs of the same call
+        if self._asking is None:
+            self._asking = client.CallAsking(self._answers_json)
+        key = self._asking.key(kind, key)
         if self._capabilities_json:
             client.check_capability(envelope, self.client_capabilities)
-        known = None if key in self._answered else client.known_answer(envelope, key, self._answers_json)
-        if known is not None:  # asked again under this key: the host asks the client again
-            self._answered.add(key)
+        known = self._asking.known(envelope, key)
+        if known is not None:
             return answer_of(_done(known), convert, timeout)
         getattr(envelope, envelope.WhichOneof("msg") or "").key = key
         envelope.call_id = self.request_id
         return answer_of(self._ask(envelope), convert, timeout + client.GRACE)
-
-    def _change(self, change: ToolListChange) -> Answer:
-        return self._control(change.envelope())
 
     def _control(self, envelope: pb.Envelope) -> Answer:
         if self._ask is None:

@@ -7,18 +7,18 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable
-from typing import Protocol
 
 import orjson
 
+from protomcp_sdk.authoring.arguments import ArgumentError
 from protomcp_sdk.authoring.completions import limited
 from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.messages import to_messages
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.resources import INTERNAL_ERROR, RESOURCE_NOT_FOUND, ResourceNotFound
-from protomcp_sdk.authoring.schema import ArgumentError
-from protomcp_sdk.runtime.context import Context, Reply
+from protomcp_sdk.runtime.context import Ask, Context
 from protomcp_sdk.runtime.threads import CallThreads
+from protomcp_sdk.runtime.writer import FrameWriter
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire import framing
 
@@ -28,25 +28,23 @@ _MAX_DETAIL = 1000
 Finish = Callable[[object, BaseException | None], None]  # (what the function returned, or what it raised)
 
 
-class Process(Protocol):
-    """What serving these requests needs of the tool process."""
+class FeatureRequests:
+    """Answers the host's resource, prompt and completion requests (the MCP server features
+    other than tools) from the registry."""
 
-    loop: asyncio.AbstractEventLoop
-    requests: dict[str, asyncio.Task[object]]
-    call_threads: CallThreads
-
-    def send(self, envelope: pb.Envelope) -> None: ...
-
-    def ask(self, envelope: pb.Envelope) -> Reply: ...  # a request to the host (see Context)
-
-    def send_payload(
-        self, request_id: str, content: bytes, content_type: str, answer: Callable[[str], pb.Envelope]
-    ) -> None: ...
-
-
-class Features:
-    def __init__(self, process: Process) -> None:
-        self.process = process
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        writer: FrameWriter,
+        ask: Ask,
+        call_threads: CallThreads,
+    ) -> None:
+        self.loop = loop
+        self.send = writer.send
+        self.send_payload = writer.send_payload
+        self.ask = ask  # a request to the host (see Context)
+        self.call_threads = call_threads
+        self.requests: dict[str, asyncio.Task[object]] = {}  # async ones running, by request id: cancellable
         self.handlers: dict[str, Callable[[pb.Envelope], None]] = {
             "list_resources_request": self._list_resources,
             "list_resource_templates_request": self._list_templates,
@@ -67,33 +65,29 @@ class Features:
             self._prompt_failed(request_id, INTERNAL_ERROR, message)
         elif kind == "completion_request":
             reply = pb.CompletionResponse(values=[], total=0, has_more=False)
-            self.process.send(pb.Envelope(request_id=request_id, completion_response=reply))
+            self.send(pb.Envelope(request_id=request_id, completion_response=reply))
         elif kind == "list_resources_request":
-            self.process.send(
-                pb.Envelope(request_id=request_id, resource_list_response=pb.ResourceListResponse())
-            )
+            self.send(pb.Envelope(request_id=request_id, resource_list_response=pb.ResourceListResponse()))
         elif kind == "list_resource_templates_request":
             empty = pb.ResourceTemplateListResponse()
-            self.process.send(pb.Envelope(request_id=request_id, resource_template_list_response=empty))
+            self.send(pb.Envelope(request_id=request_id, resource_template_list_response=empty))
         elif kind == "list_prompts_request":
-            self.process.send(
-                pb.Envelope(request_id=request_id, prompt_list_response=pb.PromptListResponse())
-            )
+            self.send(pb.Envelope(request_id=request_id, prompt_list_response=pb.PromptListResponse()))
 
     # -- lists (whole, in one page: the host merges and pages) ----------------------------
     def _list_resources(self, envelope: pb.Envelope) -> None:
         resources = [spec.resource_definition() for spec in REGISTRY.resources.values()]
         reply = pb.ResourceListResponse(resources=resources)
-        self.process.send(pb.Envelope(request_id=envelope.request_id, resource_list_response=reply))
+        self.send(pb.Envelope(request_id=envelope.request_id, resource_list_response=reply))
 
     def _list_templates(self, envelope: pb.Envelope) -> None:
         templates = [spec.template_definition() for spec in REGISTRY.templates.values()]
         reply = pb.ResourceTemplateListResponse(templates=templates)
-        self.process.send(pb.Envelope(request_id=envelope.request_id, resource_template_list_response=reply))
+        self.send(pb.Envelope(request_id=envelope.request_id, resource_template_list_response=reply))
 
     def _list_prompts(self, envelope: pb.Envelope) -> None:
         reply = pb.PromptListResponse(prompts=[spec.definition() for spec in REGISTRY.prompts.values()])
-        self.process.send(pb.Envelope(request_id=envelope.request_id, prompt_list_response=reply))
+        self.send(pb.Envelope(request_id=envelope.request_id, prompt_list_response=reply))
 
     # -- resources/read ---------------------------------------------------------------------
     def _read(self, envelope: pb.Envelope) -> None:
@@ -110,7 +104,7 @@ class Features:
                 except (TypeError, orjson.JSONEncodeError) as exc:
                     error = exc
                 else:
-                    self.process.send_payload(
+                    self.send_payload(
                         request_id,
                         contents,
                         framing.RAW_RESOURCE_JSON,
@@ -142,7 +136,7 @@ class Features:
 
     def _read_failed(self, request_id: str, code: int, message: str) -> None:
         reply = pb.ReadResourceResponse(is_error=True, error=message, error_code=code)
-        self.process.send(pb.Envelope(request_id=request_id, read_resource_response=reply))
+        self.send(pb.Envelope(request_id=request_id, read_resource_response=reply))
 
     # -- prompts/get ------------------------------------------------------------------------
     def _get_prompt(self, envelope: pb.Envelope) -> None:
@@ -173,7 +167,7 @@ class Features:
                     reply = pb.GetPromptResponse(
                         description=spec.description, messages_json=messages.decode()
                     )
-                    self.process.send(pb.Envelope(request_id=request_id, get_prompt_response=reply))
+                    self.send(pb.Envelope(request_id=request_id, get_prompt_response=reply))
                     return
             if isinstance(error, ArgumentError):
                 self._prompt_failed(request_id, INVALID_PARAMS, str(error))
@@ -194,7 +188,7 @@ class Features:
 
     def _prompt_failed(self, request_id: str, code: int, message: str) -> None:
         reply = pb.GetPromptResponse(is_error=True, error=message, error_code=code)
-        self.process.send(pb.Envelope(request_id=request_id, get_prompt_response=reply))
+        self.send(pb.Envelope(request_id=request_id, get_prompt_response=reply))
 
     # -- completion/complete ----------------------------------------------------------------
     def _complete(self, envelope: pb.Envelope) -> None:
@@ -203,7 +197,7 @@ class Features:
 
         def reply(values: list[str], total: int, has_more: bool) -> None:
             answer = pb.CompletionResponse(values=values, total=total, has_more=has_more)
-            self.process.send(pb.Envelope(request_id=request_id, completion_response=answer))
+            self.send(pb.Envelope(request_id=request_id, completion_response=answer))
 
         if spec is None:
             reply([], 0, False)  # nothing to suggest for this argument
@@ -246,8 +240,6 @@ class Features:
         kind: str,  # the request's frame kind, to answer it if even `finish` fails
         client: tuple[str, str] = ("", ""),  # what the client declared; answers known (JSON)
     ) -> None:
-        process = self.process
-
         def settle(value: object, error: BaseException | None) -> None:
             """Exactly one answer: finish's, or an error answer when finish itself fails."""
             try:
@@ -259,7 +251,7 @@ class Features:
             values = arguments()
             if context_param:
                 values[context_param] = Context(
-                    request_id, "", process.send, "", process.ask, "", "", client[0], client[1]
+                    request_id, "", self.send, "", self.ask, "", "", client[0], client[1]
                 )
             return values
 
@@ -278,9 +270,9 @@ class Features:
                 else:
                     settle(value, None)
 
-            task = process.loop.create_task(run_async())
-            process.requests[request_id] = task
-            task.add_done_callback(lambda _: process.requests.pop(request_id, None))
+            task = self.loop.create_task(run_async())
+            self.requests[request_id] = task
+            task.add_done_callback(lambda _: self.requests.pop(request_id, None))
         else:
 
             def run_sync() -> None:
@@ -291,7 +283,7 @@ class Features:
                 else:
                     settle(value, None)
 
-            process.call_threads.submit(key, run_sync)
+            self.call_threads.submit(key, run_sync)
 
 
 def _describe(error: BaseException | None, what: str) -> str:

@@ -10,9 +10,9 @@ import sys
 import traceback
 from pathlib import Path
 
+from protomcp_sdk.authoring.arguments import ArgumentError
 from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.results import ToolError
-from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.runtime.context import Context
 from protomcp_sdk.wire.paths import package_of
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
-from typing import Protocol
 
 import orjson
 
@@ -24,19 +23,12 @@ from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.jsontypes import JSONObject
 
 
-class Process(Protocol):
-    """What the runner needs of the tool process."""
-
-    loop: asyncio.AbstractEventLoop
-
-    def send(self, envelope: pb.Envelope) -> None: ...
-
-
 class MiddlewareRunner:
     """Runs this process's middleware for the host: one suspended invocation per call."""
 
-    def __init__(self, process: Process) -> None:
-        self.process = process
+    def __init__(self, loop: asyncio.AbstractEventLoop, send: Callable[[pb.Envelope], None]) -> None:
+        self.loop = loop
+        self.send = send  # a frame to the host
         self.running: dict[tuple[str, str], _Invocation] = {}  # (call id, middleware name)
         self.serials = itertools.count(1)  # invocation ids: never reused in this process
 
@@ -67,7 +59,7 @@ class MiddlewareRunner:
             self.running[key] = invocation
             params = orjson.loads(request.params_json or "{}")
             call = ToolCall(str(params.get("name", "")), dict(params.get("arguments") or {}))
-            invocation.task = eager.start(self.process.loop, invocation.run(call))
+            invocation.task = eager.start(self.loop, invocation.run(call))
         else:
             running = self.running.get(key)
             if running is None:  # it answered the call itself, or it is gone: leave the result
@@ -81,7 +73,7 @@ class MiddlewareRunner:
         response.SetInParent()  # (an empty reply is a reply: "unchanged")
         for name, value in fields.items():
             setattr(response, name, value)
-        self.process.send(envelope)
+        self.send(envelope)
 
 
 def specs_of(names: list[str]) -> list[MiddlewareSpec] | str:
@@ -238,7 +230,7 @@ class _Invocation:
     def waiting(self) -> asyncio.Future[str]:
         """Phase "after" (the result), which may come before call_next is reached."""
         if self.after is None:
-            self.after = self.runner.process.loop.create_future()
+            self.after = self.runner.loop.create_future()
         return self.after
 
     def resume(self, request_id: str, result_json: str) -> None:

@@ -45,4 +45,4 @@ ENVELOPE_CHOICES = ("upb", "python")
 READER_ENV = "PROTOMCP_READER"
 """Tool process: who reads the host's frames once the file is loaded. "auto" (the default): the
 call threads when every tool is sync and the file has no middleware, else the event loop;
-"threads" or "loop" to choose (see protomcp_sdk.runtime.process)."""
+"threads" or "loop" to choose (see protomcp_sdk.runtime.reading)."""

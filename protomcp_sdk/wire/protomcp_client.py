@@ -27,8 +27,9 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
 from protomcp_sdk.wire import proto_mcp_pb2 as pm
-from protomcp_sdk.wire import protoschema
+from protomcp_sdk.wire.descriptor_sets import message_class
 from protomcp_sdk.wire.jsontypes import JSON, JSONObject
+from protomcp_sdk.wire.proto_json import json_to_message, message_to_json
 
 VERSION = "1.0.0"
 SCHEMA_RESOLUTION = -33000  # proto-mcp: a schema reference that cannot be resolved
@@ -54,11 +55,13 @@ class ToolInfo:
     metadata: dict[str, str] = field(default_factory=dict)
 
     def request_class(self) -> type[Message]:
-        return protoschema.message_class(self.fds, self.input_message)
+        return message_class(self.fds, self.input_message)
 
 
 @dataclass
-class CallResult:
+class ProtoMcpCallResult:
+    """One tools/call result over proto-mcp."""
+
     content: list[pm.ToolContent]
     is_error: bool
     structured: JSON = None  # the structured result as JSON (decoded from ToolContent.data)
@@ -69,6 +72,10 @@ class CallResult:
     def text(self) -> str:
         return "\n".join(c.text for c in self.content if c.WhichOneof("content") == "text")
 
+
+CallResult = ProtoMcpCallResult
+"""The 0.1.0 name, still imported (by the host's `protomcp call --binary` among others); it said
+less than the one above, beside protomcp_sdk.testing.CallResult."""
 
 Send = Callable[[bytes], Awaitable[None]]
 
@@ -257,7 +264,7 @@ class ProtoMcpClient:
         name: str,
         arguments: JSONObject | Message | None = None,
         progress: Callable[[float, float, str], object] | None = None,
-    ) -> CallResult:
+    ) -> ProtoMcpCallResult:
         """Call a tool; a dict of arguments is packed as its request message (list_tools first,
         or it is listed now), a message as itself, an Any is sent as it is. Raises
         ProtoMcpError for a protocol error."""
@@ -268,7 +275,7 @@ class ProtoMcpClient:
             packed.Pack(arguments)
         else:
             info = self.tools.get(name) or await self._find(name)
-            packed.Pack(protoschema.json_to_message(arguments or {}, info.request_class()))
+            packed.Pack(json_to_message(arguments or {}, info.request_class()))
         request = pm.CallToolRequest(name=name, arguments=packed, report_progress=progress is not None)
         answer = (await self.request(progress, call_tool_request=request)).call_tool_response
         if answer.WhichOneof("result") == "error":
@@ -283,8 +290,8 @@ class ProtoMcpClient:
             raise ProtoMcpError(-32602, f"Unknown tool: {name}")
         return self.tools[name]
 
-    def _result(self, name: str, success: pm.ToolResult) -> CallResult:
-        result = CallResult(
+    def _result(self, name: str, success: pm.ToolResult) -> ProtoMcpCallResult:
+        result = ProtoMcpCallResult(
             [c for c in success.content if c.WhichOneof("content") != "data"], success.is_error
         )
         for content in success.content:
@@ -293,9 +300,9 @@ class ProtoMcpClient:
             info = self.tools.get(name)
             type_name = content.data.type_url.rsplit("/", 1)[-1]
             if info is not None and info.output_message and type_name == info.output_message:
-                message = protoschema.message_class(info.fds, info.output_message)()
+                message = message_class(info.fds, info.output_message)()
                 content.data.Unpack(message)
-                result.data, result.structured = message, protoschema.message_to_json(message)
+                result.data, result.structured = message, message_to_json(message)
             elif type_name == "google.protobuf.Value":
                 value = struct_pb2.Value()
                 content.data.Unpack(value)

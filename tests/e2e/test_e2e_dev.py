@@ -264,7 +264,7 @@ CRASHY = """
         held = threading.Event()
 
         def write_elsewhere():  # another thread writes frames while this call prints
-            with process.write_lock:
+            with process.writer.lock:
                 held.set()
                 threading.Event().wait(0.2)
 

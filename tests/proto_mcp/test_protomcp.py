@@ -375,7 +375,7 @@ async def test_bad_websocket_messages_get_errors_and_the_host_serves_on() -> Non
 
 
 def test_frames_are_read_whatever_the_chunking() -> None:
-    from protomcp_host.proto_mcp.codec import FrameError, FrameReader
+    from protomcp_host.proto_mcp.codec import FrameReader, ProtoMcpFrameError
 
     bodies = [b"a", b"bc", b"", b"d" * 300]
     data = b"".join(len(body).to_bytes(4, "big") + body for body in bodies)
@@ -384,7 +384,7 @@ def test_frames_are_read_whatever_the_chunking() -> None:
         frames = [frame for at in range(0, len(data), step) for frame in reader.feed(data[at : at + step])]
         assert frames == bodies and reader.pending == 0, step
     reader = FrameReader(limit=10)
-    with pytest.raises(FrameError, match="a frame of 11 bytes exceeds the limit of 10 bytes"):
+    with pytest.raises(ProtoMcpFrameError, match="a frame of 11 bytes exceeds the limit of 10 bytes"):
         reader.feed((11).to_bytes(4, "big"))
 
 

@@ -60,7 +60,7 @@ async def test_call_progress_logs_and_errors(tmp_path: Path) -> None:
         assert bad.is_error and "a" in bad.text
         with pytest.raises(ClientError, match="Unknown tool"):
             await c.call("missing")
-        process = c._process
+        process = c._host._process
     assert process is not None and process.returncode is not None  # the host is gone
 
 

@@ -181,6 +181,6 @@ def raw_then_wait(size: int, key: str, ctx: Context) -> str:
     payload = b'[{"type":"text","text":"' + b"x" * size + b'"}]'
     # Through the process's writer, whose lock keeps other threads' frames from cutting in.
     [process] = [o for o in gc.get_objects() if type(o).__name__ == "ProcessRuntime"]
-    process._send(wire.encode_raw(ctx.request_id, payload, wire.RAW_RESULT_JSON))
+    process.writer.send_pieces(wire.encode_raw(ctx.request_id, payload, wire.RAW_RESULT_JSON))
     _gate(key).wait(120)
     return "late"

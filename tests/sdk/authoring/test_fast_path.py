@@ -14,7 +14,8 @@ import orjson
 import pytest
 from pydantic import Field
 
-from protomcp_sdk.authoring.schema import ArgumentError, Signature, analyze
+from protomcp_sdk.authoring.arguments import ArgumentError
+from protomcp_sdk.authoring.schema import Signature, analyze
 from protomcp_sdk.runtime.context import Context
 
 pytestmark = pytest.mark.fast  # starts no process

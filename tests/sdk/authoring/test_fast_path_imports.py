@@ -44,7 +44,7 @@ CHECK = """
 import runpy, sys
 import protomcp_sdk.runtime.context, protomcp_sdk.wire.framing
 from protomcp_sdk.authoring.registry import REGISTRY
-from protomcp_sdk.authoring.schema import ArgumentError
+from protomcp_sdk.authoring.arguments import ArgumentError
 from protomcp_sdk.authoring.encoding import error_response, to_response
 
 runpy.run_path(sys.argv[1])

@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from protomcp_sdk import Context, tool
+from protomcp_sdk.authoring.arguments import ArgumentError
 from protomcp_sdk.authoring.registry import REGISTRY, DuplicateToolError, Registry
-from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
 
 pytestmark = pytest.mark.fast  # starts no process

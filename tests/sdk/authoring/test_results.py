@@ -15,8 +15,8 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from protomcp_sdk import Audio, EmbeddedResource, Image, ResourceLink, Text, ToolError, ToolResult
+from protomcp_sdk.authoring.arguments import ArgumentError
 from protomcp_sdk.authoring.encoding import error_response, to_response
-from protomcp_sdk.authoring.schema import ArgumentError
 from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.wire import envelope_pb2 as pb
 

@@ -62,16 +62,16 @@ async def test_the_call_ends_though_its_task_never_ran(registry: None, through: 
         process = ProcessRuntime(read_fd, write_fd, "tools.py", standby=True)
         process.loaded = True
         ended: list[str] = []
-        process.on_call_end = lambda: ended.append("ended")
+        process.calls.on_call_end = lambda: ended.append("ended")
         request = pb.CallToolRequest(name="sleepy", arguments_json="{}")
         if through != "no middleware":
             request.middleware.extend(REGISTRY.middleware)
         call = pb.Envelope(request_id="r1", call_tool=request)
         cancel = pb.Envelope(cancel=pb.CancelRequest(request_id="r1"))
-        process.received(wire.encode(call) + wire.encode(cancel))  # one read
+        process.reader.received(wire.encode(call) + wire.encode(cancel))  # one read
         for _ in range(5):  # a few loop turns: whatever was scheduled has run
             await asyncio.sleep(0)
-        assert process.tasks == {}
+        assert process.calls.tasks == {}
         assert ended == ["ended"]
     finally:
         for fd in (read_fd, to_process, from_process, write_fd):

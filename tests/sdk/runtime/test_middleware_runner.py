@@ -58,7 +58,7 @@ def _intercept(request_id: str, call_id: str, phase: str, params: dict[str, Any]
 
 async def test_ids_are_unique_and_a_restarted_call_abandons_the_stale_invocation(passing: None) -> None:
     process = FakeProcess()
-    runner = MiddlewareRunner(process)  # type: ignore[arg-type]
+    runner = MiddlewareRunner(process.loop, process.send)
     call = {"name": "t", "arguments": {}}
     runner.intercept(_intercept("h1", "c1", "before", call))
     await process.replies(1)  # it passed the call on (call_next)
@@ -122,7 +122,7 @@ async def test_a_before_only_middleware_replies_once() -> None:
     REGISTRY.add_middleware(middleware_spec(_audit, 0, "passthrough"))
     try:
         process = FakeProcess()
-        runner = MiddlewareRunner(process)  # type: ignore[arg-type]
+        runner = MiddlewareRunner(process.loop, process.send)
         assert runner.registrations()[0].before_only
         runner.intercept(_intercept("h1", "c1", "before", {"name": "t", "arguments": {}}))
         # It waited for nothing, so it ran to its end at once, without a task: one reply (the

@@ -25,7 +25,7 @@ from protomcp_sdk import tool
 def threads_read() -> bool:
     """Whether the call threads read the input."""
     [process] = [o for o in gc.get_objects() if type(o).__name__ == "ProcessRuntime"]
-    return process.threads_read
+    return process.reader.threads_read
 '''
 ASYNC_TOOL = """
 @tool
