@@ -164,6 +164,12 @@ def _described(mcp: dict[str, Any], definition: Any) -> dict[str, Any]:
     return _decorated(mcp, definition)
 
 
+def _claims_json(params: dict[str, Any]) -> str:
+    """The caller's verified token claims (HTTP with OAuth) as JSON; empty without them."""
+    claims = params.get("auth")
+    return orjson.dumps(claims).decode() if claims is not None else ""
+
+
 def forward_request(forward: Forward) -> pb.Envelope:
     """The Envelope request for a forwarded resources/read, prompts/get or completion/complete."""
     params = forward.params
@@ -171,12 +177,14 @@ def forward_request(forward: Forward) -> pb.Envelope:
         read = pb.ReadResourceRequest(uri=params["uri"])
         read.client_capabilities_json = params.get("capabilities", "")
         read.input_answers_json = params.get("answers", "")
+        read.auth_json = _claims_json(params)
         return pb.Envelope(read_resource_request=read)
     if forward.method == "prompts/get":
         arguments = orjson.dumps(params["arguments"]).decode()
         get = pb.GetPromptRequest(name=params["name"], arguments_json=arguments)
         get.client_capabilities_json = params.get("capabilities", "")
         get.input_answers_json = params.get("answers", "")
+        get.auth_json = _claims_json(params)
         return pb.Envelope(get_prompt_request=get)
     request = pb.CompletionRequest(
         ref_type=params["ref_type"],

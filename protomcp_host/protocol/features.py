@@ -347,6 +347,8 @@ class FeatureMethods:
     def _forward(
         self, request: rpc.Request, owner: str, params: dict[str, Any], batch: Batch | None
     ) -> FeatureEvent:
+        if self.session.auth is not None:  # the caller's verified claims (ctx.auth, ctx.principal)
+            params["auth"] = self.session.auth
         forward = Forward(request.id, request.method, owner, params, batch)
         self.forwarded[request.id] = forward
         return forward

@@ -573,14 +573,16 @@ class ResourceTemplateListResponse(_message.Message):
     def __init__(self, templates: _Optional[_Iterable[_Union[ResourceTemplateDefinition, _Mapping]]] = ..., next_cursor: _Optional[str] = ...) -> None: ...
 
 class ReadResourceRequest(_message.Message):
-    __slots__ = ("uri", "client_capabilities_json", "input_answers_json")
+    __slots__ = ("uri", "client_capabilities_json", "input_answers_json", "auth_json")
     URI_FIELD_NUMBER: _ClassVar[int]
     CLIENT_CAPABILITIES_JSON_FIELD_NUMBER: _ClassVar[int]
     INPUT_ANSWERS_JSON_FIELD_NUMBER: _ClassVar[int]
+    AUTH_JSON_FIELD_NUMBER: _ClassVar[int]
     uri: str
     client_capabilities_json: str
     input_answers_json: str
-    def __init__(self, uri: _Optional[str] = ..., client_capabilities_json: _Optional[str] = ..., input_answers_json: _Optional[str] = ...) -> None: ...
+    auth_json: str
+    def __init__(self, uri: _Optional[str] = ..., client_capabilities_json: _Optional[str] = ..., input_answers_json: _Optional[str] = ..., auth_json: _Optional[str] = ...) -> None: ...
 
 class ResourceContent(_message.Message):
     __slots__ = ("uri", "mime_type", "text", "blob")
@@ -657,16 +659,18 @@ class PromptListResponse(_message.Message):
     def __init__(self, prompts: _Optional[_Iterable[_Union[PromptDefinition, _Mapping]]] = ..., next_cursor: _Optional[str] = ...) -> None: ...
 
 class GetPromptRequest(_message.Message):
-    __slots__ = ("name", "arguments_json", "client_capabilities_json", "input_answers_json")
+    __slots__ = ("name", "arguments_json", "client_capabilities_json", "input_answers_json", "auth_json")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     CLIENT_CAPABILITIES_JSON_FIELD_NUMBER: _ClassVar[int]
     INPUT_ANSWERS_JSON_FIELD_NUMBER: _ClassVar[int]
+    AUTH_JSON_FIELD_NUMBER: _ClassVar[int]
     name: str
     arguments_json: str
     client_capabilities_json: str
     input_answers_json: str
-    def __init__(self, name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., client_capabilities_json: _Optional[str] = ..., input_answers_json: _Optional[str] = ...) -> None: ...
+    auth_json: str
+    def __init__(self, name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., client_capabilities_json: _Optional[str] = ..., input_answers_json: _Optional[str] = ..., auth_json: _Optional[str] = ...) -> None: ...
 
 class GetPromptResponse(_message.Message):
     __slots__ = ("description", "messages_json", "is_error", "error", "error_code")

@@ -52,9 +52,16 @@ def private_note(name: str) -> str:
     return f"private {name}"
 
 
+@resource("notes://me")
+def my_note(ctx: Context) -> str:
+    principal = ctx.principal
+    return f"note of {principal.subject}" if principal is not None else "note of nobody"
+
+
 @prompt
-def hello() -> str:
-    return "Say hello"
+def hello(ctx: Context) -> str:
+    principal = ctx.principal
+    return f"Say hello to {principal.subject}" if principal is not None else "Say hello"
 
 
 @prompt(scopes={"files:write"})

@@ -66,6 +66,7 @@ async def test_stateful_sessions_see_and_call_only_what_their_scopes_grant(
         assert (await session.call_tool("save", {"text": "x"})).content[0].text == "saved x"  # type: ignore[union-attr]
         assert {str(r.uri) for r in (await session.list_resources()).resources} == {
             "notes://public",
+            "notes://me",
             "notes://secret",
         }
         templates = (await session.list_resource_templates()).resource_templates
@@ -73,9 +74,16 @@ async def test_stateful_sessions_see_and_call_only_what_their_scopes_grant(
         assert [p.name for p in (await session.list_prompts()).prompts] == ["hello", "draft"]
         who = (await session.call_tool("whoami", {})).structured_content
         assert who == {"subject": "ada", "scopes": ["files:write", "notes:read"], "iss": ISSUER}
+        # resources and prompts see who called too
+        assert (await session.read_resource("notes://me")).contents[0].text == "note of ada"  # type: ignore[union-attr]
+        hello = await session.get_prompt("hello", {})
+        assert hello.messages[0].content.text == "Say hello to ada"  # type: ignore[union-attr]
     async with http_session(host.url, {"authorization": f"Bearer {reader}"}) as session:
         assert [t.name for t in (await session.list_tools()).tools] == ["read_notes", "whoami"]
-        assert [str(r.uri) for r in (await session.list_resources()).resources] == ["notes://public"]
+        assert [str(r.uri) for r in (await session.list_resources()).resources] == [
+            "notes://public",
+            "notes://me",
+        ]
         assert (await session.list_resource_templates()).resource_templates == []
         assert [p.name for p in (await session.list_prompts()).prompts] == ["hello"]
 
@@ -168,7 +176,10 @@ async def test_modern_requests_see_and_call_only_what_their_scopes_grant(http_ho
             names(listed) == ["read_notes", "whoami"] and listed.json()["result"]["cacheScope"] == "private"
         )
         assert names(await post(reader, "prompts/list", {}), "prompts") == ["hello"]
-        assert names(await post(reader, "resources/list", {}), "resources", "uri") == ["notes://public"]
+        assert names(await post(reader, "resources/list", {}), "resources", "uri") == [
+            "notes://public",
+            "notes://me",
+        ]
         save = {"name": "save", "arguments": {"text": "x"}}
         # The server's own scope (--oauth-scope) and the tool's: all the call needs.
         assert_step_up(await post(reader, "tools/call", save, "save"), 1, "mcp files:write", "Tool 'save'")
@@ -226,3 +237,4 @@ async def test_without_oauth_scopes_restrict_nothing(http_host: Any) -> None:
         assert (await stdio.call("save", text="y")).text == "saved y"
         assert [p["name"] for p in await stdio.list_prompts()] == ["hello", "draft"]
         assert (await stdio.call("whoami")).structured == {"principal": None}
+        assert (await stdio.read_resource("notes://me"))[0]["text"] == "note of nobody"
