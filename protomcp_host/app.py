@@ -40,6 +40,7 @@ from protomcp_host.processes.tool_process import ToolProcessError
 from protomcp_host.protocol.catalog import Catalog, NameClash, Tool
 from protomcp_host.protocol.features import Features
 from protomcp_host.protocol.modern import ModernSession, ModernShared
+from protomcp_host.protocol.scopes import declared_scopes
 from protomcp_host.protocol.session import Session
 from protomcp_host.protocol.skills import Skills
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
@@ -892,7 +893,8 @@ class _Run:
         if self.settings.oauth_server is not None:  # (the store is open now: its records are there)
             from protomcp_host.oauth.server import AuthorizationServer
 
-            AuthorizationServer(self.settings.oauth_server, host.store, host.stderr).mount(http)
+            declared = partial(declared_scopes, host.catalog, host.features)  # (which a client may ask for)
+            AuthorizationServer(self.settings.oauth_server, host.store, host.stderr, declared).mount(http)
         from protomcp_host.transports.http.server import serve_http
 
         try:

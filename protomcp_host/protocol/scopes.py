@@ -13,7 +13,11 @@ tokens, or the tool names the broad one).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from protomcp_host.protocol.catalog import Catalog
+    from protomcp_host.protocol.features import Features
 
 
 class Scoped(Protocol):
@@ -58,6 +62,18 @@ def seen_by(entries: list[S], claims: Mapping[str, Any] | None) -> list[S]:
     if not restricts(entries, claims):
         return entries
     return [entry for entry in entries if allowed(entry, claims)]
+
+
+def declared_scopes(catalog: Catalog, features: Features) -> frozenset[str]:
+    """Every scope a tool, resource, template or prompt of the host needs (the authorization
+    server grants them to clients that ask: step-up)."""
+    entries: list[Iterable[Scoped]] = [
+        catalog.visible(lambda _: True),
+        features.resources.ordered(),
+        features.templates.ordered(),
+        features.prompts.ordered(),
+    ]
+    return frozenset(scope for listed in entries for entry in listed for scope in entry.scopes)
 
 
 def insufficient(what: str, missing: Collection[str]) -> str:

@@ -25,7 +25,7 @@ def purge() -> str:
 
 
 @tool
-def whoami(ctx: Context) -> dict[str, object]:
+def who_called(ctx: Context) -> dict[str, object]:
     """Who called, as the host verified it."""
     principal = ctx.principal
     if principal is None:

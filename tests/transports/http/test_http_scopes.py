@@ -62,7 +62,7 @@ async def test_stateful_sessions_see_and_call_only_what_their_scopes_grant(
 
     # The official client: the scoped tool, resource, template and prompt only with the scopes.
     async with http_session(host.url, {"authorization": f"Bearer {writer}"}) as session:
-        assert [t.name for t in (await session.list_tools()).tools] == ["read_notes", "save", "whoami"]
+        assert [t.name for t in (await session.list_tools()).tools] == ["read_notes", "save", "who_called"]
         assert (await session.call_tool("save", {"text": "x"})).content[0].text == "saved x"  # type: ignore[union-attr]
         assert {str(r.uri) for r in (await session.list_resources()).resources} == {
             "notes://public",
@@ -72,14 +72,14 @@ async def test_stateful_sessions_see_and_call_only_what_their_scopes_grant(
         templates = (await session.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["notes://{name}/private"]
         assert [p.name for p in (await session.list_prompts()).prompts] == ["hello", "draft"]
-        who = (await session.call_tool("whoami", {})).structured_content
+        who = (await session.call_tool("who_called", {})).structured_content
         assert who == {"subject": "ada", "scopes": ["files:write", "notes:read"], "iss": ISSUER}
         # resources and prompts see who called too
         assert (await session.read_resource("notes://me")).contents[0].text == "note of ada"  # type: ignore[union-attr]
         hello = await session.get_prompt("hello", {})
         assert hello.messages[0].content.text == "Say hello to ada"  # type: ignore[union-attr]
     async with http_session(host.url, {"authorization": f"Bearer {reader}"}) as session:
-        assert [t.name for t in (await session.list_tools()).tools] == ["read_notes", "whoami"]
+        assert [t.name for t in (await session.list_tools()).tools] == ["read_notes", "who_called"]
         assert [str(r.uri) for r in (await session.list_resources()).resources] == [
             "notes://public",
             "notes://me",
@@ -125,7 +125,7 @@ async def test_stateful_sessions_see_and_call_only_what_their_scopes_grant(
         served = await post(stepped, 6, "tools/call", save)
         assert served.status_code == 200 and "saved x" in served.text
         listed = orjson.loads((await post(stepped, 7, "tools/list", {})).text)
-        assert [t["name"] for t in listed["result"]["tools"]] == ["read_notes", "save", "whoami"]
+        assert [t["name"] for t in listed["result"]["tools"]] == ["read_notes", "save", "who_called"]
         assert (
             await post(reader, 8, "tools/call", {"name": "read_notes", "arguments": {}})
         ).status_code == 200
@@ -170,11 +170,10 @@ async def test_modern_requests_see_and_call_only_what_their_scopes_grant(http_ho
             assert answer.status_code == 200, answer.text
             return [entry[field] for entry in answer.json()["result"][key]]
 
-        assert names(await post(writer, "tools/list", {})) == ["read_notes", "save", "whoami"]
+        assert names(await post(writer, "tools/list", {})) == ["read_notes", "save", "who_called"]
         listed = await post(reader, "tools/list", {})
-        assert (
-            names(listed) == ["read_notes", "whoami"] and listed.json()["result"]["cacheScope"] == "private"
-        )
+        assert names(listed) == ["read_notes", "who_called"]
+        assert listed.json()["result"]["cacheScope"] == "private"
         assert names(await post(reader, "prompts/list", {}), "prompts") == ["hello"]
         assert names(await post(reader, "resources/list", {}), "resources", "uri") == [
             "notes://public",
@@ -194,7 +193,7 @@ async def test_modern_requests_see_and_call_only_what_their_scopes_grant(http_ho
         )
         served = await post(writer, "tools/call", save, "save")
         assert served.status_code == 200 and served.json()["result"]["content"][0]["text"] == "saved x"
-        who = await post(reader, "tools/call", {"name": "whoami", "arguments": {}}, "whoami")
+        who = await post(reader, "tools/call", {"name": "who_called", "arguments": {}}, "who_called")
         assert who.json()["result"]["structuredContent"] == {
             "subject": "bob",
             "scopes": ["mcp"],
@@ -210,8 +209,8 @@ async def test_the_official_client_in_the_modern_era_sees_the_tool_only_with_the
 
     host = http_host("run", SCOPED, "--oauth-jwks", jwks.url, "--oauth-issuer", ISSUER)
     for scope, expected in (
-        ("files:write", ["read_notes", "save", "whoami"]),
-        ("files:read", ["read_notes", "whoami"]),
+        ("files:write", ["read_notes", "save", "who_called"]),
+        ("files:read", ["read_notes", "who_called"]),
     ):
         token = jwks.token(host.url, sub="ada", scope=scope)
         async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30) as http:
@@ -228,13 +227,13 @@ async def test_without_oauth_scopes_restrict_nothing(http_host: Any) -> None:
             "read_notes",
             "save",
             "purge",
-            "whoami",
+            "who_called",
         ]
         assert (await session.call_tool("purge", {})).content[0].text == "purged"  # type: ignore[union-attr]
-        assert (await session.call_tool("whoami", {})).structured_content == {"principal": None}
+        assert (await session.call_tool("who_called", {})).structured_content == {"principal": None}
     async with Client(SCOPED) as stdio:  # stdio: the same
-        assert [t["name"] for t in await stdio.list_tools()] == ["read_notes", "save", "purge", "whoami"]
+        assert [t["name"] for t in await stdio.list_tools()] == ["read_notes", "save", "purge", "who_called"]
         assert (await stdio.call("save", text="y")).text == "saved y"
         assert [p["name"] for p in await stdio.list_prompts()] == ["hello", "draft"]
-        assert (await stdio.call("whoami")).structured == {"principal": None}
+        assert (await stdio.call("who_called")).structured == {"principal": None}
         assert (await stdio.read_resource("notes://me"))[0]["text"] == "note of nobody"
