@@ -893,7 +893,10 @@ class _Run:
         if self.settings.oauth_server is not None:  # (the store is open now: its records are there)
             from protomcp_host.oauth.server import AuthorizationServer
 
-            declared = partial(declared_scopes, host.catalog, host.features)  # (which a client may ask for)
+            def declared() -> frozenset[str]:  # the scopes tools, resources, prompts need (a client may ask)
+                listed = (host.features.resources, host.features.templates, host.features.prompts)
+                return declared_scopes(host.catalog.visible(lambda _: True), *(x.ordered() for x in listed))
+
             AuthorizationServer(self.settings.oauth_server, host.store, host.stderr, declared).mount(http)
         from protomcp_host.transports.http.server import serve_http
 

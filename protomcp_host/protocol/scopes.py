@@ -13,11 +13,7 @@ tokens, or the tool names the broad one).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-
-if TYPE_CHECKING:
-    from protomcp_host.protocol.catalog import Catalog
-    from protomcp_host.protocol.features import Features
+from typing import Any, Protocol, TypeVar
 
 
 class Scoped(Protocol):
@@ -64,16 +60,10 @@ def seen_by(entries: list[S], claims: Mapping[str, Any] | None) -> list[S]:
     return [entry for entry in entries if allowed(entry, claims)]
 
 
-def declared_scopes(catalog: Catalog, features: Features) -> frozenset[str]:
-    """Every scope a tool, resource, template or prompt of the host needs (the authorization
-    server grants them to clients that ask: step-up)."""
-    entries: list[Iterable[Scoped]] = [
-        catalog.visible(lambda _: True),
-        features.resources.ordered(),
-        features.templates.ordered(),
-        features.prompts.ordered(),
-    ]
-    return frozenset(scope for listed in entries for entry in listed for scope in entry.scopes)
+def declared_scopes(*listings: Iterable[Scoped]) -> frozenset[str]:
+    """Every scope the entries of these listings (the host's tools, resources, templates and
+    prompts) need: the authorization server grants them to clients that ask (step-up)."""
+    return frozenset(scope for listed in listings for entry in listed for scope in entry.scopes)
 
 
 def insufficient(what: str, missing: Collection[str]) -> str:
