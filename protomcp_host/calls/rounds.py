@@ -45,6 +45,7 @@ from protomcp_host.processes.events import Reply
 from protomcp_host.processes.launch import STATE_KEY_ENV
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import CancelForward, Forward
+from protomcp_host.protocol.methods import METHODS
 from protomcp_host.protocol.modern import ModernSession, Retry, valid_answer
 from protomcp_host.protocol.session import Call, CancelCall, TaskCancel, TaskInput
 from protomcp_sdk.wire.toollist import ToolListChange
@@ -349,7 +350,7 @@ class ModernRouter(Router):
             self.rounds.of[call.execution] = Round(call.execution, known=answers, used=set(answers))
 
     def _forward(self, forward: Forward) -> None:
-        if forward.method not in ("resources/read", "prompts/get"):
+        if not METHODS[forward.method].input_required:
             super()._forward(forward)
             return
         forward.params["capabilities"] = self.session.capabilities_json

@@ -26,6 +26,7 @@ from protomcp_host.protocol.catalog import Catalog, InvalidCursor
 from protomcp_host.protocol.events import Batch, Send
 from protomcp_host.protocol.features import FeatureMethods, Features, Forward
 from protomcp_host.protocol.jsontypes import is_id
+from protomcp_host.protocol.methods import FEATURES_PREFIX, METHODS, MODERN, served
 from protomcp_host.protocol.session import (
     DEFAULT_MAX_IN_FLIGHT,
     LOG_LEVELS,
@@ -58,33 +59,6 @@ MISSING_CAPABILITY = -32021
 UNSUPPORTED_VERSION = -32022
 
 CACHE_TTL_MS = 0  # lists change with reloads and tool-list control: clients re-ask each time
-
-# Methods the 2026-07-28 revision removed: -32601 (HTTP 404) like any unknown method.
-REMOVED = frozenset(
-    {
-        "initialize",
-        "ping",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "tasks/result",
-        "tasks/list",
-    }
-)
-
-# Results answered at once that carry cache hints (ttlMs, cacheScope); a resources/read answered
-# here is a skill's file (the skills extension asks them of skills/list and skills/get too).
-CACHEABLE = frozenset(
-    {
-        "server/discover",
-        "resources/list",
-        "resources/templates/list",
-        "prompts/list",
-        "resources/read",
-        "skills/list",
-        "skills/get",
-    }
-)
 
 _MODERN_MARK = PROTOCOL_VERSION.encode()
 
@@ -219,7 +193,7 @@ class ModernFeatureMethods(FeatureMethods):
             return None
         session = self.session
         session.envelopes.pop(forward.id, None)
-        cache = forward.method == "resources/read"
+        cache = bool(METHODS[forward.method].cache)
         return super().answered(forward, *session.stamped(result, cache=cache))
 
     def failed(self, forward: Forward, code: int, message: str, data: Any = None) -> bytes | None:
@@ -248,28 +222,7 @@ class ModernFeatureMethods(FeatureMethods):
 
 ModernHandler = Callable[["ModernSession", rpc.Request, Batch | None], Event | list[Event] | None]
 
-# The methods of this era served by the resources/prompts/skills handlers (FeatureMethods).
-FEATURE_METHODS = (
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "skills/list",
-    "skills/get",
-    "resources/directory/read",
-)
-
-
 _NOTHING: dict[str, Any] = {}  # (read only)
-
-
-class _NoPeer:
-    """The session a method table is read from (its handlers are never called on it)."""
-
-    initialized = False
-    client_capabilities: dict[str, Any] = {}
 
 
 class ModernShared:
@@ -327,21 +280,22 @@ class ModernShared:
         return self._table
 
     def _make_table(self) -> dict[str, ModernHandler]:
-        table: dict[str, ModernHandler] = {
-            "server/discover": ModernSession._discover,
-            "tools/list": ModernSession._tools_list,
-            "tools/call": ModernSession._tools_call,
-            "subscriptions/listen": ModernSession._listen,
-        }
+        offered = set()
         if self.task_store is not None:
-            table["tasks/get"] = ModernSession._task_get
-            table["tasks/update"] = ModernSession._task_update
-            table["tasks/cancel"] = ModernSession._task_cancel
+            offered.add("tasks")
         if self.offered:
-            served = ModernFeatureMethods(_NoPeer(), self.features).table()
-            for method in FEATURE_METHODS:
-                if method in served:
-                    table[method] = _on_features(served[method].__func__)  # type: ignore[attr-defined]
+            offered.add("features")
+            if self.features.skills is not None:
+                offered.add("skills")
+        table: dict[str, ModernHandler] = {}
+        for name, method in served(MODERN, offered).items():
+            handler = method.handler
+            if handler.startswith(FEATURES_PREFIX):
+                table[name] = _on_features(
+                    getattr(ModernFeatureMethods, handler.removeprefix(FEATURES_PREFIX))
+                )
+            else:
+                table[name] = getattr(ModernSession, handler)
         return table
 
 
@@ -475,7 +429,7 @@ class ModernSession(Session):
         self.capabilities_json = orjson.dumps(capabilities).decode() if capabilities else "{}"
         method = message.method
         retry = None
-        if method in ROUND_TRIP_METHODS:
+        if METHODS[method].input_required:
             retry = _retry(message.params)
             if isinstance(retry, str):
                 return Send(rpc.error(message.id, rpc.INVALID_PARAMS, retry))
@@ -497,13 +451,13 @@ class ModernSession(Session):
         head = 22 + len(request.id)  # len(b'{"jsonrpc":"2.0","id":') + the id
         if data[head : head + 10] != b',"result":':
             return event
-        method = request.method
-        if method == "tools/list":
-            extra = self._cacheable if self.visibility.is_default else self._private
-        elif method in CACHEABLE:
-            extra = self._cacheable
-        else:
+        cache = METHODS[request.method].cache
+        if not cache:
             extra = self._complete
+        elif cache == "principal":  # public, unless its principal's tool-list control shapes it
+            extra = self._cacheable if self.visibility.is_default else self._private
+        else:
+            extra = self._cacheable
         body = stamp([data[head + 10 : -1]], extra)[0]
         return Send(data[: head + 10] + body + b"}", event.related)
 
@@ -826,7 +780,6 @@ def valid_answer(method: str, answer: Any) -> bool:
     return isinstance(answer.get("roots"), list)  # roots/list
 
 
-ROUND_TRIP_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
 MISSING_CAPABILITY_CODE = b"missing_client_capability:"
 
 

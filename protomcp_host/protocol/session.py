@@ -28,6 +28,7 @@ from protomcp_host.protocol.features import (
     RootsChanged,
 )
 from protomcp_host.protocol.jsontypes import is_id
+from protomcp_host.protocol.methods import FEATURES_PREFIX, STATEFUL, served
 from protomcp_host.protocol.tasks import RELATED_TASK, Effects, Task, TaskMethods
 from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_sdk.wire.toollist import ToolListChange
@@ -163,21 +164,27 @@ class Session:
         # its tasks (in the host's shared store, as their owner)
         self.tasks = tasks if tasks is not None else TaskMethods()
         self.discovery: ToolsListed | None = None  # --discovery search (discovery.Discovery)
-        self._methods: dict[str, Handler] = {
-            "initialize": self._initialize,
-            "ping": self._ping,
-            "tools/list": self._tools_list,
-            "tools/call": self._tools_call,
-            "logging/setLevel": self._set_level,
-            **dict.fromkeys(("tasks/get", "tasks/result", "tasks/list", "tasks/cancel"), self._task_request),
-        }
         # resources, prompts, completions; requests to the client (protocol/features.py)
         # (without `features`, a tools-only server: no resources/prompts methods or capabilities)
         self.features = self.feature_methods(
             self, features or Features(catalog.page_size), offered=features is not None
         )
+        offered = {"tasks"}  # (2025-11-25 tasks are the session's own: always served)
         if features is not None:
-            self._methods.update(self.features.table())
+            offered.add("features")
+            if features.skills is not None:
+                offered.add("skills")
+        self._methods: dict[str, Handler] = {
+            name: self._bound(method.handler) for name, method in served(STATEFUL, offered).items()
+        }
+
+    def _bound(self, handler: str) -> Handler:
+        """A registry handler name, bound to this session (or to its FeatureMethods)."""
+        if handler.startswith(FEATURES_PREFIX):
+            bound: Handler = getattr(self.features, handler.removeprefix(FEATURES_PREFIX))
+            return bound
+        own: Handler = getattr(self, handler)
+        return own
 
     # -- input ---------------------------------------------------------------------
     def receive(self, line: bytes) -> list[Event]:
@@ -527,6 +534,8 @@ class Session:
                 )
             )
         return self._carry(self.tasks.handle(request))
+
+    _task_get = _task_result = _task_list = _task_cancel = _task_request
 
     def _carry(self, effects: Effects) -> list[Event]:
         events: list[Event] = [Send(data, related) for data, related in effects.writes]

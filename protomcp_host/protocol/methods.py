@@ -1,0 +1,94 @@
+"""Every MCP method the host answers, in one table: its handler and the facts about it.
+
+A session builds its method table from here (``table``), and so do the readers of the facts:
+the stdio transport (what waits for the tool files, what the in-flight bound holds back), the
+HTTP transport (the routing-header parameter, the in-flight bound), tracing (the span target)
+and the modern era's result stamps (cache hints, input-required round trips). Adding a method
+answered in both eras is one entry here plus its handler on the session.
+
+A handler is named by the session attribute that answers it (``"_tools_call"``), or for the
+resources/prompts side by its ``FeatureMethods`` attribute (``"features._read"``): a name and
+not a function, so that each era's session answers with its own method and a stateful
+session's table holds its bound methods (one call, no wrapper, on the hot path).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STATEFUL = "2025-11-25"  # the handshake era (2024-11-05 to 2025-11-25)
+MODERN = "2026-07-28"  # the per-request era
+BOTH = frozenset({STATEFUL, MODERN})
+FEATURES_PREFIX = "features."
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    handler: str  # the session's attribute that answers it ("features.x": its FeatureMethods')
+    eras: frozenset[str] = BOTH
+    # what the host must serve for the method to exist: "features" (resources and prompts),
+    # "skills" (--skills), "tasks" (the modern tasks extension: a task store); "" always
+    serves: str = ""
+    before_tools: bool = False  # answered before the tool files load (the lifecycle)
+    starts_calls: bool = False  # it starts tool calls: the in-flight bound holds it back
+    input_required: bool = False  # 2026-07-28: may end in an InputRequiredResult (a round trip)
+    cache: str = ""  # 2026-07-28 cache hints: "public", or "principal" (public unless tool-list control)
+    routing: str = ""  # 2026-07-28 HTTP: the params key the Mcp-Name header carries
+    span_target: str = ""  # tracing: the span attribute that names params.name
+
+
+METHODS: dict[str, Method] = {
+    "initialize": Method("_initialize", frozenset({STATEFUL}), before_tools=True),
+    "ping": Method("_ping", frozenset({STATEFUL}), before_tools=True),
+    "logging/setLevel": Method("_set_level", frozenset({STATEFUL}), before_tools=True),
+    "server/discover": Method("_discover", frozenset({MODERN}), before_tools=True, cache="public"),
+    "tools/list": Method("_tools_list", cache="principal"),
+    "tools/call": Method(
+        "_tools_call",
+        starts_calls=True,
+        input_required=True,
+        routing="name",
+        span_target="gen_ai.tool.name",
+    ),
+    "subscriptions/listen": Method("_listen", frozenset({MODERN})),
+    "tasks/get": Method("_task_get", serves="tasks", routing="taskId"),
+    "tasks/result": Method("_task_result", frozenset({STATEFUL})),
+    "tasks/list": Method("_task_list", frozenset({STATEFUL})),
+    "tasks/update": Method("_task_update", frozenset({MODERN}), serves="tasks", routing="taskId"),
+    "tasks/cancel": Method("_task_cancel", serves="tasks", routing="taskId"),
+    "resources/list": Method("features._resources_list", serves="features", cache="public"),
+    "resources/templates/list": Method("features._templates_list", serves="features", cache="public"),
+    "resources/read": Method(
+        "features._read", serves="features", cache="public", input_required=True, routing="uri"
+    ),
+    "resources/subscribe": Method("features._subscribe", frozenset({STATEFUL}), serves="features"),
+    "resources/unsubscribe": Method("features._unsubscribe", frozenset({STATEFUL}), serves="features"),
+    "prompts/list": Method("features._prompts_list", serves="features", cache="public"),
+    "prompts/get": Method(
+        "features._get_prompt",
+        serves="features",
+        input_required=True,
+        routing="name",
+        span_target="gen_ai.prompt.name",
+    ),
+    "completion/complete": Method("features._complete", serves="features"),
+    "skills/list": Method("features._skills_list", serves="skills", cache="public"),
+    "skills/get": Method("features._skill_get", serves="skills", cache="public"),
+    "resources/directory/read": Method("features._directory_read", serves="skills"),
+}
+
+
+def served(era: str, offered: set[str]) -> dict[str, Method]:
+    """The methods an era's session answers when the host serves `offered` (of "features",
+    "skills", "tasks")."""
+    return {
+        name: method
+        for name, method in METHODS.items()
+        if era in method.eras and (not method.serves or method.serves in offered)
+    }
+
+
+def starts_calls(method: str) -> bool:
+    """Whether `method` starts tool calls (the in-flight bound holds it back)."""
+    known = METHODS.get(method)
+    return known is not None and known.starts_calls
