@@ -38,7 +38,7 @@ from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.tool_process import ToolProcessError
 from protomcp_host.protocol.catalog import Catalog, NameClash, Tool
-from protomcp_host.protocol.features import Features
+from protomcp_host.protocol.features import FeatureCatalog
 from protomcp_host.protocol.modern import ModernSession, ModernShared
 from protomcp_host.protocol.session import Session
 from protomcp_host.protocol.skills import Skills
@@ -153,7 +153,7 @@ class Host:
         # every source of tools the calls layer calls: supervisors, upstreams
         self.sources: dict[str, Any] = {}
         self.dispatcher = Dispatcher(self.sources, self.call_timeout)
-        self.features = Features(self.settings.page_size)  # resources, templates, prompts of every file
+        self.features = FeatureCatalog(self.settings.page_size)  # resources, templates, prompts of every file
         self.forwarding = Forwarding(self.features, self.sources, self.routers_now, self.call_timeout)
         self.features.completions_expected = any(declares_completions(file) for file in files)
         if skills is not None:  # --skills: served by the host itself, no tool process

@@ -43,7 +43,7 @@ class FileFeatures:
     completions: bool = False
 
 
-class Features:
+class FeatureCatalog:
     """The merged resources, templates and prompts of every tool file behind one host."""
 
     def __init__(self, page_size: int) -> None:
@@ -178,7 +178,7 @@ class FeatureMethods:
 
     not_found = RESOURCE_NOT_FOUND  # the error code for an unknown resource
 
-    def __init__(self, session: Peer, features: Features, *, offered: bool = True) -> None:
+    def __init__(self, session: Peer, features: FeatureCatalog, *, offered: bool = True) -> None:
         self.session = session
         self.features = features
         self.offered = offered  # resources and prompts are served (capabilities declared)

@@ -24,7 +24,7 @@ import orjson
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog, InvalidCursor
 from protomcp_host.protocol.events import Batch, Send
-from protomcp_host.protocol.features import FeatureMethods, Features, Forward
+from protomcp_host.protocol.features import FeatureCatalog, FeatureMethods, Forward
 from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.methods import FEATURES_PREFIX, METHODS, MODERN, served
 from protomcp_host.protocol.session import (
@@ -235,7 +235,7 @@ class ModernShared:
         catalog: Catalog,
         server_info: dict[str, Any],
         instructions: str | None = None,
-        features: Features | None = None,
+        features: FeatureCatalog | None = None,
         *,
         serve_modern: bool = False,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
@@ -245,7 +245,7 @@ class ModernShared:
         self.server_info = server_info
         self.instructions = instructions
         self.offered = features is not None  # resources and prompts are served
-        self.features = features or Features(catalog.page_size)
+        self.features = features or FeatureCatalog(catalog.page_size)
         self.serve_modern = serve_modern
         self.max_in_flight = max_in_flight
         self.task_store = task_store

@@ -22,8 +22,8 @@ from protomcp_host.protocol.events import Batch, Send
 from protomcp_host.protocol.features import (
     CancelForward,
     ClientAnswer,
+    FeatureCatalog,
     FeatureMethods,
-    Features,
     Forward,
     RootsChanged,
 )
@@ -141,7 +141,7 @@ class Session:
         catalog: Catalog,
         server_info: dict[str, Any],
         instructions: str | None = None,
-        features: Features | None = None,
+        features: FeatureCatalog | None = None,
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         tasks: TaskMethods | None = None,
@@ -167,7 +167,7 @@ class Session:
         # resources, prompts, completions; requests to the client (protocol/features.py)
         # (without `features`, a tools-only server: no resources/prompts methods or capabilities)
         self.features = self.feature_methods(
-            self, features or Features(catalog.page_size), offered=features is not None
+            self, features or FeatureCatalog(catalog.page_size), offered=features is not None
         )
         offered = {"tasks"}  # (2025-11-25 tasks are the session's own: always served)
         if features is not None:

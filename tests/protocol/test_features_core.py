@@ -13,7 +13,7 @@ from protomcp_host.protocol.features import (
     CancelForward,
     ClientAnswer,
     Entry,
-    Features,
+    FeatureCatalog,
     FileFeatures,
     Forward,
     template_entry,
@@ -61,7 +61,7 @@ def _resource(uri: str, owner: str = "a.py", name: str = "r") -> Entry:
 
 
 def test_listing_clash_names_both_files_and_changes_nothing() -> None:
-    features = Features(page_size=10)
+    features = FeatureCatalog(page_size=10)
     features.replace("a.py", FileFeatures(resources=[_resource("test://x")]))
     with pytest.raises(NameClash, match=r"resource clash: 'test://x' is defined in both a\.py and b\.py"):
         features.check("b.py", FileFeatures(resources=[_resource("test://x", "b.py")]))
@@ -71,7 +71,7 @@ def test_listing_clash_names_both_files_and_changes_nothing() -> None:
 
 
 def test_replace_reports_list_changed_per_kind_only_when_changed() -> None:
-    features = Features(page_size=10)
+    features = FeatureCatalog(page_size=10)
     prompt = Entry("p", "a.py", {"name": "p", "arguments": []})
     assert features.replace("a.py", FileFeatures(prompts=[prompt])) == ["notifications/prompts/list_changed"]
     assert features.replace("a.py", FileFeatures(prompts=[prompt])) == []
@@ -87,7 +87,7 @@ def test_replace_reports_list_changed_per_kind_only_when_changed() -> None:
 
 
 def test_pages_and_cursors() -> None:
-    features = Features(page_size=2)
+    features = FeatureCatalog(page_size=2)
     features.replace("a.py", FileFeatures(resources=[_resource(f"test://{i}") for i in range(5)]))
 
     def page(cursor: str | None) -> Any:
@@ -104,7 +104,7 @@ def test_pages_and_cursors() -> None:
 
 
 def _session(capabilities: dict[str, Any] | None = None, *, completions: bool = False) -> Session:
-    features = Features(page_size=10)
+    features = FeatureCatalog(page_size=10)
     prompt = Entry("greet", "a.py", {"name": "greet", "arguments": []}, required=("name",))
     features.replace(
         "a.py", FileFeatures(resources=[_resource("test://x")], prompts=[prompt], completions=completions)
@@ -128,7 +128,7 @@ def _answer(events: list[Any]) -> dict[str, Any]:
 
 def test_completions_capability_only_when_a_file_defines_one() -> None:
     for completions in (False, True):
-        features = Features(page_size=10)
+        features = FeatureCatalog(page_size=10)
         features.replace("a.py", FileFeatures(completions=completions))
         session = Session(Catalog(), {"name": "t", "version": "1"}, features=features)
         init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {}}

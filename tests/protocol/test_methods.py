@@ -7,7 +7,7 @@ import pytest
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog
-from protomcp_host.protocol.features import Features
+from protomcp_host.protocol.features import FeatureCatalog
 from protomcp_host.protocol.methods import METHODS, MODERN, STATEFUL, served
 from protomcp_host.protocol.modern import ModernShared
 from protomcp_host.protocol.session import Session
@@ -19,8 +19,8 @@ pytestmark = pytest.mark.fast  # starts no process
 INFO = {"name": "protomcp-test", "version": "9.9"}
 
 
-def _features(skills: bool) -> Features:
-    features = Features(100)
+def _features(skills: bool) -> FeatureCatalog:
+    features = FeatureCatalog(100)
     if skills:
         features.skills = Skills([])
     return features

@@ -10,7 +10,7 @@ import pytest
 
 from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
-from protomcp_host.protocol.features import Entry, Features, FileFeatures, Forward
+from protomcp_host.protocol.features import Entry, FeatureCatalog, FileFeatures, Forward
 from protomcp_host.protocol.modern import (
     CLIENT_CAPABILITIES,
     LOG_LEVEL,
@@ -52,7 +52,7 @@ def make(serve: bool = True, visibility: ToolVisibility | None = None) -> Modern
     catalog.replace(
         "a.py", [_tool("zeta"), _tool("alpha"), _tool("job", task="required"), _tool("h", hidden=True)]
     )
-    features = Features(100)
+    features = FeatureCatalog(100)
     features.replace(
         "a.py",
         FileFeatures(
