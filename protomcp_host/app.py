@@ -25,8 +25,9 @@ from protomcp_host.calls.advice import no_description, undescribed
 from protomcp_host.calls.envelope import file_features, tool_from_definition
 from protomcp_host.calls.execution import Dispatcher
 from protomcp_host.calls.forwarding import Forwarding, declares_completions
+from protomcp_host.calls.held import MAX_SUSPENDED_EACH, Rounds
 from protomcp_host.calls.middleware import Middleware
-from protomcp_host.calls.rounds import MAX_SUSPENDED_EACH, ModernRouter, Rounds
+from protomcp_host.calls.rounds import InputRounds
 from protomcp_host.calls.router import Router, Writer
 from protomcp_host.calls.staleness import placeholder_tool, stale_note
 from protomcp_host.calls.tasks import TaskRunner
@@ -393,20 +394,18 @@ class Host:
         tap = self._session_tap(self.wire_tap) if self.wire_tap is not None else None
         if tap is not None:
             write = _tapped_write(write, tap)
-        router = ModernRouter(
+        # (a stdio client is no one else's: other hosts need not hear of its tool list)
+        shared = self.shared_tools if principal != LOCAL_PRINCIPAL else None
+        asking = InputRounds(self.rounds, self.routers_now, shared.changed if shared is not None else None)
+        router = Router(
             self.dispatcher,
             self.forwarding,
             session,
             write,
-            self.rounds,
-            principal,
-            self.routers_now,
-            self.task_runner,
+            asking,
+            principal=principal,
+            tasks=self.task_runner,
         )
-        if (
-            self.shared_tools is not None and principal != LOCAL_PRINCIPAL
-        ):  # (a stdio client is no one else's)
-            router.tools_changed = self.shared_tools.changed
         if tap is not None:
             _tap_feed(router, tap)
         self._routers[router] = None
@@ -441,10 +440,12 @@ class Host:
         listening = [
             router
             for router in self.routers
-            if isinstance(router, ModernRouter) and router.principal == principal and router.session.listens
+            if router.principal == principal
+            and isinstance(router.session, ModernSession)
+            and router.session.listens
         ]
         for router in listening:  # (an empty change: the list as it is now is what the flush compares to)
-            Router.update_tools(router, NO_CHANGE)
+            router.apply_tools(NO_CHANGE)
         apply()
 
     def add_wire_tap(self, tap: WireTap) -> None:
@@ -459,7 +460,7 @@ class Host:
 
     def _forget_idle_principals(self) -> None:
         """Keep the principals map bounded: drop those with no connection now (oldest first)."""
-        connected = {r.principal for r in self.routers if isinstance(r, ModernRouter)}
+        connected = {r.principal for r in self.routers if r.principal is not None}
         for name in list(self.principals):
             if name not in connected:
                 del self.principals[name]

@@ -23,13 +23,13 @@ import anyio
 from protomcp_host.calls.execution import Dispatcher, Execution
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import MISSING_CAPABILITY, missing_capability, valid_answer
+from protomcp_host.protocol.modern import MISSING_CAPABILITY, ModernSession, missing_capability, valid_answer
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_host.protocol.tasks import Task, TaskStore
 from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
-    from protomcp_host.calls.rounds import ModernRouter
+    from protomcp_host.calls.router import Router
 
 CANCELLED = "The task was cancelled by request."
 
@@ -69,7 +69,7 @@ class TaskRunner:
                 self._released = anyio.Event()
             await self._released.wait()
 
-    def start(self, call: Call, router: ModernRouter) -> None:
+    def start(self, call: Call, router: Router) -> None:
         task = call.task
         assert task is not None
         self.owners.add(task.owner)
@@ -78,7 +78,7 @@ class TaskRunner:
             self.on_change(task)
         self.dispatcher.execute(call, sink)
 
-    def adopt(self, call: Call, execution: Execution, router: ModernRouter) -> None:
+    def adopt(self, call: Call, execution: Execution, router: Router) -> None:
         """A running call that became a task (input_before_task) goes on as the task's."""
         task = call.task
         assert task is not None
@@ -151,7 +151,7 @@ class TaskRunner:
 class TaskSink:
     """The session side of one task's call (a calls.execution.CallSink)."""
 
-    def __init__(self, runner: TaskRunner, call: Call, origin: ModernRouter) -> None:
+    def __init__(self, runner: TaskRunner, call: Call, origin: Router) -> None:
         self.runner = runner
         self.call = call
         self.origin = origin  # the connection that made it: its encoding, the principal's tool list
@@ -181,7 +181,9 @@ class TaskSink:
                 }
             self.runner.changed(self.task, ended)
             return
-        outcome = self.origin.session.task_outcome(call, answer)
+        session = self.origin.session
+        assert isinstance(session, ModernSession)  # (only a modern-era request makes a task here)
+        outcome = session.task_outcome(call, answer)
         self.runner.changed(self.task, self._finish("completed", outcome, None))
 
     def call_failed(self, call: Call, message: str) -> None:

@@ -14,7 +14,8 @@ import pytest
 
 from protomcp_host.app import Host
 from protomcp_host.calls.envelope import tool_from_definition
-from protomcp_host.calls.rounds import ModernRouter
+from protomcp_host.calls.rounds import InputRounds
+from protomcp_host.calls.router import Router
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.modern import ModernFeatureMethods, ModernSession
 from protomcp_host.protocol.session import Call, ToolAnswer
@@ -27,7 +28,7 @@ META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-PER_REQUEST = (ModernSession, ModernRouter, ModernFeatureMethods, Exchange, Call)
+PER_REQUEST = (ModernSession, Router, InputRounds, ModernFeatureMethods, Exchange, Call)
 
 
 def _host() -> tuple[Host, list[tuple[Call, Any]]]:
