@@ -181,24 +181,22 @@ class Listen:
         )
 
 
-class ModernFeatureMethods(FeatureMethods):
-    """Resources, prompts and completions in the modern era: an unknown resource is -32602,
-    and answers from tool processes are stamped."""
+class ModernFeatures:
+    """The modern era's side of one connection's resources and prompts (features.FeatureEra):
+    an unknown resource is -32602, answers from tool processes are stamped, and notifications
+    go to the listen streams that asked for them, tagged."""
 
+    __slots__ = ("session",)
     not_found = rpc.INVALID_PARAMS
-    session: ModernSession
 
-    def answered(self, forward: Forward, *result: bytes) -> bytes | None:
-        if forward.id not in self.forwarded:
-            return None
-        session = self.session
-        session.envelopes.pop(forward.id, None)
-        cache = bool(METHODS[forward.method].cache)
-        return super().answered(forward, *session.stamped(result, cache=cache))
+    def __init__(self, session: ModernSession) -> None:
+        self.session = session  # (a weak proxy: the session owns what owns this)
 
-    def failed(self, forward: Forward, code: int, message: str, data: Any = None) -> bytes | None:
+    def answered(self, forward: Forward, result: tuple[bytes, ...]) -> list[bytes]:
+        return self.session.stamped(result, cache=bool(METHODS[forward.method].cache))
+
+    def ended(self, forward: Forward) -> None:
         self.session.envelopes.pop(forward.id, None)
-        return super().failed(forward, code, message, data)
 
     def list_changed(self, notes: list[str]) -> list[bytes]:
         """Only on subscriptions/listen streams that asked for them, tagged."""
@@ -208,9 +206,6 @@ class ModernFeatureMethods(FeatureMethods):
                 if listen.honored.get(LIST_FLAGS.get(note, "")) is True:
                     out.append(listen.tagged(note))
         return out
-
-    def updated(self, uri: str) -> bytes | None:
-        return None  # see updates: one per listen stream
 
     def updates(self, uri: str) -> list[bytes]:
         return [
@@ -291,9 +286,7 @@ class ModernShared:
         for name, method in served(MODERN, offered).items():
             handler = method.handler
             if handler.startswith(FEATURES_PREFIX):
-                table[name] = _on_features(
-                    getattr(ModernFeatureMethods, handler.removeprefix(FEATURES_PREFIX))
-                )
+                table[name] = _on_features(getattr(FeatureMethods, handler.removeprefix(FEATURES_PREFIX)))
             else:
                 table[name] = getattr(ModernSession, handler)
         return table
@@ -317,8 +310,6 @@ class ModernSession(Session):
     capabilities may get a ``CreateTaskResult`` for a tool that supports tasks."""
 
     tool_list_scope = "for this principal (all its connections)"
-
-    feature_methods = ModernFeatureMethods
 
     def __init__(
         self, shared: ModernShared, *, visibility: ToolVisibility | None = None, owner: str = ""
@@ -353,30 +344,28 @@ class ModernSession(Session):
         self._routes: dict[str, Handler] | None = None  # per-connection handlers (route())
         self.envelopes: dict[bytes, RequestEnvelope] = {}  # requests in progress: what they declared
         self.listens: dict[bytes, Listen] = {}  # subscriptions/listen requests in progress
-        self._features: ModernFeatureMethods | None = None  # made when a request needs it
+        self._lazy_features: FeatureMethods | None = None  # made when a request needs it
         self._envelope: RequestEnvelope | None = None  # the last request's, read from ...
         self._meta: Any = None  # ... this _meta
         self._complete = shared.complete
         self._cacheable = shared.cacheable
         self._private = shared.private
 
-    @property  # type: ignore[override]
-    def features(self) -> ModernFeatureMethods:
+    @property
+    def features(self) -> FeatureMethods:
         """Resources, prompts, requests to the client: made at first use (a tools/call has no
         need of it), with a weak reference back to the session, so that the two are freed by
         reference counting as soon as the request is over."""
-        if self._features is None:
-            self._features = ModernFeatureMethods(
-                proxy(self), self.shared.features, offered=self.shared.offered
+        if self._lazy_features is None:
+            me = proxy(self)
+            shared = self.shared
+            self._lazy_features = FeatureMethods(
+                me, shared.features, offered=shared.offered, era=ModernFeatures(me)
             )
-        return self._features
-
-    @features.setter
-    def features(self, value: ModernFeatureMethods) -> None:
-        self._features = value
+        return self._lazy_features
 
     def forwards(self) -> dict[bytes, Forward]:
-        return self._features.forwarded if self._features is not None else {}
+        return self._lazy_features.forwarded if self._lazy_features is not None else {}
 
     def handler(self, method: str) -> Handler:
         if self._routes is not None and method in self._routes:
@@ -413,15 +402,16 @@ class ModernSession(Session):
         envelope = self._envelope
         if envelope is None or meta != self._meta:  # (a connection's requests mostly declare the same)
             read = read_envelope(message, self.serve_modern)
-            if type(read) is not RequestEnvelope:
-                return Send(rpc.error(message.id, *read))  # type: ignore[misc]
+            if not isinstance(read, RequestEnvelope):
+                code, text, data = read
+                return Send(rpc.error(message.id, code, text, data))
             envelope = self._envelope = read
             self._meta = meta
         request_id = message.id
         if (
             request_id in self.in_flight
             or request_id in self.listens
-            or (self._features is not None and request_id in self._features.forwarded)
+            or (self._lazy_features is not None and request_id in self._lazy_features.forwarded)
             or message.method not in self._table
         ):
             return self.refuse_early(message)
@@ -435,12 +425,11 @@ class ModernSession(Session):
                 return Send(rpc.error(message.id, rpc.INVALID_PARAMS, retry))
         routed = self._routes.get(method) if self._routes is not None else None
         event = routed(message, batch) if routed is not None else self._table[method](self, message, batch)
-        kind = type(event)
-        if kind is Send:
-            return self._stamp_send(message, event)  # type: ignore[arg-type]
-        if kind is Call or kind is Forward:
+        if isinstance(event, Send):
+            return self._stamp_send(message, event)
+        if isinstance(event, (Call, Forward)):
             if retry is not None:
-                event.retry = retry  # type: ignore[union-attr]
+                event.retry = retry
             if envelope.log_level is not None or capabilities:
                 self.envelopes[message.id] = envelope  # (one that declares nothing need not be kept)
         return event
@@ -518,7 +507,7 @@ class ModernSession(Session):
     def in_use(self, request_id: bytes) -> bool:
         return (
             request_id in self.in_flight
-            or (self._features is not None and request_id in self._features.forwarded)
+            or (self._lazy_features is not None and request_id in self._lazy_features.forwarded)
             or request_id in self.listens
         )
 

@@ -133,7 +133,6 @@ class ToolsListed(Protocol):
 
 
 class Session:
-    feature_methods: type[FeatureMethods] = FeatureMethods  # the modern era's differ (modern.py)
     tool_list_scope = "in this session"  # whose tools a tool-list change changes (modern: the principal's)
 
     def __init__(
@@ -166,7 +165,7 @@ class Session:
         self.discovery: ToolsListed | None = None  # --discovery search (discovery.Discovery)
         # resources, prompts, completions; requests to the client (protocol/features.py)
         # (without `features`, a tools-only server: no resources/prompts methods or capabilities)
-        self.features = self.feature_methods(
+        self._features = FeatureMethods(
             self, features or FeatureCatalog(catalog.page_size), offered=features is not None
         )
         offered = {"tasks"}  # (2025-11-25 tasks are the session's own: always served)
@@ -177,6 +176,11 @@ class Session:
         self._methods: dict[str, Handler] = {
             name: self._bound(method.handler) for name, method in served(STATEFUL, offered).items()
         }
+
+    @property
+    def features(self) -> FeatureMethods:
+        """Its resources, prompts and completions, and its requests to the client."""
+        return self._features
 
     def _bound(self, handler: str) -> Handler:
         """A registry handler name, bound to this session (or to its FeatureMethods)."""
@@ -300,7 +304,7 @@ class Session:
 
     def in_use(self, request_id: bytes) -> bool:
         """A request with this id is still in progress (its answer could not be told apart)."""
-        return request_id in self.in_flight or request_id in self.features.forwarded
+        return request_id in self.in_flight or request_id in self._features.forwarded
 
     def refuse_early(self, message: rpc.Request) -> Send | None:
         """The errors every era gives before a handler runs: an id in use, an unknown method."""

@@ -17,7 +17,8 @@ from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.calls.rounds import InputRounds
 from protomcp_host.calls.router import Router
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import ModernFeatureMethods, ModernSession
+from protomcp_host.protocol.features import FeatureMethods
+from protomcp_host.protocol.modern import ModernFeatures, ModernSession
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_host.transports.http.modern import Exchange
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -28,7 +29,7 @@ META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-PER_REQUEST = (ModernSession, Router, InputRounds, ModernFeatureMethods, Exchange, Call)
+PER_REQUEST = (ModernSession, Router, InputRounds, FeatureMethods, ModernFeatures, Exchange, Call)
 
 
 def _host() -> tuple[Host, list[tuple[Call, Any]]]:
