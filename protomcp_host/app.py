@@ -40,7 +40,7 @@ from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.tool_process import ToolProcessError
 from protomcp_host.protocol.catalog import Catalog, NameClash, Tool
 from protomcp_host.protocol.features import FeatureCatalog
-from protomcp_host.protocol.modern import ModernSession, ModernShared
+from protomcp_host.protocol.modern import ModernShared
 from protomcp_host.protocol.session import Session
 from protomcp_host.protocol.skills import Skills
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
@@ -388,7 +388,7 @@ class Host:
         """A connection serving modern-era (2026-07-28) requests for `principal`, whose
         tool-list control state it shares with the principal's other connections."""
         visibility = self._principal_state(principal)
-        session = ModernSession(self._modern_shared(), visibility=visibility, owner=f"principal:{principal}")
+        session = self._modern_shared().session(visibility=visibility, owner=f"principal:{principal}")
         if self.discovery is not None:
             self.discovery.attach(session)
         tap = self._session_tap(self.wire_tap) if self.wire_tap is not None else None
@@ -438,11 +438,7 @@ class Host:
         """Another host changed the principal's tool list: `apply` its state here; the principal's
         listen streams here hear of it as of a change made here (one list_changed, if it changed)."""
         listening = [
-            router
-            for router in self.routers
-            if router.principal == principal
-            and isinstance(router.session, ModernSession)
-            and router.session.listens
+            router for router in self.routers if router.principal == principal and router.session.era.listens
         ]
         for router in listening:  # (an empty change: the list as it is now is what the flush compares to)
             router.apply_tools(NO_CHANGE)

@@ -40,7 +40,7 @@ from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import Forward
 from protomcp_host.protocol.methods import METHODS
-from protomcp_host.protocol.modern import ModernSession, Retry, valid_answer
+from protomcp_host.protocol.modern import ModernEra, Retry, valid_answer
 from protomcp_host.protocol.session import Call
 from protomcp_sdk.wire.toollist import ToolListChange
 
@@ -63,10 +63,10 @@ def _request(owner: Any) -> tuple[bytes, str, str, Any, Any]:
     return forward.id, forward.method, target, forward.params.get("arguments", {}), owner.router
 
 
-def _session(router: Router) -> ModernSession:
-    session = router.session
-    assert isinstance(session, ModernSession)
-    return session
+def _era(router: Router) -> ModernEra:
+    era = router.session.era
+    assert isinstance(era, ModernEra)  # (InputRounds is the strategy of modern connections only)
+    return era
 
 
 class InputRounds:
@@ -93,7 +93,7 @@ class InputRounds:
             if isinstance(peer.asking, InputRounds)
             and peer is not router
             and peer.principal == router.principal
-            and _session(peer).listens
+            and peer.session.era.listens
         ]
         for peer in listening:
             if not peer.session.list_changed_pending:
@@ -106,11 +106,11 @@ class InputRounds:
 
     def end_streams(self, router: Router) -> None:
         """The server ends its listen streams gracefully (shutdown)."""
-        router.carry_out(list(_session(router).close_listens()))
+        router.carry_out(list(_era(router).close_listens()))
 
     def cancelled(self, router: Router, request_id: bytes | None, reason: str) -> None:
         if request_id is None:  # the client went away: its streams end without a word
-            _session(router).listens.clear()
+            router.session.era.listens.clear()
             request_ids = list(self._uses)
         else:
             request_ids = [request_id]
@@ -150,7 +150,7 @@ class InputRounds:
         if answers:
             call.answers = orjson.dumps(answers).decode()
         if call.task_later and router.tasks is not None:  # a re-run with its answers: a task at once
-            created = _session(router).become_task(call)
+            created = _era(router).become_task(router.session, call)
             if created is not None:
                 router._emit(created, call.id)
                 router.tasks.start(call, router)
@@ -299,8 +299,8 @@ class InputRounds:
         self._uses[request_id] = sid
 
     def _refuse(self, router: Router, request_id: bytes, message: str, reason: str) -> None:
-        data = {"reason": reason}
-        router._emit(_session(router).refuse(request_id, rpc.INVALID_PARAMS, message, data), request_id)
+        refusal = rpc.error(request_id, rpc.INVALID_PARAMS, message, {"reason": reason})
+        router._emit(_era(router).end(router.session, request_id, refusal), request_id)
         router._check_idle()
 
     def _second_use(self, router: Router, request_id: bytes, sid: str, use: Use) -> None:
@@ -316,7 +316,8 @@ class InputRounds:
             if first is None:
                 self._refuse(router, request_id, f"requestState already used: {reason}", "request_state_used")
             else:
-                router._emit(_session(router).replay(request_id, first), request_id)
+                replayed = _ANSWER + request_id + first  # the first use's answer, for this request
+                router._emit(_era(router).end(router.session, request_id, replayed), request_id)
                 router._check_idle()
 
         if use.answer is not None or use.ended:
@@ -333,7 +334,7 @@ class InputRounds:
 
     def _become_task(self, router: Router, call: Call, execution: Execution) -> None:
         """The call's CreateTaskResult answers the request; it runs on for its task."""
-        created = _session(router).become_task(call) if router.tasks is not None else None
+        created = _era(router).become_task(router.session, call) if router.tasks is not None else None
         if created is None:
             return
         assert router.tasks is not None
@@ -412,7 +413,7 @@ class InputRounds:
             claims["r"] = orjson.loads(known)
         state = self.rounds.codec.seal(claims)
         requests = {key: {"method": ask.method, "params": ask.params} for key, ask in round_.pending.items()}
-        router._emit(_session(router).input_required(request_id, requests, state), request_id)
+        router._emit(_era(router).input_required(router.session, request_id, requests, state), request_id)
         router._check_idle()
         if held:
             round_.expiry = asyncio.get_running_loop().call_later(HOLD, self._expire, round_)

@@ -21,7 +21,8 @@ from protomcp_host.processes.output import LogLimiter
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.events import Send
 from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientRequest, Forward, RootsChanged
-from protomcp_host.protocol.session import Call, CancelCall, Event, Session, TaskCancel, TaskInput, ToolAnswer
+from protomcp_host.protocol.records import TaskCancel, TaskInput
+from protomcp_host.protocol.session import Call, CancelCall, Event, Session, ToolAnswer
 from protomcp_host.protocol.tasks import Task
 from protomcp_sdk.wire import tracing
 from protomcp_sdk.wire.toollist import ToolListChange

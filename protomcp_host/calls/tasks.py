@@ -1,6 +1,6 @@
 """The 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``) on the host's side.
 
-A modern-era ``tools/call`` that became a task (``ModernSession._as_task``) has been answered
+A modern-era ``tools/call`` that became a task (``ModernEra._as_task``) has been answered
 already; its call runs on with a ``TaskRunner`` as its session side instead of the Router of the
 connection that made it (an HTTP request's connection ends with its answer). The runner keeps
 the call's outcome in the task (``completed`` with the CallToolResult, even an ``isError`` one;
@@ -23,7 +23,7 @@ import anyio
 from protomcp_host.calls.execution import Dispatcher, Execution
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import MISSING_CAPABILITY, ModernSession, missing_capability, valid_answer
+from protomcp_host.protocol.modern import MISSING_CAPABILITY, missing_capability, task_outcome, valid_answer
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_host.protocol.tasks import Task, TaskStore
 from protomcp_sdk.wire.toollist import ToolListChange
@@ -140,9 +140,9 @@ class TaskRunner:
         detailed: dict[str, Any] | None = None
         for router in self.routers():
             session = router.session
-            if getattr(session, "owner", None) != task.owner:
+            if getattr(session.era, "owner", None) != task.owner:
                 continue
-            for listen in list(getattr(session, "listens", {}).values()):
+            for listen in list(session.era.listens.values()):
                 if task.id in listen.honored.get("taskIds", ()):
                     detailed = detailed or task.detailed()
                     router.write(listen.tagged("notifications/tasks", detailed), listen.id)
@@ -181,9 +181,7 @@ class TaskSink:
                 }
             self.runner.changed(self.task, ended)
             return
-        session = self.origin.session
-        assert isinstance(session, ModernSession)  # (only a modern-era request makes a task here)
-        outcome = session.task_outcome(call, answer)
+        outcome = task_outcome(self.origin.session, call, answer)
         self.runner.changed(self.task, self._finish("completed", outcome, None))
 
     def call_failed(self, call: Call, message: str) -> None:

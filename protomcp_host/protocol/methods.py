@@ -6,10 +6,10 @@ HTTP transport (the routing-header parameter, the in-flight bound), tracing (the
 and the modern era's result stamps (cache hints, input-required round trips). Adding a method
 answered in both eras is one entry here plus its handler on the session.
 
-A handler is named by the session attribute that answers it (``"_tools_call"``), or for the
-resources/prompts side by its ``FeatureMethods`` attribute (``"features._read"``): a name and
-not a function, so that each era's session answers with its own method and a stateful
-session's table holds its bound methods (one call, no wrapper, on the hot path).
+A handler is named by the attribute that answers it: the session's (``"_tools_call"``), its
+``FeatureMethods``' (``"features._read"``) or its era's (``"era._initialize"``: what only one
+era answers, on handshake.StatefulEra or modern.ModernEra). A name and not a function, so that
+this table imports none of them; session.handler_table makes each era's table of functions once.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ STATEFUL = "2025-11-25"  # the handshake era (2024-11-05 to 2025-11-25)
 MODERN = "2026-07-28"  # the per-request era
 BOTH = frozenset({STATEFUL, MODERN})
 FEATURES_PREFIX = "features."
+ERA_PREFIX = "era."
 
 
 @dataclass(frozen=True, slots=True)
 class Method:
-    handler: str  # the session's attribute that answers it ("features.x": its FeatureMethods')
+    handler: str  # the session's attribute that answers it ("features.x", "era.x": theirs)
     eras: frozenset[str] = BOTH
     # what the host must serve for the method to exist: "features" (resources and prompts),
     # "skills" (--skills), "tasks" (the modern tasks extension: a task store); "" always
@@ -38,10 +39,10 @@ class Method:
 
 
 METHODS: dict[str, Method] = {
-    "initialize": Method("_initialize", frozenset({STATEFUL}), before_tools=True),
-    "ping": Method("_ping", frozenset({STATEFUL}), before_tools=True),
-    "logging/setLevel": Method("_set_level", frozenset({STATEFUL}), before_tools=True),
-    "server/discover": Method("_discover", frozenset({MODERN}), before_tools=True, cache="public"),
+    "initialize": Method("era._initialize", frozenset({STATEFUL}), before_tools=True),
+    "ping": Method("era._ping", frozenset({STATEFUL}), before_tools=True),
+    "logging/setLevel": Method("era._set_level", frozenset({STATEFUL}), before_tools=True),
+    "server/discover": Method("era._discover", frozenset({MODERN}), before_tools=True, cache="public"),
     "tools/list": Method("_tools_list", cache="principal"),
     "tools/call": Method(
         "_tools_call",
@@ -50,12 +51,12 @@ METHODS: dict[str, Method] = {
         routing="name",
         span_target="gen_ai.tool.name",
     ),
-    "subscriptions/listen": Method("_listen", frozenset({MODERN})),
-    "tasks/get": Method("_task_get", serves="tasks", routing="taskId"),
-    "tasks/result": Method("_task_result", frozenset({STATEFUL})),
-    "tasks/list": Method("_task_list", frozenset({STATEFUL})),
-    "tasks/update": Method("_task_update", frozenset({MODERN}), serves="tasks", routing="taskId"),
-    "tasks/cancel": Method("_task_cancel", serves="tasks", routing="taskId"),
+    "subscriptions/listen": Method("era._listen", frozenset({MODERN})),
+    "tasks/get": Method("era._task_get", serves="tasks", routing="taskId"),
+    "tasks/result": Method("era._task_result", frozenset({STATEFUL})),
+    "tasks/list": Method("era._task_list", frozenset({STATEFUL})),
+    "tasks/update": Method("era._task_update", frozenset({MODERN}), serves="tasks", routing="taskId"),
+    "tasks/cancel": Method("era._task_cancel", serves="tasks", routing="taskId"),
     "resources/list": Method("features._resources_list", serves="features", cache="public"),
     "resources/templates/list": Method("features._templates_list", serves="features", cache="public"),
     "resources/read": Method(
