@@ -40,7 +40,8 @@ from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.features import Forward
 from protomcp_host.protocol.methods import METHODS
-from protomcp_host.protocol.modern import ModernEra, Retry, valid_answer
+from protomcp_host.protocol.modern import ModernEra
+from protomcp_host.protocol.request_meta import Retry, valid_answer
 from protomcp_host.protocol.session import Call
 from protomcp_sdk.wire.toollist import ToolListChange
 

@@ -23,7 +23,8 @@ import anyio
 from protomcp_host.calls.execution import Dispatcher, Execution
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import MISSING_CAPABILITY, missing_capability, task_outcome, valid_answer
+from protomcp_host.protocol.modern import task_outcome
+from protomcp_host.protocol.request_meta import MISSING_CAPABILITY, missing_capability, valid_answer
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_host.protocol.tasks import Task, TaskStore
 from protomcp_sdk.wire.toollist import ToolListChange

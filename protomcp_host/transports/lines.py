@@ -10,7 +10,7 @@ import orjson
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.methods import METHODS
 from protomcp_host.protocol.methods import starts_calls as is_call
-from protomcp_host.protocol.modern import is_modern, maybe_modern
+from protomcp_host.protocol.request_meta import is_modern, maybe_modern
 
 MAX_LINE = 256 * 1024 * 1024
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from protomcp_host.calls.held import StateCodec, digest
-from protomcp_host.protocol.modern import valid_answer
+from protomcp_host.protocol.request_meta import valid_answer
 
 pytestmark = pytest.mark.fast  # starts no process
 

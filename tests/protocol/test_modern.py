@@ -11,12 +11,12 @@ import pytest
 from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.features import Entry, FeatureCatalog, FileFeatures, Forward
-from protomcp_host.protocol.modern import (
+from protomcp_host.protocol.modern import ModernShared
+from protomcp_host.protocol.request_meta import (
     CLIENT_CAPABILITIES,
     LOG_LEVEL,
     PROTOCOL_VERSION,
     SERVER_INFO,
-    ModernShared,
     is_modern,
     maybe_modern,
     stamp,

@@ -10,14 +10,9 @@ import pytest
 
 from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
-from protomcp_host.protocol.modern import (
-    CLIENT_CAPABILITIES,
-    PROTOCOL_VERSION,
-    TASKS_EXTENSION,
-    ModernShared,
-    task_outcome,
-)
+from protomcp_host.protocol.modern import ModernShared, task_outcome
 from protomcp_host.protocol.records import TaskCancel, TaskInput
+from protomcp_host.protocol.request_meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION, TASKS_EXTENSION
 from protomcp_host.protocol.session import Call, Send, Session, ToolAnswer
 from protomcp_host.protocol.tasks import TaskMethods, TaskNotFound, TaskStore
 from protomcp_sdk.wire import envelope_pb2 as pb

@@ -31,7 +31,7 @@ import orjson
 from protomcp_host.processes.loop import running_loop
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.methods import METHODS, starts_calls
-from protomcp_host.protocol.modern import (
+from protomcp_host.protocol.request_meta import (
     HEADER_MISMATCH,
     MISSING_CAPABILITY,
     PROTOCOL_VERSION,
