@@ -14,7 +14,7 @@ import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.events import Batch, Send
-from protomcp_host.protocol.features import FeatureEra, FeatureMethods
+from protomcp_host.protocol.features import FeatureCatalog, FeatureEra, FeatureMethods
 from protomcp_host.protocol.methods import STATEFUL
 from protomcp_host.protocol.records import Call, Event, ToolAnswer
 from protomcp_host.protocol.tasks import Effects, TaskMethods
@@ -182,3 +182,12 @@ class StatefulEra:
 
     def list_changed(self, session: EraSession) -> list[Event]:
         return [Send(rpc.notification("notifications/tools/list_changed"))]
+
+
+def offered(features: FeatureCatalog | None) -> frozenset[str]:
+    """What a stateful session serves besides tools (its own 2025-11-25 tasks always)."""
+    if features is None:
+        return frozenset({"tasks"})
+    if features.skills is None:
+        return frozenset({"tasks", "features"})
+    return frozenset({"tasks", "features", "skills"})

@@ -1,18 +1,24 @@
 """The records a session and the calls layer pass each other: a tool call (``Call``) from
-request to answer, a tool's answer (``ToolAnswer``), and the events a session returns for the
-router to carry out."""
+request to answer, a tool's answer (``ToolAnswer``) and its CallToolResult encoding, and the
+events a session returns for the router to carry out."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Tool
 from protomcp_host.protocol.events import Batch, Send
 from protomcp_host.protocol.features import CancelForward, ClientAnswer, Forward, RootsChanged
 from protomcp_host.protocol.tasks import Task
+
+STRUCTURED_VERSIONS = frozenset({"2025-06-18", "2025-11-25", "2026-07-28"})
 
 
 @dataclass(slots=True, eq=False)
@@ -83,3 +89,58 @@ Handler = Callable[[rpc.Request, Batch | None], Event | list[Event] | None]
 
 def error_result(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+# _meta key of a typed tool's argument message in base64 (proto-mcp's Any, passed through)
+PROTO_ARGUMENTS = "io.protomcp/argumentsProto"
+# _meta key (true) of a call whose client reads a typed tool's result message itself, and the
+# result's key of that message in base64 (both between the proto-mcp codec and this session)
+PROTO_RESULT = "io.protomcp/resultProto"
+STRUCTURED_PROTO = "io.protomcp/structuredProto"
+_STRUCTURED_PROTO_KEY = b',"' + STRUCTURED_PROTO.encode() + b'":"'
+
+
+def proto_arguments(value: Any) -> bytes:
+    try:
+        return base64.b64decode(value, validate=True) if isinstance(value, str) else b""
+    except binascii.Error:
+        return b""
+
+
+def call_result_parts(call: Call, answer: ToolAnswer, version: str | None) -> list[bytes]:
+    """The CallToolResult JSON object, in pieces."""
+    chunks = answer.content or [b"[]"]
+    structured = answer.structured
+    if not answer.trusted:
+        content = b"".join(chunks)
+        try:
+            if not isinstance(orjson.loads(content), list):
+                raise ValueError("content is not a list")
+            if structured and not isinstance(orjson.loads(structured), dict):
+                raise ValueError("structuredContent is not an object")
+        except ValueError:
+            return [orjson.dumps(error_result(f"Tool '{call.tool.name}' returned malformed content"))]
+        if b"\n" in content or b"\r" in content:  # keep one message per line
+            content = orjson.dumps(orjson.loads(content))
+        if b"\n" in structured or b"\r" in structured:
+            structured = orjson.dumps(orjson.loads(structured))
+        chunks = [content]
+    parts = [b'{"content":', *chunks]
+    if structured and version in STRUCTURED_VERSIONS:
+        parts += [b',"structuredContent":', structured]
+    elif answer.structured_proto:  # the message as it came, for the codec to unwrap
+        parts += [_STRUCTURED_PROTO_KEY, base64.b64encode(answer.structured_proto), b'"']
+    if answer.meta:
+        parts += [b',"_meta":', answer.meta]
+    parts.append(b',"isError":true}' if answer.is_error else b',"isError":false}')
+    return parts
+
+
+def first_text(result: bytes) -> str | None:
+    """The first text block of a CallToolResult (a failed task's statusMessage)."""
+    blocks = orjson.loads(result).get("content") or []
+    return next((b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)), None)
+
+
+def json_number(value: float) -> float | int:
+    return int(value) if value.is_integer() else value

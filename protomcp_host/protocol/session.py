@@ -8,8 +8,6 @@ the answer. Nothing here touches a pipe or a socket.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 from weakref import proxy
@@ -28,11 +26,24 @@ from protomcp_host.protocol.features import (
     RootsChanged,
 )
 from protomcp_host.protocol.handshake import LATEST_VERSION as LATEST_VERSION
-from protomcp_host.protocol.handshake import LOG_LEVELS, TASK_VERSIONS, StatefulEra
+from protomcp_host.protocol.handshake import LOG_LEVELS, TASK_VERSIONS, StatefulEra, offered
 from protomcp_host.protocol.handshake import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS
 from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.methods import ERA_PREFIX, FEATURES_PREFIX, STATEFUL, served
-from protomcp_host.protocol.records import Call, CancelCall, Event, Handler, ToolAnswer, error_result
+from protomcp_host.protocol.records import (
+    PROTO_ARGUMENTS,
+    PROTO_RESULT,
+    Call,
+    CancelCall,
+    Event,
+    Handler,
+    ToolAnswer,
+    call_result_parts,
+    error_result,
+    first_text,
+    json_number,
+    proto_arguments,
+)
 from protomcp_host.protocol.tasks import RELATED_TASK, Effects, Task, TaskMethods
 from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_sdk.wire.toollist import ToolListChange
@@ -50,24 +61,8 @@ __all__ = [
 ]
 
 BATCH_VERSIONS = frozenset({"2025-03-26"})
-STRUCTURED_VERSIONS = frozenset({"2025-06-18", "2025-11-25", "2026-07-28"})
 DEFAULT_MAX_IN_FLIGHT = 1000
 SERVER_BUSY = -32000  # JSON-RPC's range for implementation-defined server errors
-
-# _meta key of a typed tool's argument message in base64 (proto-mcp's Any, passed through)
-PROTO_ARGUMENTS = "io.protomcp/argumentsProto"
-# _meta key (true) of a call whose client reads a typed tool's result message itself, and the
-# result's key of that message in base64 (both between the proto-mcp codec and this session)
-PROTO_RESULT = "io.protomcp/resultProto"
-STRUCTURED_PROTO = "io.protomcp/structuredProto"
-_STRUCTURED_PROTO_KEY = b',"' + STRUCTURED_PROTO.encode() + b'":"'
-
-
-def _proto_arguments(value: Any) -> bytes:
-    try:
-        return base64.b64decode(value, validate=True) if isinstance(value, str) else b""
-    except binascii.Error:
-        return b""
 
 
 class ToolsListed(Protocol):
@@ -183,7 +178,7 @@ class Session:
         self._features: FeatureMethods | None = None  # made at first use
         self._routes: dict[str, Handler] | None = None  # this session's own handlers (route())
         self.era: Era = era if era is not None else StatefulEra()
-        self._table = table if table is not None else handler_table(StatefulEra, STATEFUL, _offered(features))
+        self._table = table if table is not None else handler_table(StatefulEra, STATEFUL, offered(features))
         self.era.begin(self)
 
     @property
@@ -316,9 +311,6 @@ class Session:
             self._routes = {}
         self._routes[method] = handler
 
-    def serves(self, method: str) -> bool:
-        return method in self._table
-
     def forwards(self) -> dict[bytes, Forward]:
         """The forwarded requests in progress, by id."""
         return self._features.forwarded if self._features is not None else {}
@@ -433,7 +425,7 @@ class Session:
         )
         if tool.messages is not None and isinstance(meta, dict):
             if PROTO_ARGUMENTS in meta:
-                call.arguments_proto = _proto_arguments(meta[PROTO_ARGUMENTS])
+                call.arguments_proto = proto_arguments(meta[PROTO_ARGUMENTS])
             call.result_proto = meta.get(PROTO_RESULT) is True
         self.in_flight[request.id] = call
         return call
@@ -465,33 +457,8 @@ class Session:
         return call.batch.add(data) if call.batch is not None else data
 
     def call_result(self, call: Call, answer: ToolAnswer) -> list[bytes]:
-        """The CallToolResult JSON object, in pieces."""
-        chunks = answer.content or [b"[]"]
-        structured = answer.structured
-        if not answer.trusted:
-            content = b"".join(chunks)
-            try:
-                if not isinstance(orjson.loads(content), list):
-                    raise ValueError("content is not a list")
-                if structured and not isinstance(orjson.loads(structured), dict):
-                    raise ValueError("structuredContent is not an object")
-            except ValueError:
-                malformed = error_result(f"Tool '{call.tool.name}' returned malformed content")
-                return self.era.stamp_call([orjson.dumps(malformed)], answer)
-            if b"\n" in content or b"\r" in content:  # keep one message per line
-                content = orjson.dumps(orjson.loads(content))
-            if b"\n" in structured or b"\r" in structured:
-                structured = orjson.dumps(orjson.loads(structured))
-            chunks = [content]
-        parts = [b'{"content":', *chunks]
-        if structured and self.version in STRUCTURED_VERSIONS:
-            parts += [b',"structuredContent":', structured]
-        elif answer.structured_proto:  # the message as it came, for the codec to unwrap
-            parts += [_STRUCTURED_PROTO_KEY, base64.b64encode(answer.structured_proto), b'"']
-        if answer.meta:
-            parts += [b',"_meta":', answer.meta]
-        parts.append(b',"isError":true}' if answer.is_error else b',"isError":false}')
-        return self.era.stamp_call(parts, answer)
+        """The CallToolResult JSON object, in pieces (stamped as the era asks)."""
+        return self.era.stamp_call(call_result_parts(call, answer, self.version), answer)
 
     # -- tasks (2025-11-25): the requests and records are in tasks.py -----------------------
     def _task_support(self, request: rpc.Request, tool: Tool, task: Any) -> Event | None:
@@ -533,7 +500,7 @@ class Session:
         outcome = b"".join(self.call_result(call, answer))
         if not outcome.endswith(b'"isError":true}'):
             return self.carry(self.tasks.finish(call.task, "completed", outcome, None))
-        return self.carry(self.tasks.finish(call.task, "failed", outcome, _first_text(outcome)))
+        return self.carry(self.tasks.finish(call.task, "failed", outcome, first_text(outcome)))
 
     def task_failed(self, call: Call, message: str, now: float) -> list[Event]:
         """A task's call could not complete (its process died, it timed out, ...)."""
@@ -618,30 +585,11 @@ class Session:
         running = call.id in self.in_flight if call.task is None else not call.task.terminal
         if call.progress_token is None or not running:
             return None
-        params: dict[str, Any] = {"progressToken": call.progress_token, "progress": _number(progress)}
+        params: dict[str, Any] = {"progressToken": call.progress_token, "progress": json_number(progress)}
         if total is not None:
-            params["total"] = _number(total)
+            params["total"] = json_number(total)
         if message and self.version != "2024-11-05":
             params["message"] = message
         if call.task is not None:
             params["_meta"] = {RELATED_TASK: {"taskId": call.task.id}}
         return rpc.notification("notifications/progress", params)
-
-
-def _offered(features: FeatureCatalog | None) -> frozenset[str]:
-    """What a stateful session serves besides tools (its own 2025-11-25 tasks always)."""
-    if features is None:
-        return frozenset({"tasks"})
-    if features.skills is None:
-        return frozenset({"tasks", "features"})
-    return frozenset({"tasks", "features", "skills"})
-
-
-def _first_text(result: bytes) -> str | None:
-    """The first text block of a CallToolResult (a failed task's statusMessage)."""
-    blocks = orjson.loads(result).get("content") or []
-    return next((b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)), None)
-
-
-def _number(value: float) -> float | int:
-    return int(value) if value.is_integer() else value
