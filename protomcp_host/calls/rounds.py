@@ -111,7 +111,7 @@ class InputRounds:
 
     def cancelled(self, router: Router, request_id: bytes | None, reason: str) -> None:
         if request_id is None:  # the client went away: its streams end without a word
-            router.session.era.listens.clear()
+            _era(router).listens.clear()
             request_ids = list(self._uses)
         else:
             request_ids = [request_id]

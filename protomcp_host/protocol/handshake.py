@@ -7,7 +7,8 @@ own. Everything both eras do is the session's (session.py); this is only what di
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import orjson
@@ -55,7 +56,7 @@ class StatefulEra:
     __slots__ = ()
     name = STATEFUL
     tool_list_scope = "in this session"  # whose tools a tool-list change changes
-    listens: dict[bytes, Any] = {}  # (2026-07-28 listen streams: none in this era; read only)
+    listens: Mapping[bytes, Any] = MappingProxyType({})  # (2026-07-28 listen streams: none here)
 
     def begin(self, session: EraSession) -> None:
         """The session starts: it learns its revision from initialize."""

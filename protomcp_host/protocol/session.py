@@ -8,7 +8,7 @@ the answer. Nothing here touches a pipe or a socket.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 from weakref import proxy
 
@@ -81,7 +81,10 @@ class Era(Protocol):
 
     name: str  # its key in the method registry (methods.py)
     tool_list_scope: str  # whose tools a tool-list change changes
-    listens: dict[bytes, Any]  # 2026-07-28 subscriptions/listen requests in progress
+
+    @property
+    def listens(self) -> Mapping[bytes, Any]:
+        """2026-07-28 subscriptions/listen requests in progress."""
 
     def begin(self, session: Session) -> None: ...
     def feature_era(self) -> FeatureEra | None: ...
