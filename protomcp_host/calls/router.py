@@ -421,8 +421,8 @@ class DirectRequests:
         if not isinstance(owner, Execution):
             reply(None, f"{method} can only be asked during a tool call")
             return
-        features = router.session.features
-        problem = features.missing_capability(method, params)
+        client = router.session.features.client
+        problem = client.missing_capability(method, params)
         if problem is not None:
             reply(None, problem)
             return
@@ -436,7 +436,7 @@ class DirectRequests:
             reply(result, error)
 
         related = owner.call.id
-        pending, data = features.request_client(method, params, related, answered)
+        pending, data = client.request_client(method, params, related, answered)
         wait = timeout or CLIENT_TIMEOUT
         loop = asyncio.get_running_loop()
         pending.timer = loop.call_later(wait, self._timed_out, router, pending, wait)
@@ -449,13 +449,13 @@ class DirectRequests:
         if not self.asked:  # (the common case: the call asked the client nothing)
             return
         for pending in list(self.asked.pop(owner, [])):  # on_answer removes from that list
-            router._emit(router.session.features.drop_client_request(pending), pending.related)
+            router._emit(router.session.features.client.drop_client_request(pending), pending.related)
             if pending.timer is not None:
                 pending.timer.cancel()
             pending.on_answer(None, reason)
 
     def _timed_out(self, router: Router, pending: ClientRequest, wait: float) -> None:
-        router._emit(router.session.features.drop_client_request(pending), pending.related)
+        router._emit(router.session.features.client.drop_client_request(pending), pending.related)
         pending.on_answer(None, f"the client did not answer {pending.method} within {wait:g}s")
 
     def cancelled(self, router: Router, request_id: bytes | None, reason: str) -> None:

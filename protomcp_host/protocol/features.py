@@ -167,6 +167,70 @@ class Peer(Protocol):
     def client_capabilities(self) -> dict[str, Any]: ...
 
 
+class ClientRequestBook:
+    """The requests a session sent to its client (sampling, elicitation, roots), until each is
+    answered, dropped or timed out; and whether the client declared what a request needs."""
+
+    def __init__(self, session: Peer) -> None:
+        self.session = session
+        self.client_requests: dict[int, ClientRequest] = {}
+        self._next_id = 0
+
+    def missing_capability(self, method: str, params: dict[str, Any]) -> str | None:
+        """Why the client cannot take this request (it did not declare the capability), or None."""
+        capability = CLIENT_CAPABILITY[method]
+        declared = self.session.client_capabilities.get(capability)
+        if not isinstance(declared, dict):
+            return f"the client does not support {capability} (it did not declare the capability)"
+        if method == "elicitation/create":
+            mode = params.get("mode", "form")
+            # An empty elicitation capability means form mode only (2025-11-25).
+            modes = {m for m in ("form", "url") if m in declared} or {"form"}
+            if mode not in modes:
+                return f"the client does not support {mode}-mode elicitation"
+        return None
+
+    def request_client(
+        self,
+        method: str,
+        params: dict[str, Any],
+        related: bytes | None,
+        on_answer: Callable[[dict[str, Any] | None, str | None], None],
+    ) -> tuple[ClientRequest, bytes]:
+        """A request to the client: its record (kept until answered or dropped) and its bytes."""
+        self._next_id += 1
+        pending = ClientRequest(self._next_id, method, related, on_answer)
+        self.client_requests[pending.id] = pending
+        return pending, rpc.request(pending.id, method, params)
+
+    def drop_client_request(self, pending: ClientRequest) -> bytes | None:
+        """Give up on a request (timeout, cancelled call): the notifications/cancelled to send."""
+        if self.client_requests.pop(pending.id, None) is None:
+            return None
+        return rpc.notification(
+            "notifications/cancelled",
+            {"requestId": pending.id, "reason": "the tool call no longer waits for it"},
+        )
+
+    def client_answer(self, response: rpc.Response) -> ClientAnswer | None:
+        try:
+            request_id = orjson.loads(response.id)
+        except orjson.JSONDecodeError:
+            return None
+        pending = self.client_requests.pop(request_id, None) if isinstance(request_id, int) else None
+        if pending is None:
+            return None
+        payload = response.payload
+        if "error" in payload:
+            error = payload["error"]
+            message = error.get("message") if isinstance(error, dict) else None
+            return ClientAnswer(pending, None, str(message or error))
+        result = payload.get("result")
+        if not isinstance(result, dict):
+            return ClientAnswer(pending, None, "the client's answer is not an object")
+        return ClientAnswer(pending, result, None)
+
+
 FeatureEvent = Send | Forward
 Handler = Callable[[rpc.Request, Batch | None], FeatureEvent]
 
@@ -206,8 +270,7 @@ class FeatureMethods:
         self.not_found = era.not_found if era is not None else RESOURCE_NOT_FOUND
         self.forwarded: dict[bytes, Forward] = {}
         self.subscriptions: set[str] = set()
-        self.client_requests: dict[int, ClientRequest] = {}
-        self._next_id = 0
+        self.client = ClientRequestBook(session)  # its requests to the client, until answered
 
     def table(self) -> dict[str, Handler]:
         skills: dict[str, Handler] = {}
@@ -413,61 +476,6 @@ class FeatureMethods:
         if self.era is not None:
             return self.era.list_changed(notes)
         return [rpc.notification(note) for note in notes] if self.session.initialized else []
-
-    # -- requests to the client ------------------------------------------------------------
-    def missing_capability(self, method: str, params: dict[str, Any]) -> str | None:
-        """Why the client cannot take this request (it did not declare the capability), or None."""
-        capability = CLIENT_CAPABILITY[method]
-        declared = self.session.client_capabilities.get(capability)
-        if not isinstance(declared, dict):
-            return f"the client does not support {capability} (it did not declare the capability)"
-        if method == "elicitation/create":
-            mode = params.get("mode", "form")
-            # An empty elicitation capability means form mode only (2025-11-25).
-            modes = {m for m in ("form", "url") if m in declared} or {"form"}
-            if mode not in modes:
-                return f"the client does not support {mode}-mode elicitation"
-        return None
-
-    def request_client(
-        self,
-        method: str,
-        params: dict[str, Any],
-        related: bytes | None,
-        on_answer: Callable[[dict[str, Any] | None, str | None], None],
-    ) -> tuple[ClientRequest, bytes]:
-        """A request to the client: its record (kept until answered or dropped) and its bytes."""
-        self._next_id += 1
-        pending = ClientRequest(self._next_id, method, related, on_answer)
-        self.client_requests[pending.id] = pending
-        return pending, rpc.request(pending.id, method, params)
-
-    def drop_client_request(self, pending: ClientRequest) -> bytes | None:
-        """Give up on a request (timeout, cancelled call): the notifications/cancelled to send."""
-        if self.client_requests.pop(pending.id, None) is None:
-            return None
-        return rpc.notification(
-            "notifications/cancelled",
-            {"requestId": pending.id, "reason": "the tool call no longer waits for it"},
-        )
-
-    def client_answer(self, response: rpc.Response) -> ClientAnswer | None:
-        try:
-            request_id = orjson.loads(response.id)
-        except orjson.JSONDecodeError:
-            return None
-        pending = self.client_requests.pop(request_id, None) if isinstance(request_id, int) else None
-        if pending is None:
-            return None
-        payload = response.payload
-        if "error" in payload:
-            error = payload["error"]
-            message = error.get("message") if isinstance(error, dict) else None
-            return ClientAnswer(pending, None, str(message or error))
-        result = payload.get("result")
-        if not isinstance(result, dict):
-            return ClientAnswer(pending, None, "the client's answer is not an object")
-        return ClientAnswer(pending, result, None)
 
 
 def _mcp(entry: Entry) -> dict[str, Any]:

@@ -25,7 +25,8 @@ from protomcp_host.protocol.events import Batch, Send
 from protomcp_host.protocol.features import FeatureCatalog, Forward
 from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.methods import METHODS, MODERN
-from protomcp_host.protocol.records import Call, Event, TaskCancel, TaskInput, ToolAnswer
+from protomcp_host.protocol.modern_tasks import TaskCalls, declares_tasks, needs_tasks
+from protomcp_host.protocol.records import Call, Event, ToolAnswer
 from protomcp_host.protocol.request_meta import (
     CACHE_TTL_MS,
     LIST_FLAGS,
@@ -42,7 +43,7 @@ from protomcp_host.protocol.request_meta import (
     supported_versions,
 )
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session, SessionHandler, handler_table
-from protomcp_host.protocol.tasks import Task, TaskMethods, TaskNotFound, TaskStore, TooManyTasks
+from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
 
 
@@ -108,6 +109,7 @@ class ModernShared:
         self.max_in_flight = max_in_flight
         self.task_store = task_store
         self.tasks = TaskMethods()  # a connection's own (2025-11-25) tasks: none in this era
+        self.task_calls = TaskCalls(task_store, server_info)  # the tasks extension's requests
         meta = orjson.dumps({SERVER_INFO: server_info})
         self.complete = b'"resultType":"complete","_meta":' + meta
         self.cacheable = (
@@ -284,7 +286,7 @@ class ModernEra:
                 rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "notifications" must be an object')
             )
         if wanted.get("taskIds") and not declares_tasks(session):
-            return Send(_needs_tasks(request.id, "Listening to tasks"))
+            return Send(needs_tasks(request.id, "Listening to tasks"))
         honored: dict[str, Any] = {}
         offered = session.features.offered
         for flag in ("toolsListChanged", "promptsListChanged", "resourcesListChanged"):
@@ -321,86 +323,32 @@ class ModernEra:
         mode = execution.get("taskSupport")
         as_task = mode in ("optional", "required") and self.task_store is not None and declares_tasks(session)
         if mode == "required" and not as_task:
-            return Send(_needs_tasks(request.id, f"Tool '{name}' must run as a task: it"))
+            return Send(needs_tasks(request.id, f"Tool '{name}' must run as a task: it"))
         event = session.start_call(request, batch)
         if not as_task or not isinstance(event, Call):
             return event
         if tool is not None and tool.input_before_task:  # the round trip first (become_task)
             event.task_later = True
             return event
-        return self._as_task(session, request, event)
+        return self.shared.task_calls.as_task(session, self.owner, request, event)
 
-    # -- the tasks extension -----------------------------------------------------------
-    def _as_task(self, session: Session, request: rpc.Request, call: Call) -> Event | list[Event]:
-        """The call becomes a task: answered at once with the CreateTaskResult (the task is in
-        the store, so a tasks/get for it resolves), its call runs on for the task."""
-        assert self.task_store is not None
-        del session.in_flight[call.id]
-        try:
-            task = self.task_store.create(None, session.tasks.now, self.owner)
-        except TooManyTasks as exc:
-            return Send(rpc.error(request.id, rpc.INTERNAL_ERROR, str(exc)))
-        return [Send(self._created(call, task), request.id), call]
-
+    # -- the tasks extension (modern_tasks.py) ---------------------------------------------
     def become_task(self, session: Session, call: Call) -> bytes | None:
         """A call of an input_before_task tool whose questions are answered becomes a task
-        now: the CreateTaskResult that answers its request. None when it stays a plain
-        request (it is over already, or every task slot holds a running task)."""
-        if self.task_store is None or session.in_flight.get(call.id) is not call:
-            return None
-        try:
-            task = self.task_store.create(None, session.tasks.now, self.owner)
-        except TooManyTasks:
-            return None
-        del session.in_flight[call.id]
-        self.envelopes.pop(call.id, None)
-        return self._created(call, task)
-
-    def _created(self, call: Call, task: Task) -> bytes:
-        call.task, task.call, call.batch, call.task_later = task, call, None, False
-        created = {"resultType": "task", **task.detailed(), "_meta": {SERVER_INFO: self.shared.server_info}}
-        return rpc.result(call.id, created)
-
-    def _own_task(self, session: Session, request: rpc.Request) -> Task | Send:
-        """The principal's task a tasks/* request names, or the error to answer."""
-        assert self.task_store is not None
-        if not declares_tasks(session):
-            return Send(_needs_tasks(request.id, request.method))
-        task_id = request.params.get("taskId")
-        if not isinstance(task_id, str):
-            problem = 'Invalid params: "taskId" must be a string'
-            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, problem))
-        try:
-            return self.task_store.find(task_id, self.owner)
-        except TaskNotFound as exc:
-            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
+        now: the CreateTaskResult that answers its request (None: it stays a plain request)."""
+        created = self.shared.task_calls.become_task(session, self.owner, call)
+        if created is not None:
+            self.envelopes.pop(call.id, None)
+        return created
 
     def _task_get(self, session: Session, request: rpc.Request, _: Batch | None) -> Event:
-        task = self._own_task(session, request)
-        return task if isinstance(task, Send) else Send(rpc.result(request.id, task.detailed()))
+        return self.shared.task_calls.get(session, self.owner, request)
 
     def _task_update(self, session: Session, request: rpc.Request, _: Batch | None) -> Event | list[Event]:
-        """Answers for the task's outstanding requests; acknowledged at once (the task moves
-        on when its call has them: eventually consistent, as the extension allows)."""
-        task = self._own_task(session, request)
-        if isinstance(task, Send):
-            return task
-        responses = request.params.get("inputResponses")
-        if not isinstance(responses, dict):
-            problem = 'Invalid params: "inputResponses" must be an object'
-            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, problem))
-        return [TaskInput(task, responses), Send(self._ack(request.id), request.id)]
+        return self.shared.task_calls.update(session, self.owner, request)
 
     def _task_cancel(self, session: Session, request: rpc.Request, _: Batch | None) -> Event | list[Event]:
-        """Acknowledged whatever the task's status (idempotent); a running task is cancelled."""
-        task = self._own_task(session, request)
-        if isinstance(task, Send):
-            return task
-        ack = Send(self._ack(request.id), request.id)
-        return [ack] if task.terminal else [TaskCancel(task), ack]
-
-    def _ack(self, request_id: bytes) -> bytes:
-        return rpc.raw_result(request_id, b"{" + self.shared.complete + b"}")
+        return self.shared.task_calls.cancel(session, self.owner, request)
 
     # -- answers ---------------------------------------------------------------------
     def ended(self, request_id: bytes) -> None:
@@ -479,20 +427,6 @@ class ModernEra:
         """What the client declared on a request still in progress ({} if none)."""
         envelope = self.envelopes.get(request_id)
         return envelope.capabilities if envelope is not None else {}
-
-
-def declares_tasks(session: Session) -> bool:
-    extensions = session.client_capabilities.get("extensions")
-    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
-
-
-def _needs_tasks(request_id: bytes, what: str) -> bytes:
-    return rpc.error(
-        request_id,
-        MISSING_CAPABILITY,
-        f"{what} needs the {TASKS_EXTENSION} extension (declare it in the request's capabilities)",
-        {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
-    )
 
 
 def task_outcome(session: Session, call: Call, answer: ToolAnswer) -> bytes:

@@ -289,7 +289,7 @@ class Session:
         if isinstance(message, rpc.Notification):
             return self.era.notification(self, message)
         if isinstance(message, rpc.Response) and self._features is not None:
-            return self._features.client_answer(message)  # (none made: it asked the client nothing)
+            return self._features.client.client_answer(message)  # (none made: it asked the client nothing)
         return None
 
     def answer(self, message: rpc.Request, batch: Batch | None) -> Event | list[Event] | None:

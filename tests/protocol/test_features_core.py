@@ -194,12 +194,12 @@ def test_subscriptions() -> None:
 def test_requests_to_the_client() -> None:
     session = _session({"sampling": {}, "elicitation": {}})
     features = session.features
-    assert features.missing_capability("sampling/createMessage", {}) is None
-    assert "roots" in (features.missing_capability("roots/list", {}) or "")
-    assert features.missing_capability("elicitation/create", {"mode": "form"}) is None
-    assert "url-mode" in (features.missing_capability("elicitation/create", {"mode": "url"}) or "")
+    assert features.client.missing_capability("sampling/createMessage", {}) is None
+    assert "roots" in (features.client.missing_capability("roots/list", {}) or "")
+    assert features.client.missing_capability("elicitation/create", {"mode": "form"}) is None
+    assert "url-mode" in (features.client.missing_capability("elicitation/create", {"mode": "url"}) or "")
     answers: list[Any] = []
-    pending, data = features.request_client(
+    pending, data = features.client.request_client(
         "sampling/createMessage", {"maxTokens": 1}, b"3", lambda *a: answers.append(a)
     )
     sent = orjson.loads(data)
@@ -214,15 +214,15 @@ def test_requests_to_the_client() -> None:
     assert (
         session.receive(orjson.dumps({"jsonrpc": "2.0", "id": pending.id, "result": {}})) == []
     )  # only once
-    pending, _ = features.request_client("roots/list", {}, None, lambda *a: None)
+    pending, _ = features.client.request_client("roots/list", {}, None, lambda *a: None)
     (event,) = session.receive(
         orjson.dumps({"jsonrpc": "2.0", "id": pending.id, "error": {"code": 1, "message": "no"}})
     )
     assert isinstance(event, ClientAnswer) and event.error == "no"
-    pending, _ = features.request_client("roots/list", {}, None, lambda *a: None)
-    cancelled = orjson.loads(features.drop_client_request(pending) or b"{}")
+    pending, _ = features.client.request_client("roots/list", {}, None, lambda *a: None)
+    cancelled = orjson.loads(features.client.drop_client_request(pending) or b"{}")
     assert cancelled["method"] == "notifications/cancelled" and cancelled["params"]["requestId"] == pending.id
-    assert features.drop_client_request(pending) is None
+    assert features.client.drop_client_request(pending) is None
 
 
 def test_an_id_in_use_by_a_forwarded_request_is_refused() -> None:
