@@ -25,8 +25,9 @@ from protomcp_host.calls.advice import no_description, undescribed
 from protomcp_host.calls.envelope import file_features, tool_from_definition
 from protomcp_host.calls.execution import Dispatcher
 from protomcp_host.calls.forwarding import Forwarding, declares_completions
+from protomcp_host.calls.held import MAX_SUSPENDED_EACH, Rounds
 from protomcp_host.calls.middleware import Middleware
-from protomcp_host.calls.rounds import MAX_SUSPENDED_EACH, ModernRouter, Rounds
+from protomcp_host.calls.rounds import InputRounds
 from protomcp_host.calls.router import Router, Writer
 from protomcp_host.calls.staleness import placeholder_tool, stale_note
 from protomcp_host.calls.tasks import TaskRunner
@@ -38,8 +39,8 @@ from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.tool_process import ToolProcessError
 from protomcp_host.protocol.catalog import Catalog, NameClash, Tool
-from protomcp_host.protocol.features import Features
-from protomcp_host.protocol.modern import ModernSession, ModernShared
+from protomcp_host.protocol.features import FeatureCatalog
+from protomcp_host.protocol.modern import ModernShared
 from protomcp_host.protocol.scopes import declared_scopes
 from protomcp_host.protocol.session import Session
 from protomcp_host.protocol.skills import Skills
@@ -153,7 +154,7 @@ class Host:
         # every source of tools the calls layer calls: supervisors, upstreams
         self.sources: dict[str, Any] = {}
         self.dispatcher = Dispatcher(self.sources, self.call_timeout)
-        self.features = Features(self.settings.page_size)  # resources, templates, prompts of every file
+        self.features = FeatureCatalog(self.settings.page_size)  # resources, templates, prompts of every file
         self.forwarding = Forwarding(self.features, self.sources, self.routers_now, self.call_timeout)
         self.features.completions_expected = any(declares_completions(file) for file in files)
         if skills is not None:  # --skills: served by the host itself, no tool process
@@ -377,26 +378,24 @@ class Host:
         """A connection serving modern-era (2026-07-28) requests for `principal`, whose
         tool-list control state it shares with the principal's other connections."""
         visibility = self._principal_state(principal)
-        session = ModernSession(self._modern_shared(), visibility=visibility, owner=f"principal:{principal}")
+        session = self._modern_shared().session(visibility=visibility, owner=f"principal:{principal}")
         if self.discovery is not None:
             self.discovery.attach(session)
         tap = self._session_tap(self.wire_tap) if self.wire_tap is not None else None
         if tap is not None:
             write = _tapped_write(write, tap)
-        router = ModernRouter(
+        # (a stdio client is no one else's: other hosts need not hear of its tool list)
+        shared = self.shared_tools if principal != LOCAL_PRINCIPAL else None
+        asking = InputRounds(self.rounds, self.routers_now, shared.changed if shared is not None else None)
+        router = Router(
             self.dispatcher,
             self.forwarding,
             session,
             write,
-            self.rounds,
-            principal,
-            self.routers_now,
-            self.task_runner,
+            asking,
+            principal=principal,
+            tasks=self.task_runner,
         )
-        if (
-            self.shared_tools is not None and principal != LOCAL_PRINCIPAL
-        ):  # (a stdio client is no one else's)
-            router.tools_changed = self.shared_tools.changed
         if tap is not None:
             _tap_feed(router, tap)
         self._routers[router] = None
@@ -429,12 +428,10 @@ class Host:
         """Another host changed the principal's tool list: `apply` its state here; the principal's
         listen streams here hear of it as of a change made here (one list_changed, if it changed)."""
         listening = [
-            router
-            for router in self.routers
-            if isinstance(router, ModernRouter) and router.principal == principal and router.session.listens
+            router for router in self.routers if router.principal == principal and router.session.era.listens
         ]
         for router in listening:  # (an empty change: the list as it is now is what the flush compares to)
-            Router.update_tools(router, NO_CHANGE)
+            router.apply_tools(NO_CHANGE)
         apply()
 
     def add_wire_tap(self, tap: WireTap) -> None:
@@ -449,7 +446,7 @@ class Host:
 
     def _forget_idle_principals(self) -> None:
         """Keep the principals map bounded: drop those with no connection now (oldest first)."""
-        connected = {r.principal for r in self.routers if isinstance(r, ModernRouter)}
+        connected = {r.principal for r in self.routers if r.principal is not None}
         for name in list(self.principals):
             if name not in connected:
                 del self.principals[name]

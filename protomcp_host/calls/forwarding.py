@@ -17,7 +17,7 @@ from protomcp_host.calls.router import Router
 from protomcp_host.processes.channel import Channel
 from protomcp_host.processes.events import Refused, Reply
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.features import Features, FileFeatures, Forward
+from protomcp_host.protocol.features import FeatureCatalog, FileFeatures, Forward
 from protomcp_sdk.wire import envelope_pb2 as pb
 
 _COMPLETION = re.compile(rb"@[\w.\s]*\bcompletion\b")
@@ -50,7 +50,7 @@ DEFAULT_TIMEOUT = 60.0  # seconds a read, a prompt or a completion may take with
 class Forwarding:
     def __init__(
         self,
-        features: Features,
+        features: FeatureCatalog,
         processes: Mapping[str, ToolSource],
         routers: Callable[[], list[Router]],
         timeout: float | None,

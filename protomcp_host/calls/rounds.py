@@ -6,22 +6,18 @@ gathered into an ``InputRequiredResult`` that ends the client's request, and the
 suspended in its tool process. The result carries a ``requestState`` sealed with AES-GCM: it
 binds the principal, the method, the tool name, a digest of the arguments and an expiry, names
 the suspension, and carries the answers given so far (bounded). When the client retries with
-``inputResponses`` and that state, the suspended call is found (``Rounds``), re-attached to the
-new request and its requests are answered by key; one still unanswered (or a new one) makes
-another round. A retry that finds no suspended call here (a restart, another host) re-runs the
-tool with every answer known so far: the tool process answers requests with a known key itself.
-An answer is used once: a call that asks again under the same key asks the client again.
+``inputResponses`` and that state, the suspended call is found (``Rounds``, held.py), re-attached
+to the new request and its requests are answered by key; one still unanswered (or a new one)
+makes another round. A retry that finds no suspended call here (a restart, another host) re-runs
+the tool with every answer known so far: the tool process answers requests with a known key
+itself. An answer is used once: a call that asks again under the same key asks the client again.
 
-A suspended call keeps its place in the tool process (a sync tool's thread) only for ``HOLD``
-seconds, at most ``MAX_SUSPENDED_EACH`` per principal (its own oldest goes first; never another
-principal's) and ``MAX_SUSPENDED`` in all: one let go is cancelled, and its retry re-runs it.
 A requestState is used once (used_states.py): a second use gets the first use's answer, or a
-refusal saying it was used, never a second run. Hosts sharing a bus (``uses.publish``,
-``on_bus``) tell each other of each use, so the host that holds the suspended call lets it go
-when its retry was served elsewhere.
+refusal saying it was used, never a second run.
 
-``ModernRouter`` is the Router of a modern-era connection; everything else a call does
-(progress, logs, answers) goes the Router's way.
+``InputRounds`` is the Router's strategy for requests to the client on a modern-era connection
+(calls.router.ClientRequests); everything else a call does (progress, logs, answers) goes the
+Router's way.
 """
 
 from __future__ import annotations
@@ -30,205 +26,32 @@ import asyncio
 import base64
 import os
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import orjson
 
-from protomcp_host.calls.execution import Dispatcher, Execution
-from protomcp_host.calls.router import LIST_CHANGED_DELAY, Forwarder, Router, Writer, event_table
-from protomcp_host.calls.used_states import ClaimUnchecked, Use, UsedStates
+from protomcp_host.calls.execution import Execution
+from protomcp_host.calls.held import HOLD, MAX_SUSPENDED, Ask, Round, Rounds, digest
+from protomcp_host.calls.router import Router
+from protomcp_host.calls.used_states import ClaimUnchecked, Use
 from protomcp_host.processes.events import Reply
-from protomcp_host.processes.launch import STATE_KEY_ENV
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.features import CancelForward, Forward
-from protomcp_host.protocol.modern import ModernSession, Retry, valid_answer
-from protomcp_host.protocol.session import Call, CancelCall, TaskCancel, TaskInput
+from protomcp_host.protocol.features import Forward
+from protomcp_host.protocol.methods import METHODS
+from protomcp_host.protocol.modern import ModernEra
+from protomcp_host.protocol.request_meta import Retry, valid_answer
+from protomcp_host.protocol.session import Call
 from protomcp_sdk.wire.toollist import ToolListChange
 
 STATE_TTL = 600.0  # seconds a requestState stays valid (a retry after HOLD re-runs the call)
-HOLD = 60.0  # seconds a suspended call keeps its place (and a sync tool its thread) for its retry
 ROUND_WINDOW = 0.02  # seconds the requests a call makes at once gather into one round
-MAX_SUSPENDED = 1000  # suspended calls per host; beyond it a new one is not held (its retry re-runs)
-MAX_SUSPENDED_EACH = 16  # suspended calls per principal (at most --max-in-flight); then its oldest goes
 MAX_ANSWERS = 64 * 1024  # bytes of answers a requestState carries (beyond: not carried)
-OPENING_KEYS = 4  # requestState keys that open tokens: the one in use and the last ones before it
 INVALID_STATE = "Invalid or expired requestState"
 _ANSWER = b'{"jsonrpc":"2.0","id":'
-_AAD = b"protomcp requestState v1"
 
-
-class StateCodec:
-    """Seals and opens requestState tokens (AES-256-GCM; ``v1.`` + base64url)."""
-
-    def __init__(self, key: bytes | None = None) -> None:
-        import hashlib  # (not at import: hashlib costs ~0.6 MB, and only the modern era needs it)
-
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-        if key is None:
-            shared = os.environ.get(STATE_KEY_ENV)
-            key = hashlib.sha256(shared.encode()).digest() if shared else os.urandom(32)
-        self._aead = AESGCM(key)
-        self._keys = [key]  # the one that seals first; the ones before it still open
-        self._opening = [self._aead]
-
-    def use(self, key: bytes) -> None:
-        """Seal with `key` from now on (the shared store's key changed); tokens sealed with the
-        last few keys before it still open until they expire."""
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-        if key == self._keys[0]:
-            return
-        self._aead = AESGCM(key)
-        self._keys = [key, *[k for k in self._keys if k != key]][:OPENING_KEYS]
-        self._opening = [AESGCM(k) for k in self._keys]
-
-    def seal(self, claims: dict[str, Any]) -> str:
-        nonce = os.urandom(12)
-        sealed = self._aead.encrypt(nonce, orjson.dumps(claims), _AAD)
-        return "v1." + base64.urlsafe_b64encode(nonce + sealed).decode().rstrip("=")
-
-    def open(self, token: str, now: float) -> dict[str, Any] | None:
-        """The claims, or None when the token was not sealed here, was changed or has expired."""
-        from cryptography.exceptions import InvalidTag
-
-        if not token.startswith("v1.") or len(token) > 1 << 20:
-            return None
-        body = token[3:]
-        try:
-            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-        except ValueError:
-            return None
-        for aead in self._opening:
-            try:
-                claims = orjson.loads(aead.decrypt(raw[:12], raw[12:], _AAD))
-                break
-            except (ValueError, InvalidTag, orjson.JSONDecodeError):
-                continue
-        else:
-            return None
-        if not isinstance(claims, dict) or not isinstance(claims.get("e"), (int, float)) or claims["e"] < now:
-            return None
-        return claims
-
-
-def digest(arguments: Any) -> str:
-    """What binds a requestState to the request's arguments."""
-    import hashlib
-
-    return hashlib.sha256(orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
-
-
-@dataclass(slots=True, eq=False)
-class Ask:
-    method: str
-    params: dict[str, Any]
-    reply: Reply
-
-
-@dataclass(slots=True, eq=False)
-class Round:
-    """One call's input rounds: what it asked and awaits, what it was answered."""
-
-    owner: Any  # the Execution of a call, or the _ForwardLeg of a read or a prompt
-    pending: dict[str, Ask] = field(default_factory=dict)
-    known: dict[str, Any] = field(default_factory=dict)  # answers given so far, by key
-    used: set[str] = field(default_factory=set)  # keys whose answer the call has had (once each)
-    gathering: asyncio.TimerHandle | None = None
-    suspension: str | None = None  # its id while the call is held for the client's retry
-    principal: str = ""
-    expiry: asyncio.TimerHandle | None = None
-    asked: int = 0
-
-
-class Rounds:
-    """The host's calls in input rounds, and the ones held until their retry."""
-
-    def __init__(self, codec: StateCodec | None = None, per_principal: int = MAX_SUSPENDED_EACH) -> None:
-        self._codec = codec  # made at first use: cryptography is imported only then
-        self.key: bytes | None = None  # the shared store's key (--store); else env or random
-        self.on_miss: Callable[[], None] | None = None  # a requestState did not open (--store re-reads)
-        self.per_principal = per_principal
-        self.of: dict[Any, Round] = {}  # by owner
-        self.suspended: OrderedDict[str, Round] = OrderedDict()  # held, oldest first
-        self.held: dict[str, int] = {}  # principal -> its calls in `suspended`
-        self.uses = UsedStates()  # each requestState is used once
-
-    @property
-    def codec(self) -> StateCodec:
-        if self._codec is None:
-            self._codec = StateCodec(self.key)
-        return self._codec
-
-    def use_key(self, key: bytes) -> None:
-        """The shared store's key, read now: it seals from now on (the ones before still open)."""
-        self.key = key
-        if self._codec is not None:
-            self._codec.use(key)
-
-    # -- held calls ----------------------------------------------------------------------
-    def suspend(self, round_: Round, sid: str) -> bool:
-        """Hold the round's call for its retry under `sid`; False when the host holds as many
-        as it may (the call is then let go: its retry runs it again)."""
-        principal = round_.principal
-        if self.held.get(principal, 0) >= self.per_principal:
-            oldest = next(r for r in self.suspended.values() if r.principal == principal)
-            self.drop(oldest, f"{self.per_principal} newer calls of its principal wait for input")
-        elif len(self.suspended) >= MAX_SUSPENDED:
-            return False
-        round_.suspension = sid
-        self.suspended[sid] = round_
-        self.held[principal] = self.held.get(principal, 0) + 1
-        return True
-
-    def _unhold(self, round_: Round) -> None:
-        sid, round_.suspension = round_.suspension, None
-        if sid is not None and self.suspended.pop(sid, None) is not None:
-            left = self.held[round_.principal] - 1
-            if left:
-                self.held[round_.principal] = left
-            else:
-                del self.held[round_.principal]
-        if round_.expiry is not None:
-            round_.expiry.cancel()
-            round_.expiry = None
-
-    def drop(self, round_: Round, reason: str) -> None:
-        """Let a held call go: it is cancelled (a later retry runs it again)."""
-        self._unhold(round_)
-        round_.owner.cancel(f"the call waiting for input was let go: {reason}")
-
-    def resume(self, sid: Any) -> Round | None:
-        round_ = self.suspended.get(sid) if isinstance(sid, str) else None
-        if round_ is None:
-            return None
-        self._unhold(round_)
-        return None if round_.owner.finished else round_
-
-    def release(self, owner: Any, reason: str) -> None:
-        """The request ended: its round goes, and requests it still awaits are answered."""
-        round_ = self.of.pop(owner, None)
-        if round_ is None:
-            return
-        if round_.gathering is not None:
-            round_.gathering.cancel()
-        self._unhold(round_)
-        pending, round_.pending = round_.pending, {}
-        for ask in pending.values():
-            ask.reply(None, reason)
-
-    # -- the bus between hosts ------------------------------------------------------------
-    def on_bus(self, topic: str, payload: bytes) -> None:
-        """Another host used a state (the call held here for it is let go), or says what its
-        first use came to."""
-        state = self.uses.heard(topic, payload)
-        round_ = self.suspended.get(state) if state is not None else None
-        if round_ is not None:
-            self.drop(round_, "its retry was served by another host")
+Go = Callable[[Round | None, dict[str, Any], dict[str, Any]], None]
 
 
 def _request(owner: Any) -> tuple[bytes, str, str, Any, Any]:
@@ -241,149 +64,144 @@ def _request(owner: Any) -> tuple[bytes, str, str, Any, Any]:
     return forward.id, forward.method, target, forward.params.get("arguments", {}), owner.router
 
 
-class ModernRouter(Router):
-    """A modern-era connection: requests for the client become input rounds."""
+def _era(router: Router) -> ModernEra:
+    era = router.session.era
+    assert isinstance(era, ModernEra)  # (InputRounds is the strategy of modern connections only)
+    return era
 
-    session: ModernSession
+
+class InputRounds:
+    """A modern-era connection's requests for the client: gathered into input rounds. Its
+    router's principal shares its tool list with the principal's other connections (`peers`)."""
 
     def __init__(
         self,
-        dispatcher: Dispatcher,
-        forwarder: Forwarder,
-        session: ModernSession,
-        write: Writer,
         rounds: Rounds,
-        principal: str,
         peers: Callable[[], list[Router]] = list,
-        tasks: Any = None,  # calls.tasks.TaskRunner (which imports this module)
+        tools_changed: Callable[[str], None] | None = None,
     ) -> None:
-        super().__init__(dispatcher, forwarder, session, write)
         self.rounds = rounds
-        self.principal = principal
         self.peers = peers  # every connection of the host (the principal's get its list changes)
-        self.tasks = tasks  # the host's modern-era tasks (calls/tasks.py)
-        self.tools_changed: Callable[[str], None] | None = None  # tells other hosts (shared_tools.py)
+        self.tools_changed = tools_changed  # tells other hosts (shared_tools.py)
         self._uses: dict[bytes, str] = {}  # requests in progress that used a state: its id
         self._watching = False  # writes are watched for those requests' answers
 
-    def _task_input(self, event: TaskInput) -> None:
-        self.tasks.answer(event.task, event.responses)
-
-    def _task_cancel(self, event: TaskCancel) -> None:
-        self.tasks.cancel(event.task)
-
     # -- tool-list control: the principal's, so its listen streams everywhere hear of it -------
-    def update_tools(self, change: ToolListChange) -> None:
+    def update_tools(self, router: Router, change: ToolListChange) -> None:
         listening = [
             peer
             for peer in self.peers()
-            if isinstance(peer, ModernRouter)
-            and peer is not self
-            and peer.principal == self.principal
-            and peer.session.listens
+            if isinstance(peer.asking, InputRounds)
+            and peer is not router
+            and peer.principal == router.principal
+            and peer.session.era.listens
         ]
         for peer in listening:
             if not peer.session.list_changed_pending:
                 peer.session._tools_seen = peer.session.visible_tools()
-        super().update_tools(change)
+        router.apply_tools(change)
         for peer in listening:
-            if peer._flush_timer is None:
-                loop = asyncio.get_running_loop()
-                peer._flush_timer = loop.call_later(LIST_CHANGED_DELAY, peer.flush_notifications)
-        if self.tools_changed is not None:
-            self.tools_changed(self.principal)
+            peer.flush_soon()
+        if self.tools_changed is not None and router.principal is not None:
+            self.tools_changed(router.principal)
 
-    def end_streams(self) -> None:
+    def end_streams(self, router: Router) -> None:
         """The server ends its listen streams gracefully (shutdown)."""
-        self.carry_out(list(self.session.close_listens()))
+        router.carry_out(list(_era(router).close_listens()))
 
-    def cancel_all(self) -> None:
-        self.session.listens.clear()  # the client went away: its streams end without a word
-        super().cancel_all()
-        self._unanswered(list(self._uses), "its request was cancelled (the client went away)")
-
-    def _cancel(self, event: CancelCall) -> None:
-        super()._cancel(event)
-        self._unanswered([event.call.id], "its request was cancelled")
-
-    def _cancel_forward(self, event: CancelForward) -> None:
-        super()._cancel_forward(event)
-        self._unanswered([event.forward.id], "its request was cancelled")
-
-    def _unanswered(self, request_ids: list[bytes], reason: str) -> None:
-        for request_id in request_ids:
-            sid = self._uses.pop(request_id, None)
+    def cancelled(self, router: Router, request_id: bytes | None, reason: str) -> None:
+        if request_id is None:  # the client went away: its streams end without a word
+            _era(router).listens.clear()
+            request_ids = list(self._uses)
+        else:
+            request_ids = [request_id]
+        for each in request_ids:
+            sid = self._uses.pop(each, None)
             if sid is not None:
                 self.rounds.uses.unanswered(sid, reason)
 
     # -- a request starts: fresh, retried with its suspended owner here, or re-run -----------
-    def _start(self, call: Call) -> None:
-        if call.task is not None and self.tasks is not None:  # answered already: runs for its task
-            self.tasks.start(call, self)
+    def start(self, router: Router, call: Call) -> None:
+        if call.task is not None and router.tasks is not None:  # answered already: runs for its task
+            router.tasks.start(call, router)
             return
         retry: Retry | None = call.retry
         if retry is None:
-            super()._start(call)
+            router.run(call)
             return
-        self._retried(call.id, "tools/call", call.tool.name, call.arguments, retry, partial(self._go, call))
+        go = partial(self._go, router, call)
+        self._retried(router, call.id, "tools/call", call.tool.name, call.arguments, retry, go)
 
-    def _go(self, call: Call, round_: Round | None, answers: dict[str, Any], fresh: dict[str, Any]) -> None:
+    def _go(
+        self,
+        router: Router,
+        call: Call,
+        round_: Round | None,
+        answers: dict[str, Any],
+        fresh: dict[str, Any],
+    ) -> None:
         """A retried call goes on: with its suspended owner here, or run again with its answers."""
         if round_ is not None:
             execution = round_.owner
-            execution.call, execution.sink, call.execution = call, self, execution
-            self._resume(round_, answers, fresh)
+            execution.call, execution.sink, call.execution = call, router, execution
+            self._resume(router, round_, answers, fresh)
             if call.task_later and not round_.pending:  # its questions are answered: a task now
-                self._become_task(call, execution)
+                self._become_task(router, call, execution)
             return
         if answers:
             call.answers = orjson.dumps(answers).decode()
-        if call.task_later and self.tasks is not None:  # a re-run with its answers: a task at once
-            created = self.session.become_task(call)
+        if call.task_later and router.tasks is not None:  # a re-run with its answers: a task at once
+            created = _era(router).become_task(router.session, call)
             if created is not None:
-                self._emit(created, call.id)
-                self.tasks.start(call, self)
+                router._emit(created, call.id)
+                router.tasks.start(call, router)
                 return
-        super()._start(call)
+        router.run(call)
         if call.execution is not None and answers:  # (its tool process answers them: used)
             self.rounds.of[call.execution] = Round(call.execution, known=answers, used=set(answers))
 
-    def _forward(self, forward: Forward) -> None:
-        if forward.method not in ("resources/read", "prompts/get"):
-            super()._forward(forward)
+    def forward(self, router: Router, forward: Forward) -> None:
+        if not METHODS[forward.method].input_required:
+            router.forwarder.forward(forward, router)
             return
-        forward.params["capabilities"] = self.session.capabilities_json
+        forward.params["capabilities"] = router.session.capabilities_json
         retry: Retry | None = forward.retry
         if retry is None:
-            super()._forward(forward)
+            router.forwarder.forward(forward, router)
             return
         target = forward.params.get("uri") or forward.params.get("name") or ""
         arguments = forward.params.get("arguments", {})
-        go = partial(self._go_forward, forward)
-        self._retried(forward.id, forward.method, target, arguments, retry, go)
+        go = partial(self._go_forward, router, forward)
+        self._retried(router, forward.id, forward.method, target, arguments, retry, go)
 
     def _go_forward(
-        self, forward: Forward, round_: Round | None, answers: dict[str, Any], fresh: dict[str, Any]
+        self,
+        router: Router,
+        forward: Forward,
+        round_: Round | None,
+        answers: dict[str, Any],
+        fresh: dict[str, Any],
     ) -> None:
         if round_ is not None:
             leg = round_.owner
-            leg.forward, leg.router, forward.cancel = forward, self, leg.cancel
-            self._resume(round_, answers, fresh)
+            leg.forward, leg.router, forward.cancel = forward, router, leg.cancel
+            self._resume(router, round_, answers, fresh)
             return
         if answers:
             forward.params["answers"] = orjson.dumps(answers).decode()
-        leg = self.forwarder.forward(forward, self)
+        leg = router.forwarder.forward(forward, router)
         if leg is not None and answers:
             self.rounds.of[leg] = Round(leg, known=answers, used=set(answers))
 
     def _retried(
         self,
+        router: Router,
         request_id: bytes,
         method: str,
         target: str,
         arguments: Any,
         retry: Retry,
-        go: Callable[[Round | None, dict[str, Any], dict[str, Any]], None],
+        go: Go,
     ) -> None:
         """`go` gets the suspended round a retry continues (if it is here), every answer known
         and the ones this retry brings, unless the request is answered otherwise: a
@@ -398,11 +216,11 @@ class ModernRouter(Router):
                 self.rounds.on_miss()
             if (
                 claims is None
-                or claims.get("p") != self.principal
+                or claims.get("p") != router.principal
                 or claims.get("m") != method
                 or (claims.get("t") != target or claims.get("a") != digest(arguments))
             ):
-                self._refuse(request_id, INVALID_STATE, "invalid_request_state")
+                self._refuse(router, request_id, INVALID_STATE, "invalid_request_state")
                 return
             sid, expires = claims.get("s"), float(claims["e"])
             known = claims.get("r")
@@ -417,23 +235,24 @@ class ModernRouter(Router):
         uses = self.rounds.uses
         use = uses.first_use(sid, expires)
         if use is not None:
-            self._second_use(request_id, sid, use)
+            self._second_use(router, request_id, sid, use)
             return
-        if uses.claim is None or self.dispatcher.spawn is None:
-            self._note_answer(request_id, sid)
+        if uses.claim is None or router.dispatcher.spawn is None:
+            self._note_answer(router, request_id, sid)
             go(self.rounds.resume(sid), answers, fresh)
             return
-        self._mark_busy()  # (the request waits for its claim)
-        self.dispatcher.spawn(self._claim, request_id, sid, expires, answers, fresh, go)
+        router._mark_busy()  # (the request waits for its claim)
+        router.dispatcher.spawn(self._claim, router, request_id, sid, expires, answers, fresh, go)
 
     async def _claim(
         self,
+        router: Router,
         request_id: bytes,
         sid: str,
         expires: float,
         answers: dict[str, Any],
         fresh: dict[str, Any],
-        go: Callable[[Round | None, dict[str, Any], dict[str, Any]], None],
+        go: Go,
     ) -> None:
         """The state's first use here goes on only if it is the first anywhere: claimed in the
         store, which every host sharing it asks (the bus may not have told this host yet)."""
@@ -444,51 +263,48 @@ class ModernRouter(Router):
         except ClaimUnchecked as exc:
             reason = f"the store could not tell whether it was used before ({exc}); retry later"
             uses.abandon(sid, reason)
-            self._refuse(request_id, f"requestState not checked: {reason}", "request_state_unchecked")
+            self._refuse(router, request_id, f"requestState not checked: {reason}", "request_state_unchecked")
             return
-        in_progress = request_id in self.session.in_flight or request_id in self.session.features.forwarded
+        session = router.session
+        in_progress = request_id in session.in_flight or request_id in session.features.forwarded
         use = uses.used.get(sid)
         if not won:
             if use is None:  # (forgotten meanwhile: the bound)
-                self._refuse(request_id, "requestState already used", "request_state_used")
+                self._refuse(router, request_id, "requestState already used", "request_state_used")
             elif in_progress:
-                self._second_use(request_id, sid, use)
+                self._second_use(router, request_id, sid, use)
             else:
-                self._check_idle()
+                router._check_idle()
             return
         uses.won(sid)
         if not in_progress:  # its request ended while it was claimed
             uses.unanswered(sid, "its request was cancelled")
-            self._check_idle()
+            router._check_idle()
             return
-        self._note_answer(request_id, sid)
+        self._note_answer(router, request_id, sid)
         go(self.rounds.resume(sid), answers, fresh)
 
-    def _note_answer(self, request_id: bytes, sid: str) -> None:
+    def _note_answer(self, router: Router, request_id: bytes, sid: str) -> None:
         """The answer this request gets is the state's first answer (writes are watched for it
         from the first request that uses a state: the others pay nothing)."""
         if not self._watching:
             self._watching = True
-            write = self.write
+            write, uses, noted = router.write, self.rounds.uses, self._uses
 
             def noting_answers(data: bytes, related: bytes | None = None) -> None:
                 write(data, related)
-                if (
-                    related is not None
-                    and related in self._uses
-                    and data.startswith(_ANSWER + related + b",")
-                ):
-                    self.rounds.uses.answered(self._uses.pop(related), data[len(_ANSWER) + len(related) :])
+                if related is not None and related in noted and data.startswith(_ANSWER + related + b","):
+                    uses.answered(noted.pop(related), data[len(_ANSWER) + len(related) :])
 
-            self.write = noting_answers
+            router.write = noting_answers
         self._uses[request_id] = sid
 
-    def _refuse(self, request_id: bytes, message: str, reason: str) -> None:
-        data = {"reason": reason}
-        self._emit(self.session.refuse(request_id, rpc.INVALID_PARAMS, message, data), request_id)
-        self._check_idle()
+    def _refuse(self, router: Router, request_id: bytes, message: str, reason: str) -> None:
+        refusal = rpc.error(request_id, rpc.INVALID_PARAMS, message, {"reason": reason})
+        router._emit(_era(router).end(router.session, request_id, refusal), request_id)
+        router._check_idle()
 
-    def _second_use(self, request_id: bytes, sid: str, use: Use) -> None:
+    def _second_use(self, router: Router, request_id: bytes, sid: str, use: Use) -> None:
         """A requestState used before: the first use's answer, now or once it has one (from
         another host: within the call timeout)."""
         timer: asyncio.TimerHandle | None = None
@@ -499,37 +315,39 @@ class ModernRouter(Router):
             if answer in use.waiters:
                 use.waiters.remove(answer)
             if first is None:
-                self._refuse(request_id, f"requestState already used: {reason}", "request_state_used")
+                self._refuse(router, request_id, f"requestState already used: {reason}", "request_state_used")
             else:
-                self._emit(self.session.replay(request_id, first), request_id)
-                self._check_idle()
+                replayed = _ANSWER + request_id + first  # the first use's answer, for this request
+                router._emit(_era(router).end(router.session, request_id, replayed), request_id)
+                router._check_idle()
 
         if use.answer is not None or use.ended:
             answer(use.answer, use.ended)
             return
-        self._mark_busy()
+        router._mark_busy()
         use.waiters.append(answer)
         if not use.here:  # its answer comes over the bus (a host that stops sends none)
             if self.rounds.uses.watch is not None:
                 self.rounds.uses.watch(sid, use)  # (and is looked for in the shared store)
-            wait = self.dispatcher.call_timeout or HOLD
+            wait = router.dispatcher.call_timeout or HOLD
             why = f"its first use, on another host, did not answer within {wait:g}s"
             timer = asyncio.get_running_loop().call_later(wait, answer, None, why)
 
-    def _become_task(self, call: Call, execution: Execution) -> None:
+    def _become_task(self, router: Router, call: Call, execution: Execution) -> None:
         """The call's CreateTaskResult answers the request; it runs on for its task."""
-        created = self.session.become_task(call) if self.tasks is not None else None
+        created = _era(router).become_task(router.session, call) if router.tasks is not None else None
         if created is None:
             return
+        assert router.tasks is not None
         self.rounds.release(execution, "the call became a task")
-        self._emit(created, call.id)
-        self.tasks.adopt(call, execution, self)
-        self._check_idle()
+        router._emit(created, call.id)
+        router.tasks.adopt(call, execution, router)
+        router._check_idle()
 
-    def _resume(self, round_: Round, answers: dict[str, Any], fresh: dict[str, Any]) -> None:
+    def _resume(self, router: Router, round_: Round, answers: dict[str, Any], fresh: dict[str, Any]) -> None:
         """The suspended owner carries on as this request: its requests get the answers this
         retry brings (an answer the call had already is not given twice)."""
-        self._mark_busy()
+        router._mark_busy()
         round_.known.update(answers)
         for key, ask in list(round_.pending.items()):
             answer = fresh.get(key)
@@ -541,23 +359,16 @@ class ModernRouter(Router):
             self._gather(round_)
 
     # -- the request asks the client for something ------------------------------------------
-    def call_request(
+    def ask(
         self,
-        execution: Execution,
+        router: Router,
+        owner: Any,
         method: str,
         params: dict[str, Any],
         timeout: float | None,
         reply: Reply,
-        key: str = "",
+        key: str,
     ) -> None:
-        self._ask(execution, method, params, reply, key)
-
-    def forward_request(
-        self, leg: Any, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str
-    ) -> None:
-        self._ask(leg, method, params, reply, key)
-
-    def _ask(self, owner: Any, method: str, params: dict[str, Any], reply: Reply, key: str) -> None:
         round_ = self.rounds.of.get(owner)
         if round_ is None:
             round_ = self.rounds.of[owner] = Round(owner)
@@ -585,10 +396,10 @@ class ModernRouter(Router):
         if round_.owner.finished or not round_.pending or round_.suspension is not None:
             return
         request_id, method, target, arguments, router = _request(round_.owner)
-        if not isinstance(router, ModernRouter):
+        if not isinstance(router, Router) or not isinstance(router.asking, InputRounds):
             return
         sid = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
-        round_.principal = router.principal
+        round_.principal = router.principal or ""
         held = self.rounds.suspend(round_, sid)
         claims: dict[str, Any] = {
             "v": 1,
@@ -603,7 +414,7 @@ class ModernRouter(Router):
             claims["r"] = orjson.loads(known)
         state = self.rounds.codec.seal(claims)
         requests = {key: {"method": ask.method, "params": ask.params} for key, ask in round_.pending.items()}
-        router._emit(router.session.input_required(request_id, requests, state), request_id)
+        router._emit(_era(router).input_required(router.session, request_id, requests, state), request_id)
         router._check_idle()
         if held:
             round_.expiry = asyncio.get_running_loop().call_later(HOLD, self._expire, round_)
@@ -614,17 +425,6 @@ class ModernRouter(Router):
         round_.expiry = None
         self.rounds.drop(round_, f"no retry came within {HOLD:g}s (a later one runs the call again)")
 
-    def call_released(self, execution: Execution, reason: str) -> None:
+    def released(self, router: Router, owner: Any, reason: str) -> None:
         if self.rounds.of:  # (most calls never asked the client anything)
-            self.rounds.release(execution, reason)
-        super().call_released(execution, reason)
-
-    def forward_released(self, leg: Any) -> None:
-        self.rounds.release(leg, "the request is over")
-
-
-ModernRouter._events = {
-    **event_table(ModernRouter),
-    TaskInput: ModernRouter._task_input,
-    TaskCancel: ModernRouter._task_cancel,
-}
+            self.rounds.release(owner, reason)

@@ -21,7 +21,9 @@ from protomcp_host.processes.output import LogLimiter
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.events import Send
 from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientRequest, Forward, RootsChanged
+from protomcp_host.protocol.records import TaskCancel, TaskInput
 from protomcp_host.protocol.session import Call, CancelCall, Event, Session, ToolAnswer
+from protomcp_host.protocol.tasks import Task
 from protomcp_sdk.wire import tracing
 from protomcp_sdk.wire.toollist import ToolListChange
 
@@ -41,24 +43,84 @@ class Forwarder(Protocol):
     def roots_changed(self) -> None: ...
 
 
+class TaskRuns(Protocol):
+    """The host's 2026-07-28 tasks, whose calls outlive the request that made them (calls.tasks)."""
+
+    def start(self, call: Call, router: Router) -> None: ...
+    def adopt(self, call: Call, execution: Execution, router: Router) -> None: ...
+    def answer(self, task: Task, responses: dict[str, Any]) -> None: ...
+    def cancel(self, task: Task) -> None: ...
+
+
+class ClientRequests(Protocol):
+    """How a router's requests start and how what they ask of the client reaches it: at once
+    on the session's stream (DirectRequests, 2025-11-25), or gathered into input rounds that
+    the client answers by retrying its request (calls.rounds.InputRounds, 2026-07-28). Each
+    method is given the router: the strategy keeps no reference to it, so that a router made
+    per request is freed by reference counting."""
+
+    def start(self, router: Router, call: Call) -> None:
+        """A call the session accepted starts (or goes on, for a retried request)."""
+
+    def forward(self, router: Router, forward: Forward) -> None:
+        """A read, a prompt or a completion goes to the tool process that owns it."""
+
+    def ask(
+        self,
+        router: Router,
+        owner: Any,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        reply: Reply,
+        key: str,
+    ) -> None:
+        """`owner` (an Execution, or a forwarded request's leg) asks the client: `reply` gets
+        the answer exactly once, or an error."""
+
+    def released(self, router: Router, owner: Any, reason: str) -> None:
+        """`owner` ended: what it still asks is answered for its tool process."""
+
+    def cancelled(self, router: Router, request_id: bytes | None, reason: str) -> None:
+        """The client cancelled a request (None: every request; the client went away)."""
+
+    def update_tools(self, router: Router, change: ToolListChange) -> None:
+        """A tool-list change for the router's session (and whoever shares its tool list)."""
+
+    def end_streams(self, router: Router) -> None:
+        """Shutdown: streams only the server ends are ended."""
+
+
 class Router:
-    def __init__(self, dispatcher: Dispatcher, forwarder: Forwarder, session: Session, write: Writer) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        forwarder: Forwarder,
+        session: Session,
+        write: Writer,
+        asking: ClientRequests | None = None,
+        *,
+        principal: str | None = None,
+        tasks: TaskRuns | None = None,
+    ) -> None:
         self.dispatcher = dispatcher
         self.forwarder = forwarder
         self.session = session
         self.write = write
+        self.asking: ClientRequests = asking if asking is not None else DirectRequests()
+        self.principal = principal  # 2026-07-28: whose connection it is (None: a session's own)
+        self.tasks = tasks  # 2026-07-28: the host's tasks (calls/tasks.py)
         self._log_limit: LogLimiter | None = None  # made at the first log message
         self._busy = False  # a call runs (or a request waits for its answer)
         self._idle: asyncio.Event | None = None  # made for wait_idle while busy; set once idle
         self.on_call_end: Callable[[], None] | None = None  # the transport takes held requests then
-        self._asked: dict[Execution, list[ClientRequest]] = {}  # an execution's requests to the client
         self._flush_timer: asyncio.TimerHandle | None = None  # a flush_notifications is due
         self.spans: RequestSpans | None = None  # OpenTelemetry: this session's request spans
         if tracing.ON:
             self._trace(write)
 
     # What carries out each kind of event: a table of the class (a table of bound methods
-    # made per router would hold the router in reference cycles; see ModernRouter).
+    # made per router would hold the router in reference cycles).
     _events: dict[type, Callable[[Any, Any], None]] = {}
 
     @property
@@ -104,10 +166,18 @@ class Router:
         self.carry_out(self.session.advance(time.time()))
 
     def update_tools(self, change: ToolListChange) -> None:
+        """A tool-list change for this session, and for whoever shares its tool list."""
+        self.asking.update_tools(self, change)
+
+    def apply_tools(self, change: ToolListChange) -> None:
         """Apply a tool-list change to this session (see Session.update_tools). Changes gather:
         one list_changed, if the list changed, goes out LIST_CHANGED_DELAY later or before
         the next call result of this session, whichever comes first."""
         self.session.update_tools(change)
+        self.flush_soon()
+
+    def flush_soon(self) -> None:
+        """A flush_notifications LIST_CHANGED_DELAY from now (unless one is due already)."""
         if self._flush_timer is None:
             loop = asyncio.get_running_loop()
             self._flush_timer = loop.call_later(LIST_CHANGED_DELAY, self.flush_notifications)
@@ -131,6 +201,10 @@ class Router:
         self.write(event.data, event.related)
 
     def _start(self, call: Call) -> None:
+        self.asking.start(self, call)
+
+    def run(self, call: Call) -> None:
+        """The call runs (its tool process is asked)."""
         if self.spans is not None:
             call.trace = self.spans.context_of(call.id)
         if call.task is None:  # a task's call does not hold a drain up
@@ -151,27 +225,38 @@ class Router:
         if event.call.execution is not None:
             event.call.execution.cancel()
         self._check_idle()
+        self.asking.cancelled(self, event.call.id, "its request was cancelled")
+
+    def _task_input(self, event: TaskInput) -> None:
+        assert self.tasks is not None  # (only a session whose host has tasks makes this event)
+        self.tasks.answer(event.task, event.responses)
+
+    def _task_cancel(self, event: TaskCancel) -> None:
+        assert self.tasks is not None
+        self.tasks.cancel(event.task)
 
     # -- resources/read, prompts/get, completion/complete (see forwarding.py) ---------------
     def _forward(self, forward: Forward) -> None:
-        self.forwarder.forward(forward, self)
+        self.asking.forward(self, forward)
 
     def _cancel_forward(self, event: CancelForward) -> None:
         if event.forward.cancel is not None:
             event.forward.cancel()
+        self.asking.cancelled(self, event.forward.id, "its request was cancelled")
 
     def forward_request(
         self, leg: Any, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str
     ) -> None:
-        """A resource or prompt function asks the client: only in the 2026-07-28 round trip
-        (rounds.ModernRouter); a stateful session's reads and prompts cannot."""
-        reply(None, f"{method} can only be asked during a tool call")
+        """A resource or prompt function asks the client (only in input rounds can it)."""
+        self.asking.ask(self, leg, method, params, timeout, reply, key)
 
     def end_streams(self) -> None:
         """Shutdown: streams that only the server ends are ended (modern listen streams)."""
+        self.asking.end_streams(self)
 
     def forward_released(self, leg: Any) -> None:
         """A forwarded request ended (answered, failed, cancelled)."""
+        self.asking.released(self, leg, "the request is over")
 
     def forward_answered(self, forward: Forward, result: list[bytes]) -> None:
         self._emit(self.session.features.answered(forward, *result), forward.id)
@@ -227,49 +312,19 @@ class Router:
         reply: Reply,
         key: str = "",
     ) -> None:
-        """Sampling, elicitation, roots: sent to this session's client; `reply` gets its answer
-        exactly once (or an error: no capability, timeout, the call ended)."""
-        features = self.session.features
-        problem = features.missing_capability(method, params)
-        if problem is not None:
-            reply(None, problem)
-            return
-        asked = self._asked.setdefault(execution, [])
-
-        def answered(result: dict[str, Any] | None, error: str | None) -> None:
-            if pending.timer is not None:
-                pending.timer.cancel()
-            if pending in asked:
-                asked.remove(pending)
-            reply(result, error)
-
-        related = execution.call.id
-        pending, data = features.request_client(method, params, related, answered)
-        wait = timeout or CLIENT_TIMEOUT
-        pending.timer = asyncio.get_running_loop().call_later(wait, self._client_timed_out, pending, wait)
-        asked.append(pending)
-        self.write(data, related)
+        """Sampling, elicitation, roots: `reply` gets the client's answer exactly once (or an
+        error: no capability, timeout, the call ended)."""
+        self.asking.ask(self, execution, method, params, timeout, reply, key)
 
     def call_released(self, execution: Execution, reason: str) -> None:
-        """The execution ended: its open requests to the client are cancelled, and answered
-        for the tool process so nothing there waits for them."""
-        if not self._asked:  # (the common case: the call asked the client nothing)
-            return
-        for pending in list(self._asked.pop(execution, [])):  # on_answer removes from that list
-            self._emit(self.session.features.drop_client_request(pending), pending.related)
-            if pending.timer is not None:
-                pending.timer.cancel()
-            pending.on_answer(None, reason)
+        """The execution ended: its open requests to the client are answered for the tool process."""
+        self.asking.released(self, execution, reason)
 
     def _roots_changed(self, _: RootsChanged) -> None:
         self.forwarder.roots_changed()
 
     def _client_answer(self, event: ClientAnswer) -> None:
         event.request.on_answer(event.result, event.error)
-
-    def _client_timed_out(self, pending: ClientRequest, wait: float) -> None:
-        self._emit(self.session.features.drop_client_request(pending), pending.related)
-        pending.on_answer(None, f"the client did not answer {pending.method} within {wait:g}s")
 
     def _emit(self, data: bytes | None, related: bytes | None = None) -> None:
         if data is not None:
@@ -317,6 +372,7 @@ class Router:
             self._flush_timer.cancel()
             self._flush_timer = None
         self._now_idle()
+        self.asking.cancelled(self, None, "its request was cancelled (the client went away)")
 
 
 def event_table(router: type[Router]) -> dict[type, Callable[[Any, Any], None]]:
@@ -329,7 +385,84 @@ def event_table(router: type[Router]) -> dict[type, Callable[[Any, Any], None]]:
         CancelForward: router._cancel_forward,
         ClientAnswer: router._client_answer,
         RootsChanged: router._roots_changed,
+        TaskInput: router._task_input,
+        TaskCancel: router._task_cancel,
     }
 
 
 Router._events = event_table(Router)
+
+
+class DirectRequests:
+    """2025-11-25: a call's request for the client goes out at once on the session's stream and
+    its answer comes back as a response; a read or a prompt cannot ask."""
+
+    __slots__ = ("asked",)
+
+    def __init__(self) -> None:
+        self.asked: dict[Any, list[ClientRequest]] = {}  # an execution's requests to the client
+
+    def start(self, router: Router, call: Call) -> None:
+        router.run(call)
+
+    def forward(self, router: Router, forward: Forward) -> None:
+        router.forwarder.forward(forward, router)
+
+    def ask(
+        self,
+        router: Router,
+        owner: Any,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        reply: Reply,
+        key: str,
+    ) -> None:
+        if not isinstance(owner, Execution):
+            reply(None, f"{method} can only be asked during a tool call")
+            return
+        client = router.session.features.client
+        problem = client.missing_capability(method, params)
+        if problem is not None:
+            reply(None, problem)
+            return
+        asked = self.asked.setdefault(owner, [])
+
+        def answered(result: dict[str, Any] | None, error: str | None) -> None:
+            if pending.timer is not None:
+                pending.timer.cancel()
+            if pending in asked:
+                asked.remove(pending)
+            reply(result, error)
+
+        related = owner.call.id
+        pending, data = client.request_client(method, params, related, answered)
+        wait = timeout or CLIENT_TIMEOUT
+        loop = asyncio.get_running_loop()
+        pending.timer = loop.call_later(wait, self._timed_out, router, pending, wait)
+        asked.append(pending)
+        router.write(data, related)
+
+    def released(self, router: Router, owner: Any, reason: str) -> None:
+        """Its open requests to the client are cancelled, and answered for the tool process so
+        nothing there waits for them."""
+        if not self.asked:  # (the common case: the call asked the client nothing)
+            return
+        for pending in list(self.asked.pop(owner, [])):  # on_answer removes from that list
+            router._emit(router.session.features.client.drop_client_request(pending), pending.related)
+            if pending.timer is not None:
+                pending.timer.cancel()
+            pending.on_answer(None, reason)
+
+    def _timed_out(self, router: Router, pending: ClientRequest, wait: float) -> None:
+        router._emit(router.session.features.client.drop_client_request(pending), pending.related)
+        pending.on_answer(None, f"the client did not answer {pending.method} within {wait:g}s")
+
+    def cancelled(self, router: Router, request_id: bytes | None, reason: str) -> None:
+        """Nothing to add: a request's calls end with it."""
+
+    def update_tools(self, router: Router, change: ToolListChange) -> None:
+        router.apply_tools(change)  # the session's own tool list
+
+    def end_streams(self, router: Router) -> None:
+        """A stateful session has none."""

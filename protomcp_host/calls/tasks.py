@@ -1,6 +1,6 @@
 """The 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``) on the host's side.
 
-A modern-era ``tools/call`` that became a task (``ModernSession._as_task``) has been answered
+A modern-era ``tools/call`` that became a task (``ModernEra._as_task``) has been answered
 already; its call runs on with a ``TaskRunner`` as its session side instead of the Router of the
 connection that made it (an HTTP request's connection ends with its answer). The runner keeps
 the call's outcome in the task (``completed`` with the CallToolResult, even an ``isError`` one;
@@ -23,13 +23,14 @@ import anyio
 from protomcp_host.calls.execution import Dispatcher, Execution
 from protomcp_host.processes.events import Reply
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import MISSING_CAPABILITY, missing_capability, valid_answer
+from protomcp_host.protocol.modern import task_outcome
+from protomcp_host.protocol.request_meta import MISSING_CAPABILITY, missing_capability, valid_answer
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_host.protocol.tasks import Task, TaskStore
 from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
-    from protomcp_host.calls.rounds import ModernRouter
+    from protomcp_host.calls.router import Router
 
 CANCELLED = "The task was cancelled by request."
 
@@ -69,7 +70,7 @@ class TaskRunner:
                 self._released = anyio.Event()
             await self._released.wait()
 
-    def start(self, call: Call, router: ModernRouter) -> None:
+    def start(self, call: Call, router: Router) -> None:
         task = call.task
         assert task is not None
         self.owners.add(task.owner)
@@ -78,7 +79,7 @@ class TaskRunner:
             self.on_change(task)
         self.dispatcher.execute(call, sink)
 
-    def adopt(self, call: Call, execution: Execution, router: ModernRouter) -> None:
+    def adopt(self, call: Call, execution: Execution, router: Router) -> None:
         """A running call that became a task (input_before_task) goes on as the task's."""
         task = call.task
         assert task is not None
@@ -140,9 +141,9 @@ class TaskRunner:
         detailed: dict[str, Any] | None = None
         for router in self.routers():
             session = router.session
-            if getattr(session, "owner", None) != task.owner:
+            if getattr(session.era, "owner", None) != task.owner:
                 continue
-            for listen in list(getattr(session, "listens", {}).values()):
+            for listen in list(session.era.listens.values()):
                 if task.id in listen.honored.get("taskIds", ()):
                     detailed = detailed or task.detailed()
                     router.write(listen.tagged("notifications/tasks", detailed), listen.id)
@@ -151,7 +152,7 @@ class TaskRunner:
 class TaskSink:
     """The session side of one task's call (a calls.execution.CallSink)."""
 
-    def __init__(self, runner: TaskRunner, call: Call, origin: ModernRouter) -> None:
+    def __init__(self, runner: TaskRunner, call: Call, origin: Router) -> None:
         self.runner = runner
         self.call = call
         self.origin = origin  # the connection that made it: its encoding, the principal's tool list
@@ -181,7 +182,7 @@ class TaskSink:
                 }
             self.runner.changed(self.task, ended)
             return
-        outcome = self.origin.session.task_outcome(call, answer)
+        outcome = task_outcome(self.origin.session, call, answer)
         self.runner.changed(self.task, self._finish("completed", outcome, None))
 
     def call_failed(self, call: Call, message: str) -> None:

@@ -16,10 +16,10 @@ import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.jsontypes import is_id
+from protomcp_host.protocol.methods import METHODS
 from protomcp_sdk.wire import tracing
 
 ANSWER = b'{"jsonrpc":"2.0","id":'
-TARGETS = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
 
 
 class RequestSpans:
@@ -78,10 +78,12 @@ def _span(message: rpc.Request) -> Any:
     """The span of one request, named and described after the OpenTelemetry MCP conventions."""
     method, params = message.method, message.params
     attributes: dict[str, Any] = {"mcp.method.name": method, "jsonrpc.request.id": message.id.decode()}
-    target = params.get("name") if method in TARGETS else None
+    known = METHODS.get(method)
+    target = params.get("name") if known is not None and known.span_target else None
     if isinstance(target, str):
-        attributes[TARGETS[method]] = target
-        if method == "tools/call":
+        assert known is not None
+        attributes[known.span_target] = target
+        if known.starts_calls:
             attributes["gen_ai.operation.name"] = "execute_tool"
     uri = params.get("uri")
     if isinstance(uri, str):

@@ -35,7 +35,7 @@ from google.protobuf.message import DecodeError, Message
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog, Tool
-from protomcp_host.protocol.session import PROTO_ARGUMENTS, PROTO_RESULT, STRUCTURED_PROTO
+from protomcp_host.protocol.records import PROTO_ARGUMENTS, PROTO_RESULT, STRUCTURED_PROTO
 from protomcp_sdk.wire import proto_mcp_pb2 as pm
 from protomcp_sdk.wire import protoschema
 from protomcp_sdk.wire.varint import varint

@@ -6,7 +6,7 @@ hand a read, a prompt or a completion to the tool process that owns it (``Forwar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -45,7 +45,7 @@ class FileFeatures:
     completions: bool = False
 
 
-class Features:
+class FeatureCatalog:
     """The merged resources, templates and prompts of every tool file behind one host."""
 
     def __init__(self, page_size: int) -> None:
@@ -176,25 +176,110 @@ class Peer(Protocol):
         ...
 
 
+class ClientRequestBook:
+    """The requests a session sent to its client (sampling, elicitation, roots), until each is
+    answered, dropped or timed out; and whether the client declared what a request needs."""
+
+    def __init__(self, session: Peer) -> None:
+        self.session = session
+        self.client_requests: dict[int, ClientRequest] = {}
+        self._next_id = 0
+
+    def missing_capability(self, method: str, params: dict[str, Any]) -> str | None:
+        """Why the client cannot take this request (it did not declare the capability), or None."""
+        capability = CLIENT_CAPABILITY[method]
+        declared = self.session.client_capabilities.get(capability)
+        if not isinstance(declared, dict):
+            return f"the client does not support {capability} (it did not declare the capability)"
+        if method == "elicitation/create":
+            mode = params.get("mode", "form")
+            # An empty elicitation capability means form mode only (2025-11-25).
+            modes = {m for m in ("form", "url") if m in declared} or {"form"}
+            if mode not in modes:
+                return f"the client does not support {mode}-mode elicitation"
+        return None
+
+    def request_client(
+        self,
+        method: str,
+        params: dict[str, Any],
+        related: bytes | None,
+        on_answer: Callable[[dict[str, Any] | None, str | None], None],
+    ) -> tuple[ClientRequest, bytes]:
+        """A request to the client: its record (kept until answered or dropped) and its bytes."""
+        self._next_id += 1
+        pending = ClientRequest(self._next_id, method, related, on_answer)
+        self.client_requests[pending.id] = pending
+        return pending, rpc.request(pending.id, method, params)
+
+    def drop_client_request(self, pending: ClientRequest) -> bytes | None:
+        """Give up on a request (timeout, cancelled call): the notifications/cancelled to send."""
+        if self.client_requests.pop(pending.id, None) is None:
+            return None
+        return rpc.notification(
+            "notifications/cancelled",
+            {"requestId": pending.id, "reason": "the tool call no longer waits for it"},
+        )
+
+    def client_answer(self, response: rpc.Response) -> ClientAnswer | None:
+        try:
+            request_id = orjson.loads(response.id)
+        except orjson.JSONDecodeError:
+            return None
+        pending = self.client_requests.pop(request_id, None) if isinstance(request_id, int) else None
+        if pending is None:
+            return None
+        payload = response.payload
+        if "error" in payload:
+            error = payload["error"]
+            message = error.get("message") if isinstance(error, dict) else None
+            return ClientAnswer(pending, None, str(message or error))
+        result = payload.get("result")
+        if not isinstance(result, dict):
+            return ClientAnswer(pending, None, "the client's answer is not an object")
+        return ClientAnswer(pending, result, None)
+
+
 FeatureEvent = Send | Forward
 Handler = Callable[[rpc.Request, Batch | None], FeatureEvent]
+
+
+class FeatureEra(Protocol):
+    """What the 2026-07-28 era does differently with resources and prompts (modern.py): an
+    unknown resource is -32602, answers from tool processes are stamped, and notifications go
+    to the listen streams that asked for them."""
+
+    not_found: int
+
+    def answered(self, forward: Forward, result: tuple[bytes, ...]) -> Sequence[bytes]:
+        """The tool process's result, as the client gets it."""
+
+    def ended(self, forward: Forward) -> None:
+        """The forwarded request is over (answered or failed)."""
+
+    def list_changed(self, notes: list[str]) -> list[bytes]: ...
+
+    def updates(self, uri: str) -> list[bytes]: ...
 
 
 class FeatureMethods:
     """The session's handlers for resources/*, prompts/* and completion/complete, and its
     server→client requests. Lives next to a Session (its `session`, read through `Peer`);
-    its table joins the session's."""
+    its handlers are in the method registry (methods.py). `era`: the 2026-07-28 era's
+    differences (None: 2025-11-25's rules)."""
 
-    not_found = RESOURCE_NOT_FOUND  # the error code for an unknown resource
-
-    def __init__(self, session: Peer, features: Features, *, offered: bool = True) -> None:
+    def __init__(
+        self, session: Peer, features: FeatureCatalog, *, offered: bool = True, era: FeatureEra | None = None
+    ) -> None:
         self.session = session
         self.features = features
         self.offered = offered  # resources and prompts are served (capabilities declared)
+        self.era = era
+        # the error code for an unknown resource
+        self.not_found = era.not_found if era is not None else RESOURCE_NOT_FOUND
         self.forwarded: dict[bytes, Forward] = {}
         self.subscriptions: set[str] = set()
-        self.client_requests: dict[int, ClientRequest] = {}
-        self._next_id = 0
+        self.client = ClientRequestBook(session)  # its requests to the client, until answered
 
     def table(self) -> dict[str, Handler]:
         skills: dict[str, Handler] = {}
@@ -355,11 +440,17 @@ class FeatureMethods:
 
     def answered(self, forward: Forward, *result: bytes) -> bytes | None:
         """The tool process answered: the response (None if the client cancelled meanwhile)."""
-        if self.forwarded.pop(forward.id, None) is None:
+        if forward.id not in self.forwarded:
             return None
+        if self.era is not None:
+            self.era.ended(forward)
+            result = tuple(self.era.answered(forward, result))
+        del self.forwarded[forward.id]
         return self._finish(forward, rpc.raw_result(forward.id, *result))
 
     def failed(self, forward: Forward, code: int, message: str, data: Any = None) -> bytes | None:
+        if self.era is not None:
+            self.era.ended(forward)
         if self.forwarded.pop(forward.id, None) is None:
             return None
         return self._finish(forward, rpc.error(forward.id, code, message, data))
@@ -390,73 +481,22 @@ class FeatureMethods:
         return Send(rpc.result(request.id, {}))
 
     def updated(self, uri: str) -> bytes | None:
-        """notifications/resources/updated, if this session subscribed to `uri`."""
-        if uri not in self.subscriptions or not self.session.initialized:
+        """notifications/resources/updated, if this session subscribed to `uri` (2025-11-25)."""
+        if self.era is not None or uri not in self.subscriptions or not self.session.initialized:
             return None
         return rpc.notification("notifications/resources/updated", {"uri": uri})
 
     def updates(self, uri: str) -> list[bytes]:
         """The notifications a change of `uri` calls for in this session."""
+        if self.era is not None:
+            return self.era.updates(uri)
         message = self.updated(uri)
         return [message] if message is not None else []
 
     def list_changed(self, notes: list[str]) -> list[bytes]:
+        if self.era is not None:
+            return self.era.list_changed(notes)
         return [rpc.notification(note) for note in notes] if self.session.initialized else []
-
-    # -- requests to the client ------------------------------------------------------------
-    def missing_capability(self, method: str, params: dict[str, Any]) -> str | None:
-        """Why the client cannot take this request (it did not declare the capability), or None."""
-        capability = CLIENT_CAPABILITY[method]
-        declared = self.session.client_capabilities.get(capability)
-        if not isinstance(declared, dict):
-            return f"the client does not support {capability} (it did not declare the capability)"
-        if method == "elicitation/create":
-            mode = params.get("mode", "form")
-            # An empty elicitation capability means form mode only (2025-11-25).
-            modes = {m for m in ("form", "url") if m in declared} or {"form"}
-            if mode not in modes:
-                return f"the client does not support {mode}-mode elicitation"
-        return None
-
-    def request_client(
-        self,
-        method: str,
-        params: dict[str, Any],
-        related: bytes | None,
-        on_answer: Callable[[dict[str, Any] | None, str | None], None],
-    ) -> tuple[ClientRequest, bytes]:
-        """A request to the client: its record (kept until answered or dropped) and its bytes."""
-        self._next_id += 1
-        pending = ClientRequest(self._next_id, method, related, on_answer)
-        self.client_requests[pending.id] = pending
-        return pending, rpc.request(pending.id, method, params)
-
-    def drop_client_request(self, pending: ClientRequest) -> bytes | None:
-        """Give up on a request (timeout, cancelled call): the notifications/cancelled to send."""
-        if self.client_requests.pop(pending.id, None) is None:
-            return None
-        return rpc.notification(
-            "notifications/cancelled",
-            {"requestId": pending.id, "reason": "the tool call no longer waits for it"},
-        )
-
-    def client_answer(self, response: rpc.Response) -> ClientAnswer | None:
-        try:
-            request_id = orjson.loads(response.id)
-        except orjson.JSONDecodeError:
-            return None
-        pending = self.client_requests.pop(request_id, None) if isinstance(request_id, int) else None
-        if pending is None:
-            return None
-        payload = response.payload
-        if "error" in payload:
-            error = payload["error"]
-            message = error.get("message") if isinstance(error, dict) else None
-            return ClientAnswer(pending, None, str(message or error))
-        result = payload.get("result")
-        if not isinstance(result, dict):
-            return ClientAnswer(pending, None, "the client's answer is not an object")
-        return ClientAnswer(pending, result, None)
 
 
 def _mcp(entry: Entry) -> dict[str, Any]:

@@ -1,11 +1,12 @@
 """The 2026-07-28 era of MCP, sans-IO: every request carries its protocol version and the
 client's capabilities in ``params._meta`` and is served on its own, without a handshake.
 
-``ModernSession`` is a ``Session`` (the call record, argument checks, the catalog, resources
-and prompts are the same) whose requests go through the ``_meta`` ladder instead of the
-lifecycle, and whose results are stamped: ``resultType``, the server's info in ``_meta``, and
-cache hints where the revision asks for them. Its tool-list control state is the principal's
-(``visibility`` is shared by every connection of one principal), not the connection's.
+A modern connection is a ``Session`` (the call record, argument checks, the catalog, resources
+and prompts are the same) given a ``ModernEra``: its requests go through the ``_meta`` ladder
+instead of the lifecycle, and its results are stamped: ``resultType``, the server's info in
+``_meta``, and cache hints where the revision asks for them. Its tool-list control state is the
+principal's (``visibility`` is shared by every connection of one principal), not the
+connection's.
 
 A transport decides the era of each message (``is_modern``); this module decides nothing
 about connections.
@@ -14,271 +15,81 @@ about connections.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import partial
 from typing import Any
-from weakref import proxy
 
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.catalog import Catalog, InvalidCursor
+from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.events import Batch, Send
-from protomcp_host.protocol.features import Entry, FeatureMethods, Features, Forward
+from protomcp_host.protocol.features import Entry, FeatureCatalog, Forward
 from protomcp_host.protocol.jsontypes import is_id
-from protomcp_host.protocol.scopes import restricts
-from protomcp_host.protocol.session import (
-    DEFAULT_MAX_IN_FLIGHT,
-    LOG_LEVELS,
-    SUPPORTED_VERSIONS,
-    Call,
-    Event,
-    Handler,
-    Session,
-    TaskCancel,
-    TaskInput,
-    ToolAnswer,
+from protomcp_host.protocol.methods import METHODS, MODERN
+from protomcp_host.protocol.modern_tasks import TaskCalls, declares_tasks, needs_tasks
+from protomcp_host.protocol.records import Call, Event, ToolAnswer
+from protomcp_host.protocol.request_meta import (
+    CACHE_TTL_MS,
+    LIST_FLAGS,
+    MISSING_CAPABILITY,
+    MODERN_VERSION,
+    SERVER_INFO,
+    TASKS_EXTENSION,
+    Listen,
+    RequestEnvelope,
+    _retry,
+    missing_capability,
+    read_envelope,
+    stamp,
+    supported_versions,
 )
-from protomcp_host.protocol.tasks import Task, TaskMethods, TaskNotFound, TaskStore, TooManyTasks
+from protomcp_host.protocol.scopes import restricts
+from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session, SessionHandler, handler_table
+from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
 
-MODERN_VERSION = "2026-07-28"
-MODERN_VERSIONS = (MODERN_VERSION,)
-STATEFUL_VERSIONS = tuple(reversed(SUPPORTED_VERSIONS))  # newest first
-
-PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
-CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-
-HEADER_MISMATCH = -32020
-MISSING_CAPABILITY = -32021
-UNSUPPORTED_VERSION = -32022
-
-CACHE_TTL_MS = 0  # lists change with reloads and tool-list control: clients re-ask each time
-
-# Methods the 2026-07-28 revision removed: -32601 (HTTP 404) like any unknown method.
-REMOVED = frozenset(
-    {
-        "initialize",
-        "ping",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "tasks/result",
-        "tasks/list",
-    }
-)
-
-# Results answered at once that carry cache hints (ttlMs, cacheScope); a resources/read answered
-# here is a skill's file (the skills extension asks them of skills/list and skills/get too).
-CACHEABLE = frozenset(
-    {
-        "server/discover",
-        "resources/list",
-        "resources/templates/list",
-        "prompts/list",
-        "resources/read",
-        "skills/list",
-        "skills/get",
-    }
-)
-
 # Listings an entry's scopes may filter (protocol/scopes.py).
-SCOPED_LISTS: dict[str, Callable[[Features], list[Entry]]] = {
+SCOPED_LISTS: dict[str, Callable[[FeatureCatalog], list[Entry]]] = {
     "resources/list": lambda features: features.resources.ordered(),
     "resources/templates/list": lambda features: features.templates.ordered(),
     "prompts/list": lambda features: features.prompts.ordered(),
 }
 
-_MODERN_MARK = PROTOCOL_VERSION.encode()
 
+class ModernFeatures:
+    """The modern era's side of one connection's resources and prompts (features.FeatureEra):
+    an unknown resource is -32602, answers from tool processes are stamped, and notifications
+    go to the listen streams that asked for them, tagged."""
 
-def supported_versions(serve_modern: bool) -> list[str]:
-    """The one list server/discover and -32022 name: the modern revision (only once every
-    modern request shape is served), then the handshake revisions, newest first."""
-    return [*MODERN_VERSIONS, *STATEFUL_VERSIONS] if serve_modern else list(STATEFUL_VERSIONS)
-
-
-def is_modern(params: Any) -> bool:
-    """Whether a request's params carry the modern per-request envelope."""
-    if not isinstance(params, dict):
-        return False
-    meta = params.get("_meta")
-    return isinstance(meta, dict) and PROTOCOL_VERSION in meta
-
-
-def maybe_modern(line: bytes) -> bool:
-    """A cheap test on the raw line: False means certainly not modern (the hot path)."""
-    return _MODERN_MARK in line
-
-
-@dataclass(slots=True)
-class RequestEnvelope:
-    """What one modern request declared in its _meta."""
-
-    version: str
-    capabilities: dict[str, Any]
-    client_info: dict[str, Any] | None
-    log_level: str | None
-
-
-def read_envelope(request: rpc.Request, serve_modern: bool) -> RequestEnvelope | tuple[int, str, Any]:
-    """The request's envelope, or the error (code, message, data) the ladder answers."""
-    meta = request.params.get("_meta")
-    if type(meta) is dict and serve_modern:  # (the common case first: a valid envelope)
-        version = meta.get(PROTOCOL_VERSION)
-        capabilities = meta.get(CLIENT_CAPABILITIES)
-        level = meta.get(LOG_LEVEL)
-        if (
-            type(version) is str
-            and version in MODERN_VERSIONS
-            and type(capabilities) is dict
-            and (level is None or level in LOG_LEVELS)
-        ):
-            info = meta.get(CLIENT_INFO)
-            return RequestEnvelope(version, capabilities, info if isinstance(info, dict) else None, level)
-    missing = []
-    if not isinstance(meta, dict):
-        meta = {}
-        missing = [PROTOCOL_VERSION, CLIENT_CAPABILITIES]
-    else:
-        missing = [key for key in (PROTOCOL_VERSION, CLIENT_CAPABILITIES) if key not in meta]
-    if missing:
-        return (
-            rpc.INVALID_PARAMS,
-            f"Invalid params: params._meta is missing the required key(s): {', '.join(missing)}",
-            None,
-        )
-    version = meta[PROTOCOL_VERSION]
-    capabilities = meta[CLIENT_CAPABILITIES]
-    if not isinstance(version, str):
-        return (rpc.INVALID_PARAMS, f"Invalid params: {PROTOCOL_VERSION} must be a string", None)
-    if not isinstance(capabilities, dict):
-        return (rpc.INVALID_PARAMS, f"Invalid params: {CLIENT_CAPABILITIES} must be an object", None)
-    if not serve_modern or version not in MODERN_VERSIONS:
-        return (
-            UNSUPPORTED_VERSION,
-            "Unsupported protocol version",
-            {"supported": supported_versions(serve_modern), "requested": version},
-        )
-    info = meta.get(CLIENT_INFO)
-    level = meta.get(LOG_LEVEL)
-    if level is not None and level not in LOG_LEVELS:
-        return (
-            rpc.INVALID_PARAMS,
-            f"Invalid params: {LOG_LEVEL} must be one of {', '.join(LOG_LEVELS)}",
-            None,
-        )
-    return RequestEnvelope(version, capabilities, info if isinstance(info, dict) else None, level)
-
-
-def stamp(result: Sequence[bytes], extra: bytes) -> list[bytes]:
-    """A JSON object given in pieces, with `extra` (``"key":value,...``) added at its end."""
-    pieces = list(result)
-    if len(pieces) == 1 and pieces[0] == b"{}":
-        return [b"{" + extra + b"}"]
-    last = pieces[-1]
-    pieces[-1] = last[: last.rindex(b"}")] + b"," + extra + b"}"
-    return pieces
-
-
-LIST_FLAGS = {
-    "notifications/tools/list_changed": "toolsListChanged",
-    "notifications/prompts/list_changed": "promptsListChanged",
-    "notifications/resources/list_changed": "resourcesListChanged",
-}
-
-
-@dataclass(slots=True)
-class Listen:
-    """One subscriptions/listen request in progress: what it asked for and was granted."""
-
-    id: bytes
-    honored: dict[str, Any]
-
-    @property
-    def subscription_id(self) -> Any:
-        return orjson.loads(self.id)
-
-    def tagged(self, method: str, params: dict[str, Any] | None = None) -> bytes:
-        """A notification for this stream, carrying its subscription id."""
-        return rpc.notification(method, {"_meta": {SUBSCRIPTION_ID: self.subscription_id}, **(params or {})})
-
-    def closing(self) -> bytes:
-        """The result that ends the stream gracefully."""
-        return rpc.result(
-            self.id, {"resultType": "complete", "_meta": {SUBSCRIPTION_ID: self.subscription_id}}
-        )
-
-
-class ModernFeatureMethods(FeatureMethods):
-    """Resources, prompts and completions in the modern era: an unknown resource is -32602,
-    and answers from tool processes are stamped."""
-
+    __slots__ = ("era",)
     not_found = rpc.INVALID_PARAMS
-    session: ModernSession
 
-    def answered(self, forward: Forward, *result: bytes) -> bytes | None:
-        if forward.id not in self.forwarded:
-            return None
-        session = self.session
-        session.envelopes.pop(forward.id, None)
-        cache = forward.method == "resources/read"
-        return super().answered(forward, *session.stamped(result, cache=cache))
+    def __init__(self, era: ModernEra) -> None:
+        self.era = era
 
-    def failed(self, forward: Forward, code: int, message: str, data: Any = None) -> bytes | None:
-        self.session.envelopes.pop(forward.id, None)
-        return super().failed(forward, code, message, data)
+    def answered(self, forward: Forward, result: tuple[bytes, ...]) -> list[bytes]:
+        return self.era.stamped(result, cache=bool(METHODS[forward.method].cache))
+
+    def ended(self, forward: Forward) -> None:
+        self.era.envelopes.pop(forward.id, None)
 
     def list_changed(self, notes: list[str]) -> list[bytes]:
         """Only on subscriptions/listen streams that asked for them, tagged."""
         out = []
-        for listen in self.session.listens.values():
+        for listen in self.era.listens.values():
             for note in notes:
                 if listen.honored.get(LIST_FLAGS.get(note, "")) is True:
                     out.append(listen.tagged(note))
         return out
 
-    def updated(self, uri: str) -> bytes | None:
-        return None  # see updates: one per listen stream
-
     def updates(self, uri: str) -> list[bytes]:
         return [
             listen.tagged("notifications/resources/updated", {"uri": uri})
-            for listen in self.session.listens.values()
+            for listen in self.era.listens.values()
             if uri in listen.honored.get("resourceSubscriptions", ())
         ]
 
 
-ModernHandler = Callable[["ModernSession", rpc.Request, Batch | None], Event | list[Event] | None]
-
-# The methods of this era served by the resources/prompts/skills handlers (FeatureMethods).
-FEATURE_METHODS = (
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "skills/list",
-    "skills/get",
-    "resources/directory/read",
-)
-
-
 _NOTHING: dict[str, Any] = {}  # (read only)
-
-
-class _NoPeer:
-    """The session a method table is read from (its handlers are never called on it)."""
-
-    initialized = False
-    client_capabilities: dict[str, Any] = {}
-    auth = None
 
 
 class ModernShared:
@@ -291,7 +102,7 @@ class ModernShared:
         catalog: Catalog,
         server_info: dict[str, Any],
         instructions: str | None = None,
-        features: Features | None = None,
+        features: FeatureCatalog | None = None,
         *,
         serve_modern: bool = False,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
@@ -301,11 +112,12 @@ class ModernShared:
         self.server_info = server_info
         self.instructions = instructions
         self.offered = features is not None  # resources and prompts are served
-        self.features = features or Features(catalog.page_size)
+        self.features = features or FeatureCatalog(catalog.page_size)
         self.serve_modern = serve_modern
         self.max_in_flight = max_in_flight
         self.task_store = task_store
         self.tasks = TaskMethods()  # a connection's own (2025-11-25) tasks: none in this era
+        self.task_calls = TaskCalls(task_store, server_info)  # the tasks extension's requests
         meta = orjson.dumps({SERVER_INFO: server_info})
         self.complete = b'"resultType":"complete","_meta":' + meta
         self.cacheable = (
@@ -316,8 +128,6 @@ class ModernShared:
         self.endings = {
             end: stamp([end], self.complete)[0] for end in (b',"isError":false}', b',"isError":true}')
         }
-        self._table: dict[str, ModernHandler] = {}
-        self._skills = False  # whether skills were served when the table was made
         self._task_tools = (-1, False)  # (catalog generation, whether a tool supports tasks)
 
     def task_tools(self) -> bool:
@@ -328,193 +138,127 @@ class ModernShared:
             self._task_tools = (self.catalog.generation, found)
         return found
 
-    def methods(self) -> dict[str, ModernHandler]:
-        """The method table (made again when --skills starts being served: their methods join)."""
-        skills = self.features.skills is not None
-        if not self._table or skills != self._skills:
-            self._table, self._skills = self._make_table(), skills
-        return self._table
-
-    def _make_table(self) -> dict[str, ModernHandler]:
-        table: dict[str, ModernHandler] = {
-            "server/discover": ModernSession._discover,
-            "tools/list": ModernSession._tools_list,
-            "tools/call": ModernSession._tools_call,
-            "subscriptions/listen": ModernSession._listen,
-        }
+    def methods(self) -> dict[str, SessionHandler]:
+        """The method table (another when --skills starts being served: their methods join)."""
+        offered = set()
         if self.task_store is not None:
-            table["tasks/get"] = ModernSession._task_get
-            table["tasks/update"] = ModernSession._task_update
-            table["tasks/cancel"] = ModernSession._task_cancel
+            offered.add("tasks")
         if self.offered:
-            served = ModernFeatureMethods(_NoPeer(), self.features).table()
-            for method in FEATURE_METHODS:
-                if method in served:
-                    table[method] = _on_features(served[method].__func__)  # type: ignore[attr-defined]
-        return table
+            offered.add("features")
+            if self.features.skills is not None:
+                offered.add("skills")
+        return handler_table(ModernEra, MODERN, frozenset(offered))
+
+    def session(self, *, visibility: ToolVisibility | None = None, owner: str = "") -> Session:
+        """One connection's session (a stdio process, an HTTP request): `visibility` is the
+        principal's tool-list state; `owner` the principal, as the owner of its tasks."""
+        return Session(
+            self.catalog,
+            self.server_info,
+            self.instructions,
+            self.features if self.offered else None,
+            max_in_flight=self.max_in_flight,
+            tasks=self.tasks,  # (no connection of this era has tasks of its own)
+            era=ModernEra(self, owner),
+            visibility=visibility,
+            table=self.methods(),
+        )
 
 
-def _on_features(function: Callable[..., Any]) -> ModernHandler:
-    """A FeatureMethods handler, called on the session's FeatureMethods."""
-
-    def handle(session: ModernSession, request: rpc.Request, batch: Batch | None) -> Any:
-        return function(session.features, request, batch)
-
-    return handle
-
-
-class ModernSession(Session):
-    """One connection's modern-era requests (a stdio process, an HTTP request). Nothing
-    carries over from one request to the next but the principal's tool-list state and tasks.
+class ModernEra:
+    """One connection's modern-era requests. Nothing carries over from one request to the
+    next but the principal's tool-list state and tasks. Every request goes through the
+    ``_meta`` ladder (no handshake) and its results are stamped: ``resultType``, the server's
+    info in ``_meta``, and cache hints where the revision asks for them. Its tool-list control
+    state is the principal's (the session's ``visibility`` is shared by every connection of
+    one principal), not the connection's.
 
     Tasks (the ``io.modelcontextprotocol/tasks`` extension) live in the host's one task store,
     owned by the principal (``owner``); a request that declares the extension in its
     capabilities may get a ``CreateTaskResult`` for a tool that supports tasks."""
 
+    name = MODERN
     tool_list_scope = "for this principal (all its connections)"
 
-    feature_methods = ModernFeatureMethods
-
-    def __init__(
-        self, shared: ModernShared, *, visibility: ToolVisibility | None = None, owner: str = ""
-    ) -> None:
-        """`shared`: the host's (what does not depend on the request); `visibility`: the
-        principal's tool-list state; `owner`: the principal, as the owner of its tasks."""
-        # (Session.__init__ is not called: what it builds per session, the method table above
-        # all, is the host's `shared` here, and would make each request's session an object
-        # graph in reference cycles that only the cyclic GC frees.)
+    def __init__(self, shared: ModernShared, owner: str = "") -> None:
         self.shared = shared
-        self.catalog = shared.catalog
-        self.max_in_flight = shared.max_in_flight
-        self.server_info = shared.server_info
-        self.instructions = shared.instructions
-        self.version = MODERN_VERSION
-        self.client_info = _NOTHING  # (never changed in this era)
-        self.client_capabilities = _NOTHING  # (each request's envelope replaces it)
-        self.initialized = False
-        self.log_level = None
-        self.auth = None
-        self.capabilities_json = ""
-        self.in_flight = {}
-        # the principal's, shared with its other connections
-        self.visibility = visibility if visibility is not None else ToolVisibility()
-        self._tools_seen = None
-        self.tasks = shared.tasks  # (no connection of this era has tasks of its own)
-        self.discovery = None
         self.task_store = shared.task_store  # None: the tasks extension is not offered
         self.owner = owner  # the principal, as the owner of its tasks
-        self.serve_modern = shared.serve_modern
-        self._table = shared.methods()
-        self._routes: dict[str, Handler] | None = None  # per-connection handlers (route())
         self.envelopes: dict[bytes, RequestEnvelope] = {}  # requests in progress: what they declared
         self.listens: dict[bytes, Listen] = {}  # subscriptions/listen requests in progress
-        self._features: ModernFeatureMethods | None = None  # made when a request needs it
         self._envelope: RequestEnvelope | None = None  # the last request's, read from ...
         self._meta: Any = None  # ... this _meta
-        self._complete = shared.complete
-        self._cacheable = shared.cacheable
-        self._private = shared.private
 
-    @property  # type: ignore[override]
-    def features(self) -> ModernFeatureMethods:
-        """Resources, prompts, requests to the client: made at first use (a tools/call has no
-        need of it), with a weak reference back to the session, so that the two are freed by
-        reference counting as soon as the request is over."""
-        if self._features is None:
-            self._features = ModernFeatureMethods(
-                proxy(self), self.shared.features, offered=self.shared.offered
-            )
-        return self._features
+    def begin(self, session: Session) -> None:
+        session.version = MODERN_VERSION
+        session.client_info = _NOTHING  # (never changed in this era)
+        session.client_capabilities = _NOTHING  # (each request's envelope replaces it)
 
-    @features.setter
-    def features(self, value: ModernFeatureMethods) -> None:
-        self._features = value
-
-    def forwards(self) -> dict[bytes, Forward]:
-        return self._features.forwarded if self._features is not None else {}
-
-    def handler(self, method: str) -> Handler:
-        if self._routes is not None and method in self._routes:
-            return self._routes[method]
-        return partial(self._table[method], self)
-
-    def route(self, method: str, handler: Handler) -> None:
-        if self._routes is None:
-            self._routes = {}
-        self._routes[method] = handler
-
-    def refuse_early(self, message: rpc.Request) -> Send | None:
-        if self.in_use(message.id):
-            return Send(
-                rpc.error(
-                    message.id,
-                    rpc.INVALID_REQUEST,
-                    "Invalid Request: this id is already in use by a request in progress",
-                )
-            )
-        if message.method not in self._table:
-            return Send(rpc.error(message.id, rpc.METHOD_NOT_FOUND, f"Method not found: {message.method}"))
-        return None
+    def feature_era(self) -> ModernFeatures:
+        return ModernFeatures(self)
 
     # -- the ladder --------------------------------------------------------------------
-    def _dispatch(self, message: rpc.Message, batch: Batch | None) -> Event | list[Event] | None:
-        if type(message) is not rpc.Request:  # (a request is the common case: tested first)
-            if isinstance(message, rpc.Invalid):
-                return Send(rpc.error(message.id, message.code, message.message))
-            if isinstance(message, rpc.Notification):
-                return self._notification(message) if message.method == "notifications/cancelled" else None
-            return None  # a Response: this era sends no requests to the client
+    def request(
+        self, session: Session, message: rpc.Request, batch: Batch | None
+    ) -> Event | list[Event] | None:
         meta = message.params.get("_meta")
         envelope = self._envelope
         if envelope is None or meta != self._meta:  # (a connection's requests mostly declare the same)
-            read = read_envelope(message, self.serve_modern)
-            if type(read) is not RequestEnvelope:
-                return Send(rpc.error(message.id, *read))  # type: ignore[misc]
+            read = read_envelope(message, self.shared.serve_modern)
+            if not isinstance(read, RequestEnvelope):
+                code, text, data = read
+                return Send(rpc.error(message.id, code, text, data))
             envelope = self._envelope = read
             self._meta = meta
-        request_id = message.id
-        if (
-            request_id in self.in_flight
-            or request_id in self.listens
-            or (self._features is not None and request_id in self._features.forwarded)
-            or message.method not in self._table
-        ):
-            return self.refuse_early(message)
-        capabilities = self.client_capabilities = envelope.capabilities
-        self.capabilities_json = orjson.dumps(capabilities).decode() if capabilities else "{}"
+        refused = session.refuse_early(message)
+        if refused is not None:
+            return refused
+        capabilities = session.client_capabilities = envelope.capabilities
+        session.capabilities_json = orjson.dumps(capabilities).decode() if capabilities else "{}"
         method = message.method
         retry = None
-        if method in ROUND_TRIP_METHODS:
+        if METHODS[method].input_required:
             retry = _retry(message.params)
             if isinstance(retry, str):
                 return Send(rpc.error(message.id, rpc.INVALID_PARAMS, retry))
-        routed = self._routes.get(method) if self._routes is not None else None
-        event = routed(message, batch) if routed is not None else self._table[method](self, message, batch)
-        kind = type(event)
-        if kind is Send:
-            return self._stamp_send(message, event)  # type: ignore[arg-type]
-        if kind is Call or kind is Forward:
+        event = session.answer(message, batch)
+        if isinstance(event, Send):
+            return self._stamp_send(session, message, event)
+        if isinstance(event, (Call, Forward)):
             if retry is not None:
-                event.retry = retry  # type: ignore[union-attr]
+                event.retry = retry
             if envelope.log_level is not None or capabilities:
                 self.envelopes[message.id] = envelope  # (one that declares nothing need not be kept)
         return event
 
-    def _stamp_send(self, request: rpc.Request, event: Send) -> Send:
+    def notification(self, session: Session, message: rpc.Notification) -> Event | None:
+        if message.method != "notifications/cancelled":
+            return None
+        request_id = message.params.get("requestId")
+        if is_id(request_id):
+            self.envelopes.pop(orjson.dumps(request_id), None)
+            if self.listens.pop(orjson.dumps(request_id), None) is not None:
+                return None  # the stream ends; nothing more is sent for it
+        return session.notified(message)
+
+    def _stamp_send(self, session: Session, request: rpc.Request, event: Send) -> Send:
         """A result answered at once, stamped (errors pass as they are)."""
         data = event.data
         head = 22 + len(request.id)  # len(b'{"jsonrpc":"2.0","id":') + the id
         if data[head : head + 10] != b',"result":':
             return event
-        method = request.method
-        if method == "tools/list":
-            extra = self._cacheable if self._shown() is None else self._private
-        elif method in SCOPED_LISTS and restricts(SCOPED_LISTS[method](self.shared.features), self.auth):
-            extra = self._private  # filtered by the token's scopes: this caller's own
-        elif method in CACHEABLE:
-            extra = self._cacheable
+        shared = self.shared
+        cache = METHODS[request.method].cache
+        if not cache:
+            extra = shared.complete
+        elif cache == "principal":  # public, unless tool-list control or the token's scopes shape it
+            extra = shared.cacheable if session._shown() is None else shared.private
+        elif request.method in SCOPED_LISTS and restricts(
+            SCOPED_LISTS[request.method](shared.features), session.auth
+        ):
+            extra = shared.private  # filtered by the token's scopes: this caller's own
         else:
-            extra = self._complete
+            extra = shared.cacheable
         body = stamp([data[head + 10 : -1]], extra)[0]
         return Send(data[: head + 10] + body + b"}", event.related)
 
@@ -524,28 +268,28 @@ class ModernSession(Session):
         if b'"_meta"' in joined:
             value = orjson.loads(joined)
             if isinstance(value, dict) and isinstance(value.get("_meta"), dict):
-                value["_meta"] = {**value["_meta"], SERVER_INFO: self.server_info}
+                value["_meta"] = {**value["_meta"], SERVER_INFO: self.shared.server_info}
                 value["resultType"] = "complete"
                 if cache:
                     value.update(ttlMs=CACHE_TTL_MS, cacheScope="public")
                 return [orjson.dumps(value)]
-        return stamp(result, self._cacheable if cache else self._complete)
+        return stamp(result, self.shared.cacheable if cache else self.shared.complete)
 
     # -- requests --------------------------------------------------------------------
-    def _discover(self, request: rpc.Request, _: Batch | None) -> Event:
+    def _discover(self, session: Session, request: rpc.Request, _: Batch | None) -> Event:
         capabilities: dict[str, Any] = {"logging": {}, "tools": {"listChanged": True}}
-        capabilities.update(self.features.capabilities())
+        capabilities.update(session.features.capabilities())
         result: dict[str, Any] = {
-            "supportedVersions": supported_versions(self.serve_modern),
+            "supportedVersions": supported_versions(self.shared.serve_modern),
             "capabilities": capabilities,
         }
         if self.task_store is not None:
             capabilities.setdefault("extensions", {})[TASKS_EXTENSION] = {}
-        if self.instructions:
-            result["instructions"] = self.instructions
+        if session.instructions:
+            result["instructions"] = session.instructions
         return Send(rpc.result(request.id, result))
 
-    def _listen(self, request: rpc.Request, _: Batch | None) -> Event:
+    def _listen(self, session: Session, request: rpc.Request, _: Batch | None) -> Event:
         """Acknowledged at once (the first message of the stream); the stream then carries the
         notifications asked for, tagged, until the client cancels it or the server ends it."""
         wanted = request.params.get("notifications")
@@ -553,10 +297,10 @@ class ModernSession(Session):
             return Send(
                 rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "notifications" must be an object')
             )
-        if wanted.get("taskIds") and not self.declares_tasks:
-            return Send(self._needs_tasks(request.id, "Listening to tasks"))
+        if wanted.get("taskIds") and not declares_tasks(session):
+            return Send(needs_tasks(request.id, "Listening to tasks"))
         honored: dict[str, Any] = {}
-        offered = self.features.offered
+        offered = session.features.offered
         for flag in ("toolsListChanged", "promptsListChanged", "resourcesListChanged"):
             if wanted.get(flag) is True and (offered or flag == "toolsListChanged"):
                 honored[flag] = True
@@ -572,244 +316,118 @@ class ModernSession(Session):
         ack = listen.tagged("notifications/subscriptions/acknowledged", {"notifications": honored})
         return Send(ack, request.id)
 
-    def in_use(self, request_id: bytes) -> bool:
-        return (
-            request_id in self.in_flight
-            or (self._features is not None and request_id in self._features.forwarded)
-            or request_id in self.listens
-        )
-
     def close_listens(self) -> list[Send]:
         """The server ends every listen stream gracefully (shutdown)."""
         listens, self.listens = self.listens, {}
         return [Send(listen.closing(), listen.id) for listen in listens.values()]
 
-    def _tools_list(self, request: rpc.Request, batch: Batch | None) -> Event:
-        cursor = request.params.get("cursor")
-        if cursor is not None and not isinstance(cursor, str):
-            return Send(
-                rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "cursor" must be a string')
-            )
-        try:
-            page = self.catalog.page(cursor, MODERN_VERSION, self._shown())
-        except InvalidCursor as exc:
-            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
-        return Send(rpc.raw_result(request.id, page))
-
-    def _tools_call(self, request: rpc.Request, batch: Batch | None) -> Event | list[Event]:
+    def tools_call(self, session: Session, request: rpc.Request, batch: Batch | None) -> Event | list[Event]:
         """A tool that supports tasks runs as one when the request declares the extension
         (task="required" and "optional"); without it, a required one is refused (-32021) and
         an optional one answers synchronously, as the extension prescribes."""
         if not self.shared.task_tools():  # (most catalogs: no tool supports tasks)
-            return Session._tools_call(self, request, batch)
+            return session.start_call(request, batch)
         name = request.params.get("name")
-        tool = self.catalog.get(name) if isinstance(name, str) else None
+        tool = session.catalog.get(name) if isinstance(name, str) else None
         execution = tool.mcp.get("execution") if tool is not None else None
         if execution is None:  # (this tool: no task support to weigh)
-            return Session._tools_call(self, request, batch)
+            return session.start_call(request, batch)
         mode = execution.get("taskSupport")
-        as_task = mode in ("optional", "required") and self.task_store is not None and self.declares_tasks
+        as_task = mode in ("optional", "required") and self.task_store is not None and declares_tasks(session)
         if mode == "required" and not as_task:
-            return Send(self._needs_tasks(request.id, f"Tool '{name}' must run as a task: it"))
-        event = super()._tools_call(request, batch)
+            return Send(needs_tasks(request.id, f"Tool '{name}' must run as a task: it"))
+        event = session.start_call(request, batch)
         if not as_task or not isinstance(event, Call):
             return event
         if tool is not None and tool.input_before_task:  # the round trip first (become_task)
             event.task_later = True
             return event
-        return self._as_task(request, event)
+        return self.shared.task_calls.as_task(session, self.owner, request, event)
 
-    # -- the tasks extension -----------------------------------------------------------
-    @property
-    def declares_tasks(self) -> bool:
-        extensions = self.client_capabilities.get("extensions")
-        return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
-
-    def _needs_tasks(self, request_id: bytes, what: str) -> bytes:
-        return rpc.error(
-            request_id,
-            MISSING_CAPABILITY,
-            f"{what} needs the {TASKS_EXTENSION} extension (declare it in the request's capabilities)",
-            {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
-        )
-
-    def _as_task(self, request: rpc.Request, call: Call) -> Event | list[Event]:
-        """The call becomes a task: answered at once with the CreateTaskResult (the task is in
-        the store, so a tasks/get for it resolves), its call runs on for the task."""
-        assert self.task_store is not None
-        del self.in_flight[call.id]
-        try:
-            task = self.task_store.create(None, self.tasks.now, self.owner)
-        except TooManyTasks as exc:
-            return Send(rpc.error(request.id, rpc.INTERNAL_ERROR, str(exc)))
-        return [Send(self._created(call, task), request.id), call]
-
-    def become_task(self, call: Call) -> bytes | None:
+    # -- the tasks extension (modern_tasks.py) ---------------------------------------------
+    def become_task(self, session: Session, call: Call) -> bytes | None:
         """A call of an input_before_task tool whose questions are answered becomes a task
-        now: the CreateTaskResult that answers its request. None when it stays a plain
-        request (it is over already, or every task slot holds a running task)."""
-        if self.task_store is None or self.in_flight.get(call.id) is not call:
-            return None
-        try:
-            task = self.task_store.create(None, self.tasks.now, self.owner)
-        except TooManyTasks:
-            return None
-        del self.in_flight[call.id]
-        self.envelopes.pop(call.id, None)
-        return self._created(call, task)
+        now: the CreateTaskResult that answers its request (None: it stays a plain request)."""
+        created = self.shared.task_calls.become_task(session, self.owner, call)
+        if created is not None:
+            self.envelopes.pop(call.id, None)
+        return created
 
-    def _created(self, call: Call, task: Task) -> bytes:
-        call.task, task.call, call.batch, call.task_later = task, call, None, False
-        created = {"resultType": "task", **task.detailed(), "_meta": {SERVER_INFO: self.server_info}}
-        return rpc.result(call.id, created)
+    def _task_get(self, session: Session, request: rpc.Request, _: Batch | None) -> Event:
+        return self.shared.task_calls.get(session, self.owner, request)
 
-    def _own_task(self, request: rpc.Request) -> Task | Send:
-        """The principal's task a tasks/* request names, or the error to answer."""
-        assert self.task_store is not None
-        if not self.declares_tasks:
-            return Send(self._needs_tasks(request.id, request.method))
-        task_id = request.params.get("taskId")
-        if not isinstance(task_id, str):
-            problem = 'Invalid params: "taskId" must be a string'
-            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, problem))
-        try:
-            return self.task_store.find(task_id, self.owner)
-        except TaskNotFound as exc:
-            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
+    def _task_update(self, session: Session, request: rpc.Request, _: Batch | None) -> Event | list[Event]:
+        return self.shared.task_calls.update(session, self.owner, request)
 
-    def _task_get(self, request: rpc.Request, _: Batch | None) -> Event:
-        task = self._own_task(request)
-        return task if isinstance(task, Send) else Send(rpc.result(request.id, task.detailed()))
-
-    def _task_update(self, request: rpc.Request, _: Batch | None) -> Event | list[Event]:
-        """Answers for the task's outstanding requests; acknowledged at once (the task moves
-        on when its call has them: eventually consistent, as the extension allows)."""
-        task = self._own_task(request)
-        if isinstance(task, Send):
-            return task
-        responses = request.params.get("inputResponses")
-        if not isinstance(responses, dict):
-            problem = 'Invalid params: "inputResponses" must be an object'
-            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, problem))
-        return [TaskInput(task, responses), Send(self._ack(request.id), request.id)]
-
-    def _task_cancel(self, request: rpc.Request, _: Batch | None) -> Event | list[Event]:
-        """Acknowledged whatever the task's status (idempotent); a running task is cancelled."""
-        task = self._own_task(request)
-        if isinstance(task, Send):
-            return task
-        ack = Send(self._ack(request.id), request.id)
-        return [ack] if task.terminal else [TaskCancel(task), ack]
-
-    def _ack(self, request_id: bytes) -> bytes:
-        return rpc.raw_result(request_id, b"{" + self._complete + b"}")
-
-    def task_outcome(self, call: Call, answer: ToolAnswer) -> bytes:
-        """The CallToolResult a task's call answered, as the task keeps it."""
-        return b"".join(self._call_result(call, answer))
+    def _task_cancel(self, session: Session, request: rpc.Request, _: Batch | None) -> Event | list[Event]:
+        return self.shared.task_calls.cancel(session, self.owner, request)
 
     # -- answers ---------------------------------------------------------------------
-    def call_done(self, call: Call, answer: ToolAnswer) -> bytes | None:
+    def ended(self, request_id: bytes) -> None:
         if self.envelopes:
-            self.envelopes.pop(call.id, None)
-        required = missing_capability(answer) if answer.is_error else None
-        if required is not None and self.in_flight.pop(call.id, None) is not None:
-            return rpc.error(
-                call.id,
-                MISSING_CAPABILITY,
-                f"Tool '{call.tool.name}' needs a client capability the request did not declare",
-                {"requiredCapabilities": required},
-            )
-        if self.in_flight.pop(call.id, None) is None:  # (Session.call_done, one call less)
-            return None
-        return self._finish(call, rpc.raw_result(call.id, *self._call_result(call, answer)))
+            self.envelopes.pop(request_id, None)
 
-    def input_required(self, request_id: bytes, requests: dict[str, Any], state: str) -> bytes | None:
-        """The request (a call or a forwarded one) needs input from the client: it ends here
-        with an InputRequiredResult; the client retries with the answers and `state`."""
-        call = self.in_flight.pop(request_id, None)
-        forward = self.features.forwarded.pop(request_id, None) if call is None else None
-        if call is None and forward is None:
+    def refused(self, call: Call, answer: ToolAnswer) -> bytes | None:
+        """A tool's escaped missing-capability error: the request is refused with -32021."""
+        required = missing_capability(answer)
+        if required is None:
             return None
-        self.envelopes.pop(request_id, None)
-        result: dict[str, Any] = {"resultType": "input_required", "requestState": state}
-        if requests:
-            result["inputRequests"] = requests
-        result["_meta"] = {SERVER_INFO: self.server_info}
-        return rpc.result(request_id, result)
+        return rpc.error(
+            call.id,
+            MISSING_CAPABILITY,
+            f"Tool '{call.tool.name}' needs a client capability the request did not declare",
+            {"requiredCapabilities": required},
+        )
 
-    def refuse(self, request_id: bytes, code: int, message: str, data: Any = None) -> bytes | None:
-        """End a request in progress with an error (e.g. a requestState that fails verification)."""
-        if (
-            self.in_flight.pop(request_id, None) is None
-            and self.features.forwarded.pop(request_id, None) is None
-        ):
-            return None
-        self.envelopes.pop(request_id, None)
-        return rpc.error(request_id, code, message, data)
+    def stamp(self, result: Sequence[bytes]) -> list[bytes]:
+        return stamp(result, self.shared.complete)
 
-    def replay(self, request_id: bytes, answer: bytes) -> bytes | None:
-        """End a request in progress with the answer an earlier request with the same
-        requestState got (`answer`: its JSON after the id, i.e. from ``,"result":`` on)."""
-        if (
-            self.in_flight.pop(request_id, None) is None
-            and self.features.forwarded.pop(request_id, None) is None
-        ):
-            return None
-        self.envelopes.pop(request_id, None)
-        return b'{"jsonrpc":"2.0","id":' + request_id + answer
-
-    def call_failed(self, call: Call, message: str) -> bytes | None:
-        if self.in_flight.pop(call.id, None) is None:
-            return None
-        self.envelopes.pop(call.id, None)
-        return rpc.raw_result(call.id, *stamp([orjson.dumps(_error_result(message))], self._complete))
-
-    def _call_result(self, call: Call, answer: ToolAnswer) -> list[bytes]:
-        parts = super()._call_result(call, answer)
+    def stamp_call(self, parts: list[bytes], answer: ToolAnswer) -> list[bytes]:
         if answer.meta:
             return self.stamped(parts)
         ending = self.shared.endings.get(parts[-1])  # (the usual last piece, stamped already)
         if ending is not None:
             parts[-1] = ending
             return parts
-        return stamp(parts, self._complete)
+        return stamp(parts, self.shared.complete)
 
-    def _notification(self, message: rpc.Notification) -> Event | None:
-        request_id = message.params.get("requestId")
-        if is_id(request_id):
-            self.envelopes.pop(orjson.dumps(request_id), None)
-            if self.listens.pop(orjson.dumps(request_id), None) is not None:
-                return None  # the stream ends; nothing more is sent for it
-        return super()._notification(message)
+    def input_required(
+        self, session: Session, request_id: bytes, requests: dict[str, Any], state: str
+    ) -> bytes | None:
+        """The request (a call or a forwarded one) needs input from the client: it ends here
+        with an InputRequiredResult; the client retries with the answers and `state`."""
+        call = session.in_flight.pop(request_id, None)
+        forward = session.features.forwarded.pop(request_id, None) if call is None else None
+        if call is None and forward is None:
+            return None
+        self.envelopes.pop(request_id, None)
+        result: dict[str, Any] = {"resultType": "input_required", "requestState": state}
+        if requests:
+            result["inputRequests"] = requests
+        result["_meta"] = {SERVER_INFO: self.shared.server_info}
+        return rpc.result(request_id, result)
+
+    def end(self, session: Session, request_id: bytes, data: bytes) -> bytes | None:
+        """End a request in progress with `data` (None: it is over already)."""
+        if (
+            session.in_flight.pop(request_id, None) is None
+            and session.features.forwarded.pop(request_id, None) is None
+        ):
+            return None
+        self.envelopes.pop(request_id, None)
+        return data
 
     # -- what reaches the client besides answers ----------------------------------------
-    def log(
-        self,
-        level: str,
-        logger: str | None,
-        data: Any,
-        task: Task | None = None,
-        related: bytes | None = None,
-    ) -> bytes | None:
+    def log_floor(self, session: Session, related: bytes | None) -> str | None:
         """Only for a request that asked for logs (its logLevel), at or above that level."""
         envelope = self.envelopes.get(related) if related is not None else None
-        if envelope is None or envelope.log_level is None:
-            return None
-        if level not in LOG_LEVELS:
-            level = "warning" if level == "warn" else "info"
-        if LOG_LEVELS.index(level) < LOG_LEVELS.index(envelope.log_level):
-            return None
-        params: dict[str, Any] = {"level": level, "data": data}
-        if logger:
-            params["logger"] = logger
-        return rpc.notification("notifications/message", params)
+        return envelope.log_level if envelope is not None else None
 
-    def flush_notifications(self) -> list[Event]:
-        """tools/list_changed on the listen streams that asked, if the principal's list changed."""
-        seen, self._tools_seen = self._tools_seen, None
-        if seen is None or not self.listens or self.visible_tools() == seen:
-            return []
+    def hears_list_changes(self, session: Session) -> bool:
+        return bool(self.listens)
+
+    def list_changed(self, session: Session) -> list[Event]:
+        """tools/list_changed on the listen streams that asked."""
         note = "notifications/tools/list_changed"
         return [
             Send(listen.tagged(note), listen.id)
@@ -823,67 +441,6 @@ class ModernSession(Session):
         return envelope.capabilities if envelope is not None else {}
 
 
-def valid_answer(method: str, answer: Any) -> bool:
-    """Whether a client's input response has the shape its request's result needs."""
-    if not isinstance(answer, dict):
-        return False
-    if method == "elicitation/create":
-        content = answer.get("content")
-        return answer.get("action") in ("accept", "decline", "cancel") and (
-            content is None or isinstance(content, dict)
-        )
-    if method == "sampling/createMessage":
-        return isinstance(answer.get("content"), (dict, list))
-    return isinstance(answer.get("roots"), list)  # roots/list
-
-
-ROUND_TRIP_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
-MISSING_CAPABILITY_CODE = b"missing_client_capability:"
-
-
-@dataclass(slots=True)
-class Retry:
-    """A retried request's inputResponses (answers by key) and requestState."""
-
-    responses: dict[str, Any]
-    state: str | None
-
-
-def _retry(params: dict[str, Any]) -> Retry | str | None:
-    """The retry fields of an input-required round trip; a str says what is wrong with them."""
-    if "inputResponses" not in params and "requestState" not in params:
-        return None
-    responses = params.get("inputResponses", {})
-    state = params.get("requestState")
-    if not isinstance(responses, dict):
-        return 'Invalid params: "inputResponses" must be an object'
-    if state is not None and not isinstance(state, str):
-        return 'Invalid params: "requestState" must be a string'
-    return Retry(responses, state)
-
-
-def missing_capability(answer: ToolAnswer) -> dict[str, Any] | None:
-    """The capabilities object a tool's escaped missing-capability error names (None: the
-    answer is not one)."""
-    if not (answer.is_error and answer.meta and MISSING_CAPABILITY_CODE in answer.meta):
-        return None
-    return _required_capability(answer.meta)
-
-
-def _required_capability(meta: bytes) -> dict[str, Any] | None:
-    """The capabilities object a tool's escaped missing-capability error names."""
-    try:
-        code = orjson.loads(meta)["protomcp/error"]["code"]
-    except (orjson.JSONDecodeError, KeyError, TypeError):
-        return None
-    if not isinstance(code, str) or ":" not in code:
-        return None
-    name = code.split(":", 1)[1]
-    capability, _, mode = name.partition(".")
-    if capability not in ("sampling", "elicitation", "roots"):
-        return None
-    return {capability: {mode: {}} if mode else {}}
-
-
-def _error_result(message: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": message}], "isError": True}
+def task_outcome(session: Session, call: Call, answer: ToolAnswer) -> bytes:
+    """The CallToolResult a task's call answered, as the task keeps it (stamped)."""
+    return b"".join(session.call_result(call, answer))

@@ -8,11 +8,9 @@ the answer. Nothing here touches a pipe or a socket.
 
 from __future__ import annotations
 
-import base64
-import binascii
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
+from weakref import proxy
 
 import orjson
 
@@ -21,109 +19,51 @@ from protomcp_host.protocol.catalog import Catalog, InvalidCursor, Tool
 from protomcp_host.protocol.events import Batch, Send
 from protomcp_host.protocol.features import (
     CancelForward,
-    ClientAnswer,
+    FeatureCatalog,
+    FeatureEra,
     FeatureMethods,
-    Features,
     Forward,
     RootsChanged,
 )
+from protomcp_host.protocol.handshake import LATEST_VERSION as LATEST_VERSION
+from protomcp_host.protocol.handshake import LOG_LEVELS, TASK_VERSIONS, StatefulEra, offered
+from protomcp_host.protocol.handshake import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS
 from protomcp_host.protocol.jsontypes import is_id
+from protomcp_host.protocol.methods import ERA_PREFIX, FEATURES_PREFIX, STATEFUL, served
+from protomcp_host.protocol.records import (
+    PROTO_ARGUMENTS,
+    PROTO_RESULT,
+    Call,
+    CancelCall,
+    Event,
+    Handler,
+    ToolAnswer,
+    call_result_parts,
+    error_result,
+    first_text,
+    json_number,
+    proto_arguments,
+)
 from protomcp_host.protocol.scopes import allowed, insufficient, lacking, restricts
 from protomcp_host.protocol.tasks import RELATED_TASK, Effects, Task, TaskMethods
 from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_sdk.wire.toollist import ToolListChange
 
-SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-LATEST_VERSION = SUPPORTED_VERSIONS[-1]
+__all__ = [
+    "LATEST_VERSION",
+    "SUPPORTED_VERSIONS",
+    "Call",
+    "CancelCall",
+    "Event",
+    "Handler",
+    "Send",
+    "ToolAnswer",
+    "error_result",
+]
+
 BATCH_VERSIONS = frozenset({"2025-03-26"})
-STRUCTURED_VERSIONS = frozenset({"2025-06-18", "2025-11-25", "2026-07-28"})
-TASK_VERSIONS = frozenset({"2025-11-25"})
-TASKS_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 DEFAULT_MAX_IN_FLIGHT = 1000
 SERVER_BUSY = -32000  # JSON-RPC's range for implementation-defined server errors
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
-
-@dataclass(slots=True, eq=False)
-class Call:
-    """One tools/call from request to answer: the only record of it. The session owns it
-    (``in_flight``) and returns it as the event that starts it; the host notes on it the
-    execution that runs it, which the protocol core never reads."""
-
-    id: bytes
-    tool: Tool
-    arguments: dict[str, Any]
-    progress_token: str | int | None
-    batch: Batch | None = None
-    task: Task | None = None  # a task-augmented call: its answer goes to this task, not a response
-    auth: dict[str, Any] | None = None  # verified claims of the caller (HTTP + OAuth) for the tool
-    execution: Any = None  # what the host runs it as (calls.execution.Execution)
-    capabilities: str = ""  # what the client declared (JSON), for ctx.client_capabilities
-    answers: str = ""  # 2026-07-28: answers its requests for the client already have (JSON, by key)
-    retry: Any = None  # 2026-07-28: (inputResponses, requestState) of a retried request
-    task_later: bool = False  # 2026-07-28: becomes a task once its input round trip is done
-    trace: tuple[str, str] = ("", "")  # tracing: the W3C traceparent/tracestate of its request's span
-    arguments_proto: bytes = b""  # a typed tool's argument message as a proto-mcp client sent it
-    result_proto: bool = False  # its caller reads a typed tool's result message itself (proto-mcp)
-
-
-@dataclass(slots=True)
-class CancelCall:
-    call: Call
-
-
-@dataclass(slots=True)
-class TaskInput:
-    """2026-07-28 tasks/update: the client's answers to a task's outstanding requests (the calls layer gives
-    them to the task's call)."""
-
-    task: Task
-    responses: dict[str, Any]
-
-
-@dataclass(slots=True)
-class TaskCancel:
-    """2026-07-28 tasks/cancel of a running task: the calls layer stops its call."""
-
-    task: Task
-
-
-@dataclass(slots=True)
-class ToolAnswer:
-    """A tool's result, already JSON: the content array (whole or in pieces, spliced as they
-    are), the structuredContent object, and whether it is an error. `trusted` content comes
-    from our own SDK (orjson output) and is not checked again."""
-
-    content: list[bytes]
-    structured: bytes = b""
-    is_error: bool = False
-    trusted: bool = False
-    meta: bytes = b""  # the result's _meta object, JSON (e.g. a ToolError's code)
-    # a typed tool's output message, serialized, instead of `structured` (Call.result_proto):
-    # passed on in base64 under STRUCTURED_PROTO, for the proto-mcp codec alone
-    structured_proto: bytes = b""
-
-
-Event = (
-    Send | Call | CancelCall | Forward | CancelForward | ClientAnswer | RootsChanged | TaskInput | TaskCancel
-)
-Handler = Callable[[rpc.Request, Batch | None], Event | list[Event] | None]
-
-
-# _meta key of a typed tool's argument message in base64 (proto-mcp's Any, passed through)
-PROTO_ARGUMENTS = "io.protomcp/argumentsProto"
-# _meta key (true) of a call whose client reads a typed tool's result message itself, and the
-# result's key of that message in base64 (both between the proto-mcp codec and this session)
-PROTO_RESULT = "io.protomcp/resultProto"
-STRUCTURED_PROTO = "io.protomcp/structuredProto"
-_STRUCTURED_PROTO_KEY = b',"' + STRUCTURED_PROTO.encode() + b'":"'
-
-
-def _proto_arguments(value: Any) -> bytes:
-    try:
-        return base64.b64decode(value, validate=True) if isinstance(value, str) else b""
-    except binascii.Error:
-        return b""
 
 
 class ToolsListed(Protocol):
@@ -132,19 +72,90 @@ class ToolsListed(Protocol):
     def listed(self, session: Session) -> dict[str, dict[str, Any]]: ...
 
 
+SessionHandler = Callable[["Session", rpc.Request, Batch | None], Event | list[Event] | None]
+
+
+class Era(Protocol):
+    """What differs between the protocol eras, given to a session: StatefulEra (handshake.py,
+    2024-11-05 to 2025-11-25) or ModernEra (modern.py, 2026-07-28). Its methods are given the
+    session; it keeps no reference to it."""
+
+    name: str  # its key in the method registry (methods.py)
+    tool_list_scope: str  # whose tools a tool-list change changes
+
+    @property
+    def listens(self) -> Mapping[bytes, Any]:
+        """2026-07-28 subscriptions/listen requests in progress."""
+
+    def begin(self, session: Session) -> None: ...
+    def feature_era(self) -> FeatureEra | None: ...
+    def request(
+        self, session: Session, message: rpc.Request, batch: Batch | None
+    ) -> Event | list[Event] | None: ...
+    def notification(self, session: Session, message: rpc.Notification) -> Event | None: ...
+    def tools_call(
+        self, session: Session, request: rpc.Request, batch: Batch | None
+    ) -> Event | list[Event]: ...
+    def ended(self, request_id: bytes) -> None: ...
+    def refused(self, call: Call, answer: ToolAnswer) -> bytes | None: ...
+    def stamp(self, result: Sequence[bytes]) -> list[bytes]: ...
+    def stamp_call(self, parts: list[bytes], answer: ToolAnswer) -> list[bytes]: ...
+    def log_floor(self, session: Session, related: bytes | None) -> str | None: ...
+    def hears_list_changes(self, session: Session) -> bool: ...
+    def list_changed(self, session: Session) -> list[Event]: ...
+
+
+_TABLES: dict[tuple[type, frozenset[str]], dict[str, SessionHandler]] = {}
+
+
+def handler_table(era: type, name: str, offered: frozenset[str]) -> dict[str, SessionHandler]:
+    """The method table of an era's sessions when the host serves `offered` (made once)."""
+    key = (era, offered)
+    table = _TABLES.get(key)
+    if table is None:
+        table = _TABLES[key] = {
+            method: _handler(era, spec.handler) for method, spec in served(name, set(offered)).items()
+        }
+    return table
+
+
+def _handler(era: type, name: str) -> SessionHandler:
+    """A registry handler name, as a function of the session: its own method, its
+    FeatureMethods' ("features.x") or its era's ("era.x")."""
+    if name.startswith(FEATURES_PREFIX):
+        feature: Callable[..., Any] = getattr(FeatureMethods, name.removeprefix(FEATURES_PREFIX))
+
+        def on_features(session: Session, request: rpc.Request, batch: Batch | None) -> Any:
+            return feature(session.features, request, batch)
+
+        return on_features
+    if name.startswith(ERA_PREFIX):
+        own: Callable[..., Any] = getattr(era, name.removeprefix(ERA_PREFIX))
+
+        def on_era(session: Session, request: rpc.Request, batch: Batch | None) -> Any:
+            return own(session.era, session, request, batch)
+
+        return on_era
+    method: SessionHandler = getattr(Session, name)
+    return method
+
+
 class Session:
-    feature_methods: type[FeatureMethods] = FeatureMethods  # the modern era's differ (modern.py)
-    tool_list_scope = "in this session"  # whose tools a tool-list change changes (modern: the principal's)
+    """One client session (a stdio process, an HTTP session, or one 2026-07-28 request): the
+    rules both eras share; `era` is what differs (handshake.StatefulEra by default)."""
 
     def __init__(
         self,
         catalog: Catalog,
         server_info: dict[str, Any],
         instructions: str | None = None,
-        features: Features | None = None,
+        features: FeatureCatalog | None = None,
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         tasks: TaskMethods | None = None,
+        era: Era | None = None,
+        visibility: ToolVisibility | None = None,
+        table: dict[str, SessionHandler] | None = None,
     ) -> None:
         self.catalog = catalog
         self.max_in_flight = max_in_flight
@@ -158,27 +169,38 @@ class Session:
         self.auth: dict[str, Any] | None = None  # the transport sets the caller's verified claims
         self.capabilities_json = ""  # client_capabilities as JSON, for the calls (ctx.client_capabilities)
         self.in_flight: dict[bytes, Call] = {}
-        self.visibility = ToolVisibility()
+        self.visibility = (
+            visibility if visibility is not None else ToolVisibility()
+        )  # (modern: the principal's)
         # What tools/list showed at the last flush, while a tool-list change is pending.
         self._tools_seen: dict[str, dict[str, Any]] | None = None
         # its tasks (in the host's shared store, as their owner)
         self.tasks = tasks if tasks is not None else TaskMethods()
         self.discovery: ToolsListed | None = None  # --discovery search (discovery.Discovery)
-        self._methods: dict[str, Handler] = {
-            "initialize": self._initialize,
-            "ping": self._ping,
-            "tools/list": self._tools_list,
-            "tools/call": self._tools_call,
-            "logging/setLevel": self._set_level,
-            **dict.fromkeys(("tasks/get", "tasks/result", "tasks/list", "tasks/cancel"), self._task_request),
-        }
-        # resources, prompts, completions; requests to the client (protocol/features.py)
         # (without `features`, a tools-only server: no resources/prompts methods or capabilities)
-        self.features = self.feature_methods(
-            self, features or Features(catalog.page_size), offered=features is not None
-        )
-        if features is not None:
-            self._methods.update(self.features.table())
+        self._feature_catalog = features
+        self._features: FeatureMethods | None = None  # made at first use
+        self._routes: dict[str, Handler] | None = None  # this session's own handlers (route())
+        self.era: Era = era if era is not None else StatefulEra()
+        self._table = table if table is not None else handler_table(StatefulEra, STATEFUL, offered(features))
+        self.era.begin(self)
+
+    @property
+    def features(self) -> FeatureMethods:
+        """Resources, prompts, completions, requests to the client (protocol/features.py): made
+        at first use (a tools/call has no need of it), with a weak reference back to the
+        session, so that a session made per request is freed by reference counting."""
+        made = self._features
+        if made is None:
+            catalog = self._feature_catalog
+            offered = catalog is not None
+            made = self._features = FeatureMethods(
+                proxy(self),
+                catalog if catalog is not None else FeatureCatalog(self.catalog.page_size),
+                offered=offered,
+                era=self.era.feature_era(),
+            )
+        return made
 
     # -- input ---------------------------------------------------------------------
     def receive(self, line: bytes) -> list[Event]:
@@ -261,40 +283,49 @@ class Session:
         return event
 
     def _dispatch(self, message: rpc.Message, batch: Batch | None) -> Event | list[Event] | None:
-        if not isinstance(message, rpc.Request):  # (a request is the common case: tested first)
-            if isinstance(message, rpc.Invalid):
-                return Send(rpc.error(message.id, message.code, message.message))
-            if isinstance(message, rpc.Notification):
-                return self._notification(message)
-            return self.features.client_answer(message)  # a Response
-        refused = self.refuse_early(message)
-        if refused is not None:
-            return refused
-        if self.version is None and message.method not in ("initialize", "ping"):
-            return Send(
-                rpc.error(
-                    message.id,
-                    rpc.INVALID_REQUEST,
-                    "Invalid Request: the session is not initialized; send initialize first",
-                )
-            )
-        return self._methods[message.method](message, batch)
+        if type(message) is rpc.Request:  # (the common case: tested first)
+            return self.era.request(self, message, batch)
+        if isinstance(message, rpc.Invalid):
+            return Send(rpc.error(message.id, message.code, message.message))
+        if isinstance(message, rpc.Notification):
+            return self.era.notification(self, message)
+        if isinstance(message, rpc.Response) and self._features is not None:
+            return self._features.client.client_answer(message)  # (none made: it asked the client nothing)
+        return None
+
+    def answer(self, message: rpc.Request, batch: Batch | None) -> Event | list[Event] | None:
+        """The method's handler's answer (the era has let the request through)."""
+        routes = self._routes
+        routed = routes.get(message.method) if routes is not None else None
+        if routed is not None:
+            return routed(message, batch)
+        return self._table[message.method](self, message, batch)
 
     def handler(self, method: str) -> Handler:
-        return self._methods[method]
+        routed = self._routes.get(method) if self._routes is not None else None
+        if routed is not None:
+            return routed
+        function = self._table[method]
+        return lambda request, batch: function(self, request, batch)
 
     def route(self, method: str, handler: Handler) -> None:
         """Answer `method` with `handler` from now on (discovery.py serves tools/list and
         tools/call this way)."""
-        self._methods[method] = handler
+        if self._routes is None:
+            self._routes = {}
+        self._routes[method] = handler
 
     def forwards(self) -> dict[bytes, Forward]:
         """The forwarded requests in progress, by id."""
-        return self.features.forwarded
+        return self._features.forwarded if self._features is not None else {}
 
     def in_use(self, request_id: bytes) -> bool:
         """A request with this id is still in progress (its answer could not be told apart)."""
-        return request_id in self.in_flight or request_id in self.features.forwarded
+        return (
+            request_id in self.in_flight
+            or (self._features is not None and request_id in self._features.forwarded)
+            or request_id in self.era.listens
+        )
 
     def refuse_early(self, message: rpc.Request) -> Send | None:
         """The errors every era gives before a handler runs: an id in use, an unknown method."""
@@ -306,14 +337,15 @@ class Session:
                     "Invalid Request: this id is already in use by a request in progress",
                 )
             )
-        if message.method not in self._methods:
+        if message.method not in self._table:
             return Send(rpc.error(message.id, rpc.METHOD_NOT_FOUND, f"Method not found: {message.method}"))
         return None
 
-    def _notification(self, message: rpc.Notification) -> Event | None:
+    def notified(self, message: rpc.Notification) -> Event | None:
+        """A notification, by the rules both eras share."""
         if message.method == "notifications/initialized" and self.version is not None:
             self.initialized = True
-        elif message.method == "notifications/roots/list_changed" and self.features.offered:
+        elif message.method == "notifications/roots/list_changed" and self._feature_catalog is not None:
             return RootsChanged()
         elif message.method == "notifications/cancelled":
             request_id = message.params.get("requestId")
@@ -328,59 +360,6 @@ class Session:
         return None
 
     # -- requests ------------------------------------------------------------------
-    def _initialize(self, request: rpc.Request, _: Batch | None) -> Event:
-        params = request.params
-        requested = params.get("protocolVersion")
-        if not isinstance(requested, str):
-            return Send(
-                rpc.error(
-                    request.id, rpc.INVALID_PARAMS, 'Invalid params: "protocolVersion" must be a string'
-                )
-            )
-        for key in ("capabilities", "clientInfo"):
-            if not isinstance(params.get(key, {}), dict):
-                return Send(
-                    rpc.error(request.id, rpc.INVALID_PARAMS, f'Invalid params: "{key}" must be an object')
-                )
-        if self.version is not None:
-            return Send(
-                rpc.error(
-                    request.id, rpc.INVALID_REQUEST, "Invalid Request: the session is already initialized"
-                )
-            )
-        self.version = requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
-        self.client_info = params.get("clientInfo", {})
-        self.client_capabilities = params.get("capabilities", {})
-        self.capabilities_json = orjson.dumps(self.client_capabilities).decode()
-        capabilities: dict[str, Any] = {"logging": {}, "tools": {"listChanged": True}}
-        if self.version in TASK_VERSIONS:
-            capabilities["tasks"] = TASKS_CAPABILITY
-        capabilities.update(self.features.capabilities())
-        result: dict[str, Any] = {
-            "protocolVersion": self.version,
-            "capabilities": capabilities,
-            "serverInfo": self.server_info,
-        }
-        if self.instructions and self.version != "2024-11-05":  # instructions came in 2025-03-26
-            result["instructions"] = self.instructions
-        return Send(rpc.result(request.id, result))
-
-    def _ping(self, request: rpc.Request, _: Batch | None) -> Event:
-        return Send(rpc.result(request.id, {}))
-
-    def _set_level(self, request: rpc.Request, _: Batch | None) -> Event:
-        level = request.params.get("level")
-        if level not in LOG_LEVELS:
-            return Send(
-                rpc.error(
-                    request.id,
-                    rpc.INVALID_PARAMS,
-                    f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}",
-                )
-            )
-        self.log_level = level
-        return Send(rpc.result(request.id, {}))
-
     def _tools_list(self, request: rpc.Request, _: Batch | None) -> Event:
         cursor = request.params.get("cursor")
         if cursor is not None and not isinstance(cursor, str):
@@ -394,6 +373,10 @@ class Session:
         return Send(rpc.raw_result(request.id, page))
 
     def _tools_call(self, request: rpc.Request, batch: Batch | None) -> Event | list[Event]:
+        return self.era.tools_call(self, request, batch)
+
+    def start_call(self, request: rpc.Request, batch: Batch | None) -> Event | list[Event]:
+        """A tools/call checked and started (or refused) by the rules both eras share."""
         params = request.params
         name = params.get("name")
         if not isinstance(name, str):
@@ -413,7 +396,7 @@ class Session:
                 rpc.error(
                     request.id,
                     rpc.INVALID_PARAMS,
-                    f"Tool '{name}' is disabled {self.tool_list_scope} (it is not in tools/list); "
+                    f"Tool '{name}' is disabled {self.era.tool_list_scope} (it is not in tools/list); "
                     "a tool must enable it first",
                 )
             )
@@ -442,14 +425,14 @@ class Session:
             token = None
         if task is not None:  # answered at once; the call (if the arguments are valid) runs on
             call = Call(request.id, tool, arguments, token, auth=self.auth)
-            events = self._carry(self.tasks.create(request.id, task, call, problem))
+            events = self.carry(self.tasks.create(request.id, task, call, problem))
             return [*events, call] if call.task is not None else events
         call = Call(
             request.id, tool, arguments, token, batch, auth=self.auth, capabilities=self.capabilities_json
         )
         if tool.messages is not None and isinstance(meta, dict):
             if PROTO_ARGUMENTS in meta:
-                call.arguments_proto = _proto_arguments(meta[PROTO_ARGUMENTS])
+                call.arguments_proto = proto_arguments(meta[PROTO_ARGUMENTS])
             call.result_proto = meta.get(PROTO_RESULT) is True
         self.in_flight[request.id] = call
         return call
@@ -458,46 +441,31 @@ class Session:
     def call_done(self, call: Call, answer: ToolAnswer) -> bytes | None:
         """Encode a tool's answer. None when nothing is to be written (cancelled, or its
         batch still waits for other answers)."""
+        era = self.era
+        era.ended(call.id)
         if self.in_flight.pop(call.id, None) is None:
             return None
-        return self._finish(call, rpc.raw_result(call.id, *self._call_result(call, answer)))
+        if answer.is_error:
+            refused = era.refused(call, answer)
+            if refused is not None:
+                return refused
+        return self._finish(call, rpc.raw_result(call.id, *self.call_result(call, answer)))
 
     def call_failed(self, call: Call, message: str) -> bytes | None:
         """The call could not complete (tool process died, timed out, ...): an isError result."""
         if self.in_flight.pop(call.id, None) is None:
             return None
-        return self._finish(call, rpc.result(call.id, error_result(message)))
+        self.era.ended(call.id)
+        return self._finish(
+            call, rpc.raw_result(call.id, *self.era.stamp([orjson.dumps(error_result(message))]))
+        )
 
     def _finish(self, call: Call, data: bytes) -> bytes | None:
         return call.batch.add(data) if call.batch is not None else data
 
-    def _call_result(self, call: Call, answer: ToolAnswer) -> list[bytes]:
-        """The CallToolResult JSON object, in pieces."""
-        chunks = answer.content or [b"[]"]
-        structured = answer.structured
-        if not answer.trusted:
-            content = b"".join(chunks)
-            try:
-                if not isinstance(orjson.loads(content), list):
-                    raise ValueError("content is not a list")
-                if structured and not isinstance(orjson.loads(structured), dict):
-                    raise ValueError("structuredContent is not an object")
-            except ValueError:
-                return [orjson.dumps(error_result(f"Tool '{call.tool.name}' returned malformed content"))]
-            if b"\n" in content or b"\r" in content:  # keep one message per line
-                content = orjson.dumps(orjson.loads(content))
-            if b"\n" in structured or b"\r" in structured:
-                structured = orjson.dumps(orjson.loads(structured))
-            chunks = [content]
-        parts = [b'{"content":', *chunks]
-        if structured and self.version in STRUCTURED_VERSIONS:
-            parts += [b',"structuredContent":', structured]
-        elif answer.structured_proto:  # the message as it came, for the codec to unwrap
-            parts += [_STRUCTURED_PROTO_KEY, base64.b64encode(answer.structured_proto), b'"']
-        if answer.meta:
-            parts += [b',"_meta":', answer.meta]
-        parts.append(b',"isError":true}' if answer.is_error else b',"isError":false}')
-        return parts
+    def call_result(self, call: Call, answer: ToolAnswer) -> list[bytes]:
+        """The CallToolResult JSON object, in pieces (stamped as the era asks)."""
+        return self.era.stamp_call(call_result_parts(call, answer, self.version), answer)
 
     # -- tasks (2025-11-25): the requests and records are in tasks.py -----------------------
     def _task_support(self, request: rpc.Request, tool: Tool, task: Any) -> Event | None:
@@ -521,18 +489,7 @@ class Session:
             return None
         return Send(rpc.error(request.id, rpc.METHOD_NOT_FOUND, message))
 
-    def _task_request(self, request: rpc.Request, _: Batch | None) -> Event | list[Event]:
-        if self.version not in TASK_VERSIONS:
-            return Send(
-                rpc.error(
-                    request.id,
-                    rpc.METHOD_NOT_FOUND,
-                    f"Method not found: {request.method} (tasks need protocol revision 2025-11-25)",
-                )
-            )
-        return self._carry(self.tasks.handle(request))
-
-    def _carry(self, effects: Effects) -> list[Event]:
+    def carry(self, effects: Effects) -> list[Event]:
         events: list[Event] = [Send(data, related) for data, related in effects.writes]
         return events + [CancelCall(call) for call in effects.cancel]
 
@@ -541,27 +498,27 @@ class Session:
         self.tasks.now = now
         if now < self.tasks.store.earliest(self.tasks.owner):  # the common case: nothing to do
             return []
-        return self._carry(self.tasks.advance(now))
+        return self.carry(self.tasks.advance(now))
 
     def task_done(self, call: Call, answer: ToolAnswer, now: float) -> list[Event]:
         """A task's call answered: the task completes (or fails, for an isError result)."""
         assert call.task is not None
         self.tasks.now = now
-        outcome = b"".join(self._call_result(call, answer))
+        outcome = b"".join(self.call_result(call, answer))
         if not outcome.endswith(b'"isError":true}'):
-            return self._carry(self.tasks.finish(call.task, "completed", outcome, None))
-        return self._carry(self.tasks.finish(call.task, "failed", outcome, _first_text(outcome)))
+            return self.carry(self.tasks.finish(call.task, "completed", outcome, None))
+        return self.carry(self.tasks.finish(call.task, "failed", outcome, first_text(outcome)))
 
     def task_failed(self, call: Call, message: str, now: float) -> list[Event]:
         """A task's call could not complete (its process died, it timed out, ...)."""
         assert call.task is not None
         self.tasks.now = now
         outcome = orjson.dumps(error_result(message))
-        return self._carry(self.tasks.finish(call.task, "failed", outcome, message))
+        return self.carry(self.tasks.finish(call.task, "failed", outcome, message))
 
     def task_status(self, call: Call, status: str, message: str, now: float) -> list[Event]:
         """The tool reported its task's status (working / input_required) or message."""
-        return self._carry(self.tasks.report(call.task, status, message, now)) if call.task else []
+        return self.carry(self.tasks.report(call.task, status, message, now)) if call.task else []
 
     # -- the tools this session sees ----------------------------------------------------
     def shows(self, tool: Tool) -> bool:
@@ -611,9 +568,9 @@ class Session:
         if seen is None:
             return []
         self._tools_seen = None
-        if not self.initialized or self.visible_tools() == seen:
+        if not self.era.hears_list_changes(self) or self.visible_tools() == seen:
             return []
-        return [Send(rpc.notification("notifications/tools/list_changed"))]
+        return self.era.list_changed(self)
 
     # -- server-initiated messages ----------------------------------------------------
     def log(
@@ -624,11 +581,12 @@ class Session:
         task: Task | None = None,
         related: bytes | None = None,  # the request it is for (the modern era's logLevel is per request)
     ) -> bytes | None:
-        if self.version is None:
+        floor = self.era.log_floor(self, related)
+        if floor is None:
             return None
         if level not in LOG_LEVELS:
             level = "warning" if level == "warn" else "info"
-        if self.log_level is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
+        if floor and LOG_LEVELS.index(level) < LOG_LEVELS.index(floor):
             return None
         params: dict[str, Any] = {"level": level, "data": data}
         if logger:
@@ -641,25 +599,11 @@ class Session:
         running = call.id in self.in_flight if call.task is None else not call.task.terminal
         if call.progress_token is None or not running:
             return None
-        params: dict[str, Any] = {"progressToken": call.progress_token, "progress": _number(progress)}
+        params: dict[str, Any] = {"progressToken": call.progress_token, "progress": json_number(progress)}
         if total is not None:
-            params["total"] = _number(total)
+            params["total"] = json_number(total)
         if message and self.version != "2024-11-05":
             params["message"] = message
         if call.task is not None:
             params["_meta"] = {RELATED_TASK: {"taskId": call.task.id}}
         return rpc.notification("notifications/progress", params)
-
-
-def error_result(message: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": message}], "isError": True}
-
-
-def _first_text(result: bytes) -> str | None:
-    """The first text block of a CallToolResult (a failed task's statusMessage)."""
-    blocks = orjson.loads(result).get("content") or []
-    return next((b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)), None)
-
-
-def _number(value: float) -> float | int:
-    return int(value) if value.is_integer() else value

@@ -8,7 +8,9 @@ from typing import Any
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import is_modern, maybe_modern
+from protomcp_host.protocol.methods import METHODS
+from protomcp_host.protocol.methods import starts_calls as is_call
+from protomcp_host.protocol.request_meta import is_modern, maybe_modern
 
 MAX_LINE = 256 * 1024 * 1024
 
@@ -49,9 +51,6 @@ class LineSplitter:
         return b"" if self._discarding else bytes(self._buffer).strip()
 
 
-_LIFECYCLE = frozenset({"initialize", "ping", "logging/setLevel", "server/discover"})
-
-
 def _method(line: bytes | None) -> str | None:
     """The method of a request line; "" for a batch; None for anything else."""
     if line is None:
@@ -70,12 +69,16 @@ def needs_tools(line: bytes | None) -> bool:
     """Whether a message must wait for the tool files to load: everything but the lifecycle
     (initialize, ping, notifications...) and lines that are no valid message at all."""
     method = _method(line)
-    return method is not None and method not in _LIFECYCLE and not method.startswith("notifications/")
+    if method is None or method.startswith("notifications/"):
+        return False
+    known = METHODS.get(method)
+    return known is None or not known.before_tools
 
 
 def starts_calls(line: bytes | None) -> bool:
     """Whether a message may start tool calls (a tools/call, or a batch)."""
-    return _method(line) in ("tools/call", "")
+    method = _method(line)
+    return method is not None and (method == "" or is_call(method))
 
 
 SHUTTING_DOWN = -32000  # JSON-RPC's range for implementation-defined server errors

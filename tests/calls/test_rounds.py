@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protomcp_host.calls.rounds import StateCodec, digest, valid_answer
+from protomcp_host.calls.held import StateCodec, digest
+from protomcp_host.protocol.request_meta import valid_answer
 
 pytestmark = pytest.mark.fast  # starts no process
 
@@ -68,8 +69,8 @@ class _Owner:
 def test_held_calls_are_bounded_per_principal_and_never_evict_another(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from protomcp_host.calls import rounds as module
-    from protomcp_host.calls.rounds import Round, Rounds
+    from protomcp_host.calls import held as module
+    from protomcp_host.calls.held import Round, Rounds
 
     monkeypatch.setattr(module, "MAX_SUSPENDED", 4)
     rounds = Rounds(per_principal=2)
@@ -92,7 +93,7 @@ def test_held_calls_are_bounded_per_principal_and_never_evict_another(
 def test_a_state_used_on_another_host_lets_the_held_call_go() -> None:
     import orjson
 
-    from protomcp_host.calls.rounds import Round, Rounds
+    from protomcp_host.calls.held import Round, Rounds
     from protomcp_host.calls.used_states import ROUND_ANSWERED, ROUND_USED
 
     here, there = Rounds(), Rounds()

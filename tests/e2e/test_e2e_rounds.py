@@ -142,7 +142,7 @@ def test_retry_after_a_host_restart_re_runs_with_the_answers(raw_host: Any, monk
 
 
 def test_expired_state_is_refused(raw_host: Any, monkeypatch: Any) -> None:
-    from protomcp_host.calls.rounds import StateCodec, digest
+    from protomcp_host.calls.held import StateCodec, digest
 
     monkeypatch.setenv("PROTOMCP_STATE_KEY", "another secret")
     host = raw_host("run", str(ROUNDS))

@@ -11,8 +11,9 @@ import pytest
 from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.discovery import META_NAMES, Discovery, signature, summary
-from protomcp_host.protocol.modern import CLIENT_CAPABILITIES, PROTOCOL_VERSION, ModernSession, ModernShared
+from protomcp_host.protocol.modern import ModernShared
 from protomcp_host.protocol.ranking import Bm25Index, index_tools, stem, words
+from protomcp_host.protocol.request_meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION
 from protomcp_host.protocol.session import Call, Send, Session
 from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -234,7 +235,7 @@ def test_two_principals_see_only_their_own_reveals() -> None:
     alice, bob = ToolVisibility(), ToolVisibility()
     sessions = []
     for visibility in (alice, bob):
-        session = ModernSession(ModernShared(catalog, INFO, serve_modern=True), visibility=visibility)
+        session = ModernShared(catalog, INFO, serve_modern=True).session(visibility=visibility)
         discovery.attach(session)
         sessions.append(session)
     sessions[0].update_tools(ToolListChange(enable=["admin_secret_message"]))

@@ -13,7 +13,7 @@ from protomcp_host.protocol.features import (
     CancelForward,
     ClientAnswer,
     Entry,
-    Features,
+    FeatureCatalog,
     FileFeatures,
     Forward,
     template_entry,
@@ -61,7 +61,7 @@ def _resource(uri: str, owner: str = "a.py", name: str = "r") -> Entry:
 
 
 def test_listing_clash_names_both_files_and_changes_nothing() -> None:
-    features = Features(page_size=10)
+    features = FeatureCatalog(page_size=10)
     features.replace("a.py", FileFeatures(resources=[_resource("test://x")]))
     with pytest.raises(NameClash, match=r"resource clash: 'test://x' is defined in both a\.py and b\.py"):
         features.check("b.py", FileFeatures(resources=[_resource("test://x", "b.py")]))
@@ -71,7 +71,7 @@ def test_listing_clash_names_both_files_and_changes_nothing() -> None:
 
 
 def test_replace_reports_list_changed_per_kind_only_when_changed() -> None:
-    features = Features(page_size=10)
+    features = FeatureCatalog(page_size=10)
     prompt = Entry("p", "a.py", {"name": "p", "arguments": []})
     assert features.replace("a.py", FileFeatures(prompts=[prompt])) == ["notifications/prompts/list_changed"]
     assert features.replace("a.py", FileFeatures(prompts=[prompt])) == []
@@ -87,7 +87,7 @@ def test_replace_reports_list_changed_per_kind_only_when_changed() -> None:
 
 
 def test_pages_and_cursors() -> None:
-    features = Features(page_size=2)
+    features = FeatureCatalog(page_size=2)
     features.replace("a.py", FileFeatures(resources=[_resource(f"test://{i}") for i in range(5)]))
 
     def page(cursor: str | None) -> Any:
@@ -104,7 +104,7 @@ def test_pages_and_cursors() -> None:
 
 
 def _session(capabilities: dict[str, Any] | None = None, *, completions: bool = False) -> Session:
-    features = Features(page_size=10)
+    features = FeatureCatalog(page_size=10)
     prompt = Entry("greet", "a.py", {"name": "greet", "arguments": []}, required=("name",))
     features.replace(
         "a.py", FileFeatures(resources=[_resource("test://x")], prompts=[prompt], completions=completions)
@@ -128,7 +128,7 @@ def _answer(events: list[Any]) -> dict[str, Any]:
 
 def test_completions_capability_only_when_a_file_defines_one() -> None:
     for completions in (False, True):
-        features = Features(page_size=10)
+        features = FeatureCatalog(page_size=10)
         features.replace("a.py", FileFeatures(completions=completions))
         session = Session(Catalog(), {"name": "t", "version": "1"}, features=features)
         init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {}}
@@ -194,12 +194,12 @@ def test_subscriptions() -> None:
 def test_requests_to_the_client() -> None:
     session = _session({"sampling": {}, "elicitation": {}})
     features = session.features
-    assert features.missing_capability("sampling/createMessage", {}) is None
-    assert "roots" in (features.missing_capability("roots/list", {}) or "")
-    assert features.missing_capability("elicitation/create", {"mode": "form"}) is None
-    assert "url-mode" in (features.missing_capability("elicitation/create", {"mode": "url"}) or "")
+    assert features.client.missing_capability("sampling/createMessage", {}) is None
+    assert "roots" in (features.client.missing_capability("roots/list", {}) or "")
+    assert features.client.missing_capability("elicitation/create", {"mode": "form"}) is None
+    assert "url-mode" in (features.client.missing_capability("elicitation/create", {"mode": "url"}) or "")
     answers: list[Any] = []
-    pending, data = features.request_client(
+    pending, data = features.client.request_client(
         "sampling/createMessage", {"maxTokens": 1}, b"3", lambda *a: answers.append(a)
     )
     sent = orjson.loads(data)
@@ -214,15 +214,15 @@ def test_requests_to_the_client() -> None:
     assert (
         session.receive(orjson.dumps({"jsonrpc": "2.0", "id": pending.id, "result": {}})) == []
     )  # only once
-    pending, _ = features.request_client("roots/list", {}, None, lambda *a: None)
+    pending, _ = features.client.request_client("roots/list", {}, None, lambda *a: None)
     (event,) = session.receive(
         orjson.dumps({"jsonrpc": "2.0", "id": pending.id, "error": {"code": 1, "message": "no"}})
     )
     assert isinstance(event, ClientAnswer) and event.error == "no"
-    pending, _ = features.request_client("roots/list", {}, None, lambda *a: None)
-    cancelled = orjson.loads(features.drop_client_request(pending) or b"{}")
+    pending, _ = features.client.request_client("roots/list", {}, None, lambda *a: None)
+    cancelled = orjson.loads(features.client.drop_client_request(pending) or b"{}")
     assert cancelled["method"] == "notifications/cancelled" and cancelled["params"]["requestId"] == pending.id
-    assert features.drop_client_request(pending) is None
+    assert features.client.drop_client_request(pending) is None
 
 
 def test_an_id_in_use_by_a_forwarded_request_is_refused() -> None:

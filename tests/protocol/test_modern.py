@@ -10,20 +10,19 @@ import pytest
 
 from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
-from protomcp_host.protocol.features import Entry, Features, FileFeatures, Forward
-from protomcp_host.protocol.modern import (
+from protomcp_host.protocol.features import Entry, FeatureCatalog, FileFeatures, Forward
+from protomcp_host.protocol.modern import ModernShared
+from protomcp_host.protocol.request_meta import (
     CLIENT_CAPABILITIES,
     LOG_LEVEL,
     PROTOCOL_VERSION,
     SERVER_INFO,
-    ModernSession,
-    ModernShared,
     is_modern,
     maybe_modern,
     stamp,
     supported_versions,
 )
-from protomcp_host.protocol.session import Call, CancelCall, Send, ToolAnswer
+from protomcp_host.protocol.session import Call, CancelCall, Send, Session, ToolAnswer
 from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.toollist import ToolListChange
@@ -47,12 +46,12 @@ def _tool(name: str, *, task: str = "", hidden: bool = False) -> Any:
     )
 
 
-def make(serve: bool = True, visibility: ToolVisibility | None = None) -> ModernSession:
+def make(serve: bool = True, visibility: ToolVisibility | None = None) -> Session:
     catalog = Catalog()
     catalog.replace(
         "a.py", [_tool("zeta"), _tool("alpha"), _tool("job", task="required"), _tool("h", hidden=True)]
     )
-    features = Features(100)
+    features = FeatureCatalog(100)
     features.replace(
         "a.py",
         FileFeatures(
@@ -60,9 +59,7 @@ def make(serve: bool = True, visibility: ToolVisibility | None = None) -> Modern
             prompts=[Entry("p", "a.py", {"name": "p"})],
         ),
     )
-    return ModernSession(
-        ModernShared(catalog, INFO, "Use it.", features, serve_modern=serve), visibility=visibility
-    )
+    return ModernShared(catalog, INFO, "Use it.", features, serve_modern=serve).session(visibility=visibility)
 
 
 def request(method: str, params: dict[str, Any] | None = None, id_: Any = 1, meta: Any = META) -> bytes:
@@ -72,7 +69,7 @@ def request(method: str, params: dict[str, Any] | None = None, id_: Any = 1, met
     return orjson.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
 
 
-def answer(session: ModernSession, line: bytes) -> dict[str, Any]:
+def answer(session: Session, line: bytes) -> dict[str, Any]:
     events = session.receive(line)
     assert len(events) == 1 and isinstance(events[0], Send), events
     return orjson.loads(events[0].data)
@@ -273,7 +270,7 @@ def test_listen_ack_filter_tags_and_cancel() -> None:
     session.update_tools(ToolListChange.of(enable=["h"]))
     [note] = session.flush_notifications()
     assert orjson.loads(note.data)["method"] == "notifications/tools/list_changed" and note.related == b"9"
-    [closing] = session.close_listens()
+    [closing] = session.era.close_listens()
     assert orjson.loads(closing.data)["result"] == {
         "resultType": "complete",
         "_meta": {"io.modelcontextprotocol/subscriptionId": 9},
@@ -293,7 +290,7 @@ def test_cancelled_listen_gets_nothing_more() -> None:
     cancel = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
     assert session.receive(cancel) == []
     session.update_tools(ToolListChange.of(enable=["h"]))
-    assert session.flush_notifications() == [] and session.close_listens() == []
+    assert session.flush_notifications() == [] and session.era.close_listens() == []
 
 
 def test_retry_fields_are_checked() -> None:
@@ -311,7 +308,7 @@ def test_retry_fields_are_checked() -> None:
 def test_input_required_result_has_no_cache_hints() -> None:
     session = make()
     [call] = session.receive(request("tools/call", {"name": "alpha", "arguments": {}}))
-    data = session.input_required(call.id, {"k": {"method": "roots/list", "params": {}}}, "v1.x")
+    data = session.era.input_required(session, call.id, {"k": {"method": "roots/list", "params": {}}}, "v1.x")
     result = orjson.loads(data)["result"]
     assert result == {
         "resultType": "input_required",

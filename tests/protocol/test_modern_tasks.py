@@ -1,4 +1,4 @@
-"""The tasks extension in the 2026-07-28 era, sans-IO: ModernSession's tasks/* and task
+"""The tasks extension in the 2026-07-28 era, sans-IO: ModernEra's tasks/* and task
 creation over the shared TaskStore (owners), and the DetailedTask shapes."""
 
 from __future__ import annotations
@@ -10,14 +10,10 @@ import pytest
 
 from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
-from protomcp_host.protocol.modern import (
-    CLIENT_CAPABILITIES,
-    PROTOCOL_VERSION,
-    TASKS_EXTENSION,
-    ModernSession,
-    ModernShared,
-)
-from protomcp_host.protocol.session import Call, Send, TaskCancel, TaskInput, ToolAnswer
+from protomcp_host.protocol.modern import ModernShared, task_outcome
+from protomcp_host.protocol.records import TaskCancel, TaskInput
+from protomcp_host.protocol.request_meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION, TASKS_EXTENSION
+from protomcp_host.protocol.session import Call, Send, Session, ToolAnswer
 from protomcp_host.protocol.tasks import TaskMethods, TaskNotFound, TaskStore
 from protomcp_sdk.wire import envelope_pb2 as pb
 
@@ -42,7 +38,7 @@ def _tool(name: str, task: str = "", before: bool = False) -> Any:
     )
 
 
-def make(store: TaskStore, owner: str = "principal:alice") -> ModernSession:
+def make(store: TaskStore, owner: str = "principal:alice") -> Session:
     catalog = Catalog()
     catalog.replace(
         "a.py",
@@ -53,7 +49,7 @@ def make(store: TaskStore, owner: str = "principal:alice") -> ModernSession:
             _tool("ask", "required", before=True),
         ],
     )
-    session = ModernSession(ModernShared(catalog, INFO, serve_modern=True, task_store=store), owner=owner)
+    session = ModernShared(catalog, INFO, serve_modern=True, task_store=store).session(owner=owner)
     session.tasks.now = T0
     return session
 
@@ -62,13 +58,13 @@ def line(method: str, params: dict[str, Any], id_: Any = 1, meta: Any = DECLARED
     return orjson.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": {**params, "_meta": meta}})
 
 
-def reply(session: ModernSession, data: bytes) -> dict[str, Any]:
+def reply(session: Session, data: bytes) -> dict[str, Any]:
     [event] = session.receive(data)
     assert isinstance(event, Send), event
     return orjson.loads(event.data)
 
 
-def create(session: ModernSession, tool: str = "opt", id_: Any = 1) -> tuple[dict[str, Any], Call]:
+def create(session: Session, tool: str = "opt", id_: Any = 1) -> tuple[dict[str, Any], Call]:
     sent, call = session.receive(line("tools/call", {"name": tool, "arguments": {}}, id_))
     assert isinstance(sent, Send) and isinstance(call, Call) and call.task is not None
     return orjson.loads(sent.data)["result"], call
@@ -103,9 +99,9 @@ def test_input_before_task_runs_as_a_request_until_it_becomes_a_task() -> None:
     session = make(store)
     [call] = session.receive(line("tools/call", {"name": "ask", "arguments": {}}))
     assert isinstance(call, Call) and call.task is None and call.task_later
-    created = orjson.loads(session.become_task(call) or b"{}")["result"]
+    created = orjson.loads(session.era.become_task(session, call) or b"{}")["result"]
     assert created["resultType"] == "task" and call.task is not None and call.id not in session.in_flight
-    assert session.become_task(call) is None  # once
+    assert session.era.become_task(session, call) is None  # once
 
 
 def test_get_update_cancel_of_own_tasks_only() -> None:
@@ -142,7 +138,7 @@ def test_detailed_task_inlines_what_its_status_carries() -> None:
     task.inputs["k"] = {"method": "elicitation/create", "params": {"message": "?"}}
     store.update(task, T0 + 1, status="input_required")
     assert task.detailed()["inputRequests"] == task.inputs
-    outcome = session.task_outcome(call, ToolAnswer([b'[{"type":"text","text":"hi"}]'], is_error=True))
+    outcome = task_outcome(session, call, ToolAnswer([b'[{"type":"text","text":"hi"}]'], is_error=True))
     store.finish(task, "completed", outcome, None, T0 + 2)
     detailed = task.detailed()
     assert detailed["result"]["isError"] is True and detailed["result"]["content"][0]["text"] == "hi"

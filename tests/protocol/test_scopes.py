@@ -13,8 +13,9 @@ import pytest
 
 from protomcp_host.calls.envelope import file_features, tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
-from protomcp_host.protocol.features import Features, Forward
-from protomcp_host.protocol.modern import CLIENT_CAPABILITIES, PROTOCOL_VERSION, ModernSession, ModernShared
+from protomcp_host.protocol.features import FeatureCatalog, Forward
+from protomcp_host.protocol.modern import ModernShared
+from protomcp_host.protocol.request_meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION
 from protomcp_host.protocol.scopes import granted, lacking
 from protomcp_host.protocol.session import Call, Send, Session
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -28,7 +29,7 @@ READER = {"sub": "bob", "scp": ["files:read"]}
 IDS = itertools.count(1)
 
 
-def _host() -> tuple[Catalog, Features]:
+def _host() -> tuple[Catalog, FeatureCatalog]:
     catalog = Catalog()
     catalog.replace(
         "a.py",
@@ -37,7 +38,7 @@ def _host() -> tuple[Catalog, Features]:
             for name, scopes in (("read", []), ("save", ["files:write"]), ("purge", ["admin", "files:write"]))
         ],
     )
-    features = Features(100)
+    features = FeatureCatalog(100)
     features.replace(
         "a.py",
         file_features(
@@ -75,16 +76,16 @@ def _stateful(auth: dict[str, Any] | None) -> Session:
     return session
 
 
-def _modern(auth: dict[str, Any] | None) -> ModernSession:
+def _modern(auth: dict[str, Any] | None) -> Session:
     catalog, features = _host()
-    session = ModernSession(ModernShared(catalog, INFO, None, features, serve_modern=True))
+    session = ModernShared(catalog, INFO, None, features, serve_modern=True).session()
     session.auth = auth
     return session
 
 
 def _ask(session: Session, method: str, params: dict[str, Any] | None = None) -> Any:
     params = dict(params or {})
-    if isinstance(session, ModernSession):
+    if session.version == "2026-07-28":
         params["_meta"] = META
     message = {"jsonrpc": "2.0", "id": next(IDS), "method": method, "params": params}
     events = session.receive(orjson.dumps(message))

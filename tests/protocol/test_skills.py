@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.features import Entry, Features, FileFeatures
+from protomcp_host.protocol.features import Entry, FeatureCatalog, FileFeatures
 from protomcp_host.protocol.listing import NameClash
 from protomcp_host.skillfolder import SkillError, load_skills
 
@@ -144,7 +144,7 @@ def test_skills_list_pages_whole_entries(tmp_path: Path) -> None:
 
 def test_a_tool_file_resource_at_a_skill_uri_is_a_clash(tmp_path: Path) -> None:
     skill(tmp_path, "tool")
-    features = Features(100)
+    features = FeatureCatalog(100)
     features.serve_skills(load_skills([tmp_path]))
     offered = FileFeatures(
         resources=[Entry("skill://tool/SKILL.md", "tools.py", {"uri": "skill://tool/SKILL.md"})]

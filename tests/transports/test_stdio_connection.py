@@ -12,7 +12,7 @@ import anyio
 import orjson
 import pytest
 
-from protomcp_host.protocol.modern import PROTOCOL_VERSION
+from protomcp_host.protocol.request_meta import PROTOCOL_VERSION
 from protomcp_host.transports.stdio import CLOSING, DRAINING, READING, StdioConnection
 
 

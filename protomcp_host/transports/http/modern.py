@@ -30,7 +30,8 @@ import orjson
 
 from protomcp_host.processes.loop import running_loop
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import (
+from protomcp_host.protocol.methods import METHODS, starts_calls
+from protomcp_host.protocol.request_meta import (
     HEADER_MISMATCH,
     MISSING_CAPABILITY,
     PROTOCOL_VERSION,
@@ -59,15 +60,6 @@ SSE_HEADERS = [
     (b"cache-control", b"no-cache, no-transform"),
     (b"x-accel-buffering", b"no"),
 ]
-NAMED = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    # the tasks extension: the task id routes tasks/* (to the host that holds the task)
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
 _ROUTING = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 _CTL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _ANSWER = b'{"jsonrpc":"2.0","id":'
@@ -165,8 +157,9 @@ def check_headers(
     if method != message.method:
         body = message.method
         return f"Header mismatch: Mcp-Method header value {method!r} does not match body value {body!r}"
-    field = NAMED.get(message.method)
-    if field is not None:
+    known = METHODS.get(message.method)
+    field = known.routing if known is not None else ""
+    if field:
         raw = _value(seen, b"mcp-name")
         if raw is None:
             return "Header mismatch: the Mcp-Name header is missing"
@@ -414,7 +407,7 @@ class ModernEndpoint:
         if not isinstance(envelope, RequestEnvelope):
             await self._error(send, message.id, *envelope)
             return
-        if message.method == "tools/call":
+        if starts_calls(message.method):  # a tool's arguments: its Mcp-Param-* headers
             name = message.params.get("name")
             found = self.host.catalog.get(name) if isinstance(name, str) else None
             if found is not None:

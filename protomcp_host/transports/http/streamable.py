@@ -21,6 +21,7 @@ import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.jsontypes import is_id
+from protomcp_host.protocol.methods import starts_calls
 from protomcp_host.protocol.session import BATCH_VERSIONS, SERVER_BUSY, SUPPORTED_VERSIONS
 from protomcp_host.transports.http import step_up
 from protomcp_host.transports.http.affinity import REPLACEMENT_WAIT, Affinity
@@ -281,7 +282,7 @@ class StreamableHTTP:
             await respond_json(send, 200, _id_in_use(message.id))
             return
         stream = hs.open_stream(message.id)
-        if message.method == "tools/call" and hs.full():  # beyond --max-in-flight: wait for a turn
+        if starts_calls(message.method) and hs.full():  # beyond --max-in-flight: wait for a turn
             waited = await self._wait_turn(hs, stream, receive)
             if waited != "turn":
                 hs.abandon(message.id, stream)

@@ -14,10 +14,12 @@ import pytest
 
 from protomcp_host.app import Host
 from protomcp_host.calls.envelope import tool_from_definition
-from protomcp_host.calls.rounds import ModernRouter
+from protomcp_host.calls.rounds import InputRounds
+from protomcp_host.calls.router import Router
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.modern import ModernFeatureMethods, ModernSession
-from protomcp_host.protocol.session import Call, ToolAnswer
+from protomcp_host.protocol.features import FeatureMethods
+from protomcp_host.protocol.modern import ModernEra, ModernFeatures
+from protomcp_host.protocol.session import Call, Session, ToolAnswer
 from protomcp_host.transports.http.modern import Exchange
 from protomcp_sdk.wire import envelope_pb2 as pb
 
@@ -27,7 +29,7 @@ META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-PER_REQUEST = (ModernSession, ModernRouter, ModernFeatureMethods, Exchange, Call)
+PER_REQUEST = (Session, ModernEra, Router, InputRounds, FeatureMethods, ModernFeatures, Exchange, Call)
 
 
 def _host() -> tuple[Host, list[tuple[Call, Any]]]:
@@ -98,7 +100,7 @@ async def test_the_shared_parts_keep_principals_and_requests_apart() -> None:
     host, started = _host()
     alice, first = _request(host, "alice", "tools/call", {"name": "echo", "arguments": {}})
     bob, second = _request(host, "bob", "tools/call", {"name": "echo", "arguments": {}})
-    assert first.session.shared is second.session.shared  # the table, the stamps
+    assert first.session.era.shared is second.session.era.shared  # the table, the stamps
     assert first.session.visibility is not second.session.visibility  # each principal's own
     assert first.session.in_flight.keys() == second.session.in_flight.keys() == {b"7"}  # same id, apart
     assert host.routers == [first, second]
