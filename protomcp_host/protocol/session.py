@@ -531,6 +531,11 @@ class Session:
             return None  # (the default listing: its pages are cached)
         return self.shows
 
+    @property
+    def own_tool_list(self) -> bool:
+        """Whether this caller's tools/list is its own (shaped by tool-list control or scopes)."""
+        return self._shown() is not None
+
     def active_tools(self) -> list[str]:
         return [tool.name for tool in self.catalog.visible(self._shown())]
 
