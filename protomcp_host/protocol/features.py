@@ -418,6 +418,9 @@ class FeatureMethods:
             return _invalid(
                 request, 'ref must be {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}'
             )
+        missing = lacking(entry.scopes, self.session.auth)
+        if missing:  # (completing what the caller may not get would show what it holds)
+            return _invalid(request, insufficient(f"Completing {target}", missing), plain=True)
         if entry.owner not in self.features.completing:
             return Send(rpc.result(request.id, {"completion": {"values": [], "total": 0, "hasMore": False}}))
         params = {

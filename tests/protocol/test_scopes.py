@@ -131,6 +131,12 @@ def test_calls_reads_and_gets_are_refused_without_the_scopes(make: Any) -> None:
     assert "notes:read" in _ask(reader, "resources/read", {"uri": "notes://secret"})["error"]["message"]
     assert "notes:read" in _ask(reader, "resources/read", {"uri": "notes://x/private"})["error"]["message"]
     assert "Prompt 'draft'" in _ask(reader, "prompts/get", {"name": "draft"})["error"]["message"]
+    completing = {"ref": {"type": "ref/prompt", "name": "draft"}, "argument": {"name": "topic", "value": "a"}}
+    assert (
+        "Completing draft needs the scope files:write"
+        in _ask(reader, "completion/complete", completing)["error"]["message"]
+    )
+    assert "completion" in _ask(writer, "completion/complete", completing)["result"]
     assert isinstance(_ask(writer, "tools/call", {"name": "save", "arguments": {}}), Call)
     assert isinstance(_ask(writer, "resources/read", {"uri": "notes://x/private"}), Forward)
     assert isinstance(_ask(local, "tools/call", {"name": "purge", "arguments": {}}), Call)
