@@ -471,8 +471,12 @@ class FeatureMethods:
         if not isinstance(uri, str):
             return _invalid(request, '"uri" must be a string')
         skills = self.features.skills
-        if self.features.resource_owner(uri) is None and (skills is None or uri not in skills.files):
+        entry = self.features.resource_owner(uri)
+        if entry is None and (skills is None or uri not in skills.files):
             return Send(rpc.error(request.id, self.not_found, f"Resource not found: {uri}", {"uri": uri}))
+        missing = lacking(entry.scopes, self.session.auth) if entry is not None else []
+        if missing:  # (its updates would tell what the caller may not read)
+            return _invalid(request, insufficient(f"Resource {uri}", missing), plain=True)
         self.subscriptions.add(uri)
         return Send(rpc.result(request.id, {}))
 

@@ -137,6 +137,10 @@ def test_calls_reads_and_gets_are_refused_without_the_scopes(make: Any) -> None:
         in _ask(reader, "completion/complete", completing)["error"]["message"]
     )
     assert "completion" in _ask(writer, "completion/complete", completing)["result"]
+    if make is _stateful:  # (the 2026-07-28 era has no resources/subscribe)
+        subscribed = _ask(reader, "resources/subscribe", {"uri": "notes://secret"})
+        assert "needs the scope notes:read" in subscribed["error"]["message"]
+        assert _ask(writer, "resources/subscribe", {"uri": "notes://secret"})["result"] == {}
     assert isinstance(_ask(writer, "tools/call", {"name": "save", "arguments": {}}), Call)
     assert isinstance(_ask(writer, "resources/read", {"uri": "notes://x/private"}), Forward)
     assert isinstance(_ask(local, "tools/call", {"name": "purge", "arguments": {}}), Call)
