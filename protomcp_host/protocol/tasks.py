@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -55,6 +54,8 @@ class TooManyTasks(Exception):
 
 
 def new_task_id() -> str:
+    import secrets  # here: it imports hmac and hashlib, which a run that makes no task never needs
+
     return secrets.token_urlsafe(24)  # 192 random bits, 32 characters
 
 

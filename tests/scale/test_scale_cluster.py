@@ -60,6 +60,7 @@ async def test_modern_requests_round_robin_and_share_state(
             assert seen == pids  # round-robin: both hosts answer
             # an input-required round trip: each retry goes to the next host, which re-runs the
             # tool with the answers so far (the requestState key is shared through Redis)
+            await balancer.logged(0, "tools/call", 4)  # the whoami calls, logged after their answers
             before = len(balancer.requests())
             two = await client.call_tool("two_samples", {})
             assert two.content[0].text == "A(first?)+A(second after A(first?)?)"
