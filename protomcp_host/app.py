@@ -41,6 +41,7 @@ from protomcp_host.processes.tool_process import ToolProcessError
 from protomcp_host.protocol.catalog import Catalog, NameClash, Tool
 from protomcp_host.protocol.features import FeatureCatalog
 from protomcp_host.protocol.modern import ModernShared
+from protomcp_host.protocol.scopes import declared_scopes
 from protomcp_host.protocol.session import Session
 from protomcp_host.protocol.skills import Skills
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
@@ -889,7 +890,11 @@ class _Run:
         if self.settings.oauth_server is not None:  # (the store is open now: its records are there)
             from protomcp_host.oauth.server import AuthorizationServer
 
-            AuthorizationServer(self.settings.oauth_server, host.store, host.stderr).mount(http)
+            def declared() -> frozenset[str]:  # the scopes tools, resources, prompts need (a client may ask)
+                listed = (host.features.resources, host.features.templates, host.features.prompts)
+                return declared_scopes(host.catalog.visible(lambda _: True), *(x.ordered() for x in listed))
+
+            AuthorizationServer(self.settings.oauth_server, host.store, host.stderr, declared).mount(http)
         from protomcp_host.transports.http.server import serve_http
 
         try:

@@ -29,6 +29,7 @@ __all__ = [
     "EmbeddedResource",
     "Image",
     "Message",
+    "Principal",
     "ResourceLink",
     "ResourceNotFound",
     "Text",
@@ -70,6 +71,7 @@ _EXPORTS = {
     "prompt": _DECORATORS,
     "completion": _DECORATORS,
     "Message": "protomcp_sdk.authoring.messages",
+    "Principal": "protomcp_sdk.authoring.principal",
     "env": _DECORATORS,
 }
 
@@ -87,6 +89,7 @@ if TYPE_CHECKING:
     )
     from protomcp_sdk.authoring.messages import Message
     from protomcp_sdk.authoring.middleware import ToolCall
+    from protomcp_sdk.authoring.principal import Principal
     from protomcp_sdk.authoring.resources import ResourceNotFound, resource_updated
     from protomcp_sdk.authoring.results import (
         Audio,

@@ -46,6 +46,7 @@ def tool_from_definition(definition: pb.ToolDefinition, owner: str) -> Tool:
             if definition.input_message
             else None
         ),
+        scopes=frozenset(definition.scopes),
     )
 
 
@@ -121,12 +122,12 @@ def file_features(
         mcp = _described({"uri": resource.uri, "name": resource.name or resource.uri}, resource)
         if resource.size:
             mcp["size"] = resource.size
-        offered.resources.append(Entry(resource.uri, owner, mcp))
+        offered.resources.append(Entry(resource.uri, owner, mcp, scopes=frozenset(resource.scopes)))
     for template in templates.templates:
         mcp = _described(
             {"uriTemplate": template.uri_template, "name": template.name or template.uri_template}, template
         )
-        entry = template_entry(template.uri_template, owner, mcp)
+        entry = template_entry(template.uri_template, owner, mcp, frozenset(template.scopes))
         if entry is not None:
             offered.templates.append(entry)
     for prompt in prompts.prompts:
@@ -145,7 +146,9 @@ def file_features(
         mcp["arguments"] = arguments
         _decorated(mcp, prompt)
         required = tuple(a.name for a in prompt.arguments if a.required)
-        offered.prompts.append(Entry(prompt.name, owner, mcp, required=required))
+        offered.prompts.append(
+            Entry(prompt.name, owner, mcp, required=required, scopes=frozenset(prompt.scopes))
+        )
     return offered
 
 
@@ -161,6 +164,12 @@ def _described(mcp: dict[str, Any], definition: Any) -> dict[str, Any]:
     return _decorated(mcp, definition)
 
 
+def _claims_json(params: dict[str, Any]) -> str:
+    """The caller's verified token claims (HTTP with OAuth) as JSON; empty without them."""
+    claims = params.get("auth")
+    return orjson.dumps(claims).decode() if claims is not None else ""
+
+
 def forward_request(forward: Forward) -> pb.Envelope:
     """The Envelope request for a forwarded resources/read, prompts/get or completion/complete."""
     params = forward.params
@@ -168,12 +177,14 @@ def forward_request(forward: Forward) -> pb.Envelope:
         read = pb.ReadResourceRequest(uri=params["uri"])
         read.client_capabilities_json = params.get("capabilities", "")
         read.input_answers_json = params.get("answers", "")
+        read.auth_json = _claims_json(params)
         return pb.Envelope(read_resource_request=read)
     if forward.method == "prompts/get":
         arguments = orjson.dumps(params["arguments"]).decode()
         get = pb.GetPromptRequest(name=params["name"], arguments_json=arguments)
         get.client_capabilities_json = params.get("capabilities", "")
         get.input_answers_json = params.get("answers", "")
+        get.auth_json = _claims_json(params)
         return pb.Envelope(get_prompt_request=get)
     request = pb.CompletionRequest(
         ref_type=params["ref_type"],

@@ -56,21 +56,32 @@ def list_command(
         else []
     )
     settings = RunSettings(python=python, upstreams=specs, skills=skills)
-    served = with_client(sources, settings, _list_everything, skills=served_skills)
+    scopes: dict[tuple[str, str], list[str]] = {}
+
+    async def listing(request: Any, host: Any) -> dict[str, list[dict[str, Any]]]:
+        served = await _list_everything(request)
+        scopes.update(_scopes_of(host, served))
+        return served
+
+    served = with_client(sources, settings, listing, skills=served_skills, with_host=True)
     if as_json:
         shown = {key: value for key, value in served.items() if value or key == "tools"}
         click.echo(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
         return
     from protomcp_host.cli.show import signature
 
+    def marks(key: str, entry: dict[str, Any]) -> str:
+        needed = scopes.get((key, _key_of(key, entry)))
+        return f"  [scopes={','.join(needed)}]" if needed else ""
+
     for entry in served["tools"]:
-        click.echo(f"{entry['name']}{signature(entry.get('inputSchema', {}))}")
+        click.echo(f"{entry['name']}{signature(entry.get('inputSchema', {}))}{marks('tools', entry)}")
         _describe(entry)
     for key, title, name_of in LISTED[1:]:
         if served[key]:
             click.echo(f"\n{title}:")
             for entry in served[key]:
-                click.echo(name_of(entry))
+                click.echo(name_of(entry) + marks(key, entry))
                 _describe(entry)
 
 
@@ -103,6 +114,30 @@ LIST_METHODS = {
     "prompts": "prompts/list",
     "skills": "skills/list",
 }
+
+
+def _scopes_of(host: Any, served: dict[str, list[dict[str, Any]]]) -> dict[tuple[str, str], list[str]]:
+    """The OAuth scopes each listed entry needs (@tool(scopes=...)), by (result key, name):
+    the host's, since MCP lists do not carry them."""
+    found: dict[tuple[str, str], list[str]] = {}
+    kept = {
+        "tools": host.catalog.get,
+        "resources": host.features.resources.get,
+        "resourceTemplates": host.features.templates.get,
+        "prompts": host.features.prompts.get,
+    }
+    for key, lookup in kept.items():
+        for entry in served.get(key, []):
+            owned = lookup(_key_of(key, entry))
+            if owned is not None and owned.scopes:
+                found[(key, _key_of(key, entry))] = sorted(owned.scopes)
+    return found
+
+
+def _key_of(key: str, entry: dict[str, Any]) -> str:
+    """What names a listed entry: a resource's URI, a template's URI template, else its name."""
+    field = {"resources": "uri", "resourceTemplates": "uriTemplate"}.get(key, "name")
+    return str(entry.get(field, ""))
 
 
 async def _list_everything(request: Any) -> dict[str, list[dict[str, Any]]]:

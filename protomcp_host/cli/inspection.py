@@ -110,10 +110,13 @@ def render(
             echo("\n".join("    " + line for line in (entry["error"] or "").rstrip().splitlines()))
         sections: list[tuple[str, list[str]]] = [
             ("Tools", [_tool_line(tool, signature) for tool in entry["tools"]]),
-            ("Resources", [f"{r['uri']}  {r['name']}{_about(r)}" for r in entry["resources"]]),
+            ("Resources", [f"{r['uri']}  {r['name']}{_marks(r)}{_about(r)}" for r in entry["resources"]]),
             (
                 "Resource templates",
-                [f"{r['uriTemplate']}  {r['name']}{_about(r)}" for r in entry["resourceTemplates"]],
+                [
+                    f"{r['uriTemplate']}  {r['name']}{_marks(r)}{_about(r)}"
+                    for r in entry["resourceTemplates"]
+                ],
             ),
             ("Prompts", [_prompt_line(p) for p in entry["prompts"]]),
             ("Completions", [_completion_line(c) for c in entry["completions"]]),
@@ -156,13 +159,27 @@ def _tool_line(tool: dict[str, Any], signature: Callable[[dict[str, Any]], str])
     ]
     flags += [f"timeout={tool['timeout']:g}s"] if tool.get("timeout") else []
     flags += [f"tags={','.join(tool['tags'])}"] if tool.get("tags") else []
+    flags += [_scopes(tool)] if tool.get("scopes") else []
     marks = f"  [{' '.join(flags)}]" if flags else ""
     return f"{tool['name']}{signature(tool['inputSchema'])}{marks}{_about(tool)}"
 
 
 def _prompt_line(prompt: dict[str, Any]) -> str:
     arguments = [a["name"] + ("" if a.get("required") else "?") for a in prompt["arguments"]]
-    return f"{prompt['name']}({', '.join(arguments)}){_about(prompt)}"
+    return f"{prompt['name']}({', '.join(arguments)}){_marks(prompt)}{_about(prompt)}"
+
+
+def _template_line(template: dict[str, Any]) -> str:
+    return f"{template['uriTemplate']}  {template['name']}{_marks(template)}{_about(template)}"
+
+
+def _scopes(entry: dict[str, Any]) -> str:
+    """The OAuth scopes a caller needs (@tool(scopes=...)), as a flag."""
+    return f"scopes={','.join(entry['scopes'])}"
+
+
+def _marks(entry: dict[str, Any]) -> str:
+    return f"  [{_scopes(entry)}]" if entry.get("scopes") else ""
 
 
 def _completion_line(completion: dict[str, Any]) -> str:

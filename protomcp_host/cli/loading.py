@@ -50,9 +50,15 @@ def source_files(
 
 
 def with_client(
-    files: list[Path], settings: RunSettings, action: Any, on_message: Any = None, skills: Any = None
+    files: list[Path],
+    settings: RunSettings,
+    action: Any,
+    on_message: Any = None,
+    skills: Any = None,
+    with_host: bool = False,
 ) -> Any:
-    """`action(request)` with a client of a host of `files` (in this process) and its result;
+    """`action(request)` with a client of a host of `files` (in this process) and its result
+    (`action(request, host)` with `with_host`: what MCP does not list, such as scopes);
     `skills`: those of the `settings.skills` folders."""
     import anyio
 
@@ -63,7 +69,7 @@ def with_client(
     async def go() -> Any:
         host = Host(tool_files(files), settings, stderr=err, skills=skills)
         async with direct_client(host, on_message=on_message) as request:
-            return await action(request)
+            return await (action(request, host) if with_host else action(request))
 
     try:
         return anyio.run(go, backend="asyncio")

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from protomcp_host.oauth import pages, pkce
@@ -43,8 +43,10 @@ class Authorize:
         clients: Clients,
         provider: Provider,
         log: Callable[[str], None],
+        declared: Callable[[], Collection[str]] = frozenset,
     ) -> None:
         self.settings = settings
+        self.declared = declared  # the scopes tools, resources and prompts need (scopes.py)
         self.records = records
         self.clients = clients
         self.provider = provider
@@ -133,11 +135,13 @@ class Authorize:
         }
 
     def _scope(self, asked: str | None) -> str:
-        """The scopes granted: those asked for that this server knows; all it knows when the
-        client asks for none of them (a client sending scopes of its own, which are left out,
-        RFC 6749 §3.3, still gets a token this server accepts)."""
+        """The scopes granted: those asked for that this server knows (--oauth-scope's, and those
+        its tools, resources and prompts need: a client asks for them on a 403 insufficient_scope,
+        step-up); --oauth-scope's when the client asks for none of them (a client sending scopes
+        of its own, which are left out, RFC 6749 §3.3, still gets a token this server accepts)."""
         known = self.settings.scopes
-        granted = [s for s in dict.fromkeys((asked or "").split()) if s in known]
+        declared = self.declared()
+        granted = [s for s in dict.fromkeys((asked or "").split()) if s in known or s in declared]
         return " ".join(granted or known)
 
     # -- 2. the consent ------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import orjson
@@ -32,7 +32,15 @@ OWN_KEYS_REREAD = 5.0  # seconds between reads of the key ring for a token signe
 
 
 class AuthorizationServer:
-    def __init__(self, settings: OAuthServerSettings, store: Store, log: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        settings: OAuthServerSettings,
+        store: Store,
+        log: Callable[[str], None],
+        declared: Callable[[], Collection[str]] = frozenset,
+    ) -> None:
+        """`declared`: the scopes the served tools, resources and prompts need (@tool(scopes=...)),
+        which clients may ask for beside --oauth-scope's."""
         self.settings = settings
         self.log = log
         records = Records(store)
@@ -41,7 +49,7 @@ class AuthorizationServer:
         self.tokens = Tokens(records, self.keys, settings.issuer, settings.access_token_ttl)
         clients = Clients(records, frozenset(host.lower() for host in settings.cimd_allow))
         provider = Provider(settings.provider, settings.client_id, settings.client_secret)
-        self.authorize = Authorize(settings, records, clients, provider, log)
+        self.authorize = Authorize(settings, records, clients, provider, log, declared)
         self.token_endpoint = TokenEndpoint(records, clients, self.tokens, settings.access_token_ttl)
 
     def endpoints(self) -> dict[str, ASGIApp]:
@@ -104,6 +112,8 @@ class AuthorizationServer:
             "client_id_metadata_document_supported": True,
             "authorization_response_iss_parameter_supported": True,
         }
+        # (Not the scopes tools declare: a client asking for every scope listed would get them all
+        # at the first sign-in; it asks for one when a 403 names it, step-up, and gets it then.)
         if self.settings.scopes:
             document["scopes_supported"] = list(self.settings.scopes)
         return document

@@ -60,6 +60,7 @@ class Tool:
     input_before_task: bool = False  # 2026-07-28 tasks: the input round trip first, then a task
     # a typed tool: (FileDescriptorSet bytes, parameter message, result message or "")
     messages: tuple[bytes, str, str] | None = None
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller's token must grant (scopes.py)
     _validator: Any = field(default=None, repr=False)
     _quick: Callable[[dict[str, Any]], bool] | None = field(default=None, repr=False)
     _size: int = field(default=-1, repr=False)

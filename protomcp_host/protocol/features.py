@@ -15,6 +15,7 @@ import orjson
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.events import Batch, Send
 from protomcp_host.protocol.listing import InvalidCursor, Listing
+from protomcp_host.protocol.scopes import insufficient, lacking, restricts, seen_by
 from protomcp_host.protocol.skills import SKILLS_EXTENSION, SKILLS_OWNER, Skills
 from protomcp_sdk.wire.uritemplate import TemplateError, UriTemplate
 
@@ -31,6 +32,7 @@ class Entry:
     mcp: dict[str, Any]
     template: UriTemplate | None = None  # resource templates: to match URIs
     required: tuple[str, ...] = ()  # prompts: the arguments that must be given
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller's token must grant (scopes.py)
 
 
 @dataclass(slots=True)
@@ -92,10 +94,12 @@ class FeatureCatalog:
         return None
 
 
-def template_entry(uri_template: str, owner: str, mcp: dict[str, Any]) -> Entry | None:
+def template_entry(
+    uri_template: str, owner: str, mcp: dict[str, Any], scopes: frozenset[str] = frozenset()
+) -> Entry | None:
     """A template entry; None for a template the host cannot read (it is left out)."""
     try:
-        return Entry(uri_template, owner, mcp, template=UriTemplate(uri_template))
+        return Entry(uri_template, owner, mcp, template=UriTemplate(uri_template), scopes=scopes)
     except TemplateError:
         return None
 
@@ -165,6 +169,11 @@ class Peer(Protocol):
 
     @property
     def client_capabilities(self) -> dict[str, Any]: ...
+
+    @property
+    def auth(self) -> dict[str, Any] | None:
+        """The caller's verified token claims (HTTP with OAuth), which scoped entries need."""
+        ...
 
 
 class ClientRequestBook:
@@ -328,6 +337,10 @@ class FeatureMethods:
                 rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "cursor" must be a string')
             )
         try:
+            auth = self.session.auth
+            if restricts(listing.ordered(), auth):  # (a listing of its own: not cached)
+                items = seen_by(listing.ordered(), auth)
+                return Send(rpc.raw_result(request.id, listing.page(cursor, result_key, _mcp, items=items)))
             return Send(rpc.raw_result(request.id, listing.page(cursor, result_key, _mcp, cache=result_key)))
         except InvalidCursor as exc:
             return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
@@ -353,6 +366,9 @@ class FeatureMethods:
         entry = self.features.resource_owner(uri)
         if entry is None:
             return Send(rpc.error(request.id, self.not_found, f"Resource not found: {uri}", {"uri": uri}))
+        missing = lacking(entry.scopes, self.session.auth)
+        if missing:  # (over HTTP the transport answered 403 before)
+            return _invalid(request, insufficient(f"Resource {uri}", missing), plain=True)
         return self._forward(request, entry.owner, {"uri": uri}, batch)
 
     def _get_prompt(self, request: rpc.Request, batch: Batch | None) -> FeatureEvent:
@@ -365,6 +381,9 @@ class FeatureMethods:
         entry = self.features.prompts.get(name)
         if entry is None:
             return _invalid(request, f"Unknown prompt: {name}", plain=True)
+        lacks = lacking(entry.scopes, self.session.auth)
+        if lacks:  # (over HTTP the transport answered 403 before)
+            return _invalid(request, insufficient(f"Prompt '{name}'", lacks), plain=True)
         missing = [arg for arg in entry.required if arg not in arguments]
         if missing:
             return _invalid(
@@ -399,6 +418,9 @@ class FeatureMethods:
             return _invalid(
                 request, 'ref must be {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}'
             )
+        missing = lacking(entry.scopes, self.session.auth)
+        if missing:  # (completing what the caller may not get would show what it holds)
+            return _invalid(request, insufficient(f"Completing {target}", missing), plain=True)
         if entry.owner not in self.features.completing:
             return Send(rpc.result(request.id, {"completion": {"values": [], "total": 0, "hasMore": False}}))
         params = {
@@ -413,6 +435,8 @@ class FeatureMethods:
     def _forward(
         self, request: rpc.Request, owner: str, params: dict[str, Any], batch: Batch | None
     ) -> FeatureEvent:
+        if self.session.auth is not None:  # the caller's verified claims (ctx.auth, ctx.principal)
+            params["auth"] = self.session.auth
         forward = Forward(request.id, request.method, owner, params, batch)
         self.forwarded[request.id] = forward
         return forward
@@ -447,8 +471,12 @@ class FeatureMethods:
         if not isinstance(uri, str):
             return _invalid(request, '"uri" must be a string')
         skills = self.features.skills
-        if self.features.resource_owner(uri) is None and (skills is None or uri not in skills.files):
+        entry = self.features.resource_owner(uri)
+        if entry is None and (skills is None or uri not in skills.files):
             return Send(rpc.error(request.id, self.not_found, f"Resource not found: {uri}", {"uri": uri}))
+        missing = lacking(entry.scopes, self.session.auth) if entry is not None else []
+        if missing:  # (its updates would tell what the caller may not read)
+            return _invalid(request, insufficient(f"Resource {uri}", missing), plain=True)
         self.subscriptions.add(uri)
         return Send(rpc.result(request.id, {}))
 

@@ -14,7 +14,7 @@ about connections.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -22,7 +22,7 @@ import orjson
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.events import Batch, Send
-from protomcp_host.protocol.features import FeatureCatalog, Forward
+from protomcp_host.protocol.features import Entry, FeatureCatalog, Forward
 from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.methods import METHODS, MODERN
 from protomcp_host.protocol.modern_tasks import TaskCalls, declares_tasks, needs_tasks
@@ -42,9 +42,17 @@ from protomcp_host.protocol.request_meta import (
     stamp,
     supported_versions,
 )
+from protomcp_host.protocol.scopes import restricts
 from protomcp_host.protocol.session import DEFAULT_MAX_IN_FLIGHT, Session, SessionHandler, handler_table
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
+
+# Listings an entry's scopes may filter (protocol/scopes.py).
+SCOPED_LISTS: dict[str, Callable[[FeatureCatalog], list[Entry]]] = {
+    "resources/list": lambda features: features.resources.ordered(),
+    "resources/templates/list": lambda features: features.templates.ordered(),
+    "prompts/list": lambda features: features.prompts.ordered(),
+}
 
 
 class ModernFeatures:
@@ -243,8 +251,12 @@ class ModernEra:
         cache = METHODS[request.method].cache
         if not cache:
             extra = shared.complete
-        elif cache == "principal":  # public, unless its principal's tool-list control shapes it
-            extra = shared.cacheable if session.visibility.is_default else shared.private
+        elif cache == "principal":  # public, unless tool-list control or the token's scopes shape it
+            extra = shared.private if session.own_tool_list else shared.cacheable
+        elif request.method in SCOPED_LISTS and restricts(
+            SCOPED_LISTS[request.method](shared.features), session.auth
+        ):
+            extra = shared.private  # filtered by the token's scopes: this caller's own
         else:
             extra = shared.cacheable
         body = stamp([data[head + 10 : -1]], extra)[0]

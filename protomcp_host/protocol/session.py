@@ -44,6 +44,7 @@ from protomcp_host.protocol.records import (
     json_number,
     proto_arguments,
 )
+from protomcp_host.protocol.scopes import allowed, insufficient, lacking, restricts
 from protomcp_host.protocol.tasks import RELATED_TASK, Effects, Task, TaskMethods
 from protomcp_host.protocol.visibility import ToolVisibility
 from protomcp_sdk.wire.toollist import ToolListChange
@@ -399,6 +400,9 @@ class Session:
                     "a tool must enable it first",
                 )
             )
+        missing = lacking(tool.scopes, self.auth)
+        if missing:  # (over HTTP the transport answered 403 before: a batch, a WebSocket get this)
+            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, insufficient(f"Tool '{name}'", missing)))
         task = params.get("task") if self.version in TASK_VERSIONS else None
         refused = self._task_support(request, tool, task)
         if refused is not None:
@@ -517,8 +521,20 @@ class Session:
         return self.carry(self.tasks.report(call.task, status, message, now)) if call.task else []
 
     # -- the tools this session sees ----------------------------------------------------
+    def shows(self, tool: Tool) -> bool:
+        """Whether this session's client sees (and may call) `tool`: tool-list control, and the
+        scopes the caller's token grants (scopes.py)."""
+        return self.visibility.visible(tool) and allowed(tool, self.auth)
+
     def _shown(self) -> Callable[[Tool], bool] | None:
-        return None if self.visibility.is_default else self.visibility.visible
+        if self.visibility.is_default and not restricts(self.catalog.visible(), self.auth):
+            return None  # (the default listing: its pages are cached)
+        return self.shows
+
+    @property
+    def own_tool_list(self) -> bool:
+        """Whether this caller's tools/list is its own (shaped by tool-list control or scopes)."""
+        return self._shown() is not None
 
     def active_tools(self) -> list[str]:
         return [tool.name for tool in self.catalog.visible(self._shown())]

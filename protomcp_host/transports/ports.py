@@ -15,6 +15,7 @@ import anyio
 import anyio.abc
 
 from protomcp_host.protocol.catalog import Catalog
+from protomcp_host.protocol.features import FeatureCatalog
 from protomcp_host.protocol.session import Session
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class Sessions(Protocol):
     max_in_flight: int  # tool calls one session may have running at once
     startup_error: str | None  # why the tool files did not load (None: they did, or still load)
     catalog: Catalog  # the tools (HTTP checks Mcp-Param-* headers against their schemas)
+    features: FeatureCatalog  # resources, templates, prompts (HTTP checks the scopes they need)
 
     @property
     def descriptors(self) -> Descriptors:

@@ -49,6 +49,7 @@ def tool(
     input_before_task: bool = False,
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
+    scopes: Iterable[str] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -72,6 +73,7 @@ def tool(
     input_before_task: bool = False,
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
+    scopes: Iterable[str] | None = None,
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP tool; the function itself is returned unchanged.
 
@@ -92,6 +94,10 @@ def tool(
     ``meta`` is the tool's MCP ``_meta`` (e.g. ``{"anthropic/searchHint": "send sms"}``; a
     pinned tool also gets ``"anthropic/alwaysLoad": True``); ``icons`` is a list of MCP icons
     (``[{"src": "https://.../sms.png", "mimeType": "image/png"}]``).
+    ``scopes`` (e.g. ``{"files:write"}``): over HTTP with OAuth, the tool is hidden from and
+    refused to a caller whose access token does not grant all of them (HTTP 403
+    ``insufficient_scope`` naming them, so the client can ask for them); without OAuth
+    (stdio, a shared bearer token) they restrict nothing.
     """
     if isinstance(fn, str):
         if name is not None:
@@ -115,6 +121,7 @@ def tool(
             input_before_task=input_before_task,
             meta=meta,
             icons=icons,
+            scopes=scopes,
         )
         if input_schema is not None:
             spec.input_schema = dict(input_schema)
@@ -136,14 +143,18 @@ def resource(
     annotations: JSONObject | None = None,
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
+    scopes: Iterable[str] | None = None,
 ) -> Callable[[F], F]:
     """Register a function as an MCP resource. A URI with ``{variables}`` (RFC 6570) is a
     template: each variable is a parameter of the function, converted like a tool argument.
     Return ``str`` (text), ``bytes`` (binary) or a list of contents. ``meta`` and ``icons``
-    are listed as the resource's ``_meta`` and ``icons`` (as on ``@tool``)."""
+    are listed as the resource's ``_meta`` and ``icons``, and ``scopes`` hide and refuse it as
+    on ``@tool``."""
 
     def register(fn: F) -> F:
-        spec = resource_spec(fn, uri, name, title, description, mime_type, size, annotations, meta, icons)
+        spec = resource_spec(
+            fn, uri, name, title, description, mime_type, size, annotations, meta, icons, scopes
+        )
         REGISTRY.add_resource(spec)
         note_direct_run(fn)
         return fn
@@ -165,6 +176,7 @@ def prompt(
     description: str | None = None,
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
+    scopes: Iterable[str] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -177,17 +189,18 @@ def prompt(
     description: str | None = None,
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
+    scopes: Iterable[str] | None = None,
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP prompt. Its parameters are the prompt's arguments
     (required unless they have a default; descriptions from ``Annotated[..., Field(...)]``).
-    ``@prompt("name")`` is ``@prompt(name="name")``; ``meta`` and ``icons`` as on ``@tool``."""
+    ``@prompt("name")`` is ``@prompt(name="name")``; ``meta``, ``icons`` and ``scopes`` as on ``@tool``."""
     if isinstance(fn, str):
         if name is not None:
             raise TypeError(f"@prompt({fn!r}, name={name!r}): give the name once")
         fn, name = None, fn
 
     def register(func: F) -> F:
-        REGISTRY.add_prompt(prompt_spec(func, name, title, description, meta, icons))
+        REGISTRY.add_prompt(prompt_spec(func, name, title, description, meta, icons, scopes))
         note_direct_run(func)
         return func
 

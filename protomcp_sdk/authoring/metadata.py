@@ -1,5 +1,6 @@
-"""``meta=`` and ``icons=`` of ``@tool``, ``@resource`` and ``@prompt``: checked once when the
-function is decorated, listed as the MCP ``_meta`` object and ``icons`` array."""
+"""``meta=``, ``icons=`` and ``scopes=`` of ``@tool``, ``@resource`` and ``@prompt``: checked once
+when the function is decorated; meta and icons are listed as the MCP ``_meta`` object and
+``icons`` array, scopes are the host's to enforce (never listed)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,27 @@ def checked_icons(label: str, icons: Iterable[Mapping[str, JSON]] | None) -> lis
             raise TypeError(f"{label}: each icon must be a dict with a 'src' URL, got {icon!r}")
         checked.append(dict(icon))
     return checked or None
+
+
+def checked_scopes(label: str, scopes: Iterable[str] | None) -> frozenset[str]:
+    """``scopes`` as a set of OAuth scope tokens (RFC 6749 section 3.3: printable ASCII without
+    spaces, double quotes or backslashes), e.g. ``scopes={"files:write"}``."""
+    if scopes is None:
+        return frozenset()
+    if isinstance(scopes, str):
+        raise TypeError(f"{label}: scopes must be a set of strings, e.g. scopes={{{scopes!r}}}")
+    checked = frozenset(scopes)
+    for scope in checked:
+        if not isinstance(scope, str) or not scope or not all(_scope_char(c) for c in scope):
+            raise ValueError(
+                f"{label}: {scope!r} is not an OAuth scope (printable ASCII without spaces, "
+                "double quotes or backslashes)"
+            )
+    return checked
+
+
+def _scope_char(char: str) -> bool:
+    return "!" <= char <= "~" and char not in '"\\'
 
 
 def as_json(value: JSON) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from protomcp_sdk.authoring.arguments import Converter
 from protomcp_sdk.authoring.functions import AuthorFunction
-from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta
+from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta, checked_scopes
 from protomcp_sdk.authoring.schema import analyze
 from protomcp_sdk.authoring.tools import check_name
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -28,6 +28,7 @@ class PromptSpec:
     converter: Converter = field(repr=False)
     meta: JSONObject | None = None
     icons: list[JSONObject] | None = None
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller's token must grant (HTTP + OAuth)
 
     def definition(self) -> pb.PromptDefinition:
         return pb.PromptDefinition(
@@ -37,6 +38,7 @@ class PromptSpec:
             arguments=self.arguments,
             meta_json=as_json(self.meta),
             icons_json=as_json(self.icons),
+            scopes=sorted(self.scopes),
         )
 
 
@@ -47,6 +49,7 @@ def prompt_spec(
     description: str | None,
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
+    scopes: Iterable[str] | None = None,
 ) -> PromptSpec:
     prompt_name = name if name is not None else getattr(fn, "__name__", "")
     check_name(prompt_name)
@@ -75,4 +78,5 @@ def prompt_spec(
         converter=signature.convert,
         meta=meta,
         icons=icons,
+        scopes=checked_scopes(label, scopes),
     )

@@ -13,7 +13,7 @@ import orjson
 
 from protomcp_sdk.authoring.arguments import ArgumentError, Converter
 from protomcp_sdk.authoring.functions import AuthorFunction
-from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta
+from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta, checked_scopes
 from protomcp_sdk.authoring.results import EmbeddedResource
 from protomcp_sdk.authoring.schema import analyze
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -46,14 +46,18 @@ class ResourceSpec:
     converter: Converter = field(repr=False)
     meta: JSONObject | None = None
     icons: list[JSONObject] | None = None
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller's token must grant (HTTP + OAuth)
 
     def resource_definition(self) -> pb.ResourceDefinition:
         """How resources/list shows this resource (one without URI variables)."""
-        return pb.ResourceDefinition(uri=self.uri, size=self.size or 0, **self._listed())
+        return pb.ResourceDefinition(
+            uri=self.uri, size=self.size or 0, scopes=sorted(self.scopes), **self._listed()
+        )
 
     def template_definition(self) -> pb.ResourceTemplateDefinition:
         """How resources/templates/list shows this template."""
-        return pb.ResourceTemplateDefinition(uri_template=self.uri, **self._listed())
+        scopes = sorted(self.scopes)
+        return pb.ResourceTemplateDefinition(uri_template=self.uri, scopes=scopes, **self._listed())
 
     def _listed(self) -> dict[str, str]:
         return {
@@ -108,6 +112,7 @@ def resource_spec(
     annotations: JSONObject | None,
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
+    scopes: Iterable[str] | None = None,
 ) -> ResourceSpec:
     if not isinstance(uri, str) or not uri:
         raise ValueError("@resource needs a URI, e.g. @resource('notes://{id}')")
@@ -145,6 +150,7 @@ def resource_spec(
         converter=signature.convert,
         meta=checked_meta(f"resource {uri!r}", meta),
         icons=checked_icons(f"resource {uri!r}", icons),
+        scopes=checked_scopes(f"resource {uri!r}", scopes),
     )
 
 

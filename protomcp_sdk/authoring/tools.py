@@ -13,7 +13,7 @@ import orjson
 from protomcp_sdk.authoring import docstrings
 from protomcp_sdk.authoring.arguments import ArgumentError, Converter
 from protomcp_sdk.authoring.functions import AuthorFunction
-from protomcp_sdk.authoring.metadata import ALWAYS_LOAD, as_json, checked_icons, checked_meta
+from protomcp_sdk.authoring.metadata import ALWAYS_LOAD, as_json, checked_icons, checked_meta, checked_scopes
 from protomcp_sdk.authoring.outputs import OutputCheck
 from protomcp_sdk.authoring.schema import analyze
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -60,6 +60,7 @@ class ToolSpec:
     result_message: type[Message] | None = None  # ... and its result's, when it returns one
     meta: JSONObject | None = None  # the MCP Tool's _meta (pinned adds anthropic/alwaysLoad)
     icons: list[JSONObject] | None = None
+    scopes: frozenset[str] = frozenset()  # OAuth scopes a caller's token must grant (HTTP + OAuth)
 
     @classmethod
     def from_function(
@@ -78,6 +79,7 @@ class ToolSpec:
         input_before_task: bool = False,
         meta: JSONObject | None = None,
         icons: Iterable[JSONObject] | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> ToolSpec:
         """Inspect ``fn`` (without registering it). Raises ValueError/TypeError on misuse."""
         tool_name = name if name is not None else getattr(fn, "__name__", "")
@@ -96,6 +98,7 @@ class ToolSpec:
         if pinned:  # Claude Code defers every tool behind its tool search unless told this
             meta = {ALWAYS_LOAD: True, **(meta or {})}
         icons = checked_icons(f"tool {tool_name!r}", icons)
+        required = checked_scopes(f"tool {tool_name!r}", scopes)
         signature = analyze(fn, tool_name)
         summary, documented = docstrings.parse(inspect.cleandoc(fn.__doc__)) if fn.__doc__ else ("", {})
         if description is None:
@@ -127,6 +130,7 @@ class ToolSpec:
             result_message=signature.result_message,
             meta=meta,
             icons=icons,
+            scopes=required,
         )
 
     def convert(self, arguments: JSONObject | None) -> dict[str, object]:
@@ -161,6 +165,7 @@ class ToolSpec:
             input_before_task=self.input_before_task,
             meta_json=as_json(self.meta),
             icons_json=as_json(self.icons),
+            scopes=sorted(self.scopes),
         )
         for key, attr in _HINTS:
             setattr(definition, attr, bool(hints.get(key, False)))

@@ -11,6 +11,7 @@ import orjson
 
 from protomcp_sdk.authoring.context import CallContext
 from protomcp_sdk.authoring.messages import Messages
+from protomcp_sdk.authoring.principal import Principal
 from protomcp_sdk.runtime import client
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.jsontypes import JSON, JSONObject
@@ -144,6 +145,14 @@ class Context(CallContext):
         """The verified claims of the caller's access token (``sub``, ``scope``, ``iss``...) when
         the host serves HTTP with OAuth; None otherwise. The token itself never reaches a tool."""
         return orjson.loads(self._auth_json) if self._auth_json else None
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who called: ``.subject`` (the token's ``sub``), ``.scopes`` (what it grants) and
+        ``.claims``, when the host serves HTTP with OAuth; None otherwise (stdio, a shared
+        bearer token, no auth)."""
+        claims = self.auth
+        return None if claims is None else Principal.from_claims(claims)
 
     @property
     def client_capabilities(self) -> JSONObject:

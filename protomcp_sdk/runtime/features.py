@@ -131,7 +131,7 @@ class FeatureRequests:
             lambda: spec.arguments(uri),
             finish,
             "read_resource_request",
-            (request.client_capabilities_json, request.input_answers_json),
+            (request.client_capabilities_json, request.input_answers_json, request.auth_json),
         )
 
     def _read_failed(self, request_id: str, code: int, message: str) -> None:
@@ -183,7 +183,7 @@ class FeatureRequests:
             arguments,
             finish,
             "get_prompt_request",
-            (request.client_capabilities_json, request.input_answers_json),
+            (request.client_capabilities_json, request.input_answers_json, request.auth_json),
         )
 
     def _prompt_failed(self, request_id: str, code: int, message: str) -> None:
@@ -238,7 +238,8 @@ class FeatureRequests:
         arguments: Callable[[], dict[str, object]],
         finish: Finish,
         kind: str,  # the request's frame kind, to answer it if even `finish` fails
-        client: tuple[str, str] = ("", ""),  # what the client declared; answers known (JSON)
+        client: tuple[str, str, str] = ("", "", ""),  # what the client declared; answers known;
+        # the caller's verified claims (JSON)
     ) -> None:
         def settle(value: object, error: BaseException | None) -> None:
             """Exactly one answer: finish's, or an error answer when finish itself fails."""
@@ -251,7 +252,7 @@ class FeatureRequests:
             values = arguments()
             if context_param:
                 values[context_param] = Context(
-                    request_id, "", self.send, "", self.ask, "", "", client[0], client[1]
+                    request_id, "", self.send, "", self.ask, "", client[2], client[0], client[1]
                 )
             return values
 

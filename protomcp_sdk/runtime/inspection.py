@@ -33,6 +33,7 @@ def tool_entry(spec: ToolSpec) -> JSONObject:
     if spec.annotations:
         entry["annotations"] = spec.annotations
     entry.update(hidden=spec.hidden, tags=sorted(spec.tags), timeout=spec.timeout, task=spec.task)
+    entry["scopes"] = sorted(spec.scopes)
     entry["async"] = spec.is_async
     return entry
 
@@ -50,6 +51,8 @@ def resource_entry(spec: ResourceSpec) -> JSONObject:
     }
     entry.update({key: value for key, value in optional.items() if value})
     entry["description"] = spec.description
+    if spec.scopes:
+        entry["scopes"] = sorted(spec.scopes)
     return entry
 
 
@@ -69,6 +72,7 @@ def report(file: str) -> JSONObject:
             "arguments": [
                 {"name": a.name, "description": a.description, "required": a.required} for a in spec.arguments
             ],
+            **({"scopes": sorted(spec.scopes)} if spec.scopes else {}),
         }
         for spec in registry.prompts.values()
     ]

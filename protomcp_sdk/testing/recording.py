@@ -43,7 +43,9 @@ class RecordingContext(Context):
     ``sampling``, ``elicitation`` and ``roots`` answer ``ctx.sample``/``elicit``/``list_roots``
     (see ``protomcp_sdk.testing``; a request without one raises, as for a client that did not
     declare the capability); ``requests`` keeps ``(kind, params)`` of each. ``state`` is what
-    ``ctx.state`` gives (a ``@lifespan``'s value).
+    ``ctx.state`` gives (a ``@lifespan``'s value); ``claims`` are the caller's verified token
+    claims ``ctx.auth`` and ``ctx.principal`` give, as over HTTP with OAuth
+    (``claims={"sub": "ada", "scope": "files:write"}``; None, the default: no principal).
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class RecordingContext(Context):
         elicitation: Elicitation | None = None,
         roots: Roots | None = None,
         state: Any = _UNSET,
+        claims: JSONObject | None = None,
     ) -> None:
         self.sent: list[pb.Envelope] = []  # every message, including kinds recorded nowhere else
         capabilities = client_capabilities(sampling, elicitation, roots)
@@ -65,6 +68,7 @@ class RecordingContext(Context):
             self._record,
             tool_name,
             None,  # no host to ask: _control and _ask_client below answer instead
+            auth_json=orjson.dumps(claims).decode() if claims is not None else "",
             capabilities_json=orjson.dumps(capabilities).decode(),
             state=state,
         )

@@ -211,7 +211,7 @@ class ToolListResponse(_message.Message):
     def __init__(self, tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
 
 class ToolDefinition(_message.Message):
-    __slots__ = ("name", "description", "input_schema_json", "output_schema_json", "title", "read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint", "task_support", "annotations_json", "hidden", "tags", "timeout", "task_support_mode", "input_before_task", "pinned", "message_descriptors", "input_message", "output_message", "meta_json", "icons_json")
+    __slots__ = ("name", "description", "input_schema_json", "output_schema_json", "title", "read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint", "task_support", "annotations_json", "hidden", "tags", "timeout", "task_support_mode", "input_before_task", "pinned", "message_descriptors", "input_message", "output_message", "meta_json", "icons_json", "scopes")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
@@ -234,6 +234,7 @@ class ToolDefinition(_message.Message):
     OUTPUT_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     META_JSON_FIELD_NUMBER: _ClassVar[int]
     ICONS_JSON_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     input_schema_json: str
@@ -256,7 +257,8 @@ class ToolDefinition(_message.Message):
     output_message: str
     meta_json: str
     icons_json: str
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ..., output_schema_json: _Optional[str] = ..., title: _Optional[str] = ..., read_only_hint: _Optional[bool] = ..., destructive_hint: _Optional[bool] = ..., idempotent_hint: _Optional[bool] = ..., open_world_hint: _Optional[bool] = ..., task_support: _Optional[bool] = ..., annotations_json: _Optional[str] = ..., hidden: _Optional[bool] = ..., tags: _Optional[_Iterable[str]] = ..., timeout: _Optional[float] = ..., task_support_mode: _Optional[str] = ..., input_before_task: _Optional[bool] = ..., pinned: _Optional[bool] = ..., message_descriptors: _Optional[bytes] = ..., input_message: _Optional[str] = ..., output_message: _Optional[str] = ..., meta_json: _Optional[str] = ..., icons_json: _Optional[str] = ...) -> None: ...
+    scopes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ..., output_schema_json: _Optional[str] = ..., title: _Optional[str] = ..., read_only_hint: _Optional[bool] = ..., destructive_hint: _Optional[bool] = ..., idempotent_hint: _Optional[bool] = ..., open_world_hint: _Optional[bool] = ..., task_support: _Optional[bool] = ..., annotations_json: _Optional[str] = ..., hidden: _Optional[bool] = ..., tags: _Optional[_Iterable[str]] = ..., timeout: _Optional[float] = ..., task_support_mode: _Optional[str] = ..., input_before_task: _Optional[bool] = ..., pinned: _Optional[bool] = ..., message_descriptors: _Optional[bytes] = ..., input_message: _Optional[str] = ..., output_message: _Optional[str] = ..., meta_json: _Optional[str] = ..., icons_json: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CallToolResponse(_message.Message):
     __slots__ = ("is_error", "result_json", "enable_tools", "disable_tools", "error", "structured_content_json", "meta_json", "structured_content_proto")
@@ -503,7 +505,7 @@ class ListResourcesRequest(_message.Message):
     def __init__(self, cursor: _Optional[str] = ...) -> None: ...
 
 class ResourceDefinition(_message.Message):
-    __slots__ = ("uri", "name", "title", "description", "mime_type", "size", "annotations_json", "meta_json", "icons_json")
+    __slots__ = ("uri", "name", "title", "description", "mime_type", "size", "annotations_json", "meta_json", "icons_json", "scopes")
     URI_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
@@ -513,6 +515,7 @@ class ResourceDefinition(_message.Message):
     ANNOTATIONS_JSON_FIELD_NUMBER: _ClassVar[int]
     META_JSON_FIELD_NUMBER: _ClassVar[int]
     ICONS_JSON_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
     uri: str
     name: str
     title: str
@@ -522,7 +525,8 @@ class ResourceDefinition(_message.Message):
     annotations_json: str
     meta_json: str
     icons_json: str
-    def __init__(self, uri: _Optional[str] = ..., name: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., mime_type: _Optional[str] = ..., size: _Optional[int] = ..., annotations_json: _Optional[str] = ..., meta_json: _Optional[str] = ..., icons_json: _Optional[str] = ...) -> None: ...
+    scopes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, uri: _Optional[str] = ..., name: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., mime_type: _Optional[str] = ..., size: _Optional[int] = ..., annotations_json: _Optional[str] = ..., meta_json: _Optional[str] = ..., icons_json: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ResourceListResponse(_message.Message):
     __slots__ = ("resources", "next_cursor")
@@ -539,7 +543,7 @@ class ListResourceTemplatesRequest(_message.Message):
     def __init__(self, cursor: _Optional[str] = ...) -> None: ...
 
 class ResourceTemplateDefinition(_message.Message):
-    __slots__ = ("uri_template", "name", "title", "description", "mime_type", "annotations_json", "meta_json", "icons_json")
+    __slots__ = ("uri_template", "name", "title", "description", "mime_type", "annotations_json", "meta_json", "icons_json", "scopes")
     URI_TEMPLATE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
@@ -548,6 +552,7 @@ class ResourceTemplateDefinition(_message.Message):
     ANNOTATIONS_JSON_FIELD_NUMBER: _ClassVar[int]
     META_JSON_FIELD_NUMBER: _ClassVar[int]
     ICONS_JSON_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
     uri_template: str
     name: str
     title: str
@@ -556,7 +561,8 @@ class ResourceTemplateDefinition(_message.Message):
     annotations_json: str
     meta_json: str
     icons_json: str
-    def __init__(self, uri_template: _Optional[str] = ..., name: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., mime_type: _Optional[str] = ..., annotations_json: _Optional[str] = ..., meta_json: _Optional[str] = ..., icons_json: _Optional[str] = ...) -> None: ...
+    scopes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, uri_template: _Optional[str] = ..., name: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., mime_type: _Optional[str] = ..., annotations_json: _Optional[str] = ..., meta_json: _Optional[str] = ..., icons_json: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ResourceTemplateListResponse(_message.Message):
     __slots__ = ("templates", "next_cursor")
@@ -567,14 +573,16 @@ class ResourceTemplateListResponse(_message.Message):
     def __init__(self, templates: _Optional[_Iterable[_Union[ResourceTemplateDefinition, _Mapping]]] = ..., next_cursor: _Optional[str] = ...) -> None: ...
 
 class ReadResourceRequest(_message.Message):
-    __slots__ = ("uri", "client_capabilities_json", "input_answers_json")
+    __slots__ = ("uri", "client_capabilities_json", "input_answers_json", "auth_json")
     URI_FIELD_NUMBER: _ClassVar[int]
     CLIENT_CAPABILITIES_JSON_FIELD_NUMBER: _ClassVar[int]
     INPUT_ANSWERS_JSON_FIELD_NUMBER: _ClassVar[int]
+    AUTH_JSON_FIELD_NUMBER: _ClassVar[int]
     uri: str
     client_capabilities_json: str
     input_answers_json: str
-    def __init__(self, uri: _Optional[str] = ..., client_capabilities_json: _Optional[str] = ..., input_answers_json: _Optional[str] = ...) -> None: ...
+    auth_json: str
+    def __init__(self, uri: _Optional[str] = ..., client_capabilities_json: _Optional[str] = ..., input_answers_json: _Optional[str] = ..., auth_json: _Optional[str] = ...) -> None: ...
 
 class ResourceContent(_message.Message):
     __slots__ = ("uri", "mime_type", "text", "blob")
@@ -625,20 +633,22 @@ class PromptArgument(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., required: _Optional[bool] = ...) -> None: ...
 
 class PromptDefinition(_message.Message):
-    __slots__ = ("name", "title", "description", "arguments", "meta_json", "icons_json")
+    __slots__ = ("name", "title", "description", "arguments", "meta_json", "icons_json", "scopes")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
     META_JSON_FIELD_NUMBER: _ClassVar[int]
     ICONS_JSON_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
     name: str
     title: str
     description: str
     arguments: _containers.RepeatedCompositeFieldContainer[PromptArgument]
     meta_json: str
     icons_json: str
-    def __init__(self, name: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[PromptArgument, _Mapping]]] = ..., meta_json: _Optional[str] = ..., icons_json: _Optional[str] = ...) -> None: ...
+    scopes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[PromptArgument, _Mapping]]] = ..., meta_json: _Optional[str] = ..., icons_json: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PromptListResponse(_message.Message):
     __slots__ = ("prompts", "next_cursor")
@@ -649,16 +659,18 @@ class PromptListResponse(_message.Message):
     def __init__(self, prompts: _Optional[_Iterable[_Union[PromptDefinition, _Mapping]]] = ..., next_cursor: _Optional[str] = ...) -> None: ...
 
 class GetPromptRequest(_message.Message):
-    __slots__ = ("name", "arguments_json", "client_capabilities_json", "input_answers_json")
+    __slots__ = ("name", "arguments_json", "client_capabilities_json", "input_answers_json", "auth_json")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     CLIENT_CAPABILITIES_JSON_FIELD_NUMBER: _ClassVar[int]
     INPUT_ANSWERS_JSON_FIELD_NUMBER: _ClassVar[int]
+    AUTH_JSON_FIELD_NUMBER: _ClassVar[int]
     name: str
     arguments_json: str
     client_capabilities_json: str
     input_answers_json: str
-    def __init__(self, name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., client_capabilities_json: _Optional[str] = ..., input_answers_json: _Optional[str] = ...) -> None: ...
+    auth_json: str
+    def __init__(self, name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., client_capabilities_json: _Optional[str] = ..., input_answers_json: _Optional[str] = ..., auth_json: _Optional[str] = ...) -> None: ...
 
 class GetPromptResponse(_message.Message):
     __slots__ = ("description", "messages_json", "is_error", "error", "error_code")

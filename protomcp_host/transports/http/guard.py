@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hmac
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from ipaddress import ip_address
 from typing import Any, Protocol
 
@@ -84,6 +84,9 @@ class Identity:
 
     principal: str  # sessions are bound to it
     claims: dict[str, Any] | None = None  # verified token claims, which tools see (never the token)
+    # OAuth: the 403 for a request that needs more scopes than the token grants (step_up.py),
+    # given those scopes and what says why
+    step_up: Callable[[Sequence[str], str], Refusal] | None = field(default=None, compare=False, repr=False)
 
 
 def identity_of(scope: Scope) -> Identity | None:

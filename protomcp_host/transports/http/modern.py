@@ -40,6 +40,7 @@ from protomcp_host.protocol.request_meta import (
     read_envelope,
 )
 from protomcp_host.protocol.session import SERVER_BUSY, SUPPORTED_VERSIONS
+from protomcp_host.transports.http import step_up
 from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond, respond_json
 from protomcp_host.transports.http.event_stream import KEEP_ALIVE, compact, cost
 from protomcp_host.transports.http.timers import Deadline
@@ -416,6 +417,10 @@ class ModernEndpoint:
                 if problem is not None:
                     await self._error(send, message.id, HEADER_MISMATCH, problem, None)
                     return
+        refused = step_up.refusal(self.host, scope, message)
+        if refused is not None:
+            await step_up.refuse(send, message, refused)
+            return
         if message.method == LISTEN:
             await self._listen(scope, body, parsed, message, receive, send)
             return

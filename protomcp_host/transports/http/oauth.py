@@ -16,7 +16,7 @@ import hashlib
 import sys
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,10 +138,13 @@ class OAuthResource:
         await respond_json(send, 200, orjson.dumps(document))
 
     # -- checking requests -----------------------------------------------------------
-    def _challenge(self, error: str = "", description: str = "") -> tuple[bytes, bytes]:
+    def _challenge(
+        self, error: str = "", description: str = "", scopes: Sequence[str] | None = None
+    ) -> tuple[bytes, bytes]:
         parts = [f'resource_metadata="{self.metadata_url()}"']
-        if self.scopes:
-            parts.append(f'scope="{" ".join(self.scopes)}"')
+        scopes = self.scopes if scopes is None else scopes
+        if scopes:
+            parts.append(f'scope="{" ".join(scopes)}"')
         if error:
             parts.append(f'error="{error}"')
         if description:
@@ -185,12 +188,19 @@ class OAuthResource:
             principal = f"sub {claims.get('iss', self.issuer)} {subject}"
         else:
             principal = "token " + hashlib.sha256(token.encode()).hexdigest()
-        identity = Identity(principal, claims)
+        identity = Identity(principal, claims, self.insufficient_scope)
         if self.introspection is None:  # (introspection answers are cached by the introspector)
             if len(self._verified) >= MAX_VERIFIED:
                 del self._verified[next(iter(self._verified))]
             self._verified[token] = (identity, float(claims["exp"]) + self.leeway)
         return identity
+
+    def insufficient_scope(self, required: Sequence[str], message: str) -> Refusal:
+        """The step-up answer to a valid token that lacks scopes a request needs (a tool's): 403
+        naming every scope the request needs, the server's own (--oauth-scope) and `required`,
+        so that the client asks for them all at once."""
+        scopes = list(dict.fromkeys([*self.scopes, *required]))
+        return Refusal(403, message, (self._challenge("insufficient_scope", message, scopes),))
 
     async def _verify(self, token: str) -> dict[str, Any]:
         if self.introspection is not None:

@@ -23,6 +23,7 @@ from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.methods import starts_calls
 from protomcp_host.protocol.session import BATCH_VERSIONS, SERVER_BUSY, SUPPORTED_VERSIONS
+from protomcp_host.transports.http import step_up
 from protomcp_host.transports.http.affinity import REPLACEMENT_WAIT, Affinity
 from protomcp_host.transports.http.asgi import (
     Receive,
@@ -235,6 +236,10 @@ class StreamableHTTP:
             if isinstance(message, rpc.Invalid):
                 await respond_json(send, 400, rpc.error(message.id, message.code, message.message))
             elif isinstance(message, rpc.Request):
+                refused = step_up.refusal(self.host, scope, message)
+                if refused is not None:
+                    await step_up.refuse(send, message, refused)
+                    return
                 await self._request(hs, message, body, scope, receive, send)
             else:  # a notification or a response: nothing to answer
                 hs.router.feed(body)
