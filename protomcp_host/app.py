@@ -555,7 +555,7 @@ class Host:
             self._placeholders.add(label)
         else:
             self._placeholders.discard(label)
-        seen = [(router, router.session.visible_tools()) for router in self.routers]
+        seen = [(router, router.session.tool_list.visible()) for router in self.routers]
         changed = self.catalog.replace(label, tools)
         self.forwarding.apply(label, notify=self.started)
         self._middleware_of[label] = [
@@ -582,7 +582,7 @@ class Host:
                 self.stderr(RESTART_HINT)
         if changed or before != after:
             for router, visible in seen:
-                router.carry_out(router.session.catalog_changed(visible))
+                router.carry_out(router.session.tool_list.catalog_changed(visible))
             if self.peers is not None and (label in self.supervisors or label in self.upstreams):
                 self.peers.tools_changed()  # peers see this host's own tools
 

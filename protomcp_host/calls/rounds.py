@@ -97,8 +97,8 @@ class InputRounds:
             and peer.session.era.listens
         ]
         for peer in listening:
-            if not peer.session.list_changed_pending:
-                peer.session._tools_seen = peer.session.visible_tools()
+            if not peer.session.tool_list.pending:
+                peer.session.tool_list.seen = peer.session.tool_list.visible()
         router.apply_tools(change)
         for peer in listening:
             peer.flush_soon()

@@ -163,7 +163,7 @@ class Router:
 
     def tick(self) -> None:
         """Tell the session the time: tasks past their ttl expire."""
-        self.carry_out(self.session.advance(time.time()))
+        self.carry_out(self.session.task_events.advance(time.time()))
 
     def update_tools(self, change: ToolListChange) -> None:
         """A tool-list change for this session, and for whoever shares its tool list."""
@@ -173,7 +173,7 @@ class Router:
         """Apply a tool-list change to this session (see Session.update_tools). Changes gather:
         one list_changed, if the list changed, goes out LIST_CHANGED_DELAY later or before
         the next call result of this session, whichever comes first."""
-        self.session.update_tools(change)
+        self.session.tool_list.update(change)
         self.flush_soon()
 
     def flush_soon(self) -> None:
@@ -187,8 +187,8 @@ class Router:
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
-        if self.session.list_changed_pending:
-            self.carry_out(self.session.flush_notifications())
+        if self.session.tool_list.pending:
+            self.carry_out(self.session.tool_list.flush())
 
     def log(self, level: str, logger: str, data: Any, related: bytes | None = None) -> None:
         """A log message for this session's client (rate-limited per session)."""
@@ -269,7 +269,7 @@ class Router:
         if self._flush_timer is not None:  # before the result, so a client refreshing at once sees it
             self.flush_notifications()
         if call.task is not None:
-            self.carry_out(self.session.task_done(call, answer, time.time()))
+            self.carry_out(self.session.task_events.done(call, answer, time.time()))
         else:
             self._emit(self.session.call_done(call, answer), call.id)
         self._check_idle()
@@ -279,13 +279,13 @@ class Router:
             self.flush_notifications()
         message = f"Tool '{call.tool.name}' failed: {message}"
         if call.task is not None:
-            self.carry_out(self.session.task_failed(call, message, time.time()))
+            self.carry_out(self.session.task_events.failed(call, message, time.time()))
         else:
             self._emit(self.session.call_failed(call, message), call.id)
         self._check_idle()
 
     def call_task_status(self, call: Call, status: str, message: str) -> None:
-        self.carry_out(self.session.task_status(call, status, message, time.time()))
+        self.carry_out(self.session.task_events.status(call, status, message, time.time()))
 
     def call_progress(self, call: Call, progress: float, total: float | None, message: str) -> None:
         self._emit(self.session.progress(call, progress, total, message), call.id)
@@ -301,7 +301,7 @@ class Router:
         now active here."""
         if change is not None:
             self.update_tools(change)
-        return self.session.active_tools()
+        return self.session.tool_list.active()
 
     def call_request(
         self,
