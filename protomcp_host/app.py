@@ -430,7 +430,7 @@ class Host:
             router for router in self.routers if router.principal == principal and router.session.era.listens
         ]
         for router in listening:  # (an empty change: the list as it is now is what the flush compares to)
-            router.apply_tools(NO_CHANGE)
+            router.list_changes.apply(router, NO_CHANGE)
         apply()
 
     def add_wire_tap(self, tap: WireTap) -> None:
