@@ -1,11 +1,10 @@
 """Wires a run together: one Supervisor per tool file, the merged catalog, the client
-sessions, and the transport. Also the home of what the host prints on stderr."""
+sessions (connections.py) and what the tool processes tell (tool_events.py); run.py serves it."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import itertools
 import os
 import sys
 import time
@@ -23,25 +22,21 @@ from protomcp_host.calls.execution import Dispatcher
 from protomcp_host.calls.forwarding import Forwarding, declares_completions
 from protomcp_host.calls.held import MAX_SUSPENDED_EACH, Rounds
 from protomcp_host.calls.middleware import Middleware
-from protomcp_host.calls.rounds import InputRounds
 from protomcp_host.calls.router import Router, Writer
 from protomcp_host.calls.tasks import TaskRunner
+from protomcp_host.connections import LOCAL_PRINCIPAL, Connections
 from protomcp_host.processes.launch import STATE_KEY_ENV, Launched, StartupError, label_of
 from protomcp_host.processes.pool import Pool
 from protomcp_host.processes.supervisor import Supervisor
 from protomcp_host.processes.tool_process import ToolProcessError
 from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.features import FeatureCatalog
-from protomcp_host.protocol.modern import ModernShared
-from protomcp_host.protocol.session import Session
 from protomcp_host.protocol.skills import Skills
-from protomcp_host.protocol.tasks import TaskMethods, TaskStore
-from protomcp_host.protocol.visibility import ToolVisibility
+from protomcp_host.protocol.tasks import TaskStore
 from protomcp_host.settings import RunSettings
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
 from protomcp_host.tool_events import RESOURCE_UPDATED, ToolEvents, Watcher
-from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
     from protomcp_host.proto_mcp.codec import Descriptors
@@ -54,9 +49,6 @@ if TYPE_CHECKING:
 SERVER_INFO = {"name": "protomcp", "version": __version__}
 RUN_DEFAULTS = RunSettings()  # a run with every setting at its default
 MODERN_ENV = "PROTOMCP_MODERN"
-MAX_PRINCIPALS = 10_000  # modern era: principals whose tool-list state is kept (the idle ones go first)
-NO_CHANGE = ToolListChange()
-LOCAL_PRINCIPAL = "local"  # the one principal of a stdio client
 STOP_GRACE = 1.0  # seconds tool processes get to exit on their own once the host is done with them
 HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the store to answer a ping
 KEY_CHECK = 1.0  # seconds between reads of the store's requestState key
@@ -78,9 +70,9 @@ def _discovery(mode: str, catalog: Catalog) -> Discovery | None:
 
 
 class Host:
-    """The long-lived part of a run: supervisors, catalog and sessions. It is the
-    façade over its collaborators: what the tool processes tell it is ToolEvents
-    (tool_events.py)."""
+    """The long-lived part of a run: supervisors, catalog and sessions. A façade over its
+    collaborators: its client sessions are Connections (connections.py), what the tool
+    processes tell it is ToolEvents (tool_events.py); run.py serves it."""
 
     def __init__(
         self,
@@ -110,25 +102,21 @@ class Host:
         self.discovery = _discovery(settings.discovery, self.catalog)
         self._descriptors: Descriptors | None = None
         self.draining = False  # shutdown began: /healthz says so, balancers send nothing new
-        self._routers: dict[Router, None] = {}  # one per client session (in order; removed at once)
         self.ready = anyio.Event()  # set once every file has loaded (or, in dev, failed to)
         self.task_group: anyio.abc.TaskGroup | None = None  # the one start() was given
-        self._sessions = itertools.count(1)
         self.started = False
         self.startup_error: str | None = None  # why the tool files did not load (start raised)
         # Observers (the dev playground): host events as (kind, data), and every MCP message of
         # the client sessions as (direction "in"/"out", message, related request id).
         self.watchers: list[Watcher] = []
-        self.wire_tap: WireTap | None = None
-        self._tapped = 0  # sessions the wire tap has seen (numbers them)
         self.tool_events = ToolEvents(self, settings)  # what the tool processes tell it
+        self.connections = Connections(self)  # its client sessions
         self._wire_calls(files, skills)
         self._wire_store(store or MemoryStore())
         self._wire_sources(files, launched or {})
 
     def _wire_calls(self, files: list[Path], skills: Skills | None) -> None:
         """What carries calls and requests to the sources of tools, and the tasks they run as."""
-        self.principals: dict[str, ToolVisibility] = {}  # modern era: tool-list state per principal
         # modern era: calls waiting for their client's input (calls/rounds.py)
         self.rounds = Rounds(per_principal=min(MAX_SUSPENDED_EACH, self.max_in_flight))
         self.supervisors: dict[str, Supervisor | Pool] = {}  # a Pool: --processes N > 1
@@ -137,15 +125,14 @@ class Host:
         self.sources: dict[str, Any] = {}
         self.dispatcher = Dispatcher(self.sources, self.call_timeout)
         self.features = FeatureCatalog(self.settings.page_size)  # resources, templates, prompts of every file
-        self.forwarding = Forwarding(self.features, self.sources, self.routers_now, self.call_timeout)
+        self.forwarding = Forwarding(self.features, self.sources, self.connections.routers, self.call_timeout)
         self.features.completions_expected = any(declares_completions(file) for file in files)
         if skills is not None:  # --skills: served by the host itself, no tool process
             self.features.serve_skills(skills)
         # One task store for both eras: a stateful session's tasks are its own, a modern-era
         # principal's are the principal's (protocol/tasks.py); modern task calls run in TaskRunner.
         self.task_store = TaskStore()
-        self.task_runner = TaskRunner(self.task_store, self.dispatcher, self.routers_now)
-        self._modern: ModernShared | None = None  # what the modern era's connections share
+        self.task_runner = TaskRunner(self.task_store, self.dispatcher, self.connections.routers)
 
     def _wire_store(self, store: Store) -> None:
         """The state shared with other hosts (--store): requestState uses, modern-era tasks and
@@ -165,7 +152,7 @@ class Host:
         self.shared_uses = SharedUses(store, self.rounds.uses)  # claimed in the store: the first runs
         self.sharing = SharedTasks(store, self.task_store, self.task_runner, self.stderr)
         self.shared_tools = SharedToolLists(
-            store, self._principal_state, self._replace_tool_state, self.stderr
+            store, self.connections.principal_state, self.connections.replace_tool_state, self.stderr
         )
 
     def _wire_sources(self, files: list[Path], launched: dict[Path, Launched]) -> None:
@@ -328,118 +315,18 @@ class Host:
     # -- sessions ------------------------------------------------------------------
     @property
     def routers(self) -> list[Router]:
-        return self.routers_now()
+        """Every client session's router now (connections.py)."""
+        return self.connections.routers()
 
-    def routers_now(self) -> list[Router]:
-        """Every client session's router now (a copy: sessions may come and go meanwhile)."""
-        return list(self._routers)
-
+    # -- the transports' Sessions port (transports/ports.py): connections.py serves it ----------
     def connect(self, write: Writer, *, observed: bool = True) -> Router:
-        """A new client session whose messages go to `write` (`observed`: shown to the
-        wire tap, if any; the playground's own session records itself)."""
-        tap = self._session_tap(self.wire_tap) if observed and self.wire_tap is not None else None
-        if tap is not None:
-            write = _tapped_write(write, tap)
-        session = Session(
-            self.catalog,
-            self.server_info,
-            self.instructions,
-            self.features,
-            max_in_flight=self.max_in_flight,
-            tasks=TaskMethods(self.task_store, f"session:{next(self._sessions)}"),
-        )
-        if self.discovery is not None:
-            self.discovery.attach(session)
-        router = Router(self.dispatcher, self.forwarding, session, write)
-        if tap is not None:
-            _tap_feed(router, tap)
-        self._routers[router] = None
-        return router
+        return self.connections.connect(write, observed=observed)
 
     def connect_modern(self, write: Writer, principal: str = LOCAL_PRINCIPAL) -> Router:
-        """A connection serving modern-era (2026-07-28) requests for `principal`, whose
-        tool-list control state it shares with the principal's other connections."""
-        visibility = self._principal_state(principal)
-        session = self._modern_shared().session(visibility=visibility, owner=f"principal:{principal}")
-        if self.discovery is not None:
-            self.discovery.attach(session)
-        tap = self._session_tap(self.wire_tap) if self.wire_tap is not None else None
-        if tap is not None:
-            write = _tapped_write(write, tap)
-        # (a stdio client is no one else's: other hosts need not hear of its tool list)
-        shared = self.shared_tools if principal != LOCAL_PRINCIPAL else None
-        asking = InputRounds(self.rounds, self.routers_now, shared.changed if shared is not None else None)
-        router = Router(
-            self.dispatcher,
-            self.forwarding,
-            session,
-            write,
-            asking,
-            principal=principal,
-            tasks=self.task_runner,
-        )
-        if tap is not None:
-            _tap_feed(router, tap)
-        self._routers[router] = None
-        return router
-
-    def _modern_shared(self) -> ModernShared:
-        """What every modern-era connection shares (made with the first)."""
-        if self._modern is None:
-            self._modern = ModernShared(
-                self.catalog,
-                self.server_info,
-                self.instructions,
-                self.features,
-                serve_modern=self.serve_modern,
-                max_in_flight=self.max_in_flight,
-                task_store=self.task_store,
-            )
-        return self._modern
-
-    def _principal_state(self, principal: str) -> ToolVisibility:
-        """The principal's tool-list state (made when it is new)."""
-        visibility = self.principals.get(principal)
-        if visibility is None:
-            if len(self.principals) >= MAX_PRINCIPALS:
-                self._forget_idle_principals()
-            visibility = self.principals[principal] = ToolVisibility()
-        return visibility
-
-    def _replace_tool_state(self, principal: str, apply: Callable[[], None]) -> None:
-        """Another host changed the principal's tool list: `apply` its state here; the principal's
-        listen streams here hear of it as of a change made here (one list_changed, if it changed)."""
-        listening = [
-            router for router in self.routers if router.principal == principal and router.session.era.listens
-        ]
-        for router in listening:  # (an empty change: the list as it is now is what the flush compares to)
-            router.list_changes.apply(router, NO_CHANGE)
-        apply()
-
-    def add_wire_tap(self, tap: WireTap) -> None:
-        """Show `tap` every message of the sessions connected from now on, beside any tap set."""
-        previous = self.wire_tap
-        self.wire_tap = tap if previous is None else _both_taps(previous, tap)
-
-    def _session_tap(self, tap: WireTap) -> SessionTap:
-        """The wire tap for one new session: its messages carry the session's number."""
-        self._tapped += 1
-        return partial(tap, self._tapped)
-
-    def _forget_idle_principals(self) -> None:
-        """Keep the principals map bounded: drop those with no connection now (oldest first)."""
-        connected = {r.principal for r in self.routers if r.principal is not None}
-        for name in list(self.principals):
-            if name not in connected:
-                del self.principals[name]
-                if self.shared_tools is not None:
-                    self.shared_tools.stamps.pop(name, None)
-                if len(self.principals) < MAX_PRINCIPALS // 2:
-                    return
+        return self.connections.connect_modern(write, principal)
 
     def disconnect(self, connection: Connection) -> None:
-        self._routers.pop(connection, None)  # type: ignore[call-overload]
-        connection.session.tasks.forget_all()  # a stateful session's tasks end with it (a principal's stay)
+        self.connections.disconnect(connection)
 
     async def wait_tasks(self) -> None:
         """Until no modern-era task's call runs on this host (a drain finishes them)."""
@@ -518,44 +405,6 @@ if TYPE_CHECKING:
     def _ports(host: Host, router: Router) -> tuple[StartStop, Connection]:
         """Host and Router are what transports/ports.py says they are: mypy checks it here."""
         return host, router
-
-
-WireTap = Callable[[int, str, bytes, bytes | None], None]
-"""Shown every MCP message of the observed sessions: (session number, "in" | "out", message,
-related request id)."""
-SessionTap = Callable[[str, bytes, bytes | None], None]
-
-
-def _both_taps(first: WireTap, second: WireTap) -> WireTap:
-    def both(session: int, direction: str, data: bytes, related: bytes | None) -> None:
-        first(session, direction, data, related)
-        second(session, direction, data, related)
-
-    return both
-
-
-def _tapped_write(write: Writer, tap: SessionTap) -> Writer:
-    def tapped(data: bytes, related: bytes | None) -> None:
-        tap("out", data, related)
-        write(data, related)
-
-    return tapped
-
-
-def _tap_feed(router: Router, tap: SessionTap) -> None:
-    """Show the tap each message the client sends to `router` (only when a tap is set: the
-    hot path of an unobserved session is the plain method)."""
-    feed = router.feed
-
-    def tapped(line: bytes) -> None:
-        tap("in", line, None)
-        feed(line)
-
-    def tapped_loaded(line: bytes, _: Any) -> None:
-        tapped(line)
-
-    router.feed = tapped  # type: ignore[method-assign]
-    router.feed_loaded = tapped_loaded  # type: ignore[method-assign,assignment]
 
 
 def _print_stderr(text: str) -> None:
