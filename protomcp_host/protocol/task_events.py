@@ -33,6 +33,8 @@ class TaskEvents:
     """The task side of one session (`session.task_events`). It holds a weak reference to the
     session, so that a session made per request is still freed by reference counting."""
 
+    __slots__ = ("session",)
+
     def __init__(self, session: TaskSession) -> None:
         self.session = session
 

@@ -45,6 +45,8 @@ class SessionToolList:
     a weak reference to the session, so that a session made per request is still freed by
     reference counting."""
 
+    __slots__ = ("seen", "session")
+
     def __init__(self, session: ListingSession) -> None:
         self.session = session
         # What tools/list showed at the last flush, while a tool-list change is pending.
