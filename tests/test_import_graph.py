@@ -307,6 +307,51 @@ def test_host_folders_import_only_the_layers_below(graph: Graph, modules: dict[s
     assert importers == {"protomcp_host.cli"}
 
 
+# The modules beside app.py that Host is a façade over, and what each may import (a folder, or a
+# module beside it): run.py serves a Host; connections.py and tool_events.py know the host only
+# through a protocol of their own, so neither imports app.
+HOST_PARTS = {
+    "protomcp_host.connections": {
+        "protomcp_host.calls",
+        "protomcp_host.protocol",
+        "protomcp_host.shared",  # (type only: SharedToolLists)
+        "protomcp_host.transports",  # (type only: transports.ports.Connection)
+    },
+    "protomcp_host.tool_events": {
+        "protomcp_host.calls",
+        "protomcp_host.processes",
+        "protomcp_host.protocol",
+        "protomcp_host.settings",
+        "protomcp_host.store",
+    },
+    "protomcp_host.run": {
+        "protomcp_host.app",
+        "protomcp_host.errout",
+        "protomcp_host.oauth",
+        "protomcp_host.peers",
+        "protomcp_host.processes",
+        "protomcp_host.protocol",
+        "protomcp_host.settings",
+        "protomcp_host.store",
+        "protomcp_host.transports",
+        "protomcp_host.transports.http",
+    },
+}
+
+
+def test_the_host_facade_parts_import_only_their_layers(graph: Graph, modules: dict[str, Path]) -> None:
+    def layer(target: str) -> str:
+        folder = folder_of(target, modules)
+        return target if folder == "protomcp_host" else folder
+
+    wrong = {
+        module: sorted(extra)
+        for module, allowed in HOST_PARTS.items()
+        if (extra := {layer(t) for t in graph[module] if t.startswith("protomcp_host")} - allowed)
+    }
+    assert wrong == {}
+
+
 def test_the_protocol_core_imports_no_protobuf_and_no_io() -> None:
     """protocol/ is sans-IO: no protobuf, no files, sockets or processes."""
     banned = (

@@ -177,7 +177,9 @@ class Execution:
             request.trace_parent, request.trace_state = call.trace
         if call.arguments_proto and arguments is call.arguments and here is None:  # middleware work on JSON
             request.arguments_proto = call.arguments_proto
-        if call.result_proto and (self.chain is None or not self.chain.asked):  # none has a phase "after"
+        if call.result_proto and (
+            self.chain is None or not self.chain.asked.entries
+        ):  # none has a phase "after"
             request.result_proto = True  # (the tool's process knows whether its own middleware read it)
         self.dispatcher.processes[call.tool.owner].start(envelope, leg)
 

@@ -97,13 +97,16 @@ class Forwarding:
         Returns what runs it (None when nothing does)."""
         processes = self.processes.get(forward.owner)
         if processes is None:
-            router.forward_failed(
-                forward, rpc.INTERNAL_ERROR, f"{forward.owner}: tool process is not running"
-            )
+            _failed(router, forward, rpc.INTERNAL_ERROR, f"{forward.owner}: tool process is not running")
             return None
         leg = _ForwardLeg(forward, router, self.timeout)
         processes.start(forward_request(forward), leg)
         return leg
+
+
+def _failed(router: Router, forward: Forward, code: int, message: str, data: Any = None) -> None:
+    """The forwarded request's error, to the session that asked."""
+    router._emit(router.session.features.failed(forward, code, message, data), forward.id)
 
 
 class _ForwardLeg:
@@ -138,7 +141,7 @@ class _ForwardLeg:
         self.finished = True
         self.timer.cancel()
         self.forward.cancel = None
-        self.router.forward_released(self)
+        self.router.asking.released(self.router, self, "the request is over")
         return True
 
     def cancel(self, reason: str = "") -> None:
@@ -158,13 +161,14 @@ class _ForwardLeg:
         try:
             result = forward_result(self.forward, envelope, raw, trusted)
         except ForwardError as exc:
-            self.router.forward_failed(self.forward, exc.code, exc.message, exc.data)
+            _failed(self.router, self.forward, exc.code, exc.message, exc.data)
         else:
-            self.router.forward_answered(self.forward, result)
+            router = self.router
+            router._emit(router.session.features.answered(self.forward, *result), self.forward.id)
 
     def failed(self, reason: str) -> None:
         if self._end():
-            self.router.forward_failed(self.forward, rpc.INTERNAL_ERROR, reason)
+            _failed(self.router, self.forward, rpc.INTERNAL_ERROR, reason)
 
     def progress(self, note: pb.ProgressNotification) -> None:
         pass  # resources/read and friends carry no progress token
@@ -185,4 +189,5 @@ class _ForwardLeg:
         if self.finished:
             reply(None, f"{method} can only be asked while the request is still running")
         else:
-            self.router.forward_request(self, method, params, timeout, reply, key)
+            # (only in input rounds can a resource or prompt function ask the client)
+            self.router.asking.ask(self.router, self, method, params, timeout, reply, key)

@@ -107,6 +107,46 @@ class Chained(Protocol):
 Outcome = tuple[ToolAnswer, pb.CallToolResponse | None]
 
 
+class AskedMiddleware:
+    """The middleware one run has asked and not yet given its "after" phase (innermost last):
+    in "before", or waiting in call_next. Their processes are held open until "after"
+    reaches them, or until the call ends and each gets an error result as its "after"."""
+
+    __slots__ = ("call_id", "entries")
+
+    def __init__(self, call_id: str) -> None:
+        self.call_id = call_id
+        self.entries: list[tuple[Middleware, Channel]] = []
+
+    def add(self, middleware: Middleware, channel: Channel) -> None:
+        self.entries.append((middleware, channel))
+        if not middleware.before_only:  # its process stays open until "after" reached it
+            channel.hold(self._key(middleware))  # (its one request holds it open otherwise)
+
+    def done_with(self, middleware: Middleware, channel: Channel) -> None:
+        if not middleware.before_only:
+            channel.release(self._key(middleware))
+
+    def release(self, reason: str) -> None:
+        """The call ended: each gets an error result as its "after" phase, so none waits
+        forever (nobody waits for their replies)."""
+        entries, self.entries = self.entries, []
+        for middleware, channel in entries:
+            request = pb.MiddlewareInterceptRequest(
+                middleware_name=middleware.name,
+                phase="after",
+                method="tools/call",
+                params_json=_result_json(_error(reason)),
+            )
+            channel.send(
+                pb.Envelope(request_id=new_request_id(), call_id=self.call_id, middleware_intercept=request)
+            )
+            self.done_with(middleware, channel)
+
+    def _key(self, middleware: Middleware) -> str:
+        return f"{self.call_id}/{middleware.name}"
+
+
 class ChainRun:
     """One call on its way through the middleware chain. Its execution owns it: ending the
     execution stops the run and releases every middleware that was asked (waiting in
@@ -139,7 +179,7 @@ class ChainRun:
         self.here = here  # ...and the one the tool's process runs around it, if any
         self.call_id = f"m{execution.id}"  # names this call in the middleware's process, never reused
         self.at: Middleware | bool = False  # what runs now: a middleware, True for the tool (stage)
-        self.asked: list[tuple[Middleware, Channel]] = []  # in "before" or waiting in call_next
+        self.asked = AskedMiddleware(self.call_id)  # in "before" or waiting in call_next
         self.waiting: asyncio.Task[None] | None = None  # for a restarting middleware process
         self.over = False
         self.request_id = ""  # the open request's
@@ -204,7 +244,7 @@ class ChainRun:
     ) -> None:
         middleware = self.chain[index]
         if reply.reject or reply.result_json:
-            self._done_with(*self.asked.pop())
+            self.asked.done_with(*self.asked.entries.pop())
             if reply.reject:
                 self._after((_rejected(middleware, reply), None))
             else:  # it answered the call itself
@@ -214,7 +254,7 @@ class ChainRun:
             arguments = orjson.loads(reply.params_json).get("arguments") or {}
             arguments_json = ""
         if middleware.before_only:  # done with it: one round trip, no phase "after" (nothing held)
-            self.asked.pop()
+            self.asked.entries.pop()
         self._before(index + 1, arguments, arguments_json)
 
     def _tool(self, arguments: dict[str, Any], arguments_json: str) -> None:
@@ -235,10 +275,10 @@ class ChainRun:
 
     def _after(self, result: Outcome) -> None:
         """Phase "after" for the middleware still asked, innermost first; then the answer."""
-        if not self.asked:
+        if not self.asked.entries:
             self._end_with(result, "")
             return
-        middleware, channel = self.asked.pop()
+        middleware, channel = self.asked.entries.pop()
         params = _result_json(result[0])
         self._ask(middleware, "after", params, channel, self._after_replied, middleware, result)
 
@@ -271,7 +311,7 @@ class ChainRun:
                     self._ask_when_ready(middleware, phase, params_json, then, *args)
                 )
                 return
-            self._asking(middleware, channel)
+            self.asked.add(middleware, channel)
         envelope = pb.Envelope(call_id=self.call_id)
         request = envelope.middleware_intercept  # filled in place: no copy of a request made apart
         request.middleware_name = middleware.name
@@ -291,7 +331,7 @@ class ChainRun:
         middleware, channel, after, then, args = self.asking
         self.asking = ()  # (it holds a bound method of this run: no cycle left behind)
         if after:
-            self._done_with(middleware, channel)
+            self.asked.done_with(middleware, channel)
         if envelope is None:
             raise Abort(f"{middleware} failed: {failure}")
         then(envelope.middleware_intercept_response, *args)
@@ -313,22 +353,10 @@ class ChainRun:
                 raise failure
             if channel is None:
                 raise Abort(f"{middleware} is not available: its tool process is not running")
-            self._asking(middleware, channel)
+            self.asked.add(middleware, channel)
             self._ask(middleware, phase, params_json, channel, then, *args)
 
         self._step(ask)
-
-    def _key(self, middleware: Middleware) -> str:
-        return f"{self.call_id}/{middleware.name}"
-
-    def _asking(self, middleware: Middleware, channel: Channel) -> None:
-        self.asked.append((middleware, channel))
-        if not middleware.before_only:  # its process stays open until "after" reached it
-            channel.hold(self._key(middleware))  # (its one request holds it open otherwise)
-
-    def _done_with(self, middleware: Middleware, channel: Channel) -> None:
-        if not middleware.before_only:
-            channel.release(self._key(middleware))
 
     def release(self, reason: str) -> None:
         """The call ended: the run stops, and every middleware that was asked gets an error
@@ -337,18 +365,7 @@ class ChainRun:
         self.then, self.asking = None, ()  # (bound methods of this run: no cycle left behind)
         if self.waiting is not None:
             self.waiting.cancel()
-        asked, self.asked = self.asked, []
-        for middleware, channel in asked:
-            request = pb.MiddlewareInterceptRequest(
-                middleware_name=middleware.name,
-                phase="after",
-                method="tools/call",
-                params_json=_result_json(_error(reason)),
-            )
-            channel.send(
-                pb.Envelope(request_id=new_request_id(), call_id=self.call_id, middleware_intercept=request)
-            )
-            self._done_with(middleware, channel)
+        self.asked.release(reason)
 
     # -- the channel's Leg of its open request -------------------------------------------
     def __str__(self) -> str:

@@ -97,11 +97,11 @@ class InputRounds:
             and peer.session.era.listens
         ]
         for peer in listening:
-            if not peer.session.list_changed_pending:
-                peer.session._tools_seen = peer.session.visible_tools()
-        router.apply_tools(change)
+            if not peer.session.tool_list.pending:
+                peer.session.tool_list.seen = peer.session.tool_list.visible()
+        router.list_changes.apply(router, change)
         for peer in listening:
-            peer.flush_soon()
+            peer.list_changes.soon(peer)
         if self.tools_changed is not None and router.principal is not None:
             self.tools_changed(router.principal)
 
@@ -241,7 +241,7 @@ class InputRounds:
             self._note_answer(router, request_id, sid)
             go(self.rounds.resume(sid), answers, fresh)
             return
-        router._mark_busy()  # (the request waits for its claim)
+        router.idle.mark_busy()  # (the request waits for its claim)
         router.dispatcher.spawn(self._claim, router, request_id, sid, expires, answers, fresh, go)
 
     async def _claim(
@@ -324,7 +324,7 @@ class InputRounds:
         if use.answer is not None or use.ended:
             answer(use.answer, use.ended)
             return
-        router._mark_busy()
+        router.idle.mark_busy()
         use.waiters.append(answer)
         if not use.here:  # its answer comes over the bus (a host that stops sends none)
             if self.rounds.uses.watch is not None:
@@ -347,7 +347,7 @@ class InputRounds:
     def _resume(self, router: Router, round_: Round, answers: dict[str, Any], fresh: dict[str, Any]) -> None:
         """The suspended owner carries on as this request: its requests get the answers this
         retry brings (an answer the call had already is not given twice)."""
-        router._mark_busy()
+        router.idle.mark_busy()
         round_.known.update(answers)
         for key, ask in list(round_.pending.items()):
             answer = fresh.get(key)

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from protomcp_host.calls.execution import Dispatcher, Execution
+from protomcp_host.calls.idle import IdleWatch
+from protomcp_host.calls.list_changes import ListChanges
 from protomcp_host.calls.tracing import RequestSpans
 from protomcp_host.processes.events import Reply
 from protomcp_host.processes.output import LogLimiter
@@ -28,7 +30,6 @@ from protomcp_sdk.wire import tracing
 from protomcp_sdk.wire.toollist import ToolListChange
 
 CLIENT_TIMEOUT = 300.0  # seconds a tool waits for the client (a person may have to answer)
-LIST_CHANGED_DELAY = 0.02  # seconds tool-list changes gather before one list_changed (or a result)
 
 Writer = Callable[[bytes, bytes | None], None]
 """Writes one message; the second argument is the id of the client request it relates to."""
@@ -111,15 +112,15 @@ class Router:
         self.principal = principal  # 2026-07-28: whose connection it is (None: a session's own)
         self.tasks = tasks  # 2026-07-28: the host's tasks (calls/tasks.py)
         self._log_limit: LogLimiter | None = None  # made at the first log message
-        self._busy = False  # a call runs (or a request waits for its answer)
-        self._idle: asyncio.Event | None = None  # made for wait_idle while busy; set once idle
+        self.idle = IdleWatch()  # for a drain: whether a call runs
         self.on_call_end: Callable[[], None] | None = None  # the transport takes held requests then
-        self._flush_timer: asyncio.TimerHandle | None = None  # a flush_notifications is due
+        self.list_changes = ListChanges()  # tool-list changes wait for one flush
         self.spans: RequestSpans | None = None  # OpenTelemetry: this session's request spans
-        if tracing.ON:
-            self._trace(write)
+        if tracing.ON:  # a span per request, from the line that brings it to the message that answers it
+            self.spans = RequestSpans(lambda: self.session.version)
+            self.write = self.spans.watching(write)
 
-    # What carries out each kind of event: a table of the class (a table of bound methods
+    # What carries out each kind of event: functions of the router (a table of bound methods
     # made per router would hold the router in reference cycles).
     _events: dict[type, Callable[[Any, Any], None]] = {}
 
@@ -129,16 +130,6 @@ class Router:
         if self._log_limit is None:
             self._log_limit = LogLimiter("protomcp")
         return self._log_limit
-
-    def _trace(self, write: Writer) -> None:
-        """A span per request, from the line that brings it to the message that answers it."""
-        spans = self.spans = RequestSpans(lambda: self.session.version)
-
-        def traced(data: bytes, related: bytes | None = None) -> None:
-            spans.sent(data)
-            write(data, related)
-
-        self.write = traced
 
     def feed(self, line: bytes) -> None:
         """Handle one line from the client."""
@@ -163,32 +154,12 @@ class Router:
 
     def tick(self) -> None:
         """Tell the session the time: tasks past their ttl expire."""
-        self.carry_out(self.session.advance(time.time()))
+        self.carry_out(self.session.task_events.advance(time.time()))
 
     def update_tools(self, change: ToolListChange) -> None:
-        """A tool-list change for this session, and for whoever shares its tool list."""
+        """A tool-list change for this session, and for whoever shares its tool list (applied
+        by self.list_changes)."""
         self.asking.update_tools(self, change)
-
-    def apply_tools(self, change: ToolListChange) -> None:
-        """Apply a tool-list change to this session (see Session.update_tools). Changes gather:
-        one list_changed, if the list changed, goes out LIST_CHANGED_DELAY later or before
-        the next call result of this session, whichever comes first."""
-        self.session.update_tools(change)
-        self.flush_soon()
-
-    def flush_soon(self) -> None:
-        """A flush_notifications LIST_CHANGED_DELAY from now (unless one is due already)."""
-        if self._flush_timer is None:
-            loop = asyncio.get_running_loop()
-            self._flush_timer = loop.call_later(LIST_CHANGED_DELAY, self.flush_notifications)
-
-    def flush_notifications(self) -> None:
-        """Send the one tools/list_changed the changes since the last flush call for, if any."""
-        if self._flush_timer is not None:
-            self._flush_timer.cancel()
-            self._flush_timer = None
-        if self.session.list_changed_pending:
-            self.carry_out(self.session.flush_notifications())
 
     def log(self, level: str, logger: str, data: Any, related: bytes | None = None) -> None:
         """A log message for this session's client (rate-limited per session)."""
@@ -197,95 +168,40 @@ class Router:
         ):
             self._emit(self.session.log(level, logger, data, None, related), related)
 
-    def _send(self, event: Send) -> None:
-        self.write(event.data, event.related)
-
-    def _start(self, call: Call) -> None:
-        self.asking.start(self, call)
-
     def run(self, call: Call) -> None:
         """The call runs (its tool process is asked)."""
         if self.spans is not None:
             call.trace = self.spans.context_of(call.id)
         if call.task is None:  # a task's call does not hold a drain up
-            self._mark_busy()
+            self.idle.mark_busy()
         self.dispatcher.execute(call, self)
-
-    def _mark_busy(self) -> None:
-        """Something runs now: wait_idle waits for it."""
-        self._busy = True
-
-    def _now_idle(self) -> None:
-        self._busy = False
-        if self._idle is not None:
-            self._idle.set()  # (the waiters wake)
-            self._idle = None
-
-    def _cancel(self, event: CancelCall) -> None:
-        if event.call.execution is not None:
-            event.call.execution.cancel()
-        self._check_idle()
-        self.asking.cancelled(self, event.call.id, "its request was cancelled")
-
-    def _task_input(self, event: TaskInput) -> None:
-        assert self.tasks is not None  # (only a session whose host has tasks makes this event)
-        self.tasks.answer(event.task, event.responses)
-
-    def _task_cancel(self, event: TaskCancel) -> None:
-        assert self.tasks is not None
-        self.tasks.cancel(event.task)
-
-    # -- resources/read, prompts/get, completion/complete (see forwarding.py) ---------------
-    def _forward(self, forward: Forward) -> None:
-        self.asking.forward(self, forward)
-
-    def _cancel_forward(self, event: CancelForward) -> None:
-        if event.forward.cancel is not None:
-            event.forward.cancel()
-        self.asking.cancelled(self, event.forward.id, "its request was cancelled")
-
-    def forward_request(
-        self, leg: Any, method: str, params: dict[str, Any], timeout: float | None, reply: Reply, key: str
-    ) -> None:
-        """A resource or prompt function asks the client (only in input rounds can it)."""
-        self.asking.ask(self, leg, method, params, timeout, reply, key)
 
     def end_streams(self) -> None:
         """Shutdown: streams that only the server ends are ended (modern listen streams)."""
         self.asking.end_streams(self)
 
-    def forward_released(self, leg: Any) -> None:
-        """A forwarded request ended (answered, failed, cancelled)."""
-        self.asking.released(self, leg, "the request is over")
-
-    def forward_answered(self, forward: Forward, result: list[bytes]) -> None:
-        self._emit(self.session.features.answered(forward, *result), forward.id)
-
-    def forward_failed(self, forward: Forward, code: int, message: str, data: Any = None) -> None:
-        self._emit(self.session.features.failed(forward, code, message, data), forward.id)
-
     # -- the executions' session side (calls.execution.CallSink) ---------------------------
     def call_answered(self, call: Call, answer: ToolAnswer) -> None:
-        if self._flush_timer is not None:  # before the result, so a client refreshing at once sees it
-            self.flush_notifications()
+        if self.list_changes.timer is not None:  # before the result, so a client refreshing at once sees it
+            self.list_changes.flush(self)
         if call.task is not None:
-            self.carry_out(self.session.task_done(call, answer, time.time()))
+            self.carry_out(self.session.task_events.done(call, answer, time.time()))
         else:
             self._emit(self.session.call_done(call, answer), call.id)
         self._check_idle()
 
     def call_failed(self, call: Call, message: str) -> None:
-        if self._flush_timer is not None:
-            self.flush_notifications()
+        if self.list_changes.timer is not None:
+            self.list_changes.flush(self)
         message = f"Tool '{call.tool.name}' failed: {message}"
         if call.task is not None:
-            self.carry_out(self.session.task_failed(call, message, time.time()))
+            self.carry_out(self.session.task_events.failed(call, message, time.time()))
         else:
             self._emit(self.session.call_failed(call, message), call.id)
         self._check_idle()
 
     def call_task_status(self, call: Call, status: str, message: str) -> None:
-        self.carry_out(self.session.task_status(call, status, message, time.time()))
+        self.carry_out(self.session.task_events.status(call, status, message, time.time()))
 
     def call_progress(self, call: Call, progress: float, total: float | None, message: str) -> None:
         self._emit(self.session.progress(call, progress, total, message), call.id)
@@ -301,7 +217,7 @@ class Router:
         now active here."""
         if change is not None:
             self.update_tools(change)
-        return self.session.active_tools()
+        return self.session.tool_list.active()
 
     def call_request(
         self,
@@ -320,29 +236,20 @@ class Router:
         """The execution ended: its open requests to the client are answered for the tool process."""
         self.asking.released(self, execution, reason)
 
-    def _roots_changed(self, _: RootsChanged) -> None:
-        self.forwarder.roots_changed()
-
-    def _client_answer(self, event: ClientAnswer) -> None:
-        event.request.on_answer(event.result, event.error)
-
     def _emit(self, data: bytes | None, related: bytes | None = None) -> None:
         if data is not None:
             self.write(data, related)
 
     # -- draining ----------------------------------------------------------------------
     def _check_idle(self) -> None:
-        if not self.session.in_flight and self._busy:
-            self._now_idle()
+        if not self.session.in_flight and self.idle.busy:
+            self.idle.now_idle()
         if self.on_call_end is not None:
             self.on_call_end()
 
     async def wait_idle(self) -> None:
         """Return once no call is running."""
-        if self._busy:
-            if self._idle is None:
-                self._idle = asyncio.Event()
-            await self._idle.wait()
+        await self.idle.wait()
 
     def fail_all(self, message: str) -> None:
         """Answer every running call with an error (and tell its tool process to stop it)."""
@@ -368,29 +275,67 @@ class Router:
             forwards.clear()
         if self.spans is not None:
             self.spans.close_all("cancelled")
-        if self._flush_timer is not None:  # nobody is left to tell
-            self._flush_timer.cancel()
-            self._flush_timer = None
-        self._now_idle()
+        self.list_changes.cancel()  # nobody is left to tell
+        self.idle.now_idle()
         self.asking.cancelled(self, None, "its request was cancelled (the client went away)")
 
 
-def event_table(router: type[Router]) -> dict[type, Callable[[Any, Any], None]]:
-    """What carries out each kind of event on a router of this class (its overrides)."""
-    return {
-        Send: router._send,
-        Call: router._start,
-        CancelCall: router._cancel,
-        Forward: router._forward,
-        CancelForward: router._cancel_forward,
-        ClientAnswer: router._client_answer,
-        RootsChanged: router._roots_changed,
-        TaskInput: router._task_input,
-        TaskCancel: router._task_cancel,
-    }
+# -- what carries out each kind of event (Router.carry_out) ------------------------------
+def _send(router: Router, event: Send) -> None:
+    router.write(event.data, event.related)
 
 
-Router._events = event_table(Router)
+def _start(router: Router, call: Call) -> None:
+    router.asking.start(router, call)
+
+
+def _cancel(router: Router, event: CancelCall) -> None:
+    if event.call.execution is not None:
+        event.call.execution.cancel()
+    router._check_idle()
+    router.asking.cancelled(router, event.call.id, "its request was cancelled")
+
+
+def _task_input(router: Router, event: TaskInput) -> None:
+    assert router.tasks is not None  # (only a session whose host has tasks makes this event)
+    router.tasks.answer(event.task, event.responses)
+
+
+def _task_cancel(router: Router, event: TaskCancel) -> None:
+    assert router.tasks is not None
+    router.tasks.cancel(event.task)
+
+
+def _forward(router: Router, forward: Forward) -> None:
+    """resources/read, prompts/get, completion/complete (see forwarding.py)."""
+    router.asking.forward(router, forward)
+
+
+def _cancel_forward(router: Router, event: CancelForward) -> None:
+    if event.forward.cancel is not None:
+        event.forward.cancel()
+    router.asking.cancelled(router, event.forward.id, "its request was cancelled")
+
+
+def _roots_changed(router: Router, _: RootsChanged) -> None:
+    router.forwarder.roots_changed()
+
+
+def _client_answer(_: Router, event: ClientAnswer) -> None:
+    event.request.on_answer(event.result, event.error)
+
+
+Router._events = {
+    Send: _send,
+    Call: _start,
+    CancelCall: _cancel,
+    Forward: _forward,
+    CancelForward: _cancel_forward,
+    ClientAnswer: _client_answer,
+    RootsChanged: _roots_changed,
+    TaskInput: _task_input,
+    TaskCancel: _task_cancel,
+}
 
 
 class DirectRequests:
@@ -462,7 +407,7 @@ class DirectRequests:
         """Nothing to add: a request's calls end with it."""
 
     def update_tools(self, router: Router, change: ToolListChange) -> None:
-        router.apply_tools(change)  # the session's own tool list
+        router.list_changes.apply(router, change)  # the session's own tool list
 
     def end_streams(self, router: Router) -> None:
         """A stateful session has none."""

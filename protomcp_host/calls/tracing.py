@@ -10,6 +10,7 @@ call's Envelope.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -40,6 +41,15 @@ class RequestSpans:
                 cancelled = message.params.get("requestId")
                 if is_id(cancelled):
                     self.close(orjson.dumps(cancelled), "cancelled")
+
+    def watching(self, write: Callable[[bytes, bytes | None], None]) -> Callable[[bytes, bytes | None], None]:
+        """`write`, closing the span of the request each message answers."""
+
+        def traced(data: bytes, related: bytes | None = None) -> None:
+            self.sent(data)
+            write(data, related)
+
+        return traced
 
     def sent(self, data: bytes) -> None:
         if not self.open or not data.startswith(ANSWER):

@@ -6,9 +6,10 @@ from __future__ import annotations
 import orjson
 
 from protomcp_host import __version__
-from protomcp_host.app import Host, plural
+from protomcp_host.app import Host
 from protomcp_host.cli.install import default_name, server_entry
 from protomcp_host.processes.launch import label_of
+from protomcp_host.tool_events import plural
 
 
 def banner(host: Host, url: str | None, reload: bool, token_env: str | None = None) -> str:

@@ -208,7 +208,7 @@ async def journal_companion(
         task_status.started()
         return
     host.watchers.append(journal.host_event)
-    host.add_wire_tap(journal.wire)
+    host.connections.add_wire_tap(journal.wire)
     try:
         task_status.started()
         await shutdown.wait()

@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from anyio import Event
     from anyio.abc import TaskStatus
 
-    from protomcp_host.app import Companion, Host
+    from protomcp_host.app import Host
     from protomcp_host.processes.launch import Launched
     from protomcp_host.protocol.skills import Skills
+    from protomcp_host.run import Companion
     from protomcp_host.store.base import Store
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
@@ -116,7 +117,7 @@ def serve(settings: RunSettings) -> None:
     store = _open_store(settings.store)
     import anyio
 
-    from protomcp_host.app import serve as serve_host
+    from protomcp_host.run import serve as serve_host
 
     run = partial(
         serve_host,

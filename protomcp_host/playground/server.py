@@ -49,7 +49,7 @@ class Playground:
         self.port = 0
         self.router: Router = host.connect(self._page_out, observed=False)
         host.watchers.append(self._host_event)
-        host.add_wire_tap(self._client_message)
+        host.connections.add_wire_tap(self._client_message)
 
     # -- what goes into the journal --------------------------------------------------------
     def _page_out(self, data: bytes, related: bytes | None) -> None:
@@ -225,5 +225,5 @@ async def serve_playground(
         playground.router.cancel_all()
         host.disconnect(playground.router)
         host.watchers.remove(playground._host_event)
-        host.wire_tap = None
+        host.connections.wire_tap = None
         sock.close()

@@ -109,7 +109,7 @@ class Discovery:
     def listed(self, session: Session) -> dict[str, dict[str, Any]]:
         """The session's tools/list (compared before and after a change for list_changed)."""
         tools = {tool["name"]: tool for tool in META_TOOLS}
-        for tool in self.catalog.visible(session.shows):
+        for tool in self.catalog.visible(session.tool_list.shows):
             if tool.pinned:
                 tools.setdefault(tool.name, tool.mcp)
         return tools
@@ -157,7 +157,7 @@ class Discovery:
     def _seen(self, session: Session, name: str) -> Tool | None:
         """The catalog's tool of that name, if this session may see it."""
         tool = self.catalog.get(name)
-        return tool if tool is not None and session.shows(tool) else None
+        return tool if tool is not None and session.tool_list.shows(tool) else None
 
     def _find(self, session: Session, arguments: dict[str, Any]) -> dict[str, Any]:
         query = arguments.get("query")

@@ -252,7 +252,7 @@ class ModernEra:
         if not cache:
             extra = shared.complete
         elif cache == "principal":  # public, unless tool-list control or the token's scopes shape it
-            extra = shared.private if session.own_tool_list else shared.cacheable
+            extra = shared.private if session.tool_list.own else shared.cacheable
         elif request.method in SCOPED_LISTS and restricts(
             SCOPED_LISTS[request.method](shared.features), session.auth
         ):

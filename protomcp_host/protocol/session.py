@@ -15,7 +15,7 @@ from weakref import proxy
 import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.protocol.catalog import Catalog, InvalidCursor, Tool
+from protomcp_host.protocol.catalog import Catalog, InvalidCursor
 from protomcp_host.protocol.events import Batch, Send
 from protomcp_host.protocol.features import (
     CancelForward,
@@ -40,14 +40,14 @@ from protomcp_host.protocol.records import (
     ToolAnswer,
     call_result_parts,
     error_result,
-    first_text,
     json_number,
     proto_arguments,
 )
-from protomcp_host.protocol.scopes import allowed, insufficient, lacking, restricts
+from protomcp_host.protocol.scopes import insufficient, lacking
+from protomcp_host.protocol.task_events import TaskEvents
 from protomcp_host.protocol.tasks import RELATED_TASK, Effects, Task, TaskMethods
+from protomcp_host.protocol.tool_list import SessionToolList, ToolsListed
 from protomcp_host.protocol.visibility import ToolVisibility
-from protomcp_sdk.wire.toollist import ToolListChange
 
 __all__ = [
     "LATEST_VERSION",
@@ -64,12 +64,6 @@ __all__ = [
 BATCH_VERSIONS = frozenset({"2025-03-26"})
 DEFAULT_MAX_IN_FLIGHT = 1000
 SERVER_BUSY = -32000  # JSON-RPC's range for implementation-defined server errors
-
-
-class ToolsListed(Protocol):
-    """What a session's tools/list shows when not every tool is listed (--discovery search)."""
-
-    def listed(self, session: Session) -> dict[str, dict[str, Any]]: ...
 
 
 SessionHandler = Callable[["Session", rpc.Request, Batch | None], Event | list[Event] | None]
@@ -172,8 +166,6 @@ class Session:
         self.visibility = (
             visibility if visibility is not None else ToolVisibility()
         )  # (modern: the principal's)
-        # What tools/list showed at the last flush, while a tool-list change is pending.
-        self._tools_seen: dict[str, dict[str, Any]] | None = None
         # its tasks (in the host's shared store, as their owner)
         self.tasks = tasks if tasks is not None else TaskMethods()
         self.discovery: ToolsListed | None = None  # --discovery search (discovery.Discovery)
@@ -183,6 +175,9 @@ class Session:
         self._routes: dict[str, Handler] | None = None  # this session's own handlers (route())
         self.era: Era = era if era is not None else StatefulEra()
         self._table = table if table is not None else handler_table(StatefulEra, STATEFUL, offered(features))
+        myself = proxy(self)  # (collaborators keep a weak reference: see tool_list.py)
+        self.tool_list = SessionToolList(myself)  # the tools it sees, list_changed due
+        self.task_events = TaskEvents(myself)  # its tasks' side of tools/call and the router's reports
         self.era.begin(self)
 
     @property
@@ -367,7 +362,7 @@ class Session:
                 rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "cursor" must be a string')
             )
         try:
-            page = self.catalog.page(cursor, self.version or LATEST_VERSION, self._shown())
+            page = self.catalog.page(cursor, self.version or LATEST_VERSION, self.tool_list.shown())
         except InvalidCursor as exc:
             return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
         return Send(rpc.raw_result(request.id, page))
@@ -404,7 +399,7 @@ class Session:
         if missing:  # (over HTTP the transport answered 403 before: a batch, a WebSocket get this)
             return Send(rpc.error(request.id, rpc.INVALID_PARAMS, insufficient(f"Tool '{name}'", missing)))
         task = params.get("task") if self.version in TASK_VERSIONS else None
-        refused = self._task_support(request, tool, task)
+        refused = self.task_events.support(request, tool, task)
         if refused is not None:
             return refused
         problem = tool.validate(arguments)
@@ -467,115 +462,10 @@ class Session:
         """The CallToolResult JSON object, in pieces (stamped as the era asks)."""
         return self.era.stamp_call(call_result_parts(call, answer, self.version), answer)
 
-    # -- tasks (2025-11-25): the requests and records are in tasks.py -----------------------
-    def _task_support(self, request: rpc.Request, tool: Tool, task: Any) -> Event | None:
-        """Enforce the tool's execution.taskSupport (-32601, as the spec prescribes)."""
-        if self.version not in TASK_VERSIONS:
-            return None  # older revisions know no tasks: every tool is called directly
-        mode = tool.mcp.get("execution", {}).get("taskSupport", "forbidden")
-        if task is not None and mode == "forbidden":
-            message = (
-                f"Tool '{tool.name}' cannot run as a task (its execution.taskSupport is forbidden); "
-                "call it without params.task"
-            )
-        elif task is None and mode == "required":
-            message = (
-                f"Tool '{tool.name}' must run as a task (its execution.taskSupport is required); "
-                "add params.task to the call"
-            )
-        elif task is not None and not isinstance(task, dict):
-            return Send(rpc.error(request.id, rpc.INVALID_PARAMS, 'Invalid params: "task" must be an object'))
-        else:
-            return None
-        return Send(rpc.error(request.id, rpc.METHOD_NOT_FOUND, message))
-
     def carry(self, effects: Effects) -> list[Event]:
+        """Effects of the task store (tasks.py), as events."""
         events: list[Event] = [Send(data, related) for data, related in effects.writes]
         return events + [CancelCall(call) for call in effects.cancel]
-
-    def advance(self, now: float) -> list[Event]:
-        """The time is `now`: tasks past their ttl expire."""
-        self.tasks.now = now
-        if now < self.tasks.store.earliest(self.tasks.owner):  # the common case: nothing to do
-            return []
-        return self.carry(self.tasks.advance(now))
-
-    def task_done(self, call: Call, answer: ToolAnswer, now: float) -> list[Event]:
-        """A task's call answered: the task completes (or fails, for an isError result)."""
-        assert call.task is not None
-        self.tasks.now = now
-        outcome = b"".join(self.call_result(call, answer))
-        if not outcome.endswith(b'"isError":true}'):
-            return self.carry(self.tasks.finish(call.task, "completed", outcome, None))
-        return self.carry(self.tasks.finish(call.task, "failed", outcome, first_text(outcome)))
-
-    def task_failed(self, call: Call, message: str, now: float) -> list[Event]:
-        """A task's call could not complete (its process died, it timed out, ...)."""
-        assert call.task is not None
-        self.tasks.now = now
-        outcome = orjson.dumps(error_result(message))
-        return self.carry(self.tasks.finish(call.task, "failed", outcome, message))
-
-    def task_status(self, call: Call, status: str, message: str, now: float) -> list[Event]:
-        """The tool reported its task's status (working / input_required) or message."""
-        return self.carry(self.tasks.report(call.task, status, message, now)) if call.task else []
-
-    # -- the tools this session sees ----------------------------------------------------
-    def shows(self, tool: Tool) -> bool:
-        """Whether this session's client sees (and may call) `tool`: tool-list control, and the
-        scopes the caller's token grants (scopes.py)."""
-        return self.visibility.visible(tool) and allowed(tool, self.auth)
-
-    def _shown(self) -> Callable[[Tool], bool] | None:
-        if self.visibility.is_default and not restricts(self.catalog.visible(), self.auth):
-            return None  # (the default listing: its pages are cached)
-        return self.shows
-
-    @property
-    def own_tool_list(self) -> bool:
-        """Whether this caller's tools/list is its own (shaped by tool-list control or scopes)."""
-        return self._shown() is not None
-
-    def active_tools(self) -> list[str]:
-        return [tool.name for tool in self.catalog.visible(self._shown())]
-
-    def visible_tools(self) -> dict[str, dict[str, Any]]:
-        """What this session's tools/list shows (compare before and after a change)."""
-        if self.discovery is not None:
-            return self.discovery.listed(self)
-        return {tool.name: tool.mcp for tool in self.catalog.visible(self._shown())}
-
-    def update_tools(self, change: ToolListChange) -> None:
-        """Apply a tool-list change (names the catalog does not have are ignored). The
-        list_changed notification it may call for comes from flush_notifications()."""
-        if self._tools_seen is None:
-            self._tools_seen = self.visible_tools()
-        self.visibility.update(self.catalog, change)
-
-    def catalog_changed(self, before: dict[str, dict[str, Any]]) -> list[Event]:
-        """The catalog changed (a reload; `before` is this session's visible_tools() from just
-        before): forget vanished names, and flush — a list_changed if the list changed."""
-        self.visibility.prune(set(self.catalog.names()))
-        if self._tools_seen is None:
-            self._tools_seen = before
-        return self.flush_notifications()
-
-    @property
-    def list_changed_pending(self) -> bool:
-        """The tool list may have changed since the last flush_notifications()."""
-        return self._tools_seen is not None
-
-    def flush_notifications(self) -> list[Event]:
-        """The notifications/tools/list_changed due since the last flush: one if this session's
-        visible tool list differs from what it was then, none otherwise (however many
-        changes came in between). The driver calls this once per batch of events."""
-        seen = self._tools_seen
-        if seen is None:
-            return []
-        self._tools_seen = None
-        if not self.era.hears_list_changes(self) or self.visible_tools() == seen:
-            return []
-        return self.era.list_changed(self)
 
     # -- server-initiated messages ----------------------------------------------------
     def log(

@@ -24,8 +24,8 @@ import anyio
 import orjson
 import pytest
 
-from protomcp_host.app import tool_diff
 from protomcp_host.playground.journal import Journal, message
+from protomcp_host.tool_events import tool_diff
 from tests.support.hosts import HOST, RawHost, write_atomic
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -133,13 +133,13 @@ def test_find_ranks_and_never_finds_a_hidden_tool() -> None:
     found = text(answer(session, "find_tools", {"query": "send a message"}))
     assert "1. slack_send_message(channel: string) — Send a message" in found
     assert "admin_secret_message" not in found
-    session.update_tools(ToolListChange(enable=["admin_secret_message"]))
+    session.tool_list.update(ToolListChange(enable=["admin_secret_message"]))
     assert "admin_secret_message" in text(answer(session, "find_tools", {"query": "secret message"}))
 
 
 def test_disabled_and_blocked_tools_are_neither_found_described_nor_called() -> None:
     session = make()
-    session.update_tools(ToolListChange(block=["slack_send_message"]))
+    session.tool_list.update(ToolListChange(block=["slack_send_message"]))
     assert "slack_send_message" not in text(answer(session, "find_tools", {"query": "slack message"}))
     for name, arguments in (
         ("get_tool_schema", {"name": "slack_send_message"}),
@@ -212,10 +212,10 @@ def test_a_listed_cursor_is_refused() -> None:
 
 def test_list_changed_only_when_the_listed_tools_change() -> None:
     session = make()
-    session.update_tools(ToolListChange(enable=["admin_secret_message"]))  # findable now, not listed
-    assert session.flush_notifications() == []
-    session.update_tools(ToolListChange(disable=["help_me"]))  # a pinned tool leaves the list
-    assert len(session.flush_notifications()) == 1
+    session.tool_list.update(ToolListChange(enable=["admin_secret_message"]))  # findable now, not listed
+    assert session.tool_list.flush() == []
+    session.tool_list.update(ToolListChange(disable=["help_me"]))  # a pinned tool leaves the list
+    assert len(session.tool_list.flush()) == 1
     assert listed(session) == sorted(META_NAMES, key=["find_tools", "get_tool_schema", "call_tool"].index)
 
 
@@ -238,7 +238,7 @@ def test_two_principals_see_only_their_own_reveals() -> None:
         session = ModernShared(catalog, INFO, serve_modern=True).session(visibility=visibility)
         discovery.attach(session)
         sessions.append(session)
-    sessions[0].update_tools(ToolListChange(enable=["admin_secret_message"]))
+    sessions[0].tool_list.update(ToolListChange(enable=["admin_secret_message"]))
     meta = {PROTOCOL_VERSION: "2026-07-28", CLIENT_CAPABILITIES: {}}
     found = []
     for session in sessions:

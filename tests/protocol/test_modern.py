@@ -153,11 +153,11 @@ def test_tools_list_is_stamped_ordered_and_without_execution() -> None:
 def test_controlled_list_is_private_and_shared_by_the_principal() -> None:
     shared = ToolVisibility()
     one, two = make(visibility=shared), make(visibility=shared)
-    one.update_tools(ToolListChange.of(enable=["h"]))
+    one.tool_list.update(ToolListChange.of(enable=["h"]))
     result = answer(two, request("tools/list"))["result"]
     assert "h" in [t["name"] for t in result["tools"]] and result["cacheScope"] == "private"
     assert answer(make(), request("tools/list"))["result"]["cacheScope"] == "public"  # another principal
-    assert one.flush_notifications() == []  # list changes go to listen streams, not the connection
+    assert one.tool_list.flush() == []  # list changes go to listen streams, not the connection
 
 
 def test_a_disabled_tool_is_named_as_the_principals_not_a_sessions() -> None:
@@ -267,8 +267,8 @@ def test_listen_ack_filter_tags_and_cancel() -> None:
         "_meta": {"io.modelcontextprotocol/subscriptionId": 9},
         "uri": "test://r",
     }
-    session.update_tools(ToolListChange.of(enable=["h"]))
-    [note] = session.flush_notifications()
+    session.tool_list.update(ToolListChange.of(enable=["h"]))
+    [note] = session.tool_list.flush()
     assert orjson.loads(note.data)["method"] == "notifications/tools/list_changed" and note.related == b"9"
     [closing] = session.era.close_listens()
     assert orjson.loads(closing.data)["result"] == {
@@ -289,8 +289,8 @@ def test_cancelled_listen_gets_nothing_more() -> None:
     session.receive(request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, id_=3))
     cancel = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
     assert session.receive(cancel) == []
-    session.update_tools(ToolListChange.of(enable=["h"]))
-    assert session.flush_notifications() == [] and session.era.close_listens() == []
+    session.tool_list.update(ToolListChange.of(enable=["h"]))
+    assert session.tool_list.flush() == [] and session.era.close_listens() == []
 
 
 def test_retry_fields_are_checked() -> None:

@@ -112,7 +112,7 @@ def test_listings_hide_what_the_token_does_not_grant(make: Any) -> None:
     ]
     assert _names(reader, "prompts/list", "prompts") == ["hello"]
     assert _names(writer, "prompts/list", "prompts") == ["hello", "draft"]
-    assert reader.active_tools() == ["read"]  # what ctx.active_tools() reports
+    assert reader.tool_list.active() == ["read"]  # what ctx.active_tools() reports
     # The same session, given a token with more scopes (step-up), sees more.
     reader.auth = {"sub": "bob", "scope": "files:write admin"}
     assert _names(reader, "tools/list", "tools") == ["read", "save", "purge"]

@@ -885,12 +885,12 @@ LIST_CHANGED = Send(b'{"jsonrpc":"2.0","method":"notifications/tools/list_change
 
 def test_tools_changed_only_after_initialized() -> None:
     session = new_session(ADD)
-    assert session.catalog_changed({}) == []
+    assert session.tool_list.catalog_changed({}) == []
     initialize(session, initialized=False)
-    assert session.catalog_changed({}) == []
+    assert session.tool_list.catalog_changed({}) == []
     notify(session, "notifications/initialized")
-    assert session.catalog_changed({}) == [LIST_CHANGED]
-    assert session.catalog_changed(session.visible_tools()) == []
+    assert session.tool_list.catalog_changed({}) == [LIST_CHANGED]
+    assert session.tool_list.catalog_changed(session.tool_list.visible()) == []
 
 
 # -- tool-list control -------------------------------------------------------------------------------
@@ -904,8 +904,8 @@ def listed(session: Session) -> list[str]:
 
 def change(session: Session, **batch: Any) -> list[Event]:
     """Apply one tool-list control batch and flush: the notifications it calls for."""
-    session.update_tools(ToolListChange.of(**batch))
-    return session.flush_notifications()
+    session.tool_list.update(ToolListChange.of(**batch))
+    return session.tool_list.flush()
 
 
 def test_hidden_tool_is_absent_and_refused_until_enabled() -> None:
@@ -923,7 +923,7 @@ def test_no_list_changed_for_a_no_op() -> None:
     assert change(session, enable=["add"]) == []  # already visible
     assert change(session, disable=["secret"]) == []  # already hidden
     assert change(session) == []
-    assert session.flush_notifications() == []  # nothing pending
+    assert session.tool_list.flush() == []  # nothing pending
 
 
 def test_allowlist_blocklist_and_batch() -> None:
@@ -935,7 +935,7 @@ def test_allowlist_blocklist_and_batch() -> None:
     change(session, block=["add"])
     assert listed(session) == ["echo"]  # hidden tools stay hidden in blocklist mode
     change(session, enable=["add", "secret"], disable=["echo"])
-    assert session.active_tools() == ["add", "secret"]
+    assert session.tool_list.active() == ["add", "secret"]
     # One batch, one notification: allowlist then enable then disable.
     assert change(session, allow=["add"], enable=["echo"], disable=["add"]) == [LIST_CHANGED]
     assert listed(session) == ["echo"]
@@ -945,56 +945,56 @@ def test_many_changes_between_flushes_give_one_notification() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
     for _ in range(10_000):
         assert (
-            session.update_tools(ToolListChange.of(enable=["secret"])) is None
+            session.tool_list.update(ToolListChange.of(enable=["secret"])) is None
         )  # nothing is sent per change
-        session.update_tools(ToolListChange.of(disable=["secret"]))
-    session.update_tools(ToolListChange.of(enable=["secret"]))
-    assert session.list_changed_pending
-    assert session.flush_notifications() == [LIST_CHANGED]
-    assert not session.list_changed_pending
-    assert session.flush_notifications() == []  # at most one per flush
+        session.tool_list.update(ToolListChange.of(disable=["secret"]))
+    session.tool_list.update(ToolListChange.of(enable=["secret"]))
+    assert session.tool_list.pending
+    assert session.tool_list.flush() == [LIST_CHANGED]
+    assert not session.tool_list.pending
+    assert session.tool_list.flush() == []  # at most one per flush
 
 
 def test_changes_that_cancel_out_between_flushes_send_nothing() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
-    session.update_tools(ToolListChange.of(enable=["secret"]))
-    session.update_tools(ToolListChange.of(disable=["secret"]))
-    session.update_tools(ToolListChange.of(allow=["add", "echo"]))  # the same list as the default
-    assert session.flush_notifications() == []
+    session.tool_list.update(ToolListChange.of(enable=["secret"]))
+    session.tool_list.update(ToolListChange.of(disable=["secret"]))
+    session.tool_list.update(ToolListChange.of(allow=["add", "echo"]))  # the same list as the default
+    assert session.tool_list.flush() == []
     assert listed(session) == ["add", "echo"]
 
 
 def test_a_reload_flushes_pending_changes_with_one_notification() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
-    session.update_tools(ToolListChange.of(enable=["secret"]))  # pending: add, echo -> add, echo, secret
-    before = session.visible_tools()
+    session.tool_list.update(ToolListChange.of(enable=["secret"]))  # pending: add, echo -> add, echo, secret
+    before = session.tool_list.visible()
     session.catalog.replace("a.py", [ADD, ECHO])  # secret vanishes: back to what was flushed
-    assert session.catalog_changed(before) == []
-    session.update_tools(ToolListChange.of(disable=["echo"]))
+    assert session.tool_list.catalog_changed(before) == []
+    session.tool_list.update(ToolListChange.of(disable=["echo"]))
     session.catalog.replace("a.py", [ADD, ECHO, HIDDEN])
-    assert session.catalog_changed(session.visible_tools()) == [LIST_CHANGED]
-    assert session.flush_notifications() == []
+    assert session.tool_list.catalog_changed(session.tool_list.visible()) == [LIST_CHANGED]
+    assert session.tool_list.flush() == []
 
 
 def test_no_notification_before_initialized_and_nothing_left_pending() -> None:
     session = new_session(ADD, ECHO, HIDDEN)
     initialize(session, initialized=False)
-    session.update_tools(ToolListChange.of(enable=["secret"]))
-    assert session.flush_notifications() == []
+    session.tool_list.update(ToolListChange.of(enable=["secret"]))
+    assert session.tool_list.flush() == []
     notify(session, "notifications/initialized")
-    assert session.flush_notifications() == []
+    assert session.tool_list.flush() == []
 
 
 def test_unknown_names_are_not_kept() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
     made_up = [f"nope{i}" for i in range(10_000)]
     for batch in ({"enable": made_up}, {"disable": made_up}, {"block": made_up}, {"allow": made_up}):
-        session.update_tools(ToolListChange.of(**batch))
+        session.tool_list.update(ToolListChange.of(**batch))
         visibility = session.visibility
         assert visibility.enabled | visibility.disabled | visibility.listed == set(), batch
-    assert session.flush_notifications() == [LIST_CHANGED]  # the allowlist of nothing
+    assert session.tool_list.flush() == [LIST_CHANGED]  # the allowlist of nothing
     assert listed(session) == []
-    session.update_tools(
+    session.tool_list.update(
         ToolListChange.of(allow=["echo", "nope"], enable=["secret", "gone"], disable=["nada"])
     )
     assert session.visibility.listed == {"echo", "secret"}
@@ -1013,13 +1013,13 @@ def test_a_name_that_appears_with_a_reload_starts_as_a_new_tool(
     batch: dict[str, Any], shown: list[str]
 ) -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
-    session.update_tools(ToolListChange.of(**batch))
-    session.flush_notifications()
-    before = session.visible_tools()
+    session.tool_list.update(ToolListChange.of(**batch))
+    session.tool_list.flush()
+    before = session.tool_list.visible()
     later = tool_from_definition(pb.ToolDefinition(name="later", hidden=True), owner="a.py")
     session.catalog.replace("a.py", [ADD, ECHO, HIDDEN, later])
-    assert session.catalog_changed(before) == []  # this session's list did not change
-    assert session.active_tools() == shown
+    assert session.tool_list.catalog_changed(before) == []  # this session's list did not change
+    assert session.tool_list.active() == shown
     assert change(session, enable=["later"]) == [LIST_CHANGED]  # it exists now: it can be enabled
     assert "later" in listed(session)
 
@@ -1027,10 +1027,10 @@ def test_a_name_that_appears_with_a_reload_starts_as_a_new_tool(
 def test_visibility_survives_a_reload_and_forgets_vanished_tools() -> None:
     session = ready(LATEST, ADD, ECHO, HIDDEN)
     change(session, disable=["echo"], enable=["secret"])
-    before = session.visible_tools()
+    before = session.tool_list.visible()
     new_hidden = tool_from_definition(pb.ToolDefinition(name="later", hidden=True), owner="a.py")
     session.catalog.replace("a.py", [ADD, HIDDEN, new_hidden])  # echo vanished, later is new and hidden
-    assert session.catalog_changed(before) == []  # add and secret: what this session saw before
+    assert session.tool_list.catalog_changed(before) == []  # add and secret: what this session saw before
     assert session.visibility.disabled == set()
     assert listed(session) == ["add", "secret"]
 

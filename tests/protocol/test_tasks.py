@@ -79,7 +79,7 @@ def test_a_ttl_of_zero_is_answered_with_the_ttl_granted() -> None:
     [created] = sent(request(session, 1, "tools/call", {"name": "opt", "arguments": {}, "task": {"ttl": 0}}))
     task = created["result"]["task"]
     assert task["ttl"] == DEFAULT_TTL_MS
-    assert session.advance(T0 + 1) == []
+    assert session.task_events.advance(T0 + 1) == []
     [got] = sent(request(session, 2, "tasks/get", {"taskId": task["taskId"]}))
     assert got["result"]["status"] == "working" and got["result"]["ttl"] == DEFAULT_TTL_MS
 
@@ -166,7 +166,7 @@ def new_session(version: str = "2025-11-25", tasks: TaskMethods | None = None) -
     catalog = Catalog()
     catalog.replace("t.py", [make_tool("opt", "optional"), make_tool("req", "required"), make_tool("no", "")])
     session = Session(catalog, {"name": "t", "version": "1"}, tasks=tasks)
-    session.advance(T0)
+    session.task_events.advance(T0)
     init = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
     session.receive(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}))
     session.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
@@ -233,7 +233,7 @@ def test_task_completes_and_result_blocks_until_then() -> None:
     [got] = sent(request(session, 2, "tasks/get", {"taskId": task_id}))
     assert got["result"]["status"] == "working"
     assert request(session, 3, "tasks/result", {"taskId": task_id}) == []  # blocks
-    events = session.task_done(call, answer("done"), T0 + 1)
+    events = session.task_events.done(call, answer("done"), T0 + 1)
     notice, result = sent(events)
     assert notice["method"] == "notifications/tasks/status" and notice["params"]["status"] == "completed"
     assert result["id"] == 3 and events[1].related == b"3"  # type: ignore[union-attr]
@@ -251,13 +251,13 @@ def test_task_completes_and_result_blocks_until_then() -> None:
 def test_error_result_fails_the_task_with_its_message() -> None:
     session = new_session()
     task_id, call = start_task(session)
-    session.task_done(call, answer("it broke", is_error=True), T0 + 1)
+    session.task_events.done(call, answer("it broke", is_error=True), T0 + 1)
     [got] = sent(request(session, 2, "tasks/get", {"taskId": task_id}))
     assert (got["result"]["status"], got["result"]["statusMessage"]) == ("failed", "it broke")
     [result] = sent(request(session, 3, "tasks/result", {"taskId": task_id}))
     assert result["result"]["isError"] is True
     failed_id, failed_call = start_task(session, 4)
-    session.task_failed(failed_call, "Tool 'opt' failed: tool process exited with status 3", T0 + 2)
+    session.task_events.failed(failed_call, "Tool 'opt' failed: tool process exited with status 3", T0 + 2)
     [got] = sent(request(session, 5, "tasks/get", {"taskId": failed_id}))
     assert got["result"]["statusMessage"] == "Tool 'opt' failed: tool process exited with status 3"
 
@@ -281,7 +281,7 @@ def test_cancel_running_then_refused_when_terminal() -> None:
     assert response["id"] == 3 and response["result"]["status"] == "cancelled"
     assert notice["params"]["status"] == "cancelled"
     assert waiter["id"] == 2 and waiter["result"]["isError"] is True
-    assert session.task_done(call, answer("late"), T0 + 1) == []  # stays cancelled
+    assert session.task_events.done(call, answer("late"), T0 + 1) == []  # stays cancelled
     [refused] = sent(request(session, 4, "tasks/cancel", {"taskId": task_id}))
     assert refused["error"] == {
         "code": -32602,
@@ -295,8 +295,8 @@ def test_expiry_cancels_the_call_and_answers_waiters() -> None:
     session = new_session()
     task_id, call = start_task(session, ttl=1000)
     request(session, 2, "tasks/result", {"taskId": task_id})
-    assert session.advance(T0 + 0.5) == []
-    events = session.advance(T0 + 1)
+    assert session.task_events.advance(T0 + 0.5) == []
+    events = session.task_events.advance(T0 + 1)
     assert [e.call for e in events if isinstance(e, CancelCall)] == [call]
     [expired] = sent(events)
     assert expired["id"] == 2 and expired["error"]["message"] == "Failed to retrieve task: Task has expired"
@@ -314,9 +314,9 @@ def test_status_reports_and_progress_carry_the_task() -> None:
     )
     call = events[1]
     assert isinstance(call, Call) and call.task is not None
-    [notice] = sent(session.task_status(call, "input_required", "need input", T0 + 1))
+    [notice] = sent(session.task_events.status(call, "input_required", "need input", T0 + 1))
     assert (notice["params"]["status"], notice["params"]["statusMessage"]) == ("input_required", "need input")
-    assert session.task_status(call, "input_required", "need input", T0 + 2) == []
+    assert session.task_events.status(call, "input_required", "need input", T0 + 2) == []
     progress = orjson.loads(session.progress(call, 1.0, 2.0, "half") or b"")
     assert progress["params"]["_meta"] == {RELATED_TASK: {"taskId": call.task.id}}
     log = orjson.loads(session.log("info", "opt", "hi", call.task) or b"")
