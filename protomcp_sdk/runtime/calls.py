@@ -23,7 +23,7 @@ from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.authoring.tools import ToolSpec
 from protomcp_sdk.runtime import eager, logs
 from protomcp_sdk.runtime.around_tool import AroundTool, before_tool
-from protomcp_sdk.runtime.context import Ask, Context
+from protomcp_sdk.runtime.context import Ask, Context, mark_cancelled
 from protomcp_sdk.runtime.outcomes import arguments_of, outcome_async, outcome_sync
 from protomcp_sdk.runtime.threads import CallThreads
 from protomcp_sdk.runtime.writer import FrameWriter
@@ -244,11 +244,11 @@ class ToolCalls:
     def cancel(self, request_id: str) -> None:
         ctx = self.threads.get(request_id)
         if ctx is not None:
-            ctx._cancel()  # a thread cannot be interrupted: the tool may check ctx.cancelled
+            mark_cancelled(ctx)  # a thread cannot be interrupted: the tool may check ctx.cancelled
             self.loop.call_later(CANCEL_GRACE, self._warn_if_running, request_id, ctx)
         entry = self.tasks.get(request_id)
         if entry is not None:
-            entry[1]._cancel()
+            mark_cancelled(entry[1])
             entry[0].cancel()
 
     def _warn_if_running(self, request_id: str, ctx: Context) -> None:

@@ -106,6 +106,11 @@ def _task_status(ctx: Context, state: str, message: str, progress: int, total: i
     return pb.Envelope(request_id=ctx.request_id, task_status_response=note)
 
 
+def mark_cancelled(ctx: Context) -> None:
+    """The client cancelled the call `ctx` belongs to (what ``ctx.cancelled`` reads)."""
+    ctx._cancelled = True
+
+
 class Context(CallContext):
     """Talks back to the client while a tool runs: progress, log messages, cancellation.
 
@@ -174,9 +179,6 @@ class Context(CallContext):
     def cancelled(self) -> bool:
         """True once the client cancelled this call. Long sync loops should check it."""
         return self._cancelled
-
-    def _cancel(self) -> None:
-        self._cancelled = True
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import orjson
 
 from protomcp_sdk.runtime import client
-from protomcp_sdk.runtime.context import _UNSET, Answer, Context
+from protomcp_sdk.runtime.context import _UNSET, Answer, Context, mark_cancelled
 from protomcp_sdk.testing.answers import (
     Elicitation,
     Roots,
@@ -88,7 +88,7 @@ class RecordingContext(Context):
         self._block: set[str] = set()
 
     def cancel(self) -> None:
-        self._cancel()
+        mark_cancelled(self)
 
     def _record(self, envelope: pb.Envelope) -> None:
         self.sent.append(envelope)
