@@ -7,6 +7,9 @@ GitHub Enterprise Server. The stand-in follows GitHub's documentation:
   takes client_id, client_secret, code, redirect_uri (and code_verifier) and answers
   `access_token=...&scope=...&token_type=bearer`, or JSON with `Accept: application/json`.
   https://docs.github.com/en/apps/oauth-apps/building-oauth-apps/authorizing-oauth-apps
+- PKCE: code_challenge and code_challenge_method (S256 only) at authorize, code_verifier at
+  the exchange; GitHub does not require it, protomcp always sends it.
+  https://github.blog/changelog/2025-07-14-pkce-support-for-oauth-and-github-app-authentication
 - Troubleshooting OAuth app access token request errors: incorrect_client_credentials,
   redirect_uri_mismatch, bad_verification_code, each as a body (format per the Accept header)
   with error, error_description and error_uri — and HTTP 200.
