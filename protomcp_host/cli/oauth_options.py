@@ -27,10 +27,11 @@ OAUTH_SERVER_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
         "--oauth-provider",
         default=None,
-        metavar="oidc:ISSUER|github|google",
+        metavar="oidc:ISSUER|github|github:URL|google",
         help="[http] Be the OAuth authorization server MCP clients sign in with (metadata, client ID "
         "metadata documents, dynamic registration, tokens signed here), the user signing in at this "
-        "identity provider. Needs --public-url, --oauth-client-id-env and --oauth-client-secret-env.",
+        "identity provider (github: github.com; github:https://HOST: a GitHub Enterprise Server). "
+        "Needs --public-url, --oauth-client-id-env and --oauth-client-secret-env.",
     ),
     click.option(
         "--oauth-client-id-env",
@@ -171,11 +172,13 @@ def _provider(value: str) -> ProviderSpec:
     if value in ("github", "google"):
         return ProviderSpec(value)
     kind, _, issuer = value.partition(":")
-    if kind != "oidc" or not issuer:
-        raise click.UsageError(f"--oauth-provider {value}: expected oidc:ISSUER-URL, github or google")
+    if kind not in ("oidc", "github") or not issuer:
+        raise click.UsageError(
+            f"--oauth-provider {value}: expected oidc:ISSUER-URL, github, github:ENTERPRISE-URL or google"
+        )
     if not secure_enough(issuer):
-        raise click.UsageError(f"--oauth-provider {value}: the issuer must be https (http only on loopback)")
-    return ProviderSpec("oidc", issuer.rstrip("/"))
+        raise click.UsageError(f"--oauth-provider {value}: the URL must be https (http only on loopback)")
+    return ProviderSpec(kind, issuer.rstrip("/"))
 
 
 def _serve_as(settings: OAuthServerSettings, http: HttpSettings) -> None:

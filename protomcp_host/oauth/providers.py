@@ -1,8 +1,9 @@
 """The identity provider the user signs in at: an OpenID Connect provider found by discovery
 (`oidc:<issuer>`, and `google`), or GitHub (OAuth 2 without OpenID Connect: the user id comes
-from its API). protomcp is the provider's client here: code flow with its own PKCE, a nonce
-(OIDC), and the `iss` of the authorization response checked when the provider sends one (RFC
-9207). What the provider issues stays here: only the user's id (and name, e-mail) goes on."""
+from its API; github.com, or a GitHub Enterprise Server with `github:<its URL>`). protomcp is
+the provider's client here: code flow with its own PKCE, a nonce (OIDC), and the `iss` of the
+authorization response checked when the provider sends one (RFC 9207). What the provider
+issues stays here: only the user's id (and name, e-mail) goes on."""
 
 from __future__ import annotations
 
@@ -19,9 +20,7 @@ from protomcp_host.oauth.settings import ProviderSpec
 HTTP_TIMEOUT = 10.0
 DISCOVERY_TTL = 3600.0  # seconds discovery and the provider's keys are used before a re-read
 GOOGLE = "https://accounts.google.com"
-GITHUB_AUTHORIZE = "https://github.com/login/oauth/authorize"
-GITHUB_TOKEN = "https://github.com/login/oauth/access_token"
-GITHUB_USER = "https://api.github.com/user"
+GITHUB = "https://github.com"  # github.com's web address; its REST API is at api.github.com
 
 
 class ProviderError(Exception):
@@ -56,13 +55,15 @@ class Provider:
     def issuer(self) -> str:
         """Who vouches for the subjects (the `idp` claim of protomcp's tokens)."""
         if self.spec.kind == "github":
-            return "https://github.com"
+            return self.spec.issuer or GITHUB
         return GOOGLE if self.spec.kind == "google" else self.spec.issuer.rstrip("/")
 
     @property
     def display_name(self) -> str:
-        if self.spec.kind in ("github", "google"):
-            return {"github": "GitHub", "google": "Google"}[self.spec.kind]
+        if self.spec.kind == "github" and self.issuer == GITHUB:
+            return "GitHub"
+        if self.spec.kind == "google":
+            return "Google"
         return urlsplit(self.issuer).hostname or self.issuer
 
     async def authorization_url(self, state: str, redirect_uri: str, challenge: str, nonce: str) -> str:
@@ -76,7 +77,7 @@ class Provider:
             "code_challenge_method": "S256",
         }
         if self.spec.kind == "github":
-            endpoint = GITHUB_AUTHORIZE
+            endpoint = self.issuer + "/login/oauth/authorize"
             query["scope"] = "read:user user:email"
         else:
             endpoint = (await self._metadata())["authorization_endpoint"]
@@ -172,16 +173,21 @@ class Provider:
             "redirect_uri": redirect_uri,
             "code_verifier": verifier,
         }
-        answer = await self._post(GITHUB_TOKEN, form, None)
+        # (GitHub answers a refused exchange with HTTP 200 and an `error` in the body)
+        answer = await self._post(self.issuer + "/login/oauth/access_token", form, None)
         token = answer.get("access_token")
         if not isinstance(token, str):
             raise ProviderError(f"GitHub gave no access token: {answer.get('error', 'no reason')}")
-        user = await self._get(GITHUB_USER, token)
+        user = await self._get(self._github_api() + "/user", token)
         if not isinstance(user.get("id"), int):
             raise ProviderError("GitHub's user API gave no user id")
         return Person(
             str(user["id"]), str(user.get("name") or user.get("login") or ""), str(user.get("email") or "")
         )
+
+    def _github_api(self) -> str:
+        """The REST API: api.github.com for github.com, `{URL}/api/v3` on an Enterprise Server."""
+        return "https://api.github.com" if self.issuer == GITHUB else self.issuer + "/api/v3"
 
     async def _get(self, url: str, token: str | None = None) -> dict[str, Any]:
         headers = {"accept": "application/json"}

@@ -11,7 +11,7 @@ CALLBACK_PATH = "/oauth/callback"  # the provider sends the browser back here
 @dataclass(frozen=True)
 class ProviderSpec:
     kind: str  # "oidc", "github" or "google"
-    issuer: str = ""  # oidc (and google): the provider's issuer URL
+    issuer: str = ""  # oidc: the provider's issuer URL; github: an Enterprise Server's URL (or "")
 
 
 @dataclass(frozen=True)

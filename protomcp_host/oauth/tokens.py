@@ -29,7 +29,7 @@ class Grant:
     subject: str
     scope: str  # space-separated
     resource: str
-    provider: str  # who vouched for the subject (an issuer URL, or https://github.com)
+    provider: str  # who vouched for the subject (an issuer URL, or GitHub's web address)
 
     def as_record(self) -> dict[str, Any]:
         return {

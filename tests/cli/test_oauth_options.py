@@ -46,6 +46,18 @@ def test_the_options_make_the_server_and_its_resource_check(monkeypatch: pytest.
 
 
 @pytest.mark.parametrize(
+    ("provider", "spec"),
+    [("github", ("github", "")), ("github:https://GHE.example.com/", ("github", "https://GHE.example.com"))],
+)
+def test_github_is_github_com_or_an_enterprise_server(
+    provider: str, spec: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = [*SERVER[:7], provider, *SERVER[8:]]
+    server = settings_of(args, monkeypatch).oauth_server
+    assert server is not None and (server.provider.kind, server.provider.issuer) == spec
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--oauth-provider", "github"], "needs --public-url"),
@@ -56,6 +68,10 @@ def test_the_options_make_the_server_and_its_resource_check(monkeypatch: pytest.
         (["--public-url", "https://t.example", "--oauth-provider", "okta"], "expected oidc:ISSUER-URL"),
         (
             ["--public-url", "https://t.example", "--oauth-provider", "oidc:http://idp.example"],
+            "must be https",
+        ),
+        (
+            ["--public-url", "https://t.example", "--oauth-provider", "github:http://ghe.example"],
             "must be https",
         ),
         (["--public-url", "https://t.example", "--oauth-provider", "github"], "needs --oauth-client-id-env"),

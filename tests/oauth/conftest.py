@@ -37,7 +37,7 @@ class Browser:
     """One browser (one cookie jar) going through sign-ins: protomcp's consent page, then the
     provider's login and consent forms."""
 
-    idp: IdentityProvider
+    idp: IdentityProvider | None = None  # (None: a provider without a scripted sign-in page)
     jar: http.cookiejar.CookieJar = field(default_factory=http.cookiejar.CookieJar)
 
     def open(self, url: str, form: dict[str, str] | None = None, origin: str | None = None) -> Response:
@@ -68,6 +68,7 @@ class Browser:
 
     def provider_answer(self, authorize_url: str, account: str = "alice") -> str:
         """Consent and sign in at the provider: the provider's redirect back to protomcp."""
+        assert self.idp is not None
         return self.idp.sign_in(self.allow(authorize_url), account, cookies=self.jar)
 
     def sign_in(self, authorize_url: str, account: str = "alice") -> str:

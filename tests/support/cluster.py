@@ -98,9 +98,9 @@ class Nginx:
     """nginx in the foreground with its own prefix, serving the example config (the upstream
     addresses and the public port replaced by the test's), logging each request's upstream."""
 
-    def __init__(self, folder: Path, upstreams: list[str]) -> None:
+    def __init__(self, folder: Path, upstreams: list[str], port: int | None = None) -> None:
         self.folder = folder
-        self.port = free_port()
+        self.port = port or free_port()  # (given: the hosts behind it were told their public URL)
         for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
         site = EXAMPLE.read_text()
@@ -155,13 +155,13 @@ class Nginx:
 
 @pytest.fixture
 def nginx(tmp_path: Path) -> Iterator[type[Nginx]]:
-    """Start nginx in front of given upstreams: nginx(["127.0.0.1:PORT", ...]) -> Nginx."""
+    """Start nginx in front of given upstreams: nginx(["127.0.0.1:PORT", ...], port=None) -> Nginx."""
     if not os.access(NGINX, os.X_OK):
         pytest.skip("nginx is not installed (Debian: apt-get install nginx)")
     started: list[Nginx] = []
 
-    def start(upstreams: list[str]) -> Nginx:
-        server = Nginx(tmp_path / f"nginx{len(started)}", upstreams)
+    def start(upstreams: list[str], port: int | None = None) -> Nginx:
+        server = Nginx(tmp_path / f"nginx{len(started)}", upstreams, port)
         started.append(server)
         return server
 
