@@ -82,6 +82,14 @@ async def error_json(send: Send, problem: BadRequest, headers: tuple[tuple[bytes
     await respond_json(send, problem.status, orjson.dumps(body), (*NO_STORE, *headers))
 
 
+async def refused_unless_post(scope: Scope, send: Send) -> bool:
+    """True once a request that is not a POST was answered 405 (the endpoints take forms)."""
+    if scope["method"] == "POST":
+        return False
+    await error_json(send, BadRequest("invalid_request", "use POST", 405), ((b"allow", b"POST"),))
+    return True
+
+
 async def answer_json(send: Send, status: int, body: dict[str, Any]) -> None:
     await respond_json(send, status, orjson.dumps(body), NO_STORE)
 

@@ -16,12 +16,18 @@ from protomcp_host.oauth.http_io import (
     error_json,
     read_form,
     read_json_object,
+    refused_unless_post,
 )
 from protomcp_host.oauth.records import CODE_TTL, Records, digest
 from protomcp_host.oauth.tokens import Grant, Reused, Tokens
 from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond
 
 BASIC_CHALLENGE = ((b"www-authenticate", b'Basic realm="protomcp"'),)
+
+
+async def _refuse(send: Send, problem: BadRequest) -> None:
+    """The JSON error; a 401 (invalid_client) also says how to authenticate (RFC 6749 §5.2)."""
+    await error_json(send, problem, BASIC_CHALLENGE if problem.status == 401 else ())
 
 
 class TokenEndpoint:
@@ -32,8 +38,7 @@ class TokenEndpoint:
         self.access_ttl = access_ttl
 
     async def token(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] != "POST":
-            await error_json(send, BadRequest("invalid_request", "use POST", 405), ((b"allow", b"POST"),))
+        if await refused_unless_post(scope, send):
             return
         try:
             form = await read_form(scope, receive)
@@ -46,7 +51,7 @@ class TokenEndpoint:
             else:
                 raise BadRequest("unsupported_grant_type", "grant_type: authorization_code or refresh_token")
         except BadRequest as problem:
-            await error_json(send, problem, BASIC_CHALLENGE if problem.status == 401 else ())
+            await _refuse(send, problem)
             return
         await self.clients.used(client)
         await answer_json(
@@ -116,8 +121,7 @@ class TokenEndpoint:
             raise BadRequest("invalid_target", f"tokens here are only for {granted}")
 
     async def revoke(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] != "POST":
-            await error_json(send, BadRequest("invalid_request", "use POST", 405), ((b"allow", b"POST"),))
+        if await refused_unless_post(scope, send):
             return
         try:
             form = await read_form(scope, receive)
@@ -125,14 +129,13 @@ class TokenEndpoint:
             if "token" not in form:
                 raise BadRequest("invalid_request", "the request names no token")
         except BadRequest as problem:
-            await error_json(send, problem, BASIC_CHALLENGE if problem.status == 401 else ())
+            await _refuse(send, problem)
             return
         await self.tokens.revoke(form["token"], client.client_id)
         await respond(send, 200, headers=((b"cache-control", b"no-store"),))
 
     async def register(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] != "POST":
-            await error_json(send, BadRequest("invalid_request", "use POST", 405), ((b"allow", b"POST"),))
+        if await refused_unless_post(scope, send):
             return
         try:
             metadata: Any = await read_json_object(receive)
