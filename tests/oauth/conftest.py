@@ -312,6 +312,20 @@ def sdk_auth(bed: Bed, storage: MemoryStorage, account: str = "alice", **kwargs:
     return OAuthClientProvider(bed.mcp_url, metadata, storage, redirect_handler, callback_handler, **kwargs)
 
 
+async def add_and_whoami(mcp_url: str, auth: OAuthClientProvider) -> tuple[str, dict[str, Any] | None]:
+    """Through the SDK's client signed in with `auth`: add(2, 3)'s text, and the claims the
+    tool whoami saw."""
+    async with (
+        httpx2.AsyncClient(auth=auth, timeout=30) as client,
+        streamable_http_client(mcp_url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        added = await session.call_tool("add", {"a": 2, "b": 3})
+        claims = (await session.call_tool("whoami", {})).structured_content
+    return added.content[0].text, claims  # type: ignore[union-attr]
+
+
 async def call_add(bed: Bed, auth: OAuthClientProvider) -> Any:
     async with (
         httpx2.AsyncClient(auth=auth, timeout=30) as client,

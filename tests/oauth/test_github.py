@@ -31,7 +31,15 @@ from typing import Any
 
 import pytest
 
-from tests.oauth.conftest import APP_ID, APP_SECRET, TOOL_FILE, Browser, MemoryStorage, post_json
+from tests.oauth.conftest import (
+    APP_ID,
+    APP_SECRET,
+    TOOL_FILE,
+    Browser,
+    MemoryStorage,
+    add_and_whoami,
+    post_json,
+)
 from tests.oauth.github import GitHub, GitHubUser
 from tests.support.http import HttpHost
 from tests.support.idp import pkce_pair
@@ -88,10 +96,7 @@ def bed() -> Iterator[GitHubBed]:
 async def sign_in_and_whoami(bed: GitHubBed) -> dict[str, Any]:
     """The official Python SDK's OAuth client signs in (registering dynamically), calls a tool,
     and returns the claims the tool saw."""
-    import httpx2
-    from mcp import ClientSession
     from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
-    from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.auth import OAuthClientMetadata
 
     landed: list[str] = []
@@ -116,15 +121,8 @@ async def sign_in_and_whoami(bed: GitHubBed) -> dict[str, Any]:
         redirect_handler=redirect_handler,
         callback_handler=callback_handler,
     )
-    async with (
-        httpx2.AsyncClient(auth=auth, timeout=30) as http,
-        streamable_http_client(bed.mcp_url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        added = await session.call_tool("add", {"a": 2, "b": 3})
-        assert added.content[0].text == "5"  # type: ignore[union-attr]
-        claims = (await session.call_tool("whoami", {})).structured_content
+    added, claims = await add_and_whoami(bed.mcp_url, auth)
+    assert added == "5"
     assert claims is not None and landed and landed[-1].startswith(REDIRECT + "?")
     return claims
 

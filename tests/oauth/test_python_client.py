@@ -11,7 +11,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from tests.oauth.conftest import Bed, Beds
+from tests.oauth.conftest import Bed, Beds, add_and_whoami
 from tests.oauth.documents import DocumentServer
 
 REDIRECT = "http://127.0.0.1:9/py-callback"  # loopback (RFC 8252); the test reads the redirect
@@ -38,10 +38,7 @@ class MemoryStorage:
 
 
 async def sign_in_and_call(bed: Bed, client_metadata_url: str | None = None) -> MemoryStorage:
-    import httpx2
-    from mcp import ClientSession
     from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
-    from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.auth import OAuthClientMetadata
 
     storage = MemoryStorage()
@@ -69,16 +66,9 @@ async def sign_in_and_call(bed: Bed, client_metadata_url: str | None = None) -> 
         callback_handler=callback_handler,
         client_metadata_url=client_metadata_url,
     )
-    async with (
-        httpx2.AsyncClient(auth=auth, timeout=30) as http,
-        streamable_http_client(bed.mcp_url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        added = await session.call_tool("add", {"a": 2, "b": 3})
-        assert added.content[0].text == "5"  # type: ignore[union-attr]
-        claims = (await session.call_tool("whoami", {})).structured_content
-        assert claims is not None and claims["sub"] == "bob" and claims["aud"] == bed.mcp_url
+    added, claims = await add_and_whoami(bed.mcp_url, auth)
+    assert added == "5"
+    assert claims is not None and claims["sub"] == "bob" and claims["aud"] == bed.mcp_url
     assert landed and landed[0].startswith(REDIRECT + "?")
     return storage
 
