@@ -23,7 +23,6 @@ from protomcp_host.cli.install import (
     is_protomcp_entry,
     read_config,
 )
-from protomcp_host.cli.options import PASSED_ON
 from protomcp_host.processes.distribution import DIST_NAME, install_command
 
 # Claude Code keeps user-scope servers in ~/.claude.json ("mcpServers"); doctor only reads it.
@@ -187,25 +186,28 @@ def installed_upstreams(place: Place) -> list[tuple[str, Any]]:
     return found
 
 
+def _valued_options(verb: str) -> set[str]:
+    """The options of `run` or `dev` that take a value (which is then not a tool file)."""
+    import click
+
+    from protomcp_host.cli.serve_commands import dev, run
+
+    command = run if verb == "run" else dev
+    return {
+        name
+        for param in command.params
+        if isinstance(param, click.Option) and not param.is_flag and not param.count
+        for name in param.opts
+    }
+
+
 def _entry_files(entry: dict[str, Any]) -> list[str]:
     args = [str(a) for a in entry.get("args", [])]
     verb = next((i for i, a in enumerate(args) if a in ("run", "dev")), None)
     if verb is None:
         return []
     rest = args[verb + 1 :]
-    valued = (  # options whose values are not files
-        "-m",
-        "--module",
-        "--plugin",
-        "--python",
-        "--name",
-        "--instructions",
-        "--upstream",
-        "--upstream-token-env",
-        "--upstream-prefix",
-        "--skills",
-        *(option.flag for option in PASSED_ON),
-    )
+    valued = _valued_options(args[verb])
     return [a for i, a in enumerate(rest) if not a.startswith("-") and (i == 0 or rest[i - 1] not in valued)]
 
 

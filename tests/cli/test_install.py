@@ -502,3 +502,15 @@ def test_install_skills_alone_and_a_bad_folder(tmp_path: Path) -> None:
     assert refused.exit_code != 0 and "no skills in it" in refused.output  # run would refuse it
     with pytest.raises(InstallError, match="--skills: no such folder"):
         installer.install("mcp-json", [HELLO], skills=[tmp_path / "nope"])
+
+
+def test_doctor_takes_no_option_value_for_a_tool_file() -> None:
+    """`doctor` read `http` in `run --transport http FILE` as a tool file (its list of valued
+    options was a second copy of run's, and it had drifted); every valued option of `run` and
+    `dev` is now read from the commands themselves."""
+    from protomcp_host.cli.doctor import _entry_files
+
+    args = ["run", "--transport", "http", "--port", "8000", "--call-timeout", "60", str(HELLO)]
+    assert _entry_files({"command": "protomcp", "args": args}) == [str(HELLO)]
+    dev_args = ["dev", "--transport", "http", "--host", "0.0.0.0", str(HELLO), "--store", "memory://"]
+    assert _entry_files({"command": "protomcp", "args": dev_args}) == [str(HELLO)]
