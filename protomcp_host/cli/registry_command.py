@@ -4,12 +4,15 @@ description and the variables they declare), with the packages and remotes that 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from protomcp_host.cli.loading import err
 from protomcp_host.cli.options import PYTHON, SOURCES
+
+if TYPE_CHECKING:
+    from protomcp_host.cli.python_project import PythonProject
 
 
 @click.command()
@@ -90,7 +93,7 @@ def registry(
     """
     from protomcp_host.cli import pack as packer
     from protomcp_host.cli import server_json as doc
-    from protomcp_host.cli.python_project import ProjectError, PythonProject, find_project
+    from protomcp_host.cli.python_project import ProjectError, find_project
 
     if not files:
         raise click.UsageError("give the tool FILES the server serves")
@@ -109,8 +112,8 @@ def registry(
             doc.check_remote_url(url)
         source = doc.repository(repository) if repository else None
         project = find_project(files[0])
-        notes = _check_pypi(project, server_name, warnings) if pypi else []
         version = doc.check_version(version or _project_version(project))
+        distribution, notes = _check_pypi(project, server_name, version, warnings) if pypi else (None, [])
     except (doc.RegistryError, ProjectError) as exc:
         raise click.ClickException(str(exc)) from None
     try:
@@ -126,11 +129,10 @@ def registry(
         summary = doc.check_description(bundle.description)
         variables = bundle.variables()
         packages: list[dict[str, Any]] = []
-        if mcpb is not None and mcpb_url is not None:
+        if mcpb is not None and mcpb_url is not None:  # (written last: every check is behind)
             packages.append(doc.mcpb_package(mcpb_url, packer.write(bundle, mcpb, say=err), variables))
-        if pypi:
-            assert isinstance(project, PythonProject) and project.name  # (_check_pypi)
-            packages.append(doc.pypi_package(project.name, project.version or version, variables))
+        if distribution is not None:
+            packages.append(doc.pypi_package(*distribution, variables))
         document = doc.server_json(
             server_name, summary, version, packages=packages, remotes=remotes, repository=source
         )
@@ -160,7 +162,7 @@ def registry(
     )
 
 
-def _project_version(project: Any) -> str:
+def _project_version(project: PythonProject | None) -> str:
     if project is not None and project.version:
         return str(project.version)
     raise click.UsageError(
@@ -168,14 +170,22 @@ def _project_version(project: Any) -> str:
     )
 
 
-def _check_pypi(project: Any, server_name: str, warnings: list[str]) -> list[str]:
-    """--pypi: the project must name its distribution; its README must hold the registry's
-    ownership marker, and a console script of its name is what `uvx NAME` runs (else warnings).
-    Returns the notes to print."""
-    from protomcp_host.cli.server_json import RegistryError, readme_declares
+def _check_pypi(
+    project: PythonProject | None, server_name: str, version: str, warnings: list[str]
+) -> tuple[tuple[str, str], list[str]]:
+    """--pypi: the project's distribution (name, version), and the notes to print. Its README
+    must hold the registry's ownership marker, and `uvx NAME` runs its console script NAME: what
+    is missing is added to `warnings`."""
+    from protomcp_host.cli.server_json import RegistryError, check_version, readme_declares
 
     if project is None or not project.name:
         raise RegistryError("--pypi: no pyproject.toml with a [project] name beside or above the FILES")
+    released = check_version(project.version or version, f"{project.file}'s version")
+    if released != version:
+        warnings.append(
+            f"--pypi: the server's version is {version} and the package's {released} ({project.file}): "
+            "the registry expects them to match"
+        )
     marker = f"<!-- mcp-name: {server_name} -->"
     notes: list[str] = []
     readme = project.readme_text()
@@ -190,13 +200,13 @@ def _check_pypi(project: Any, server_name: str, warnings: list[str]) -> list[str
             "description (its README) for it, so add it and release the package before publishing"
         )
     else:
-        notes = [
+        notes.append(
             f"{readme[0]} holds `mcp-name: {server_name}`, which the registry looks for in the "
             "package's PyPI description: release the package with it before publishing"
-        ]
+        )
     if not project.runs_as(project.name):
         warnings.append(
             f"--pypi: clients run a PyPI server as `uvx {project.name}`, which runs the console script "
             f"{project.name!r}, and {project.file} declares none ([project.scripts])"
         )
-    return notes
+    return (project.name, released), notes

@@ -158,12 +158,13 @@ def test_a_pypi_package_from_the_project_and_its_readme_marker(tmp_path: Path) -
     ]
 
 
-def test_a_readme_without_the_marker_and_no_console_script_are_warned_of(tmp_path: Path) -> None:
+def test_a_readme_without_the_marker_no_console_script_and_two_versions_are_warned_of(tmp_path: Path) -> None:
     tool_file(tmp_path)
     project(tmp_path, readme="# Weather\n\nmcp-name: io.github.octo/weather-two\n", scripts=False)
-    done = registry("weather.py", "--name", NAME, "--pypi", cwd=tmp_path)
+    done = registry("weather.py", "--name", NAME, "--pypi", "--version", "1.3.0", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     warnings = " ".join(done.stderr.split())
+    assert "the server's version is 1.3.0 and the package's 1.2.0" in warnings
     assert f"README.md lacks the line <!-- mcp-name: {NAME} -->" in warnings
     assert "`uvx octo-weather`" in warnings and "[project.scripts]" in warnings
     valid(orjson.loads((tmp_path / "server.json").read_bytes()))
