@@ -20,6 +20,7 @@ class PythonProject:
     file: Path  # the pyproject.toml
     name: str | None
     version: str | None  # None: dynamic or missing
+    description: str | None
     scripts: frozenset[str]  # [project.scripts] names
     readme: Any  # [project].readme as written (a path, a table or None)
 
@@ -76,11 +77,12 @@ def read_project(file: Path) -> PythonProject:
     project = project if isinstance(project, dict) else {}
     scripts = project.get("scripts")
     scripts = scripts if isinstance(scripts, dict) else {}
-    name, version = project.get("name"), project.get("version")
+    name, version, description = project.get("name"), project.get("version"), project.get("description")
     return PythonProject(
         file=file,
         name=name if isinstance(name, str) else None,
         version=version if isinstance(version, str) else None,
+        description=description if isinstance(description, str) else None,
         scripts=frozenset(str(script) for script in scripts),
         readme=project.get("readme"),
     )

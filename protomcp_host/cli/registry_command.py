@@ -67,7 +67,9 @@ if TYPE_CHECKING:
     help="The server's version (default: the pyproject.toml's); one per publication.",
 )
 @click.option(
-    "--description", help="One line, at most 100 characters (default: the first tool file's docstring)."
+    "--description",
+    help="One line, at most 100 characters (default: the first tool file's docstring, else the "
+    "pyproject.toml's description).",
 )
 @click.option("--repository", metavar="URL", help="The source repository, on GitHub or GitLab.")
 @PYTHON
@@ -112,6 +114,7 @@ def registry(
             doc.check_remote_url(url)
         source = doc.repository(repository) if repository else None
         project = find_project(files[0])
+        given_version = version is not None
         version = doc.check_version(version or _project_version(project))
         distribution, notes = _check_pypi(project, server_name, version, warnings) if pypi else (None, [])
     except (doc.RegistryError, ProjectError) as exc:
@@ -125,6 +128,7 @@ def registry(
             name=server_name.split("/")[1],
             version=version,
             description=description,
+            fallback_description=project.description if project else None,
         )
         summary = doc.check_description(bundle.description)
         variables = bundle.variables()
@@ -152,6 +156,8 @@ def registry(
         f"wrote {out} ({server_name} {version}: {', '.join(kinds)}; "
         f"{len(variables)} environment variable{'s' * (len(variables) != 1)})"
     )
+    if project is not None and version == project.version and not given_version:
+        click.echo(f"(the version of {project.file})")
     for note in notes:
         click.echo(note)
     if mcpb is not None:

@@ -15,6 +15,7 @@ import orjson
 import pytest
 from jsonschema import Draft7Validator
 
+from tests.cli.test_pack import mcpb, unpack, validate  # noqa: F401 (mcpb: the official CLI's fixture)
 from tests.support.hosts import HOST, ROOT
 
 SCHEMA = orjson.loads(
@@ -64,6 +65,7 @@ def valid(document: dict[str, Any]) -> None:
 
 def project(folder: Path, readme: str | None, scripts: bool = True) -> None:
     text = '[project]\nname = "octo-weather"\nversion = "1.2.0"\nreadme = "README.md"\n'
+    text += 'description = "Forecasts by city, from weather.example."\n'
     if scripts:
         text += '\n[project.scripts]\nocto-weather = "octo_weather:main"\n'
     (folder / "pyproject.toml").write_text(text)
@@ -129,6 +131,25 @@ def test_a_bundle_entry_with_its_sha256_and_the_declared_variables(tmp_path: Pat
     assert set(manifest["user_config"]) == {"weather_api_key", "weather_units"}
 
 
+def test_the_listed_bundle_passes_the_official_mcpb_validator(tmp_path: Path, mcpb: Path) -> None:  # noqa: F811
+    tool_file(tmp_path)
+    done = registry(
+        "weather.py",
+        "--name",
+        NAME,
+        "--version",
+        "1.2.0",
+        "--mcpb",
+        "w.mcpb",
+        "--mcpb-url",
+        URL,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    checked = validate(mcpb, unpack(mcpb, tmp_path / "w.mcpb", tmp_path / "unpacked"))
+    assert checked.returncode == 0 and "validation passes" in checked.stdout, checked.stdout
+
+
 def test_a_pypi_package_from_the_project_and_its_readme_marker(tmp_path: Path) -> None:
     tool_file(tmp_path / "octo_weather")
     project(tmp_path, readme=f"# Weather\n\n<!-- mcp-name: {NAME} -->\n")
@@ -138,6 +159,7 @@ def test_a_pypi_package_from_the_project_and_its_readme_marker(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert "warning" not in done.stderr
     assert f"README.md holds `mcp-name: {NAME}`" in done.stdout
+    assert f"(the version of {tmp_path / 'pyproject.toml'})" in done.stdout
     document = orjson.loads((tmp_path / "out" / "server.json").read_bytes())
     valid(document)
     assert document["version"] == "1.2.0"  # the pyproject's
@@ -156,6 +178,20 @@ def test_a_pypi_package_from_the_project_and_its_readme_marker(tmp_path: Path) -
         "WEATHER_API_KEY",
         "WEATHER_UNITS",
     ]
+
+
+def test_the_description_falls_back_to_the_project_s(tmp_path: Path) -> None:
+    undocumented = textwrap.dedent(WEATHER).replace(
+        '"""Weather for Claude: current conditions by city."""', ""
+    )
+    (tmp_path / "weather.py").write_text(undocumented)
+    project(tmp_path, readme=None)
+    done = registry("weather.py", "--name", NAME, "--remote", "https://mcp.example.com/mcp", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    document = orjson.loads((tmp_path / "server.json").read_bytes())
+    assert document["description"] == "Forecasts by city, from weather.example."
+    assert document["version"] == "1.2.0" and "packages" not in document
+    valid(document)
 
 
 def test_a_readme_without_the_marker_no_console_script_and_two_versions_are_warned_of(tmp_path: Path) -> None:
