@@ -156,7 +156,7 @@ def registry(
         f"wrote {out} ({server_name} {version}: {', '.join(kinds)}; "
         f"{len(variables)} environment variable{'s' * (len(variables) != 1)})"
     )
-    if project is not None and version == project.version and not given_version:
+    if project is not None and not given_version:
         click.echo(f"(the version of {project.file})")
     for note in notes:
         click.echo(note)
