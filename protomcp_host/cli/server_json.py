@@ -163,7 +163,7 @@ def mcpb_package(url: str, bundle: Path, variables: list[dict[str, Any]]) -> dic
 
 
 def pypi_package(name: str, version: str, variables: list[dict[str, Any]]) -> dict[str, Any]:
-    """A PyPI distribution's entry: clients run `uvx NAME==VERSION` (its console script NAME)."""
+    """A PyPI distribution's entry: clients run it with `uvx NAME` (its console script NAME)."""
     package: dict[str, Any] = {
         "registryType": "pypi",
         "registryBaseUrl": "https://pypi.org",

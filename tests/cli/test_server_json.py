@@ -116,6 +116,7 @@ def test_the_readme_marker_is_matched_as_the_registry_matches_it() -> None:
     assert not doc.readme_declares(f"mcp-name: {name}-evil\n", name)  # a longer name
     assert not doc.readme_declares(f"Our name is mcp-name: {name}.", name)  # glued to a period
     assert not doc.readme_declares(f"mcp-name:{name}\n", name)
+    assert not doc.readme_declares(f"<!-- mcp-name: {name}-->", name)  # '-' continues a name
     assert doc.readme_declares(f"mcp-name: {name}-evil and mcp-name: {name}\n", name)
 
 
