@@ -31,8 +31,8 @@ NAME_PART = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]*[a-zA-Z0-9])?")
 NAME_BYTE = re.compile(r"[a-zA-Z0-9._/-]")
 # What the registry takes for a version range rather than one version: ^1.2, ~1, >=1, 1.x, 1.*, 1 - 2, 1 || 2
 VERSION_RANGE = re.compile(r"^\s*(?:\^|~|>|<|=)|\|\||\s-\s|(?:^|\.)[xX*](?:\.|$|-)")
-# Where the official registry takes .mcpb downloads from (docs: official-registry-requirements.md)
-MCPB_HOSTS = ("github.com", "gitlab.com")
+# The forges the official registry takes .mcpb downloads (their releases) and repositories from
+FORGES = ("github.com", "gitlab.com")
 
 
 class RegistryError(Exception):
@@ -92,7 +92,7 @@ def check_mcpb_url(url: str) -> list[str]:
             f"--mcpb-url {url!r}: the registry wants the string 'mcp' in it (e.g. the .mcpb file name)"
         )
     host = (parts.hostname or "").lower()
-    if host not in MCPB_HOSTS:
+    if host not in FORGES:
         return [
             f"--mcpb-url: the official registry takes bundles from GitHub and GitLab releases only "
             f"(e.g. https://github.com/OWNER/REPO/releases/download/v1.0.0/NAME.mcpb), not {host}"
@@ -116,7 +116,7 @@ def repository(url: str) -> dict[str, str]:
     parts = urlsplit(url.removesuffix(".git"))
     host = (parts.hostname or "").lower()
     path = parts.path.strip("/")
-    if parts.scheme != "https" or host not in MCPB_HOSTS or path.count("/") < 1:
+    if parts.scheme != "https" or host not in FORGES or path.count("/") < 1:
         raise RegistryError(
             f"--repository {url!r}: a repository's https:// address on GitHub or GitLab "
             "(e.g. https://github.com/OWNER/REPO)"
