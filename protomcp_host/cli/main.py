@@ -8,6 +8,7 @@ from protomcp_host import __version__
 from protomcp_host.cli.call_command import call
 from protomcp_host.cli.catalog_commands import inspect_command, list_command, plugins, proto_schema_command
 from protomcp_host.cli.client_commands import doctor, install, pack, uninstall
+from protomcp_host.cli.registry_command import registry
 from protomcp_host.cli.serve_commands import dev, logs, run
 
 
@@ -23,7 +24,7 @@ def main() -> None:
 
 for command in (run, dev, logs, list_command, inspect_command, proto_schema_command, plugins, call):
     main.add_command(command)
-for command in (install, uninstall, pack, doctor):
+for command in (install, uninstall, pack, registry, doctor):
     main.add_command(command)
 
 

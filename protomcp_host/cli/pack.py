@@ -263,9 +263,11 @@ def plan(
     author: str | None = None,
     description: str | None = None,
     skills: list[Path] | None = None,
+    fallback_description: str | None = None,
 ) -> Bundle:
     """Check the sources and the skills folders, load every tool file (its tools, prompts and
-    variables)."""
+    variables). The description: `description`, else the first tool file docstring's first line,
+    else `fallback_description`, else one made of the name."""
     from protomcp_host.cli.inspection import inspect_files
     from protomcp_host.cli.install import default_name
     from protomcp_host.processes.launch import StartupError, module_docstring, tool_files
@@ -291,7 +293,7 @@ def plan(
     return Bundle(
         name=name,
         version=version,
-        description=description or next((d for d in docs if d), f"MCP tools: {name}"),
+        description=description or next((d for d in docs if d), fallback_description or f"MCP tools: {name}"),
         author=author or getpass.getuser(),
         kind=kind,
         sources=sources,
