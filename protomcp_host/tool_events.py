@@ -18,10 +18,11 @@ from protomcp_host.calls.forwarding import Forwarding
 from protomcp_host.calls.middleware import Middleware
 from protomcp_host.calls.router import Router
 from protomcp_host.calls.staleness import placeholder_tool, stale_note
-from protomcp_host.processes.events import Loaded
+from protomcp_host.processes.events import Loaded, StateReply
 from protomcp_host.processes.output import LEVELS
 from protomcp_host.protocol.catalog import Catalog, NameClash, Tool
 from protomcp_host.settings import RunSettings
+from protomcp_host.shared.user_state import UserStates
 from protomcp_host.store.base import Store
 from protomcp_sdk.wire import envelope_pb2 as pb
 
@@ -59,6 +60,8 @@ class EventsHost(Protocol):
     def routers(self) -> list[Router]: ...
     @property
     def stderr(self) -> Callable[[str], None]: ...
+    @property
+    def user_states(self) -> UserStates: ...
 
     def tell(self, kind: str, data: dict[str, Any]) -> None: ...
     def report_problem(self, message: str) -> None: ...
@@ -140,6 +143,12 @@ class ToolEvents:
         store's bus, so listeners on every host sharing the store hear of it (this one too)."""
         if envelope.WhichOneof("msg") == "resource_changed" and envelope.resource_changed.uri:
             self.host.store.publish(RESOURCE_UPDATED, envelope.resource_changed.uri.encode())
+
+    def user_state(
+        self, caller: dict[str, Any] | None, request: pb.UserStateRequest, reply: StateReply
+    ) -> None:
+        """ctx.user_state of a running request: the caller's own state, in the store."""
+        self.host.user_states.serve(caller, request, reply)
 
     def _on_tools(
         self,
