@@ -2,6 +2,7 @@
 tests/oauth/test_user_state_cluster.py)."""
 
 import asyncio
+import os
 from typing import Any
 
 from protomcp_sdk import Context, UserStateError, prompt, resource, tool
@@ -23,8 +24,8 @@ def remember_sync(key: str, value: Any, ctx: Context) -> str:
 
 @tool
 def recall(key: str, ctx: Context) -> dict[str, Any]:
-    """Read a value (sync)."""
-    return {"value": ctx.user_state.get(key, "<none>")}
+    """Read a value (sync); `host`: the host process that served the call (a --workers worker)."""
+    return {"value": ctx.user_state.get(key, "<none>"), "host": os.getppid()}
 
 
 @tool
