@@ -22,7 +22,6 @@ from protomcp_host.processes.events import Loaded, StateReply
 from protomcp_host.processes.output import LEVELS
 from protomcp_host.protocol.catalog import Catalog, NameClash, Tool
 from protomcp_host.settings import RunSettings
-from protomcp_host.shared.user_state import UserStates
 from protomcp_host.store.base import Store
 from protomcp_sdk.wire import envelope_pb2 as pb
 
@@ -31,6 +30,14 @@ Watcher = Callable[[str, dict[str, Any]], None]
 """Told of host events: ("loaded", diff), ("problem", message), ("output", line), ("printed",
 a line a call printed), ("log", a log message; "call": true when a call sent it), ("playground",
 its url)."""
+
+
+class UserStateServer(Protocol):
+    """Serves ctx.user_state (shared/user_state.UserStates)."""
+
+    def serve(
+        self, caller: dict[str, Any] | None, request: pb.UserStateRequest, reply: StateReply
+    ) -> None: ...
 
 
 class EventsHost(Protocol):
@@ -61,7 +68,7 @@ class EventsHost(Protocol):
     @property
     def stderr(self) -> Callable[[str], None]: ...
     @property
-    def user_states(self) -> UserStates: ...
+    def user_states(self) -> UserStateServer: ...
 
     def tell(self, kind: str, data: dict[str, Any]) -> None: ...
     def report_problem(self, message: str) -> None: ...
