@@ -100,3 +100,22 @@ async def test_the_local_user_is_one_across_stdio_hosts_and_not_http_callers(red
         host.terminate()
     async with mcp_session("run", FILE, *store) as session:
         assert value_of(await session.call_tool("recall", {"key": "who"})) == "local"
+
+
+async def test_every_process_of_a_pool_reaches_the_hosts_state() -> None:
+    async with mcp_session("run", FILE, "--processes", "2") as session:
+        await session.call_tool("remember", {"key": "k", "value": "v"})
+        processes: set[int] = set()
+
+        async def recall() -> None:
+            result = await session.call_tool("recall", {"key": "k"})
+            assert value_of(result) == "v"
+            processes.add(result.structured_content["process"])
+
+        for _ in range(20):  # concurrent calls go to the less busy process: both serve some
+            async with anyio.create_task_group() as tg:
+                for _ in range(4):
+                    tg.start_soon(recall)
+            if len(processes) == 2:
+                break
+        assert len(processes) == 2

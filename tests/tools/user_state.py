@@ -24,8 +24,9 @@ def remember_sync(key: str, value: Any, ctx: Context) -> str:
 
 @tool
 def recall(key: str, ctx: Context) -> dict[str, Any]:
-    """Read a value (sync); `host`: the host process that served the call (a --workers worker)."""
-    return {"value": ctx.user_state.get(key, "<none>"), "host": os.getppid()}
+    """Read a value (sync); `host`: the host process that served the call (a --workers worker),
+    `process`: this tool process (one of --processes N)."""
+    return {"value": ctx.user_state.get(key, "<none>"), "host": os.getppid(), "process": os.getpid()}
 
 
 @tool
