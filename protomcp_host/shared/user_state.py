@@ -79,6 +79,9 @@ class UserStates:
             why = str(exc) or f"the store did not answer within {STORE_TIMEOUT:g}s"
             self.report(f"protomcp: ctx.user_state.{request.op} failed: {why}")
             answer = pb.UserStateResponse(error=f"the user state is unavailable: {why}")
+        except Exception as exc:  # a bug costs this request, never the host's task group
+            self.report(f"protomcp: ctx.user_state.{request.op} failed: {exc!r}")
+            answer = pb.UserStateResponse(error=f"the host could not serve ctx.user_state: {exc!r}")
         reply(answer)
 
     async def _apply(self, space: str, request: pb.UserStateRequest) -> pb.UserStateResponse:

@@ -66,3 +66,18 @@ async def test_requests_are_checked_again_and_callers_kept_apart() -> None:
             assert message in (await ask(states, caller, **request)).error
         assert (await ask(states, ada, op="get", key="k")).value_json == '{"a":1}'  # nothing changed
         tg.cancel_scope.cancel()
+
+
+async def test_a_store_that_cannot_be_reached_is_an_error_answer_and_reported() -> None:
+    from protomcp_host.store.open import open_store
+    from tests.support.ports import free_port
+
+    reported: list[str] = []
+    store = open_store(f"redis://127.0.0.1:{free_port()}/0", reported.append)  # nothing listens there
+    states = UserStates(store, ANONYMOUS, reported.append)
+    async with anyio.create_task_group() as tg:
+        states.spawn = tg.start_soon
+        answer = await ask(states, None, op="set", key="k", value_json="1")
+        tg.cancel_scope.cancel()
+    assert answer.error.startswith("the user state is unavailable: cannot write to redis://")
+    assert len(reported) == 1 and "ctx.user_state.set failed" in reported[0]
