@@ -34,6 +34,9 @@ from protomcp_host.protocol.features import FeatureCatalog
 from protomcp_host.protocol.skills import Skills
 from protomcp_host.protocol.tasks import TaskStore
 from protomcp_host.settings import RunSettings
+from protomcp_host.shared.user_state import ANONYMOUS as ANONYMOUS_USER
+from protomcp_host.shared.user_state import LOCAL as LOCAL_USER
+from protomcp_host.shared.user_state import UserStates
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
 from protomcp_host.tool_events import RESOURCE_UPDATED, ToolEvents, Watcher
@@ -138,6 +141,8 @@ class Host:
         """The state shared with other hosts (--store): requestState uses, modern-era tasks and
         each principal's tool-list state (imported only with a shared store)."""
         self.store = store
+        unauthenticated = LOCAL_USER if self.settings.http is None else ANONYMOUS_USER
+        self.user_states = UserStates(store, unauthenticated, self.stderr)  # ctx.user_state
         self._key_missed: anyio.Event | None = None  # set: a requestState did not open (--store)
         self.sharing: SharedTasks | None = None
         self.shared_tools: SharedToolLists | None = None
@@ -196,6 +201,7 @@ class Host:
         """Start every tool process, concurrently. Raises StartupError on any failure."""
         self.task_group = tg
         self.dispatcher.spawn = tg.start_soon
+        self.user_states.spawn = tg.start_soon
         errors: list[str] = []
         await self._open_store(tg)
 

@@ -18,7 +18,7 @@ from protomcp_host.calls.forwarding import Forwarding
 from protomcp_host.calls.middleware import Middleware
 from protomcp_host.calls.router import Router
 from protomcp_host.calls.staleness import placeholder_tool, stale_note
-from protomcp_host.processes.events import Loaded
+from protomcp_host.processes.events import Loaded, StateReply
 from protomcp_host.processes.output import LEVELS
 from protomcp_host.protocol.catalog import Catalog, NameClash, Tool
 from protomcp_host.settings import RunSettings
@@ -30,6 +30,14 @@ Watcher = Callable[[str, dict[str, Any]], None]
 """Told of host events: ("loaded", diff), ("problem", message), ("output", line), ("printed",
 a line a call printed), ("log", a log message; "call": true when a call sent it), ("playground",
 its url)."""
+
+
+class UserStateServer(Protocol):
+    """Serves ctx.user_state (shared/user_state.UserStates)."""
+
+    def serve(
+        self, caller: dict[str, Any] | None, request: pb.UserStateRequest, reply: StateReply
+    ) -> None: ...
 
 
 class EventsHost(Protocol):
@@ -59,6 +67,8 @@ class EventsHost(Protocol):
     def routers(self) -> list[Router]: ...
     @property
     def stderr(self) -> Callable[[str], None]: ...
+    @property
+    def user_states(self) -> UserStateServer: ...
 
     def tell(self, kind: str, data: dict[str, Any]) -> None: ...
     def report_problem(self, message: str) -> None: ...
@@ -140,6 +150,12 @@ class ToolEvents:
         store's bus, so listeners on every host sharing the store hear of it (this one too)."""
         if envelope.WhichOneof("msg") == "resource_changed" and envelope.resource_changed.uri:
             self.host.store.publish(RESOURCE_UPDATED, envelope.resource_changed.uri.encode())
+
+    def user_state(
+        self, caller: dict[str, Any] | None, request: pb.UserStateRequest, reply: StateReply
+    ) -> None:
+        """ctx.user_state of a running request: the caller's own state, in the store."""
+        self.host.user_states.serve(caller, request, reply)
 
     def _on_tools(
         self,

@@ -36,6 +36,7 @@ __all__ = [
     "ToolCall",
     "ToolError",
     "ToolResult",
+    "UserStateError",
     "__version__",
     "completion",
     "env",
@@ -64,6 +65,7 @@ _EXPORTS = {
     "ResourceLink": _RESULTS,
     "EmbeddedResource": _RESULTS,
     "ClientRequestError": "protomcp_sdk.runtime.client",
+    "UserStateError": "protomcp_sdk.runtime.user_state",
     "on_roots_changed": _DECORATORS,
     "resource": _DECORATORS,
     "resource_updated": "protomcp_sdk.authoring.resources",
@@ -102,6 +104,7 @@ if TYPE_CHECKING:
     )
     from protomcp_sdk.runtime.client import ClientRequestError
     from protomcp_sdk.runtime.context import Context
+    from protomcp_sdk.runtime.user_state import UserStateError
 
 
 def __getattr__(name: str) -> object:

@@ -188,6 +188,10 @@ class Execution:
     def live(self) -> bool:
         return not self.finished
 
+    @property
+    def caller(self) -> dict[str, Any] | None:
+        return self.call.auth
+
     def sent(self, channel: Channel, request_id: str) -> None:
         self.legs[request_id] = channel
 

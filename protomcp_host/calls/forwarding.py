@@ -132,6 +132,11 @@ class _ForwardLeg:
     def live(self) -> bool:
         return not self.finished
 
+    @property
+    def caller(self) -> dict[str, Any] | None:
+        auth = self.forward.params.get("auth")  # (protocol/features.py puts the session's there)
+        return auth if isinstance(auth, dict) else None
+
     def sent(self, channel: Channel, request_id: str) -> None:
         self.channel, self.request_id = channel, request_id
 

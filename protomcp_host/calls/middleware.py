@@ -376,6 +376,10 @@ class ChainRun:
     def live(self) -> bool:
         return not self.execution.finished
 
+    @property
+    def caller(self) -> dict[str, Any] | None:
+        return self.execution.call.auth
+
     def sent(self, channel: Channel, request_id: str) -> None:
         self.request_id = request_id
         self.execution.legs[request_id] = channel

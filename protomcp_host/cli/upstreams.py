@@ -6,7 +6,7 @@ from typing import Any
 
 import anyio
 
-from protomcp_host.processes.events import Loaded
+from protomcp_host.processes.events import Loaded, StateReply
 from protomcp_host.settings import RunSettings
 from protomcp_host.upstream.spec import EXTRA_HINT, UpstreamSpec
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -35,6 +35,10 @@ class _Offers:
     def stale(self, label: str, error: str) -> None: ...
     def unloaded(self, label: str, error: str) -> None: ...
     def notice(self, label: str, envelope: pb.Envelope) -> None: ...
+    def user_state(
+        self, caller: dict[str, Any] | None, request: pb.UserStateRequest, reply: StateReply
+    ) -> None:
+        reply(pb.UserStateResponse(error="no user state here"))  # (an upstream's calls never ask)
 
 
 Report = tuple[bool, str, str, str]

@@ -1,6 +1,7 @@
 """What a tool process asks of the host over its channel, beside answering: requests for the
 client of a running call (sampling, elicitation, roots), tool-list control of that call's
-session, and middleware registration. Each is answered with its own request id, exactly once."""
+session, its caller's user state, and middleware registration. Each is answered with its own
+request id, exactly once."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from protomcp_host.processes.events import Refused
+from protomcp_host.processes.events import ProcessEvents, Refused
 from protomcp_host.processes.open_requests import OpenRequests
 from protomcp_sdk.wire import envelope_pb2 as pb
 
@@ -29,13 +30,18 @@ CONTROL_REQUESTS = (
     "batch",
 )
 
+NO_CALL = "ctx.user_state works only during a tool call (or a read or prompt) that is still running"
+
 
 class Asks:
     """Answers what one tool process asks; `send` writes a frame to it."""
 
-    def __init__(self, send: Callable[[pb.Envelope], None], requests: OpenRequests) -> None:
+    def __init__(
+        self, send: Callable[[pb.Envelope], None], requests: OpenRequests, events: ProcessEvents
+    ) -> None:
         self.send = send
         self.requests = requests
+        self.events = events
         self.middleware: list[pb.RegisterMiddlewareRequest] = []  # registered right after Hello
 
     def client_request(self, envelope: pb.Envelope) -> None:
@@ -80,9 +86,26 @@ class Asks:
         else:
             self._reply_control(envelope.request_id, names)
 
+    def user_state(self, envelope: pb.Envelope) -> None:
+        """ctx.user_state: the state of the caller of the running request it names (the host
+        knows who that is; the process never says), served by the host; answered once."""
+        request_id = envelope.request_id
+        leg = self.requests.legs.get(envelope.call_id) if envelope.call_id else None
+        if leg is None or not leg.live:
+            self._reply_state(request_id, pb.UserStateResponse(error=NO_CALL))
+            return
+        self.events.user_state(
+            leg.caller, envelope.user_state_request, lambda answer: self._reply_state(request_id, answer)
+        )
+
+    def _reply_state(self, request_id: str, answer: pb.UserStateResponse) -> None:
+        self.send(pb.Envelope(request_id=request_id, user_state_response=answer))
+
     def refuse(self, kind: str, envelope: pb.Envelope, message: str) -> bool:
         """Answer a request of `kind` with the error `message`; False if `kind` is not asked here."""
-        if kind in CONTROL_REQUESTS:
+        if kind == "user_state_request":
+            self._reply_state(envelope.request_id, pb.UserStateResponse(error=message))
+        elif kind in CONTROL_REQUESTS:
             self._reply_control(envelope.request_id, error=message)
         elif kind in CLIENT_REQUESTS:
             self.send(client_reply(kind, envelope.request_id, None, message))

@@ -3,10 +3,11 @@
 Frames are dispatched by kind through a table. The calls layer's requests (tool calls, middleware
 phases, forwarded reads) are legs, kept by their Envelope request id (open_requests.py) until the
 answer frame arrives; whatever the process sends for one meanwhile (progress, logs, tool-list control,
-requests for the client: asks.py) goes to that leg and to no one else. A request naming no
-running leg is answered with an error. The host's own requests (handshake lists, heartbeats) wait
-on futures. No frame handler can break the channel: a failure is reported with the frame's
-kind, and the request it belonged to is answered.
+requests for the client: asks.py) goes to that leg and to no one else, and its user-state requests
+reach that leg's caller's state. A request naming no running leg is answered with an error.
+The host's own requests (handshake lists, heartbeats) wait on futures. No frame handler can
+break the channel: a failure is reported with the frame's kind, and the request it belonged to
+is answered.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class Channel:
         self.hello: asyncio.Future[pb.Hello | None] = asyncio.get_running_loop().create_future()
         self.open_requests = OpenRequests()  # the calls layer's requests (legs), by Envelope request id
         self.requests: dict[str, asyncio.Future[pb.Envelope]] = {}  # the host's own requests
-        self.asks = Asks(self.send, self.open_requests)  # what the process asks of the host
+        self.asks = Asks(self.send, self.open_requests, events)  # what the process asks of the host
         self.trusted = False  # our own SDK: its result JSON comes from orjson and needs no re-check
         self.spool_dir = spool_dir  # the one directory it may hand files over in (the host named it)
         self.broken: str | None = None  # why nothing more is read from it
@@ -78,6 +79,7 @@ class Channel:
             "hello": self._hello,
             "heartbeat_reply": self._heartbeat_reply,
             "register_middleware": self.asks.register_middleware,
+            "user_state_request": self.asks.user_state,
             "resource_changed": lambda envelope: self.events.notice(self.label, envelope),
         }
 

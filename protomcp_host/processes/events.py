@@ -58,6 +58,15 @@ class ProcessEvents(Protocol):
     def notice(self, label: str, envelope: pb.Envelope) -> None:
         """A notification outside any request (a resource changed)."""
 
+    def user_state(
+        self, caller: dict[str, Any] | None, request: pb.UserStateRequest, reply: StateReply
+    ) -> None:
+        """ctx.user_state asked during a running request whose caller is `caller` (its verified
+        token claims; None: no OAuth): the answer goes to `reply`, once."""
+
+
+StateReply = Callable[[pb.UserStateResponse], None]
+"""Answers a tool process's user-state request."""
 
 Reply = Callable[[dict[str, Any] | None, str | None], None]
 """Answers a tool process's request for the client: (result, error)."""
@@ -79,6 +88,12 @@ class Leg(Protocol):
 
     def sent(self, channel: Any, request_id: str) -> None:
         """It went out to `channel` (a Channel) as `request_id`: where to drop it when it ends."""
+        ...
+
+    @property
+    def caller(self) -> dict[str, Any] | None:
+        """The verified token claims of who made the request (None: no OAuth): whose user
+        state the process's ctx.user_state reaches."""
         ...
 
     def answered(self, envelope: pb.Envelope, raw: list[bytes] | None, trusted: bool) -> None: ...

@@ -23,7 +23,7 @@ import anyio.abc
 from google.protobuf.message import Message
 
 from protomcp_host.processes.channel import Channel
-from protomcp_host.processes.events import Leg, Loaded, ProcessEvents
+from protomcp_host.processes.events import Leg, Loaded, ProcessEvents, StateReply
 from protomcp_host.processes.launch import Launched, label_of
 from protomcp_host.processes.settings import ProcessSettings
 from protomcp_host.processes.supervisor import Supervisor
@@ -91,6 +91,11 @@ class _Members:
 
     def notice(self, label: str, envelope: pb.Envelope) -> None:
         self._events.notice(label, envelope)
+
+    def user_state(
+        self, caller: dict[str, Any] | None, request: pb.UserStateRequest, reply: StateReply
+    ) -> None:
+        self._events.user_state(caller, request, reply)
 
 
 def busy(supervisor: Supervisor) -> int | None:

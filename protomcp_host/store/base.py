@@ -57,3 +57,18 @@ class Store(Protocol):
 
     async def scan(self, prefix: str) -> list[tuple[str, bytes]]:
         """Every live record whose key starts with `prefix` (a host that starts loads them)."""
+
+    # -- per-principal user state (ctx.user_state) ----------------------------------------------
+    # A principal's keys live in its own space (`space`: a name without ':' the caller derives
+    # from the principal), apart from every other space and from the records above.
+
+    async def user_get(self, space: str, name: str) -> bytes | None:
+        """The live value of `name` in `space` (None: none, or it expired)."""
+
+    async def user_set(self, space: str, name: str, value: bytes, ttl: float | None, max_keys: int) -> bool:
+        """Keep `value` under `name` in `space`, for `ttl` seconds (None: until deleted). False,
+        and nothing stored, when `space` holds `max_keys` live names and `name` is not one of
+        them. Atomic: concurrent sets from several hosts never take a space beyond `max_keys`."""
+
+    async def user_delete(self, space: str, name: str) -> bool:
+        """Drop `name` from `space`; True if it held a live value."""

@@ -1,8 +1,10 @@
 """The default store: this host's memory. The bus delivers at once, the state key is made here
-(or taken from PROTOMCP_STATE_KEY by the caller), records expire by their deadline."""
+(or taken from PROTOMCP_STATE_KEY by the caller), records and user-state values expire by their
+deadline."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -19,6 +21,8 @@ class MemoryStore:
         self._handlers: list[Handler] = []
         self._key: bytes | None = None
         self._records: dict[str, tuple[bytes, float, bool]] = {}  # key -> (value, deadline, final)
+        self._user: dict[str, dict[str, tuple[bytes, float]]] = {}  # space -> name -> (value, deadline)
+        self._user_sets = 0
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -64,3 +68,40 @@ class MemoryStore:
         if len(self._records) > 1000:  # (amortised: expired records go when the map grows)
             for key in [k for k, (_, deadline, _) in self._records.items() if deadline <= now]:
                 del self._records[key]
+
+    # -- per-principal user state (ctx.user_state) ----------------------------------------------
+    async def user_get(self, space: str, name: str) -> bytes | None:
+        entry = self._user.get(space, {}).get(name)
+        if entry is None or entry[1] <= time.monotonic():
+            return None
+        return entry[0]
+
+    async def user_set(self, space: str, name: str, value: bytes, ttl: float | None, max_keys: int) -> bool:
+        now = time.monotonic()
+        names = self._user.setdefault(space, {})
+        current = names.get(name)
+        if (current is None or current[1] <= now) and len(names) >= max_keys:
+            for expired in [key for key, (_, deadline) in names.items() if deadline <= now]:
+                del names[expired]
+            if len(names) >= max_keys:
+                return False
+        names[name] = (value, now + ttl if ttl else math.inf)
+        self._user_sets += 1
+        if self._user_sets % 1000 == 0:  # (amortised: what expired unread goes, empty spaces too)
+            self._user_sweep(now)
+        return True
+
+    async def user_delete(self, space: str, name: str) -> bool:
+        names = self._user.get(space)
+        entry = names.pop(name, None) if names is not None else None
+        if names is not None and not names:
+            del self._user[space]
+        return entry is not None and entry[1] > time.monotonic()
+
+    def _user_sweep(self, now: float) -> None:
+        for space in list(self._user):
+            names = self._user[space]
+            for expired in [key for key, (_, deadline) in names.items() if deadline <= now]:
+                del names[expired]
+            if not names:
+                del self._user[space]

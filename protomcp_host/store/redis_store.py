@@ -5,7 +5,9 @@ speaks Redis (the maintained `redis` client's asyncio API). One deployment's key
 finds the other's records); its bus is one pub/sub channel named after the
 keys' namespace and the database number (Redis pub/sub ignores database numbers), whose
 messages are `topic NUL payload`. A stored record starts with one byte: `F` for a final record
-(never replaced), `-` for one that may be."""
+(never replaced), `-` for one that may be. A principal's user state (`user_*`) is one Redis key
+per value, `user:{SPACE}:v:NAME` (Redis expires it), and a sorted set `user:{SPACE}:keys` of its
+names by expiry, which keeps the count bound exact under concurrency (one script per change)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,40 @@ local current = redis.call('GET', KEYS[1])
 if current and string.sub(current, 1, 1) == 'F' then return current end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return false
+"""
+
+# user_set: KEYS = value key, index; ARGV = value, ttl ms (0: none), max keys, name, value key
+# prefix. Expired names leave the index first; a name whose value vanished otherwise (evicted
+# under maxmemory) is found only when the space looks full. The index lives as long as its
+# longest-lived value.
+_USER_SET = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local max = tonumber(ARGV[3])
+if not redis.call('ZSCORE', KEYS[2], ARGV[4]) and redis.call('ZCARD', KEYS[2]) >= max then
+  for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+    if redis.call('EXISTS', ARGV[5] .. member) == 0 then redis.call('ZREM', KEYS[2], member) end
+  end
+  if redis.call('ZCARD', KEYS[2]) >= max then return 0 end
+end
+local ttl = tonumber(ARGV[2])
+if ttl > 0 then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+  redis.call('ZADD', KEYS[2], now + ttl, ARGV[4])
+else
+  redis.call('SET', KEYS[1], ARGV[1])
+  redis.call('ZADD', KEYS[2], '+inf', ARGV[4])
+end
+local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')[2]
+if last == 'inf' then redis.call('PERSIST', KEYS[2]) else redis.call('PEXPIREAT', KEYS[2], last) end
+return 1
+"""
+# user_delete: KEYS = value key, index; ARGV = name
+_USER_DELETE = """
+local gone = redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return gone
 """
 
 T = TypeVar("T")
@@ -90,6 +126,8 @@ class RedisStore:
         self._bus = f"{self._ns}bus:{db}"
         self._state_key = self._ns + "state-key"
         self._put = self._client.register_script(_PUT)
+        self._user_set = self._client.register_script(_USER_SET)
+        self._user_delete = self._client.register_script(_USER_DELETE)
         self._errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
         self._connect_errors: tuple[type[BaseException], ...] = (*self._errors, TimeoutError)
         self._handlers: list[Handler] = []
@@ -259,3 +297,35 @@ class RedisStore:
             return await self._retried(scanned)
         except self._errors as exc:
             raise StoreError(f"cannot read from {self.url}: {exc}") from None
+
+    # -- per-principal user state (ctx.user_state) ----------------------------------------------
+    def _user_keys(self, space: str) -> tuple[str, str]:
+        """The prefix of `space`'s value keys and its index (one hash slot: `{space}`)."""
+        base = f"{self._ns}user:{{{space}}}:"
+        return base + "v:", base + "keys"
+
+    async def user_get(self, space: str, name: str) -> bytes | None:
+        values, _ = self._user_keys(space)
+        try:
+            value = await self._retried(lambda: self._client.get(values + name))
+        except self._errors as exc:
+            raise StoreError(f"cannot read from {self.url}: {exc}") from None
+        return bytes(value) if isinstance(value, bytes) else None
+
+    async def user_set(self, space: str, name: str, value: bytes, ttl: float | None, max_keys: int) -> bool:
+        values, index = self._user_keys(space)
+        milliseconds = max(1, int(ttl * 1000)) if ttl else 0
+        args: list[bytes | str | int] = [value, milliseconds, max_keys, name, values]
+        try:
+            stored = await self._retried(lambda: self._user_set(keys=[values + name, index], args=args))
+        except self._errors as exc:
+            raise StoreError(f"cannot write to {self.url}: {exc}") from None
+        return bool(stored)
+
+    async def user_delete(self, space: str, name: str) -> bool:
+        values, index = self._user_keys(space)
+        try:
+            gone = await self._retried(lambda: self._user_delete(keys=[values + name, index], args=[name]))
+        except self._errors as exc:
+            raise StoreError(f"cannot write to {self.url}: {exc}") from None
+        return bool(gone)

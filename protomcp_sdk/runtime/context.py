@@ -13,6 +13,7 @@ from protomcp_sdk.authoring.context import CallContext
 from protomcp_sdk.authoring.messages import Messages
 from protomcp_sdk.authoring.principal import Principal
 from protomcp_sdk.runtime import client
+from protomcp_sdk.runtime.user_state import UserState
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 from protomcp_sdk.wire.toollist import ToolListChange
@@ -174,6 +175,12 @@ class Context(CallContext):
         """What the tool file's ``@lifespan`` yielded (a dict, say: ``ctx.state["pool"]``);
         None when the file has no lifespan."""
         return LIFESPAN_STATE.value if self._state is _UNSET else self._state
+
+    @property
+    def user_state(self) -> UserState:
+        """The calling user's own key/value, kept by the host across calls, sessions and hosts
+        (see UserState): ``await ctx.user_state.get("k")`` in async tools, plain calls in sync ones."""
+        return UserState(self._user_state_request)
 
     @property
     def cancelled(self) -> bool:
@@ -355,6 +362,14 @@ class Context(CallContext):
         getattr(envelope, envelope.WhichOneof("msg") or "").key = key
         envelope.call_id = self.request_id
         return answer_of(self._ask(envelope), convert, timeout + client.GRACE)
+
+    def _user_state_request(
+        self, request: pb.UserStateRequest, convert: Callable[[pb.Envelope], T]
+    ) -> Answer:
+        if self._ask is None:
+            raise RuntimeError("this Context is not connected to a protomcp host")
+        envelope = pb.Envelope(call_id=self.request_id, user_state_request=request)
+        return answer_of(self._ask(envelope), convert)
 
     def _control(self, envelope: pb.Envelope) -> Answer:
         if self._ask is None:

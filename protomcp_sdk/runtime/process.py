@@ -47,6 +47,7 @@ ANSWERS = frozenset(
         "sampling_response",
         "elicit_response",
         "list_roots_response",
+        "user_state_response",
     )
 )
 """The frames that answer a request this process made of the host."""

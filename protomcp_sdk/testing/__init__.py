@@ -15,8 +15,9 @@ reported exactly as in production. It depends on nothing but the standard librar
 orjson (the SDK never imports the host: the host runs in its own process).
 
 Modules: ``client`` (Client, CallResult), ``connection`` (the host subprocess and its
-JSON-RPC lines), ``answers`` (the canned answers), ``recording`` (RecordingContext) and
-``modules`` (load_tool_module).
+JSON-RPC lines), ``answers`` (the canned answers), ``recording`` (RecordingContext),
+``user_states`` (UserStates: ctx.user_state for RecordingContext) and ``modules``
+(load_tool_module).
 
 The client answers the tool's requests to it when given the means, and declares the
 matching capabilities: ``Client("tools.py", sampling=fn, elicitation=fn, roots=[...])``.
@@ -46,5 +47,14 @@ from protomcp_sdk.testing.client import CallResult, Client, Progress
 from protomcp_sdk.testing.connection import ClientError
 from protomcp_sdk.testing.modules import load_tool_module
 from protomcp_sdk.testing.recording import RecordingContext
+from protomcp_sdk.testing.user_states import UserStates
 
-__all__ = ["CallResult", "Client", "ClientError", "Progress", "RecordingContext", "load_tool_module"]
+__all__ = [
+    "CallResult",
+    "Client",
+    "ClientError",
+    "Progress",
+    "RecordingContext",
+    "UserStates",
+    "load_tool_module",
+]

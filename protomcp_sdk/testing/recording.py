@@ -25,6 +25,7 @@ from protomcp_sdk.testing.answers import (
     roots_result,
     sampling_result,
 )
+from protomcp_sdk.testing.user_states import UserStates
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.jsontypes import JSON, JSONObject
 from protomcp_sdk.wire.toollist import ToolListChange
@@ -46,6 +47,9 @@ class RecordingContext(Context):
     ``ctx.state`` gives (a ``@lifespan``'s value); ``claims`` are the caller's verified token
     claims ``ctx.auth`` and ``ctx.principal`` give, as over HTTP with OAuth
     (``claims={"sub": "ada", "scope": "files:write"}``; None, the default: no principal).
+    ``user_states`` keeps what ``ctx.user_state`` stores (a ``UserStates``: one is made when
+    not given; share one between contexts to test several callers): the caller is the claims'
+    ``sub``, or ``"local"`` without claims, as over stdio.
     """
 
     def __init__(
@@ -59,6 +63,7 @@ class RecordingContext(Context):
         roots: Roots | None = None,
         state: Any = _UNSET,
         claims: JSONObject | None = None,
+        user_states: UserStates | None = None,
     ) -> None:
         self.sent: list[pb.Envelope] = []  # every message, including kinds recorded nowhere else
         capabilities = client_capabilities(sampling, elicitation, roots)
@@ -76,6 +81,8 @@ class RecordingContext(Context):
         self.logs: list[tuple[str, JSON]] = []
         self.tool_changes: list[ToolListChange] = []
         self.requests: list[tuple[str, JSONObject]] = []
+        self.claims = claims
+        self.user_states = user_states if user_states is not None else UserStates()
         self.sampling = sampling
         self.elicitation = elicitation
         self.roots = None if roots is None else list(roots)
@@ -109,6 +116,13 @@ class RecordingContext(Context):
         if change is not None:
             self._apply(change)
         return _give(list(self.active))
+
+    def _user_state_request(
+        self, request: pb.UserStateRequest, convert: Callable[[pb.Envelope], T]
+    ) -> Answer:
+        self.sent.append(pb.Envelope(call_id=self.request_id, user_state_request=request))
+        answer = self.user_states.answer(self.claims, request)
+        return _give(convert(pb.Envelope(user_state_response=answer)))
 
     def _ask_client(
         self,

@@ -164,6 +164,8 @@ def test_protomcp_additions_use_numbers_from_64() -> None:
         "elicit_request": 68,
         "elicit_response": 69,
         "roots_changed": 70,
+        "user_state_request": 71,
+        "user_state_response": 72,
     }
     assert descriptor.fields_by_name["hello"].containing_oneof is descriptor.oneofs_by_name["msg"]
     assert descriptor.fields_by_name["call_id"].containing_oneof is None
