@@ -11,7 +11,6 @@ into its space, so no key name of one principal can reach another's.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +42,8 @@ def principal_of(caller: dict[str, Any] | None, unauthenticated: str) -> str | N
 
 def space_of(principal: str) -> str:
     """The principal's space in the store: its name hashed (fixed length, no ':')."""
+    import hashlib  # here, not at the top: a plain run loads no hashlib (tests/cli/test_lean_start.py)
+
     return hashlib.sha256(principal.encode()).hexdigest()
 
 
