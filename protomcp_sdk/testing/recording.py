@@ -46,6 +46,8 @@ class RecordingContext(Context):
     ``ctx.state`` gives (a ``@lifespan``'s value); ``claims`` are the caller's verified token
     claims ``ctx.auth`` and ``ctx.principal`` give, as over HTTP with OAuth
     (``claims={"sub": "ada", "scope": "files:write"}``; None, the default: no principal).
+    ``extensions`` are the MCP extensions the pretend client declared (``ctx.client_supports``:
+    ``extensions=["io.modelcontextprotocol/ui"]`` for a client that renders apps).
     """
 
     def __init__(
@@ -59,9 +61,12 @@ class RecordingContext(Context):
         roots: Roots | None = None,
         state: Any = _UNSET,
         claims: JSONObject | None = None,
+        extensions: Iterable[str] = (),
     ) -> None:
         self.sent: list[pb.Envelope] = []  # every message, including kinds recorded nowhere else
         capabilities = client_capabilities(sampling, elicitation, roots)
+        if extensions:  # what ctx.client_supports finds declared
+            capabilities["extensions"] = {extension: {} for extension in extensions}
         super().__init__(
             "test",
             "test",
