@@ -77,8 +77,8 @@ def list_command(
     from protomcp_host.cli.inspection import app_flags
 
     for entry in served["tools"]:
-        shown = app_flags((entry.get("_meta") or {}).get("ui"))  # MCP Apps: the app it shows
-        app = f"  [{' '.join(shown)}]" if shown else ""
+        flags = app_flags((entry.get("_meta") or {}).get("ui"))  # MCP Apps: the app it shows
+        app = f"  [{' '.join(flags)}]" if flags else ""
         click.echo(f"{entry['name']}{signature(entry.get('inputSchema', {}))}{marks('tools', entry)}{app}")
         _describe(entry)
     for key, title, name_of in LISTED[1:]:
