@@ -4,8 +4,8 @@
 result; a client without apps shows the same result as text. The chart's region buttons call
 `region_sales`, a tool only the app may call (the client keeps it from the model).
 
-    protomcp dev examples/apps/sales_chart.py --ui     # the playground renders the app
-    protomcp list examples/apps/sales_chart.py         # sales_chart tools, marked with their app
+    protomcp dev examples/apps/sales_chart.py --ui     # try it in the playground
+    protomcp list examples/apps/sales_chart.py         # its tools, marked with their app
 """
 
 from __future__ import annotations
