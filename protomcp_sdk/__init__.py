@@ -23,6 +23,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 __all__ = [
+    "UI",
     "Audio",
     "ClientRequestError",
     "Context",
@@ -75,10 +76,12 @@ _EXPORTS = {
     "Message": "protomcp_sdk.authoring.messages",
     "Principal": "protomcp_sdk.authoring.principal",
     "env": _DECORATORS,
+    "UI": "protomcp_sdk.authoring.apps",
 }
 
 if TYPE_CHECKING:
     __version__: str  # the installed distribution's, read from its metadata on first use
+    from protomcp_sdk.authoring.apps import UI
     from protomcp_sdk.authoring.decorators import (
         completion,
         env,

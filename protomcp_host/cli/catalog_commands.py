@@ -74,8 +74,12 @@ def list_command(
         needed = scopes.get((key, _key_of(key, entry)))
         return f"  [scopes={','.join(needed)}]" if needed else ""
 
+    from protomcp_host.cli.inspection import app_flags
+
     for entry in served["tools"]:
-        click.echo(f"{entry['name']}{signature(entry.get('inputSchema', {}))}{marks('tools', entry)}")
+        flags = app_flags((entry.get("_meta") or {}).get("ui"))  # MCP Apps: the app it shows
+        app = f"  [{' '.join(flags)}]" if flags else ""
+        click.echo(f"{entry['name']}{signature(entry.get('inputSchema', {}))}{marks('tools', entry)}{app}")
         _describe(entry)
     for key, title, name_of in LISTED[1:]:
         if served[key]:
@@ -91,6 +95,12 @@ def _describe(entry: dict[str, Any]) -> None:
         click.echo(f"    {description.splitlines()[0]}")
 
 
+def _app(resource: dict[str, Any]) -> str:
+    from protomcp_host.cli.inspection import app_mark
+
+    return app_mark(resource)
+
+
 def _prompt_line(entry: dict[str, Any]) -> str:
     arguments = [a["name"] + ("" if a.get("required") else "?") for a in entry.get("arguments") or []]
     return f"{entry['name']}({', '.join(arguments)})"
@@ -98,7 +108,11 @@ def _prompt_line(entry: dict[str, Any]) -> str:
 
 LISTED: list[tuple[str, str, Any]] = [  # result key, heading, how an entry is shown
     ("tools", "Tools", None),
-    ("resources", "Resources", lambda entry: f"{entry['uri']}  {entry.get('name', '')}".rstrip()),
+    (
+        "resources",
+        "Resources",
+        lambda entry: f"{entry['uri']}  {entry.get('name', '')}".rstrip() + _app(entry),
+    ),
     (
         "resourceTemplates",
         "Resource templates",

@@ -19,6 +19,7 @@ from protomcp_host.calls.advice import no_description, undescribed
 from protomcp_host.processes.launch import child_environment, label_of
 
 REPORT_VERSION = 1
+APP_MIME_TYPE = "text/html;profile=mcp-app"
 TIMEOUT = 120.0  # seconds one file may take to import
 
 
@@ -110,7 +111,10 @@ def render(
             echo("\n".join("    " + line for line in (entry["error"] or "").rstrip().splitlines()))
         sections: list[tuple[str, list[str]]] = [
             ("Tools", [_tool_line(tool, signature) for tool in entry["tools"]]),
-            ("Resources", [f"{r['uri']}  {r['name']}{_marks(r)}{_about(r)}" for r in entry["resources"]]),
+            (
+                "Resources",
+                [f"{r['uri']}  {r['name']}{_marks(r)}{app_mark(r)}{_about(r)}" for r in entry["resources"]],
+            ),
             (
                 "Resource templates",
                 [
@@ -160,8 +164,25 @@ def _tool_line(tool: dict[str, Any], signature: Callable[[dict[str, Any]], str])
     flags += [f"timeout={tool['timeout']:g}s"] if tool.get("timeout") else []
     flags += [f"tags={','.join(tool['tags'])}"] if tool.get("tags") else []
     flags += [_scopes(tool)] if tool.get("scopes") else []
+    flags += app_flags(tool.get("ui"))
     marks = f"  [{' '.join(flags)}]" if flags else ""
     return f"{tool['name']}{signature(tool['inputSchema'])}{marks}{_about(tool)}"
+
+
+def app_mark(resource: dict[str, Any]) -> str:
+    """A resource that is an MCP App's view (served as text/html;profile=mcp-app)."""
+    return "  [app]" if resource.get("mimeType") == APP_MIME_TYPE else ""
+
+
+def app_flags(ui: Any) -> list[str]:
+    """A tool's MCP App (its _meta.ui) as flags: the ui:// resource it shows, who may call it."""
+    if not isinstance(ui, dict):
+        return []
+    flags = [f"app={ui['resourceUri']}"] if isinstance(ui.get("resourceUri"), str) else []
+    visibility = ui.get("visibility")
+    if isinstance(visibility, list):
+        flags.append(f"visibility={','.join(map(str, visibility))}")
+    return flags
 
 
 def _prompt_line(prompt: dict[str, Any]) -> str:

@@ -7,7 +7,8 @@ The bundle (a zip):
                     blocks) and the plugins' distributions; uv takes protomcp-tools from wheels/
   wheels/           --type uv: protomcp as it runs here, as a wheel (it is on no package index)
   server/main.py    the entry: `protomcp run` on the tool files beside it
-  server/tools/     the tool files (a folder given whole, so its helper modules come along)
+  server/tools/     the tool files (a folder given whole, so its helper modules come along) and
+                    the files their resources declare they serve from (an app's HTML)
   server/skills/    --skills: each folder of skills, whole (the manifest's args pass it as --skills)
   server/lib/       --type python only: protomcp and what a stdio host needs, installed for this
                     platform and this Python version (for clients that run no `uv`)
@@ -386,6 +387,9 @@ def write(bundle: Bundle, out: Path, say: Any = None) -> Path:
                     shutil.copy2(file, target)
             else:
                 shutil.copy2(source, tools / source.name)
+        for file, place in declared_files(bundle):  # an app's HTML beside its tool file, say
+            (tools / place).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(file, tools / place)
         for folder in bundle.skills:  # whole, as `run --skills` reads it (hidden files are not served)
             shutil.copytree(folder, root / "server" / "skills" / folder.name, ignore=_hidden)
         (root / "server" / "main.py").write_text(bundle.main_py(), encoding="utf-8")
@@ -411,6 +415,39 @@ def write(bundle: Bundle, out: Path, say: Any = None) -> Path:
                 if path.is_file() and "__pycache__" not in path.parts:
                     archive.write(path, path.relative_to(root).as_posix())
     return out
+
+
+def declared_files(bundle: Bundle) -> list[tuple[Path, Path]]:
+    """The files the tool files' resources declare they serve from (``@resource(files=...)``:
+    beside the tool file or below it), each with its place under server/tools, where it keeps
+    its place relative to the tool file. A plugin's come with its distribution."""
+    placed: dict[Path, Path] = {}
+    for entry in bundle.report["files"]:
+        declared = [
+            Path(name)
+            for resource in (*entry["resources"], *entry["resourceTemplates"])
+            for name in resource.get("files", [])
+        ]
+        base = _base_of(Path(entry["file"]), bundle.sources)
+        if base is None:
+            continue
+        folder, under = base
+        for file in declared:
+            place = under / file.relative_to(folder)
+            other = placed.setdefault(place, file)
+            if other != file:
+                raise PackError(f"{other} and {file} would both be server/tools/{place} in the bundle")
+    return [(file, place) for place, file in placed.items()]
+
+
+def _base_of(tool_file: Path, sources: list[Path]) -> tuple[Path, Path] | None:
+    """The folder a tool file's neighbours are taken from, and where it is under server/tools."""
+    for source in sources:
+        if source.is_dir() and tool_file.is_relative_to(source):
+            return source, Path(source.name)
+        if source == tool_file:
+            return source.parent, Path()
+    return None
 
 
 def _hidden(folder: str, names: list[str]) -> list[str]:

@@ -142,7 +142,7 @@ class Discovery:
             return _answer(
                 request, error_result('call_tool needs "name": the tool to call (find it with find_tools)')
             )
-        tool = self._seen(session, target)
+        tool = self._for_model(session, target)
         if tool is None:
             return _answer(request, error_result(_unknown(target)))
         inner = arguments.get("arguments", {})
@@ -159,6 +159,13 @@ class Discovery:
         tool = self.catalog.get(name)
         return tool if tool is not None and session.tool_list.shows(tool) else None
 
+    def _for_model(self, session: Session, name: str) -> Tool | None:
+        """The tool, if the meta-tools may hand it to the model: they act for the model, so an
+        MCP App's own tool (its _meta.ui.visibility leaves "model" out) is not theirs to give;
+        its app still calls it by name."""
+        tool = self._seen(session, name)
+        return tool if tool is not None and model_may_use(tool.mcp) else None
+
     def _find(self, session: Session, arguments: dict[str, Any]) -> dict[str, Any]:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
@@ -170,7 +177,7 @@ class Discovery:
             return error_result(f'find_tools: "limit" must be a whole number from 1 to {MAX_LIMIT}')
 
         def allowed(name: str) -> bool:
-            return self._seen(session, name) is not None
+            return self._for_model(session, name) is not None
 
         hits = self.index().search(query, limit, allowed)
         if not hits:
@@ -190,10 +197,18 @@ class Discovery:
         name = arguments.get("name")
         if not isinstance(name, str) or not name:
             return error_result('get_tool_schema needs "name": a tool found with find_tools')
-        tool = self._seen(session, name)
+        tool = self._for_model(session, name)
         if tool is None:
             return error_result(_unknown(name))
         return _text(orjson.dumps(render(tool.mcp, _version(session))).decode())
+
+
+def model_may_use(mcp: dict[str, Any]) -> bool:
+    """Whether an MCP Tool is the model's to call: MCP Apps' visibility (default: it is)."""
+    meta = mcp.get("_meta")
+    ui = meta.get("ui") if isinstance(meta, dict) else None
+    visibility = ui.get("visibility") if isinstance(ui, dict) else None
+    return not isinstance(visibility, list) or "model" in visibility
 
 
 def signature(tool: dict[str, Any]) -> str:

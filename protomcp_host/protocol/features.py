@@ -19,6 +19,8 @@ from protomcp_host.protocol.scopes import insufficient, lacking, restricts, seen
 from protomcp_host.protocol.skills import SKILLS_EXTENSION, SKILLS_OWNER, Skills
 from protomcp_sdk.wire.uritemplate import TemplateError, UriTemplate
 
+UI_EXTENSION = "io.modelcontextprotocol/ui"  # MCP Apps (ext-apps spec 2026-01-26)
+
 RESOURCE_NOT_FOUND = -32002
 
 
@@ -310,8 +312,12 @@ class FeatureMethods:
         }
         if self.features.completing or self.features.completions_expected:
             declared["completions"] = {}
+        # MCP Apps: the host serves what a tool file declares of them (tools' _meta.ui, ui://
+        # resources); declared whenever resources are served, since initialize is answered
+        # before the tool files load and a reload may add an app after it
+        declared["extensions"] = {UI_EXTENSION: {}}
         if self.features.skills is not None:
-            declared["extensions"] = {SKILLS_EXTENSION: self.features.skills.capability()}
+            declared["extensions"][SKILLS_EXTENSION] = self.features.skills.capability()
         return declared
 
     # -- skills (their handlers are in the table only with --skills; a reload replaces them) --

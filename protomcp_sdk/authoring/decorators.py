@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import TypeVar, overload
 
+from protomcp_sdk.authoring.apps import UI, Visibility
 from protomcp_sdk.authoring.completions import completion_spec
 from protomcp_sdk.authoring.direct_run import note_direct_run
 from protomcp_sdk.authoring.environment import EnvSpec
@@ -50,6 +51,8 @@ def tool(
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
     scopes: Iterable[str] | None = None,
+    ui: str | None = None,
+    visibility: Iterable[Visibility] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -74,6 +77,8 @@ def tool(
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
     scopes: Iterable[str] | None = None,
+    ui: str | None = None,
+    visibility: Iterable[Visibility] | None = None,
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP tool; the function itself is returned unchanged.
 
@@ -122,6 +127,8 @@ def tool(
             meta=meta,
             icons=icons,
             scopes=scopes,
+            ui=ui,
+            visibility=visibility,
         )
         if input_schema is not None:
             spec.input_schema = dict(input_schema)
@@ -144,16 +151,22 @@ def resource(
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
     scopes: Iterable[str] | None = None,
+    ui: UI | None = None,
+    files: Iterable[str] | None = None,
 ) -> Callable[[F], F]:
     """Register a function as an MCP resource. A URI with ``{variables}`` (RFC 6570) is a
     template: each variable is a parameter of the function, converted like a tool argument.
     Return ``str`` (text), ``bytes`` (binary) or a list of contents. ``meta`` and ``icons``
     are listed as the resource's ``_meta`` and ``icons``, and ``scopes`` hide and refuse it as
-    on ``@tool``."""
+    on ``@tool``. A ``ui://`` resource is an app (MCP Apps): its mime type defaults to
+    ``text/html;profile=mcp-app`` and ``ui=UI(...)`` gives what its host needs to know (the
+    origins it may reach, the permissions it asks for...). ``files`` (paths relative to the
+    tool file's folder, e.g. ``["chart.html"]``) are files the resource serves from:
+    ``protomcp pack`` puts them in the bundle."""
 
     def register(fn: F) -> F:
         spec = resource_spec(
-            fn, uri, name, title, description, mime_type, size, annotations, meta, icons, scopes
+            fn, uri, name, title, description, mime_type, size, annotations, meta, icons, scopes, ui, files
         )
         REGISTRY.add_resource(spec)
         note_direct_run(fn)

@@ -101,7 +101,18 @@ class Registry:
             return [
                 f"{file_name} defines no tools: decorate functions with @tool (from protomcp_sdk import tool)"
             ]
-        return [warning for spec in self.tools.values() for warning in spec.warnings]
+        warnings = [warning for spec in self.tools.values() for warning in spec.warnings]
+        return warnings + self._missing_apps()
+
+    def _missing_apps(self) -> list[str]:
+        """A tool that names an app (MCP Apps) this file does not serve: the spec has the
+        resource exist on the server, so it must come from another file served with this one."""
+        return [
+            f"tool {spec.name!r} shows the app {app!r}, which this file does not define: "
+            f"define it with @resource({app!r}) (or serve it from another file)"
+            for spec in self.tools.values()
+            if (app := spec.app) is not None and app not in self.resources and self.template_for(app) is None
+        ]
 
 
 REGISTRY = Registry()

@@ -7,10 +7,12 @@ import binascii
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
 
+from protomcp_sdk.authoring.apps import UI, declared_files, resource_ui
 from protomcp_sdk.authoring.arguments import ArgumentError, Converter
 from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.metadata import as_json, checked_icons, checked_meta, checked_scopes
@@ -47,6 +49,8 @@ class ResourceSpec:
     meta: JSONObject | None = None
     icons: list[JSONObject] | None = None
     scopes: frozenset[str] = frozenset()  # OAuth scopes a caller's token must grant (HTTP + OAuth)
+    ui: JSONObject | None = None  # an app's _meta.ui (MCP Apps): listed, and on each content read
+    files: tuple[Path, ...] = ()  # files beside the tool file it serves from (pack bundles them)
 
     def resource_definition(self) -> pb.ResourceDefinition:
         """How resources/list shows this resource (one without URI variables)."""
@@ -70,6 +74,12 @@ class ResourceSpec:
             "icons_json": as_json(self.icons),
         }
 
+    def _app(self, content: JSONObject) -> JSONObject:
+        """An app's contents carry its _meta.ui too: the spec has hosts prefer it to the listing's."""
+        if self.ui is not None:
+            content["_meta"] = {"ui": self.ui}
+        return content
+
     def arguments(self, uri: str) -> dict[str, object]:
         """The function's keyword arguments for reading `uri` (template variables converted)."""
         values = self.template.match(uri) if self.template is not None else {}
@@ -88,10 +98,11 @@ class ResourceSpec:
 
     def _content(self, item: object, uri: str) -> JSONObject:
         if isinstance(item, str):
-            return {"uri": uri, "mimeType": self.mime_type or "text/plain", "text": item}
+            return self._app({"uri": uri, "mimeType": self.mime_type or "text/plain", "text": item})
         if isinstance(item, (bytes, bytearray, memoryview)):
             blob = binascii.b2a_base64(item, newline=False).decode("ascii")
-            return {"uri": uri, "mimeType": self.mime_type or "application/octet-stream", "blob": blob}
+            mime = self.mime_type or "application/octet-stream"
+            return self._app({"uri": uri, "mimeType": mime, "blob": blob})
         if isinstance(item, EmbeddedResource):
             contents: JSONObject = item.to_mcp()["resource"]
             return contents
@@ -113,6 +124,8 @@ def resource_spec(
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
     scopes: Iterable[str] | None = None,
+    ui: UI | None = None,
+    files: Iterable[str] | None = None,
 ) -> ResourceSpec:
     if not isinstance(uri, str) or not uri:
         raise ValueError("@resource needs a URI, e.g. @resource('notes://{id}')")
@@ -135,6 +148,10 @@ def resource_spec(
         if variable not in signature.params:
             raise TypeError(f"resource {uri!r}: {fn.__qualname__} has no parameter for {{{variable}}}")
     doc = inspect.cleandoc(fn.__doc__) if fn.__doc__ else ""
+    meta = checked_meta(f"resource {uri!r}", meta)
+    mime_type, ui_meta = resource_ui(uri, mime_type, ui, meta)
+    if ui_meta is not None:
+        meta = {**(meta or {}), "ui": ui_meta}
     return ResourceSpec(
         uri=uri,
         name=label,
@@ -148,9 +165,11 @@ def resource_spec(
         template=template,
         context_param=signature.context_param,
         converter=signature.convert,
-        meta=checked_meta(f"resource {uri!r}", meta),
+        meta=meta,
         icons=checked_icons(f"resource {uri!r}", icons),
         scopes=checked_scopes(f"resource {uri!r}", scopes),
+        ui=ui_meta,
+        files=declared_files(f"resource {uri!r}", fn, files),
     )
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 import orjson
 
 from protomcp_sdk.authoring import docstrings
+from protomcp_sdk.authoring.apps import Visibility, names_app, tool_ui
 from protomcp_sdk.authoring.arguments import ArgumentError, Converter
 from protomcp_sdk.authoring.functions import AuthorFunction
 from protomcp_sdk.authoring.metadata import ALWAYS_LOAD, as_json, checked_icons, checked_meta, checked_scopes
@@ -80,6 +81,8 @@ class ToolSpec:
         meta: JSONObject | None = None,
         icons: Iterable[JSONObject] | None = None,
         scopes: Iterable[str] | None = None,
+        ui: str | None = None,
+        visibility: Iterable[Visibility] | None = None,
     ) -> ToolSpec:
         """Inspect ``fn`` (without registering it). Raises ValueError/TypeError on misuse."""
         tool_name = name if name is not None else getattr(fn, "__name__", "")
@@ -94,7 +97,7 @@ class ToolSpec:
             raise ValueError(f"tool {tool_name!r}: task must be one of {', '.join(map(repr, TASK_MODES))}")
         if input_before_task and task == "forbidden":
             raise ValueError(f"tool {tool_name!r}: input_before_task needs task='optional' or 'required'")
-        meta = checked_meta(f"tool {tool_name!r}", meta)
+        meta = tool_ui(f"tool {tool_name!r}", ui, visibility, checked_meta(f"tool {tool_name!r}", meta))
         if pinned:  # Claude Code defers every tool behind its tool search unless told this
             meta = {ALWAYS_LOAD: True, **(meta or {})}
         icons = checked_icons(f"tool {tool_name!r}", icons)
@@ -132,6 +135,11 @@ class ToolSpec:
             icons=icons,
             scopes=required,
         )
+
+    @property
+    def app(self) -> str | None:
+        """The ui:// resource of the app this tool shows (MCP Apps), if any."""
+        return names_app(self.meta)
 
     def convert(self, arguments: JSONObject | None) -> dict[str, object]:
         """Validate JSON arguments and convert them to the keyword arguments ``fn`` expects.

@@ -9,6 +9,7 @@ from typing import Any, TypeAlias, TypeVar
 
 import orjson
 
+from protomcp_sdk.authoring import apps
 from protomcp_sdk.authoring.context import CallContext
 from protomcp_sdk.authoring.messages import Messages
 from protomcp_sdk.authoring.principal import Principal
@@ -169,6 +170,12 @@ class Context(CallContext):
             value = orjson.loads(self._capabilities_json) if self._capabilities_json else {}
             self._capabilities = value if isinstance(value, dict) else {}
         return self._capabilities
+
+    def client_supports(self, extension: str) -> bool:
+        """Whether the client declared the MCP extension `extension` for this request, e.g.
+        ``ctx.client_supports("io.modelcontextprotocol/ui")``: it renders apps (2025-11-25:
+        declared at initialize; 2026-07-28: in each request's capabilities)."""
+        return apps.supports(self.client_capabilities, extension)
 
     @property
     def state(self) -> Any:

@@ -35,6 +35,9 @@ def tool_entry(spec: ToolSpec) -> JSONObject:
     entry.update(hidden=spec.hidden, tags=sorted(spec.tags), timeout=spec.timeout, task=spec.task)
     entry["scopes"] = sorted(spec.scopes)
     entry["async"] = spec.is_async
+    ui = (spec.meta or {}).get("ui")
+    if isinstance(ui, dict):  # MCP Apps: the app it shows, who may call it
+        entry["ui"] = ui
     return entry
 
 
@@ -53,6 +56,10 @@ def resource_entry(spec: ResourceSpec) -> JSONObject:
     entry["description"] = spec.description
     if spec.scopes:
         entry["scopes"] = sorted(spec.scopes)
+    if spec.ui:
+        entry["ui"] = spec.ui
+    if spec.files:
+        entry["files"] = [str(path) for path in spec.files]
     return entry
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Self
 
@@ -75,9 +75,13 @@ class Client:
         sampling: Sampling | None = None,
         elicitation: Elicitation | None = None,
         roots: Roots | None = None,
+        extensions: Iterable[str] = (),
     ) -> None:
         """``options`` are extra ``protomcp run`` options, e.g. ``("--plugin", "name")``;
-        ``dev=True`` runs ``protomcp dev`` (reload on save) instead of ``run``."""
+        ``dev=True`` runs ``protomcp dev`` (reload on save) instead of ``run``; ``extensions``
+        are the MCP extensions the client declares (``ctx.client_supports`` finds them), e.g.
+        ``["io.modelcontextprotocol/ui"]`` for a client that renders apps."""
+        self.extensions = list(extensions)
         self.sampling = sampling
         self.elicitation = elicitation
         self.roots = None if roots is None else list(roots)
@@ -107,7 +111,7 @@ class Client:
                 "initialize",
                 {
                     "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": client_capabilities(self.sampling, self.elicitation, self.roots),
+                    "capabilities": self._capabilities(),
                     "clientInfo": {"name": "protomcp_sdk.testing", "version": "1"},
                 },
             )
@@ -119,6 +123,12 @@ class Client:
             await self.close()
             raise
         return self
+
+    def _capabilities(self) -> JSONObject:
+        capabilities = client_capabilities(self.sampling, self.elicitation, self.roots)
+        if self.extensions:
+            capabilities["extensions"] = {extension: {} for extension in self.extensions}
+        return capabilities
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()

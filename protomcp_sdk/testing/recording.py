@@ -50,6 +50,8 @@ class RecordingContext(Context):
     ``user_states`` keeps what ``ctx.user_state`` stores (a ``UserStates``: one is made when
     not given; share one between contexts to test several callers): the caller is the claims'
     ``sub``, or ``"local"`` without claims, as over stdio.
+    ``extensions`` are the MCP extensions the pretend client declared (``ctx.client_supports``:
+    ``extensions=["io.modelcontextprotocol/ui"]`` for a client that renders apps).
     """
 
     def __init__(
@@ -64,9 +66,12 @@ class RecordingContext(Context):
         state: Any = _UNSET,
         claims: JSONObject | None = None,
         user_states: UserStates | None = None,
+        extensions: Iterable[str] = (),
     ) -> None:
         self.sent: list[pb.Envelope] = []  # every message, including kinds recorded nowhere else
         capabilities = client_capabilities(sampling, elicitation, roots)
+        if extensions:  # what ctx.client_supports finds declared
+            capabilities["extensions"] = {extension: {} for extension in extensions}
         super().__init__(
             "test",
             "test",

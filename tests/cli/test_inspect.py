@@ -140,3 +140,51 @@ def test_a_file_that_fails_to_load_and_a_name_clash_fail_the_check(tmp_path: Pat
 def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     done = inspect(str(tmp_path / "nope.py"))
     assert done.returncode == 1 and "no such file or folder" in done.stderr
+
+
+APPS = '''
+from protomcp_sdk import UI, resource, tool
+
+
+@resource("ui://charts/bar", ui=UI(prefers_border=True))
+def bar() -> str:
+    """The chart."""
+    return "<html></html>"
+
+
+@tool(ui="ui://charts/bar")
+def sales(quarter: str) -> dict:
+    """Sales of a quarter."""
+    return {}
+
+
+@tool(ui="ui://charts/bar", visibility=["app"])
+def refresh() -> str:
+    """Refresh the chart."""
+    return ""
+'''
+
+
+def test_inspect_and_list_show_a_tools_app(tmp_path: Path) -> None:
+    file = tmp_path / "charts.py"
+    file.write_text(APPS)
+    done = inspect(str(file), "--json")
+    assert done.returncode == 0, done.stderr
+    (entry,) = orjson.loads(done.stdout)["files"]
+    sales, refresh = entry["tools"]
+    assert sales["ui"] == {"resourceUri": "ui://charts/bar"}
+    assert refresh["ui"] == {"resourceUri": "ui://charts/bar", "visibility": ["app"]}
+    [chart] = entry["resources"]
+    assert chart["mimeType"] == "text/html;profile=mcp-app" and chart["ui"] == {"prefersBorder": True}
+    readable = inspect(str(file)).stdout.splitlines()
+    assert "    sales(quarter: str)  [app=ui://charts/bar]  - Sales of a quarter." in readable
+    assert "    refresh()  [app=ui://charts/bar visibility=app]  - Refresh the chart." in readable
+    assert "    ui://charts/bar  bar  [app]  - The chart." in readable
+    listed = subprocess.run(
+        [*HOST, "list", str(file)], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert "sales(quarter: str)  [app=ui://charts/bar]" in lines
+    assert "refresh()  [app=ui://charts/bar visibility=app]" in lines
+    assert "ui://charts/bar  bar  [app]" in lines

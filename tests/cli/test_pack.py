@@ -424,3 +424,58 @@ def test_hidden_tools_are_not_listed_but_announced(tmp_path: Path) -> None:
     )
     manifest = plan([file], [], "uv").manifest()
     assert [t["name"] for t in manifest["tools"]] == ["status"] and manifest["tools_generated"] is True
+
+
+APP = '''
+    from pathlib import Path
+
+    from protomcp_sdk import resource, tool
+
+    CHART = Path(__file__).parent / "views" / "chart.html"
+
+
+    @resource("ui://charts/bar", files=["views/chart.html"])
+    def chart() -> str:
+        """The chart."""
+        return CHART.read_text()
+
+
+    @tool(ui="ui://charts/bar")
+    def sales(quarter: str) -> dict:
+        """Sales of a quarter."""
+        return {"quarter": quarter}
+'''
+
+
+def test_an_apps_html_beside_its_tool_file_goes_into_the_bundle(tmp_path: Path, mcpb: Path) -> None:
+    (tmp_path / "views").mkdir()
+    (tmp_path / "views" / "chart.html").write_text("<!doctype html><p>chart</p>")
+    (tmp_path / "views" / "notes.txt").write_text("not declared: stays out")
+    (tmp_path / "charts.py").write_text(textwrap.dedent(APP))
+    done = pack("charts.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    folder = unpack(mcpb, tmp_path / "charts.mcpb", tmp_path / "installed")
+    assert validate(mcpb, folder).returncode == 0
+    tools = folder / "server" / "tools"
+    assert (tools / "views" / "chart.html").read_text() == "<!doctype html><p>chart</p>"
+    assert not (tools / "views" / "notes.txt").exists()
+    read = subprocess.run(
+        [*HOST, "call", str(tools / "charts.py"), "ui://charts/bar"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert read.returncode == 0, read.stderr
+    assert "<!doctype html><p>chart</p>" in read.stdout  # the unpacked tool file serves its app
+
+
+def test_a_folders_declared_files_keep_their_place(tmp_path: Path) -> None:
+    kit = tmp_path / "kit"
+    (kit / "views").mkdir(parents=True)
+    (kit / "views" / "chart.html").write_text("<p>chart</p>")
+    (kit / "charts.py").write_text(textwrap.dedent(APP))
+    done = pack(str(kit), "-o", "kit.mcpb", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    names = zipfile.ZipFile(tmp_path / "kit.mcpb").namelist()
+    assert {"server/tools/kit/charts.py", "server/tools/kit/views/chart.html"} <= set(names)

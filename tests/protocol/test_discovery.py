@@ -263,3 +263,40 @@ def test_pinned_travels_from_the_sdk_to_the_catalog() -> None:
     definition = ToolSpec.from_function(helper, pinned=True).definition()
     assert definition.pinned and tool_from_definition(definition, "a.py").pinned
     assert not tool_from_definition(ToolSpec.from_function(helper).definition(), "a.py").pinned
+
+
+def test_an_apps_own_tool_is_not_the_models_to_find_describe_or_call() -> None:
+    """MCP Apps: a tool whose visibility leaves out "model" is kept from the model by the
+    client; under --discovery search the meta-tools act for the model, so they keep it too,
+    while the app still calls it by name."""
+    app_only = orjson.dumps({"ui": {"resourceUri": "ui://sales/chart", "visibility": ["app"]}}).decode()
+    both = orjson.dumps({"ui": {"resourceUri": "ui://sales/chart"}}).decode()
+    catalog = Catalog()
+    catalog.replace(
+        "a.py",
+        [
+            tool(
+                "region_sales",
+                "Sales of one region for the chart.",
+                {"region": {"type": "string"}},
+                meta_json=app_only,
+            ),
+            tool(
+                "quarterly_sales",
+                "Sales per quarter, as a chart.",
+                {"quarter": {"type": "string"}},
+                meta_json=both,
+            ),
+        ],
+    )
+    session = make(catalog)
+    found = text(answer(session, "find_tools", {"query": "sales"}))
+    assert "quarterly_sales" in found and "region_sales" not in found
+    for name, arguments in (
+        ("get_tool_schema", {"name": "region_sales"}),
+        ("call_tool", {"name": "region_sales", "arguments": {"region": "north"}}),
+    ):
+        reply = answer(session, name, arguments)
+        assert reply["result"]["isError"] and "Unknown tool" in text(reply)
+    (event,) = session.receive(rpc("tools/call", {"name": "region_sales", "arguments": {"region": "north"}}))
+    assert isinstance(event, Call) and event.tool.name == "region_sales"  # the app's direct call
