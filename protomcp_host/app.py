@@ -21,6 +21,7 @@ from protomcp_host import __version__
 from protomcp_host.calls.execution import Dispatcher
 from protomcp_host.calls.forwarding import Forwarding, declares_completions
 from protomcp_host.calls.held import MAX_SUSPENDED_EACH, Rounds
+from protomcp_host.calls.limits import RateLimits
 from protomcp_host.calls.middleware import Middleware
 from protomcp_host.calls.router import Router, Writer
 from protomcp_host.calls.tasks import TaskRunner
@@ -138,6 +139,7 @@ class Host:
         """The state shared with other hosts (--store): requestState uses, modern-era tasks and
         each principal's tool-list state (imported only with a shared store)."""
         self.store = store
+        self.dispatcher.limits = RateLimits(dict(self.settings.rate_limits), store, self.stderr)
         self._key_missed: anyio.Event | None = None  # set: a requestState did not open (--store)
         self.sharing: SharedTasks | None = None
         self.shared_tools: SharedToolLists | None = None

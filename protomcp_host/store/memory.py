@@ -10,6 +10,7 @@ import anyio
 import anyio.abc
 
 from protomcp_host.store.base import Handler
+from protomcp_host.store.windows import SlidingLogs
 
 
 class MemoryStore:
@@ -19,6 +20,7 @@ class MemoryStore:
         self._handlers: list[Handler] = []
         self._key: bytes | None = None
         self._records: dict[str, tuple[bytes, float, bool]] = {}  # key -> (value, deadline, final)
+        self._rates = SlidingLogs()
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -64,3 +66,10 @@ class MemoryStore:
         if len(self._records) > 1000:  # (amortised: expired records go when the map grows)
             for key in [k for k, (_, deadline, _) in self._records.items() if deadline <= now]:
                 del self._records[key]
+
+    # -- rate limits (calls/limits.py) ---------------------------------------------------------
+    def take_now(self, key: str, limit: int, window: float) -> float:
+        return self._rates.take(key, limit, window)
+
+    async def take(self, key: str, limit: int, window: float) -> float:
+        return self._rates.take(key, limit, window)

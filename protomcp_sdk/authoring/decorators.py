@@ -50,6 +50,7 @@ def tool(
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
     scopes: Iterable[str] | None = None,
+    rate_limit: str | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -74,6 +75,7 @@ def tool(
     meta: JSONObject | None = None,
     icons: Iterable[JSONObject] | None = None,
     scopes: Iterable[str] | None = None,
+    rate_limit: str | None = None,
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP tool; the function itself is returned unchanged.
 
@@ -98,6 +100,10 @@ def tool(
     refused to a caller whose access token does not grant all of them (HTTP 403
     ``insufficient_scope`` naming them, so the client can ask for them); without OAuth
     (stdio, a shared bearer token) they restrict nothing.
+    ``rate_limit`` ("N/second", "N/minute" or "N/hour", e.g. "10/minute"): calls each caller
+    may make in any such window, counted by the host before the call reaches this process and
+    shared by every host of a ``--store``; a call over it is an error result saying when to
+    retry. The host's ``--rate-limit NAME=...`` replaces it.
     """
     if isinstance(fn, str):
         if name is not None:
@@ -122,6 +128,7 @@ def tool(
             meta=meta,
             icons=icons,
             scopes=scopes,
+            rate_limit=rate_limit,
         )
         if input_schema is not None:
             spec.input_schema = dict(input_schema)

@@ -18,6 +18,7 @@ from protomcp_sdk.authoring.outputs import OutputCheck
 from protomcp_sdk.authoring.schema import analyze
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.jsontypes import JSONObject
+from protomcp_sdk.wire.rates import parse_rate
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message
@@ -61,6 +62,7 @@ class ToolSpec:
     meta: JSONObject | None = None  # the MCP Tool's _meta (pinned adds anthropic/alwaysLoad)
     icons: list[JSONObject] | None = None
     scopes: frozenset[str] = frozenset()  # OAuth scopes a caller's token must grant (HTTP + OAuth)
+    rate_limit: str = ""  # "N/second|minute|hour" per caller, counted by the host ("": none)
 
     @classmethod
     def from_function(
@@ -80,6 +82,7 @@ class ToolSpec:
         meta: JSONObject | None = None,
         icons: Iterable[JSONObject] | None = None,
         scopes: Iterable[str] | None = None,
+        rate_limit: str | None = None,
     ) -> ToolSpec:
         """Inspect ``fn`` (without registering it). Raises ValueError/TypeError on misuse."""
         tool_name = name if name is not None else getattr(fn, "__name__", "")
@@ -99,6 +102,11 @@ class ToolSpec:
             meta = {ALWAYS_LOAD: True, **(meta or {})}
         icons = checked_icons(f"tool {tool_name!r}", icons)
         required = checked_scopes(f"tool {tool_name!r}", scopes)
+        if rate_limit is not None:
+            try:
+                rate_limit = str(parse_rate(rate_limit))
+            except ValueError as exc:
+                raise ValueError(f"tool {tool_name!r}: {exc}") from None
         signature = analyze(fn, tool_name)
         summary, documented = docstrings.parse(inspect.cleandoc(fn.__doc__)) if fn.__doc__ else ("", {})
         if description is None:
@@ -131,6 +139,7 @@ class ToolSpec:
             meta=meta,
             icons=icons,
             scopes=required,
+            rate_limit=rate_limit or "",
         )
 
     def convert(self, arguments: JSONObject | None) -> dict[str, object]:
@@ -166,6 +175,7 @@ class ToolSpec:
             meta_json=as_json(self.meta),
             icons_json=as_json(self.icons),
             scopes=sorted(self.scopes),
+            rate_limit=self.rate_limit,
         )
         for key, attr in _HINTS:
             setattr(definition, attr, bool(hints.get(key, False)))
