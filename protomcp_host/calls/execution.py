@@ -149,7 +149,7 @@ class Execution:
         rate = self.call.tool.rate_limit
         limits = self.dispatcher.limits
         if rate is not None and limits is not None and not _admitted_before(self.call):
-            limits.admit(self, rate)  # -> go(), or a refusal
+            limits.admit(self, rate, self.dispatcher.spawn)  # -> go(), or a refusal
             return
         self.go()
 

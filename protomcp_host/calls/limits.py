@@ -26,16 +26,13 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 import orjson
 
-from protomcp_host.protocol.session import ToolAnswer
+from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_sdk.wire.rates import Rate, parse_rate
-
-if TYPE_CHECKING:
-    from protomcp_host.calls.execution import Execution
 
 ANONYMOUS = "anonymous"  # the principal of every caller that has not signed in
 EVERY_TOOL = "*"
@@ -52,12 +49,26 @@ class Counts(Protocol):
     async def take(self, key: str, limit: int, window: float) -> float: ...
 
 
+class Checked(Protocol):
+    """The call being checked (a calls.execution.Execution): it goes on, or ends refused."""
+
+    call: Call
+    finished: bool  # (ended while the store answered: cancelled, the host stopping)
+
+    def go(self) -> None: ...
+    def finish(self, answer: ToolAnswer, effects: None) -> None: ...
+
+
+Spawn = Callable[..., object]  # runs a task in the host's task group
+
+
 def principal_of(auth: Mapping[str, Any] | None) -> str:
     """Whose calls a limit counts: the signed-in subject (issuer and subject), else ANONYMOUS."""
     if auth is not None:
         subject = auth.get("sub")
         if isinstance(subject, str) and subject:
-            return f"{auth.get('iss', '')} {subject}"
+            issuer = auth.get("iss")
+            return f"{issuer} {subject}" if isinstance(issuer, str) and issuer else subject
     return ANONYMOUS
 
 
@@ -105,20 +116,21 @@ class RateLimits:
                 self.report(f"protomcp: tool '{name}': {exc}; its own limit is ignored")
         return self.given.get(EVERY_TOOL)
 
-    def admit(self, execution: Execution, rate: Rate) -> None:
-        """Count the call: it goes on (execution.go) or ends refused."""
+    def admit(self, execution: Checked, rate: Rate, spawn: Spawn | None) -> None:
+        """Count the call: it goes on (execution.go) or ends refused; `spawn` runs the wait
+        for a store that answers asynchronously."""
         call = execution.call
         principal = principal_of(call.auth)
         key = f"rate:{rate.period:g}:{call.tool.name}:{principal}"
         wait = self.store.take_now(key, rate.calls, rate.period)
         if wait is not None:
             self._decided(execution, rate, principal, wait)
-        elif execution.dispatcher.spawn is None:  # (no task group yet: nothing to wait in)
+        elif spawn is None:  # (no task group yet: nothing to wait in)
             execution.go()
         else:
-            execution.dispatcher.spawn(self._ask, execution, key, rate, principal)
+            spawn(self._ask, execution, key, rate, principal)
 
-    async def _ask(self, execution: Execution, key: str, rate: Rate, principal: str) -> None:
+    async def _ask(self, execution: Checked, key: str, rate: Rate, principal: str) -> None:
         try:
             with anyio.fail_after(STORE_WAIT):
                 wait = await self.store.take(key, rate.calls, rate.period)
@@ -132,7 +144,7 @@ class RateLimits:
         if not execution.finished:  # (cancelled while the store answered: nothing to do)
             self._decided(execution, rate, principal, wait)
 
-    def _decided(self, execution: Execution, rate: Rate, principal: str, wait: float) -> None:
+    def _decided(self, execution: Checked, rate: Rate, principal: str, wait: float) -> None:
         if wait <= 0.0:
             execution.go()
             return

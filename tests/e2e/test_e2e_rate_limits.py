@@ -142,6 +142,71 @@ async def test_a_task_over_the_limit_ends_with_the_refusal(http_host: Any, tools
     assert refused["content"][0]["text"].startswith("Rate limit reached: tool 'chore' allows 1 call per")
 
 
+async def test_calls_go_on_unchecked_while_the_store_is_down(tools: Path, tmp_path: Path) -> None:
+    """Fail open: a limit protects the service; an outage of Redis must not also stop every
+    limited tool. The host says so on stderr, and counts again once Redis is back."""
+    import os
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.support.cluster import start_redis, stop
+    from tests.support.ports import free_port
+
+    port = free_port()
+    redis = start_redis(port, tmp_path / "redis")
+    args = [*HOST[1:], "run", str(tools), "--store", f"redis://127.0.0.1:{port}/0"]
+    params = StdioServerParameters(command=HOST[0], args=args, env=dict(os.environ))
+    errors = tmp_path / "stderr.txt"
+    try:
+        with errors.open("w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                assert [r.is_error for r in await calls(session, "own", 3)] == [False, False, True]
+                stop(redis)
+                assert [r.is_error for r in await calls(session, "own", 3)] == [False] * 3
+                redis = start_redis(port, tmp_path / "redis")  # (empty: no persistence)
+                with anyio.fail_after(30):  # counted again once the store answers (polled)
+                    while not (await session.call_tool("own", {})).is_error:
+                        await anyio.sleep(0.05)
+    finally:
+        stop(redis)
+    said = errors.read_text()
+    assert "protomcp: rate limits are not counted while the store cannot answer" in said
+    assert "protomcp: rate limits are counted again" in said
+
+
+async def test_a_retry_with_its_request_state_is_not_counted_again(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """2026-07-28: a call that asked for input and is retried with its requestState on another
+    host (which runs it again) was admitted once; a new call is counted."""
+    import httpx2
+
+    from tests.support.hosts import TOOLS
+
+    rounds = TOOLS / "rounds" / "rounds.py"
+    limit = ("--rate-limit", "held_thread=1/minute")
+    hosts = [http_host("run", str(rounds), "--store", redis_url, *limit) for _ in range(2)]
+    call = {"name": "held_thread", "arguments": {"mark": str(tmp_path / "mark")}}
+    with anyio.fail_after(60):
+        async with httpx2.AsyncClient(timeout=30) as http:
+            first = (await modern_rpc(http, hosts[0].url, "tools/call", call))["result"]
+            assert first["resultType"] == "input_required", first
+            retry = {
+                **call,
+                "requestState": first["requestState"],
+                "inputResponses": {"wait": {"action": "accept", "content": {"v": "x"}}},
+            }
+            done = (await modern_rpc(http, hosts[1].url, "tools/call", retry))["result"]
+            assert done["content"][0]["text"].startswith("accept in "), done
+            again = (await modern_rpc(http, hosts[1].url, "tools/call", call))["result"]
+            assert again["isError"] is True and again["content"][0]["text"].startswith("Rate limit reached")
+
+
 @pytest.mark.parametrize(
     ("spec", "says"),
     [
