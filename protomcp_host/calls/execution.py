@@ -103,7 +103,11 @@ class Dispatcher:
 
     def execute(self, call: Call, sink: CallSink) -> Execution:
         execution = Execution(self, call, sink)
-        execution.start()
+        rate = call.tool.rate_limit  # (a tool without a limit pays this test alone)
+        if rate is not None and self.limits is not None and not _admitted_before(call):
+            self.limits.admit(execution, rate, self.spawn)  # -> execution.start(), or a refusal
+        else:
+            execution.start()
         return execution
 
 
@@ -146,14 +150,6 @@ class Execution:
         return self.dispatcher.processes
 
     def start(self) -> None:
-        rate = self.call.tool.rate_limit
-        limits = self.dispatcher.limits
-        if rate is not None and limits is not None and not _admitted_before(self.call):
-            limits.admit(self, rate, self.dispatcher.spawn)  # -> go(), or a refusal
-            return
-        self.go()
-
-    def go(self) -> None:
         """The call runs: its timer starts, the middleware or the tool's process is asked."""
         timeout = self.timeout = self.call.tool.timeout or self.dispatcher.call_timeout
         if timeout:

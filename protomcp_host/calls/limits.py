@@ -15,7 +15,7 @@ A store that cannot answer (Redis down, or slower than STORE_WAIT) lets the call
 says so on stderr, once per outage: a limit protects the service, and an outage of the store
 should not also take down every limited tool (the choice of Envoy's and Kong's limiters).
 
-Cost: a tool without a limit pays one attribute test (Execution.start). With the memory store
+Cost: a tool without a limit pays one attribute test (Dispatcher.execute). With the memory store
 the check is synchronous; with Redis it is one script round trip (EVALSHA).
 """
 
@@ -55,7 +55,7 @@ class Checked(Protocol):
     call: Call
     finished: bool  # (ended while the store answered: cancelled, the host stopping)
 
-    def go(self) -> None: ...
+    def start(self) -> None: ...
     def finish(self, answer: ToolAnswer, effects: None) -> None: ...
 
 
@@ -117,7 +117,7 @@ class RateLimits:
         return self.given.get(EVERY_TOOL)
 
     def admit(self, execution: Checked, rate: Rate, spawn: Spawn | None) -> None:
-        """Count the call: it goes on (execution.go) or ends refused; `spawn` runs the wait
+        """Count the call: it goes on (execution.start) or ends refused; `spawn` runs the wait
         for a store that answers asynchronously."""
         call = execution.call
         principal = principal_of(call.auth)
@@ -126,7 +126,7 @@ class RateLimits:
         if wait is not None:
             self._decided(execution, rate, principal, wait)
         elif spawn is None:  # (no task group yet: nothing to wait in)
-            execution.go()
+            execution.start()
         else:
             spawn(self._ask, execution, key, rate, principal)
 
@@ -146,7 +146,7 @@ class RateLimits:
 
     def _decided(self, execution: Checked, rate: Rate, principal: str, wait: float) -> None:
         if wait <= 0.0:
-            execution.go()
+            execution.start()
             return
         tool = execution.call.tool.name
         self.on_refused(tool, principal)
@@ -192,7 +192,10 @@ class RefusalLog:
             return
         self._held[tool] += 1
         if self._timer is None:
-            loop = asyncio.get_running_loop()
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop (a unit test): the next refusal after the window flushes
+                return
             self._timer = loop.call_later(self._window_start + REPORT_EVERY - now, self.flush)
 
     def flush(self) -> None:
