@@ -21,6 +21,7 @@ from protomcp_host import __version__
 from protomcp_host.calls.execution import Dispatcher
 from protomcp_host.calls.forwarding import Forwarding, declares_completions
 from protomcp_host.calls.held import MAX_SUSPENDED_EACH, Rounds
+from protomcp_host.calls.limits import RateLimits
 from protomcp_host.calls.middleware import Middleware
 from protomcp_host.calls.router import Router, Writer
 from protomcp_host.calls.tasks import TaskRunner
@@ -143,6 +144,7 @@ class Host:
         self.store = store
         unauthenticated = LOCAL_USER if self.settings.http is None else ANONYMOUS_USER
         self.user_states = UserStates(store, unauthenticated, self.stderr)  # ctx.user_state
+        self.dispatcher.limits = RateLimits(dict(self.settings.rate_limits), store, self.stderr)
         self._key_missed: anyio.Event | None = None  # set: a requestState did not open (--store)
         self.sharing: SharedTasks | None = None
         self.shared_tools: SharedToolLists | None = None

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from protomcp_host.peers.settings import PeerSettings
     from protomcp_host.transports.http.server import HttpSettings
     from protomcp_host.upstream.spec import UpstreamSpec
+    from protomcp_sdk.wire.rates import Rate
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class RunSettings:
     heartbeat_timeout: float = ProcessSettings.heartbeat_timeout
     drain_timeout: float = 5.0  # seconds running calls may take to finish on shutdown
     max_in_flight: int = 1000  # tool calls one session may have running at once
+    rate_limits: tuple[tuple[str, Rate], ...] = ()  # --rate-limit: (tool name or "*", its rate)
     processes: int = 1  # tool processes per tool file
     store: str | None = None  # --store URL (None: this host's memory)
     # How clients connect

@@ -163,7 +163,8 @@ class ToolEvents:
         definitions: list[pb.ToolDefinition],
         middleware: list[pb.RegisterMiddlewareRequest],
     ) -> None:
-        tools = [tool_from_definition(d, label) for d in definitions if self._exposed(d)]
+        rate_of = self.host.dispatcher.limits.rate_of if self.host.dispatcher.limits is not None else None
+        tools = [tool_from_definition(d, label, rate_of) for d in definitions if self._exposed(d)]
         self._serve_tools(label, tools, middleware)
 
     def _serve_tools(

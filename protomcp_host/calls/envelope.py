@@ -4,6 +4,7 @@ besides the frame channel that knows protobuf, so `protocol/` speaks MCP alone."
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -12,13 +13,17 @@ from protomcp_host.protocol.catalog import Tool
 from protomcp_host.protocol.features import Entry, FileFeatures, Forward, template_entry
 from protomcp_host.protocol.session import ToolAnswer
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire.rates import Rate
 
 TASK_MODES = ("forbidden", "optional", "required")
 
 
-def tool_from_definition(definition: pb.ToolDefinition, owner: str) -> Tool:
+def tool_from_definition(
+    definition: pb.ToolDefinition, owner: str, rate_of: Callable[[str, str], Rate | None] | None = None
+) -> Tool:
     """Map an Envelope ToolDefinition to the catalog's Tool (the MCP Tool object and the
-    host-only settings: hidden, pinned, timeout)."""
+    host-only settings: hidden, pinned, timeout; its rate limit as `rate_of` (name, declared)
+    decides: limits.RateLimits.rate_of)."""
     mcp: dict[str, Any] = {"name": definition.name}
     if definition.title:
         mcp["title"] = definition.title
@@ -47,6 +52,7 @@ def tool_from_definition(definition: pb.ToolDefinition, owner: str) -> Tool:
             else None
         ),
         scopes=frozenset(definition.scopes),
+        rate_limit=rate_of(definition.name, definition.rate_limit) if rate_of is not None else None,
     )
 
 

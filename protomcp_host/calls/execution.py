@@ -19,6 +19,7 @@ import orjson
 
 from protomcp_host.calls.deadlines import Deadlines
 from protomcp_host.calls.envelope import tool_answer
+from protomcp_host.calls.limits import RateLimits
 from protomcp_host.calls.middleware import ChainRun, Middleware, segments
 from protomcp_host.calls.staleness import with_note
 from protomcp_host.processes.channel import Channel
@@ -64,6 +65,13 @@ class CallSink(Protocol):
     def call_released(self, execution: Execution, reason: str) -> None: ...
 
 
+def _admitted_before(call: Call) -> bool:
+    """2026-07-28: a retry that brings a requestState continues a call its limit admitted (the
+    host issued that state to a running call, and checked it before this retry got here)."""
+    retry = call.retry
+    return retry is not None and retry.state is not None
+
+
 class Dispatcher:
     """Starts executions: where each tool's file is served, the middleware chain, the timeout."""
 
@@ -76,6 +84,7 @@ class Dispatcher:
         self.deadlines = Deadlines()  # every call's timeout, on one shared tick
         # dev: files whose last save failed to load (label -> note for their tools' answers)
         self.stale: dict[str, str] = {}
+        self.limits: RateLimits | None = None  # rate limits (the tools that have one are checked)
 
     def set_middleware(self, chain: list[Middleware]) -> None:
         self.middleware[:] = chain
@@ -94,7 +103,11 @@ class Dispatcher:
 
     def execute(self, call: Call, sink: CallSink) -> Execution:
         execution = Execution(self, call, sink)
-        execution.start()
+        rate = call.tool.rate_limit  # (a tool without a limit pays this test alone)
+        if rate is not None and self.limits is not None and not _admitted_before(call):
+            self.limits.admit(execution, rate, self.spawn)  # -> execution.start(), or a refusal
+        else:
+            execution.start()
         return execution
 
 
@@ -137,6 +150,7 @@ class Execution:
         return self.dispatcher.processes
 
     def start(self) -> None:
+        """The call runs: its timer starts, the middleware or the tool's process is asked."""
         timeout = self.timeout = self.call.tool.timeout or self.dispatcher.call_timeout
         if timeout:
             self.timer = self.dispatcher.deadlines.add(self.id, timeout, self._timed_out)

@@ -165,6 +165,7 @@ def _tool_line(tool: dict[str, Any], signature: Callable[[dict[str, Any]], str])
     flags += [f"tags={','.join(tool['tags'])}"] if tool.get("tags") else []
     flags += [_scopes(tool)] if tool.get("scopes") else []
     flags += app_flags(tool.get("ui"))
+    flags += [f"rate_limit={tool['rateLimit']}"] if tool.get("rateLimit") else []
     marks = f"  [{' '.join(flags)}]" if flags else ""
     return f"{tool['name']}{signature(tool['inputSchema'])}{marks}{_about(tool)}"
 

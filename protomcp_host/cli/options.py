@@ -8,6 +8,7 @@ same declaration (install with no default, so only what is given goes into the e
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from protomcp_host.settings import RunSettings
 
 if TYPE_CHECKING:
     from protomcp_host.upstream.spec import UpstreamSpec
+    from protomcp_sdk.wire.rates import Rate
 
 Option = Callable[[Any], Any]  # a click parameter decorator
 
@@ -220,6 +222,18 @@ STORE = click.option(
     "[default: this host's memory]",
 )
 
+RATE_LIMIT = click.option(
+    "--rate-limit",
+    "rate_limits",
+    multiple=True,
+    metavar="TOOL|*=N/UNIT",
+    help="At most N calls of TOOL per second, minute or hour (UNIT) by each caller, e.g. "
+    "--rate-limit 'search=10/minute'; '*=N/UNIT' limits every tool without a limit of its own. "
+    "Replaces the tool's @tool(rate_limit=...). A caller is the signed-in user (OAuth); callers "
+    "without one (stdio, --auth-token-env, no auth) count together. Shared by every host of a "
+    "--store. A call over it is an error result saying when to retry. Repeatable.",
+)
+
 INCLUDE_TAG = RunOption(
     "--include-tag",
     "include_tags",
@@ -293,6 +307,31 @@ def upstream_specs(
         return tuple(parse_specs(upstreams, token_envs, prefixes))
     except SpecError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+def rate_limit_specs(given: tuple[str, ...]) -> tuple[tuple[str, Rate], ...]:
+    """The --rate-limit options as (tool name or "*", rate); UsageError when malformed."""
+    from protomcp_sdk.wire.rates import parse_rate
+
+    limits: dict[str, Rate] = {}
+    for spec in given:
+        name, sep, text = spec.partition("=")
+        name = name.strip()
+        if not sep or not (name == "*" or _TOOL_NAME.fullmatch(name)):
+            raise click.UsageError(
+                f"--rate-limit {spec!r}: expected TOOL=N/UNIT or *=N/UNIT (UNIT: second, minute or "
+                "hour), e.g. --rate-limit 'search=10/minute'"
+            )
+        if name in limits:
+            raise click.UsageError(f"--rate-limit: {name!r} is given twice")
+        try:
+            limits[name] = parse_rate(text)
+        except ValueError as exc:
+            raise click.UsageError(f"--rate-limit {spec!r}: {exc}") from None
+    return tuple(limits.items())
 
 
 # The run options `install` passes on to the entry it writes, in the order its --help lists them

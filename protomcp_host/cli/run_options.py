@@ -23,6 +23,7 @@ from protomcp_host.cli.options import (
     PAGE_SIZE,
     PROCESSES,
     PYTHON,
+    RATE_LIMIT,
     SCHEMA_REGISTRY,
     SERVER_NAME,
     SKILLS,
@@ -32,6 +33,7 @@ from protomcp_host.cli.options import (
     STORE,
     UPSTREAM_OPTIONS,
     option_group,
+    rate_limit_specs,
     upstream_specs,
 )
 from protomcp_host.cli.peer_options import PEER_OPTIONS, peer_settings
@@ -66,7 +68,7 @@ UI_PORT = click.option(
 IDENTITY_OPTIONS = option_group(SERVER_NAME, INSTRUCTIONS)
 CATALOG_OPTIONS = option_group(SKILLS, SCHEMA_REGISTRY, DISCOVERY, EXCLUDE_TAG, INCLUDE_TAG)
 LIMIT_OPTIONS = option_group(
-    MAX_IN_FLIGHT, DRAIN_TIMEOUT, HEARTBEAT_TIMEOUT, STARTUP_TIMEOUT, CALL_TIMEOUT, PAGE_SIZE
+    RATE_LIMIT, MAX_IN_FLIGHT, DRAIN_TIMEOUT, HEARTBEAT_TIMEOUT, STARTUP_TIMEOUT, CALL_TIMEOUT, PAGE_SIZE
 )
 SERVE_OPTIONS = option_group(
     TRANSPORT, CATALOG_OPTIONS, *HTTP_OPTIONS, *OAUTH_SERVER_OPTIONS, PYTHON, STORE, PROCESSES, LIMIT_OPTIONS
@@ -130,6 +132,7 @@ def run_settings(given: Mapping[str, Any], dev: DevSettings | None = None) -> Ru
         heartbeat_timeout=given["heartbeat_timeout"],
         drain_timeout=given["drain_timeout"],
         max_in_flight=given["max_in_flight"],
+        rate_limits=rate_limit_specs(given["rate_limits"]),
         processes=given["processes"],
         store=given["store"],
         http=http,

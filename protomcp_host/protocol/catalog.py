@@ -14,6 +14,7 @@ import orjson
 
 from protomcp_host.protocol.jsontypes import JSON_TYPES, PRIMITIVE_TYPES
 from protomcp_host.protocol.listing import InvalidCursor, Listing, NameClash
+from protomcp_sdk.wire.rates import Rate
 
 __all__ = ["DEFAULT_PAGE_SIZE", "Catalog", "InvalidCursor", "NameClash", "Tool", "quick_check", "render"]
 
@@ -61,6 +62,7 @@ class Tool:
     # a typed tool: (FileDescriptorSet bytes, parameter message, result message or "")
     messages: tuple[bytes, str, str] | None = None
     scopes: frozenset[str] = frozenset()  # OAuth scopes a caller's token must grant (scopes.py)
+    rate_limit: Rate | None = None  # calls per principal (--rate-limit / @tool(rate_limit=...))
     _validator: Any = field(default=None, repr=False)
     _quick: Callable[[dict[str, Any]], bool] | None = field(default=None, repr=False)
     _size: int = field(default=-1, repr=False)

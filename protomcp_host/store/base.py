@@ -72,3 +72,14 @@ class Store(Protocol):
 
     async def user_delete(self, space: str, name: str) -> bool:
         """Drop `name` from `space`; True if it held a live value."""
+
+    # -- rate limits (calls/limits.py): a sliding-window log per key ---------------------------
+    def take_now(self, key: str, limit: int, window: float) -> float | None:
+        """`take` answered at once when this store can (its memory): 0.0 or the seconds to
+        wait; None when it needs a round trip (then await `take`)."""
+
+    async def take(self, key: str, limit: int, window: float) -> float:
+        """One call under `key`, admitted (0.0, and counted) when fewer than `limit` were
+        admitted in the `window` seconds before it, by any host of the store; otherwise the
+        seconds until one would be (nothing counted). Exact under concurrency; the key lapses
+        once its window passes. Raises StoreError when the store cannot answer."""

@@ -12,6 +12,7 @@ import anyio
 import anyio.abc
 
 from protomcp_host.store.base import Handler
+from protomcp_host.store.windows import SlidingLogs
 
 
 class MemoryStore:
@@ -23,6 +24,7 @@ class MemoryStore:
         self._records: dict[str, tuple[bytes, float, bool]] = {}  # key -> (value, deadline, final)
         self._user: dict[str, dict[str, tuple[bytes, float]]] = {}  # space -> name -> (value, deadline)
         self._user_sets = 0
+        self._rates = SlidingLogs()
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -105,3 +107,10 @@ class MemoryStore:
                 del names[expired]
             if not names:
                 del self._user[space]
+
+    # -- rate limits (calls/limits.py) ---------------------------------------------------------
+    def take_now(self, key: str, limit: int, window: float) -> float:
+        return self._rates.take(key, limit, window)
+
+    async def take(self, key: str, limit: int, window: float) -> float:
+        return self._rates.take(key, limit, window)

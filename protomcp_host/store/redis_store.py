@@ -12,6 +12,7 @@ names by expiry, which keeps the count bound exact under concurrency (one script
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import re
 import time
@@ -76,6 +77,25 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return gone
 """
 
+# -- rate limits: a sliding-window log per key, a sorted set of the admitted calls' times (µs,
+# Redis's own clock: every host counts on one). Admitted: 0; refused: µs until a call would be.
+_TAKE = """
+if redis.replicate_commands then redis.replicate_commands() end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+if count < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))
+  return 0
+end
+if count > limit then redis.call('ZREMRANGEBYRANK', KEYS[1], 0, count - limit - 1) end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return math.max(1, tonumber(oldest[2]) + window - now)
+"""
+
 T = TypeVar("T")
 
 
@@ -136,6 +156,9 @@ class RedisStore:
         self._down = False  # an outage was reported (not repeated until it is over)
         self._unsubscribed = False  # the bus's connection broke and is not subscribed again yet
         self._key: bytes | None = None  # the requestState key this handle read last
+        self._take = self._client.register_script(_TAKE)  # (EVALSHA, loaded again when missing)
+        self._calls = itertools.count()  # with _caller: each admitted call's own member of its log
+        self._caller = os.urandom(8).hex()
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         # A host (or a --workers worker) that starts while Redis restarts waits for it, within
@@ -329,3 +352,19 @@ class RedisStore:
         except self._errors as exc:
             raise StoreError(f"cannot write to {self.url}: {exc}") from None
         return bool(gone)
+
+    # -- rate limits (calls/limits.py) ---------------------------------------------------------
+    def take_now(self, key: str, limit: int, window: float) -> None:
+        return None  # (a round trip: take)
+
+    async def take(self, key: str, limit: int, window: float) -> float:
+        args: list[int | str] = [
+            limit,
+            max(1, int(window * 1_000_000)),
+            f"{self._caller}:{next(self._calls)}",
+        ]
+        try:
+            wait = await self._retried(lambda: self._take(keys=[self._ns + key], args=args))
+        except self._errors as exc:
+            raise StoreError(f"cannot count a rate limit in {self.url}: {exc}") from None
+        return int(wait) / 1_000_000

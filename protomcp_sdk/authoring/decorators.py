@@ -53,6 +53,7 @@ def tool(
     scopes: Iterable[str] | None = None,
     ui: str | None = None,
     visibility: Iterable[Visibility] | None = None,
+    rate_limit: str | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -79,6 +80,7 @@ def tool(
     scopes: Iterable[str] | None = None,
     ui: str | None = None,
     visibility: Iterable[Visibility] | None = None,
+    rate_limit: str | None = None,
 ) -> F | Callable[[F], F]:
     """Register a function as an MCP tool; the function itself is returned unchanged.
 
@@ -103,6 +105,10 @@ def tool(
     refused to a caller whose access token does not grant all of them (HTTP 403
     ``insufficient_scope`` naming them, so the client can ask for them); without OAuth
     (stdio, a shared bearer token) they restrict nothing.
+    ``rate_limit`` ("N/second", "N/minute" or "N/hour", e.g. "10/minute"): calls each caller
+    may make in any such window, counted by the host before the call reaches this process and
+    shared by every host of a ``--store``; a call over it is an error result saying when to
+    retry. The host's ``--rate-limit NAME=...`` replaces it.
     """
     if isinstance(fn, str):
         if name is not None:
@@ -129,6 +135,7 @@ def tool(
             scopes=scopes,
             ui=ui,
             visibility=visibility,
+            rate_limit=rate_limit,
         )
         if input_schema is not None:
             spec.input_schema = dict(input_schema)

@@ -19,6 +19,7 @@ from protomcp_sdk.authoring.outputs import OutputCheck
 from protomcp_sdk.authoring.schema import analyze
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire.jsontypes import JSONObject
+from protomcp_sdk.wire.rates import parse_rate
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message
@@ -62,6 +63,7 @@ class ToolSpec:
     meta: JSONObject | None = None  # the MCP Tool's _meta (pinned adds anthropic/alwaysLoad)
     icons: list[JSONObject] | None = None
     scopes: frozenset[str] = frozenset()  # OAuth scopes a caller's token must grant (HTTP + OAuth)
+    rate_limit: str = ""  # "N/second|minute|hour" per caller, counted by the host ("": none)
 
     @classmethod
     def from_function(
@@ -83,6 +85,7 @@ class ToolSpec:
         scopes: Iterable[str] | None = None,
         ui: str | None = None,
         visibility: Iterable[Visibility] | None = None,
+        rate_limit: str | None = None,
     ) -> ToolSpec:
         """Inspect ``fn`` (without registering it). Raises ValueError/TypeError on misuse."""
         tool_name = name if name is not None else getattr(fn, "__name__", "")
@@ -102,6 +105,11 @@ class ToolSpec:
             meta = {ALWAYS_LOAD: True, **(meta or {})}
         icons = checked_icons(f"tool {tool_name!r}", icons)
         required = checked_scopes(f"tool {tool_name!r}", scopes)
+        if rate_limit is not None:
+            try:
+                rate_limit = str(parse_rate(rate_limit))
+            except ValueError as exc:
+                raise ValueError(f"tool {tool_name!r}: {exc}") from None
         signature = analyze(fn, tool_name)
         summary, documented = docstrings.parse(inspect.cleandoc(fn.__doc__)) if fn.__doc__ else ("", {})
         if description is None:
@@ -134,6 +142,7 @@ class ToolSpec:
             meta=meta,
             icons=icons,
             scopes=required,
+            rate_limit=rate_limit or "",
         )
 
     @property
@@ -174,6 +183,7 @@ class ToolSpec:
             meta_json=as_json(self.meta),
             icons_json=as_json(self.icons),
             scopes=sorted(self.scopes),
+            rate_limit=self.rate_limit,
         )
         for key, attr in _HINTS:
             setattr(definition, attr, bool(hints.get(key, False)))

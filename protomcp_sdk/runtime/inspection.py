@@ -34,6 +34,8 @@ def tool_entry(spec: ToolSpec) -> JSONObject:
         entry["annotations"] = spec.annotations
     entry.update(hidden=spec.hidden, tags=sorted(spec.tags), timeout=spec.timeout, task=spec.task)
     entry["scopes"] = sorted(spec.scopes)
+    if spec.rate_limit:
+        entry["rateLimit"] = spec.rate_limit
     entry["async"] = spec.is_async
     ui = (spec.meta or {}).get("ui")
     if isinstance(ui, dict):  # MCP Apps: the app it shows, who may call it

@@ -215,7 +215,7 @@ class ToolListResponse(_message.Message):
     def __init__(self, tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
 
 class ToolDefinition(_message.Message):
-    __slots__ = ("name", "description", "input_schema_json", "output_schema_json", "title", "read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint", "task_support", "annotations_json", "hidden", "tags", "timeout", "task_support_mode", "input_before_task", "pinned", "message_descriptors", "input_message", "output_message", "meta_json", "icons_json", "scopes")
+    __slots__ = ("name", "description", "input_schema_json", "output_schema_json", "title", "read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint", "task_support", "annotations_json", "hidden", "tags", "timeout", "task_support_mode", "input_before_task", "pinned", "message_descriptors", "input_message", "output_message", "meta_json", "icons_json", "scopes", "rate_limit")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
@@ -239,6 +239,7 @@ class ToolDefinition(_message.Message):
     META_JSON_FIELD_NUMBER: _ClassVar[int]
     ICONS_JSON_FIELD_NUMBER: _ClassVar[int]
     SCOPES_FIELD_NUMBER: _ClassVar[int]
+    RATE_LIMIT_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     input_schema_json: str
@@ -262,7 +263,8 @@ class ToolDefinition(_message.Message):
     meta_json: str
     icons_json: str
     scopes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ..., output_schema_json: _Optional[str] = ..., title: _Optional[str] = ..., read_only_hint: _Optional[bool] = ..., destructive_hint: _Optional[bool] = ..., idempotent_hint: _Optional[bool] = ..., open_world_hint: _Optional[bool] = ..., task_support: _Optional[bool] = ..., annotations_json: _Optional[str] = ..., hidden: _Optional[bool] = ..., tags: _Optional[_Iterable[str]] = ..., timeout: _Optional[float] = ..., task_support_mode: _Optional[str] = ..., input_before_task: _Optional[bool] = ..., pinned: _Optional[bool] = ..., message_descriptors: _Optional[bytes] = ..., input_message: _Optional[str] = ..., output_message: _Optional[str] = ..., meta_json: _Optional[str] = ..., icons_json: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ...) -> None: ...
+    rate_limit: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ..., output_schema_json: _Optional[str] = ..., title: _Optional[str] = ..., read_only_hint: _Optional[bool] = ..., destructive_hint: _Optional[bool] = ..., idempotent_hint: _Optional[bool] = ..., open_world_hint: _Optional[bool] = ..., task_support: _Optional[bool] = ..., annotations_json: _Optional[str] = ..., hidden: _Optional[bool] = ..., tags: _Optional[_Iterable[str]] = ..., timeout: _Optional[float] = ..., task_support_mode: _Optional[str] = ..., input_before_task: _Optional[bool] = ..., pinned: _Optional[bool] = ..., message_descriptors: _Optional[bytes] = ..., input_message: _Optional[str] = ..., output_message: _Optional[str] = ..., meta_json: _Optional[str] = ..., icons_json: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ..., rate_limit: _Optional[str] = ...) -> None: ...
 
 class CallToolResponse(_message.Message):
     __slots__ = ("is_error", "result_json", "enable_tools", "disable_tools", "error", "structured_content_json", "meta_json", "structured_content_proto")

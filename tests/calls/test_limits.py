@@ -1,0 +1,64 @@
+"""calls/limits.py without a host: who a limit counts as one principal, which limit a tool has,
+the refusal's wording and _meta, and the bounded refusal lines on stderr."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from protomcp_host.calls import limits
+from protomcp_host.calls.limits import ANONYMOUS, RateLimits, RefusalLog, principal_of, refusal
+from protomcp_host.store.memory import MemoryStore
+from protomcp_sdk.wire.rates import parse_rate
+
+pytestmark = pytest.mark.fast
+
+
+def test_a_principal_is_the_signed_in_subject_else_anonymous() -> None:
+    assert principal_of({"iss": "https://idp", "sub": "alice"}) == "https://idp alice"
+    assert principal_of({"sub": "alice"}) == "alice"
+    assert principal_of({"iss": "https://idp"}) == ANONYMOUS  # (a token without a subject)
+    assert principal_of(None) == ANONYMOUS  # stdio, a shared bearer token, no authentication
+
+
+def test_a_tools_own_flag_beats_its_decorator_which_beats_the_star() -> None:
+    reported: list[str] = []
+    given = {"search": parse_rate("5/minute"), "*": parse_rate("1/second")}
+    rates = RateLimits(given, MemoryStore(), reported.append)
+    assert rates.rate_of("search", "2/hour") == parse_rate("5/minute")
+    assert rates.rate_of("other", "2/hour") == parse_rate("2/hour")
+    assert rates.rate_of("other", "") == parse_rate("1/second")
+    assert RateLimits({}, MemoryStore(), reported.append).rate_of("other", "") is None
+    assert rates.rate_of("odd", "lots") == parse_rate("1/second") and "tool 'odd'" in reported[0]
+
+
+def test_the_refusal_says_which_limit_and_when_to_retry() -> None:
+    answer = refusal("search", parse_rate("1/minute"), 41.2)
+    text = orjson.loads(answer.content[0])[0]["text"]
+    assert (
+        text == "Rate limit reached: tool 'search' allows 1 call per minute per caller; retry in 42 seconds."
+    )
+    assert answer.is_error
+    assert orjson.loads(answer.meta) == {
+        "protomcp/error": {"code": "rate_limited", "retryable": True, "retryAfter": 42.0}
+    }
+    quick = orjson.loads(refusal("t", parse_rate("3/second"), 0.03).content[0])[0]["text"]
+    assert quick.endswith("retry in 0.1 seconds.")
+
+
+async def test_a_flood_of_refusals_costs_a_few_lines() -> None:
+    lines: list[str] = []
+    now = [0.0]
+    log = RefusalLog(lines.append, clock=lambda: now[0])
+    for _ in range(100):
+        log.refused("search", "anonymous", parse_rate("1/minute"), 30.0)
+    assert len(lines) == limits.REPORT_BURST
+    assert (
+        lines[0]
+        == "protomcp: rate limit 1/minute of tool 'search' refused a call of anonymous (retry in 30s)"
+    )
+    now[0] = limits.REPORT_EVERY  # the next window: what was held back is summed first
+    log.refused("other", "anonymous", parse_rate("1/minute"), 30.0)
+    assert lines[limits.REPORT_BURST] == "protomcp: rate limits refused 90 more calls in 60s: 90 of 'search'"
+    assert lines[-1].startswith("protomcp: rate limit 1/minute of tool 'other'")
+    log.flush()
