@@ -1,0 +1,301 @@
+"""The playground as an MCP Apps host (extension `io.modelcontextprotocol/ui`, 2026-01-26), in
+Debian's Chromium through Playwright: a tool's app is read through the host at each call,
+framed through the sandbox proxy on another origin with its declared CSP, told the tool's
+input and result (and nothing before it says it is initialized), and served: tool calls
+(refused when the tool's visibility leaves "app" out), links, messages. The app reaches
+neither the page nor its token. An app built on the official app-side SDK
+(`@modelcontextprotocol/ext-apps`, pinned in tests/apps) works the same way.
+
+Every wait is on a page condition (Playwright's expect), never a fixed sleep."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protomcp_host.playground.sandbox import content_security_policy
+from tests.playground.test_playground import WAIT, browser, open_page, playground, shot
+from tests.support.hosts import write_atomic
+
+pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parents[2]
+APPS_SDK = ROOT / "tests" / "apps"
+
+# Until @tool(ui=...) lands, the spec's keys are given through meta=.
+TOOLS = """
+from pathlib import Path
+from protomcp_sdk import resource, tool
+
+HERE = Path(__file__).parent
+VERSION = "one"
+
+@resource(
+    "ui://demo/app",
+    mime_type="text/html;profile=mcp-app",
+    meta={"ui": {"csp": {"connectDomains": [__CONNECT__]}}},
+)
+def app() -> str:
+    return (HERE / "app.html").read_text().replace("{{VERSION}}", VERSION)
+
+@tool(meta={"ui": {"resourceUri": "ui://demo/app"}})
+def show(word: str) -> dict:
+    \"\"\"Show a word in the app.\"\"\"
+    return {"word": word}
+
+@tool(meta={"ui": {"visibility": ["app"]}})
+def shout(word: str) -> str:
+    \"\"\"Only the app calls this.\"\"\"
+    return word.upper() + "!"
+
+@tool(meta={"ui": {"visibility": ["model"]}})
+def secret() -> str:
+    \"\"\"Only the model calls this.\"\"\"
+    return "for the model only"
+"""
+
+# An app without any SDK (raw_app.html): it records every message it gets, says initialized only
+# when told (its #ready button), and has a button per thing it asks of the host.
+RAW_APP = (Path(__file__).parent / "raw_app.html").read_text()
+
+
+class _Ok(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Access-Control-Allow-Origin", "*")
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def cors_server() -> Iterator[int]:
+    """A local server any origin may fetch from (CORS *): only the CSP stands in the way."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def raw_app(port: int) -> str:
+    """The raw app with its URLs: 127.0.0.1:port is declared in connectDomains, localhost:port
+    (the same server, another origin) is not."""
+    return (
+        RAW_APP.replace("__DECLARED__", json.dumps(f"http://127.0.0.1:{port}/data"))
+        .replace("__UNDECLARED__", json.dumps(f"http://localhost:{port}/data"))
+        .replace("__LINK__", json.dumps(f"http://127.0.0.1:{port}/opened"))
+    )
+
+
+def tools(port: int) -> str:
+    return TOOLS.replace("__CONNECT__", repr(f"http://127.0.0.1:{port}"))
+
+
+async def call_show(page: Any, word: str) -> Any:
+    """Call `show` from the page; the card of that call (by its id: calls the app makes come
+    on top of it)."""
+    from playwright.async_api import expect
+
+    await page.click("#tool-list [data-tool=show]")
+    await page.fill("#f-word", word)
+    cards = page.locator("#calls .call")
+    before = await cards.count()
+    await page.click("#call")
+    await expect(cards).to_have_count(before + 1, timeout=WAIT)
+    call = await cards.first.get_attribute("data-call")
+    return page.locator(f'#calls .call[data-call="{call}"]')
+
+
+def app_frame(card: Any) -> Any:
+    """The app inside the proxy inside the card."""
+    return card.frame_locator(".app iframe").frame_locator("iframe")
+
+
+async def test_the_page_hosts_an_app(tmp_path: Path) -> None:
+    from playwright.async_api import expect
+
+    with cors_server() as port:
+        write_atomic(tmp_path / "app.html", raw_app(port))
+        async with playground(tmp_path, tools(port)) as (_, url, file), browser() as chromium:
+            token = url.split("?token=")[1]
+            page = await open_page(chromium, url)
+            await expect(page.locator("#tool-list [data-tool=show]")).to_be_visible(timeout=WAIT)
+            card = await call_show(page, "hello")
+            await expect(card.locator(".status")).to_contain_text("done", timeout=WAIT)
+            app = app_frame(card)
+            await expect(app.locator("#host")).to_have_text("protomcp-playground for show", timeout=WAIT)
+
+            # Nothing but answers before the app says it is initialized: the call is done, yet a
+            # ping round trip (posted after anything the page would have sent) shows only answers.
+            await app.locator("#ping").click()
+            await expect(app.locator("#answer")).to_have_text("pong", timeout=WAIT)
+            await expect(app.locator("#received")).to_have_text("response 1\nresponse 2")
+            await app.locator("#ready").click()
+            await expect(app.locator("#received")).to_have_text(
+                "response 1\nresponse 2\nui/notifications/tool-input\nui/notifications/tool-result",
+                timeout=WAIT,
+            )
+
+            # A tool the app may call, through the host (a call of the page's session, marked
+            # as the app's); one whose visibility is ["model"] is refused to it; a message
+            # posted past the proxy is not heard.
+            await app.locator("#sneak").click()
+            await app.locator("#shout").click()
+            await expect(app.locator("#answer")).to_have_text("HELLO!", timeout=WAIT)
+            from_app = page.locator("#calls .call", has=page.locator(".from-app"))
+            await expect(from_app).to_have_count(1)
+            await expect(from_app).to_contain_text('"word":"hello"')
+            await app.locator("#secret").click()
+            await expect(app.locator("#answer")).to_contain_text("error: The app may not call secret")
+            await expect(card.locator(".app-event[data-kind=refused]")).to_contain_text("secret")
+            await expect(from_app).to_have_count(1)
+
+            # The CSP: the declared origin answers, the same server under another name is blocked.
+            await app.locator("#fetch-declared").click()
+            await expect(app.locator("#fetched")).to_have_text(
+                f"fetched http://127.0.0.1:{port}/data", timeout=WAIT
+            )
+            await app.locator("#fetch-undeclared").click()
+            await expect(app.locator("#fetched")).to_have_text(
+                f"failed http://localhost:{port}/data", timeout=WAIT
+            )
+            await expect(app.locator("#violations")).to_contain_text(
+                f"connect-src http://localhost:{port}/data"
+            )
+
+            # A message goes to the page's journal of the app; a link is the person's to open.
+            await app.locator("#message").click()
+            await expect(app.locator("#answer")).to_have_text("sent", timeout=WAIT)
+            await expect(card.locator(".app-event[data-kind=message]")).to_contain_text("hello from the app")
+            await app.locator("#link").click()
+            ask = card.locator(".app-ask")
+            await expect(ask).to_contain_text(f"http://127.0.0.1:{port}/opened", timeout=WAIT)
+            await shot(page, "app")
+            await ask.get_by_role("button", name="Deny").click()
+            await expect(app.locator("#answer")).to_have_text(
+                "error: Link opening denied by user", timeout=WAIT
+            )
+            await app.locator("#link").click()
+            async with page.context.expect_page() as opened:
+                await card.locator(".app-ask").last.get_by_role("button", name="Open").click()
+            popup = await opened.value
+            await popup.wait_for_load_state()
+            assert popup.url == f"http://127.0.0.1:{port}/opened"
+            await expect(app.locator("#answer")).to_have_text("opened", timeout=WAIT)
+
+            # The sandbox: the page, its storage and its token are out of the app's reach.
+            await app.locator("#probe").click()
+            await expect(app.locator("#probed")).not_to_be_empty(timeout=WAIT)
+            probed = json.loads(await app.locator("#probed").text_content())
+            for key in ("top_document", "top_storage", "top_href", "top_token"):
+                assert probed[key] == "blocked: SecurityError", (key, probed)
+            assert probed["own_storage"] == "null"
+            assert await page.evaluate("localStorage.getItem('protomcp-playground')") is not None
+            assert token not in json.dumps(probed), probed
+
+            # Teardown: the app is asked (it answers), then removed.
+            await card.locator(".app-close").click()
+            await expect(card.locator(".app")).to_contain_text("app closed", timeout=WAIT)
+            await expect(card.locator(".app iframe")).to_have_count(0)
+
+            # A save shows at the next call: the HTML file (read at each resources/read)...
+            write_atomic(tmp_path / "app.html", raw_app(port).replace("raw app", "edited app"))
+            card = await call_show(page, "again")
+            await expect(app_frame(card).locator("#title")).to_have_text("edited app one", timeout=WAIT)
+            # ...and the tool file (protomcp dev reloads it).
+            write_atomic(file, tools(port).replace('VERSION = "one"', 'VERSION = "two"'))
+            await expect(page.locator("#event-count")).to_have_text("1", timeout=WAIT)
+            card = await call_show(page, "third")
+            await expect(app_frame(card).locator("#title")).to_have_text("edited app two", timeout=WAIT)
+            assert page.errors == []
+
+
+def _sdk_bundle() -> str:
+    """The SDK app (tests/apps/app.mjs) bundled by esbuild (both pinned in tests/apps) into one IIFE."""
+    esbuild = APPS_SDK / "node_modules" / ".bin" / "esbuild"
+    if not esbuild.exists() or shutil.which("node") is None:
+        pytest.skip("needs the MCP Apps SDK from npm: run `npm ci` in tests/apps")
+    out = subprocess.run(
+        [str(esbuild), "app.mjs", "--bundle", "--format=iife", "--log-level=error"],
+        cwd=APPS_SDK,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return out.stdout
+
+
+async def test_an_app_on_the_official_sdk(tmp_path: Path) -> None:
+    from playwright.async_api import expect
+
+    script = _sdk_bundle().replace("</script", "<\\/script")
+    html = (
+        '<!doctype html><html><head><meta charset="utf-8"></head><body>'
+        '<div id="host"></div><pre id="input"></pre><pre id="result"></pre><pre id="answer"></pre>'
+        f"<script>{script}</script></body></html>"
+    )
+    (tmp_path / "app.html").write_text(html)
+    async with playground(tmp_path, tools(1)) as (_, url, _file), browser() as chromium:
+        page = await open_page(chromium, url)
+        await expect(page.locator("#tool-list [data-tool=show]")).to_be_visible(timeout=WAIT)
+        card = await call_show(page, "sdk")
+        app = app_frame(card)
+        await expect(app.locator("#host")).to_have_text("connected to protomcp-playground", timeout=WAIT)
+        await expect(app.locator("#input")).to_have_text('{"word":"sdk"}', timeout=WAIT)
+        await expect(app.locator("#result")).to_have_text('{"word":"sdk"}', timeout=WAIT)
+        await expect(app.locator("#answer")).to_have_text("SDK!", timeout=WAIT)
+        await expect(page.locator("#calls .call", has=page.locator(".from-app"))).to_contain_text("shout")
+        await shot(page, "app-sdk")
+        assert page.errors == []
+
+
+def test_the_csp_is_built_from_the_declared_origins_only() -> None:
+    default = content_security_policy(None)
+    assert "default-src 'none'" in default
+    assert "connect-src 'none'" in default and "frame-src 'none'" in default
+    assert "base-uri 'self'" in default and "object-src 'none'" in default
+    declared = content_security_policy(
+        {
+            "connectDomains": ["https://api.example.com", "wss://live.example.com:8443"],
+            "resourceDomains": ["https://*.cdn.example.com"],
+            "frameDomains": ["https://www.youtube.com"],
+            "baseUriDomains": ["https://base.example.com"],
+        }
+    )
+    assert "connect-src https://api.example.com wss://live.example.com:8443;" in declared
+    assert "script-src 'self' 'unsafe-inline' https://*.cdn.example.com;" in declared
+    assert "img-src 'self' data: https://*.cdn.example.com;" in declared
+    assert "frame-src https://www.youtube.com;" in declared
+    assert declared.endswith("base-uri https://base.example.com")
+    # An entry that would add a keyword or a directive is dropped, not passed through.
+    sneaky = content_security_policy(
+        {
+            "connectDomains": [
+                "'unsafe-eval'",
+                "https://a.example; script-src *",
+                "*",
+                42,
+                "https://ok.example",
+            ]
+        }
+    )
+    assert "connect-src https://ok.example;" in sneaky
+    assert "unsafe-eval" not in sneaky and "script-src *" not in sneaky
+    assert content_security_policy({"connectDomains": "https://not-a-list.example"}) == default
