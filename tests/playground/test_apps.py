@@ -12,18 +12,22 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import shutil
 import subprocess
 import threading
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from protomcp_host.playground.sandbox import content_security_policy
-from tests.playground.test_playground import WAIT, browser, open_page, playground, shot
+from tests.playground.test_playground import WAIT, browser, open_page, playground, shot, status
 from tests.support.hosts import write_atomic
 
 pytestmark = pytest.mark.anyio
@@ -264,6 +268,38 @@ async def test_an_app_on_the_official_sdk(tmp_path: Path) -> None:
         await expect(page.locator("#calls .call", has=page.locator(".from-app"))).to_contain_text("shout")
         await shot(page, "app-sdk")
         assert page.errors == []
+
+
+async def test_the_sandbox_origin_serves_the_proxy_only(tmp_path: Path) -> None:
+    """The proxy's port: its page (with the CSP asked for as its header) and script, no token
+    needed and none given; none of the playground's routes; loopback Host names only. The
+    playground's port does not serve the proxy."""
+    async with playground(tmp_path, tools(1)) as (_, url, _file):
+        base = url.split("/?token=")[0]
+
+        def check() -> None:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                page = response.read().decode()
+            found = re.search(r'PLAYGROUND_SANDBOX = "(http://127\.0\.0\.1:\d+)"', page)
+            assert found is not None, page
+            sandbox = found.group(1)
+            assert sandbox != base
+            csp = json.dumps({"connectDomains": ["https://api.example.com"]})
+            query = urllib.parse.urlencode({"csp": csp})
+            with urllib.request.urlopen(f"{sandbox}/proxy?{query}", timeout=10) as response:
+                header = response.headers["Content-Security-Policy"]
+                proxy = response.read().decode()
+            assert "connect-src https://api.example.com;" in header
+            assert "default-src 'none'" in header
+            assert f'data-hosts="{base} ' in proxy and "token" not in proxy
+            assert status(f"{sandbox}/proxy.js") == 200
+            token = url.split("?token=")[1]
+            for path in ("/", "/rpc", "/events", f"/?token={token}", f"/static/app.js?token={token}"):
+                assert status(sandbox + path) == 404, path
+            assert status(f"{sandbox}/proxy", host="evil.example:80") == 403
+            assert status(f"{base}/proxy?token={token}") == 404
+
+        await anyio.to_thread.run_sync(check)
 
 
 def test_the_csp_is_built_from_the_declared_origins_only() -> None:

@@ -280,7 +280,7 @@ function renderTools() {
   list.replaceChildren(...state.tools.map((tool) => h("button", {
     "data-tool": tool.name, class: (tool.name === saved.tool ? "active " : "") + (state.newTools && state.newTools.has(tool.name) ? "new" : ""),
     onclick: () => { saved.tool = tool.name; save(); renderTools(); },
-  }, tool.title || tool.name, h("small", {}, (tool.description || "").split("\n")[0]))));
+  }, tool.title || tool.name, appBadge(tool), h("small", {}, (tool.description || "").split("\n")[0]))));
   const tool = state.tools.find((t) => t.name === saved.tool) || state.tools[0];
   const box = $("#tool-form");
   if (!tool) { box.replaceChildren(h("p", {}, "No tools (yet).")); return; }
@@ -370,6 +370,13 @@ const SANDBOX_FLAGS = "allow-scripts allow-same-origin allow-forms";  // on anot
 const PERMISSIONS = { camera: "camera", microphone: "microphone", geolocation: "geolocation", clipboardWrite: "clipboard-write" };
 const apps = new Set();
 
+// In the tool list: "app" for a tool with an app; "app only" for one whose visibility leaves the
+// model out (an AI client does not list it; the playground does, to try it).
+function appBadge(tool) {
+  const visibility = tool._meta && tool._meta.ui && tool._meta.ui.visibility;
+  if (Array.isArray(visibility) && !visibility.includes("model")) return h("span", { class: "app-badge" }, " app only");
+  return appResource(tool) ? h("span", { class: "app-badge" }, " app") : null;
+}
 function appResource(tool) {
   const meta = (tool && tool._meta) || {};
   const uri = meta.ui && meta.ui.resourceUri !== undefined ? meta.ui.resourceUri : meta["ui/resourceUri"];
