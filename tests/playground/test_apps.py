@@ -33,9 +33,11 @@ from tests.support.hosts import write_atomic
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
 APPS_SDK = ROOT / "tests" / "apps"
+APP_MIME = "text/html;profile=mcp-app"
 
 # Until @tool(ui=...) lands, the spec's keys are given through meta=.
 TOOLS = """
+import asyncio
 from pathlib import Path
 from protomcp_sdk import resource, tool
 
@@ -54,6 +56,12 @@ def app() -> str:
 def show(word: str) -> dict:
     \"\"\"Show a word in the app.\"\"\"
     return {"word": word}
+
+@tool(meta={"ui": {"resourceUri": "ui://demo/app"}})
+async def wait(word: str) -> str:
+    \"\"\"Take a minute (to be cancelled).\"\"\"
+    await asyncio.sleep(60)
+    return word
 
 @tool(meta={"ui": {"visibility": ["app"]}})
 def shout(word: str) -> str:
@@ -111,12 +119,12 @@ def tools(port: int) -> str:
     return TOOLS.replace("__CONNECT__", repr(f"http://127.0.0.1:{port}"))
 
 
-async def call_show(page: Any, word: str) -> Any:
-    """Call `show` from the page; the card of that call (by its id: calls the app makes come
-    on top of it)."""
+async def call_show(page: Any, word: str, tool: str = "show") -> Any:
+    """Call `show` (or `tool`) from the page; the card of that call (by its id: calls the app
+    makes come on top of it)."""
     from playwright.async_api import expect
 
-    await page.click("#tool-list [data-tool=show]")
+    await page.click(f"#tool-list [data-tool={tool}]")
     await page.fill("#f-word", word)
     cards = page.locator("#calls .call")
     before = await cards.count()
@@ -217,6 +225,20 @@ async def test_the_page_hosts_an_app(tmp_path: Path) -> None:
             await card.locator(".app-close").click()
             await expect(card.locator(".app")).to_contain_text("app closed", timeout=WAIT)
             await expect(card.locator(".app iframe")).to_have_count(0)
+            await expect(card.locator(".app-event[data-kind=teardown]")).to_have_text(
+                "teardown: the app answered"
+            )
+
+            # A call cancelled: the app is told.
+            card = await call_show(page, "later", tool="wait")
+            await app_frame(card).locator("#ready").click()
+            await expect(app_frame(card).locator("#received")).to_contain_text(
+                "ui/notifications/tool-input", timeout=WAIT
+            )
+            await card.locator("button.cancel").click()
+            await expect(app_frame(card).locator("#received")).to_have_text(
+                "response 1\nui/notifications/tool-input\nui/notifications/tool-cancelled", timeout=WAIT
+            )
 
             # A save shows at the next call: the HTML file (read at each resources/read)...
             write_atomic(tmp_path / "app.html", raw_app(port).replace("raw app", "edited app"))
@@ -267,6 +289,11 @@ async def test_an_app_on_the_official_sdk(tmp_path: Path) -> None:
         await expect(app.locator("#answer")).to_have_text("SDK!", timeout=WAIT)
         await expect(page.locator("#calls .call", has=page.locator(".from-app"))).to_contain_text("shout")
         await shot(page, "app-sdk")
+        # The page told the host it is an apps host (ctx.client_supports in a tool sees it).
+        declared = await page.evaluate(
+            "state.wire.page.find((r) => r.msg.method === 'initialize').msg.params.capabilities"
+        )
+        assert declared["extensions"]["io.modelcontextprotocol/ui"] == {"mimeTypes": [APP_MIME]}
         assert page.errors == []
 
 

@@ -602,11 +602,12 @@ class AppView {
     this.closing = true;
     if (this.initialized) {
       const id = "teardown-" + (++nextId);
-      await new Promise((resolve) => {
+      const answer = await new Promise((resolve) => {
         this.hostRequests.set(id, resolve);
         setTimeout(resolve, 3000);
         this.post({ jsonrpc: "2.0", id, method: "ui/resource-teardown", params: { reason } });
       });
+      this.note("teardown", answer ? "teardown: the app answered" : "teardown: no answer from the app in 3 s");
     }
     this.closed = true;
     apps.delete(this);
