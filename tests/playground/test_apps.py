@@ -2,8 +2,8 @@
 Debian's Chromium through Playwright: a tool's app is read through the host at each call,
 framed through the sandbox proxy on another origin with its declared CSP, told the tool's
 input and result (and nothing before it says it is initialized), and served: tool calls
-(refused when the tool's visibility leaves "app" out), links, messages. The app reaches
-neither the page nor its token. An app built on the official app-side SDK
+(refused when the tool's visibility leaves "app" out), resource reads, links, messages. The
+app reaches neither the page nor its token. An app built on the official app-side SDK
 (`@modelcontextprotocol/ext-apps`, pinned in tests/apps) works the same way.
 
 Every wait is on a page condition (Playwright's expect), never a fixed sleep."""
@@ -190,6 +190,10 @@ async def test_the_page_hosts_an_app(tmp_path: Path) -> None:
             await expect(app.locator("#violations")).to_contain_text(
                 f"connect-src http://localhost:{port}/data"
             )
+
+            # A resource read through the host.
+            await app.locator("#read").click()
+            await expect(app.locator("#answer")).to_have_text(f"read {APP_MIME}", timeout=WAIT)
 
             # A message goes to the page's journal of the app; a link is the person's to open.
             await app.locator("#message").click()
