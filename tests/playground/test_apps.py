@@ -164,6 +164,21 @@ async def test_the_page_hosts_an_app(tmp_path: Path) -> None:
                 timeout=WAIT,
             )
 
+            # The messages between the page and the app, in order, the HTML summed up.
+            wire = card.locator(".app-wire")
+            await wire.locator("summary").first.click()
+            summaries = await wire.locator(".wire-msg summary").all_text_contents()
+            assert summaries[:5] == [
+                "→ ui/notifications/sandbox-proxy-ready",
+                "← ui/notifications/sandbox-resource-ready",
+                "→ ui/initialize #1",
+                "← result #1",
+                "→ ping #2",
+            ], summaries
+            assert summaries[-2:] == ["← ui/notifications/tool-input", "← ui/notifications/tool-result"]
+            html = raw_app(port).replace("{{VERSION}}", "one")
+            await expect(wire).to_contain_text(f'"html": "({len(html)} characters)"')
+
             # A tool the app may call, through the host (a call of the page's session, marked
             # as the app's); one whose visibility is ["model"] is refused to it; a message
             # posted past the proxy is not heard.

@@ -387,6 +387,16 @@ function appMayCall(tool) {
   const visibility = tool && tool._meta && tool._meta.ui && tool._meta.ui.visibility;
   return !Array.isArray(visibility) || visibility.includes("app");
 }
+// The origins of _meta.ui.csp the proxy's CSP header keeps (the same rule as sandbox.py's SOURCE):
+// what the app is told the host approved.
+const CSP_SOURCE = /^(https?|wss?):\/\/(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:(\d{1,5}|\*))?\/?$/;
+function approved(csp) {
+  const out = {};
+  for (const key of ["connectDomains", "resourceDomains", "frameDomains", "baseUriDomains"]) {
+    if (Array.isArray(csp[key])) out[key] = csp[key].filter((s) => typeof s === "string" && CSP_SOURCE.test(s));
+  }
+  return out;
+}
 function decodeBlob(blob) {
   return new TextDecoder().decode(Uint8Array.from(atob(blob), (c) => c.charCodeAt(0)));
 }
@@ -409,10 +419,13 @@ class AppView {
     this.hostRequests = new Map();  // id -> resolve, for the page's own requests to the app
     this.frameBox = h("div", { class: "app-frame" }, "loading the app…");
     this.log = h("div", { class: "app-log" });
+    this.messages = h("div", {});
+    this.count = h("span", {}, "0");
     this.el = h("div", { class: "app", "data-app": uri },
       h("div", { class: "app-head" }, h("b", {}, "app "), h("code", {}, uri), " ",
         h("button", { class: "app-close", onclick: () => this.close("closed in the playground") }, "Close")),
-      this.frameBox, this.log);
+      this.frameBox, this.log,
+      h("details", { class: "app-wire" }, h("summary", {}, this.count, " messages between the page and the app"), this.messages));
     apps.add(this);
     this.load().catch((err) => this.fail(err.message || String(err)));
   }
@@ -442,13 +455,24 @@ class AppView {
   fail(text) {
     this.frameBox.replaceChildren(h("pre", { class: "error-text" }, "app: " + text));
   }
+  // The app's side of the wire, as the Wire view shows the host's (the app's HTML summed up).
+  wire(dir, msg) {
+    let shown = msg;
+    if (msg && msg.params && typeof msg.params.html === "string") shown = { ...msg, params: { ...msg.params, html: `(${msg.params.html.length} characters)` } };
+    const line = msg && typeof msg === "object" ? (msg.method || (msg.error ? "error " + msg.error.code : "result")) + (msg.id !== undefined ? " #" + msg.id : "") : String(msg);
+    this.messages.append(h("details", { class: "wire-msg" }, h("summary", {}, h("span", { class: "dir-" + dir }, dir === "in" ? "→ " : "← "), line),
+      h("pre", {}, JSON.stringify(shown, null, 2))));
+    this.count.textContent = String(this.messages.children.length);
+  }
   note(kind, text, ...extra) {
     this.log.append(h("div", { class: "app-event", "data-kind": kind }, text, ...extra));
   }
 
   // -- to the app --------------------------------------------------------------------------------
   post(message) {
-    if (!this.closed && this.frame && this.frame.contentWindow) this.frame.contentWindow.postMessage(message, SANDBOX);
+    if (this.closed || !this.frame || !this.frame.contentWindow) return;
+    this.wire("out", message);
+    this.frame.contentWindow.postMessage(message, SANDBOX);
   }
   reply(id, answer) { this.post({ jsonrpc: "2.0", id, ...answer }); }
   // Requests and notifications wait for the app's initialized notification (the spec: nothing before it).
@@ -466,7 +490,9 @@ class AppView {
 
   // -- from the app ------------------------------------------------------------------------------
   receive(msg) {
-    if (this.closed || !msg || typeof msg !== "object" || msg.jsonrpc !== "2.0") return;
+    if (this.closed) return;
+    this.wire("in", msg);
+    if (!msg || typeof msg !== "object" || msg.jsonrpc !== "2.0") return;
     const method = msg.method;
     if (method === "ui/notifications/sandbox-proxy-ready") {
       if (this.htmlSent) return;  // once: a proxy made to load again gets no app
@@ -548,7 +574,7 @@ class AppView {
       hostInfo: { name: "protomcp-playground", version: "1" },
       hostCapabilities: {
         openLinks: {}, serverTools: {}, serverResources: {}, logging: {},
-        sandbox: { ...(this.csp ? { csp: this.csp } : {}), ...(this.permissions ? { permissions: this.permissions } : {}) },
+        sandbox: { ...(this.csp ? { csp: approved(this.csp) } : {}), ...(this.permissions ? { permissions: this.permissions } : {}) },
       },
       hostContext: {
         toolInfo: { id: this.call.id, tool: this.tool },
