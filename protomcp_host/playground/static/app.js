@@ -539,9 +539,10 @@ class AppView {
       case "ping":
         return this.reply(msg.id, { result: {} });
       case "tools/call": {
+        // A tool the page does not list (a server may leave app-only tools out) is the server's to answer.
         const tool = state.tools.find((t) => t.name === params.name);
-        if (!tool || !appMayCall(tool)) {
-          const why = tool ? `its _meta.ui.visibility is ${JSON.stringify(tool._meta.ui.visibility)}` : "no such tool";
+        if (tool && !appMayCall(tool)) {
+          const why = `its _meta.ui.visibility is ${JSON.stringify(tool._meta.ui.visibility)}`;
           this.note("refused", `refused tools/call ${params.name}: ${why}`);
           return this.reply(msg.id, { error: { code: -32000, message: `The app may not call ${params.name}: ${why}` } });
         }
