@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 # A CSP source the app may declare: a scheme and host (a leading `*.` allowed) and a port;
 # anything else (quotes, `;`, spaces: a way to add directives or keywords) is dropped.
-SOURCE = re.compile(r"^(https?|wss?)://(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:(\d{1,5}|\*))?/?$")
+SOURCE = re.compile(r"(https?|wss?)://(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:(\d{1,5}|\*))?/?")
 NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -33,7 +33,7 @@ def sources(csp: dict[str, Any], key: str) -> list[str]:
     declared = csp.get(key)
     if not isinstance(declared, list):
         return []
-    return [s for s in declared if isinstance(s, str) and SOURCE.match(s)]
+    return [s for s in declared if isinstance(s, str) and SOURCE.fullmatch(s)]
 
 
 def content_security_policy(csp: object) -> str:

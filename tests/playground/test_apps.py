@@ -372,6 +372,7 @@ def test_the_csp_is_built_from_the_declared_origins_only() -> None:
             "connectDomains": [
                 "'unsafe-eval'",
                 "https://a.example; script-src *",
+                "https://b.example\nX-Header: 1",
                 "*",
                 42,
                 "https://ok.example",
@@ -379,5 +380,5 @@ def test_the_csp_is_built_from_the_declared_origins_only() -> None:
         }
     )
     assert "connect-src https://ok.example;" in sneaky
-    assert "unsafe-eval" not in sneaky and "script-src *" not in sneaky
+    assert "unsafe-eval" not in sneaky and "script-src *" not in sneaky and "\n" not in sneaky
     assert content_security_policy({"connectDomains": "https://not-a-list.example"}) == default
