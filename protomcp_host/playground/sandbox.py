@@ -80,7 +80,9 @@ class Sandbox:
         except orjson.JSONDecodeError:
             declared = {}
         page = _read("proxy.html").decode().replace("{{HOSTS}}", " ".join(self.hosts()))
-        headers = {**NO_STORE, "Content-Security-Policy": content_security_policy(declared)}
+        # Only the playground's page may frame the proxy (it also checks its referrer).
+        policy = f"{content_security_policy(declared)}; frame-ancestors {' '.join(self.hosts())}"
+        headers = {**NO_STORE, "Content-Security-Policy": policy}
         return Response(page, media_type="text/html", headers=headers)
 
     async def _script(self, request: Request) -> Response:

@@ -337,6 +337,7 @@ async def test_the_sandbox_origin_serves_the_proxy_only(tmp_path: Path) -> None:
                 proxy = response.read().decode()
             assert "connect-src https://api.example.com;" in header
             assert "default-src 'none'" in header
+            assert header.endswith(f"; frame-ancestors {base} {base.replace('127.0.0.1', 'localhost')}")
             assert f'data-hosts="{base} ' in proxy and "token" not in proxy
             assert status(f"{sandbox}/proxy.js") == 200
             token = url.split("?token=")[1]
