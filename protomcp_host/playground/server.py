@@ -6,7 +6,10 @@ The page is an MCP client of the host like any other: it POSTs its JSON-RPC mess
 control, logs and client requests stay that session's), and reads everything back from
 /events, a server-sent event stream of the journal: its session's messages, the observed
 sessions' messages (read-only), tool-list reloads with their diff, load errors and crashes.
-One page session lives as long as the host, so a reloaded page picks up where it was."""
+One page session lives as long as the host, so a reloaded page picks up where it was.
+
+The page is also an MCP Apps host: a tool's app runs in a frame of the sandbox proxy, which
+is served on a second loopback port (another origin: see sandbox.py)."""
 
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from protomcp_host.app import Host
 from protomcp_host.calls.router import Router
 from protomcp_host.playground.journal import Journal, message
+from protomcp_host.playground.sandbox import Sandbox
 from protomcp_host.transports.http.server import bind
 
 LOOPBACK = "127.0.0.1"
@@ -47,6 +51,7 @@ class Playground:
         self.token = token or secrets.token_urlsafe(24)
         self.journal = Journal()
         self.port = 0
+        self.sandbox = Sandbox()
         self.router: Router = host.connect(self._page_out, observed=False)
         host.watchers.append(self._host_event)
         host.connections.add_wire_tap(self._client_message)
@@ -70,6 +75,10 @@ class Playground:
 
     # -- the web app -----------------------------------------------------------------------
     def app(self) -> ASGIApp:
+        """The page's app on the playground port, the sandbox proxy's on the sandbox port."""
+        return ByPort({self.port: self._page_app(), self.sandbox.port: self.sandbox.app()})
+
+    def _page_app(self) -> ASGIApp:
         routes = [
             Route("/", self._index),
             Route("/static/{name}", self._static),
@@ -80,6 +89,7 @@ class Playground:
 
     async def _index(self, request: Request) -> Response:
         page = _read("index.html").decode().replace("{{TOKEN}}", self.token)
+        page = page.replace("{{SANDBOX}}", self.sandbox.origin())
         return Response(page, media_type="text/html", headers=NO_STORE)
 
     async def _static(self, request: Request) -> Response:
@@ -140,6 +150,21 @@ class Playground:
 
 
 NO_STORE = {"Cache-Control": "no-store"}
+
+
+class ByPort:
+    """One uvicorn serving two sockets: each request goes to the app of the port it came in on."""
+
+    def __init__(self, apps: dict[int, ASGIApp]) -> None:
+        self.apps = apps
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        server = scope.get("server")
+        app = self.apps.get(server[1]) if server else None
+        if app is None:
+            await Response("not found", 404)(scope, receive, send)
+            return
+        await app(scope, receive, send)
 
 
 class TokenGuard:
@@ -208,13 +233,16 @@ async def serve_playground(
         )
     playground = Playground(host)
     playground.port = sock.getsockname()[1]
+    sandbox_sock = bind(LOOPBACK, 0)  # the apps' origin: any free port
+    playground.sandbox.playground_port = playground.port
+    playground.sandbox.port = sandbox_sock.getsockname()[1]
     config = uvicorn.Config(
         playground.app(), lifespan="off", log_config=None, log_level="warning", access_log=False
     )
     server = _Server(config)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve, [sock])
+            tg.start_soon(server.serve, [sock, sandbox_sock])
             host.tell("playground", {"url": playground.url()})  # (first: once it is said, it is known)
             host.stderr(f"protomcp playground: {playground.url()}")
             task_status.started()
@@ -227,3 +255,4 @@ async def serve_playground(
         host.watchers.remove(playground._host_event)
         host.connections.wire_tap = None
         sock.close()
+        sandbox_sock.close()

@@ -7,6 +7,8 @@
 const TOKEN = window.PLAYGROUND_TOKEN;
 const PROTOCOL = "2025-11-25";
 const SKILLS = "io.modelcontextprotocol/skills";  // the skills extension (SEP-2640)
+const APPS = "io.modelcontextprotocol/ui";  // MCP Apps: the page hosts a tool's app (see "apps" below)
+const APP_MIME = "text/html;profile=mcp-app";
 const ID_PREFIX = "p" + Date.now().toString(36) + "-";
 let nextId = 0;
 
@@ -15,6 +17,7 @@ const state = {
   tools: [], resources: [], templates: [], prompts: [], skills: [],
   calls: new Map(),        // request id -> call record (tools/call of this page)
   pending: new Map(),      // request id -> {resolve, reject} for requests this page load made
+  relays: new Map(),       // request id -> the app whose request it is (tools/call, resources/read)
   asks: new Map(),         // server request id -> message (elicitation, sampling, roots) unanswered
   tasks: new Map(),        // taskId -> task
   wire: { page: [], client: [] },
@@ -78,7 +81,8 @@ function notify(method, params) { return post({ jsonrpc: "2.0", method, params }
 async function initialize() {
   const result = await request("initialize", {
     protocolVersion: PROTOCOL,
-    capabilities: { elicitation: { form: {} }, sampling: {}, roots: { listChanged: true } },
+    capabilities: { elicitation: { form: {} }, sampling: {}, roots: { listChanged: true },
+      extensions: { [APPS]: { mimeTypes: [APP_MIME] } } },
     clientInfo: { name: "protomcp-playground", version: "1" },
   });
   state.serverCaps = result.capabilities || {};
@@ -182,7 +186,11 @@ function pageMessage(record) {
     else if (msg.method === "notifications/cancelled") {
       const call = state.calls.get(msg.params.requestId);
       // The server answers a cancelled request with nothing (MCP): the call ends here.
-      if (call && !call.done) { call.cancelled = true; call.done = true; call.ended = record.t; call.status = "cancelled"; schedule(renderCalls); }
+      if (call && !call.done) {
+        call.cancelled = true; call.done = true; call.ended = record.t; call.status = "cancelled";
+        if (call.app) call.app.callEnded();
+        schedule(renderCalls);
+      }
     } else if (msg.method === undefined && state.asks.has(msg.id)) {
       state.asks.delete(msg.id);  // answered (by this page, or by another tab on the same session)
       if ($("#ask").open && $("#ask").dataset.id === String(msg.id)) $("#ask").close("dropped");
@@ -190,6 +198,8 @@ function pageMessage(record) {
     return;
   }
   if (msg.id !== undefined && msg.method === undefined) {  // a response
+    const app = state.relays.get(msg.id);
+    if (app) { state.relays.delete(msg.id); app.relayed(msg); }
     const waiter = state.pending.get(msg.id);
     if (waiter) {
       state.pending.delete(msg.id);
@@ -234,8 +244,13 @@ function pageMessage(record) {
 // ---- tools --------------------------------------------------------------------------------------
 function startCall(msg, t) {
   const params = msg.params || {};
-  state.calls.set(msg.id, { id: msg.id, name: params.name, args: params.arguments || {}, task: !!params.task,
-    started: t, logs: [], progress: null, status: "running", done: false });
+  const call = { id: msg.id, name: params.name, args: params.arguments || {}, task: !!params.task,
+    started: t, logs: [], progress: null, status: "running", done: false, fromApp: APP_ID.test(String(msg.id)) };
+  state.calls.set(msg.id, call);
+  // A call of a tool with an app shows the app (not a call the app made, nor one replayed after a reload).
+  const tool = state.tools.find((x) => x.name === call.name);
+  const uri = appResource(tool);
+  if (uri && !call.fromApp && !state.replaying) call.app = new AppView(call, tool, uri);
   schedule(renderCalls);
 }
 function finishCall(call, msg, t) {
@@ -246,6 +261,7 @@ function finishCall(call, msg, t) {
     state.tasks.set(msg.result.task.taskId, { ...msg.result.task, tool: call.name });
     schedule(renderTasks);
   } else { call.result = msg.result; call.status = msg.result && msg.result.isError ? "tool error" : "done"; }
+  if (call.app) call.app.callEnded();
   schedule(renderCalls);
 }
 function callTool(tool, args, asTask) {
@@ -264,7 +280,7 @@ function renderTools() {
   list.replaceChildren(...state.tools.map((tool) => h("button", {
     "data-tool": tool.name, class: (tool.name === saved.tool ? "active " : "") + (state.newTools && state.newTools.has(tool.name) ? "new" : ""),
     onclick: () => { saved.tool = tool.name; save(); renderTools(); },
-  }, tool.title || tool.name, h("small", {}, (tool.description || "").split("\n")[0]))));
+  }, tool.title || tool.name, appBadge(tool), h("small", {}, (tool.description || "").split("\n")[0]))));
   const tool = state.tools.find((t) => t.name === saved.tool) || state.tools[0];
   const box = $("#tool-form");
   if (!tool) { box.replaceChildren(h("p", {}, "No tools (yet).")); return; }
@@ -283,16 +299,33 @@ function renderTools() {
       callTool(tool, args, asTask && asTask.checked);
     } }, "Call"))));
 }
+// A call's card is made once and updated in place, never moved: an app's frame inside it would
+// reload if it were (new calls go on top; past MAX_CALLS the oldest go, their apps torn down).
+const MAX_CALLS = 30;
 function renderCalls() {
-  const calls = [...state.calls.values()].reverse().slice(0, 30);
-  $("#calls").replaceChildren(...calls.map(renderCall));
+  const box = $("#calls");
+  for (const call of state.calls.values()) {
+    if (!call.card) {
+      call.body = h("div", {});
+      call.card = h("div", { "data-call": call.id }, call.body, call.app ? call.app.el : null);
+      box.prepend(call.card);
+    }
+    const cls = { done: "done", error: "error", "tool error": "error", cancelled: "cancelled" }[call.status] || "";
+    call.card.className = "card call " + cls;
+    call.body.replaceChildren(...renderCall(call).filter((el) => el !== null));
+  }
+  const shown = [...state.calls.values()];
+  for (const call of shown.slice(0, Math.max(0, shown.length - MAX_CALLS))) {
+    if (call.app) call.app.close("the call left the list");
+    call.card.remove();
+    state.calls.delete(call.id);
+  }
 }
 function renderCall(call) {
-  const cls = { done: "done", error: "error", "tool error": "error", cancelled: "cancelled" }[call.status] || "";
   const p = call.progress;
   const took = call.done ? ` in ${Math.round(call.ended - call.started)} ms` : "";
-  return h("div", { class: "card call " + cls, "data-call": call.id },
-    h("h3", {}, call.name, h("span", { class: "desc" }, " " + JSON.stringify(call.args))),
+  return [
+    h("h3", {}, call.name, h("span", { class: "desc" }, " " + JSON.stringify(call.args)), call.fromApp ? h("span", { class: "from-app" }, " from the app") : null),
     h("div", { class: "status" }, call.status + took),
     p && !call.done ? h("div", { class: "progress" },
       h("progress", p.total ? { value: p.progress, max: p.total } : {}), " ", p.message || `${p.progress}${p.total ? "/" + p.total : ""}`) : null,
@@ -300,7 +333,7 @@ function renderCall(call) {
     call.logs.length ? h("div", { class: "logs" }, call.logs.join("\n")) : null,
     call.error ? h("pre", { class: "error-text result" }, `${call.error.code}: ${call.error.message}` + (call.error.data ? "\n" + JSON.stringify(call.error.data, null, 2) : "")) : null,
     call.result && !call.result.task ? renderResult(call.result) : null,
-    call.result && call.result.task ? h("div", { class: "result" }, "task ", call.result.task.taskId, " — see Tasks") : null);
+    call.result && call.result.task ? h("div", { class: "result" }, "task ", call.result.task.taskId, " — see Tasks") : null];
 }
 function renderResult(result) {
   return h("div", { class: "result" + (result.isError ? " error-text" : "") },
@@ -321,6 +354,298 @@ function renderContents(c) {
   if (c.text !== undefined) return h("pre", {}, c.text);
   if (c.blob !== undefined && (c.mimeType || "").startsWith("image/")) return h("img", { src: `data:${c.mimeType};base64,${c.blob}` });
   return h("div", {}, `${(c.blob || "").length} base64 characters (${c.mimeType || "binary"})`);
+}
+
+// ---- apps: the page is an MCP Apps host (io.modelcontextprotocol/ui, 2026-01-26) -------------------
+// A tool whose _meta.ui.resourceUri names a ui:// resource has an app. At each call the page reads
+// that resource (afresh: a saved file shows at the next call), frames the sandbox proxy, served on
+// another origin (window.PLAYGROUND_SANDBOX) with the resource's declared CSP as its header, hands
+// it the HTML, and talks JSON-RPC with the app over postMessage. Messages from any other window
+// than that frame are ignored. The app sees neither this page nor its token.
+const SANDBOX = window.PLAYGROUND_SANDBOX;
+const APPS_PROTOCOL = "2026-01-26";
+const APP_ID = /^p[0-9a-z]+-a\d+$/;  // ids of the requests the page makes for an app
+const APP_MAX_HEIGHT = 800;  // px
+const SANDBOX_FLAGS = "allow-scripts allow-same-origin allow-forms";  // on another origin than this page
+const PERMISSIONS = { camera: "camera", microphone: "microphone", geolocation: "geolocation", clipboardWrite: "clipboard-write" };
+const apps = new Set();
+
+// In the tool list: "app" for a tool with an app; "app only" for one whose visibility leaves the
+// model out (an AI client does not list it; the playground does, to try it).
+function appBadge(tool) {
+  const visibility = tool._meta && tool._meta.ui && tool._meta.ui.visibility;
+  if (Array.isArray(visibility) && !visibility.includes("model")) return h("span", { class: "app-badge" }, " app only");
+  return appResource(tool) ? h("span", { class: "app-badge" }, " app") : null;
+}
+function appResource(tool) {
+  const meta = (tool && tool._meta) || {};
+  const uri = meta.ui && meta.ui.resourceUri !== undefined ? meta.ui.resourceUri : meta["ui/resourceUri"];
+  return typeof uri === "string" && uri.startsWith("ui://") ? uri : undefined;
+}
+// The spec: a tool is the app's to call unless its _meta.ui.visibility leaves "app" out.
+function appMayCall(tool) {
+  const visibility = tool && tool._meta && tool._meta.ui && tool._meta.ui.visibility;
+  return !Array.isArray(visibility) || visibility.includes("app");
+}
+// The origins of _meta.ui.csp the proxy's CSP header keeps (the same rule as sandbox.py's SOURCE):
+// what the app is told the host approved.
+const CSP_SOURCE = /^(https?|wss?):\/\/(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:(\d{1,5}|\*))?\/?$/;
+function approved(csp) {
+  const out = {};
+  for (const key of ["connectDomains", "resourceDomains", "frameDomains", "baseUriDomains"]) {
+    if (Array.isArray(csp[key])) out[key] = csp[key].filter((s) => typeof s === "string" && CSP_SOURCE.test(s));
+  }
+  return out;
+}
+function decodeBlob(blob) {
+  return new TextDecoder().decode(Uint8Array.from(atob(blob), (c) => c.charCodeAt(0)));
+}
+
+window.addEventListener("message", (event) => {
+  for (const app of apps) {
+    if (app.frame && event.source === app.frame.contentWindow) {
+      if (event.origin === SANDBOX) app.receive(event.data);
+      return;
+    }
+  }
+});
+
+class AppView {
+  constructor(call, tool, uri) {
+    this.call = call; this.tool = tool; this.uri = uri;
+    this.initialized = false;  // the app said ui/notifications/initialized
+    this.queue = [];           // what waits for that
+    this.sentInput = false; this.sentEnd = false; this.htmlSent = false; this.closed = false;
+    this.hostRequests = new Map();  // id -> resolve, for the page's own requests to the app
+    this.frameBox = h("div", { class: "app-frame" }, "loading the app…");
+    this.log = h("div", { class: "app-log" });
+    this.messages = h("div", {});
+    this.count = h("span", {}, "0");
+    this.el = h("div", { class: "app", "data-app": uri },
+      h("div", { class: "app-head" }, h("b", {}, "app "), h("code", {}, uri), " ",
+        h("button", { class: "app-close", onclick: () => this.close("closed in the playground") }, "Close")),
+      this.frameBox, this.log,
+      h("details", { class: "app-wire" }, h("summary", {}, this.count, " messages between the page and the app"), this.messages));
+    apps.add(this);
+    this.load().catch((err) => this.fail(err.message || String(err)));
+  }
+
+  async load() {
+    const result = await request("resources/read", { uri: this.uri });
+    const contents = result.contents || [];
+    const content = contents.find((c) => c.uri === this.uri) || contents[0];
+    if (!content) throw new Error(`${this.uri}: no contents`);
+    if (content.mimeType !== APP_MIME) throw new Error(`${this.uri} is ${content.mimeType || "untyped"}, not ${APP_MIME}`);
+    this.html = content.text !== undefined ? content.text : decodeBlob(content.blob || "");
+    // The spec puts the app's settings on the content's _meta.ui; the resources/list entry's as a fallback.
+    const listed = state.resources.find((r) => r.uri === this.uri);
+    const ui = (content._meta && content._meta.ui) || (listed && listed._meta && listed._meta.ui) || {};
+    this.csp = ui.csp && typeof ui.csp === "object" ? ui.csp : undefined;
+    this.permissions = ui.permissions && typeof ui.permissions === "object" ? ui.permissions : undefined;
+    if (this.closed) return;
+    const allow = Object.keys(PERMISSIONS).filter((k) => this.permissions && this.permissions[k]).map((k) => PERMISSIONS[k]).join("; ");
+    const src = SANDBOX + "/proxy" + (this.csp ? "?csp=" + encodeURIComponent(JSON.stringify(this.csp)) : "");
+    this.frame = h("iframe", { sandbox: SANDBOX_FLAGS, referrerpolicy: "origin", allow: allow || undefined, src, title: this.uri });
+    this.frame.style.height = "160px";
+    this.frameBox.replaceChildren(this.frame);
+    this.note("csp", "CSP " + (this.csp ? JSON.stringify(this.csp) : "none declared: no network") +
+      (allow ? "; permissions " + allow : ""));
+  }
+
+  fail(text) {
+    this.frameBox.replaceChildren(h("pre", { class: "error-text" }, "app: " + text));
+  }
+  // The app's side of the wire, as the Wire view shows the host's (the app's HTML summed up).
+  wire(dir, msg) {
+    let shown = msg;
+    if (msg && msg.params && typeof msg.params.html === "string") shown = { ...msg, params: { ...msg.params, html: `(${msg.params.html.length} characters)` } };
+    const line = msg && typeof msg === "object" ? (msg.method || (msg.error ? "error " + msg.error.code : "result")) + (msg.id !== undefined ? " #" + msg.id : "") : String(msg);
+    this.messages.append(h("details", { class: "wire-msg" }, h("summary", {}, h("span", { class: "dir-" + dir }, dir === "in" ? "→ " : "← "), line),
+      h("pre", {}, JSON.stringify(shown, null, 2))));
+    this.count.textContent = String(this.messages.children.length);
+  }
+  note(kind, text, ...extra) {
+    this.log.append(h("div", { class: "app-event", "data-kind": kind }, text, ...extra));
+  }
+
+  // -- to the app --------------------------------------------------------------------------------
+  post(message) {
+    if (this.closed || !this.frame || !this.frame.contentWindow) return;
+    this.wire("out", message);
+    this.frame.contentWindow.postMessage(message, SANDBOX);
+  }
+  reply(id, answer) { this.post({ jsonrpc: "2.0", id, ...answer }); }
+  // Requests and notifications wait for the app's initialized notification (the spec: nothing before it).
+  send(message) {
+    if (this.initialized) this.post(message); else this.queue.push(message);
+  }
+  notify(method, params) { this.send({ jsonrpc: "2.0", method, params }); }
+  callEnded() {
+    if (this.sentEnd) return;
+    const call = this.call;
+    if (call.result && !call.result.task) { this.sentEnd = true; this.notify("ui/notifications/tool-result", call.result); }
+    else if (call.cancelled) { this.sentEnd = true; this.notify("ui/notifications/tool-cancelled", { reason: "cancelled in the playground" }); }
+    else if (call.error) { this.sentEnd = true; this.notify("ui/notifications/tool-cancelled", { reason: call.error.message }); }
+  }
+
+  // -- from the app ------------------------------------------------------------------------------
+  receive(msg) {
+    if (this.closed) return;
+    this.wire("in", msg);
+    if (!msg || typeof msg !== "object" || msg.jsonrpc !== "2.0") return;
+    const method = msg.method;
+    if (method === "ui/notifications/sandbox-proxy-ready") {
+      if (this.htmlSent) return;  // once: a proxy made to load again gets no app
+      this.htmlSent = true;
+      const params = { html: this.html };
+      if (this.csp) params.csp = this.csp;
+      if (this.permissions) params.permissions = this.permissions;
+      return this.post({ jsonrpc: "2.0", method: "ui/notifications/sandbox-resource-ready", params });
+    }
+    if (typeof method === "string" && method.startsWith("ui/notifications/sandbox-")) return;
+    if (method === undefined) {  // an answer to the page's own request
+      const done = this.hostRequests.get(msg.id);
+      if (done) { this.hostRequests.delete(msg.id); done(msg); }
+      return;
+    }
+    if (msg.id === undefined) return this.notification(method, msg.params || {});
+    this.request(msg).catch((err) => this.reply(msg.id, { error: { code: -32603, message: String(err && err.message || err) } }));
+  }
+
+  notification(method, params) {
+    switch (method) {
+      case "ui/notifications/initialized":
+        if (this.initialized) return;
+        this.initialized = true;
+        this.note("initialized", "initialized");
+        this.post({ jsonrpc: "2.0", method: "ui/notifications/tool-input", params: { arguments: this.call.args } });
+        for (const message of this.queue.splice(0)) this.post(message);
+        return this.callEnded();
+      case "ui/notifications/size-changed":
+        if (this.frame && typeof params.height === "number") this.frame.style.height = Math.min(Math.max(params.height, 20), APP_MAX_HEIGHT) + "px";
+        return;
+      case "notifications/message":
+        return this.note("log", `log ${params.level}: ${typeof params.data === "string" ? params.data : JSON.stringify(params.data)}`);
+      case "ui/notifications/request-teardown":
+        return void this.close("the app asked");
+    }
+  }
+
+  async request(msg) {
+    const params = msg.params || {};
+    switch (msg.method) {
+      case "ui/initialize":
+        return this.reply(msg.id, { result: this.initializeResult(params) });
+      case "ping":
+        return this.reply(msg.id, { result: {} });
+      case "tools/call": {
+        // A tool the page does not list (a server may leave app-only tools out) is the server's to answer.
+        const tool = state.tools.find((t) => t.name === params.name);
+        if (tool && !appMayCall(tool)) {
+          const why = `its _meta.ui.visibility is ${JSON.stringify(tool._meta.ui.visibility)}`;
+          this.note("refused", `refused tools/call ${params.name}: ${why}`);
+          return this.reply(msg.id, { error: { code: -32000, message: `The app may not call ${params.name}: ${why}` } });
+        }
+        return this.relay(msg);
+      }
+      case "resources/read":
+        return this.relay(msg);
+      case "ui/open-link":
+        return this.openLink(msg);
+      case "ui/message": {
+        const text = (Array.isArray(params.content) ? params.content : [params.content]).map((c) => (c && c.type === "text" ? c.text : JSON.stringify(c))).join("\n");
+        this.note("message", `message (${params.role || "user"}): ${text}`);
+        return this.reply(msg.id, { result: {} });
+      }
+      case "ui/update-model-context":
+        this.note("context", "model context: " + JSON.stringify(params));
+        return this.reply(msg.id, { result: {} });
+      case "ui/request-display-mode":
+        return this.reply(msg.id, { result: { mode: "inline" } });
+      default:
+        return this.reply(msg.id, { error: { code: -32601, message: "Method not found: " + msg.method } });
+    }
+  }
+
+  initializeResult(params) {
+    const dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+    const version = params.protocolVersion === APPS_PROTOCOL ? params.protocolVersion : APPS_PROTOCOL;
+    return {
+      protocolVersion: version,
+      hostInfo: { name: "protomcp-playground", version: "1" },
+      hostCapabilities: {
+        openLinks: {}, serverTools: {}, serverResources: {}, logging: {},
+        sandbox: { ...(this.csp ? { csp: approved(this.csp) } : {}), ...(this.permissions ? { permissions: this.permissions } : {}) },
+      },
+      hostContext: {
+        toolInfo: { id: this.call.id, tool: this.tool },
+        theme: dark ? "dark" : "light",
+        displayMode: "inline", availableDisplayModes: ["inline"],
+        containerDimensions: { width: this.frameBox.clientWidth || 600, maxHeight: APP_MAX_HEIGHT },
+        locale: navigator.language, timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+        userAgent: "protomcp-playground", platform: "web",
+      },
+    };
+  }
+
+  // The app's tools/call and resources/read go to the host on the page's session, with an id of
+  // the page's (the app's ids are its own); the answer goes back with the app's id.
+  relay(msg) {
+    const id = ID_PREFIX + "a" + (++nextId);
+    this.relays = this.relays || new Map();
+    this.relays.set(id, msg.id);
+    state.relays.set(id, this);
+    return post({ jsonrpc: "2.0", id, method: msg.method, params: msg.params || {} });
+  }
+  relayed(response) {
+    const appId = this.relays.get(response.id);
+    this.relays.delete(response.id);
+    const { id, ...answer } = response;
+    this.reply(appId, answer);
+  }
+
+  openLink(msg) {
+    let url;
+    try { url = new URL(String((msg.params || {}).url)); } catch { url = null; }
+    if (!url || !["http:", "https:"].includes(url.protocol)) {
+      this.note("link", `refused to open ${(msg.params || {}).url}: not an http(s) URL`);
+      return this.reply(msg.id, { error: { code: -32000, message: "Invalid URL" } });
+    }
+    const answer = (open) => {
+      ask.querySelectorAll("button").forEach((b) => b.remove());
+      ask.append(open ? " — opened" : " — denied");
+      if (open) window.open(url.href, "_blank", "noopener,noreferrer");
+      this.reply(msg.id, open ? { result: {} } : { error: { code: -32000, message: "Link opening denied by user" } });
+    };
+    const ask = h("div", { class: "app-event app-ask", "data-kind": "link" }, "The app asks to open ", h("code", {}, url.href), " ",
+      h("button", { class: "primary", onclick: () => answer(true) }, "Open"), " ",
+      h("button", { onclick: () => answer(false) }, "Deny"));
+    this.log.append(ask);
+  }
+
+  // The spec's teardown: ask the app (ui/resource-teardown), wait a moment for its answer, then remove it.
+  async close(reason) {
+    if (this.closing) return;
+    this.closing = true;
+    if (this.initialized) {
+      const id = "teardown-" + (++nextId);
+      const answer = await new Promise((resolve) => {
+        this.hostRequests.set(id, resolve);
+        setTimeout(resolve, 3000);
+        this.post({ jsonrpc: "2.0", id, method: "ui/resource-teardown", params: { reason } });
+      });
+      this.note("teardown", answer ? "teardown: the app answered" : "teardown: no answer from the app in 3 s");
+    }
+    this.closed = true;
+    apps.delete(this);
+    for (const id of (this.relays || new Map()).keys()) {
+      state.relays.delete(id);
+      const call = state.calls.get(id);
+      if (call && !call.done) notify("notifications/cancelled", { requestId: id, reason: "the app was closed" }).catch(showError);
+    }
+    if (this.frame) this.frame.remove();
+    this.frameBox.replaceChildren(h("div", { class: "desc" }, "app closed: " + reason));
+  }
 }
 
 // ---- forms from JSON Schema ----------------------------------------------------------------------
