@@ -38,6 +38,7 @@ import pytest
 
 from tests.claude_code.fake_messages_api import FakeMessagesAPI, tool_use
 from tests.support.hosts import HOST, ROOT, write_atomic
+from tests.support.installed import missing
 from tests.support.ports import free_port
 
 CLAUDE_CODE = Path(__file__).resolve().parent  # this folder: its package.json pins Claude Code
@@ -66,7 +67,7 @@ def claude() -> Path:
     binary = CLAUDE_CODE / "node_modules" / ".bin" / "claude"
     if not binary.exists():
         why = "npm is not installed" if shutil.which("npm") is None else "it is not installed"
-        pytest.skip(f"needs Claude Code {PINNED} from npm ({why}): run `npm ci` in tests/claude_code")
+        missing(f"needs Claude Code {PINNED} from npm ({why}): run `npm ci` in tests/claude_code")
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
     assert version.stdout.startswith(PINNED), version.stdout + version.stderr
     return binary

@@ -32,6 +32,7 @@ from tests.claude_code.fake_messages_api import FakeMessagesAPI, tool_use
 from tests.claude_code.test_claude_code import SERVER, claude, claude_env, claude_print
 from tests.oauth.conftest import Beds
 from tests.oauth.documents import DocumentServer
+from tests.support.installed import missing
 
 __all__ = ["claude"]  # the module fixture, shared with test_claude_code.py
 
@@ -138,9 +139,9 @@ async def test_claude_code_signs_in_with_a_browser_and_calls_the_tools(
     try:
         import playwright  # noqa: F401
     except ImportError:
-        pytest.skip("playwright is not installed (pip install -e '.[test]')")
+        missing("playwright is not installed (pip install -e '.[test]')")
     if CHROMIUM is None:
-        pytest.skip("no chromium on PATH (Debian: apt-get install chromium; .ci/run installs it)")
+        missing("no chromium on PATH (Debian: apt-get install chromium; .ci/run installs it)")
     opened = tmp_path / "opened-url"
     browser = tmp_path / "browser.sh"  # $BROWSER: hands the URL Claude Code opens to the test
     browser.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1" >> "{opened}"\n')

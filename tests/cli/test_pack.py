@@ -20,6 +20,7 @@ import pytest
 from protomcp_host.cli.pack import Bundle, plan, script_dependencies
 from tests.cli.test_plugins import plugin_venv  # noqa: F401 (the fixture: a virtualenv with the example plugin)
 from tests.support.hosts import HOST
+from tests.support.installed import missing
 
 MCPB_DIR = Path(__file__).resolve().parents[1] / "mcpb"
 MCPB = MCPB_DIR / "node_modules" / ".bin" / "mcpb"
@@ -61,9 +62,7 @@ def mcpb() -> Path:
     if not MCPB.exists():
         npm = shutil.which("npm")
         if npm is None or shutil.which("node") is None:
-            if os.environ.get("CI"):
-                pytest.fail("node and npm are needed for the official mcpb CLI (.ci/run installs them)")
-            pytest.skip("node/npm not installed: the official mcpb CLI cannot run here")
+            missing("node/npm not installed: the official mcpb CLI cannot run here")
         subprocess.run(
             [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=MCPB_DIR, check=True, timeout=600
         )

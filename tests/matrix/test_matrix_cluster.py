@@ -48,6 +48,7 @@ from tests.peers.test_peers import start_host
 from tests.support.cluster import NGINX, REDIS, Nginx, free_port, start_redis, stop
 from tests.support.hosts import TOOLS
 from tests.support.http import HttpHost, http_session, sse_events
+from tests.support.installed import missing
 from tests.support.matrix import (
     MATRIX_MW,
     MATRIX_TOOLS,
@@ -168,7 +169,7 @@ class Cluster:
 def cluster(tmp_path_factory: pytest.TempPathFactory, auth: Auth) -> Iterator[Cluster]:
     for program in (REDIS, NGINX):
         if not os.access(program, os.X_OK):
-            pytest.skip(f"{program} is not installed (Debian: apt-get install redis-server nginx)")
+            missing(f"{program} is not installed (Debian: apt-get install redis-server nginx)")
     started = Cluster(tmp_path_factory.mktemp("cluster"), auth)
     yield started
     started.close()

@@ -17,6 +17,7 @@ from tests.oauth.documents import make_certificate
 from tests.support.cluster import EXAMPLE, NGINX, stop, wait_port
 from tests.support.http import HttpHost
 from tests.support.idp import IdentityProvider, client
+from tests.support.installed import missing
 from tests.support.ports import free_port
 
 SEED = "X-Mcp-Session-Seed"  # as the site's comments run the hosts: a session's id hashes to its host
@@ -49,7 +50,7 @@ def tls_site(port: int, upstreams: list[str], cert: Path, key: Path) -> str:
 @pytest.fixture
 def nginx_tls(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
     if not os.access(NGINX, os.X_OK):
-        pytest.skip("nginx is not installed (Debian: apt-get install nginx)")
+        missing("nginx is not installed (Debian: apt-get install nginx)")
     started: list[subprocess.Popen[bytes]] = []
     yield started
     for proc in started:

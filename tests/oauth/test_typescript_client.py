@@ -21,6 +21,7 @@ import pytest
 from tests.oauth.conftest import Beds
 from tests.oauth.documents import DocumentServer
 from tests.support.hosts import ROOT
+from tests.support.installed import missing
 
 TS_CLIENT = ROOT / "tests" / "oauth" / "ts_client"
 REDIRECT = "http://127.0.0.1:9/ts-callback"  # loopback (RFC 8252); never fetched, the test reads it
@@ -33,7 +34,7 @@ class NodeClient:
     def __init__(self, *args: str) -> None:
         node = shutil.which("node")
         if node is None or not (TS_CLIENT / "node_modules" / "@modelcontextprotocol" / "sdk").exists():
-            pytest.skip("needs the MCP TypeScript SDK from npm: run `npm ci` in tests/oauth/ts_client")
+            missing("needs the MCP TypeScript SDK from npm: run `npm ci` in tests/oauth/ts_client")
         self.proc = subprocess.Popen(
             [node, str(TS_CLIENT / "client.mjs"), *args],
             cwd=TS_CLIENT,

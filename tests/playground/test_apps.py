@@ -29,46 +29,42 @@ import pytest
 from protomcp_host.playground.sandbox import content_security_policy
 from tests.playground.test_playground import WAIT, browser, open_page, playground, shot, status
 from tests.support.hosts import write_atomic
+from tests.support.installed import missing
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
 APPS_SDK = ROOT / "tests" / "apps"
 APP_MIME = "text/html;profile=mcp-app"
 
-# Until @tool(ui=...) lands, the spec's keys are given through meta=.
 TOOLS = """
 import asyncio
 from pathlib import Path
-from protomcp_sdk import resource, tool
+from protomcp_sdk import UI, resource, tool
 
 HERE = Path(__file__).parent
 VERSION = "one"
 
-@resource(
-    "ui://demo/app",
-    mime_type="text/html;profile=mcp-app",
-    meta={"ui": {"csp": {"connectDomains": [__CONNECT__]}}},
-)
+@resource("ui://demo/app", ui=UI(connect_domains=[__CONNECT__]))
 def app() -> str:
     return (HERE / "app.html").read_text().replace("{{VERSION}}", VERSION)
 
-@tool(meta={"ui": {"resourceUri": "ui://demo/app"}})
+@tool(ui="ui://demo/app")
 def show(word: str) -> dict:
     \"\"\"Show a word in the app.\"\"\"
     return {"word": word}
 
-@tool(meta={"ui": {"resourceUri": "ui://demo/app"}})
+@tool(ui="ui://demo/app")
 async def wait(word: str) -> str:
     \"\"\"Take a minute (to be cancelled).\"\"\"
     await asyncio.sleep(60)
     return word
 
-@tool(meta={"ui": {"visibility": ["app"]}})
+@tool(visibility=["app"])
 def shout(word: str) -> str:
     \"\"\"Only the app calls this.\"\"\"
     return word.upper() + "!"
 
-@tool(meta={"ui": {"visibility": ["model"]}})
+@tool(visibility=["model"])
 def secret() -> str:
     \"\"\"Only the model calls this.\"\"\"
     return "for the model only"
@@ -275,7 +271,7 @@ def _sdk_bundle() -> str:
     """The SDK app (tests/apps/app.mjs) bundled by esbuild (both pinned in tests/apps) into one IIFE."""
     esbuild = APPS_SDK / "node_modules" / ".bin" / "esbuild"
     if not esbuild.exists() or shutil.which("node") is None:
-        pytest.skip("needs the MCP Apps SDK from npm: run `npm ci` in tests/apps")
+        missing("needs the MCP Apps SDK from npm: run `npm ci` in tests/apps")
     out = subprocess.run(
         [str(esbuild), "app.mjs", "--bundle", "--format=iife", "--log-level=error"],
         cwd=APPS_SDK,

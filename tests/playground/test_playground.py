@@ -27,6 +27,7 @@ import pytest
 from protomcp_host.playground.journal import Journal, message
 from protomcp_host.tool_events import tool_diff
 from tests.support.hosts import HOST, RawHost, write_atomic
+from tests.support.installed import missing
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 URL = re.compile(r"protomcp playground: (http://\S+)")
@@ -83,9 +84,9 @@ def _playwright() -> Any:
     try:
         from playwright.async_api import async_playwright
     except ImportError:
-        pytest.skip("playwright is not installed (pip install -e '.[test]')")
+        missing("playwright is not installed (pip install -e '.[test]')")
     if CHROMIUM is None:
-        pytest.skip("no chromium on PATH (Debian: apt-get install chromium; .ci/run installs it)")
+        missing("no chromium on PATH (Debian: apt-get install chromium; .ci/run installs it)")
     return async_playwright
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.support.installed import missing
 from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +86,7 @@ def start_redis(port: int, folder: Path) -> subprocess.Popen[bytes]:
 def redis_url(tmp_path: Path) -> Iterator[str]:
     """A redis-server of its own (no persistence), as redis://127.0.0.1:PORT/0."""
     if not os.access(REDIS, os.X_OK):
-        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
+        missing("redis-server is not installed (Debian: apt-get install redis-server)")
     port = free_port()
     proc = start_redis(port, tmp_path / "redis")
     try:
@@ -157,7 +158,7 @@ class Nginx:
 def nginx(tmp_path: Path) -> Iterator[type[Nginx]]:
     """Start nginx in front of given upstreams: nginx(["127.0.0.1:PORT", ...], port=None) -> Nginx."""
     if not os.access(NGINX, os.X_OK):
-        pytest.skip("nginx is not installed (Debian: apt-get install nginx)")
+        missing("nginx is not installed (Debian: apt-get install nginx)")
     started: list[Nginx] = []
 
     def start(upstreams: list[str], port: int | None = None) -> Nginx:

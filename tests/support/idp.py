@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-import pytest
-
 from tests.support.hosts import ROOT
+from tests.support.installed import missing
 
 IDP = ROOT / "tests" / "oauth" / "idp"  # its package.json pins oidc-provider and the Node it needs
 NODE = IDP / "node_modules" / ".bin" / "node"
@@ -120,7 +119,7 @@ class IdentityProvider:
     def __enter__(self) -> IdentityProvider:
         if not NODE.exists():
             why = "npm is not installed" if shutil.which("npm") is None else "it is not installed"
-            pytest.skip(f"needs oidc-provider from npm ({why}): run `npm ci` in tests/oauth/idp")
+            missing(f"needs oidc-provider from npm ({why}): run `npm ci` in tests/oauth/idp")
         self.proc = subprocess.Popen(
             [str(NODE), str(IDP / "idp.mjs"), "0"],
             cwd=IDP,
