@@ -129,7 +129,7 @@ def enable() -> PrometheusMetrics:
     """The Prometheus instruments, made and recorded into (once per process)."""
     global _metrics
     if _metrics is None:
-        disable_created_metrics()  # (the *_created series: noise beside counters that start with the host)
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # (*_created: noise here)
         _metrics = PrometheusMetrics()
         metrics.enable(_metrics)
     return _metrics
