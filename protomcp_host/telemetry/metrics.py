@@ -25,6 +25,7 @@ MAX_SERIES = 4096
 # below 10 ms (a call here takes well under 1 ms)
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 PROCESS_EVENTS = ("started", "crashed", "reloaded")  # a tool process's lifecycle, counted
+TASK_STATES = ("working", "input_required", "completed", "failed", "cancelled")  # the MCP task statuses
 
 
 class Backend(Protocol):

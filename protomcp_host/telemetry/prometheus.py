@@ -82,6 +82,8 @@ class PrometheusMetrics:
         )
         for event in metrics.PROCESS_EVENTS:  # (present at zero: a dashboard's rate() needs the series)
             self.processes.labels(event)
+        for state in metrics.TASK_STATES:
+            self.tasks.labels(state)
 
     def request(self, method: str, tool: str, outcome: str, error: str) -> Recorder:
         count = self.requests.labels(method, tool, outcome).inc
