@@ -165,6 +165,19 @@ async def test_loopback_scrapes_freely_and_anyone_else_needs_the_token(http_host
             assert allowed.status_code == 200
 
 
+async def test_the_shipped_nginx_site_does_not_proxy_metrics(http_host: Any, nginx: Any) -> None:
+    """Behind nginx on the same machine a host sees loopback peers: the shipped site keeps /metrics
+    off the public name, and marks what it proxies as forwarded (so a host would ask the token)."""
+    host = http_host("run", str(BEHAVIOURS))
+    proxy = nginx([host.url.split("/")[2]])
+    async with httpx2.AsyncClient(timeout=30) as client:
+        assert (await client.get(base_of(proxy.url) + "/metrics")).status_code == 404
+        assert (await client.get(base_of(proxy.url) + "/healthz")).status_code == 200  # (the rest is proxied)
+        assert (await client.get(base_of(host.url) + "/metrics")).status_code == 200
+    site = (ROOT / "examples" / "deploy" / "nginx-protomcp.conf").read_text()
+    assert "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" in site
+
+
 def _multiproc_folder(pid: int) -> str:
     """PROMETHEUS_MULTIPROC_DIR in a worker's environment."""
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
