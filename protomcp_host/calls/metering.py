@@ -3,7 +3,7 @@ request timed from the message that brings it to the message that answers it, wh
 the answer took, and recorded by method, tool and outcome; each tool call also written to the
 audit log. Like tracing.RequestSpans, the router hands it every message it reads (decoded) and
 every message it writes; an answer is told by its first bytes, an error by the key that follows
-its id, an isError result by its last bytes (the CallToolResult ends with it).
+its id, an isError result by its last isError key (the CallToolResult's own).
 
 Labels are bounded whatever clients send: a method the host does not serve and a tool it does
 not have are counted as "_unknown" (the audit log names them as asked).
@@ -27,7 +27,7 @@ from protomcp_host.telemetry import audit, metrics
 ANSWER = b'{"jsonrpc":"2.0","id":'
 TOOLS_CALL = "tools/call"
 UNKNOWN = "_unknown"
-IS_ERROR = b'"isError":true'
+IS_ERROR = b'"isError":'
 TAIL = 1024  # bytes of a CallToolResult's end that hold its isError (after it: the result's stamp)
 CANCELLED = "cancelled"
 
@@ -107,7 +107,7 @@ class RequestMeter:
         error = ""
         if data.startswith(b'"error":', end + 1):
             error = _code(data, end)
-        elif entry[1] and data.find(IS_ERROR, max(0, len(data) - TAIL)) >= 0:
+        elif entry[1] and _is_error(data):
             error = "tool_error"
         self._done(entry, error)
 
@@ -134,6 +134,14 @@ class RequestMeter:
             elif error:
                 outcome = audit.REFUSED
             audit.LOG.write(noted.principal, noted.client, noted.tool, outcome, seconds, noted.arguments)
+
+
+def _is_error(data: bytes) -> bool:
+    """A CallToolResult answer says isError: true. Its own isError is its last key (only the
+    2026-07-28 stamp, resultType and the server's _meta, follows): the last one in the answer, so
+    a key of the tool's structuredContent is never taken for it."""
+    at = data.rfind(IS_ERROR, max(0, len(data) - TAIL))
+    return at >= 0 and data.startswith(b"true", at + len(IS_ERROR))
 
 
 def _code(data: bytes, end: int) -> str:

@@ -111,6 +111,43 @@ def dashboard_metrics_exist(served: Scrape) -> None:
     assert {name for name in asked if family(name) not in served.families} == set()
 
 
+TASK_TOOLS = ROOT / "tests" / "tools" / "tasks_tools.py"
+
+
+async def until(url: str, check: Any, timeout: float = 30) -> Scrape:
+    """Scrape until `check(scrape)` holds (bounded): what a tool process or a task does after the
+    answer the client got is seen a little later."""
+    with anyio.fail_after(timeout):
+        while not check(seen := await scrape(url)):
+            await anyio.sleep(0.05)
+    return seen
+
+
+async def test_streams_tasks_and_tool_process_crashes_are_counted(http_host: Any, tmp_path: Path) -> None:
+    from tests.support.scale import modern_rpc, task_until
+
+    host = http_host("run", str(TASK_TOOLS))
+    gate = tmp_path / "gate"
+    async with http_session(host.url) as session, anyio.create_task_group() as tg:
+        tg.start_soon(session.call_tool, "until_file", {"path": str(gate)})
+        await until(host.url, lambda m: m.value("protomcp_open_streams") >= 1)  # its answer comes as SSE
+        gate.write_text("open")
+    async with http_session(host.url) as session:  # (a plain call: this client asks for no task)
+        assert (await session.call_tool("crash", {"code": 3})).is_error  # its process died
+    await until(host.url, lambda m: m.value("protomcp_open_streams") == 0)
+    async with httpx2.AsyncClient(timeout=30) as http:
+        created = await modern_rpc(http, host.url, "tools/call", {"name": "report", "arguments": {"n": 21}})
+        task_id = created["result"]["taskId"]
+        await task_until(http, host.url, task_id, "completed")
+    seen = await until(
+        host.url, lambda m: m.value("protomcp_tool_process_events_total", event="started") == 2
+    )
+    assert seen.value("protomcp_tool_process_events_total", event="crashed") == 1  # then restarted
+    assert seen.value("protomcp_tasks_total", state="working") == 1
+    assert seen.value("protomcp_tasks_total", state="completed") == 1
+    assert seen.calls("crash", "error") == 1
+
+
 def _other_address() -> str | None:
     """An address of this machine that is not loopback (None: it has none)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
@@ -176,6 +213,26 @@ async def test_the_shipped_nginx_site_does_not_proxy_metrics(http_host: Any, ngi
         assert (await client.get(base_of(host.url) + "/metrics")).status_code == 200
     site = (ROOT / "examples" / "deploy" / "nginx-protomcp.conf").read_text()
     assert "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" in site
+
+
+async def test_a_dead_workers_sessions_are_forgotten(http_host: Any, redis_url: str) -> None:
+    """A worker killed with a session open: its gauge no longer counts (its counters still do)."""
+    import signal
+
+    from tests.support.http import answer_of, headers_for, open_raw_session, rpc
+
+    host = http_host("run", str(CPU), "--workers", "2", "--store", redis_url)
+    async with httpx2.AsyncClient(timeout=30) as http:
+        session = await open_raw_session(http, host.url)
+        call = rpc(1, "tools/call", {"name": "whoami", "arguments": {}})
+        answer = answer_of(await http.post(host.url, content=call, headers=headers_for(session)))
+        owner = answer["result"]["structuredContent"]["host"]  # the worker that holds the session
+    await until(host.url, lambda m: m.value("protomcp_sessions") == 1)
+    os.kill(owner, signal.SIGKILL)
+    host.wait_stderr(lambda line: f"(pid {owner}) exited" in line)
+    seen = await scrape(host.url)
+    assert seen.value("protomcp_sessions") == 0
+    assert seen.calls("whoami", "ok") == 1
 
 
 def _multiproc_folder(pid: int) -> str:
