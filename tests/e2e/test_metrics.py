@@ -148,6 +148,22 @@ async def test_streams_tasks_and_tool_process_crashes_are_counted(http_host: Any
     assert seen.calls("crash", "error") == 1
 
 
+async def test_a_reload_is_counted(http_host: Any, tmp_path: Path) -> None:
+    from tests.support.hosts import write_atomic
+
+    file = tmp_path / "tools.py"
+    source = "from protomcp_sdk import tool\n\n@tool\ndef {0}(x: int) -> int:\n    return x\n"
+    write_atomic(file, source.format("alpha"))
+    host = http_host("dev", str(file))
+    assert (await scrape(host.url)).value("protomcp_tool_process_events_total", event="reloaded") == 0
+    write_atomic(file, source.format("beta"))
+    seen = await until(
+        host.url, lambda m: m.value("protomcp_tool_process_events_total", event="reloaded") == 1
+    )
+    assert seen.value("protomcp_tool_process_events_total", event="started") == 2  # the new process
+    assert seen.value("protomcp_tool_process_events_total", event="crashed") == 0
+
+
 def _other_address() -> str | None:
     """An address of this machine that is not loopback (None: it has none)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
@@ -266,6 +282,7 @@ async def test_one_scrape_counts_the_calls_of_every_worker(
         assert seen.value(DURATION, mcp_method_name="tools/call", gen_ai_tool_name="burn") == burns
         assert seen.value("protomcp_tool_process_events_total", event="started") == 2  # one per worker
         assert seen.value("protomcp_sessions") == 0
+        assert seen.value("protomcp_store_up") == 1  # (redis answers)
     lines = [json.loads(line) for line in audit.read_text().splitlines()]  # whole lines, both workers
     assert sorted(line["tool"] for line in lines) == sorted(["burn"] * burns + ["whoami"] * 3)
     folder = _multiproc_folder(next(iter(workers)))
