@@ -66,13 +66,10 @@ class AuditLog:
         if self.arguments:
             record["arguments"] = arguments
         line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
-        # (a full disk or a closed stderr must not fail the call: its answer is sent already)
+        # (a full disk or a closed stderr must not fail the call: its answer is sent already; the
+        # file stays open for the host's life)
         with contextlib.suppress(OSError):
             os.write(self.fd, line)  # one write: appended whole (O_APPEND), whoever else appends
-
-    def close(self) -> None:
-        if self.fd > 2:
-            os.close(self.fd)
 
 
 def client_name(info: Any, auth: dict[str, Any] | None) -> str | None:

@@ -54,8 +54,8 @@ class OtelMetrics:
     def streams(self, delta: int) -> None:
         self._streams.add(delta)
 
-    def tool_process(self, event: str) -> None:
-        self.processes.add(1, {"event": event})
+    def tool_process(self, file: str, event: str) -> None:
+        self.processes.add(1, {"file": file, "event": event})
 
     def task(self, state: str) -> None:
         self.tasks.add(1, {"state": state})

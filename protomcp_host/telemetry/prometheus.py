@@ -61,8 +61,8 @@ class PrometheusMetrics:
         )
         self.processes = Counter(
             "protomcp_tool_process_events",
-            "Tool processes started (first start, restart or reload), crashed, and reloads done",
-            ["event"],
+            "Tool processes started (a first start, a restart, a reload), crashed, and reloads, by file",
+            ["file", "event"],
             registry=into,
         )
         self.tasks = Counter(
@@ -80,9 +80,7 @@ class PrometheusMetrics:
             [TOOL],
             registry=into,
         )
-        for event in metrics.PROCESS_EVENTS:  # (present at zero: a dashboard's rate() needs the series)
-            self.processes.labels(event)
-        for state in metrics.TASK_STATES:
+        for state in metrics.TASK_STATES:  # (present at zero: a dashboard's rate() needs the series)
             self.tasks.labels(state)
 
     def request(self, method: str, tool: str, outcome: str, error: str) -> Recorder:
@@ -101,8 +99,11 @@ class PrometheusMetrics:
     def streams(self, delta: int) -> None:
         self._streams.inc(delta)
 
-    def tool_process(self, event: str) -> None:
-        self.processes.labels(event).inc()
+    def tool_process(self, file: str, event: str) -> None:
+        if event == "started":  # (a file's other events present at zero from its first start)
+            for other in metrics.PROCESS_EVENTS:
+                self.processes.labels(file, other)
+        self.processes.labels(file, event).inc()
 
     def task(self, state: str) -> None:
         self.tasks.labels(state).inc()

@@ -91,7 +91,7 @@ async def test_counts_equal_the_calls_made_in_both_http_eras(http_host: Any) -> 
     assert after.value(CALLS, mcp_method_name="initialize", outcome="ok") == 1  # the session's
     assert after.value(CALLS, mcp_method_name="tools/list") >= 1
     assert after.value("protomcp_sessions") == 0  # the session ended (DELETE)
-    assert after.value("protomcp_tool_process_events_total", event="started") == 1
+    assert after.value("protomcp_tool_process_events_total", file="behaviours.py", event="started") == 1
     assert after.value("protomcp_store_up") == 1
     dashboard_metrics_exist(after)
 
@@ -142,7 +142,7 @@ async def test_streams_tasks_and_tool_process_crashes_are_counted(http_host: Any
     seen = await until(
         host.url, lambda m: m.value("protomcp_tool_process_events_total", event="started") == 2
     )
-    assert seen.value("protomcp_tool_process_events_total", event="crashed") == 1  # then restarted
+    assert seen.value("protomcp_tool_process_events_total", file="tasks_tools.py", event="crashed") == 1
     assert seen.value("protomcp_tasks_total", state="working") == 1
     assert seen.value("protomcp_tasks_total", state="completed") == 1
     assert seen.calls("crash", "error") == 1
