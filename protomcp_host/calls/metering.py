@@ -28,6 +28,11 @@ ANSWER = b'{"jsonrpc":"2.0","id":'
 TOOLS_CALL = "tools/call"
 UNKNOWN = "_unknown"
 IS_ERROR = b'"isError":'
+RESULT = b',"result":'
+# a tools/call answered before its tool's result: the call waits for the client's input (2026-07-28:
+# the retry is a call of its own), or goes on as a task (CreateTaskResult, either era)
+INPUT_REQUIRED = b'{"resultType":"input_required"'
+TASK_CREATED = (b'{"task":', b'{"resultType":"task"')
 TAIL = 1024  # bytes of a CallToolResult's end that hold its isError (after it: the result's stamp)
 CANCELLED = "cancelled"
 
@@ -105,11 +110,18 @@ class RequestMeter:
         if entry is None:
             return
         error = ""
+        paused = ""
         if data.startswith(b'"error":', end + 1):
             error = _code(data, end)
-        elif entry[1] and _is_error(data):
-            error = "tool_error"
-        self._done(entry, error)
+        elif entry[1]:  # a tools/call
+            result = end + len(RESULT)
+            if data.startswith(INPUT_REQUIRED, result):
+                paused = audit.INPUT_REQUIRED
+            elif data.startswith(TASK_CREATED, result):
+                paused = audit.TASK
+            elif _is_error(data):
+                error = "tool_error"
+        self._done(entry, error, paused)
 
     def close(self, request_id: bytes, why: str) -> None:
         entry = self.open.pop(request_id, None)
@@ -120,13 +132,13 @@ class RequestMeter:
         for request_id in list(self.open):
             self.close(request_id, why)
 
-    def _done(self, entry: tuple[str, str, float, _Audited | None], error: str) -> None:
+    def _done(self, entry: tuple[str, str, float, _Audited | None], error: str, paused: str = "") -> None:
         method, tool, started, noted = entry
         seconds = time.perf_counter() - started
         if metrics.ON:
             metrics.request_done(method, tool, error, seconds)
         if noted is not None and audit.LOG is not None:
-            outcome = audit.OK
+            outcome = paused or audit.OK
             if error == "tool_error":
                 outcome = audit.ERROR
             elif error == CANCELLED:

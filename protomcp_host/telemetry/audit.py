@@ -4,7 +4,8 @@ Each line: `time` (RFC 3339, UTC, when the call ended), `principal` (the OAuth s
 ctx.principal.subject has it; over stdio the local user; null when no one signed in), `client`
 (clientInfo "name/version" when the client said it, else the OAuth client id), `tool`, `outcome`
 (ok, error: an isError result, refused: a JSON-RPC error such as an unknown tool or invalid
-arguments, cancelled), `duration_ms`, and `arguments` only with --audit-arguments.
+arguments, cancelled; input_required: the call waits for the client's answers, and its retry is a
+line of its own; task: it goes on as a task), `duration_ms`, and `arguments` only with --audit-arguments.
 
 A FILE is opened with O_APPEND and each line is one write(): the workers of --workers append to
 the same file without tearing each other's lines. `-` is stderr when the MCP stream is stdout
@@ -22,6 +23,7 @@ from typing import Any
 import orjson
 
 OK, ERROR, REFUSED, CANCELLED = "ok", "error", "refused", "cancelled"
+INPUT_REQUIRED, TASK = "input_required", "task"  # answered before the tool's result (see metering)
 
 
 class AuditLog:

@@ -4,6 +4,7 @@ tool and outcome (telemetry.metrics), with labels clients cannot grow."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -11,7 +12,7 @@ import pytest
 
 from protomcp_host.calls.metering import RequestMeter
 from protomcp_host.protocol import jsonrpc as rpc
-from protomcp_host.telemetry import metrics
+from protomcp_host.telemetry import audit, metrics
 
 pytestmark = pytest.mark.fast
 
@@ -113,3 +114,30 @@ def test_series_are_bounded(recorded: Recording, monkeypatch: pytest.MonkeyPatch
     for tool in ("a", "b", "c", "d"):
         metrics.request_done("tools/call", tool, "", 0.001)
     assert [r[1] for r in recorded.requests] == ["a", "b", "_other", "_other"]
+
+
+def test_audit_outcomes(recorded: Recording, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What each answer to a tools/call is in the audit log (and no line for other requests)."""
+    log = tmp_path / "audit.jsonl"
+    monkeypatch.setattr(audit, "LOG", audit.AuditLog.open(str(log), stdio=False))
+    meter = RequestMeter(Session())  # type: ignore[arg-type]
+    answers = [
+        {"result": {"content": [], "isError": False}},
+        {"result": {"content": [], "isError": True}},
+        {"error": {"code": -32602, "message": "Invalid params"}},
+        {"result": {"resultType": "input_required", "requestState": "s"}},
+        {"result": {"task": {"taskId": "t", "status": "working"}}},
+        {"result": {"resultType": "task", "taskId": "t", "status": "working"}},
+    ]
+    for id_, body in enumerate(answers):
+        meter.received(request(id_, "tools/call", name="add", arguments={"a": id_}))
+        meter.sent(answer(id_, body))
+    meter.received(request(99, "tools/list"))
+    meter.sent(answer(99, {"result": {"tools": []}}))
+    meter.received(request(100, "tools/call", name="add", arguments={}))
+    meter.close_all("cancelled")
+    lines = [orjson.loads(line) for line in log.read_text().splitlines()]
+    assert [line["outcome"] for line in lines] == [
+        "ok", "error", "refused", "input_required", "task", "task", "cancelled"
+    ]  # fmt: skip
+    assert all(line["tool"] == "add" and "arguments" not in line for line in lines)

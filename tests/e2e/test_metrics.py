@@ -266,6 +266,8 @@ async def test_one_scrape_counts_the_calls_of_every_worker(
     burns = 0
     workers: set[int] = set()
     async with modern_client(host.url) as client:  # each burst opens several connections
+        hidden = await client.call_tool("has_env", {"name": "PROMETHEUS_MULTIPROC_DIR"})
+        assert hidden.structured_content == {"result": False}  # the workers' folder is not the tools'
         with anyio.fail_after(90):
             while len(workers) < 2:
                 workers |= {r["host"] for r in await burst(client, 8, n=1000)}
@@ -278,13 +280,13 @@ async def test_one_scrape_counts_the_calls_of_every_worker(
     scrapes = [await scrape(host.url) for _ in range(6)]  # whichever worker answers, the same totals
     for seen in scrapes:
         assert seen.calls("burn", "ok") == burns
-        assert seen.calls("whoami", "ok") == 3
+        assert seen.calls("whoami", "ok") == 3 and seen.calls("has_env", "ok") == 1
         assert seen.value(DURATION, mcp_method_name="tools/call", gen_ai_tool_name="burn") == burns
         assert seen.value("protomcp_tool_process_events_total", event="started") == 2  # one per worker
         assert seen.value("protomcp_sessions") == 0
         assert seen.value("protomcp_store_up") == 1  # (redis answers)
     lines = [json.loads(line) for line in audit.read_text().splitlines()]  # whole lines, both workers
-    assert sorted(line["tool"] for line in lines) == sorted(["burn"] * burns + ["whoami"] * 3)
+    assert sorted(line["tool"] for line in lines) == sorted(["burn"] * burns + ["has_env"] + ["whoami"] * 3)
     folder = _multiproc_folder(next(iter(workers)))
     assert os.path.isdir(folder) and any(name.endswith(".db") for name in os.listdir(folder))
     assert host.terminate() == 0
