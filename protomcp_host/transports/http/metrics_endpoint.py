@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hmac
 
+import anyio.to_thread
+
 from protomcp_host.telemetry.prometheus import CONTENT_TYPE, PrometheusMetrics
 from protomcp_host.transports.http.asgi import Receive, Scope, Send, header, respond
 from protomcp_host.transports.http.guard import is_loopback
@@ -43,7 +45,7 @@ class MetricsEndpoint:
                 await respond(send, 401, NO_TOKEN, content_type=TEXT, headers=challenge)
                 return
         await self.host.health()  # (the store is pinged: protomcp_store_up is as of now)
-        body = self.metrics.scrape()
+        body = await anyio.to_thread.run_sync(self.metrics.scrape)  # (reading the files: not on the loop)
         await respond(send, 200, body, content_type=CONTENT_TYPE.encode(), headers=NO_STORE)
 
     def _token_given(self, scope: Scope) -> bool:
