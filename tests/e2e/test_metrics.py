@@ -164,6 +164,23 @@ async def test_a_reload_is_counted(http_host: Any, tmp_path: Path) -> None:
     assert seen.value("protomcp_tool_process_events_total", event="crashed") == 0
 
 
+async def test_the_store_going_away_is_seen(http_host: Any, tmp_path: Path) -> None:
+    from tests.support.cluster import REDIS, start_redis, stop
+    from tests.support.ports import free_port
+
+    if not os.access(REDIS, os.X_OK):
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
+    port = free_port()
+    redis = start_redis(port, tmp_path / "redis")
+    try:
+        host = http_host("run", str(BEHAVIOURS), "--store", f"redis://127.0.0.1:{port}/0")
+        assert (await scrape(host.url)).value("protomcp_store_up") == 1
+        stop(redis)
+        assert (await scrape(host.url)).value("protomcp_store_up") == 0  # (pinged at the scrape)
+    finally:
+        stop(redis)
+
+
 def _other_address() -> str | None:
     """An address of this machine that is not loopback (None: it has none)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
