@@ -141,3 +141,12 @@ def test_audit_outcomes(recorded: Recording, tmp_path: Path, monkeypatch: pytest
         "ok", "error", "refused", "input_required", "task", "task", "cancelled"
     ]  # fmt: skip
     assert all(line["tool"] == "add" and "arguments" not in line for line in lines)
+
+
+def test_every_backend_records(recorded: Recording) -> None:
+    """Prometheus and OpenTelemetry both on: each request reaches both."""
+    metrics.request_done("tools/call", "add", "", 0.001)  # (bound to the first backend alone)
+    second = Recording()
+    metrics.enable(second)
+    metrics.request_done("tools/call", "add", "", 0.001)
+    assert len(recorded.requests) == 2 and second.requests == [("tools/call", "add", "ok", "")]
