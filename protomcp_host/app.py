@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -40,6 +41,7 @@ from protomcp_host.shared.user_state import LOCAL as LOCAL_USER
 from protomcp_host.shared.user_state import UserStates
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
+from protomcp_host.telemetry import metrics
 from protomcp_host.tool_events import RESOURCE_UPDATED, ToolEvents, Watcher
 
 if TYPE_CHECKING:
@@ -136,6 +138,8 @@ class Host:
         # One task store for both eras: a stateful session's tasks are its own, a modern-era
         # principal's are the principal's (protocol/tasks.py); modern task calls run in TaskRunner.
         self.task_store = TaskStore()
+        if metrics.ON:
+            self.task_store.on_status = metrics.task
         self.task_runner = TaskRunner(self.task_store, self.dispatcher, self.connections.routers)
 
     def _wire_store(self, store: Store) -> None:
@@ -167,6 +171,8 @@ class Host:
         peer hosts (--agent-id)."""
         settings = self.settings
         supervision = settings.process_settings()
+        if metrics.ON:
+            supervision = replace(supervision, lifecycle=metrics.tool_process)
         for file in files:
             self.supervisors[label_of(file)] = (
                 Pool(file, self.tool_events, settings.processes, supervision, launched=launched.get(file))
@@ -280,6 +286,8 @@ class Host:
         reachable = False
         with anyio.move_on_after(HEALTH_TIMEOUT):
             reachable = await self.store.ping()
+        if metrics.ON:
+            metrics.store_up(reachable)
         if self.draining:
             status = "draining"
         elif not self.started:

@@ -21,6 +21,7 @@ from protomcp_host.protocol.modern import ModernShared
 from protomcp_host.protocol.session import Session
 from protomcp_host.protocol.tasks import TaskMethods, TaskStore
 from protomcp_host.protocol.visibility import ToolVisibility
+from protomcp_host.telemetry import metrics
 from protomcp_sdk.wire.toollist import ToolListChange
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ class Connections:
         if tap is not None:
             _tap_feed(router, tap)
         self._routers[router] = None
+        if metrics.ON:
+            metrics.session_opened()
         return router
 
     def connect_modern(self, write: Writer, principal: str = LOCAL_PRINCIPAL) -> Router:
@@ -195,7 +198,10 @@ class Connections:
                     return
 
     def disconnect(self, connection: Connection) -> None:
+        known = connection in self._routers
         self._routers.pop(connection, None)  # type: ignore[call-overload]
+        if known and metrics.ON and getattr(connection, "principal", None) is None:
+            metrics.session_closed()  # (a stateful session: a modern connection is one request's)
         connection.session.tasks.forget_all()  # a stateful session's tasks end with it (a principal's stay)
 
 

@@ -54,10 +54,37 @@ async def serve(
     In dev (`settings.reload`), tool files are watched and reloaded (blue/green) when they change."""
     errout = ErrOut()  # stderr writes never block the loop, even when nobody reads them
     try:
+        if not _observe(settings, errout):
+            return 1
         host = Host(list(launched), settings, launched=launched, stderr=errout, store=store, skills=skills)
         return await _Run(host, banner).serve(signalled or [], companions)
     finally:
         errout.close(timeout=1.0)
+
+
+def _observe(settings: RunSettings, stderr: Callable[[str], None]) -> bool:
+    """Metrics (Prometheus for GET /metrics over HTTP; OpenTelemetry when OTEL_* ask for it) and
+    the audit log (--audit-log), switched on before the host is made: its sessions, tasks and tool
+    processes record from their start. False: the audit log cannot be opened."""
+    from protomcp_host.telemetry import otel
+
+    otel.enable()
+    if settings.http is not None:
+        from protomcp_host.telemetry import prometheus
+
+        settings.http.metrics = prometheus.enable()
+    if settings.audit_log is not None:
+        from protomcp_host.telemetry import audit
+
+        try:
+            log = audit.AuditLog.open(
+                settings.audit_log, stdio=settings.http is None, arguments=settings.audit_arguments
+            )
+        except OSError as exc:
+            stderr(f"protomcp: cannot start: --audit-log {settings.audit_log}: {exc.strerror or exc}")
+            return False
+        audit.start(log)
+    return True
 
 
 class _Run:

@@ -68,6 +68,10 @@ class RunSettings:
     # --oauth-client-id-env, --oauth-client-secret-env: the variables holding the OAuth client
     oauth_client_envs: tuple[str, ...] = ()
     oauth_server: OAuthServerSettings | None = None  # --oauth-provider: the authorization server
+    metrics_token_env: str | None = None  # --metrics-token-env: the variable holding /metrics' token
+    # What is recorded
+    audit_log: str | None = None  # --audit-log FILE, or "-" (None: no audit log)
+    audit_arguments: bool = False  # --audit-arguments: the audit log has each call's arguments
     dev: DevSettings | None = None  # None: `protomcp run`
     # What a call prints also goes to the host's stderr (not for `protomcp call`, which shows
     # it once, as the log messages it arrives as)
@@ -102,6 +106,10 @@ class RunSettings:
         names = {spec.token_env for spec in self.upstreams if spec.token_env}
         if self.auth_token_env:
             names.add(self.auth_token_env)
+        if self.metrics_token_env:
+            names.add(self.metrics_token_env)
+        if self.http is not None and self.http.workers > 1:
+            names.add("PROMETHEUS_MULTIPROC_DIR")  # the workers' metrics folder: not the tools' to write
         names.update(self.oauth_client_envs)
         if self.oauth_server is not None:
             names.update(self.oauth_server.secret_envs)  # --oauth-client-secret-env and the like

@@ -276,7 +276,9 @@ HOST_LAYERS = {
     "protomcp_host.store": set(),  # the shared store (memory or Redis): imports no other host folder
     # what hosts share through the store (task, tool-list and requestState records)
     "protomcp_host.shared": {"protomcp_host.store", "protomcp_host.calls", "protomcp_host.protocol"},
-    "protomcp_host.calls": {"protomcp_host.protocol", "protomcp_host.processes"},
+    # metrics and the audit log: every layer may record there, it imports no other host folder
+    "protomcp_host.telemetry": set(),
+    "protomcp_host.calls": {"protomcp_host.protocol", "protomcp_host.processes", "protomcp_host.telemetry"},
     "protomcp_host.proto_mcp": {"protomcp_host.protocol"},
     "protomcp_host.transports": {
         "protomcp_host.protocol",
@@ -290,6 +292,7 @@ HOST_LAYERS = {
         "protomcp_host.proto_mcp",
         "protomcp_host.processes",
         "protomcp_host.transports",
+        "protomcp_host.telemetry",  # GET /metrics; sessions and streams counted
     },
 }
 
@@ -316,6 +319,7 @@ HOST_PARTS = {
         "protomcp_host.protocol",
         "protomcp_host.shared",  # (type only: SharedToolLists)
         "protomcp_host.transports",  # (type only: transports.ports.Connection)
+        "protomcp_host.telemetry",  # sessions counted
     },
     "protomcp_host.tool_events": {
         "protomcp_host.calls",
@@ -333,6 +337,7 @@ HOST_PARTS = {
         "protomcp_host.protocol",
         "protomcp_host.settings",
         "protomcp_host.store",
+        "protomcp_host.telemetry",  # metrics and the audit log switched on
         "protomcp_host.transports",
         "protomcp_host.transports.http",
     },

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from protomcp_host.calls.execution import Dispatcher, Execution
 from protomcp_host.calls.idle import IdleWatch
 from protomcp_host.calls.list_changes import ListChanges
+from protomcp_host.calls.metering import RequestMeter, wanted
 from protomcp_host.calls.tracing import RequestSpans
 from protomcp_host.processes.events import Reply
 from protomcp_host.processes.output import LogLimiter
@@ -119,6 +120,10 @@ class Router:
         if tracing.ON:  # a span per request, from the line that brings it to the message that answers it
             self.spans = RequestSpans(lambda: self.session.version)
             self.write = self.spans.watching(write)
+        self.meter: RequestMeter | None = None  # metrics, the audit log: this session's requests measured
+        if wanted():
+            self.meter = RequestMeter(session)
+            self.write = self.meter.watching(self.write)
 
     # What carries out each kind of event: functions of the router (a table of bound methods
     # made per router would hold the router in reference cycles).
@@ -134,12 +139,20 @@ class Router:
     def feed(self, line: bytes) -> None:
         """Handle one line from the client."""
         self._arrived(line)
-        self.carry_out(self.session.receive(line))
+        if self.meter is None:
+            self.carry_out(self.session.receive(line))
+            return
+        decoded = rpc.decode(line)
+        self.meter.received(decoded)
+        self.carry_out(self.session.receive_decoded(decoded))
 
     def feed_loaded(self, line: bytes, data: Any) -> None:
         """feed() of a line the transport has parsed already (`data`, orjson's)."""
         self._arrived(line)
-        self.carry_out(self.session.receive_decoded(rpc.decode_loaded(line, data)))
+        decoded = rpc.decode_loaded(line, data)
+        if self.meter is not None:
+            self.meter.received(decoded)
+        self.carry_out(self.session.receive_decoded(decoded))
 
     def _arrived(self, line: bytes) -> None:
         if self.spans is not None:
@@ -275,6 +288,8 @@ class Router:
             forwards.clear()
         if self.spans is not None:
             self.spans.close_all("cancelled")
+        if self.meter is not None:
+            self.meter.close_all("cancelled")
         self.list_changes.cancel()  # nobody is left to tell
         self.idle.now_idle()
         self.asking.cancelled(self, None, "its request was cancelled (the client went away)")

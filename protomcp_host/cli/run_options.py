@@ -64,6 +64,21 @@ UI_PORT = click.option(
     help="[--ui] The playground's port on 127.0.0.1 (0, or taken: any free port).  [default: 6280]",
 )
 
+AUDIT_LOG = click.option(
+    "--audit-log",
+    default=None,
+    metavar="FILE|-",
+    help="Append one JSON line per tool call to FILE: time (UTC), principal (the signed-in subject; "
+    "over stdio the local user), client, tool, outcome (ok, error, refused, cancelled) and duration. "
+    "'-' writes to stderr over stdio (stdout is the MCP stream there), to stdout over HTTP. The "
+    "workers of --workers append to the same file, a whole line at a time.",
+)
+AUDIT_ARGUMENTS = click.option(
+    "--audit-arguments",
+    is_flag=True,
+    help="[--audit-log] Also write each call's arguments (they may hold what users would not want kept).",
+)
+
 # The groups, each in the order --help lists it
 IDENTITY_OPTIONS = option_group(SERVER_NAME, INSTRUCTIONS)
 CATALOG_OPTIONS = option_group(SKILLS, SCHEMA_REGISTRY, DISCOVERY, EXCLUDE_TAG, INCLUDE_TAG)
@@ -71,7 +86,16 @@ LIMIT_OPTIONS = option_group(
     RATE_LIMIT, MAX_IN_FLIGHT, DRAIN_TIMEOUT, HEARTBEAT_TIMEOUT, STARTUP_TIMEOUT, CALL_TIMEOUT, PAGE_SIZE
 )
 SERVE_OPTIONS = option_group(
-    TRANSPORT, CATALOG_OPTIONS, *HTTP_OPTIONS, *OAUTH_SERVER_OPTIONS, PYTHON, STORE, PROCESSES, LIMIT_OPTIONS
+    TRANSPORT,
+    CATALOG_OPTIONS,
+    *HTTP_OPTIONS,
+    *OAUTH_SERVER_OPTIONS,
+    PYTHON,
+    STORE,
+    PROCESSES,
+    LIMIT_OPTIONS,
+    AUDIT_LOG,
+    AUDIT_ARGUMENTS,
 )
 RUN_OPTIONS = option_group(
     SOURCES, SOURCE_OPTIONS, UPSTREAM_OPTIONS, PEER_OPTIONS, IDENTITY_OPTIONS, SERVE_OPTIONS
@@ -138,6 +162,9 @@ def run_settings(given: Mapping[str, Any], dev: DevSettings | None = None) -> Ru
         http=http,
         oauth_server=oauth_server_settings(given, http),
         auth_token_env=given["auth_token_env"],
+        metrics_token_env=given["metrics_token_env"],
+        audit_log=given["audit_log"],
+        audit_arguments=given["audit_arguments"],
         oauth_client_envs=tuple(
             name for name in (given["oauth_client_id_env"], given["oauth_client_secret_env"]) if name
         ),
@@ -149,6 +176,8 @@ def run_settings(given: Mapping[str, Any], dev: DevSettings | None = None) -> Ru
 
 def _check_serving(settings: RunSettings) -> None:
     """The combinations of valid options that cannot be served."""
+    if settings.audit_arguments and settings.audit_log is None:
+        raise click.UsageError("--audit-arguments: only with --audit-log")
     bridge, http = settings.bridge, settings.http
     if bridge is not None and bridge.credentials and http is None:
         raise click.UsageError("--bridge-token-env: only with --transport http (stdio serves no /bridge)")

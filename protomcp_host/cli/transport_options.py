@@ -61,6 +61,15 @@ HTTP_OPTIONS = [
         "the environment variable NAME (which tool processes do not get).",
     ),
     click.option(
+        "--metrics-token-env",
+        default=None,
+        metavar="NAME",
+        help="[http/sse] GET /metrics (Prometheus) answers loopback clients without a token; with this "
+        "option, clients elsewhere (or behind a proxy: a request with X-Forwarded-For, Forwarded or "
+        "X-Real-IP) are let in with 'Authorization: Bearer <token>', the token being the value of the "
+        "environment variable NAME (which tool processes do not get). Without it they get 403.",
+    ),
+    click.option(
         "--oauth-jwks",
         default=None,
         metavar="URL|FILE",
@@ -181,6 +190,7 @@ HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags d
     "allow_hosts": "--allow-host",
     "allow_origins": "--allow-origin",
     "auth_token_env": "--auth-token-env",
+    "metrics_token_env": "--metrics-token-env",
     "oauth_jwks": "--oauth-jwks",
     "oauth_issuer": "--oauth-issuer",
     "oauth_audience": "--oauth-audience",
@@ -234,6 +244,7 @@ def http_settings(given: Mapping[str, Any]) -> HttpSettings | None:
         settings.workers = given["workers"]
     _session_options(settings, given)
     settings.auth = _authenticator(given)
+    settings.metrics_token = _metrics_token(given["metrics_token_env"])
     return settings
 
 
@@ -248,6 +259,16 @@ def _session_options(settings: HttpSettings, given: Mapping[str, Any]) -> None:
         options.max_sessions = given["max_sessions"]
     if given["session_id_header"]:
         options.session_id_header = given["session_id_header"].lower().encode("latin-1")
+
+
+def _metrics_token(name: str | None) -> str | None:
+    """--metrics-token-env NAME: the token scrapers other than loopback present."""
+    if not name:
+        return None
+    token = os.environ.get(name, "")
+    if not token:
+        raise click.UsageError(f"--metrics-token-env {name}: the environment variable {name} is not set")
+    return token
 
 
 OAUTH = (

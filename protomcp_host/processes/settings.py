@@ -9,6 +9,7 @@ values are the ones here. No imports beyond the standard library: settings.py re
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -33,3 +34,5 @@ class ProcessSettings:
     restart_wait: float = 10.0  # seconds a request waits for a restarting process
     standby: bool = False  # keep a warm process that has imported the SDK, for fast reloads (dev)
     wait_for_fix: bool = False  # a file that fails to load serves no tools until saved again (dev)
+    # told (file label, "started" | "crashed" | "reloaded") of each tool process event (metrics)
+    lifecycle: Callable[[str, str], None] | None = None

@@ -177,6 +177,7 @@ class Supervisor:
         old, self.current = self.current, process
         self._started_at = time.monotonic()
         self._ready.set()
+        self._tell("started")
         assert self._tg is not None
         self._tg.start_soon(self._watch, process)
         if self.settings.heartbeat_timeout > 0:
@@ -244,6 +245,7 @@ class Supervisor:
         )
         reloading, self._reload_requested = self._reload_requested, False
         self.events.problem(f"{reason}\nrestarting in {delay:.1f}s")
+        self._tell("crashed")
         with anyio.move_on_after(delay):
             await self._stop_requested()
         if self._stopping:
@@ -288,8 +290,13 @@ class Supervisor:
 
     def _reloaded(self) -> None:
         self.reloads += 1
+        self._tell("reloaded")
         if self.on_reloaded is not None:
             self.on_reloaded()
+
+    def _tell(self, event: str) -> None:
+        if self.settings.lifecycle is not None:
+            self.settings.lifecycle(self.label, event)
 
     async def _stop_requested(self) -> None:
         while not self._stopping:

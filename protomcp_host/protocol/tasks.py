@@ -144,6 +144,7 @@ class TaskStore:
         # told of each finished task forgotten to keep its owner within max_tasks (a store
         # shared by several hosts forgets it everywhere: sharing.py)
         self.on_evict: Callable[[Task], None] | None = None
+        self.on_status: Callable[[str], None] | None = None  # told each status a task enters (metrics)
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -173,6 +174,8 @@ class TaskStore:
         task = Task(self.new_id(), next(self._seq), granted_ttl(requested_ttl), now, now, owner=owner)
         self.tasks[task.id] = mine[task.id] = task
         self._earliest[owner] = min(self.earliest(owner), task.deadline)
+        if self.on_status is not None:
+            self.on_status(task.status)
         return task
 
     def find(self, task_id: Any, owner: str = "") -> Task:
@@ -224,6 +227,8 @@ class TaskStore:
         new_message = message if message is not None else task.message
         if (new_status, new_message) == (task.status, task.message):
             return False
+        if new_status != task.status and self.on_status is not None:
+            self.on_status(new_status)
         task.status, task.message, task.updated = new_status, new_message, now
         return True
 
@@ -234,6 +239,8 @@ class TaskStore:
             return False
         task.status, task.outcome, task.message, task.updated = status, outcome, message, now
         task.call = None
+        if self.on_status is not None:
+            self.on_status(status)
         return True
 
     def expire(self, now: float, owner: str = "") -> list[Task]:

@@ -16,6 +16,11 @@ stderr: on stdio, stdout is the MCP stream. A tool process writes its console sp
 host's own stderr (an fd the host passes, CONSOLE_FD_ENV), not to its stderr: the host captures
 that as what the tool printed, and would show each line again, prefixed, and send it to the
 client as log messages.
+
+Metrics (the host's: protomcp_host/telemetry) go the same way: on when the SDK is installed and
+``OTEL_METRICS_EXPORTER`` names exporters, or an OTLP endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT`` /
+``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``) is set; `meter()` gives the Meter, its provider reading
+every ``OTEL_METRIC_EXPORT_INTERVAL`` (the SDK's own variable) and on exit.
 """
 
 from __future__ import annotations
@@ -29,21 +34,24 @@ from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:  # the otel extra: imported only once tracing is on
     from opentelemetry.context import Context
+    from opentelemetry.metrics import Meter
+    from opentelemetry.sdk.metrics.export import MetricExporter
     from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.trace import Span, Tracer
     from opentelemetry.util.types import AttributeValue
 
-__all__ = ["ON", "attach", "detach", "end", "start", "traceparent"]
+__all__ = ["METRICS_ON", "ON", "attach", "detach", "end", "meter", "start", "traceparent"]
 
 
-def _configured(env: os._Environ[str] | dict[str, str] = os.environ) -> bool:
+def _configured(env: os._Environ[str] | dict[str, str] = os.environ, signal: str = "TRACES") -> bool:
+    """Whether OTEL_* ask for `signal` (TRACES or METRICS) and the SDK is installed."""
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
-    exporters = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    exporters = env.get(f"OTEL_{signal}_EXPORTER", "").strip().lower()
     if exporters == "none":
         return False
     if not exporters and not (
-        env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")
     ):
         return False
     return find_spec("opentelemetry") is not None and find_spec("opentelemetry.sdk") is not None
@@ -56,6 +64,7 @@ def console_wanted(env: os._Environ[str] | dict[str, str] = os.environ) -> bool:
 
 
 ON = _configured()
+METRICS_ON = _configured(signal="METRICS")
 SERVICE = "protomcp"  # the default service.name (tool processes set their own before the first span)
 CONSOLE_FD_ENV = "PROTOMCP_TRACE_CONSOLE_FD"  # a tool process: the host's stderr, for console spans
 # taken out of the environment at once: processes a tool starts do not have that fd
@@ -111,6 +120,48 @@ def _otlp_exporter() -> SpanExporter:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     return OTLPSpanExporter()
+
+
+def meter() -> Meter:
+    """The host's Meter, its provider exporting to what OTEL_METRICS_EXPORTER names (made once)."""
+    from opentelemetry import metrics
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import Resource
+
+    env = os.environ
+    named = "OTEL_SERVICE_NAME" in env or "service.name=" in env.get("OTEL_RESOURCE_ATTRIBUTES", "")
+    readers = []
+    for name in (env.get("OTEL_METRICS_EXPORTER") or "otlp").lower().split(","):
+        name = name.strip()
+        if name == "console":
+            readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(out=_console_out())))
+        elif name == "otlp":
+            readers.append(PeriodicExportingMetricReader(_otlp_metric_exporter()))
+        elif name:
+            print(
+                f"protomcp: OTEL_METRICS_EXPORTER: unknown exporter {name!r} (otlp, console)", file=sys.stderr
+            )
+    resource = Resource.create({} if named else {"service.name": SERVICE})
+    provider = MeterProvider(resource=resource, metric_readers=readers)  # (flushed at exit)
+    metrics.set_meter_provider(provider)
+    return provider.get_meter("protomcp")
+
+
+def _otlp_metric_exporter() -> MetricExporter:
+    protocol = (
+        os.environ.get("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    )
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as OverGrpc
+
+        exporter: MetricExporter = OverGrpc()  # annotated: without the grpc exporter it has no types
+        return exporter
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+    return OTLPMetricExporter()
 
 
 def start(

@@ -40,6 +40,7 @@ from protomcp_host.protocol.request_meta import (
     read_envelope,
 )
 from protomcp_host.protocol.session import SERVER_BUSY, SUPPORTED_VERSIONS
+from protomcp_host.telemetry import metrics
 from protomcp_host.transports.http import step_up
 from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond, respond_json
 from protomcp_host.transports.http.event_stream import KEEP_ALIVE, compact, cost
@@ -494,8 +495,8 @@ class ModernEndpoint:
         after all), ended when the client disconnects. (The watcher is a plain task, not a task
         group: a request this slow under load should not cost more for it.)"""
         watcher = running_loop().create_task(_note_disconnect(receive, exchange))
+        streaming = False
         try:
-            streaming = False
             while True:
                 if not exchange:
                     await exchange.wait(self.keepalive)
@@ -509,12 +510,16 @@ class ModernEndpoint:
                     return
                 if not streaming:
                     streaming = True
+                    if metrics.ON:
+                        metrics.stream_opened()
                     await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
                 chunk = b"".join(b"event: message\ndata: " + d + b"\n\n" for d in items) or KEEP_ALIVE
                 if not await self._write(exchange, send, chunk, final is None) or final is not None:
                     return
         finally:
             watcher.cancel()
+            if streaming and metrics.ON:
+                metrics.stream_closed()
 
     async def _write(self, exchange: Exchange, send: Send, chunk: bytes, more: bool) -> bool:
         """Write a chunk of the stream (and end it unless `more`), within `send_timeout`;

@@ -19,7 +19,7 @@ import contextlib
 import socket
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import uvicorn
@@ -37,6 +37,9 @@ from protomcp_host.transports.http.protomcp_ws import PROTO_MCP_PATH, ProtoMcpEn
 from protomcp_host.transports.http.streamable import HttpOptions, StreamableHTTP
 from protomcp_host.transports.ports import Sessions
 from protomcp_host.transports.waiting import cancel_when_set
+
+if TYPE_CHECKING:
+    from protomcp_host.telemetry.prometheus import PrometheusMetrics
 
 
 @dataclass
@@ -60,6 +63,8 @@ class HttpSettings:
     workers: int = 1  # --workers: host processes on this port (workers.py)
     sock: socket.socket | None = None  # a listening socket to serve instead of binding (a worker's)
     affinity: Affinity | None = None  # a worker's: where the other workers' sessions are served
+    metrics: PrometheusMetrics | None = None  # GET /metrics (None: not served)
+    metrics_token: str | None = None  # --metrics-token-env's value: lets scrapers other than loopback in
 
 
 LISTEN_QUEUE = 2048  # connections the kernel holds until they are accepted
@@ -271,6 +276,12 @@ def build_app(host: Sessions, settings: HttpSettings) -> tuple[Any, Any]:
         Route(LIVE_PATH, endpoint=_Endpoint(health.live), methods=["GET"]),
     ]
     public: list[str] = [READY_PATH, LIVE_PATH]  # balancers probe without credentials
+    if settings.metrics is not None:  # (its own access rule: metrics_endpoint.py)
+        from protomcp_host.transports.http.metrics_endpoint import METRICS_PATH, MetricsEndpoint
+
+        scrape = MetricsEndpoint(host, settings.metrics, settings.metrics_token)
+        routes.append(Route(METRICS_PATH, endpoint=_Endpoint(scrape), methods=["GET"]))
+        public.append(METRICS_PATH)
     # (the authorization server's endpoints, --oauth-provider: a client without a token gets one there)
     routes += [Route(path, endpoint=_Endpoint(app)) for path, app in settings.public_endpoints.items()]
     public += list(settings.public_endpoints)

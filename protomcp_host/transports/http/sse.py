@@ -14,6 +14,7 @@ from urllib.parse import parse_qs
 
 import anyio
 
+from protomcp_host.telemetry import metrics
 from protomcp_host.transports.http.asgi import (
     Receive,
     Scope,
@@ -73,6 +74,8 @@ class SseTransport:
         session = SseSession(secrets.token_urlsafe(24), self.host, principal, self.options.replay_bytes)
         self.sessions[session.id] = session
         endpoint = f"{self.messages_path}?session_id={session.id}".encode()
+        if metrics.ON:
+            metrics.stream_opened()
         try:
             await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
             await send(
@@ -105,6 +108,8 @@ class SseTransport:
         finally:
             self.sessions.pop(session.id, None)
             session.close()
+            if metrics.ON:
+                metrics.stream_closed()
 
     async def message(self, scope: Scope, receive: Receive, send: Send) -> None:
         """POST /messages?session_id=...: one JSON-RPC message (or batch); answers go on the stream.

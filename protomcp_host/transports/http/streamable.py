@@ -23,6 +23,7 @@ from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.methods import starts_calls
 from protomcp_host.protocol.session import BATCH_VERSIONS, SERVER_BUSY, SUPPORTED_VERSIONS
+from protomcp_host.telemetry import metrics
 from protomcp_host.transports.http import step_up
 from protomcp_host.transports.http.affinity import REPLACEMENT_WAIT, Affinity
 from protomcp_host.transports.http.asgi import (
@@ -444,6 +445,8 @@ class StreamableHTTP:
         """Write the stream's messages after `cursor` to this connection until the stream ends,
         the client goes away, another connection takes the stream over, or shutdown."""
         generation = stream.attach()
+        if metrics.ON:
+            metrics.stream_opened()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(cancel_on_disconnect, receive, tg.cancel_scope)
@@ -468,6 +471,8 @@ class StreamableHTTP:
         finally:
             stream.detach(generation)
             hs.keep_finished(stream)
+            if metrics.ON:
+                metrics.stream_closed()
 
     # -- DELETE: the client ends its session ---------------------------------------------
     async def _delete(self, scope: Scope, send: Send) -> None:

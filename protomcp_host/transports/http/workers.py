@@ -3,10 +3,11 @@
 The parent binds the socket (so every worker accepts on the same port, as gunicorn and
 uvicorn's own workers do) and starts N copies of the same command line, each told by
 environment variables which inherited file descriptor to serve and where to say it is
-ready. Each worker is a whole host with its own tool processes. The parent replaces a worker
-that dies (bounded backoff), and on SIGTERM/SIGINT closes its copy of the socket, passes the
-signal on and waits for every worker to drain (each closes its copy, lets its calls finish
-within --drain-timeout, exits).
+ready. Each worker is a whole host with its own tool processes; each records its metrics in the
+folder PROMETHEUS_MULTIPROC_DIR names, made here, so a scrape of any worker covers them all.
+The parent replaces a worker that dies (bounded backoff), and on SIGTERM/SIGINT closes its copy
+of the socket, passes the signal on and waits for every worker to drain (each closes its copy,
+lets its calls finish within --drain-timeout, exits).
 
 A stateful (2025-11-25 and older) session lives in one worker; the others pass its requests on to
 that worker's private socket in the folder made here (affinity.py). Every worker is a host of
@@ -30,6 +31,7 @@ from collections.abc import Callable
 import anyio
 import anyio.abc
 
+from protomcp_host.telemetry.multiprocess import MULTIPROC_ENV, forget_process
 from protomcp_host.transports.http.affinity import COUNT_ENV, FOLDER_ENV, STARTUP_TIMEOUT, WORKER_ENV
 
 LISTEN_FD_ENV = "PROTOMCP_LISTEN_FD"  # the inherited listening socket a worker serves
@@ -67,7 +69,11 @@ class WorkerSet:
         self.restarts = 0
         # the workers' private sockets, where each serves the stateful sessions it holds (affinity.py)
         self.folder = tempfile.mkdtemp(prefix="protomcp-workers-")
-        self.env = {**os.environ, FOLDER_ENV: self.folder, COUNT_ENV: str(count)}
+        # every worker's metrics, as files a scrape of any worker reads (telemetry/prometheus.py):
+        # made empty here, before any worker starts, and removed with the folder
+        self.metrics = os.path.join(self.folder, "metrics")
+        os.mkdir(self.metrics, 0o700)
+        self.env = {**os.environ, FOLDER_ENV: self.folder, COUNT_ENV: str(count), MULTIPROC_ENV: self.metrics}
 
     def _spawn(self, number: int) -> tuple[subprocess.Popen[bytes], int]:
         """Start worker `number`; returns it and the read end of its ready pipe."""
@@ -126,6 +132,7 @@ class WorkerSet:
             for number, proc in list(self.procs.items()):
                 if self.stopping or proc.poll() is None:
                     continue
+                forget_process(proc.pid, self.metrics)  # (its gauges no longer count)
                 uptime = time.monotonic() - started_at.get(number, 0.0)
                 failures[number] = 0 if uptime >= 30 else failures.get(number, 0) + 1
                 delay = min(10.0, 0.1 * 2 ** max(0, failures[number] - 1))

@@ -1,0 +1,173 @@
+"""One session's requests measured, when metrics or the audit log are on (telemetry/): each
+request timed from the message that brings it to the message that answers it, whatever path
+the answer took, and recorded by method, tool and outcome; each tool call also written to the
+audit log. Like tracing.RequestSpans, the router hands it every message it reads (decoded) and
+every message it writes; an answer is told by its first bytes, an error by the key that follows
+its id, an isError result by its last isError key (the CallToolResult's own).
+
+Labels are bounded whatever clients send: a method the host does not serve and a tool it does
+not have are counted as "_unknown" (the audit log names them as asked).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from protomcp_host.protocol import jsonrpc as rpc
+from protomcp_host.protocol.jsontypes import is_id
+from protomcp_host.protocol.methods import METHODS
+from protomcp_host.protocol.request_meta import CLIENT_INFO
+from protomcp_host.protocol.session import Session
+from protomcp_host.telemetry import audit, metrics
+
+ANSWER = b'{"jsonrpc":"2.0","id":'
+TOOLS_CALL = "tools/call"
+UNKNOWN = "_unknown"
+IS_ERROR = b'"isError":'
+RESULT = b',"result":'
+# a tools/call answered before its tool's result: the call waits for the client's input (2026-07-28:
+# the retry is a call of its own), or goes on as a task (CreateTaskResult, either era)
+INPUT_REQUIRED = b'{"resultType":"input_required"'
+TASK_CREATED = (b'{"task":', b'{"resultType":"task"')
+TAIL = 1024  # bytes of a CallToolResult's end that hold its isError (after it: the result's stamp)
+CANCELLED = "cancelled"
+
+Writer = Callable[[bytes, bytes | None], None]
+
+
+class _Audited:
+    """What the audit log says of one tool call, noted when it arrives."""
+
+    __slots__ = ("arguments", "client", "principal", "tool")
+
+    def __init__(self, principal: str | None, client: str | None, tool: str, arguments: Any) -> None:
+        self.principal = principal
+        self.client = client
+        self.tool = tool
+        self.arguments = arguments
+
+
+class RequestMeter:
+    __slots__ = ("open", "session")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        # requests in progress, by id: (method label, tool label, start, what the audit log says)
+        self.open: dict[bytes, tuple[str, str, float, _Audited | None]] = {}
+
+    def received(self, decoded: rpc.Message | list[rpc.Message]) -> None:
+        if type(decoded) is rpc.Request:
+            method = decoded.method
+            if method == TOOLS_CALL:
+                self._call(decoded)
+            else:
+                label = method if method in METHODS else UNKNOWN
+                self.open[decoded.id] = (label, "", time.perf_counter(), None)
+        elif type(decoded) is rpc.Notification and decoded.method == "notifications/cancelled":
+            cancelled = decoded.params.get("requestId")
+            if is_id(cancelled):
+                self.close(orjson.dumps(cancelled), CANCELLED)
+        # (a batch, 2025-03-26 only, is answered as one array: its requests are not measured)
+
+    def _call(self, request: rpc.Request) -> None:
+        name = request.params.get("name")
+        tool = name if isinstance(name, str) and name in self.session.catalog else UNKNOWN
+        noted = None
+        log = audit.LOG
+        if log is not None:
+            session = self.session
+            auth = session.auth
+            info: Any = session.client_info
+            if not info:  # 2026-07-28: each request says who the client is
+                meta = request.params.get("_meta")
+                info = meta.get(CLIENT_INFO) if isinstance(meta, dict) else None
+            arguments = request.params.get("arguments") if log.arguments else None
+            noted = _Audited(
+                log.principal(auth),
+                audit.client_name(info, auth),
+                name if isinstance(name, str) else "",
+                arguments,
+            )
+        self.open[request.id] = (TOOLS_CALL, tool, time.perf_counter(), noted)
+
+    def watching(self, write: Writer) -> Writer:
+        """`write`, measuring the request each message answers."""
+
+        def measured(data: bytes, related: bytes | None = None) -> None:
+            write(data, related)
+            if self.open and data.startswith(ANSWER):
+                self.sent(data)
+
+        return measured
+
+    def sent(self, data: bytes) -> None:
+        end = data.find(b',"', len(ANSWER))
+        entry = self.open.pop(data[len(ANSWER) : end], None) if end > 0 else None
+        if entry is None:
+            return
+        error = ""
+        paused = ""
+        if data.startswith(b'"error":', end + 1):
+            error = _code(data, end)
+        elif entry[1]:  # a tools/call
+            result = end + len(RESULT)
+            if data.startswith(INPUT_REQUIRED, result):
+                paused = audit.INPUT_REQUIRED
+            elif data.startswith(TASK_CREATED, result):
+                paused = audit.TASK
+            elif _is_error(data):
+                error = "tool_error"
+        self._done(entry, error, paused)
+
+    def close(self, request_id: bytes, why: str) -> None:
+        entry = self.open.pop(request_id, None)
+        if entry is not None:
+            self._done(entry, why)
+
+    def close_all(self, why: str) -> None:
+        for request_id in list(self.open):
+            self.close(request_id, why)
+
+    def _done(self, entry: tuple[str, str, float, _Audited | None], error: str, paused: str = "") -> None:
+        method, tool, started, noted = entry
+        seconds = time.perf_counter() - started
+        if metrics.ON:
+            metrics.request_done(method, tool, error, seconds)
+        if noted is not None and audit.LOG is not None:
+            outcome = paused or audit.OK
+            if error == "tool_error":
+                outcome = audit.ERROR
+            elif error == CANCELLED:
+                outcome = audit.CANCELLED
+            elif error:
+                outcome = audit.REFUSED
+            audit.LOG.write(noted.principal, noted.client, noted.tool, outcome, seconds, noted.arguments)
+
+
+def _is_error(data: bytes) -> bool:
+    """A CallToolResult answer says isError: true. Its own isError is its last key (only the
+    2026-07-28 stamp, resultType and the server's _meta, follows): the last one in the answer, so
+    a key of the tool's structuredContent is never taken for it."""
+    at = data.rfind(IS_ERROR, max(0, len(data) - TAIL))
+    return at >= 0 and data.startswith(b"true", at + len(IS_ERROR))
+
+
+def _code(data: bytes, end: int) -> str:
+    """The JSON-RPC error code of an error answer (its id ends at `end`)."""
+    start = data.find(b'"code":', end)
+    if start < 0:
+        return "error"
+    start += 7
+    stop = start
+    while stop < len(data) and data[stop] in b"-0123456789":
+        stop += 1
+    return data[start:stop].decode() or "error"
+
+
+def wanted() -> bool:
+    """Whether sessions are measured: metrics or the audit log are on."""
+    return metrics.ON or audit.LOG is not None

@@ -1,0 +1,138 @@
+"""The metrics as Prometheus instruments (prometheus-client), and the scrape's text.
+
+With `--workers N` every worker records into files of one folder (the library's multiprocess
+mode: PROMETHEUS_MULTIPROC_DIR, made empty by the parent before the workers start, removed when
+it exits; the mode is chosen when prometheus_client is imported, so the variable is in the
+workers' environment from their start), and a scrape, whichever worker serves it, reads every
+worker's files. A dead worker's gauges are dropped (multiprocess.forget_process); its counters
+stay, so totals never go back. Without workers the values are this process's memory.
+
+Names follow Prometheus' conventions; the duration histogram is the MCP semantic convention's
+`mcp.server.operation.duration`, its labels the convention's attributes with `_` for `.`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from protomcp_host.telemetry import metrics
+from protomcp_host.telemetry.metrics import BUCKETS, Recorder
+from protomcp_host.telemetry.multiprocess import MULTIPROC_ENV
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+METHOD, TOOL = "mcp_method_name", "gen_ai_tool_name"
+
+
+class PrometheusMetrics:
+    def __init__(self) -> None:
+        self.folder = os.environ.get(MULTIPROC_ENV) or None
+        # (multiprocess: the values live in the folder's files, read at each scrape)
+        self.registry = CollectorRegistry(auto_describe=False)
+        into = None if self.folder else self.registry
+        self.requests = Counter(
+            "protomcp_requests",
+            "MCP requests answered, by method, tool (tools/call) and outcome (ok, error: a JSON-RPC "
+            "error or an isError result, cancelled)",
+            [METHOD, TOOL, "outcome"],
+            registry=into,
+        )
+        self.duration = Histogram(
+            "mcp_server_operation_duration_seconds",
+            "How long MCP requests took, from the message that brought each to the one that answered it",
+            [METHOD, TOOL, "error_type"],
+            buckets=BUCKETS,
+            registry=into,
+        )
+        self._sessions = Gauge(
+            "protomcp_sessions", "Stateful MCP sessions open", multiprocess_mode="livesum", registry=into
+        )
+        self._streams = Gauge(
+            "protomcp_open_streams", "SSE streams open to clients", multiprocess_mode="livesum", registry=into
+        )
+        self.processes = Counter(
+            "protomcp_tool_process_events",
+            "Tool processes started (a first start, a restart, a reload), crashed, and reloads, by file",
+            ["file", "event"],
+            registry=into,
+        )
+        self.tasks = Counter(
+            "protomcp_tasks", "MCP tasks entering each state on this host", ["state"], registry=into
+        )
+        self._store_up = Gauge(
+            "protomcp_store_up",
+            "1 when the store (--store) answered the last ping, else 0",
+            multiprocess_mode="livemostrecent",
+            registry=into,
+        )
+        self.refusals = Counter(
+            "protomcp_rate_limit_refusals",
+            "Tool calls refused for being over a rate limit",
+            [TOOL],
+            registry=into,
+        )
+        for state in metrics.TASK_STATES:  # (present at zero: a dashboard's rate() needs the series)
+            self.tasks.labels(state)
+
+    def request(self, method: str, tool: str, outcome: str, error: str) -> Recorder:
+        count = self.requests.labels(method, tool, outcome).inc
+        observe = self.duration.labels(method, tool, error).observe
+
+        def record(seconds: float) -> None:
+            count()
+            observe(seconds)
+
+        return record
+
+    def sessions(self, delta: int) -> None:
+        self._sessions.inc(delta)
+
+    def streams(self, delta: int) -> None:
+        self._streams.inc(delta)
+
+    def tool_process(self, file: str, event: str) -> None:
+        if event == "started":  # (a file's other events present at zero from its first start)
+            for other in metrics.PROCESS_EVENTS:
+                self.processes.labels(file, other)
+        self.processes.labels(file, event).inc()
+
+    def task(self, state: str) -> None:
+        self.tasks.labels(state).inc()
+
+    def store_up(self, up: bool) -> None:
+        self._store_up.set(1 if up else 0)
+
+    def rate_limit_refused(self, tool: str) -> None:
+        self.refusals.labels(tool).inc()
+
+    def scrape(self) -> bytes:
+        """The text a scrape gets: every worker's values with --workers, else this process's."""
+        if self.folder is None:
+            return generate_latest(self.registry)
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        registry = CollectorRegistry(auto_describe=False)
+        MultiProcessCollector(registry, path=self.folder)  # type: ignore[no-untyped-call]
+        return generate_latest(registry)
+
+
+_metrics: PrometheusMetrics | None = None
+
+
+def enable() -> PrometheusMetrics:
+    """The Prometheus instruments, made and recorded into (once per process)."""
+    global _metrics
+    if _metrics is None:
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # (*_created: noise here)
+        _metrics = PrometheusMetrics()
+        metrics.enable(_metrics)
+    return _metrics

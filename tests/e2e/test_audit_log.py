@@ -1,0 +1,145 @@
+"""--audit-log end to end: one JSON line per tool call, over stdio and over HTTP, with the official
+MCP client; the arguments only with --audit-arguments. (Several workers appending to one file:
+tests/e2e/test_metrics.py.)"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import subprocess
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.hosts import BEHAVIOURS, HOST, mcp_session
+from tests.support.http import http_session
+
+pytestmark = pytest.mark.anyio
+
+
+def read(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+async def _three_calls(session: Any) -> None:
+    assert (await session.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
+    assert (await session.call_tool("fail", {"message": "boom"})).is_error
+    with pytest.raises(Exception, match="Unknown tool"):
+        await session.call_tool("no_such_tool", {"x": 1})
+
+
+def _check(lines: list[dict[str, Any]], principal: str | None, arguments: bool) -> None:
+    assert [(line["tool"], line["outcome"]) for line in lines] == [
+        ("add", "ok"),
+        ("fail", "error"),  # an isError result
+        ("no_such_tool", "refused"),  # a JSON-RPC error: the call never ran
+    ]
+    for line in lines:
+        assert line["principal"] == principal
+        assert line["client"].startswith("mcp")  # the official client's clientInfo name
+        assert line["time"].endswith("Z") and datetime.fromisoformat(line["time"]).utcoffset() is not None
+        assert isinstance(line["duration_ms"], float) and line["duration_ms"] >= 0
+        assert ("arguments" in line) is arguments
+    if arguments:
+        assert [line["arguments"] for line in lines] == [{"a": 2, "b": 3}, {"message": "boom"}, {"x": 1}]
+
+
+@pytest.mark.parametrize("arguments", [False, True], ids=["plain", "with-arguments"])
+async def test_each_tool_call_over_stdio_is_one_line(tmp_path: Path, arguments: bool) -> None:
+    log = tmp_path / "audit.jsonl"
+    extra = ["--audit-arguments"] if arguments else []
+    async with mcp_session("run", str(BEHAVIOURS), "--audit-log", str(log), *extra) as session:
+        await _three_calls(session)
+        await session.list_tools()  # (not a tool call: no line)
+    _check(read(log), getpass.getuser(), arguments)  # over stdio, who runs the host calls
+
+
+async def test_each_tool_call_over_http_is_one_line(http_host: Any, tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    host = http_host("run", str(BEHAVIOURS), "--audit-log", str(log))
+    async with http_session(host.url) as session:
+        await _three_calls(session)
+    _check(read(log), None, False)  # (no one signed in)
+
+
+async def test_the_principal_is_the_tokens_subject_in_the_modern_era(http_host: Any, tmp_path: Path) -> None:
+    """2026-07-28 over HTTP with OAuth: the principal is the token's subject (ctx.principal's),
+    the client what each request's _meta says."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from tests.support.jwks import ISSUER, Jwks
+
+    jwks = Jwks()
+    log = tmp_path / "audit.jsonl"
+    try:
+        host = http_host(
+            "run",
+            str(BEHAVIOURS),
+            "--oauth-jwks",
+            jwks.url,
+            "--oauth-issuer",
+            ISSUER,
+            "--audit-log",
+            str(log),
+        )
+        token = jwks.token(host.url, sub="alice@example.com", client_id="the-app")
+        async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30) as http:
+            transport = streamable_http_client(host.url, http_client=http)
+            async with Client(transport, mode="auto", cache=None) as client:  # type: ignore[arg-type]
+                assert client.session.protocol_version == "2026-07-28"
+                assert (await client.call_tool("add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+    finally:
+        jwks.close()
+    [line] = read(log)
+    assert (line["principal"], line["tool"], line["outcome"]) == ("alice@example.com", "add", "ok")
+    assert line["client"].startswith("mcp")
+
+
+def test_dash_is_stderr_over_stdio(tmp_path: Path) -> None:
+    """`-` over stdio: stdout is the MCP stream, so the lines go to stderr."""
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 1, "b": 1}},
+        },
+    ]
+    done = subprocess.run(
+        [*HOST, "run", str(BEHAVIOURS), "--audit-log", "-"],
+        input="".join(json.dumps(m) + "\n" for m in messages),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a.get("id") for a in answers] == [1, 2]  # nothing else on the MCP stream
+    [line] = [json.loads(x) for x in done.stderr.splitlines() if x.startswith('{"time"')]
+    assert (line["tool"], line["outcome"], line["client"]) == ("add", "ok", "t/1")
+
+
+def test_an_audit_log_that_cannot_be_opened_stops_the_start(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*HOST, "run", str(BEHAVIOURS), "--audit-log", str(tmp_path / "missing" / "audit.jsonl")],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and "--audit-log" in done.stderr and "No such file" in done.stderr
+
+
+def test_audit_arguments_needs_audit_log() -> None:
+    from click.testing import CliRunner
+
+    from protomcp_host.cli.main import main
+
+    result = CliRunner().invoke(main, ["run", str(BEHAVIOURS), "--audit-arguments"])
+    assert result.exit_code == 2 and "--audit-arguments: only with --audit-log" in result.output
