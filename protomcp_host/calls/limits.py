@@ -32,6 +32,7 @@ import anyio
 import orjson
 
 from protomcp_host.protocol.session import Call, ToolAnswer
+from protomcp_host.telemetry import metrics
 from protomcp_sdk.wire.rates import Rate, parse_rate
 
 ANONYMOUS = "anonymous"  # the principal of every caller that has not signed in
@@ -98,8 +99,6 @@ class RateLimits:
         self.given = dict(given)  # --rate-limit: by tool name, EVERY_TOOL for the rest
         self.store = store
         self.report = report
-        # Every refused call, once: the metrics counter hooks in here (tool name, principal).
-        self.on_refused: Callable[[str, str], None] = _nothing
         self._log = RefusalLog(report)
         self._store_down = False
 
@@ -149,7 +148,7 @@ class RateLimits:
             execution.start()
             return
         tool = execution.call.tool.name
-        self.on_refused(tool, principal)
+        metrics.rate_limit_refused(tool)
         self._log.refused(tool, principal, rate, wait)
         execution.finish(refusal(tool, rate, wait), None)
 
@@ -160,10 +159,6 @@ class RateLimits:
             self.report(
                 f"protomcp: rate limits are not counted while the store cannot answer ({why}): calls go on"
             )
-
-
-def _nothing(tool: str, principal: str) -> None:
-    pass
 
 
 class RefusalLog:

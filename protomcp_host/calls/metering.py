@@ -34,6 +34,7 @@ RESULT = b',"result":'
 INPUT_REQUIRED = b'{"resultType":"input_required"'
 TASK_CREATED = (b'{"task":', b'{"resultType":"task"')
 TAIL = 1024  # bytes of a CallToolResult's end that hold its isError (after it: the result's stamp)
+RATE_LIMITED = b'"protomcp/error":{"code":"rate_limited"'  # in a refusal's _meta (calls/limits.py)
 CANCELLED = "cancelled"
 
 Writer = Callable[[bytes, bytes | None], None]
@@ -120,7 +121,7 @@ class RequestMeter:
             elif data.startswith(TASK_CREATED, result):
                 paused = audit.TASK
             elif _is_error(data):
-                error = "tool_error"
+                error = audit.RATE_LIMITED if data.find(RATE_LIMITED, len(data) - TAIL) >= 0 else "tool_error"
         self._done(entry, error, paused)
 
     def close(self, request_id: bytes, why: str) -> None:
@@ -141,6 +142,8 @@ class RequestMeter:
             outcome = paused or audit.OK
             if error == "tool_error":
                 outcome = audit.ERROR
+            elif error == audit.RATE_LIMITED:
+                outcome = audit.RATE_LIMITED
             elif error == CANCELLED:
                 outcome = audit.CANCELLED
             elif error:

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 OK, ERROR, REFUSED, CANCELLED = "ok", "error", "refused", "cancelled"
+RATE_LIMITED = "rate_limited"  # an isError result: the call was over its --rate-limit and did not run
 INPUT_REQUIRED, TASK = "input_required", "task"  # answered before the tool's result (see metering)
 
 

@@ -339,3 +339,20 @@ async def test_the_same_instruments_reach_opentelemetry(metric_collector: Any) -
         assert metric_collector.wait_for("mcp.server.operation.duration", failed, 1) == 1
         assert metric_collector.unit("mcp.server.operation.duration") == "s"
         assert metric_collector.wait_for("protomcp.tool_process.events", {"event": "started"}, 1) == 1
+
+
+async def test_a_rate_limited_call_is_counted_and_audited_as_such(http_host: Any, tmp_path: Path) -> None:
+    """A call over its --rate-limit shows as a refusal in /metrics (its own counter, and the
+    request's error type `rate_limited`) and in the audit log (outcome `rate_limited`)."""
+    log = tmp_path / "audit.jsonl"
+    host = http_host("run", str(BEHAVIOURS), "--rate-limit", "add=1/hour", "--audit-log", str(log))
+    async with http_session(host.url) as session:
+        assert not (await session.call_tool("add", {"a": 1, "b": 1})).is_error
+        refused = await session.call_tool("add", {"a": 1, "b": 1})
+        assert refused.is_error and "Rate limit reached" in refused.content[0].text  # type: ignore[union-attr]
+    served = await scrape(host.url)
+    assert served.value("protomcp_rate_limit_refusals_total", gen_ai_tool_name="add") == 1
+    assert served.calls("add", "ok") == 1 and served.calls("add", "error") == 1
+    assert served.value(DURATION, gen_ai_tool_name="add", error_type="rate_limited") == 1
+    outcomes = [json.loads(line)["outcome"] for line in log.read_text().splitlines()]
+    assert outcomes == ["ok", "rate_limited"]
