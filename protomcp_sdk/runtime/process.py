@@ -174,6 +174,7 @@ class ProcessRuntime:
             python_version=sys.version.split()[0],
             error=load_error,
             completions=bool(REGISTRY.completions),
+            declared_files=REGISTRY.declared_files(),
         )
 
     # -- frames --------------------------------------------------------------------

@@ -458,6 +458,39 @@ async def test_watch_glob_reloads_on_data_changes(tmp_path: Path) -> None:
         assert text_of(await session.call_tool("motd", {})) == "second"
 
 
+async def test_a_save_of_a_file_an_app_declares_reloads_its_tool_file(tmp_path: Path) -> None:
+    """An app whose HTML is read once, at import (`files=["chart.html"]` declares it): a save of
+    the HTML reloads the tool process, though it is no Python file and no --watch names it, and
+    the app's next read shows the new HTML."""
+    (tmp_path / "chart.html").write_text("<p>first</p>")
+    file = tmp_path / "tools.py"
+    write_atomic(
+        file,
+        """
+        from pathlib import Path
+        from protomcp_sdk import resource, tool
+
+        HTML = (Path(__file__).parent / "chart.html").read_text()
+
+        @resource("ui://demo/chart", files=["chart.html"])
+        def chart() -> str:
+            return HTML
+
+        @tool(ui="ui://demo/chart", description="Shows " + HTML)
+        def show() -> str:
+            return "shown"
+        """,
+    )
+    watcher = Watcher()
+    async with mcp_session("dev", str(file), message_handler=watcher.on_message) as session:
+        (content,) = (await session.read_resource("ui://demo/chart")).contents  # type: ignore[arg-type]
+        assert isinstance(content, TextResourceContents) and content.text == "<p>first</p>"
+        write_atomic(tmp_path / "chart.html", "<p>second</p>")
+        await watcher.tools_after_change(session, lambda t: t["show"].description == "Shows <p>second</p>")
+        (content,) = (await session.read_resource("ui://demo/chart")).contents  # type: ignore[arg-type]
+        assert isinstance(content, TextResourceContents) and content.text == "<p>second</p>"
+
+
 async def test_spool_of_a_crashed_tool_process_is_removed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
