@@ -267,6 +267,54 @@ async def test_the_page_hosts_an_app(tmp_path: Path) -> None:
             assert page.errors == []
 
 
+TASK_TOOL = """
+
+@tool(ui="ui://demo/app", task="optional")
+async def later(word: str) -> str:
+    \"\"\"Answer later (as a task, if asked).\"\"\"
+    return word + " later"
+"""
+
+
+async def test_a_task_and_a_reloaded_page_give_the_app_its_result(tmp_path: Path) -> None:
+    """A call run as a task: its app gets the task's result (tasks/result), not the
+    CreateTaskResult. After a page reload the journal's calls show their apps again, the
+    resource read afresh, with the same input and result."""
+    from playwright.async_api import expect
+
+    write_atomic(tmp_path / "app.html", raw_app(1))
+    async with playground(tmp_path, tools(1) + TASK_TOOL) as (_, url, _file), browser() as chromium:
+        page = await open_page(chromium, url)
+        await expect(page.locator("#tool-list [data-tool=later]")).to_be_visible(timeout=WAIT)
+        await page.click("#tool-list [data-tool=later]")
+        await page.check("#as-task")
+        task_card = await call_show(page, "soon", tool="later")
+        await expect(task_card.locator(".status")).to_contain_text("task created", timeout=WAIT)
+        await app_frame(task_card).locator("#ready").click()
+        await expect(app_frame(task_card).locator("#result")).to_have_text("soon later", timeout=WAIT)
+        await expect(app_frame(task_card).locator("#received")).to_contain_text(
+            "ui/notifications/tool-input\nui/notifications/tool-result", timeout=WAIT
+        )
+        show_card = await call_show(page, "plain")
+        await expect(show_card.locator(".status")).to_contain_text("done", timeout=WAIT)
+        await app_frame(show_card).locator("#ready").click()
+        await expect(app_frame(show_card).locator("#result")).to_contain_text("plain", timeout=WAIT)
+
+        # The HTML changed meanwhile: the replayed apps read their resource again.
+        write_atomic(tmp_path / "app.html", raw_app(1).replace("raw app", "reread app"))
+        await page.reload()
+        for card, result in ((task_card, "soon later"), (show_card, "plain")):
+            app = app_frame(card)
+            await expect(app.locator("#title")).to_have_text("reread app one", timeout=WAIT)
+            await app.locator("#ready").click()
+            await expect(app.locator("#result")).to_contain_text(result, timeout=WAIT)
+            await expect(app.locator("#received")).to_contain_text(
+                "ui/notifications/tool-input\nui/notifications/tool-result", timeout=WAIT
+            )
+        await expect(page.locator("#calls .call .app")).to_have_count(2)
+        assert page.errors == []
+
+
 def _sdk_bundle() -> str:
     """The SDK app (tests/apps/app.mjs) bundled by esbuild (both pinned in tests/apps) into one IIFE."""
     esbuild = APPS_SDK / "node_modules" / ".bin" / "esbuild"
