@@ -315,6 +315,39 @@ async def test_a_task_and_a_reloaded_page_give_the_app_its_result(tmp_path: Path
         assert page.errors == []
 
 
+async def test_the_example_app_in_the_playground(tmp_path: Path) -> None:
+    """examples/apps (the sales chart) as `protomcp dev --ui` serves it: the chart draws the
+    call's result and its region buttons call its app-only tool through the page."""
+    from playwright.async_api import expect
+
+    example = ROOT / "examples" / "apps"
+    shutil.copy(example / "chart.html", tmp_path / "chart.html")
+    source = (example / "sales_chart.py").read_text(encoding="utf-8")
+    async with playground(tmp_path, source) as (_, url, _file), browser() as chromium:
+        page = await open_page(chromium, url)
+        await expect(page.locator("#tool-list [data-tool=region_sales]")).to_contain_text(
+            "app only", timeout=WAIT
+        )
+        await page.click("#tool-list [data-tool=quarterly_sales]")
+        await page.select_option("#f-highlight", label="Q3")
+        await page.click("#call")
+        await expect(page.locator("#calls .call")).to_have_count(1, timeout=WAIT)
+        call = await page.locator("#calls .call").get_attribute("data-call")
+        card = page.locator(f'#calls .call[data-call="{call}"]')  # the app's calls come on top
+        await expect(card.locator(".status")).to_contain_text("done", timeout=WAIT)
+        app = app_frame(card)
+        await expect(app.locator("#bars .bar")).to_have_count(4, timeout=WAIT)
+        await expect(app.locator(".bar.highlight")).to_have_attribute("data-quarter", "Q3")
+        await expect(app.locator("#total")).to_have_text("total 1005")
+        await app.get_by_role("button", name="North").click()
+        await expect(app.locator("#title")).to_have_text("Sales by quarter: north", timeout=WAIT)
+        await expect(app.locator("#total")).to_have_text("total 520")
+        from_app = page.locator("#calls .call", has=page.locator(".from-app"))
+        await expect(from_app).to_contain_text("region_sales", timeout=WAIT)
+        await expect(from_app).to_contain_text('"region":"north"')
+        assert page.errors == []
+
+
 def _sdk_bundle() -> str:
     """The SDK app (tests/apps/app.mjs) bundled by esbuild (both pinned in tests/apps) into one IIFE."""
     esbuild = APPS_SDK / "node_modules" / ".bin" / "esbuild"
