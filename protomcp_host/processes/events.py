@@ -23,6 +23,7 @@ class Loaded:
     prompts: pb.PromptListResponse | None = None
     completions: bool = False
     declared_files: tuple[Path, ...] = ()  # what its resources serve from (files=): dev watches them
+    warnings: list[str] = field(default_factory=list)  # the SDK's load warnings, for the author
 
 
 class ProcessEvents(Protocol):

@@ -178,6 +178,7 @@ class ToolProcess:
             offer.prompts = replies[3].prompt_list_response
             offer.completions = hello.completions
             offer.declared_files = tuple(map(Path, hello.declared_files))
+            offer.warnings = list(hello.warnings)
         return offer
 
     def _check_hello(self, hello: pb.Hello | None) -> None:
