@@ -315,6 +315,41 @@ async def test_a_task_and_a_reloaded_page_give_the_app_its_result(tmp_path: Path
         assert page.errors == []
 
 
+IMPORT_TIME_APP = """
+from pathlib import Path
+from protomcp_sdk import resource, tool
+
+HTML = (Path(__file__).parent / "app.html").read_text().replace("{{VERSION}}", "read at import")
+
+@resource("ui://demo/app", files=["app.html"])
+def app() -> str:
+    return HTML
+
+@tool(ui="ui://demo/app")
+def show(word: str) -> dict:
+    \"\"\"Show a word in the app.\"\"\"
+    return {"word": word}
+"""
+
+
+async def test_a_save_of_html_read_at_import_shows_at_the_next_call(tmp_path: Path) -> None:
+    """The app's HTML is read once, when the tool file loads; it is declared (files=), so
+    dev reloads the tool file when it is saved and the next call shows the new app."""
+    from playwright.async_api import expect
+
+    write_atomic(tmp_path / "app.html", raw_app(1))
+    async with playground(tmp_path, IMPORT_TIME_APP) as (_, url, _file), browser() as chromium:
+        page = await open_page(chromium, url)
+        await expect(page.locator("#tool-list [data-tool=show]")).to_be_visible(timeout=WAIT)
+        card = await call_show(page, "one")
+        await expect(app_frame(card).locator("#title")).to_have_text("raw app read at import", timeout=WAIT)
+        write_atomic(tmp_path / "app.html", raw_app(1).replace("raw app", "saved app"))
+        await expect(page.locator("#event-count")).to_have_text("1", timeout=WAIT)  # the reload
+        card = await call_show(page, "two")
+        await expect(app_frame(card).locator("#title")).to_have_text("saved app read at import", timeout=WAIT)
+        assert page.errors == []
+
+
 async def test_the_example_app_in_the_playground(tmp_path: Path) -> None:
     """examples/apps (the sales chart) as `protomcp dev --ui` serves it: the chart draws the
     call's result and its region buttons call its app-only tool through the page."""
