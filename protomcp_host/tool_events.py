@@ -89,6 +89,7 @@ class ToolEvents:
         self.exclude_tags = set(settings.exclude_tags)
         self._middleware_of: dict[str, list[Middleware]] = {}
         self._placeholders: set[str] = set()  # dev: files served by a placeholder tool (they did not load)
+        self._warned: dict[str, set[str]] = {}  # the SDK's load warnings said, per file
 
     def loaded(self, label: str, offer: Loaded) -> None:
         """A new process goes live with what it offers; raises (a name clash) to reject it."""
@@ -100,6 +101,7 @@ class ToolEvents:
             self.host.forwarding.stage(label, features)  # checked first; applied with the tools
         self._on_tools(label, offer.tools, offer.middleware)
         self.host.dispatcher.stale.pop(label, None)  # it serves the file as it is now
+        self._warn(label, offer.warnings)
 
     def stale(self, label: str, error: str) -> None:
         """dev: a save failed to load; the answers of the file's tools say so until a good one."""
@@ -227,6 +229,17 @@ class ToolEvents:
             message = f"warning: {label}: {no_description(name)}"
             self.host.stderr(f"protomcp: {message}")
             self.host.tell("problem", {"message": message})
+
+    def _warn(self, label: str, warnings: list[str]) -> None:
+        """The SDK's load warnings (a tool naming an app the file does not define, say), said as
+        the host says its own: stderr and the dev diagnostics, each once while the file keeps it."""
+        said = self._warned.get(label, set())
+        for warning in warnings:
+            if warning not in said:
+                message = f"warning: {label}: {warning}"
+                self.host.stderr(f"protomcp: {message}")
+                self.host.tell("problem", {"message": message})
+        self._warned[label] = set(warnings)
 
     def _exposed(self, definition: pb.ToolDefinition) -> bool:
         """--include-tag / --exclude-tag: which tools this host exposes at all."""

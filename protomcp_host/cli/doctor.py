@@ -86,7 +86,7 @@ async def check_file(file: Path, python: str, env: Mapping[str, str] | None = No
 
 async def _check_file(file: Path, python: str) -> list[Finding]:
     from protomcp_host.app import Host
-    from protomcp_host.processes.launch import StartupError, tool_files
+    from protomcp_host.processes.launch import StartupError, label_of, tool_files
     from protomcp_host.settings import RunSettings
     from protomcp_host.transports.direct import RequestFailed, direct_client, list_tools
 
@@ -108,9 +108,10 @@ async def _check_file(file: Path, python: str) -> list[Finding]:
     elapsed = (time.perf_counter() - start) * 1000
     noun = "tool" if len(tools) == 1 else "tools"
     findings = [Finding(True, f"{file}: {len(tools)} {noun} loaded in {elapsed:.0f} ms")]
+    said = f"protomcp: warning: {label_of(file)}: "  # how the host says the load warnings
     for line in lines:
-        text = line.split("] ", 1)[-1] if line.startswith("[") else line
-        if text.startswith("warning: "):  # what the SDK says about likely mistakes at load time
+        if line.startswith(said):  # likely mistakes (the SDK's), a tool without a description
+            text = "warning: " + line[len(said) :]
             findings.append(Finding(False, f"{file.name}: {text}", "see the suggestion in the warning"))
     return findings
 

@@ -32,7 +32,8 @@ def dev(settings: RunSettings) -> None:
     The host and the client's session stay up: only the tool process is replaced, so
     your AI client sees new and changed tools without a restart. Python files under
     each tool file's folder are watched (virtualenvs, __pycache__, .git and
-    node_modules are skipped). A file that fails to load leaves the previous tools
+    node_modules are skipped), and the files its resources declare with
+    @resource(files=[...]) (an app's HTML). A file that fails to load leaves the previous tools
     serving and reports the error here and to the client.
     """
     _serve(settings)

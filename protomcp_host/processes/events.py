@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from protomcp_sdk.wire import envelope_pb2 as pb
@@ -21,6 +22,8 @@ class Loaded:
     templates: pb.ResourceTemplateListResponse | None = None
     prompts: pb.PromptListResponse | None = None
     completions: bool = False
+    declared_files: tuple[Path, ...] = ()  # what its resources serve from (files=): dev watches them
+    warnings: list[str] = field(default_factory=list)  # the SDK's load warnings, for the author
 
 
 class ProcessEvents(Protocol):

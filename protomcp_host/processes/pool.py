@@ -178,6 +178,10 @@ class Pool:
         return any(member.ready for member in self.members)
 
     @property
+    def declared_files(self) -> tuple[Path, ...]:
+        return self.members[0].declared_files
+
+    @property
     def reloads(self) -> int:
         return min(member.reloads for member in self.members)
 

@@ -16,6 +16,11 @@ class Reloadable(Protocol):
 
     file: Path
 
+    @property
+    def declared_files(self) -> tuple[Path, ...]:
+        """The files its resources serve from (an app's HTML): a save of one reloads it."""
+        ...
+
     def request_reload(self) -> None: ...
 
 
@@ -37,16 +42,21 @@ SKIP_DIRS = (
 
 
 class SourceFilter(DefaultFilter):
-    """Python sources, plus whatever --watch globs name; never virtualenvs or caches."""
+    """Python sources, whatever --watch globs name and the files the served resources declare
+    (asked at each change: a reload may declare others); never virtualenvs or caches."""
 
-    def __init__(self, globs: Iterable[str] = ()) -> None:
+    def __init__(self, globs: Iterable[str] = (), declared: Callable[[], Iterable[Path]] = tuple) -> None:
         super().__init__(ignore_dirs=SKIP_DIRS)
         self.globs = tuple(globs)
+        self.declared = declared
 
     def __call__(self, change: Change, path: str) -> bool:
         if not super().__call__(change, path):
             return False
-        return path.endswith(".py") or any(fnmatch.fnmatch(path, glob) for glob in self.globs)
+        if path.endswith(".py") or any(fnmatch.fnmatch(path, glob) for glob in self.globs):
+            return True
+        declared = set(self.declared())
+        return bool(declared) and (Path(path) in declared or Path(path).resolve() in declared)
 
 
 def targets(changed: Iterable[Path], supervisors: Iterable[R]) -> list[R]:
@@ -76,7 +86,13 @@ async def watch_and_reload(
     supervisors: Sequence[Reloadable], globs: list[str], stop: anyio.Event, debounce_ms: int = DEBOUNCE_MS
 ) -> None:
     roots = watch_roots((s.file for s in supervisors), globs)
-    watch_filter = SourceFilter(str(Path(g).resolve()) if not Path(g).is_absolute() else g for g in globs)
+
+    def declared() -> Iterable[Path]:  # inside the tool files' folders (files= says so): watched
+        return (path for s in supervisors for path in s.declared_files)
+
+    watch_filter = SourceFilter(
+        (str(Path(g).resolve()) if not Path(g).is_absolute() else g for g in globs), declared
+    )
     async for changes in awatch(
         *roots, watch_filter=watch_filter, debounce=debounce_ms, step=10, stop_event=stop, recursive=True
     ):

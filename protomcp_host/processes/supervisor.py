@@ -55,6 +55,7 @@ class Supervisor:
         self._launched = launched  # a first process the CLI started early, to adopt
         self.backoff = Backoff()
         self.reloads = 0  # successful reloads, for diagnostics and tests
+        self.declared_files: tuple[Path, ...] = ()  # its resources' files= (dev watches them)
         self.on_reloaded: Callable[[], None] | None = None  # a pool's leader: the others follow
         self._ready = asyncio.Event()
         self._wake = asyncio.Event()
@@ -165,6 +166,7 @@ class Supervisor:
         try:
             offer = await process.handshake(self.settings.startup_timeout)
             self.events.loaded(self.label, offer)  # may reject it (e.g. a name clash)
+            self.declared_files = offer.declared_files
         except BaseException:
             process.kill()
             with anyio.CancelScope(shield=True):

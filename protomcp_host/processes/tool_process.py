@@ -177,6 +177,8 @@ class ToolProcess:
             offer.templates = replies[2].resource_template_list_response
             offer.prompts = replies[3].prompt_list_response
             offer.completions = hello.completions
+            offer.declared_files = tuple(map(Path, hello.declared_files))
+            offer.warnings = list(hello.warnings)
         return offer
 
     def _check_hello(self, hello: pb.Hello | None) -> None:

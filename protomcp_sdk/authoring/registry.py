@@ -83,6 +83,11 @@ class Registry:
                 return spec
         return None
 
+    def declared_files(self) -> list[str]:
+        """The files the resources say they serve from (``files=``), each once: dev watches them."""
+        specs = [*self.resources.values(), *self.templates.values()]
+        return list(dict.fromkeys(str(path) for spec in specs for path in spec.files))
+
     def clear(self) -> None:
         self.tools.clear()
         self.resources.clear()

@@ -145,8 +145,6 @@ class ProcessRuntime:
             load_error = await self.lifespan.start()
             if load_error:
                 self.lifespan = None
-        for warning in [] if load_error else REGISTRY.warnings(Path(self.tool_file).name):
-            print(f"warning: {warning}", file=sys.stderr)
         self.send(pb.Envelope(hello=self._hello(load_error)))
         if load_error:
             self.finish(1)
@@ -174,6 +172,8 @@ class ProcessRuntime:
             python_version=sys.version.split()[0],
             error=load_error,
             completions=bool(REGISTRY.completions),
+            declared_files=REGISTRY.declared_files(),
+            warnings=[] if load_error else REGISTRY.warnings(Path(self.tool_file).name),
         )
 
     # -- frames --------------------------------------------------------------------

@@ -240,6 +240,39 @@ def test_a_tool_without_a_description_is_warned_about_once_at_load(tmp_path: Pat
     assert not [line for line in host.stderr if "alpha" in line and "description" in line]
 
 
+def test_a_tool_naming_an_app_its_file_does_not_define_is_warned_about(tmp_path: Path) -> None:
+    """The SDK's load warnings are said as the host's own: `protomcp: warning: FILE: ...` on
+    stderr (dev, list; once while the file keeps it; not to the client), and among the file's
+    warnings in `inspect`."""
+    file = tmp_path / "tools.py"
+    source = '@tool(ui="ui://missing/app")\ndef show() -> str:\n    """Show it."""\n    return "x"\n'
+    write_atomic(file, "from protomcp_sdk import tool\n\n" + source)
+    warning = (
+        "protomcp: warning: tools.py: tool 'show' shows the app 'ui://missing/app', which this file "
+        "does not define: define it with @resource('ui://missing/app')"
+    )
+    listed = subprocess.run([*HOST, "list", str(file)], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and warning in listed.stderr, listed.stderr
+    inspected = subprocess.run([*HOST, "inspect", str(file)], capture_output=True, text=True, timeout=60)
+    assert "  Warnings:\n    tool 'show' shows the app 'ui://missing/app'" in inspected.stdout
+    host = RawHost("dev", str(file))
+    try:
+        host.initialize()
+        host.wait_stderr(warning)
+        write_atomic(file, tool_source("alpha") + "\n" + source)
+        stderr = host.wait_stderr("protomcp: loaded tools.py: 2 tools (added alpha)")
+        host.send({"jsonrpc": "2.0", "id": 9, "method": "ping"})  # after whatever the host sent the client
+        sent = []
+        while (message := host.recv()).get("id") != 9:
+            sent.append(message)
+    finally:
+        host.close()
+    assert stderr.count("shows the app 'ui://missing/app'") == 1  # not again for a reload that kept it
+    assert not [
+        m for m in sent if "ui://missing/app" in str(m.get("params"))
+    ]  # the author's, not the client's
+
+
 CRASHY = """
     import gc
     import os
@@ -456,6 +489,39 @@ async def test_watch_glob_reloads_on_data_changes(tmp_path: Path) -> None:
             session, lambda t: t["motd"].description == "Message of the day: second"
         )
         assert text_of(await session.call_tool("motd", {})) == "second"
+
+
+async def test_a_save_of_a_file_an_app_declares_reloads_its_tool_file(tmp_path: Path) -> None:
+    """An app whose HTML is read once, at import (`files=["chart.html"]` declares it): a save of
+    the HTML reloads the tool process, though it is no Python file and no --watch names it, and
+    the app's next read shows the new HTML."""
+    (tmp_path / "chart.html").write_text("<p>first</p>")
+    file = tmp_path / "tools.py"
+    write_atomic(
+        file,
+        """
+        from pathlib import Path
+        from protomcp_sdk import resource, tool
+
+        HTML = (Path(__file__).parent / "chart.html").read_text()
+
+        @resource("ui://demo/chart", files=["chart.html"])
+        def chart() -> str:
+            return HTML
+
+        @tool(ui="ui://demo/chart", description="Shows " + HTML)
+        def show() -> str:
+            return "shown"
+        """,
+    )
+    watcher = Watcher()
+    async with mcp_session("dev", str(file), message_handler=watcher.on_message) as session:
+        (content,) = (await session.read_resource("ui://demo/chart")).contents  # type: ignore[arg-type]
+        assert isinstance(content, TextResourceContents) and content.text == "<p>first</p>"
+        write_atomic(tmp_path / "chart.html", "<p>second</p>")
+        await watcher.tools_after_change(session, lambda t: t["show"].description == "Shows <p>second</p>")
+        (content,) = (await session.read_resource("ui://demo/chart")).contents  # type: ignore[arg-type]
+        assert isinstance(content, TextResourceContents) and content.text == "<p>second</p>"
 
 
 async def test_spool_of_a_crashed_tool_process_is_removed(

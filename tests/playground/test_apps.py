@@ -267,6 +267,122 @@ async def test_the_page_hosts_an_app(tmp_path: Path) -> None:
             assert page.errors == []
 
 
+TASK_TOOL = """
+
+@tool(ui="ui://demo/app", task="optional")
+async def later(word: str) -> str:
+    \"\"\"Answer later (as a task, if asked).\"\"\"
+    return word + " later"
+"""
+
+
+async def test_a_task_and_a_reloaded_page_give_the_app_its_result(tmp_path: Path) -> None:
+    """A call run as a task: its app gets the task's result (tasks/result), not the
+    CreateTaskResult. After a page reload the journal's calls show their apps again, the
+    resource read afresh, with the same input and result."""
+    from playwright.async_api import expect
+
+    write_atomic(tmp_path / "app.html", raw_app(1))
+    async with playground(tmp_path, tools(1) + TASK_TOOL) as (_, url, _file), browser() as chromium:
+        page = await open_page(chromium, url)
+        await expect(page.locator("#tool-list [data-tool=later]")).to_be_visible(timeout=WAIT)
+        await page.click("#tool-list [data-tool=later]")
+        await page.check("#as-task")
+        task_card = await call_show(page, "soon", tool="later")
+        await expect(task_card.locator(".status")).to_contain_text("task created", timeout=WAIT)
+        await app_frame(task_card).locator("#ready").click()
+        await expect(app_frame(task_card).locator("#result")).to_have_text("soon later", timeout=WAIT)
+        await expect(app_frame(task_card).locator("#received")).to_contain_text(
+            "ui/notifications/tool-input\nui/notifications/tool-result", timeout=WAIT
+        )
+        show_card = await call_show(page, "plain")
+        await expect(show_card.locator(".status")).to_contain_text("done", timeout=WAIT)
+        await app_frame(show_card).locator("#ready").click()
+        await expect(app_frame(show_card).locator("#result")).to_contain_text("plain", timeout=WAIT)
+
+        # The HTML changed meanwhile: the replayed apps read their resource again.
+        write_atomic(tmp_path / "app.html", raw_app(1).replace("raw app", "reread app"))
+        await page.reload()
+        for card, result in ((task_card, "soon later"), (show_card, "plain")):
+            app = app_frame(card)
+            await expect(app.locator("#title")).to_have_text("reread app one", timeout=WAIT)
+            await app.locator("#ready").click()
+            await expect(app.locator("#result")).to_contain_text(result, timeout=WAIT)
+            await expect(app.locator("#received")).to_contain_text(
+                "ui/notifications/tool-input\nui/notifications/tool-result", timeout=WAIT
+            )
+        await expect(page.locator("#calls .call .app")).to_have_count(2)
+        assert page.errors == []
+
+
+IMPORT_TIME_APP = """
+from pathlib import Path
+from protomcp_sdk import resource, tool
+
+HTML = (Path(__file__).parent / "app.html").read_text().replace("{{VERSION}}", "read at import")
+
+@resource("ui://demo/app", files=["app.html"])
+def app() -> str:
+    return HTML
+
+@tool(ui="ui://demo/app")
+def show(word: str) -> dict:
+    \"\"\"Show a word in the app.\"\"\"
+    return {"word": word}
+"""
+
+
+async def test_a_save_of_html_read_at_import_shows_at_the_next_call(tmp_path: Path) -> None:
+    """The app's HTML is read once, when the tool file loads; it is declared (files=), so
+    dev reloads the tool file when it is saved and the next call shows the new app."""
+    from playwright.async_api import expect
+
+    write_atomic(tmp_path / "app.html", raw_app(1))
+    async with playground(tmp_path, IMPORT_TIME_APP) as (_, url, _file), browser() as chromium:
+        page = await open_page(chromium, url)
+        await expect(page.locator("#tool-list [data-tool=show]")).to_be_visible(timeout=WAIT)
+        card = await call_show(page, "one")
+        await expect(app_frame(card).locator("#title")).to_have_text("raw app read at import", timeout=WAIT)
+        write_atomic(tmp_path / "app.html", raw_app(1).replace("raw app", "saved app"))
+        await expect(page.locator("#event-count")).to_have_text("1", timeout=WAIT)  # the reload
+        card = await call_show(page, "two")
+        await expect(app_frame(card).locator("#title")).to_have_text("saved app read at import", timeout=WAIT)
+        assert page.errors == []
+
+
+async def test_the_example_app_in_the_playground(tmp_path: Path) -> None:
+    """examples/apps (the sales chart) as `protomcp dev --ui` serves it: the chart draws the
+    call's result and its region buttons call its app-only tool through the page."""
+    from playwright.async_api import expect
+
+    example = ROOT / "examples" / "apps"
+    shutil.copy(example / "chart.html", tmp_path / "chart.html")
+    source = (example / "sales_chart.py").read_text(encoding="utf-8")
+    async with playground(tmp_path, source) as (_, url, _file), browser() as chromium:
+        page = await open_page(chromium, url)
+        await expect(page.locator("#tool-list [data-tool=region_sales]")).to_contain_text(
+            "app only", timeout=WAIT
+        )
+        await page.click("#tool-list [data-tool=quarterly_sales]")
+        await page.select_option("#f-highlight", label="Q3")
+        await page.click("#call")
+        await expect(page.locator("#calls .call")).to_have_count(1, timeout=WAIT)
+        call = await page.locator("#calls .call").get_attribute("data-call")
+        card = page.locator(f'#calls .call[data-call="{call}"]')  # the app's calls come on top
+        await expect(card.locator(".status")).to_contain_text("done", timeout=WAIT)
+        app = app_frame(card)
+        await expect(app.locator("#bars .bar")).to_have_count(4, timeout=WAIT)
+        await expect(app.locator(".bar.highlight")).to_have_attribute("data-quarter", "Q3")
+        await expect(app.locator("#total")).to_have_text("total 1005")
+        await app.get_by_role("button", name="North").click()
+        await expect(app.locator("#title")).to_have_text("Sales by quarter: north", timeout=WAIT)
+        await expect(app.locator("#total")).to_have_text("total 520")
+        from_app = page.locator("#calls .call", has=page.locator(".from-app"))
+        await expect(from_app).to_contain_text("region_sales", timeout=WAIT)
+        await expect(from_app).to_contain_text('"region":"north"')
+        assert page.errors == []
+
+
 def _sdk_bundle() -> str:
     """The SDK app (tests/apps/app.mjs) bundled by esbuild (both pinned in tests/apps) into one IIFE."""
     esbuild = APPS_SDK / "node_modules" / ".bin" / "esbuild"

@@ -276,6 +276,12 @@ def test_source_filter_and_roots(tmp_path: Path) -> None:
     assert not only_py(Change.modified, str(tmp_path / "__pycache__" / "x.py"))
     with_glob = SourceFilter([str(tmp_path / "data" / "*.json")])
     assert with_glob(Change.modified, str(tmp_path / "data" / "a.json"))
+    declared = [tmp_path / "chart.html"]  # what the served resources declare (files=), asked each time
+    with_files = SourceFilter([], lambda: declared)
+    assert with_files(Change.modified, str(tmp_path / "chart.html"))
+    assert not with_files(Change.modified, str(tmp_path / "notes.html"))
+    declared.append(tmp_path / "notes.html")  # a reload declared another
+    assert with_files(Change.added, str(tmp_path / "notes.html"))
     (tmp_path / "sub").mkdir()
     assert watch_roots([tmp_path / "t.py", tmp_path / "sub" / "u.py"], []) == [tmp_path]
 

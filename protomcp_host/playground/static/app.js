@@ -103,8 +103,10 @@ async function listAll(method, key, params = {}) {
 async function refreshTools() {
   const before = new Set(state.tools.map((t) => t.name));
   state.tools = await listAll("tools/list", "tools");
+  state.toolsListed = true;
   state.newTools = new Set(state.tools.map((t) => t.name).filter((n) => before.size && !before.has(n)));
   schedule(renderTools);
+  showReplayedApps();
 }
 async function refreshResources() {
   if (!state.serverCaps.resources) return;
@@ -162,6 +164,7 @@ function endReplay() {
   state.replaying = false;
   showNextAsk();
   schedule(renderAll);
+  showReplayedApps();
 }
 
 function handle(record) {
@@ -245,13 +248,29 @@ function pageMessage(record) {
 function startCall(msg, t) {
   const params = msg.params || {};
   const call = { id: msg.id, name: params.name, args: params.arguments || {}, task: !!params.task,
-    started: t, logs: [], progress: null, status: "running", done: false, fromApp: APP_ID.test(String(msg.id)) };
+    started: t, logs: [], progress: null, status: "running", done: false, fromApp: APP_ID.test(String(msg.id)),
+    replayed: state.replaying };
   state.calls.set(msg.id, call);
-  // A call of a tool with an app shows the app (not a call the app made, nor one replayed after a reload).
+  // A call of a tool with an app shows the app (not a call the app made; one replayed after a
+  // reload once the replay is over and the tools are listed: showReplayedApps).
   const tool = state.tools.find((x) => x.name === call.name);
   const uri = appResource(tool);
   if (uri && !call.fromApp && !state.replaying) call.app = new AppView(call, tool, uri);
   schedule(renderCalls);
+}
+// After a page reload the journal gives back the calls: each one of a tool with an app gets its
+// app again (the resource read afresh), told the call's input and its outcome as at first.
+function showReplayedApps() {
+  if (state.replaying || !state.toolsListed) return;
+  for (const call of [...state.calls.values()].slice(-MAX_CALLS)) {
+    if (!call.replayed || call.fromApp || call.app) continue;
+    call.replayed = false;
+    const tool = state.tools.find((x) => x.name === call.name);
+    const uri = appResource(tool);
+    if (!uri) continue;
+    call.app = new AppView(call, tool, uri);
+    if (call.card) call.card.append(call.app.el);
+  }
 }
 function finishCall(call, msg, t) {
   call.done = true; call.ended = t;
@@ -483,9 +502,20 @@ class AppView {
   callEnded() {
     if (this.sentEnd) return;
     const call = this.call;
-    if (call.result && !call.result.task) { this.sentEnd = true; this.notify("ui/notifications/tool-result", call.result); }
+    if (call.result && call.result.task) return this.taskEnded(call.result.task.taskId);
+    if (call.result) { this.sentEnd = true; this.notify("ui/notifications/tool-result", call.result); }
     else if (call.cancelled) { this.sentEnd = true; this.notify("ui/notifications/tool-cancelled", { reason: "cancelled in the playground" }); }
     else if (call.error) { this.sentEnd = true; this.notify("ui/notifications/tool-cancelled", { reason: call.error.message }); }
+  }
+
+  // A call run as a task answers with the task; its result comes from tasks/result, which the
+  // host answers once the task is over (a cancelled task's result says so).
+  taskEnded(taskId) {
+    if (this.taskAsked) return;
+    this.taskAsked = true;
+    request("tasks/result", { taskId }).then(
+      (result) => { this.sentEnd = true; this.notify("ui/notifications/tool-result", result); },
+      (err) => { this.sentEnd = true; this.notify("ui/notifications/tool-cancelled", { reason: err.message }); });
   }
 
   // -- from the app ------------------------------------------------------------------------------
