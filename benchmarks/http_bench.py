@@ -2,6 +2,7 @@
 
     python benchmarks/http_bench.py [--reps 5] [--quick] [--out benchmarks/README.md]
                                     [--sides protomcp] [--metrics rate,rate_modern,...]
+                                    [--protomcp-args "--rate-limit '*=100000000/hour'"]
 
 All serve the same tools (tools_protomcp.py / tools_sdk.py / tools_fastmcp.py; FastMCP only
 when it is installed) on a free loopback port and are
@@ -22,7 +23,8 @@ Mcp-Name headers). A side that does not serve an era shows "-", and the report s
 
 --sides and --metrics run only some servers and some rows (by key: seq, rate, rate500,
 seq_modern, rate_modern, rate500_modern, mem; a rate row brings its CPU row), e.g. to compare
-two commits of protomcp alone; the defaults run everything.
+two commits of protomcp alone; the defaults run everything. --protomcp-args adds flags to the
+protomcp host (e.g. a `--rate-limit` on every call, to price the limits).
 
 With --out, the "Streamable HTTP" section of that markdown file is replaced (or appended).
 Run it after run.py and reload.py, which rewrite the file up to their own sections.
@@ -36,6 +38,7 @@ import datetime as dt
 import importlib.util
 import os
 import re
+import shlex
 import signal
 import statistics
 import subprocess
@@ -487,7 +490,14 @@ def main() -> None:
         "--sides", default=",".join(s.name for s in SIDES), help="comma-separated: protomcp,MCP SDK,FastMCP"
     )
     parser.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated: {','.join(METRICS)}")
+    parser.add_argument(
+        "--protomcp-args",
+        default="",
+        metavar="FLAGS",
+        help="more flags for the protomcp host, split like a shell (e.g. a --rate-limit)",
+    )
     args = parser.parse_args()
+    SIDES[0].command += shlex.split(args.protomcp_args)
     sides = [side for side in SIDES if side.name in args.sides.split(",")]
     metrics = tuple(args.metrics.split(","))
     results: dict[str, list[dict[str, float]]] = {side.name: [] for side in SIDES}
