@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from protomcp_host.protocol.principals import principal_of as signed_in
 from protomcp_host.store.base import Store, StoreError
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire import user_state as contract
@@ -29,15 +30,11 @@ Reply = Callable[[pb.UserStateResponse], None]
 
 
 def principal_of(caller: dict[str, Any] | None, unauthenticated: str) -> str | None:
-    """Whose state: from the caller's verified claims, else the host's one identity; None for
-    a token that names no subject."""
+    """Whose state: the signed-in subject of the caller's verified claims (protocol/principals.py),
+    else the host's one identity; None for a token that names no subject."""
     if caller is None:
         return unauthenticated
-    subject = caller.get("sub")
-    if not isinstance(subject, str) or not subject:
-        return None
-    issuer = caller.get("iss")
-    return f"sub {issuer if isinstance(issuer, str) else ''} {subject}"
+    return signed_in(caller)
 
 
 def space_of(principal: str) -> str:

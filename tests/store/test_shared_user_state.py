@@ -27,6 +27,13 @@ def test_whose_state_from_the_callers_claims() -> None:
     assert len(spaces) == 5 and all(len(s) == 64 and ":" not in s for s in spaces)
 
 
+def test_no_issuer_and_subject_spell_another_users_name() -> None:
+    """A space in the issuer once let two users share one state (`sub i j x` for both)."""
+    one = principal_of({"iss": "i j", "sub": "x"}, ANONYMOUS)
+    other = principal_of({"iss": "i", "sub": "j x"}, ANONYMOUS)
+    assert one is not None and other is not None and one != other
+
+
 async def ask(states: UserStates, caller: dict[str, Any] | None, **request: Any) -> pb.UserStateResponse:
     answers: list[pb.UserStateResponse] = []
     done = anyio.Event()
