@@ -52,6 +52,7 @@ class UserStates:
         self.unauthenticated = unauthenticated  # LOCAL (stdio) or ANONYMOUS (HTTP)
         self.report = report  # the host's stderr
         self.spawn: Callable[..., object] | None = None  # runs a task in the host's task group (once started)
+        self._failing = False  # the store's trouble was reported (once, until a request succeeds again)
 
     def serve(self, caller: dict[str, Any] | None, request: pb.UserStateRequest, reply: Reply) -> None:
         """Check the request (never trusting the process), then carry it out in the store; the
@@ -75,11 +76,17 @@ class UserStates:
                 answer = await self._apply(space, request)
         except (StoreError, TimeoutError) as exc:
             why = str(exc) or f"the store did not answer within {STORE_TIMEOUT:g}s"
-            self.report(f"protomcp: ctx.user_state.{request.op} failed: {why}")
+            if not self._failing:  # (a tool retrying in a loop must not flood stderr)
+                self._failing = True
+                self.report(
+                    f"protomcp: ctx.user_state.{request.op} failed: {why} (said once until it serves)"
+                )
             answer = pb.UserStateResponse(error=f"the user state is unavailable: {why}")
         except Exception as exc:  # a bug costs this request, never the host's task group
             self.report(f"protomcp: ctx.user_state.{request.op} failed: {exc!r}")
             answer = pb.UserStateResponse(error=f"the host could not serve ctx.user_state: {exc!r}")
+        else:
+            self._failing = False
         reply(answer)
 
     async def _apply(self, space: str, request: pb.UserStateRequest) -> pb.UserStateResponse:

@@ -11,6 +11,15 @@ OPS = ("get", "set", "delete")
 MAX_KEY_CHARS = 256  # a key's length
 MAX_VALUE_BYTES = 64 * 1024  # one value's JSON, UTF-8
 MAX_KEYS = 1000  # live keys one principal holds at once
+MAX_IN_FLIGHT = 1024  # requests one tool process may have unanswered; beyond: refused at once
+
+
+def busy() -> str:
+    """The error of a request beyond MAX_IN_FLIGHT (the host's memory stays bounded)."""
+    return (
+        f"this tool process already has {MAX_IN_FLIGHT} ctx.user_state requests waiting for the "
+        "store: await some before asking more"
+    )
 
 
 def refusal(op: str, key: str, value_json: str = "", ttl: float = 0.0) -> str | None:

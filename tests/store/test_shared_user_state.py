@@ -85,6 +85,10 @@ async def test_a_store_that_cannot_be_reached_is_an_error_answer_and_reported() 
     async with anyio.create_task_group() as tg:
         states.spawn = tg.start_soon
         answer = await ask(states, None, op="set", key="k", value_json="1")
+        for _ in range(20):  # a tool that keeps asking writes no line per request on stderr
+            assert (await ask(states, None, op="get", key="k")).error.startswith(
+                "the user state is unavailable"
+            )
         tg.cancel_scope.cancel()
     assert answer.error.startswith("the user state is unavailable: cannot write to redis://")
     assert len(reported) == 1 and "ctx.user_state.set failed" in reported[0]

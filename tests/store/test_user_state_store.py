@@ -92,3 +92,17 @@ async def test_redis_keeps_the_index_as_long_as_its_longest_lived_value(redis_ur
     finally:
         await raw.aclose()
         await store._client.aclose()
+
+
+async def test_more_requests_at_once_than_connections_wait_their_turn(handles: Pair) -> None:
+    """A tool that asks for thousands of values at once (or as many limited calls at once) once
+    met "Too many connections" past the client's 100: every request beyond failed, everyone
+    else's user state failed with them, and rate limits went uncounted."""
+    import asyncio
+
+    async with handles() as (a, b):
+        await a.user_set("s", "k", b"1", None, 10)
+        got = await asyncio.gather(*(b.user_get("s", "k") for _ in range(500)))
+        assert got == [b"1"] * 500
+        waits = await asyncio.gather(*(a.take(f"rate:{i % 7}", 1000, 60.0) for i in range(500)))
+        assert waits == [0.0] * 500
