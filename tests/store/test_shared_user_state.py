@@ -68,6 +68,7 @@ async def test_requests_are_checked_again_and_callers_kept_apart() -> None:
                 {"op": "set", "key": "k", "value_json": '"' + "x" * contract.MAX_VALUE_BYTES + '"'},
             ),
             "positive number of seconds": (ada, {"op": "set", "key": "k", "value_json": "1", "ttl": -1.0}),
+            "at most 315360000 seconds": (ada, {"op": "set", "key": "k", "value_json": "1", "ttl": 1e300}),
         }
         for message, (caller, request) in refusals.items():
             assert message in (await ask(states, caller, **request)).error

@@ -106,3 +106,12 @@ async def test_more_requests_at_once_than_connections_wait_their_turn(handles: P
         assert got == [b"1"] * 500
         waits = await asyncio.gather(*(a.take(f"rate:{i % 7}", 1000, 60.0) for i in range(500)))
         assert waits == [0.0] * 500
+
+
+async def test_the_longest_ttl_is_kept(handles: Pair) -> None:
+    """Every store holds a value for the longest ttl the host lets through."""
+    from protomcp_sdk.wire.user_state import MAX_TTL
+
+    async with handles() as (a, b):
+        assert await a.user_set("s", "k", b"1", MAX_TTL, 10)
+        assert await b.user_get("s", "k") == b"1"
