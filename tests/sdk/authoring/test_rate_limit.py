@@ -41,7 +41,17 @@ def test_the_limit_reaches_the_definition() -> None:
     "text",
     # A huge N once passed: each principal's log of a tool holds up to N call times (in the
     # host's memory or a Redis sorted set). Digits are ASCII ones.
-    ["10", "10/day", "0/second", "-1/hour", "ten/minute", "10/minutes", "", "1000001/hour", "１０/minute"],
+    [
+        "10",
+        "10/day",
+        "0/second",
+        "-1/hour",
+        "ten/minute",
+        "10/minutes",
+        "",
+        "1000001/hour",
+        "\uff11\uff10/minute",
+    ],
 )
 def test_a_malformed_limit_is_refused_when_decorated(text: str) -> None:
     with pytest.raises(
