@@ -3,7 +3,10 @@ store and Redis (a real redis-server); two handles on one store stand for two ho
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
+import pytest
 import redis.asyncio
 
 from tests.store import test_store
@@ -115,3 +118,25 @@ async def test_the_longest_ttl_is_kept(handles: Pair) -> None:
     async with handles() as (a, b):
         assert await a.user_set("s", "k", b"1", MAX_TTL, 10)
         assert await b.user_get("s", "k") == b"1"
+
+
+async def test_the_memory_store_keeps_a_bounded_total_of_user_state(monkeypatch: Any) -> None:
+    """Each signed-in user may hold 1,000 values of 64 KiB: with the memory store, enough users
+    (an open GitHub sign-in) once filled the host's memory without end."""
+    from protomcp_host.store import memory
+    from protomcp_host.store.base import StoreError
+
+    monkeypatch.setattr(memory, "USER_BYTES", 1000, raising=False)
+    store = memory.MemoryStore()
+    value = b"x" * 99  # (99 bytes and a one-character name: 100 a value)
+    for user in range(10):
+        assert await store.user_set(f"user{user}", "k", value, None, 1000)
+    with pytest.raises(StoreError, match="at most 0 MiB of user state"):
+        await store.user_set("user10", "k", value, None, 1000)
+    assert await store.user_set("user3", "k", b"y" * 99, None, 1000)  # replacing grows nothing
+    assert await store.user_delete("user3", "k")
+    assert await store.user_set("user10", "k", value, 0.05, 1000)  # a deleted value's room is free
+    with anyio.fail_after(10):  # and an expired one's
+        while await store.user_get("user10", "k") is not None:
+            await anyio.sleep(0.02)
+    assert await store.user_set("user11", "k", value, None, 1000)
