@@ -26,7 +26,7 @@ import asyncio
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from typing import Any, Protocol
 
 import anyio
@@ -119,6 +119,11 @@ class RateLimits:
             except ValueError as exc:  # (not our SDK's: it checks when the tool is declared)
                 self.report(f"protomcp: tool '{name}': {exc}; its own limit is ignored")
         return self.given.get(EVERY_TOOL)
+
+    def unserved(self, served: Container[str]) -> list[str]:
+        """The tools --rate-limit names that are not among those `served` (a typo, say: the tool
+        it meant would go unlimited), in the order given."""
+        return [name for name in self.given if name != EVERY_TOOL and name not in served]
 
     def admit(self, execution: Checked, rate: Rate, spawn: Spawn | None) -> None:
         """Count the call: it goes on (execution.start) or ends refused; `spawn` runs the wait
