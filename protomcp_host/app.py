@@ -230,6 +230,11 @@ class Host:
         if self.peers is not None:
             await tg.start(self.peers.run)
         self.started = True
+        for name in self.dispatcher.limits.unserved(self.catalog) if self.dispatcher.limits else ():
+            self.stderr(
+                f"protomcp: --rate-limit {name!r}: no tool of that name is served now (a tool that "
+                "comes later, from a peer or a reload, gets it then)"
+            )
         # What exists now (modules, classes, the catalog) lives as long as the host: keep it out
         # of the cyclic GC's full collections, which otherwise walk it all every few seconds
         # under load (~40 ms each in the HTTP benchmark).

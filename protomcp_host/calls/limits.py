@@ -8,7 +8,8 @@ the unit's length (a sliding window, exact under concurrency). A call over it en
 `_meta["protomcp/error"] = {"code": "rate_limited", "retryable": true, "retryAfter": seconds}`.
 
 Who counts as one principal: the signed-in user (the token's `iss` and `sub`, over HTTP with
-OAuth); every caller without one — stdio, a shared `--auth-token`, no authentication — is the
+OAuth; named by protocol/principals.py, as for sessions and ctx.user_state); every caller
+without one — stdio, a shared `--auth-token`, no authentication, a token without `sub` — is the
 one principal "anonymous", so there the limit holds for all of them together.
 
 A store that cannot answer (Redis down, or slower than STORE_WAIT) lets the call through and
@@ -25,12 +26,13 @@ import asyncio
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from typing import Any, Protocol
 
 import anyio
 import orjson
 
+from protomcp_host.protocol.principals import principal_of as signed_in
 from protomcp_host.protocol.session import Call, ToolAnswer
 from protomcp_host.telemetry import metrics
 from protomcp_sdk.wire.rates import Rate, parse_rate
@@ -64,13 +66,15 @@ Spawn = Callable[..., object]  # runs a task in the host's task group
 
 
 def principal_of(auth: Mapping[str, Any] | None) -> str:
-    """Whose calls a limit counts: the signed-in subject (issuer and subject), else ANONYMOUS."""
-    if auth is not None:
-        subject = auth.get("sub")
-        if isinstance(subject, str) and subject:
-            issuer = auth.get("iss")
-            return f"{issuer} {subject}" if isinstance(issuer, str) and issuer else subject
-    return ANONYMOUS
+    """Whose calls a limit counts: the signed-in subject (protocol/principals.py), else ANONYMOUS
+    (every caller that names no subject, together)."""
+    return signed_in(auth) or ANONYMOUS
+
+
+def rate_key(rate: Rate, tool: str, principal: str) -> str:
+    """The store's key of one tool's log for one principal: the tool name's length first, so
+    no tool name and principal (both may hold ':') spell another pair's key."""
+    return f"rate:{rate.period:g}:{len(tool)}:{tool}:{principal}"
 
 
 def retry_text(seconds: float) -> str:
@@ -115,12 +119,17 @@ class RateLimits:
                 self.report(f"protomcp: tool '{name}': {exc}; its own limit is ignored")
         return self.given.get(EVERY_TOOL)
 
+    def unserved(self, served: Container[str]) -> list[str]:
+        """The tools --rate-limit names that are not among those `served` (a typo, say: the tool
+        it meant would go unlimited), in the order given."""
+        return [name for name in self.given if name != EVERY_TOOL and name not in served]
+
     def admit(self, execution: Checked, rate: Rate, spawn: Spawn | None) -> None:
         """Count the call: it goes on (execution.start) or ends refused; `spawn` runs the wait
         for a store that answers asynchronously."""
         call = execution.call
         principal = principal_of(call.auth)
-        key = f"rate:{rate.period:g}:{call.tool.name}:{principal}"
+        key = rate_key(rate, call.tool.name, principal)
         wait = self.store.take_now(key, rate.calls, rate.period)
         if wait is not None:
             self._decided(execution, rate, principal, wait)

@@ -16,6 +16,7 @@ from protomcp_host.cli.options import (
     SOURCE_OPTIONS,
     SOURCES,
     UPSTREAM_OPTIONS,
+    rate_limit_specs,
     run_arguments,
     skills_option,
     upstream_specs,
@@ -206,6 +207,7 @@ def install(
     """
     from protomcp_host.cli import install as installer
 
+    rate_limit_specs(passed_on["rate_limits"])  # a malformed one is refused here, not when the client starts
     options = run_arguments(passed_on)  # passed on as given
     if ui and not dev:
         raise click.UsageError("--ui: only with --dev (the playground is dev's)")

@@ -222,7 +222,7 @@ STORE = click.option(
     "[default: this host's memory]",
 )
 
-RATE_LIMIT = click.option(
+RATE_LIMIT = RunOption(
     "--rate-limit",
     "rate_limits",
     multiple=True,
@@ -335,7 +335,16 @@ def rate_limit_specs(given: tuple[str, ...]) -> tuple[tuple[str, Rate], ...]:
 
 
 # The run options `install` passes on to the entry it writes, in the order its --help lists them
-PASSED_ON = (DISCOVERY, CALL_TIMEOUT, STARTUP_TIMEOUT, PROCESSES, INCLUDE_TAG, EXCLUDE_TAG, INSTRUCTIONS)
+PASSED_ON = (
+    DISCOVERY,
+    CALL_TIMEOUT,
+    STARTUP_TIMEOUT,
+    PROCESSES,
+    RATE_LIMIT,
+    INCLUDE_TAG,
+    EXCLUDE_TAG,
+    INSTRUCTIONS,
+)
 PASSED_ON_OPTIONS = option_group(*(option.passed_on() for option in PASSED_ON))
 
 

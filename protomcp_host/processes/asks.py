@@ -13,6 +13,7 @@ import orjson
 from protomcp_host.processes.events import ProcessEvents, Refused
 from protomcp_host.processes.open_requests import OpenRequests
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire import user_state
 
 # The Envelope requests a tool process makes for the client (sampling, elicitation, roots):
 # (MCP method, the answer's field).
@@ -43,6 +44,7 @@ class Asks:
         self.requests = requests
         self.events = events
         self.middleware: list[pb.RegisterMiddlewareRequest] = []  # registered right after Hello
+        self.states_waiting = 0  # its user_state requests not answered yet (at most MAX_IN_FLIGHT)
 
     def client_request(self, envelope: pb.Envelope) -> None:
         """Sampling, elicitation or roots, asked during a request: for the client session it
@@ -94,9 +96,20 @@ class Asks:
         if leg is None or not leg.live:
             self._reply_state(request_id, pb.UserStateResponse(error=NO_CALL))
             return
-        self.events.user_state(
-            leg.caller, envelope.user_state_request, lambda answer: self._reply_state(request_id, answer)
-        )
+        if self.states_waiting >= user_state.MAX_IN_FLIGHT:  # (a flood: each waiting one costs memory)
+            self._reply_state(request_id, pb.UserStateResponse(error=user_state.busy()))
+            return
+        self.states_waiting += 1
+
+        def reply(answer: pb.UserStateResponse) -> None:
+            self.states_waiting -= 1
+            self._reply_state(request_id, answer)
+
+        try:
+            self.events.user_state(leg.caller, envelope.user_state_request, reply)
+        except BaseException:  # (the channel answers it, reporting why)
+            self.states_waiting -= 1
+            raise
 
     def _reply_state(self, request_id: str, answer: pb.UserStateResponse) -> None:
         self.send(pb.Envelope(request_id=request_id, user_state_response=answer))

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from protomcp_host.protocol.principals import principal_of as signed_in
 from protomcp_host.store.base import Store, StoreError
 from protomcp_sdk.wire import envelope_pb2 as pb
 from protomcp_sdk.wire import user_state as contract
@@ -29,15 +30,11 @@ Reply = Callable[[pb.UserStateResponse], None]
 
 
 def principal_of(caller: dict[str, Any] | None, unauthenticated: str) -> str | None:
-    """Whose state: from the caller's verified claims, else the host's one identity; None for
-    a token that names no subject."""
+    """Whose state: the signed-in subject of the caller's verified claims (protocol/principals.py),
+    else the host's one identity; None for a token that names no subject."""
     if caller is None:
         return unauthenticated
-    subject = caller.get("sub")
-    if not isinstance(subject, str) or not subject:
-        return None
-    issuer = caller.get("iss")
-    return f"sub {issuer if isinstance(issuer, str) else ''} {subject}"
+    return signed_in(caller)
 
 
 def space_of(principal: str) -> str:
@@ -55,6 +52,7 @@ class UserStates:
         self.unauthenticated = unauthenticated  # LOCAL (stdio) or ANONYMOUS (HTTP)
         self.report = report  # the host's stderr
         self.spawn: Callable[..., object] | None = None  # runs a task in the host's task group (once started)
+        self._failing = False  # the store's trouble was reported (once, until a request succeeds again)
 
     def serve(self, caller: dict[str, Any] | None, request: pb.UserStateRequest, reply: Reply) -> None:
         """Check the request (never trusting the process), then carry it out in the store; the
@@ -78,11 +76,17 @@ class UserStates:
                 answer = await self._apply(space, request)
         except (StoreError, TimeoutError) as exc:
             why = str(exc) or f"the store did not answer within {STORE_TIMEOUT:g}s"
-            self.report(f"protomcp: ctx.user_state.{request.op} failed: {why}")
+            if not self._failing:  # (a tool retrying in a loop must not flood stderr)
+                self._failing = True
+                self.report(
+                    f"protomcp: ctx.user_state.{request.op} failed: {why} (said once until it serves)"
+                )
             answer = pb.UserStateResponse(error=f"the user state is unavailable: {why}")
         except Exception as exc:  # a bug costs this request, never the host's task group
             self.report(f"protomcp: ctx.user_state.{request.op} failed: {exc!r}")
             answer = pb.UserStateResponse(error=f"the host could not serve ctx.user_state: {exc!r}")
+        else:
+            self._failing = False
         reply(answer)
 
     async def _apply(self, space: str, request: pb.UserStateRequest) -> pb.UserStateResponse:

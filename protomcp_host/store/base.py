@@ -68,7 +68,8 @@ class Store(Protocol):
     async def user_set(self, space: str, name: str, value: bytes, ttl: float | None, max_keys: int) -> bool:
         """Keep `value` under `name` in `space`, for `ttl` seconds (None: until deleted). False,
         and nothing stored, when `space` holds `max_keys` live names and `name` is not one of
-        them. Atomic: concurrent sets from several hosts never take a space beyond `max_keys`."""
+        them. Atomic: concurrent sets from several hosts never take a space beyond `max_keys`.
+        Raises StoreError when the store cannot keep it (unreachable; the memory store full)."""
 
     async def user_delete(self, space: str, name: str) -> bool:
         """Drop `name` from `space`; True if it held a live value."""

@@ -11,8 +11,17 @@ import time
 import anyio
 import anyio.abc
 
-from protomcp_host.store.base import Handler
+from protomcp_host.store.base import Handler, StoreError
 from protomcp_host.store.windows import SlidingLogs
+
+USER_BYTES = 256 * 1024 * 1024  # user-state values (and names) this host's memory keeps, all users together
+
+
+def _full() -> str:
+    return (
+        f"this host keeps at most {USER_BYTES // (1024 * 1024)} MiB of user state in its memory, and "
+        "that is held: the operator can give it a shared store (--store redis://...)"
+    )
 
 
 class MemoryStore:
@@ -24,6 +33,7 @@ class MemoryStore:
         self._records: dict[str, tuple[bytes, float, bool]] = {}  # key -> (value, deadline, final)
         self._user: dict[str, dict[str, tuple[bytes, float]]] = {}  # space -> name -> (value, deadline)
         self._user_sets = 0
+        self._user_bytes = 0  # of the values and names in _user (at most USER_BYTES)
         self._rates = SlidingLogs()
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -84,10 +94,22 @@ class MemoryStore:
         current = names.get(name)
         if (current is None or current[1] <= now) and len(names) >= max_keys:
             for expired in [key for key, (_, deadline) in names.items() if deadline <= now]:
-                del names[expired]
+                self._drop(names, expired)
             if len(names) >= max_keys:
                 return False
+        # Each signed-in user may hold MAX_KEYS values: many users would fill the host's memory.
+        grows = len(value) - (len(current[0]) if current is not None else -len(name))
+        if self._user_bytes + grows > USER_BYTES:
+            self._user_sweep(now)  # (what expired unread makes room first)
+            current = names.get(name)
+            grows = len(value) - (len(current[0]) if current is not None else -len(name))
+            if self._user_bytes + grows > USER_BYTES:
+                if not names:
+                    self._user.pop(space, None)
+                raise StoreError(_full())
+            self._user[space] = names  # (the sweep drops a space it left empty)
         names[name] = (value, now + ttl if ttl else math.inf)
+        self._user_bytes += grows
         self._user_sets += 1
         if self._user_sets % 1000 == 0:  # (amortised: what expired unread goes, empty spaces too)
             self._user_sweep(now)
@@ -95,16 +117,22 @@ class MemoryStore:
 
     async def user_delete(self, space: str, name: str) -> bool:
         names = self._user.get(space)
-        entry = names.pop(name, None) if names is not None else None
-        if names is not None and not names:
+        if names is None or name not in names:
+            return False
+        entry = names[name]
+        self._drop(names, name)
+        if not names:
             del self._user[space]
-        return entry is not None and entry[1] > time.monotonic()
+        return entry[1] > time.monotonic()
+
+    def _drop(self, names: dict[str, tuple[bytes, float]], name: str) -> None:
+        self._user_bytes -= len(names.pop(name)[0]) + len(name)
 
     def _user_sweep(self, now: float) -> None:
         for space in list(self._user):
             names = self._user[space]
             for expired in [key for key, (_, deadline) in names.items() if deadline <= now]:
-                del names[expired]
+                self._drop(names, expired)
             if not names:
                 del self._user[space]
 

@@ -30,6 +30,8 @@ from protomcp_host.store.base import RECONNECTED, Handler, StoreError
 
 NAMESPACE = "protomcp:"
 OUTBOX = 10_000  # bus messages waiting to be sent; beyond it new ones are dropped (and reported)
+MAX_CONNECTIONS = 100  # to Redis, per host process (the bus holds one of them)
+POOL_WAIT = 10.0  # seconds a command waits for a free connection before it fails
 CONNECT_TIMEOUT = 10.0  # seconds to reach Redis and subscribe at start
 RETRY = 1.0  # seconds between attempts to reach Redis again after the connection broke
 ATTEMPTS = 3  # a command that meets a dropped connection is sent again on a new one (idempotent)
@@ -140,7 +142,13 @@ class RedisStore:
         self.url = _redacted(url)
         self._report = report
         client_url, prefix = _deployment(url)
-        self._client: Any = redis.asyncio.Redis.from_url(client_url)
+        # A bounded pool that makes a request wait for a free connection (up to POOL_WAIT) rather
+        # than fail: a burst of requests (a tool's thousand user_state reads at once, as many
+        # limited calls) queues instead of failing everyone's requests beyond the 100th.
+        pool = redis.asyncio.BlockingConnectionPool.from_url(
+            client_url, max_connections=MAX_CONNECTIONS, timeout=POOL_WAIT
+        )
+        self._client: Any = redis.asyncio.Redis.from_pool(pool)
         db = int(self._client.connection_pool.connection_kwargs.get("db") or 0)
         self._ns = (f"{prefix}:" if prefix else "") + NAMESPACE
         self._bus = f"{self._ns}bus:{db}"

@@ -156,6 +156,8 @@ def declared_files(label: str, fn: object, files: Iterable[str] | None) -> tuple
         path = folder / relative
         if not path.is_file():
             raise FileNotFoundError(f"{label}: files names {name!r}, which is not a file in {folder}")
+        if not path.resolve().is_relative_to(folder):  # (a symlink out: pack would bundle its target)
+            raise ValueError(f"{label}: files names {name!r}, a link to outside the tool file's folder")
         found.append(path)
     return tuple(found)
 

@@ -12,6 +12,7 @@ import orjson
 
 from protomcp_sdk.authoring.results import ToolError
 from protomcp_sdk.wire import envelope_pb2 as pb
+from protomcp_sdk.wire import user_state as contract
 from protomcp_sdk.wire.jsontypes import JSON
 
 Answer = Any  # the answer itself in a sync tool, an awaitable of it in an async one (see Context)
@@ -58,6 +59,8 @@ class UserState:
                 raise TypeError(f"ttl is a number of seconds, not {type(ttl).__name__}")
             if not math.isfinite(ttl) or ttl <= 0:
                 raise ValueError(f"ttl={ttl!r}: a ttl is a positive number of seconds (None: no expiry)")
+            if ttl > contract.MAX_TTL:
+                raise ValueError(contract.ttl_too_long(ttl))
             request.ttl = float(ttl)
         return self._request(request, _stored)
 

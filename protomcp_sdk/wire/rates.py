@@ -9,8 +9,9 @@ import re
 from typing import NamedTuple
 
 PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3600.0}
-FORM = "N/second, N/minute or N/hour (N a whole number >= 1), e.g. 10/minute"
-_RATE = re.compile(r"\s*(\d+)\s*/\s*([a-z]+)\s*")
+MAX_CALLS = 1_000_000  # N: the log of one principal and tool holds up to N call times
+FORM = f"N/second, N/minute or N/hour (N a whole number from 1 to {MAX_CALLS:,}), e.g. 10/minute"
+_RATE = re.compile(r"\s*([0-9]+)\s*/\s*([a-z]+)\s*")
 
 
 class Rate(NamedTuple):
@@ -27,7 +28,7 @@ class Rate(NamedTuple):
 def parse_rate(text: str) -> Rate:
     """`text` as a Rate. Raises ValueError naming the expected form."""
     match = _RATE.fullmatch(text) if isinstance(text, str) else None
-    if match is None or match.group(2) not in PERIODS or int(match.group(1)) < 1:
+    if match is None or match.group(2) not in PERIODS or not 1 <= int(match.group(1)) <= MAX_CALLS:
         raise ValueError(f"rate limit {text!r}: expected {FORM}")
     unit = match.group(2)
     return Rate(int(match.group(1)), PERIODS[unit], unit)

@@ -11,6 +11,16 @@ OPS = ("get", "set", "delete")
 MAX_KEY_CHARS = 256  # a key's length
 MAX_VALUE_BYTES = 64 * 1024  # one value's JSON, UTF-8
 MAX_KEYS = 1000  # live keys one principal holds at once
+MAX_TTL = 10 * 365 * 86400.0  # seconds: a longer ttl is refused (None keeps a value until deleted)
+MAX_IN_FLIGHT = 1024  # requests one tool process may have unanswered; beyond: refused at once
+
+
+def busy() -> str:
+    """The error of a request beyond MAX_IN_FLIGHT (the host's memory stays bounded)."""
+    return (
+        f"this tool process already has {MAX_IN_FLIGHT} ctx.user_state requests waiting for the "
+        "store: await some before asking more"
+    )
 
 
 def refusal(op: str, key: str, value_json: str = "", ttl: float = 0.0) -> str | None:
@@ -25,6 +35,8 @@ def refusal(op: str, key: str, value_json: str = "", ttl: float = 0.0) -> str | 
         return None
     if not math.isfinite(ttl) or ttl < 0:
         return f"ttl={ttl!r}: a ttl is a positive number of seconds (or None: until deleted)"
+    if ttl > MAX_TTL:
+        return ttl_too_long(ttl)
     size = len(value_json.encode())
     if size > MAX_VALUE_BYTES:
         return (
@@ -36,6 +48,11 @@ def refusal(op: str, key: str, value_json: str = "", ttl: float = 0.0) -> str | 
     except orjson.JSONDecodeError:
         return f"the value of {key!r} is not JSON"
     return None
+
+
+def ttl_too_long(ttl: float) -> str:
+    """The error of a ttl beyond MAX_TTL (Redis cannot hold some such deadlines)."""
+    return f"ttl={ttl!r}: at most {MAX_TTL:.0f} seconds (ten years); None keeps the value until deleted"
 
 
 def full(key: str) -> str:

@@ -3,6 +3,8 @@ the refusal's wording and _meta, and the bounded refusal lines on stderr."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import orjson
 import pytest
 
@@ -15,10 +17,46 @@ pytestmark = pytest.mark.fast
 
 
 def test_a_principal_is_the_signed_in_subject_else_anonymous() -> None:
-    assert principal_of({"iss": "https://idp", "sub": "alice"}) == "https://idp alice"
-    assert principal_of({"sub": "alice"}) == "alice"
+    assert principal_of({"iss": "https://idp", "sub": "alice"}) == "sub https://idp alice"
+    assert principal_of({"sub": "alice"}) == "sub  alice"
     assert principal_of({"iss": "https://idp"}) == ANONYMOUS  # (a token without a subject)
     assert principal_of(None) == ANONYMOUS  # stdio, a shared bearer token, no authentication
+    assert principal_of({"sub": ANONYMOUS}) != ANONYMOUS  # a user named so is still one user
+
+
+class Checked:
+    """What RateLimits.admit checks: a call of `tool` by `auth`; it starts or ends refused."""
+
+    def __init__(self, tool: str, auth: dict[str, str] | None) -> None:
+        self.call = SimpleNamespace(tool=SimpleNamespace(name=tool), auth=auth)
+        self.finished = False
+        self.started = False
+
+    def start(self) -> None:
+        self.started = True
+
+    def finish(self, answer: object, effects: None) -> None:
+        self.finished = True
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (("a:i x", None), ("a", {"iss": "i", "sub": "x:anonymous"})),  # tool names may hold ':'
+        (("a:sub i x", None), ("a", {"iss": "i", "sub": "x:anonymous"})),
+        (("a", {"iss": "i", "sub": "x:sub j y"}), ("a:sub i x", {"iss": "j", "sub": "y"})),
+        (("a", {"iss": "i j", "sub": "x"}), ("a", {"iss": "i", "sub": "j x"})),  # spaces in iss
+        (("a", {"sub": "anonymous"}), ("a", None)),  # a subject named like the anonymous caller
+    ],
+)
+def test_no_tool_and_principal_share_another_pairs_count(
+    first: tuple[str, dict[str, str] | None], second: tuple[str, dict[str, str] | None]
+) -> None:
+    rates = RateLimits({"*": parse_rate("1/hour")}, MemoryStore(), print)
+    one, other = Checked(*first), Checked(*second)
+    rates.admit(one, parse_rate("1/hour"), None)
+    rates.admit(other, parse_rate("1/hour"), None)
+    assert one.started and other.started  # each its own first call: neither is over the limit
 
 
 def test_a_tools_own_flag_beats_its_decorator_which_beats_the_star() -> None:

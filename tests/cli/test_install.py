@@ -341,6 +341,10 @@ def test_install_passes_run_options_on_to_the_entry(tmp_path: Path) -> None:
         "90",
         "--processes",
         "2",
+        "--rate-limit",
+        "*=30/minute",
+        "--rate-limit",
+        "search=5/second",
         "--include-tag",
         "a",
         "--include-tag",
@@ -363,6 +367,19 @@ def test_install_passes_run_options_on_to_the_entry(tmp_path: Path) -> None:
         stdin=subprocess.DEVNULL,
     )
     assert served.returncode == 0, served.stderr
+
+
+def test_install_refuses_a_malformed_rate_limit() -> None:
+    """A --rate-limit the entry's host would refuse at every client start is refused here."""
+    from click.testing import CliRunner
+
+    from protomcp_host.cli.main import main
+
+    done = CliRunner().invoke(
+        main, ["install", "mcp-json", str(HELLO), "--no-check", "--rate-limit", "*=lots"]
+    )
+    assert done.exit_code == 2, done.output
+    assert "--rate-limit '*=lots'" in done.output
 
 
 GOOSE_CONFIG = """# my goose settings

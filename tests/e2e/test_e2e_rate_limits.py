@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.support.hosts import HOST, mcp_session
+from tests.support.hosts import HOST, RawHost, mcp_session
 from tests.support.http import http_session
 from tests.support.scale import modern_rpc, task_until
 
@@ -227,3 +227,17 @@ def test_a_tool_limit_given_twice_is_refused(tools: Path) -> None:
     args = ["run", str(tools), "--rate-limit", "own=1/second", "--rate-limit", "own=2/second"]
     done = subprocess.run([*HOST, *args], capture_output=True, timeout=60)
     assert done.returncode == 2 and "'own' is given twice" in done.stderr.decode()
+
+
+def test_a_limit_for_a_tool_not_served_is_warned_about(tools: Path) -> None:
+    """`--rate-limit plian=...` (a typo) once left `plain` unlimited without a word."""
+    limits = ("--rate-limit", "plian=1/minute", "--rate-limit", "own=5/minute", "--rate-limit", "*=9/hour")
+    host = RawHost("run", str(tools), *limits)
+    try:
+        host.initialize()
+        said = host.wait_stderr("--rate-limit 'plian'")
+        assert "no tool of that name is served now" in said
+    finally:
+        host.close()
+    said = host.stderr_text()
+    assert "--rate-limit 'own'" not in said and "--rate-limit '*'" not in said

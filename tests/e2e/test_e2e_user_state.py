@@ -119,3 +119,38 @@ async def test_every_process_of_a_pool_reaches_the_hosts_state() -> None:
             if len(processes) == 2:
                 break
         assert len(processes) == 2
+
+
+FLOOD = """
+import asyncio
+from protomcp_sdk import Context, tool
+
+@tool
+async def flood(n: int, ctx: Context) -> list[str]:
+    \"\"\"n reads at once: what each raised ('' for none).\"\"\"
+    got = await asyncio.gather(*(ctx.user_state.get("k") for _ in range(n)), return_exceptions=True)
+    return [str(r) if isinstance(r, BaseException) else "" for r in got]
+"""
+
+
+async def test_a_flood_of_requests_waits_within_a_bound(tmp_path: Any, redis_url: str) -> None:
+    """A tool's 200,000 reads at once once held ~8 KiB of host memory each (1.7 GB) while the
+    store worked through them, and went on after the process was replaced. Now at most
+    MAX_IN_FLIGHT of one process wait; the rest are refused at once, saying why."""
+    import redis.asyncio
+
+    tools = tmp_path / "flood.py"
+    tools.write_text(FLOOD)
+    asked = contract.MAX_IN_FLIGHT + 500
+    redis_client = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        async with mcp_session("run", str(tools), "--store", redis_url) as session:
+            await redis_client.client_pause(3000)  # every read waits for the store meanwhile
+            result = await session.call_tool("flood", {"n": asked})
+            errors = result.structured_content["result"]
+            assert len(errors) == asked
+            refused = [e for e in errors if e]
+            assert len(refused) == asked - contract.MAX_IN_FLIGHT, refused[:1]
+            assert set(refused) == {contract.busy()}
+    finally:
+        await redis_client.aclose()

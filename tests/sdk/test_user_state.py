@@ -34,6 +34,16 @@ def test_json_values_are_encoded_and_the_rest_refused_by_where() -> None:
             encode(value)
 
 
+def test_a_ttl_beyond_ten_years_is_refused_before_it_is_sent() -> None:
+    """ttl=1e300 once reached Redis, which could not hold the deadline: the tool read "the user
+    state is unavailable" and the host reported the store as failing."""
+    ctx = RecordingContext()
+    ctx.user_state.set("k", 1, ttl=contract.MAX_TTL)  # (sync: a plain call)
+    for ttl in (contract.MAX_TTL * 2, 1e300):
+        with pytest.raises(ValueError, match="at most 315360000 seconds"):
+            ctx.user_state.set("k", 1, ttl=ttl)
+
+
 def _nested(depth: int) -> object:
     value: object = 1
     for _ in range(depth):

@@ -27,6 +27,13 @@ def test_whose_state_from_the_callers_claims() -> None:
     assert len(spaces) == 5 and all(len(s) == 64 and ":" not in s for s in spaces)
 
 
+def test_no_issuer_and_subject_spell_another_users_name() -> None:
+    """A space in the issuer once let two users share one state (`sub i j x` for both)."""
+    one = principal_of({"iss": "i j", "sub": "x"}, ANONYMOUS)
+    other = principal_of({"iss": "i", "sub": "j x"}, ANONYMOUS)
+    assert one is not None and other is not None and one != other
+
+
 async def ask(states: UserStates, caller: dict[str, Any] | None, **request: Any) -> pb.UserStateResponse:
     answers: list[pb.UserStateResponse] = []
     done = anyio.Event()
@@ -61,6 +68,7 @@ async def test_requests_are_checked_again_and_callers_kept_apart() -> None:
                 {"op": "set", "key": "k", "value_json": '"' + "x" * contract.MAX_VALUE_BYTES + '"'},
             ),
             "positive number of seconds": (ada, {"op": "set", "key": "k", "value_json": "1", "ttl": -1.0}),
+            "at most 315360000 seconds": (ada, {"op": "set", "key": "k", "value_json": "1", "ttl": 1e300}),
         }
         for message, (caller, request) in refusals.items():
             assert message in (await ask(states, caller, **request)).error
@@ -78,6 +86,10 @@ async def test_a_store_that_cannot_be_reached_is_an_error_answer_and_reported() 
     async with anyio.create_task_group() as tg:
         states.spawn = tg.start_soon
         answer = await ask(states, None, op="set", key="k", value_json="1")
+        for _ in range(20):  # a tool that keeps asking writes no line per request on stderr
+            assert (await ask(states, None, op="get", key="k")).error.startswith(
+                "the user state is unavailable"
+            )
         tg.cancel_scope.cancel()
     assert answer.error.startswith("the user state is unavailable: cannot write to redis://")
     assert len(reported) == 1 and "ctx.user_state.set failed" in reported[0]

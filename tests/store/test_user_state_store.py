@@ -3,7 +3,10 @@ store and Redis (a real redis-server); two handles on one store stand for two ho
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
+import pytest
 import redis.asyncio
 
 from tests.store import test_store
@@ -92,3 +95,48 @@ async def test_redis_keeps_the_index_as_long_as_its_longest_lived_value(redis_ur
     finally:
         await raw.aclose()
         await store._client.aclose()
+
+
+async def test_more_requests_at_once_than_connections_wait_their_turn(handles: Pair) -> None:
+    """A tool that asks for thousands of values at once (or as many limited calls at once) once
+    met "Too many connections" past the client's 100: every request beyond failed, everyone
+    else's user state failed with them, and rate limits went uncounted."""
+    import asyncio
+
+    async with handles() as (a, b):
+        await a.user_set("s", "k", b"1", None, 10)
+        got = await asyncio.gather(*(b.user_get("s", "k") for _ in range(500)))
+        assert got == [b"1"] * 500
+        waits = await asyncio.gather(*(a.take(f"rate:{i % 7}", 1000, 60.0) for i in range(500)))
+        assert waits == [0.0] * 500
+
+
+async def test_the_longest_ttl_is_kept(handles: Pair) -> None:
+    """Every store holds a value for the longest ttl the host lets through."""
+    from protomcp_sdk.wire.user_state import MAX_TTL
+
+    async with handles() as (a, b):
+        assert await a.user_set("s", "k", b"1", MAX_TTL, 10)
+        assert await b.user_get("s", "k") == b"1"
+
+
+async def test_the_memory_store_keeps_a_bounded_total_of_user_state(monkeypatch: Any) -> None:
+    """Each signed-in user may hold 1,000 values of 64 KiB: with the memory store, enough users
+    (an open GitHub sign-in) once filled the host's memory without end."""
+    from protomcp_host.store import memory
+    from protomcp_host.store.base import StoreError
+
+    monkeypatch.setattr(memory, "USER_BYTES", 1000, raising=False)
+    store = memory.MemoryStore()
+    value = b"x" * 99  # (99 bytes and a one-character name: 100 a value)
+    for user in range(10):
+        assert await store.user_set(f"user{user}", "k", value, None, 1000)
+    with pytest.raises(StoreError, match="at most 0 MiB of user state"):
+        await store.user_set("user10", "k", value, None, 1000)
+    assert await store.user_set("user3", "k", b"y" * 99, None, 1000)  # replacing grows nothing
+    assert await store.user_delete("user3", "k")
+    assert await store.user_set("user10", "k", value, 0.05, 1000)  # a deleted value's room is free
+    with anyio.fail_after(10):  # and an expired one's
+        while await store.user_get("user10", "k") is not None:
+            await anyio.sleep(0.02)
+    assert await store.user_set("user11", "k", value, None, 1000)

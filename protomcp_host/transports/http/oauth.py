@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import orjson
 
+from protomcp_host.protocol.principals import principal_of
 from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond_json
 from protomcp_host.transports.http.guard import Identity, Refusal
 from protomcp_host.transports.http.introspection import IntrospectionError, Introspector
@@ -184,10 +185,7 @@ class OAuthResource:
             return Refusal(403, message, (self._challenge("insufficient_scope", message),))
         # Sessions are bound to the principal: the token's subject, or without one the token
         # itself (hashed), so two tokens without 'sub' never share a session.
-        if subject is not None:
-            principal = f"sub {claims.get('iss', self.issuer)} {subject}"
-        else:
-            principal = "token " + hashlib.sha256(token.encode()).hexdigest()
+        principal = principal_of(claims) or "token " + hashlib.sha256(token.encode()).hexdigest()
         identity = Identity(principal, claims, self.insufficient_scope)
         if self.introspection is None:  # (introspection answers are cached by the introspector)
             if len(self._verified) >= MAX_VERIFIED:

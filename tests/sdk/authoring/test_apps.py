@@ -166,6 +166,24 @@ def test_files_resolve_against_the_tool_files_folder(tmp_path: Path) -> None:
     )
 
 
+def test_files_may_not_reach_outside_the_folder_through_a_symlink(tmp_path: Path) -> None:
+    """A symlink beside the tool file (a file, or a folder on the way) once passed the check, and
+    `pack` put what it points to (say ~/.ssh/id_rsa) in the bundle."""
+    folder, secret = tmp_path / "tools", tmp_path / "secret.txt"
+    folder.mkdir()
+    secret.write_text("private")
+    (folder / "style.css").symlink_to(secret)
+    (folder / "assets").symlink_to(tmp_path)
+    (folder / "inside.html").write_text("<html></html>")
+    (folder / "alias.html").symlink_to(folder / "inside.html")  # (a link within the folder is fine)
+    namespace: dict[str, Any] = {}
+    exec(compile("def chart():\n    return ''\n", str(folder / "charts.py"), "exec"), namespace)
+    for name in ("style.css", "assets/secret.txt"):
+        with pytest.raises(ValueError, match="outside the tool file's folder"):
+            declared_files("r", namespace["chart"], [name])
+    assert declared_files("r", namespace["chart"], ["alias.html"]) == (folder / "alias.html",)
+
+
 def test_a_tool_naming_an_app_the_file_does_not_serve_is_warned_about() -> None:
     @resource("ui://charts/{kind}")
     def chart(kind: str) -> str:

@@ -37,7 +37,22 @@ def test_the_limit_reaches_the_definition() -> None:
     assert "rateLimit" not in tool_entry(REGISTRY.tools["free"])
 
 
-@pytest.mark.parametrize("text", ["10", "10/day", "0/second", "-1/hour", "ten/minute", "10/minutes", ""])
+@pytest.mark.parametrize(
+    "text",
+    # A huge N once passed: each principal's log of a tool holds up to N call times (in the
+    # host's memory or a Redis sorted set). Digits are ASCII ones.
+    [
+        "10",
+        "10/day",
+        "0/second",
+        "-1/hour",
+        "ten/minute",
+        "10/minutes",
+        "",
+        "1000001/hour",
+        "\uff11\uff10/minute",
+    ],
+)
 def test_a_malformed_limit_is_refused_when_decorated(text: str) -> None:
     with pytest.raises(
         ValueError, match=r"tool 'search': rate limit .*: expected N/second, N/minute or N/hour"
@@ -52,3 +67,4 @@ def test_the_rate_text() -> None:
     assert parse_rate("1/second") == Rate(1, 1.0, "second")
     assert parse_rate("5/hour") == Rate(5, 3600.0, "hour")
     assert str(parse_rate("10/minute")) == "10/minute"
+    assert parse_rate("1000000/hour").calls == 1_000_000
