@@ -86,6 +86,7 @@ async def check_file(file: Path, python: str, env: Mapping[str, str] | None = No
 
 async def _check_file(file: Path, python: str) -> list[Finding]:
     from protomcp_host.app import Host
+    from protomcp_host.calls.advice import no_description
     from protomcp_host.processes.launch import StartupError, label_of, tool_files
     from protomcp_host.settings import RunSettings
     from protomcp_host.transports.direct import RequestFailed, direct_client, list_tools
@@ -109,8 +110,9 @@ async def _check_file(file: Path, python: str) -> list[Finding]:
     noun = "tool" if len(tools) == 1 else "tools"
     findings = [Finding(True, f"{file}: {len(tools)} {noun} loaded in {elapsed:.0f} ms")]
     said = f"protomcp: warning: {label_of(file)}: "  # how the host says the load warnings
+    advice = no_description("\0").split("\0")[1]  # a tool without a description: advice, no problem
     for line in lines:
-        if line.startswith(said):  # likely mistakes (the SDK's), a tool without a description
+        if line.startswith(said) and not line.endswith(advice):  # likely mistakes (the SDK's)
             text = "warning: " + line[len(said) :]
             findings.append(Finding(False, f"{file.name}: {text}", "see the suggestion in the warning"))
     return findings
