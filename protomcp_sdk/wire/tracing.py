@@ -106,13 +106,15 @@ def _console_out() -> IO[str]:
     return sys.stderr
 
 
+def _otlp_protocol(signal: str) -> str:
+    """The OTLP protocol for `signal` (TRACES, METRICS): its own variable, the general one, the default."""
+    env = os.environ
+    given = env.get(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+    return given or "http/protobuf"
+
+
 def _otlp_exporter() -> SpanExporter:
-    protocol = (
-        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-        or "http/protobuf"
-    )
-    if protocol == "grpc":
+    if _otlp_protocol("TRACES") == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as OverGrpc
 
         exporter: SpanExporter = OverGrpc()  # annotated: without the grpc exporter it has no types
@@ -149,12 +151,7 @@ def meter() -> Meter:
 
 
 def _otlp_metric_exporter() -> MetricExporter:
-    protocol = (
-        os.environ.get("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
-        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-        or "http/protobuf"
-    )
-    if protocol == "grpc":
+    if _otlp_protocol("METRICS") == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as OverGrpc
 
         exporter: MetricExporter = OverGrpc()  # annotated: without the grpc exporter it has no types

@@ -7,15 +7,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import anyio
 import pytest
 
 from tests.support.hosts import BEHAVIOURS, ROOT, TOOLS, mcp_session
+from tests.support.otlp import OtlpReceiver, attribute_value
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
 pytestmark = pytest.mark.anyio
@@ -27,53 +26,33 @@ SERVER, INTERNAL = 2, 1  # OTLP span kinds
 ERROR = 2  # OTLP status code
 
 
-class Collector:
+class Collector(OtlpReceiver):
     """An OTLP/HTTP trace receiver on a free loopback port: every span it is sent, flattened."""
 
     def __init__(self) -> None:
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
         self.spans: list[dict[str, Any]] = []
-        self.grew = threading.Condition()
-        collector = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["content-length"]))
-                request = ExportTraceServiceRequest.FromString(body)
-                collector.add(request)
-                self.send_response(200)
-                self.send_header("content-type", "application/x-protobuf")
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__("/v1/traces", ExportTraceServiceRequest)
 
     def add(self, request: Any) -> None:
-        with self.grew:
-            for resource_spans in request.resource_spans:
-                resource = {a.key: _value(a.value) for a in resource_spans.resource.attributes}
-                service = resource.get("service.name", "")
-                for scope in resource_spans.scope_spans:
-                    for span in scope.spans:
-                        self.spans.append(
-                            {
-                                "service": service,
-                                "name": span.name,
-                                "kind": span.kind,
-                                "trace": span.trace_id.hex(),
-                                "id": span.span_id.hex(),
-                                "parent": span.parent_span_id.hex(),
-                                "status": span.status.code,
-                                "attributes": {a.key: _value(a.value) for a in span.attributes},
-                            }
-                        )
-            self.grew.notify_all()
+        for resource_spans in request.resource_spans:
+            resource = {a.key: attribute_value(a.value) for a in resource_spans.resource.attributes}
+            service = resource.get("service.name", "")
+            for scope in resource_spans.scope_spans:
+                for span in scope.spans:
+                    self.spans.append(
+                        {
+                            "service": service,
+                            "name": span.name,
+                            "kind": span.kind,
+                            "trace": span.trace_id.hex(),
+                            "id": span.span_id.hex(),
+                            "parent": span.parent_span_id.hex(),
+                            "status": span.status.code,
+                            "attributes": {a.key: attribute_value(a.value) for a in span.attributes},
+                        }
+                    )
 
     def wait_for(self, count: int, name: str, timeout: float = 20) -> list[dict[str, Any]]:
         """The spans called `name`, once there are `count` of them (bounded wait)."""
@@ -84,14 +63,6 @@ class Collector:
 
     def named(self, name: str) -> list[dict[str, Any]]:
         return [span for span in self.spans if span["name"] == name]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def _value(value: Any) -> Any:
-    return getattr(value, value.WhichOneof("value")) if value.WhichOneof("value") else None
 
 
 @pytest.fixture

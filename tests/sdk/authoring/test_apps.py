@@ -5,7 +5,6 @@ type defaults to the app profile, a tool naming an app the file does not serve i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,7 @@ from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.runtime.inspection import resource_entry, tool_entry
 from protomcp_sdk.testing import RecordingContext
 
-pytestmark = pytest.mark.fast  # starts no process
-
-
-@pytest.fixture(autouse=True)
-def clean_registry() -> Iterator[None]:
-    REGISTRY.clear()
-    yield
-    REGISTRY.clear()
+pytestmark = [pytest.mark.fast, pytest.mark.usefixtures("clean_registry")]  # starts no process
 
 
 def _meta(name: str) -> Any:

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from protomcp_sdk import tool
@@ -12,14 +10,7 @@ from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.runtime.inspection import tool_entry
 from protomcp_sdk.wire.rates import Rate, parse_rate
 
-pytestmark = pytest.mark.fast  # starts no process
-
-
-@pytest.fixture(autouse=True)
-def clean_registry() -> Iterator[None]:
-    REGISTRY.clear()
-    yield
-    REGISTRY.clear()
+pytestmark = [pytest.mark.fast, pytest.mark.usefixtures("clean_registry")]  # starts no process
 
 
 def test_the_limit_reaches_the_definition() -> None:

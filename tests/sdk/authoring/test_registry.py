@@ -16,14 +16,7 @@ from protomcp_sdk.authoring.arguments import ArgumentError
 from protomcp_sdk.authoring.registry import REGISTRY, DuplicateToolError, Registry
 from protomcp_sdk.authoring.tools import ToolSpec
 
-pytestmark = pytest.mark.fast  # starts no process
-
-
-@pytest.fixture(autouse=True)
-def clean_registry() -> Iterator[None]:
-    REGISTRY.clear()
-    yield
-    REGISTRY.clear()
+pytestmark = [pytest.mark.fast, pytest.mark.usefixtures("clean_registry")]  # starts no process
 
 
 class Priority(enum.Enum):

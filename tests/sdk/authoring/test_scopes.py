@@ -4,7 +4,6 @@ RecordingContext serves it too)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,16 +13,9 @@ from protomcp_sdk.authoring.registry import REGISTRY
 from protomcp_sdk.runtime.inspection import resource_entry, tool_entry
 from protomcp_sdk.testing import RecordingContext
 
-pytestmark = pytest.mark.fast  # starts no process
+pytestmark = [pytest.mark.fast, pytest.mark.usefixtures("clean_registry")]  # starts no process
 # (The pure-Python Envelope carries the new fields as upb does: tests/sdk/wire/test_purepb.py
 # holds every message of protomcp.proto against upb's, both ways.)
-
-
-@pytest.fixture(autouse=True)
-def clean_registry() -> Iterator[None]:
-    REGISTRY.clear()
-    yield
-    REGISTRY.clear()
 
 
 def test_scopes_reach_the_definitions_sorted() -> None:
