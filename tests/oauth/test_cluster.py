@@ -9,10 +9,6 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-import httpx2
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-
 from tests.oauth.conftest import (
     APP_ID,
     APP_SECRET,
@@ -26,7 +22,7 @@ from tests.oauth.conftest import (
     register,
 )
 from tests.support.cluster import Nginx
-from tests.support.http import HttpHost
+from tests.support.http import HttpHost, http_session
 from tests.support.idp import IdentityProvider, Response, client, request
 from tests.support.ports import free_port
 
@@ -45,13 +41,7 @@ def token(origin: str, form: dict[str, str]) -> Response:
 
 async def call_add(mcp_url: str, access_token: str) -> Any:
     """The official SDK's client with the bearer token: a tool call."""
-    headers = {"authorization": f"Bearer {access_token}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=30) as http,
-        streamable_http_client(mcp_url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
+    async with http_session(mcp_url, {"authorization": f"Bearer {access_token}"}) as session:
         return await session.call_tool("add", {"a": 2, "b": 3})
 
 

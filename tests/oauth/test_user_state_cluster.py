@@ -5,35 +5,23 @@ person, and expires. The official Python SDK's client makes every call."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
-import httpx2
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from tests.oauth.conftest import APP_ID, APP_SECRET, Bed, code_for, host_args, redeem, register
 from tests.support.hosts import TOOLS
-from tests.support.http import HttpHost
+from tests.support.http import HttpHost, http_session
 from tests.support.idp import IdentityProvider, client
 from tests.support.ports import free_port
 
 FILE = str(TOOLS / "user_state.py")
 
 
-@asynccontextmanager
-async def signed_in(mcp_url: str, access_token: str) -> AsyncIterator[Any]:
+def signed_in(mcp_url: str, access_token: str) -> AbstractAsyncContextManager[Any]:
     """The official SDK's client session with the bearer token."""
-    headers = {"authorization": f"Bearer {access_token}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=30) as http,
-        streamable_http_client(mcp_url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
+    return http_session(mcp_url, {"authorization": f"Bearer {access_token}"})
 
 
 async def recall(
