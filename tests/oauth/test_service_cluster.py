@@ -55,6 +55,7 @@ CHUNK = "0123456789abcdef" * 65536  # what tools.big repeats
 CALL_TIMEOUT = 60  # a call not answered by then is silence
 SEED = "X-Mcp-Session-Seed"
 RAW_CLIENT = "raw/1"  # the clientInfo of tests.support.http's initialize
+UNCOUNTED = "protomcp: rate limits are not counted while the store cannot answer"
 UNAVAILABLE = "the user state is unavailable"  # (UserStateError: the store cannot serve it)
 
 
@@ -334,6 +335,21 @@ def assert_each_call_answered_once(cluster: Cluster) -> None:
             ), call
 
 
+def assert_each_state_has_one_owner_and_a_bound(cluster: Cluster) -> None:
+    """In Redis: one rate-limit log per principal, holding at most the limit and expiring with its
+    window; one user-state per principal, holding the one key each kept."""
+    import redis
+
+    with redis.Redis(port=cluster.redis_port) as store:
+        rates = sorted(store.scan_iter("protomcp:rate:*"))
+        assert [key.rsplit(b" ", 1)[1].decode() for key in rates] == sorted(cluster.subjects.values())
+        for key in rates:
+            assert store.zcard(key) <= LIMIT and 0 < store.pttl(key) <= 60_000, key
+        users = sorted(store.scan_iter("protomcp:user:*:v:*"))
+        assert len(users) == 2 and all(key.endswith(b":v:color") for key in users)
+        assert len({key.split(b":")[2] for key in users}) == 2  # (apart, under each one's hash)
+
+
 # -- the calls -----------------------------------------------------------------------------------
 
 
@@ -491,7 +507,8 @@ async def test_a_worker_killed_mid_run_loses_nothing_a_client_sees(cluster: Clus
                     await anyio.sleep(0.02)
             # the limited calls and the 20 MiB answer are in; the held calls and the reads go on
             os.kill(victim, signal.SIGKILL)
-            cluster.hosts["a"].wait_stderr(lambda line: f"(pid {victim}) exited" in line)
+            exited = f"(pid {victim}) exited"
+            await anyio.to_thread.run_sync(cluster.hosts["a"].wait_stderr, lambda line: exited in line)
             assert await read_everywhere(cluster, "alice", "color") == [VALUES["alice"]]  # a new worker too
             assert await read_everywhere(cluster, "bob", "color") == [VALUES["bob"]]
             gate.touch()
@@ -515,9 +532,21 @@ async def test_a_worker_killed_mid_run_loses_nothing_a_client_sees(cluster: Clus
         assert whole(big)
 
     assert_each_call_answered_once(cluster)
+    assert_each_state_has_one_owner_and_a_bound(cluster)
     assert (await scrape(cluster, "a")).value("protomcp_sessions") == 0  # the dead worker's gauge is gone
     await assert_metrics_count_what_each_host_answered(cluster)
     await assert_audit_has_each_answered_call_once(cluster)
+
+
+async def refused(port: int) -> None:
+    """Until connections to the port are refused (polled: another process closes it)."""
+    while True:
+        try:
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+        except OSError:
+            return
+        await stream.aclose()
+        await anyio.sleep(0.02)
 
 
 async def until_healthy(cluster: Cluster) -> None:
@@ -545,6 +574,9 @@ async def test_redis_restarted_empty_and_a_host_stopped_mid_run_lose_nothing_a_c
             # while Redis cannot answer: limited calls go on uncounted (alice is at her limit)
             down = await limited_at_once(cluster, "alice", 2)
             assert admitted(down) == 2
+            for host in {cluster.hosts[str(c.host)] for c in down}:  # and says so, once per worker
+                await anyio.to_thread.run_sync(host.wait_stderr, lambda line: UNCOUNTED in line)
+                assert len([line for line in host.stderr if UNCOUNTED in line]) <= 2
             kept = await cluster.call("alice", "note", {"key": "color", "value": "lost"}, "nginx")
             assert kept.result.get("isError") and UNAVAILABLE in kept.result["content"][0]["text"], kept
             cluster.redis = start_redis(cluster.redis_port, cluster.folder / "redis")  # empty
@@ -564,22 +596,31 @@ async def test_redis_restarted_empty_and_a_host_stopped_mid_run_lose_nothing_a_c
         assert not [c for c in cluster.calls if c.failure is not None]
         await assert_metrics_count_what_each_host_answered(cluster)
 
-        # host b stops (SIGTERM) while both read through nginx: it drains, and no client sees it
+        # host b stops (SIGTERM) with a call in flight, while both read through nginx: it drains
+        # (the call ends, answered), and no client sees an error
         await cluster.call("bob", "note", {"key": "color", "value": VALUES["bob"]}, "a")
         before = len(cluster.calls)
+        gate, mark = cluster.folder / "gate-b", cluster.folder / "mark-b"
         async with anyio.create_task_group() as tg:
             done = anyio.Event()
             for who in VALUES:
                 tg.start_soon(keep_reading, cluster, who, done, ("nginx",))
+            tg.start_soon(
+                cluster.call, "alice", "hold", {"gate": str(gate), "mark": str(mark)}, "b", "alice-b"
+            )
             served = len(cluster.answered("b"))
-            while len(cluster.answered("b")) < served + 2:  # (mid-run: b is serving them)
+            while len(cluster.answered("b")) < served + 2 or not mark.exists():  # (mid-run)
                 await anyio.sleep(0.02)
             cluster.hosts["b"].proc.send_signal(signal.SIGTERM)
-            assert cluster.hosts["b"].proc.wait(30) == 0
+            await refused(cluster.ports["b"])  # it drains: new connections go to a
+            gate.touch()
+            assert await anyio.to_thread.run_sync(cluster.hosts["b"].proc.wait, 30) == 0
             answered_by_a = len(cluster.answered("a"))
             while len(cluster.answered("a")) < answered_by_a + 4:  # (and a serves what follows)
                 await anyio.sleep(0.02)
             done.set()
+        [held] = [c for c in cluster.calls if c.tag == "alice-b"]
+        assert held.host == "b" and not held.result.get("isError")
         assert not [c for c in cluster.calls[before:] if c.failure is not None]
         assert_each_call_answered_once(cluster)
     await assert_metrics_count_what_each_host_answered(cluster, hosts=("a",))
