@@ -5,7 +5,7 @@ real identity provider, two people signed in (alice, bob). Every host loads a mi
 `--rate-limit`, writes an `--audit-log` of its own (shared by its workers, with the arguments: each
 call carries a tag naming it) and serves a tool file that keeps `ctx.user_state` and answers
 20 MiB on demand. Calls of both principals run at once while a worker is killed (SIGKILL), or
-Redis is restarted empty, or a host is stopped (SIGTERM). Then:
+Redis is restarted empty, or a host is stopped (SIGTERM); a tool process crashes mid-call. Then:
 
 - every call got exactly one answer, or an error the client saw (never silence);
 - each principal was admitted exactly its limit while Redis was up (alice at hers leaves bob
@@ -384,9 +384,9 @@ async def limited_at_once(cluster: Cluster, who: str, count: int) -> list[Call]:
     return calls
 
 
-def whole(big: Call) -> bool:
+def whole(big: Call, error: bool = False) -> bool:
     """The 20 MiB answer came whole, through the middleware's process."""
-    assert big.answer is not None and not big.result.get("isError"), big
+    assert big.answer is not None and big.result.get("isError") is error, big
     content = big.result["content"]
     assert content[-1]["text"] == "[mw]"
     assert len(content[0]["text"]) == MIB * len(CHUNK) and content[0]["text"] == CHUNK * MIB
@@ -437,21 +437,27 @@ async def test_a_worker_killed_mid_run_loses_nothing_a_client_sees(cluster: Clus
     gate = cluster.folder / "gate"
     with anyio.fail_after(120):
         await keep_values(cluster)
+        crashed = await cluster.call("bob", "crash", {}, "b")  # a tool process dies mid-call: an error
+        assert crashed.result.get("isError"), crashed  # result, and bob's state is not in it
 
         # a stateful session of alice's lives in one worker of host a: the worker to kill
         bearer = {"authorization": f"Bearer {cluster.tokens['alice']}"}
         async with httpx2.AsyncClient(timeout=CALL_TIMEOUT, headers=bearer) as http:
             session = await open_raw_session(http, cluster.hosts["a"].url)
             in_session = {"accept": ACCEPT, "content-type": "application/json", "mcp-session-id": session}
-            asked: list[tuple[str, dict[str, Any]]] = [("read", {"key": "color"}), ("big", {"mib": MIB})]
+            asked: list[tuple[str, dict[str, Any]]] = [
+                ("read", {"key": "color"}),
+                ("big", {"mib": MIB}),
+                ("big", {"mib": MIB, "fail": True}),  # (counted and logged as an error)
+            ]
             for i, (tool, arguments) in enumerate(asked, 1):
-                tag = f"alice-session-{tool}"
+                tag = f"alice-session-{i}"
                 body = rpc(i, "tools/call", {"name": tool, "arguments": {**arguments, "tag": tag}})
                 answer = answer_of(await http.post(cluster.hosts["a"].url, content=body, headers=in_session))
                 cluster.calls.append(Call("alice", tool, tag, "a", answer, host="a", client=RAW_CLIENT, id=i))
-        [read, big] = cluster.calls[-2:]
+        [read, big, failed] = cluster.calls[-3:]
         victim = read.result["structuredContent"]["host"]
-        assert cluster.host_of(victim) == "a" and whole(big)
+        assert cluster.host_of(victim) == "a" and whole(big) and whole(failed, error=True)
         assert (await scrape(cluster, "a")).value("protomcp_sessions") == 1
 
         held: list[Call] = []
@@ -461,7 +467,7 @@ async def test_a_worker_killed_mid_run_loses_nothing_a_client_sees(cluster: Clus
 
         async def hold_in_session(mark: Path) -> None:
             """A call in alice's session: it runs in the worker that holds the session."""
-            call = Call("alice", "hold", mark.name, "a", client=RAW_CLIENT, id=3)
+            call = Call("alice", "hold", mark.name, "a", client=RAW_CLIENT, id=4)
             cluster.calls.append(call)
             arguments = {"gate": str(gate), "mark": str(mark), "tag": mark.name}
             body = rpc(call.id, "tools/call", {"name": "hold", "arguments": arguments})

@@ -51,9 +51,9 @@ def limited(tag: str = "") -> dict[str, Any]:
 
 
 @tool
-def big(mib: int, tag: str = "") -> ToolResult:
-    """`mib` MiB of text, then the host's pid."""
-    return ToolResult([CHUNK * mib, str(HOST)])
+def big(mib: int, tag: str = "", fail: bool = False) -> ToolResult:
+    """`mib` MiB of text, then the host's pid (`fail`: as an error result)."""
+    return ToolResult([CHUNK * mib, str(HOST)], is_error=fail)
 
 
 @tool
@@ -64,3 +64,9 @@ async def hold(gate: str, mark: str, tag: str = "") -> dict[str, Any]:
     while not os.path.exists(gate):
         await asyncio.sleep(0.02)
     return {"host": HOST}
+
+
+@tool
+def crash(tag: str = "") -> str:
+    """End this tool process mid-call."""
+    os._exit(3)
