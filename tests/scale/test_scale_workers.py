@@ -217,6 +217,7 @@ async def test_legacy_sessions_are_served_by_the_worker_that_holds_them(
                 call = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"whoami"}}' % i
                 answer = await post(call, **{"mcp-session-id": session})
                 assert answer.status_code == 200, answer.text
+                assert len(answer.headers.get_list("date")) == 1  # (a relayed answer: not the holder's too)
                 served_by.add(_result(answer.text)["host"])
             assert len(served_by) == 1  # one worker's tool process served the whole session
             async with httpx2.AsyncClient(timeout=30) as http:  # DELETE ends it where it lives

@@ -36,6 +36,8 @@ FOLDER_ENV = "PROTOMCP_WORKERS_DIR"  # where the workers' private sockets are (m
 COUNT_ENV = "PROTOMCP_WORKERS"  # how many workers there are
 WORKER_ENV = "PROTOMCP_WORKER"  # this worker's number (1..N)
 HOP_BY_HOP = {b"connection", b"keep-alive", b"transfer-encoding", b"content-length", b"upgrade", b"te"}
+# a relayed answer's headers left out: the relaying worker's server sets its own Date (one Date)
+NOT_RELAYED = HOP_BY_HOP | {b"date"}
 READ_SIZE = 65536
 STARTUP_TIMEOUT = 60.0  # seconds a worker may take to load its tool files and serve
 # A new session whose worker is being replaced waits as long as the replacement may take to start
@@ -172,7 +174,7 @@ async def _relay(conn: h11.Connection, stream: anyio.abc.ByteStream, send: Send)
             conn.receive_data(data)
             continue
         if isinstance(event, h11.Response):
-            headers = [(k, v) for k, v in event.headers if k not in HOP_BY_HOP]
+            headers = [(k, v) for k, v in event.headers if k not in NOT_RELAYED]
             await send({"type": "http.response.start", "status": event.status_code, "headers": headers})
             started = True
         elif isinstance(event, h11.Data):
