@@ -4,8 +4,9 @@ With `--workers N` every worker records into files of one folder (the library's 
 mode: PROMETHEUS_MULTIPROC_DIR, made empty by the parent before the workers start, removed when
 it exits; the mode is chosen when prometheus_client is imported, so the variable is in the
 workers' environment from their start), and a scrape, whichever worker serves it, reads every
-worker's files. A dead worker's gauges are dropped (multiprocess.forget_process); its counters
-stay, so totals never go back. Without workers the values are this process's memory.
+worker's files. A dead worker's gauges are dropped; its counters and histograms are folded into
+one archive (multiprocess.py), so totals never go back and the folder stays bounded. Without
+workers the values are this process's memory.
 
 Names follow Prometheus' conventions; the duration histogram is the MCP semantic convention's
 `mcp.server.operation.duration`, its labels the convention's attributes with `_` for `.`.
@@ -27,7 +28,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from protomcp_host.telemetry import metrics
 from protomcp_host.telemetry.metrics import BUCKETS, Recorder
-from protomcp_host.telemetry.multiprocess import MULTIPROC_ENV
+from protomcp_host.telemetry.multiprocess import MULTIPROC_ENV, FolderCollector
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 METHOD, TOOL = "mcp_method_name", "gen_ai_tool_name"
@@ -118,10 +119,8 @@ class PrometheusMetrics:
         """The text a scrape gets: every worker's values with --workers, else this process's."""
         if self.folder is None:
             return generate_latest(self.registry)
-        from prometheus_client.multiprocess import MultiProcessCollector
-
         registry = CollectorRegistry(auto_describe=False)
-        MultiProcessCollector(registry, path=self.folder)  # type: ignore[no-untyped-call]
+        registry.register(FolderCollector(self.folder))
         return generate_latest(registry)
 
 

@@ -356,3 +356,53 @@ async def test_a_rate_limited_call_is_counted_and_audited_as_such(http_host: Any
     assert served.value(DURATION, gen_ai_tool_name="add", error_type="rate_limited") == 1
     outcomes = [json.loads(line)["outcome"] for line in log.read_text().splitlines()]
     assert outcomes == ["ok", "rate_limited"]
+
+
+def _pid_in(line: str) -> int:
+    """The pid in a parent's line about a worker: `worker 1 (pid 123) ...`."""
+    return int(line.split("(pid ")[1].split(")")[0])
+
+
+async def test_dead_workers_counts_stay_while_their_files_go(http_host: Any, redis_url: str) -> None:
+    """Workers killed again and again: every call they answered is still counted, and the metrics
+    folder does not grow with the deaths (one file per live worker and type, and one archive)."""
+    import signal
+
+    host = http_host("run", str(CPU), "--workers", "2", "--store", redis_url)
+    burns, deaths = 0, 4
+    live: set[int] = set()
+    replacements: set[int] = set()
+
+    async def calls_until_answered_by_both() -> None:
+        nonlocal burns
+        answered: set[int] = set()
+        async with modern_client(host.url) as client:
+            with anyio.fail_after(90):
+                while len(answered) < 2:
+                    answered |= {r["host"] for r in await burst(client, 8, n=1000)}
+                    burns += 8
+        live.update(answered)
+        # (each count is in its worker's files before that worker may be killed)
+        await until(host.url, lambda m: m.calls("burn", "ok") == burns)
+
+    for _ in range(deaths):
+        await calls_until_answered_by_both()
+        victim = min(live)
+        live.discard(victim)
+        os.kill(victim, signal.SIGKILL)
+        host.wait_stderr(lambda line, pid=victim: f"(pid {pid}) exited" in line)
+        started = host.wait_stderr(lambda line: "serving again" in line and _pid_in(line) not in replacements)
+        replacements.add(_pid_in(started))  # (a worker serves in the victim's place)
+    await calls_until_answered_by_both()
+    assert len(live) == 2  # (the two that serve now)
+
+    for seen in [await scrape(host.url) for _ in range(4)]:  # whichever worker answers
+        assert seen.calls("burn", "ok") == burns
+        assert seen.value(DURATION, mcp_method_name="tools/call", gen_ai_tool_name="burn") == burns
+        assert seen.value("protomcp_tool_process_events_total", event="started") == 2 + deaths
+    files = os.listdir(_multiproc_folder(next(iter(live))))
+    by_type = {typ: sorted(f for f in files if f.startswith(typ + "_")) for typ in ("counter", "histogram")}
+    for typ, names in by_type.items():  # the live workers' and the archive, whatever the deaths
+        assert names == sorted([f"{typ}_{pid}.db" for pid in live] + [f"{typ}_archive.db"]), files
+    owners = {f"{pid}.db" for pid in live} | {"archive.db"}
+    assert all(f.rsplit("_", 1)[-1] in owners for f in files), files  # (no dead worker's gauges either)
