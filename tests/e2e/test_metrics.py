@@ -408,7 +408,7 @@ async def test_dead_workers_counts_stay_while_their_files_go(http_host: Any, red
     files = os.listdir(_multiproc_folder(next(iter(live))))
     for typ in ("counter", "histogram"):  # the live workers' (once they record) and one archive
         names = {f for f in files if f.startswith(typ + "_")}
-        assert f"{typ}_archive.db" in names, files
+        assert len(names) <= len(live) + 1, files  # (not one more per death)
         assert names <= {f"{typ}_{pid}.db" for pid in live} | {f"{typ}_archive.db"}, files
     owners = {f"{pid}.db" for pid in live} | {"archive.db"}
     assert all(f.rsplit("_", 1)[-1] in owners for f in files), files  # (no dead worker's gauges either)
