@@ -30,7 +30,8 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus_client when a w
 FOLDED_TYPES = ("counter", "histogram")  # what a dead worker leaves that must keep counting
 ARCHIVE = "archive"  # (in place of the pid: `counter_archive.db`, read by the library as a counter)
 # the key, in the library's format, under which an archive names the worker it just absorbed
-FOLDED = json.dumps(["protomcp_folded_worker", "protomcp_folded_worker", {}, ""], sort_keys=True)
+FOLDED_NAME = "protomcp_folded_worker"
+FOLDED = json.dumps([FOLDED_NAME, FOLDED_NAME, {}, ""], sort_keys=True)
 READ_ATTEMPTS = 5  # a scrape racing a death reads again; deaths are far apart (respawn backoff)
 
 
@@ -84,6 +85,10 @@ def forget_process(pid: int, folder: str) -> None:
         _write_archive(folder, typ, totals, folded=None)  # (so a later worker with this pid counts)
 
 
+class FolderChanging(RuntimeError):
+    """Workers died during every read of a scrape (the scrape fails rather than count wrong)."""
+
+
 class FolderCollector:
     """The scrape's collector: every worker's files and the archives, each value counted once."""
 
@@ -91,15 +96,12 @@ class FolderCollector:
         self.folder = folder
 
     def collect(self) -> Any:
-        for _ in range(READ_ATTEMPTS - 1):
+        for _ in range(READ_ATTEMPTS):
             with contextlib.suppress(FileNotFoundError):  # (a dead worker's file folded away)
                 metrics = self._read()
                 if metrics is not None:
                     return metrics
-        metrics = self._read()
-        if metrics is None:
-            raise RuntimeError(f"the metrics folder kept changing during {READ_ATTEMPTS} reads")
-        return metrics
+        raise FolderChanging(f"the metrics folder changed during each of {READ_ATTEMPTS} reads")
 
     def _read(self) -> Any:
         """The merged metrics, or None when an archive was replaced while they were read."""
@@ -131,7 +133,7 @@ class FolderCollector:
             metrics = MultiProcessCollector.merge(files)  # type: ignore[no-untyped-call]
             if any(_inode(archive) != inode for archive, inode in held.items()):
                 return None
-        return [metric for metric in metrics if metric.name != "protomcp_folded_worker"]
+        return [metric for metric in metrics if metric.name != FOLDED_NAME]
 
 
 def _inode(path: str) -> int | None:

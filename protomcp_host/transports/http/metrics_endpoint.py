@@ -13,6 +13,7 @@ import hmac
 
 import anyio.to_thread
 
+from protomcp_host.telemetry.multiprocess import FolderChanging
 from protomcp_host.telemetry.prometheus import CONTENT_TYPE, PrometheusMetrics
 from protomcp_host.transports.http.asgi import Receive, Scope, Send, header, respond
 from protomcp_host.transports.http.guard import is_loopback
@@ -22,6 +23,7 @@ METRICS_PATH = "/metrics"
 FORWARDED = (b"forwarded", b"x-forwarded-for", b"x-real-ip")
 TEXT = b"text/plain; charset=utf-8"
 NO_STORE = ((b"cache-control", b"no-store"),)
+CHANGING = b"Service Unavailable: workers died during each read of the metrics; scrape again\n"
 NOT_HERE = (
     b"Forbidden: /metrics is served to loopback clients only (not through a proxy); "
     b"start the host with --metrics-token-env VAR to let scrapers elsewhere in with that token\n"
@@ -45,7 +47,11 @@ class MetricsEndpoint:
                 await respond(send, 401, NO_TOKEN, content_type=TEXT, headers=challenge)
                 return
         await self.host.health()  # (the store is pinged: protomcp_store_up is as of now)
-        body = await anyio.to_thread.run_sync(self.metrics.scrape)  # (reading the files: not on the loop)
+        try:
+            body = await anyio.to_thread.run_sync(self.metrics.scrape)  # (reading files: not on the loop)
+        except FolderChanging:  # (a failed scrape, rather than totals counted wrong)
+            await respond(send, 503, CHANGING, content_type=TEXT, headers=NO_STORE)
+            return
         await respond(send, 200, body, content_type=CONTENT_TYPE.encode(), headers=NO_STORE)
 
     def _token_given(self, scope: Scope) -> bool:
