@@ -11,7 +11,8 @@ A scrape runs at the same time in another process. The archive is rewritten unde
 name and renamed over the old one; the new archive names the worker it just absorbed until that
 worker's file is gone (a second rename drops the name), and a scrape skips the file so named. A
 scrape that saw the folder change under it (an archive replaced, a file gone) reads it again.
-So every scrape counts each dead worker's values exactly once.
+So a scrape that answers counts each dead worker's values exactly once; one whose every read
+(READ_ATTEMPTS) raced a death fails instead (FolderChanging: /metrics says 503).
 
 Light for the parent: prometheus_client is imported only when a worker dies.
 """
