@@ -5,6 +5,10 @@ audit log. Like tracing.RequestSpans, the router hands it every message it reads
 every message it writes; an answer is told by its first bytes, an error by the key that follows
 its id, an isError result by its last isError key (the CallToolResult's own).
 
+A 2026-07-28 request is measured by its HTTP endpoint instead (transports/http/modern.py, through
+a OneRequest, with the same functions): it knows its one request and finds its answer anyway, so
+its connection's router makes no meter (a meter and a watched write per request cost ~3 µs).
+
 Labels are bounded whatever clients send: a method the host does not serve and a tool it does
 not have are counted as "_unknown" (the audit log names them as asked).
 """
@@ -38,6 +42,9 @@ RATE_LIMITED = b'"protomcp/error":{"code":"rate_limited"'  # in a refusal's _met
 CANCELLED = "cancelled"
 
 Writer = Callable[[bytes, bytes | None], None]
+Entry = tuple[str, str, float, "_Audited | None"]
+"""A request in progress: its method label, its tool label ("" unless tools/call), its start
+and what the audit log says of it."""
 
 
 class _Audited:
@@ -58,42 +65,16 @@ class RequestMeter:
     def __init__(self, session: Session) -> None:
         self.session = session
         # requests in progress, by id: (method label, tool label, start, what the audit log says)
-        self.open: dict[bytes, tuple[str, str, float, _Audited | None]] = {}
+        self.open: dict[bytes, Entry] = {}
 
     def received(self, decoded: rpc.Message | list[rpc.Message]) -> None:
         if type(decoded) is rpc.Request:
-            method = decoded.method
-            if method == TOOLS_CALL:
-                self._call(decoded)
-            else:
-                label = method if method in METHODS else UNKNOWN
-                self.open[decoded.id] = (label, "", time.perf_counter(), None)
+            self.open[decoded.id] = opened(self.session, decoded)
         elif type(decoded) is rpc.Notification and decoded.method == "notifications/cancelled":
             cancelled = decoded.params.get("requestId")
             if is_id(cancelled):
                 self.close(orjson.dumps(cancelled), CANCELLED)
         # (a batch, 2025-03-26 only, is answered as one array: its requests are not measured)
-
-    def _call(self, request: rpc.Request) -> None:
-        name = request.params.get("name")
-        tool = name if isinstance(name, str) and name in self.session.catalog else UNKNOWN
-        noted = None
-        log = audit.LOG
-        if log is not None:
-            session = self.session
-            auth = session.auth
-            info: Any = session.client_info
-            if not info:  # 2026-07-28: each request says who the client is
-                meta = request.params.get("_meta")
-                info = meta.get(CLIENT_INFO) if isinstance(meta, dict) else None
-            arguments = request.params.get("arguments") if log.arguments else None
-            noted = _Audited(
-                log.principal(auth),
-                audit.client_name(info, auth),
-                name if isinstance(name, str) else "",
-                arguments,
-            )
-        self.open[request.id] = (TOOLS_CALL, tool, time.perf_counter(), noted)
 
     def watching(self, write: Writer) -> Writer:
         """`write`, measuring the request each message answers."""
@@ -108,47 +89,104 @@ class RequestMeter:
     def sent(self, data: bytes) -> None:
         end = data.find(b',"', len(ANSWER))
         entry = self.open.pop(data[len(ANSWER) : end], None) if end > 0 else None
-        if entry is None:
-            return
-        error = ""
-        paused = ""
-        if data.startswith(b'"error":', end + 1):
-            error = _code(data, end)
-        elif entry[1]:  # a tools/call
-            result = end + len(RESULT)
-            if data.startswith(INPUT_REQUIRED, result):
-                paused = audit.INPUT_REQUIRED
-            elif data.startswith(TASK_CREATED, result):
-                paused = audit.TASK
-            elif _is_error(data):
-                error = audit.RATE_LIMITED if data.find(RATE_LIMITED, len(data) - TAIL) >= 0 else "tool_error"
-        self._done(entry, error, paused)
+        if entry is not None:
+            answered(entry, data, end)
 
     def close(self, request_id: bytes, why: str) -> None:
         entry = self.open.pop(request_id, None)
         if entry is not None:
-            self._done(entry, why)
+            done(entry, why, "")
 
     def close_all(self, why: str) -> None:
         for request_id in list(self.open):
             self.close(request_id, why)
 
-    def _done(self, entry: tuple[str, str, float, _Audited | None], error: str, paused: str = "") -> None:
-        method, tool, started, noted = entry
-        seconds = time.perf_counter() - started
-        if metrics.ON:
-            metrics.request_done(method, tool, error, seconds)
-        if noted is not None and audit.LOG is not None:
-            outcome = paused or audit.OK
-            if error == "tool_error":
-                outcome = audit.ERROR
-            elif error == audit.RATE_LIMITED:
-                outcome = audit.RATE_LIMITED
-            elif error == CANCELLED:
-                outcome = audit.CANCELLED
-            elif error:
-                outcome = audit.REFUSED
-            audit.LOG.write(noted.principal, noted.client, noted.tool, outcome, seconds, noted.arguments)
+
+class OneRequest:
+    """A 2026-07-28 request measured by its HTTP endpoint (transports/ports.RequestMeasure)."""
+
+    __slots__ = ("entry",)
+
+    def __init__(self, session: Session, request: rpc.Request) -> None:
+        self.entry: Entry | None = opened(session, request)
+
+    def answered(self, data: bytes, end: int) -> None:
+        entry = self.entry
+        if entry is not None:
+            self.entry = None
+            answered(entry, data, end)
+
+    def unanswered(self) -> None:
+        entry = self.entry
+        if entry is not None:
+            self.entry = None
+            done(entry, CANCELLED, "")
+
+
+def opened(session: Session, request: rpc.Request) -> Entry:
+    """What is noted of a request when it arrives: its labels, its start and (tools/call, with
+    the audit log on) what the audit log says of it."""
+    method = request.method
+    if method != TOOLS_CALL:
+        return (method if method in METHODS else UNKNOWN, "", time.perf_counter(), None)
+    params = request.params
+    name = params.get("name")
+    tool = name if isinstance(name, str) and name in session.catalog else UNKNOWN
+    noted = None
+    log = audit.LOG
+    if log is not None:
+        auth = session.auth
+        info: Any = session.client_info
+        if not info:  # 2026-07-28: each request says who the client is
+            meta = params.get("_meta")
+            info = meta.get(CLIENT_INFO) if isinstance(meta, dict) else None
+        arguments = params.get("arguments") if log.arguments else None
+        noted = _Audited(
+            log.principal(auth),
+            audit.client_name(info, auth),
+            name if isinstance(name, str) else "",
+            arguments,
+        )
+    return (TOOLS_CALL, tool, time.perf_counter(), noted)
+
+
+def answered(entry: Entry, data: bytes, end: int) -> None:
+    """The request of `entry` is answered by `data` (its id ends at `end`)."""
+    if data[end + 1 : end + 9] == b'"error":':
+        done(entry, _code(data, end), "")
+    elif not entry[1]:  # not a tools/call
+        done(entry, "", "")
+    else:
+        result = end + len(RESULT)
+        if data.startswith(INPUT_REQUIRED, result):
+            done(entry, "", audit.INPUT_REQUIRED)
+        elif data.startswith(TASK_CREATED, result):
+            done(entry, "", audit.TASK)
+        elif _is_error(data):
+            error = audit.RATE_LIMITED if data.find(RATE_LIMITED, len(data) - TAIL) >= 0 else "tool_error"
+            done(entry, error, "")
+        else:
+            done(entry, "", "")
+
+
+def done(entry: Entry, error: str, paused: str) -> None:
+    """The request of `entry` ended: an `error` type ("" = none), or `paused` (input_required,
+    task: a tools/call answered before its tool's result)."""
+    method, tool, started, noted = entry
+    seconds = time.perf_counter() - started
+    if metrics.ON:
+        metrics.request_done(method, tool, error, seconds)
+    if noted is not None and audit.LOG is not None:
+        outcome = paused or audit.OK
+        if error == "tool_error":
+            outcome = audit.ERROR
+        elif error == audit.RATE_LIMITED:
+            outcome = audit.RATE_LIMITED
+        elif error == CANCELLED:
+            outcome = audit.CANCELLED
+        elif error:
+            outcome = audit.REFUSED
+        audit.LOG.write(noted.principal, noted.client, noted.tool, outcome, seconds, noted.arguments)
 
 
 def _is_error(data: bytes) -> bool:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from protomcp_host.calls.execution import Dispatcher, Execution
 from protomcp_host.calls.idle import IdleWatch
 from protomcp_host.calls.list_changes import ListChanges
-from protomcp_host.calls.metering import RequestMeter, wanted
+from protomcp_host.calls.metering import OneRequest, RequestMeter, wanted
 from protomcp_host.calls.tracing import RequestSpans
 from protomcp_host.processes.events import Reply
 from protomcp_host.processes.output import LogLimiter
@@ -121,7 +121,7 @@ class Router:
             self.spans = RequestSpans(lambda: self.session.version)
             self.write = self.spans.watching(write)
         self.meter: RequestMeter | None = None  # metrics, the audit log: this session's requests measured
-        if wanted():
+        if principal is None and wanted():  # (2026-07-28: its HTTP endpoint measures the request)
             self.meter = RequestMeter(session)
             self.write = self.meter.watching(self.write)
 
@@ -135,6 +135,10 @@ class Router:
         if self._log_limit is None:
             self._log_limit = LogLimiter("protomcp")
         return self._log_limit
+
+    def measure(self, request: rpc.Request) -> OneRequest | None:
+        """2026-07-28: its one request, measured by its endpoint (None: nothing measures)."""
+        return OneRequest(self.session, request) if wanted() else None
 
     def feed(self, line: bytes) -> None:
         """Handle one line from the client."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.abc
 
+from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.features import FeatureCatalog
 from protomcp_host.protocol.session import Session
@@ -25,6 +26,17 @@ Writer = Callable[[bytes, bytes | None], None]
 """Writes one message to the client; the second argument is the id of the client request it
 relates to (None: no request, e.g. a log line outside any call), so a transport with several
 streams can put it on the right one."""
+
+
+class RequestMeasure(Protocol):
+    """One 2026-07-28 request measured by its endpoint (metrics, the audit log): told once how it
+    ended (later calls do nothing)."""
+
+    def answered(self, data: bytes, end: int) -> None:
+        """`data` answers it (its id ends at `end`)."""
+
+    def unanswered(self) -> None:
+        """It ended unanswered: its client left."""
 
 
 class Connection(Protocol):
@@ -50,6 +62,10 @@ class Connection(Protocol):
 
     def end_streams(self) -> None:
         """Shutdown: end the streams only the server ends (2026-07-28 listen streams)."""
+
+    def measure(self, request: rpc.Request) -> RequestMeasure | None:
+        """2026-07-28: the connection's one request measured (None: metrics and the audit log
+        are off)."""
 
 
 class Sessions(Protocol):

@@ -45,7 +45,7 @@ from protomcp_host.transports.http import step_up
 from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond, respond_json
 from protomcp_host.transports.http.event_stream import KEEP_ALIVE, compact, cost
 from protomcp_host.transports.http.timers import Deadline
-from protomcp_host.transports.ports import Connection, Sessions
+from protomcp_host.transports.ports import Connection, RequestMeasure, Sessions
 
 ERROR_STATUS = {
     rpc.PARSE_ERROR: 400,
@@ -275,7 +275,7 @@ class Exchange(Backlog):
     future and a loop timer, made only when it waits (most answers are there before it would):
     no cancel scope, no event."""
 
-    __slots__ = ("_waiter", "cut_off", "gone", "host", "id", "method")
+    __slots__ = ("_waiter", "cut_off", "gone", "host", "id", "measure", "method")
 
     def __init__(self, host: Sessions, message: rpc.Request, limit: int) -> None:
         super().__init__(limit)
@@ -285,6 +285,7 @@ class Exchange(Backlog):
         self.gone = False  # the client disconnected
         self.cut_off = False  # a listen stream its client read too slowly: only its end is left
         self._waiter: asyncio.Future[None] | None = None
+        self.measure: RequestMeasure | None = None  # metrics, the audit log: its request measured
 
     def write(self, data: bytes, related: bytes | None = None) -> None:
         if related is not None and related != self.id:
@@ -474,7 +475,10 @@ class ModernEndpoint:
         exchange = Exchange(self.host, message, self.budget)
         answer_prefix = _ANSWER + message.id + b","
         connection = self.host.connect_modern(exchange.write, self.principal_of(scope) or "anonymous")
-        connection.session.auth = self.claims_of(scope)
+        session = connection.session
+        session.auth = self.claims_of(scope)
+        # metrics, the audit log: the request measured here (its router makes no meter)
+        measure = exchange.measure = connection.measure(message)
         self.connections.add(connection)
         try:
             connection.feed_loaded(body, parsed)
@@ -482,10 +486,14 @@ class ModernEndpoint:
                 await exchange.wait(QUICK_ANSWER)
             if len(exchange) == 1 and exchange.items[0].startswith(answer_prefix):
                 data = exchange.items[0]
+                if measure is not None:
+                    measure.answered(data, len(answer_prefix) - 1)
                 await respond_json(send, _status(data, len(answer_prefix)), data)
                 return
             await self._stream(exchange, answer_prefix, receive, send)
         finally:
+            if measure is not None:  # (if never answered: its client left)
+                measure.unanswered()
             self.connections.discard(connection)
             connection.cancel_all()  # the client left (or it is over): what runs for it stops
             self.host.disconnect(connection)
@@ -504,6 +512,8 @@ class ModernEndpoint:
                     return  # (what runs for it stops: see _serve)
                 items = exchange.take()
                 final = next((i for i, d in enumerate(items) if d.startswith(answer_prefix)), None)
+                if final is not None and exchange.measure is not None:
+                    exchange.measure.answered(items[final], len(answer_prefix) - 1)
                 if not streaming and final == 0 and len(items) == 1:
                     data = items[0]
                     await respond_json(send, _status(data, len(answer_prefix)), data)
