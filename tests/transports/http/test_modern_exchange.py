@@ -165,3 +165,94 @@ def test_a_call_stream_over_its_budget_loses_its_oldest_notifications_not_its_an
     assert sum("dropped its oldest messages" in line for line in lines) == 1
     taken = exchange.take()  # a chunk at a time
     assert 0 < sum(map(len, taken)) <= 64 << 10 and exchange.items[-1] == answer
+
+
+class _Recording:
+    """A metrics backend that keeps the requests it is told of (telemetry.metrics.Backend)."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, str, str]] = []
+
+    def request(self, method: str, tool: str, outcome: str, error: str) -> Any:
+        return lambda seconds: self.requests.append((method, tool, outcome, error))
+
+    def __getattr__(self, name: str) -> Any:  # (sessions, streams, ...: not this test's)
+        return lambda *args: None
+
+
+async def test_the_endpoint_measures_its_request_once_and_its_router_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With metrics on, a 2026-07-28 request is measured by its endpoint, which finds its answer
+    anyway: counted once when answered, once as cancelled when its client leaves first; its
+    router wraps no write in a meter of its own (that cost ~3 µs a request)."""
+    from protomcp_host.telemetry import metrics
+    from protomcp_host.transports.http.modern import ModernEndpoint
+
+    backend = _Recording()
+    monkeypatch.setattr(metrics, "_backends", [])
+    monkeypatch.setattr(metrics, "_recorders", {})
+    monkeypatch.setattr(metrics, "ON", False)
+    metrics.enable(backend)  # type: ignore[arg-type]
+    host, started = _host()
+    router = host.connect_modern(lambda data, related=None: None, "alice")
+    assert router.meter is None  # type: ignore[attr-defined]
+    host.disconnect(router)
+    arrived = anyio.Event()
+
+    def execute(call: Call, sink: Any) -> None:
+        started.append((call, sink))
+        arrived.set()
+
+    host.dispatcher.execute = execute  # type: ignore[method-assign,assignment]
+    endpoint = ModernEndpoint(host, 15.0, lambda scope: "alice", lambda scope: None)
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "echo",
+    }
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+    }
+    body = orjson.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {}, "_meta": META},
+        }
+    )
+    leave = anyio.Event()
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        await leave.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def until_started() -> None:
+        with anyio.fail_after(10):
+            await arrived.wait()
+
+    async with anyio.create_task_group() as tg:  # answered
+        tg.start_soon(endpoint.post, scope, body, orjson.loads(body), receive, send)
+        await until_started()
+        [(call, sink)] = started
+        sink.call_answered(call, ToolAnswer([b'[{"type":"text","text":"hi"}]'], trusted=True))
+    assert backend.requests == [("tools/call", "echo", "ok", "")]
+    assert b'"text":"hi"' in b"".join(m.get("body", b"") for m in sent)
+    started.clear()
+    arrived = anyio.Event()
+    async with anyio.create_task_group() as tg:  # its client leaves first
+        tg.start_soon(endpoint.post, scope, body, orjson.loads(body), receive, send)
+        await until_started()
+        leave.set()
+    assert backend.requests == [
+        ("tools/call", "echo", "ok", ""),
+        ("tools/call", "echo", "cancelled", "cancelled"),
+    ]
