@@ -15,6 +15,7 @@ Names follow Prometheus' conventions; the duration histogram is the MCP semantic
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import (
     CollectorRegistry,
@@ -24,6 +25,7 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from protomcp_host.telemetry import metrics
@@ -32,6 +34,13 @@ from protomcp_host.telemetry.multiprocess import MULTIPROC_ENV, FolderCollector
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 METHOD, TOOL = "mcp_method_name", "gen_ai_tool_name"
+DURATION = "mcp_server_operation_duration_seconds"
+DURATION_COUNT = DURATION + "_count"
+REQUESTS = "protomcp_requests"
+REQUESTS_HELP = (
+    "MCP requests answered, by method, tool (tools/call) and outcome (ok, error: a JSON-RPC error "
+    "or an isError result, cancelled)"
+)
 
 
 class PrometheusMetrics:
@@ -40,15 +49,8 @@ class PrometheusMetrics:
         # (multiprocess: the values live in the folder's files, read at each scrape)
         self.registry = CollectorRegistry(auto_describe=False)
         into = None if self.folder else self.registry
-        self.requests = Counter(
-            "protomcp_requests",
-            "MCP requests answered, by method, tool (tools/call) and outcome (ok, error: a JSON-RPC "
-            "error or an isError result, cancelled)",
-            [METHOD, TOOL, "outcome"],
-            registry=into,
-        )
         self.duration = Histogram(
-            "mcp_server_operation_duration_seconds",
+            DURATION,
             "How long MCP requests took, from the message that brought each to the one that answered it",
             [METHOD, TOOL, "error_type"],
             buckets=BUCKETS,
@@ -81,18 +83,14 @@ class PrometheusMetrics:
             [TOOL],
             registry=into,
         )
+        if into is not None:  # (multiprocess: the scrape's collector counts them, see scrape)
+            into.register(WithRequests(self.duration.collect, only_requests=True))
         for state in metrics.TASK_STATES:  # (present at zero: a dashboard's rate() needs the series)
             self.tasks.labels(state)
 
     def request(self, method: str, tool: str, outcome: str, error: str) -> Recorder:
-        count = self.requests.labels(method, tool, outcome).inc
-        observe = self.duration.labels(method, tool, error).observe
-
-        def record(seconds: float) -> None:
-            count()
-            observe(seconds)
-
-        return record
+        # one instrument per request: protomcp_requests_total is its count, read at each scrape
+        return self.duration.labels(method, tool, error).observe
 
     def sessions(self, delta: int) -> None:
         self._sessions.inc(delta)
@@ -120,8 +118,34 @@ class PrometheusMetrics:
         if self.folder is None:
             return generate_latest(self.registry)
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(FolderCollector(self.folder))
+        registry.register(WithRequests(FolderCollector(self.folder).collect))
         return generate_latest(registry)
+
+
+class WithRequests:
+    """A collector of `source`'s metrics (unless `only_requests`) and `protomcp_requests_total`,
+    the requests answered by method, tool and outcome: the duration histogram's counts (every
+    request is observed once), summed by outcome. A request records one instrument, not two."""
+
+    def __init__(self, source: Callable[[], Iterable[Metric]], only_requests: bool = False) -> None:
+        self.source = source
+        self.only_requests = only_requests
+
+    def collect(self) -> Iterator[Metric]:
+        counts: dict[tuple[str, str, str], float] = {}
+        for family in self.source():
+            if family.name == DURATION:
+                for sample in family.samples:
+                    if sample.name == DURATION_COUNT:
+                        labels = sample.labels
+                        key = (labels[METHOD], labels[TOOL], metrics.outcome_of(labels["error_type"]))
+                        counts[key] = counts.get(key, 0.0) + sample.value
+            if not self.only_requests:
+                yield family
+        requests = CounterMetricFamily(REQUESTS, REQUESTS_HELP, labels=[METHOD, TOOL, "outcome"])
+        for key, value in counts.items():
+            requests.add_metric(key, value)
+        yield requests
 
 
 _metrics: PrometheusMetrics | None = None
