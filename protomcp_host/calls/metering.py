@@ -152,7 +152,7 @@ def opened(session: Session, request: rpc.Request) -> Entry:
 
 def answered(entry: Entry, data: bytes, end: int) -> None:
     """The request of `entry` is answered by `data` (its id ends at `end`)."""
-    if data[end + 1 : end + 9] == b'"error":':
+    if data.startswith(b'"error":', end + 1):
         done(entry, _code(data, end), "")
     elif not entry[1]:  # not a tools/call
         done(entry, "", "")
