@@ -37,6 +37,7 @@ RESULT = b',"result":'
 # the retry is a call of its own), or goes on as a task (CreateTaskResult, either era)
 INPUT_REQUIRED = b'{"resultType":"input_required"'
 TASK_CREATED = (b'{"task":', b'{"resultType":"task"')
+PAUSED = (INPUT_REQUIRED, *TASK_CREATED)
 TAIL = 1024  # bytes of a CallToolResult's end that hold its isError (after it: the result's stamp)
 RATE_LIMITED = b'"protomcp/error":{"code":"rate_limited"'  # in a refusal's _meta (calls/limits.py)
 CANCELLED = "cancelled"
@@ -156,17 +157,17 @@ def answered(entry: Entry, data: bytes, end: int) -> None:
         done(entry, _code(data, end), "")
     elif not entry[1]:  # not a tools/call
         done(entry, "", "")
+    elif data.startswith(PAUSED, end + len(RESULT)):  # (one test for both: rare)
+        done(
+            entry,
+            "",
+            audit.INPUT_REQUIRED if data.startswith(INPUT_REQUIRED, end + len(RESULT)) else audit.TASK,
+        )
+    elif _is_error(data):
+        error = audit.RATE_LIMITED if data.find(RATE_LIMITED, len(data) - TAIL) >= 0 else "tool_error"
+        done(entry, error, "")
     else:
-        result = end + len(RESULT)
-        if data.startswith(INPUT_REQUIRED, result):
-            done(entry, "", audit.INPUT_REQUIRED)
-        elif data.startswith(TASK_CREATED, result):
-            done(entry, "", audit.TASK)
-        elif _is_error(data):
-            error = audit.RATE_LIMITED if data.find(RATE_LIMITED, len(data) - TAIL) >= 0 else "tool_error"
-            done(entry, error, "")
-        else:
-            done(entry, "", "")
+        done(entry, "", "")
 
 
 def done(entry: Entry, error: str, paused: str) -> None:
