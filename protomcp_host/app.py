@@ -343,8 +343,10 @@ class Host:
     def connect(self, write: Writer, *, observed: bool = True) -> Router:
         return self.connections.connect(write, observed=observed)
 
-    def connect_modern(self, write: Writer, principal: str = LOCAL_PRINCIPAL) -> Router:
-        return self.connections.connect_modern(write, principal)
+    def connect_modern(
+        self, write: Writer, principal: str = LOCAL_PRINCIPAL, *, measured: bool = False
+    ) -> Router:
+        return self.connections.connect_modern(write, principal, measured=measured)
 
     def disconnect(self, connection: Connection) -> None:
         self.connections.disconnect(connection)

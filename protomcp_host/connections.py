@@ -111,9 +111,12 @@ class Connections:
             metrics.session_opened()
         return router
 
-    def connect_modern(self, write: Writer, principal: str = LOCAL_PRINCIPAL) -> Router:
+    def connect_modern(
+        self, write: Writer, principal: str = LOCAL_PRINCIPAL, *, measured: bool = False
+    ) -> Router:
         """A connection serving modern-era (2026-07-28) requests for `principal`, whose
-        tool-list control state it shares with the principal's other connections."""
+        tool-list control state it shares with the principal's other connections. `measured`:
+        its transport measures its one request (the HTTP endpoint), so its router does not."""
         host = self.host
         visibility = self.principal_state(principal)
         session = self._modern_shared().session(visibility=visibility, owner=f"principal:{principal}")
@@ -133,6 +136,7 @@ class Connections:
             asking,
             principal=principal,
             tasks=host.task_runner,
+            measured=measured,
         )
         if tap is not None:
             _tap_feed(router, tap)

@@ -104,6 +104,7 @@ class Router:
         *,
         principal: str | None = None,
         tasks: TaskRuns | None = None,
+        measured: bool = False,
     ) -> None:
         self.dispatcher = dispatcher
         self.forwarder = forwarder
@@ -121,7 +122,7 @@ class Router:
             self.spans = RequestSpans(lambda: self.session.version)
             self.write = self.spans.watching(write)
         self.meter: RequestMeter | None = None  # metrics, the audit log: this session's requests measured
-        if principal is None and wanted():  # (2026-07-28: its HTTP endpoint measures the request)
+        if not measured and wanted():  # (measured: its transport measures its one request)
             self.meter = RequestMeter(session)
             self.write = self.meter.watching(self.write)
 

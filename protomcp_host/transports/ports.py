@@ -84,9 +84,10 @@ class Sessions(Protocol):
     def connect(self, write: Writer) -> Connection:
         """A new client session whose messages go to `write`."""
 
-    def connect_modern(self, write: Writer, principal: str = ...) -> Connection:
+    def connect_modern(self, write: Writer, principal: str = ..., *, measured: bool = False) -> Connection:
         """A connection for modern-era (2026-07-28) requests of `principal` (tool-list state
-        is the principal's)."""
+        is the principal's). `measured`: the transport measures its one request itself
+        (Connection.measure), so the connection does not."""
 
     def disconnect(self, connection: Connection) -> None:
         """The session is over: the host forgets it."""

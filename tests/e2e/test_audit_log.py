@@ -143,3 +143,19 @@ def test_audit_arguments_needs_audit_log() -> None:
 
     result = CliRunner().invoke(main, ["run", str(BEHAVIOURS), "--audit-arguments"])
     assert result.exit_code == 2 and "--audit-arguments: only with --audit-log" in result.output
+
+
+async def test_each_tool_call_over_stdio_in_the_modern_era_is_one_line(tmp_path: Path) -> None:
+    """2026-07-28 over stdio: the connection's requests are audited too (the HTTP endpoint
+    measures its own; stdio's long-lived modern connection measures through its router)."""
+    import os
+
+    from mcp import Client, StdioServerParameters
+
+    log = tmp_path / "audit.jsonl"
+    args = [*HOST[1:], "run", str(BEHAVIOURS), "--audit-log", str(log)]
+    params = StdioServerParameters(command=HOST[0], args=args, env=dict(os.environ))
+    async with Client(params, mode="auto", cache=None) as client:  # type: ignore[arg-type]
+        assert client.session.protocol_version == "2026-07-28"
+        await _three_calls(client)
+    _check(read(log), getpass.getuser(), False)

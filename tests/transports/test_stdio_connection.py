@@ -47,7 +47,9 @@ class StubHost:
     def connect(self, write: Any) -> StubConnection:
         return self.stateful
 
-    def connect_modern(self, write: Any, principal: str = "local") -> StubConnection:
+    def connect_modern(
+        self, write: Any, principal: str = "local", *, measured: bool = False
+    ) -> StubConnection:
         self.modern.append(StubConnection())
         return self.modern[-1]
 

@@ -474,7 +474,8 @@ class ModernEndpoint:
     ) -> None:
         exchange = Exchange(self.host, message, self.budget)
         answer_prefix = _ANSWER + message.id + b","
-        connection = self.host.connect_modern(exchange.write, self.principal_of(scope) or "anonymous")
+        principal = self.principal_of(scope) or "anonymous"
+        connection = self.host.connect_modern(exchange.write, principal, measured=True)
         session = connection.session
         session.auth = self.claims_of(scope)
         # metrics, the audit log: the request measured here (its router makes no meter)

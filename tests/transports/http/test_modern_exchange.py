@@ -195,8 +195,11 @@ async def test_the_endpoint_measures_its_request_once_and_its_router_does_not(
     monkeypatch.setattr(metrics, "ON", False)
     metrics.enable(backend)  # type: ignore[arg-type]
     host, started = _host()
+    router = host.connect_modern(lambda data, related=None: None, "alice", measured=True)
+    assert router.meter is None  # type: ignore[attr-defined]  # (its endpoint measures)
+    host.disconnect(router)
     router = host.connect_modern(lambda data, related=None: None, "alice")
-    assert router.meter is None  # type: ignore[attr-defined]
+    assert router.meter is not None  # type: ignore[attr-defined]  # (stdio's: its router measures)
     host.disconnect(router)
     arrived = anyio.Event()
 
