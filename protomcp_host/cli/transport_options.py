@@ -183,30 +183,21 @@ HTTP_OPTIONS = [
         "session lives in one worker, which the others pass its requests to.  [default: 1]",
     ),
 ]
-HTTP_FLAGS = {  # parameter name -> flag, for telling a stdio user which flags do not apply
-    "host": "--host",
-    "port": "--port",
-    "path": "--path",
-    "allow_hosts": "--allow-host",
-    "allow_origins": "--allow-origin",
-    "auth_token_env": "--auth-token-env",
-    "metrics_token_env": "--metrics-token-env",
-    "oauth_jwks": "--oauth-jwks",
-    "oauth_issuer": "--oauth-issuer",
-    "oauth_audience": "--oauth-audience",
-    "oauth_scopes": "--oauth-scope",
-    "oauth_jwks_refresh": "--oauth-jwks-refresh",
-    "oauth_introspect": "--oauth-introspect",
-    "oauth_leeway": "--oauth-leeway",
-    "max_body": "--max-body",
-    "session_timeout": "--session-timeout",
-    "max_sessions": "--max-sessions",
-    "header_timeout": "--header-timeout",
-    "keep_alive_timeout": "--keep-alive-timeout",
-    "max_connections": "--max-connections",
-    "workers": "--workers",
-    "session_id_header": "--session-id-header",
-}
+
+
+def _flags(options: list[Any]) -> dict[str, str]:
+    """Parameter name -> flag of each option (read from the declarations, not a second list)."""
+
+    def nothing(**_: Any) -> None:
+        pass
+
+    declared: Any = nothing
+    for option in reversed(options):  # (click lists a command's options in decorator order)
+        declared = option(declared)
+    return {param.name: param.opts[0] for param in click.command()(declared).params if param.name}
+
+
+HTTP_FLAGS = _flags(HTTP_OPTIONS)  # for telling a stdio user which flags do not apply
 CONNECTION_LIMITS = ("header_timeout", "keep_alive_timeout", "max_connections")
 # not used by the HTTP+SSE transport (2024-11-05) (--workers: its sessions would need affinity)
 STREAMABLE_ONLY = ("path", "session_timeout", "max_sessions", "workers", "session_id_header")
