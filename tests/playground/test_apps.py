@@ -122,7 +122,9 @@ async def call_show(page: Any, word: str, tool: str = "show") -> Any:
 
     await page.click(f"#tool-list [data-tool={tool}]")
     await page.fill("#f-word", word)
-    cards = page.locator("#calls .call")
+    # (the page's own calls: an app may call a tool the moment it has the result, and that
+    # call's card can land before this count is read)
+    cards = page.locator("#calls .call").filter(has_not=page.locator(".from-app"))
     before = await cards.count()
     await page.click("#call")
     await expect(cards).to_have_count(before + 1, timeout=WAIT)
