@@ -91,6 +91,7 @@ class SharedTasks:
         self._answer = False  # another host asked: re-publish this host's tasks, then a marker
         self._sync_wake = anyio.Event()
         self._waiting: list[tuple[float, Callable[[], None]]] = []  # (deadline, then): see when_settled
+        self._stopped = False  # run() is over: nothing waits any more
         runner.on_change = self._changed
         runner.remote = self
         tasks.on_evict = self._evicted
@@ -113,6 +114,7 @@ class SharedTasks:
                     await self._fail_orphans()
                     await anyio.sleep(HEARTBEAT)
         finally:
+            self._stopped = True
             self._release(float("inf"))  # (stopping: what waits is answered with what is known)
 
     async def _live(self) -> None:
@@ -201,7 +203,7 @@ class SharedTasks:
 
     def when_settled(self, then: Callable[[], None]) -> None:
         """RemoteTasks: `then` once the copies are settled, or after WAIT_AT_MOST."""
-        if not self.tasks.unsettled:
+        if not self.tasks.unsettled or self._stopped:
             then()
             return
         self._waiting.append((time.monotonic() + WAIT_AT_MOST, then))
