@@ -31,18 +31,14 @@ class TaskSync:
     def unsettled(self) -> bool:
         return self.broken or self.back_at is not None
 
-    def broke(self, recent: Iterable[str]) -> bool:
-        """The bus broke; `recent`: the other hosts heard shortly before. True when this is a
-        new break (it was not broken already)."""
+    def broke(self, recent: Iterable[str]) -> None:
+        """The bus broke (or is still broken); `recent`: the other hosts heard shortly before."""
         if not self.unsettled:
             self.expected = set()
         self.expected.update(recent)  # (a break during a sync: those not heard yet still count)
         self.heard = set()
         self.back_at = None
-        if self.broken:
-            return False
         self.broken = True
-        return True
 
     def back(self, now: float) -> None:
         """The bus works again (subscribed again): markers heard from now on count."""

@@ -91,6 +91,7 @@ class SharedTasks:
         self._answer = False  # another host asked: re-publish this host's tasks, then a marker
         self._sync_wake = anyio.Event()
         self._waiting: list[tuple[float, Callable[[], None]]] = []  # (deadline, then): see when_settled
+        self._first_waiting = anyio.Event()  # set when a request starts waiting while none did
         self._stopped = False  # run() is over: nothing waits any more
         runner.on_change = self._changed
         runner.remote = self
@@ -107,6 +108,7 @@ class SharedTasks:
                 tg.start_soon(self._write)
                 tg.start_soon(self._live)
                 tg.start_soon(self._syncing)
+                tg.start_soon(self._timing_out)
                 while True:
                     self.store.publish(ALIVE, self.host_id.encode())
                     if time.monotonic() - self.seen[self.host_id] > BROKEN_AFTER:
@@ -206,16 +208,15 @@ class SharedTasks:
         if not self.tasks.unsettled or self._stopped:
             then()
             return
+        if not self._waiting:
+            self._first_waiting.set()  # (the others' deadlines come before this one's)
         self._waiting.append((time.monotonic() + WAIT_AT_MOST, then))
-        self._sync_wake.set()  # (its deadline may come before the next one waited for)
 
     async def _syncing(self) -> None:
         """Re-share this host's tasks after a break or when asked; settle once the sync ends."""
         while True:
-            deadlines = [at for at, _ in self._waiting]
-            if (ends := self.sync.deadline()) is not None:
-                deadlines.append(ends)
-            with anyio.move_on_after(min(deadlines, default=float("inf")) - time.monotonic()):
+            ends = self.sync.deadline()
+            with anyio.move_on_after(float("inf") if ends is None else ends - time.monotonic()):
                 await self._sync_wake.wait()
             self._sync_wake = anyio.Event()
             if self._resync or self._answer:
@@ -232,6 +233,17 @@ class SharedTasks:
                     self.sync.settled()
                     self.tasks.unsettled = False
                     self._release(float("inf"))
+
+    async def _timing_out(self) -> None:
+        """A request that waited WAIT_AT_MOST for the copies to settle is answered with what is
+        known (they wait in the order they came, each as long)."""
+        while True:
+            if self._waiting:
+                with anyio.move_on_after(self._waiting[0][0] - time.monotonic()):
+                    await self._first_waiting.wait()
+            else:
+                await self._first_waiting.wait()
+            self._first_waiting = anyio.Event()
             self._release(time.monotonic())
 
     async def _reshare(self, ask: bool) -> None:
@@ -255,6 +267,7 @@ class SharedTasks:
                     for key, _ in await self.store.scan(ALIVE_PREFIX)
                     if key[len(ALIVE_PREFIX) :] != self.host_id
                 )
+        self._answer = False  # (this marker answers whoever asked so far too)
         for task in list(self.tasks.tasks.values()):
             if task.id in self.local:
                 self.store.publish(TASK, self._record_of(task))
@@ -270,8 +283,9 @@ class SharedTasks:
             return
         if not self.tasks.unsettled:
             now = float("inf")
-        due = [then for at, then in self._waiting if at <= now]
-        self._waiting = [(at, then) for at, then in self._waiting if at > now]
+        count = next((i for i, (at, _) in enumerate(self._waiting) if at > now), len(self._waiting))
+        due = [then for _, then in self._waiting[:count]]
+        del self._waiting[:count]
         for then in due:
             try:
                 then()
