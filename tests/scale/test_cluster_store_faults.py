@@ -79,7 +79,9 @@ async def test_an_outage_fails_no_live_task_and_loses_no_new_one(
             host.wait_stderr(lambda line: "is unreachable" in line)
         with anyio.fail_after(30):
             during = [await _task(http, a.url, gate) for _ in range(3)]
-        asked: list[str] = []  # B, asked for A's task during the outage, answers once it is over
+        # B, asked for A's task during the outage, answers once its copy is settled (it may be
+        # behind): "working", never "failed"
+        asked: list[str] = []
 
         async def ask() -> None:
             asked.append(await _status(http, b.url, live))
@@ -89,7 +91,6 @@ async def test_an_outage_fails_no_live_task_and_loses_no_new_one(
             async with anyio.create_task_group() as tg:
                 tg.start_soon(ask)
                 await anyio.sleep(GONE_AFTER + 2)  # the outage outlasts GONE_AFTER: that is the fault
-                assert asked == []  # (its copy may be behind: it waits for the bus)
                 restarted = start_redis(port, tmp_path / "redis-again")  # empty: no key, no records
             assert asked == ["working"]
             for host in (a, b):
@@ -478,6 +479,8 @@ async def test_task_answers_never_go_back_around_redis_restarting_empty(
         newest = max((r for t, _, _, at, r in answers if t == task_id and at <= sent - ROUND_TRIP), default=0)
         if rank < newest:
             status = next(s for s, r in RANK.items() if r == rank)
-            older.append(f"{task_id[:8]} {who} at {sent:.2f}-{answered:.2f}: {status}, after rank {newest}")
+            older.append(
+                f"{task_id[:8]} {who} at {sent:.2f} (+{answered - sent:.2f}s): {status}, after rank {newest}"
+            )
     assert not older, "\n".join(older[:20]) + f"\n({len(older)} answers older than one already served)"
     assert a.proc.poll() is None and b.proc.poll() is None
