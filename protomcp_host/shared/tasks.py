@@ -175,9 +175,13 @@ class SharedTasks:
             self.report(f"protomcp: a shared {topic} message was not understood: {exc}")
 
     def _alive(self, host: str) -> None:
-        if host == self.host_id and self.sync.broken:
-            self._back()  # its own heartbeats come back: the bus works again
-        self.seen[host] = time.monotonic()
+        now = time.monotonic()
+        if host == self.host_id:
+            if now - self.seen.get(host, now) > BROKEN_AFTER:
+                self._broke()  # (a break the heartbeat loop had no time to see)
+            if self.sync.broken:
+                self._back()  # its own heartbeats come back: the bus works again
+        self.seen[host] = now
 
     # -- a break of the bus, and the sync after it (task_sync.py) -------------------------
     def _broke(self) -> None:

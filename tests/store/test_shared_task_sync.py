@@ -104,6 +104,7 @@ class Link:
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
         self.down = False
+        self.deaf = False  # its bus hears nothing, and nothing says so (a silent break)
         self.handlers: list[Handler] = []
         redis.links.append(self)
 
@@ -116,7 +117,7 @@ class Link:
                 link.deliver(topic, payload)
 
     def deliver(self, topic: str, payload: bytes) -> None:
-        if not self.down:
+        if not self.down and not self.deaf:
             for handler in self.handlers:
                 handler(topic, payload)
 
@@ -269,3 +270,30 @@ async def test_a_request_waits_at_most_its_bound_during_a_long_outage(
     later: list[int] = []
     b.shared.when_settled(lambda: later.append(1))  # (stopped: nothing waits any more)
     assert later == [1]
+
+
+async def test_a_silent_break_is_found_by_the_hosts_own_heartbeats(
+    hosts: tuple[Redis, Host, Host], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No DISCONNECTED, no RECONNECTED: B's bus hears nothing for a while. B's own heartbeats
+    not coming back make its copies unsettled; when they come back, it syncs as after a break."""
+    _, a, b = hosts
+    monkeypatch.setattr(shared_tasks, "HEARTBEAT", 0.05)
+    monkeypatch.setattr(shared_tasks, "BROKEN_AFTER", 0.15)
+    async with anyio.create_task_group() as tg:
+        await tg.start(a.shared.run)
+        await tg.start(b.shared.run)
+        task, sink = a.start_task()
+        await until(lambda: task.id in b.store.tasks and "a" in b.shared.seen)
+        copy = b.store.tasks[task.id]
+        b.link.deaf = True
+        await until(lambda: b.store.unsettled)
+        sink.call_answered(sink.call, ToolAnswer([b"[]"], trusted=True))  # B misses it
+        answered: list[str] = []
+        b.shared.when_settled(lambda: answered.append(copy.status))
+        await anyio.sleep(0.1)
+        assert answered == [] and copy.status == "working"
+        b.link.deaf = False
+        await until(lambda: answered != [])
+        assert answered == ["completed"] and not b.store.unsettled
+        tg.cancel_scope.cancel()
