@@ -24,7 +24,7 @@ from protomcp_host.processes.output import LogLimiter
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.events import Send
 from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientRequest, Forward, RootsChanged
-from protomcp_host.protocol.records import TaskCancel, TaskInput
+from protomcp_host.protocol.records import TaskCancel, TaskInput, TasksUnsettled
 from protomcp_host.protocol.session import Call, CancelCall, Event, Session, ToolAnswer
 from protomcp_host.protocol.tasks import Task
 from protomcp_sdk.wire import tracing
@@ -52,6 +52,7 @@ class TaskRuns(Protocol):
     def adopt(self, call: Call, execution: Execution, router: Router) -> None: ...
     def answer(self, task: Task, responses: dict[str, Any]) -> None: ...
     def cancel(self, task: Task) -> None: ...
+    def when_settled(self, then: Callable[[], None]) -> None: ...
 
 
 class ClientRequests(Protocol):
@@ -326,6 +327,19 @@ def _task_cancel(router: Router, event: TaskCancel) -> None:
     router.tasks.cancel(event.task)
 
 
+def _tasks_unsettled(router: Router, event: TasksUnsettled) -> None:
+    """The request is answered once the copies of other hosts' tasks are settled (bounded)."""
+
+    def answer() -> None:
+        answered = event.answer()
+        router.carry_out(answered if isinstance(answered, list) else [answered])
+
+    if router.tasks is None:  # (only a host whose tasks are shared makes this event)
+        answer()
+    else:
+        router.tasks.when_settled(answer)
+
+
 def _forward(router: Router, forward: Forward) -> None:
     """resources/read, prompts/get, completion/complete (see forwarding.py)."""
     router.asking.forward(router, forward)
@@ -355,6 +369,7 @@ Router._events = {
     RootsChanged: _roots_changed,
     TaskInput: _task_input,
     TaskCancel: _task_cancel,
+    TasksUnsettled: _tasks_unsettled,
 }
 
 

@@ -36,10 +36,12 @@ CANCELLED = "The task was cancelled by request."
 
 
 class RemoteTasks(Protocol):
-    """Tasks whose call runs on another host sharing the store (protomcp_host/sharing.py)."""
+    """Tasks whose call runs on another host sharing the store (shared/tasks.py)."""
 
     def answer(self, task: Task, responses: dict[str, Any]) -> None: ...
     def cancel(self, task: Task) -> None: ...
+    def when_settled(self, then: Callable[[], None]) -> None:
+        """Call `then` once this host's copies of the others' tasks are settled (bounded)."""
 
 
 class TaskRunner:
@@ -51,7 +53,7 @@ class TaskRunner:
         self.routers = routers  # every connection (listen streams are found there)
         self.sinks: dict[Task, TaskSink] = {}  # the tasks whose call runs
         self.owners: set[str] = set()  # principals that have had modern tasks (for expiry)
-        # --store shared by several hosts: told of every change of a task (sharing.py), and
+        # --store shared by several hosts: told of every change of a task (shared/tasks.py), and
         # asked to pass tasks/update and tasks/cancel on to the host running the task
         self.on_change: Callable[[Task], None] | None = None
         self.remote: RemoteTasks | None = None
@@ -88,6 +90,13 @@ class TaskRunner:
         execution.sink = sink
         if self.on_change is not None:
             self.on_change(task)
+
+    def when_settled(self, then: Callable[[], None]) -> None:
+        """`then` once the copies of other hosts' tasks are settled (at once: none shared)."""
+        if self.remote is None:
+            then()
+        else:
+            self.remote.when_settled(then)
 
     # -- tasks/update, tasks/cancel ------------------------------------------------------
     def answer(self, task: Task, responses: dict[str, Any]) -> None:

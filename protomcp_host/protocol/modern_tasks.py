@@ -2,7 +2,14 @@
 ``tools/call`` that becomes a task, and ``tasks/get``, ``tasks/update``, ``tasks/cancel`` of the
 principal's own tasks in the host's one store. One per host (``ModernShared.task_calls``): the
 principal (``owner``) is given with each request. The calls layer runs a task's call
-(calls/tasks.py)."""
+(calls/tasks.py).
+
+With a store shared by several hosts whose bus broke (``TaskStore.unsettled``), a request for a
+task another host runs and that is not final, or for an id this host does not know (made on
+another host meanwhile), is not answered from what may be an old copy: it becomes
+``TasksUnsettled``, which the calls layer carries out once the copies are settled again
+(bounded), and the request is answered then. A task whose call runs here, or a final one, is
+answered at once, as is every request while the view is settled."""
 
 from __future__ import annotations
 
@@ -12,7 +19,7 @@ import orjson
 
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.events import Send
-from protomcp_host.protocol.records import Call, Event, TaskCancel, TaskInput
+from protomcp_host.protocol.records import Call, Event, TaskCancel, TaskInput, TasksUnsettled
 from protomcp_host.protocol.request_meta import MISSING_CAPABILITY, SERVER_INFO, TASKS_EXTENSION
 from protomcp_host.protocol.session import Session
 from protomcp_host.protocol.tasks import Task, TaskNotFound, TaskStore, TooManyTasks
@@ -52,8 +59,11 @@ class TaskCalls:
         created = {"resultType": "task", **task.detailed(), "_meta": {SERVER_INFO: self.server_info}}
         return rpc.result(call.id, created)
 
-    def _own_task(self, session: Session, owner: str, request: rpc.Request) -> Task | Send:
-        """The principal's task a tasks/* request names, or the error to answer."""
+    def _own_task(
+        self, session: Session, owner: str, request: rpc.Request, waited: bool
+    ) -> Task | Send | None:
+        """The principal's task a tasks/* request names, or the error to answer; None: answer
+        it once the copies of other hosts' tasks are settled (not `waited` yet)."""
         assert self.store is not None
         if not declares_tasks(session):
             return Send(needs_tasks(request.id, request.method))
@@ -62,18 +72,29 @@ class TaskCalls:
             problem = 'Invalid params: "taskId" must be a string'
             return Send(rpc.error(request.id, rpc.INVALID_PARAMS, problem))
         try:
-            return self.store.find(task_id, owner)
+            task = self.store.find(task_id, owner)
         except TaskNotFound as exc:
+            if self.store.unsettled and not waited:
+                return None  # (it may have been made on another host meanwhile)
             return Send(rpc.error(request.id, rpc.INVALID_PARAMS, str(exc)))
+        if self.store.unsettled and not waited and task.call is None and not task.terminal:
+            return None  # another host's task: this copy may be behind
+        return task
 
-    def get(self, session: Session, owner: str, request: rpc.Request) -> Event:
-        task = self._own_task(session, owner, request)
+    def get(self, session: Session, owner: str, request: rpc.Request, waited: bool = False) -> Event:
+        task = self._own_task(session, owner, request, waited)
+        if task is None:
+            return TasksUnsettled(lambda: self.get(session, owner, request, True))
         return task if isinstance(task, Send) else Send(rpc.result(request.id, task.detailed()))
 
-    def update(self, session: Session, owner: str, request: rpc.Request) -> Event | list[Event]:
+    def update(
+        self, session: Session, owner: str, request: rpc.Request, waited: bool = False
+    ) -> Event | list[Event]:
         """Answers for the task's outstanding requests; acknowledged at once (the task moves
         on when its call has them: eventually consistent, as the extension allows)."""
-        task = self._own_task(session, owner, request)
+        task = self._own_task(session, owner, request, waited)
+        if task is None:
+            return TasksUnsettled(lambda: self.update(session, owner, request, True))
         if isinstance(task, Send):
             return task
         responses = request.params.get("inputResponses")
@@ -82,9 +103,13 @@ class TaskCalls:
             return Send(rpc.error(request.id, rpc.INVALID_PARAMS, problem))
         return [TaskInput(task, responses), Send(self._ack(request.id), request.id)]
 
-    def cancel(self, session: Session, owner: str, request: rpc.Request) -> Event | list[Event]:
+    def cancel(
+        self, session: Session, owner: str, request: rpc.Request, waited: bool = False
+    ) -> Event | list[Event]:
         """Acknowledged whatever the task's status (idempotent); a running task is cancelled."""
-        task = self._own_task(session, owner, request)
+        task = self._own_task(session, owner, request, waited)
+        if task is None:
+            return TasksUnsettled(lambda: self.cancel(session, owner, request, True))
         if isinstance(task, Send):
             return task
         ack = Send(self._ack(request.id), request.id)

@@ -66,6 +66,16 @@ class TaskCancel:
 
 
 @dataclass(slots=True)
+class TasksUnsettled:
+    """2026-07-28 tasks/get, tasks/update or tasks/cancel of a task this host holds only a copy
+    of (another host sharing its store runs it), or of an id it does not know, while its view of
+    the other hosts' tasks may be behind (TaskStore.unsettled: the store's bus broke): the calls
+    layer carries out what `answer()` returns once the view is settled again (bounded)."""
+
+    answer: Callable[[], Event | list[Event]]
+
+
+@dataclass(slots=True)
 class ToolAnswer:
     """A tool's result, already JSON: the content array (whole or in pieces, spliced as they
     are), the structuredContent object, and whether it is an error. `trusted` content comes
@@ -82,7 +92,16 @@ class ToolAnswer:
 
 
 Event = (
-    Send | Call | CancelCall | Forward | CancelForward | ClientAnswer | RootsChanged | TaskInput | TaskCancel
+    Send
+    | Call
+    | CancelCall
+    | Forward
+    | CancelForward
+    | ClientAnswer
+    | RootsChanged
+    | TaskInput
+    | TaskCancel
+    | TasksUnsettled
 )
 Handler = Callable[[rpc.Request, Batch | None], Event | list[Event] | None]
 

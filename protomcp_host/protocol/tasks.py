@@ -7,7 +7,7 @@ share one ``TaskStore``; every task has an *owner* — a stateful session (``ses
 modern-era principal (``principal:NAME``) — and is found only by its owner: anyone else gets
 "not found", exactly as for an unknown id. The store's surface is small on purpose (create,
 find, update, finish, forget, expire, running, page, owners, owned_by, earliest); a shared store
-(sharing.py, with --store) implements the same.
+(shared/tasks.py, with --store) implements the same.
 The store never reads the clock: every method that needs the time is given it (seconds
 since the epoch), so expiry is tested without waiting.
 
@@ -142,9 +142,12 @@ class TaskStore:
         self._earliest: dict[str, float] = {}  # owner -> its nearest deadline (expire() is cheap)
         self._seq = itertools.count()
         # told of each finished task forgotten to keep its owner within max_tasks (a store
-        # shared by several hosts forgets it everywhere: sharing.py)
+        # shared by several hosts forgets it everywhere: shared/tasks.py)
         self.on_evict: Callable[[Task], None] | None = None
         self.on_status: Callable[[str], None] | None = None  # told each status a task enters (metrics)
+        # set while the copies of other hosts' tasks may be behind (a store shared by several
+        # hosts whose bus broke: shared/tasks.py); 2026-07-28 tasks/* of a copy waits for it
+        self.unsettled = False
 
     def __len__(self) -> int:
         return len(self.tasks)

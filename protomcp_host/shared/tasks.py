@@ -15,11 +15,20 @@ alive, however late its heartbeats on the bus. Stateful-era tasks belong to a se
 lives in one host: they are not shared.
 
 Nothing is lost to a broken store: a record that cannot be written now is kept and written
-when the store is back (the latest per task, in order); after a break of the bus a host
-re-publishes its own tasks and re-reads the store. A terminal record is final, in the store
+when the store is back (the latest per task, in order). A terminal record is final, in the store
 too (a conditional write): no host turns a completed task into failed or back. When an
 owner's bound (TaskStore.max_tasks) makes a host forget a finished task, every host and the
 store forget it.
+
+A break of the bus (the store says DISCONNECTED, or this host's own heartbeats stop coming back)
+makes this host's copies unsettled (task_sync.py): a tasks/* request for a copy that is not
+final, or for an id unknown here, waits (at most WAIT_AT_MOST) instead of answering from what
+may be old. Once the bus is back, the host writes its own tasks and the final records it knows
+to the store (it may have come back empty), re-publishes its own tasks, then a sync marker
+asking the others to do the same (`task_sync`: each answers with its own tasks, then a marker).
+When every host it expects has sent a marker since (or SETTLE_WITHIN passed), it reads the store
+once more and is settled: the waiting requests are answered, each from a copy at least as new as
+what any host had served before.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import contextlib
 import os
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -37,12 +47,14 @@ import orjson
 from protomcp_host.calls.tasks import TaskRunner
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.tasks import Task, TaskStore
-from protomcp_host.store.base import RECONNECTED, Store, StoreError
+from protomcp_host.shared.task_sync import SETTLE_WITHIN, TaskSync
+from protomcp_host.store.base import DISCONNECTED, RECONNECTED, Store, StoreError
 
 TASK = "task"  # bus topics
 TASK_INPUT = "task_input"
 TASK_CANCEL = "task_cancel"
 TASK_FORGET = "task_forget"
+TASK_SYNC = "task_sync"  # {"from": host, "ask": bool}: its own tasks were just re-published
 ALIVE = "alive"
 RECORD_PREFIX = "task:"
 ALIVE_PREFIX = "alive:"  # store records: a host's liveness, renewed every HEARTBEAT
@@ -50,7 +62,7 @@ HEARTBEAT = 1.0  # seconds between a host's "alive" messages
 GONE_AFTER = 5.0  # seconds without one (while the bus works) after which a host's running tasks fail
 BROKEN_AFTER = 3 * HEARTBEAT  # this host's own heartbeat missing this long: its bus is broken
 RETRY = 1.0  # seconds between attempts to write records the store could not take
-READ_AGAIN_AFTER = 3 * HEARTBEAT  # after a catch-up, the store is read once more (the others wrote)
+WAIT_AT_MOST = 10.0  # seconds a tasks/* request for a copy waits for the copies to settle
 SHARED_OWNERS = "principal:"  # modern-era owners; a stateful session's tasks stay in its host
 
 Unsaved = tuple[bytes | None, float, bool]  # record (None: delete it), deadline (epoch), final
@@ -72,8 +84,15 @@ class SharedTasks:
         self._unsaved: dict[str, Unsaved] = {}  # by key: the latest not written yet, oldest first
         self._failing = False  # the store refused writes (said once, until they are all written)
         self._wake = anyio.Event()
-        self._catch_up = False  # the bus had a break: re-share this host's tasks, re-read the store
-        self._read_again_at: float | None = None  # (monotonic) then the store is read once more
+        self._flushed = anyio.Event()  # set when every record was written (or given up)
+        self._flushed.set()
+        self.sync = TaskSync()
+        self._resync = False  # the bus is back: write and re-publish this host's tasks, then ask
+        self._answer = False  # another host asked: re-publish this host's tasks, then a marker
+        self._sync_wake = anyio.Event()
+        self._waiting: list[tuple[float, Callable[[], None]]] = []  # (deadline, then): see when_settled
+        self._first_waiting = anyio.Event()  # set when a request starts waiting while none did
+        self._stopped = False  # run() is over: nothing waits any more
         runner.on_change = self._changed
         runner.remote = self
         tasks.on_evict = self._evicted
@@ -82,20 +101,23 @@ class SharedTasks:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Load the tasks in the store, then write records and send heartbeats until cancelled."""
         await self._load()
+        self.seen[self.host_id] = time.monotonic()  # (its heartbeats are judged from now)
         task_status.started()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._write)
-            tg.start_soon(self._live)
-            while True:
-                self.store.publish(ALIVE, self.host_id.encode())
-                if self._catch_up:
-                    await self._caught_up()
-                elif self._read_again_at is not None and time.monotonic() >= self._read_again_at:
-                    self._read_again_at = None
-                    with contextlib.suppress(StoreError):  # (a later break reads it again anyway)
-                        await self._load()
-                await self._fail_orphans()
-                await anyio.sleep(HEARTBEAT)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._write)
+                tg.start_soon(self._live)
+                tg.start_soon(self._syncing)
+                tg.start_soon(self._timing_out)
+                while True:
+                    self.store.publish(ALIVE, self.host_id.encode())
+                    if time.monotonic() - self.seen[self.host_id] > BROKEN_AFTER:
+                        self._broke()  # this host's own heartbeats do not come back
+                    await self._fail_orphans()
+                    await anyio.sleep(HEARTBEAT)
+        finally:
+            self._stopped = True
+            self._release(float("inf"))  # (stopping: what waits is answered with what is known)
 
     async def _live(self) -> None:
         """This host's liveness record, on its own path: never behind the bus's messages."""
@@ -119,41 +141,24 @@ class SharedTasks:
             except (ValueError, KeyError, TypeError):
                 continue  # a record this version cannot read: skipped
 
-    async def _caught_up(self) -> None:
-        """After a break of the bus: what others published meanwhile is in the store, and what
-        this host published meanwhile may not have reached them. The store may have come back
-        empty: the final records this host knows (its own tasks' and its copies', whose host
-        may be gone) are written again, so no host ever loads an older state than this one
-        serves; and the store is read again a little later, once the others wrote theirs."""
-        self._catch_up = False
-        for task in list(self.tasks.tasks.values()):
-            if task.id in self.local:
-                self._share(task, self.host_id)
-            elif task.terminal and task.id in self.runners:  # (a final record never replaces another)
-                record = orjson.dumps(_record(task, self.runners[task.id]))
-                self._save(RECORD_PREFIX + task.id, (record, task.deadline, True))
-        try:
-            await self._load()
-        except StoreError:
-            self._catch_up = True  # (the next heartbeat tries again)
-            return
-        if self._read_again_at is None:
-            self._read_again_at = time.monotonic() + READ_AGAIN_AFTER
-
     def on_bus(self, topic: str, payload: bytes) -> None:
         if topic == ALIVE:
             self._alive(payload.decode(errors="replace"))
             return
-        if topic == RECONNECTED:
-            self._since = time.monotonic()  # (the others' heartbeats of the break did not come)
-            self._catch_up = True
+        if topic == DISCONNECTED:
+            self._broke()
             return
-        if topic not in (TASK, TASK_INPUT, TASK_CANCEL, TASK_FORGET):
+        if topic == RECONNECTED:
+            self._back()
+            return
+        if topic not in (TASK, TASK_INPUT, TASK_CANCEL, TASK_FORGET, TASK_SYNC):
             return
         try:
             message = orjson.loads(payload)
             if topic == TASK:
                 self._adopt(message)
+            elif topic == TASK_SYNC:
+                self._marker(str(message["from"]), bool(message["ask"]))
             elif topic == TASK_INPUT:
                 task = self._running_here(message["id"])
                 if task is not None and isinstance(message.get("responses"), dict):
@@ -171,10 +176,125 @@ class SharedTasks:
 
     def _alive(self, host: str) -> None:
         now = time.monotonic()
-        if host == self.host_id and now - self.seen.get(host, now) > BROKEN_AFTER:
-            self._since = now  # this host's own heartbeats were not coming back: a break
-            self._catch_up = True
+        if host == self.host_id:
+            if now - self.seen.get(host, now) > BROKEN_AFTER:
+                self._broke()  # (a break the heartbeat loop had no time to see)
+            if self.sync.broken:
+                self._back()  # its own heartbeats come back: the bus works again
         self.seen[host] = now
+
+    # -- a break of the bus, and the sync after it (task_sync.py) -------------------------
+    def _broke(self) -> None:
+        now = time.monotonic()
+        recent = [host for host, at in self.seen.items() if host != self.host_id and now - at < GONE_AFTER]
+        self.sync.broke(recent)
+        self.tasks.unsettled = True
+
+    def _back(self) -> None:
+        now = time.monotonic()
+        self._since = now  # (the others' heartbeats of the break did not come)
+        self.seen[self.host_id] = now
+        self.sync.back(now)
+        self.tasks.unsettled = True
+        self._resync = True
+        self._sync_wake.set()
+
+    def _marker(self, host: str, ask: bool) -> None:
+        if host == self.host_id:
+            return
+        self.sync.marker(host)
+        if ask:
+            self._answer = True
+        self._sync_wake.set()
+
+    def when_settled(self, then: Callable[[], None]) -> None:
+        """RemoteTasks: `then` once the copies are settled, or after WAIT_AT_MOST."""
+        if not self.tasks.unsettled or self._stopped:
+            then()
+            return
+        if not self._waiting:
+            self._first_waiting.set()  # (the others' deadlines come before this one's)
+        self._waiting.append((time.monotonic() + WAIT_AT_MOST, then))
+
+    async def _syncing(self) -> None:
+        """Re-share this host's tasks after a break or when asked; settle once the sync ends."""
+        while True:
+            ends = self.sync.deadline()
+            with anyio.move_on_after(float("inf") if ends is None else ends - time.monotonic()):
+                await self._sync_wake.wait()
+            self._sync_wake = anyio.Event()
+            if self._resync or self._answer:
+                ask, self._resync, self._answer = self._resync, False, False
+                await self._reshare(ask)
+            if self.sync.due(time.monotonic()):
+                try:
+                    await self._load()
+                except StoreError:
+                    await anyio.sleep(RETRY)
+                    self._sync_wake.set()  # (read again)
+                    continue
+                if self.sync.due(time.monotonic()):  # (not broken again meanwhile)
+                    self.sync.settled()
+                    self.tasks.unsettled = False
+                    self._release(float("inf"))
+
+    async def _timing_out(self) -> None:
+        """A request that waited WAIT_AT_MOST for the copies to settle is answered with what is
+        known (they wait in the order they came, each as long)."""
+        while True:
+            if self._waiting:
+                with anyio.move_on_after(self._waiting[0][0] - time.monotonic()):
+                    await self._first_waiting.wait()
+            else:
+                await self._first_waiting.wait()
+            self._first_waiting = anyio.Event()
+            self._release(time.monotonic())
+
+    async def _reshare(self, ask: bool) -> None:
+        """This host's tasks on the bus, then its marker: whoever hears the marker has them. After
+        this host's own break (`ask`), its tasks and the final records it knows (its copies'
+        too: their host may be gone) are written first, as the store may have come back empty,
+        and so is what it reads after a sync; and the others are asked to do the same."""
+        if ask:
+            for task in list(self.tasks.tasks.values()):
+                if task.id in self.local:
+                    self._save(RECORD_PREFIX + task.id, (self._record_of(task), task.deadline, task.terminal))
+                elif task.terminal and task.id in self.runners:  # (a final record never replaces another)
+                    self._save(RECORD_PREFIX + task.id, (self._record_of(task), task.deadline, True))
+        with anyio.move_on_after(SETTLE_WITHIN):  # (a store that takes no write: the bus goes on)
+            while self._unsaved:
+                await self._flushed.wait()
+        if ask:
+            with contextlib.suppress(StoreError):  # (hosts with a liveness record: alive)
+                self.sync.expect(
+                    key[len(ALIVE_PREFIX) :]
+                    for key, _ in await self.store.scan(ALIVE_PREFIX)
+                    if key[len(ALIVE_PREFIX) :] != self.host_id
+                )
+        self._answer = False  # (this marker answers whoever asked so far too)
+        for task in list(self.tasks.tasks.values()):
+            if task.id in self.local:
+                self.store.publish(TASK, self._record_of(task))
+        self.store.publish(TASK_SYNC, orjson.dumps({"from": self.host_id, "ask": ask}))
+
+    def _record_of(self, task: Task) -> bytes:
+        return orjson.dumps(_record(task, self.host_id if task.id in self.local else self.runners[task.id]))
+
+    def _release(self, now: float) -> None:
+        """Answer the requests waiting for the copies to settle: all of them once settled (or
+        stopping), else those whose WAIT_AT_MOST is up (answered with what is known)."""
+        if not self._waiting:
+            return
+        if not self.tasks.unsettled:
+            now = float("inf")
+        count = next((i for i, (at, _) in enumerate(self._waiting) if at > now), len(self._waiting))
+        due = [then for _, then in self._waiting[:count]]
+        del self._waiting[:count]
+        for then in due:
+            try:
+                then()
+            except Exception as exc:  # (one request's answer never stops the host's sharing)
+                self.report(f"protomcp: a waiting task request could not be answered: {exc!r}")
 
     # -- this host's tasks -> the store --------------------------------------------------
     def _changed(self, task: Task) -> None:
@@ -203,6 +323,8 @@ class SharedTasks:
 
     def _save(self, key: str, unsaved: Unsaved) -> None:
         self._unsaved[key] = unsaved
+        if self._flushed.is_set():
+            self._flushed = anyio.Event()
         self._wake.set()
 
     async def _write(self) -> None:
@@ -233,6 +355,7 @@ class SharedTasks:
                     del self._unsaved[key]
                 if kept is not None:
                     self._kept(kept, self._overruled)
+            self._flushed.set()
             if self._failing:
                 self._failing = False
                 self.report("protomcp: the task records held back are saved")

@@ -12,6 +12,11 @@ import anyio.abc
 Handler = Callable[[str, bytes], None]
 """Receives one bus message: (topic, payload). Called on the event loop; must not block."""
 
+DISCONNECTED = "store:disconnected"
+"""A topic no host publishes: the store tells its own subscribers (payload b"") that its bus
+broke (once per break): what the others publish from now on is lost to this host until
+RECONNECTED."""
+
 RECONNECTED = "store:reconnected"
 """A topic no host publishes: the store tells its own subscribers (payload b"") that its bus
 works again after a break, so they re-read what they may have missed and re-share their own."""
@@ -32,8 +37,9 @@ class Store(Protocol):
         """Reachable now (readiness)."""
 
     def subscribe(self, handler: Handler) -> None:
-        """`handler` gets every message published from now on, by any host (this one too), and
-        RECONNECTED when the bus works again after a break (messages of the break are lost)."""
+        """`handler` gets every message published from now on, by any host (this one too),
+        DISCONNECTED when the bus breaks, and RECONNECTED when it works again after a break
+        (messages of the break are lost). The memory store never breaks."""
 
     def publish(self, topic: str, payload: bytes) -> None:
         """Send a message to every host's subscribers; never blocks (sent in order, in the

@@ -26,7 +26,7 @@ import anyio.abc
 import redis.asyncio
 import redis.exceptions
 
-from protomcp_host.store.base import RECONNECTED, Handler, StoreError
+from protomcp_host.store.base import DISCONNECTED, RECONNECTED, Handler, StoreError
 
 NAMESPACE = "protomcp:"
 OUTBOX = 10_000  # bus messages waiting to be sent; beyond it new ones are dropped (and reported)
@@ -208,7 +208,9 @@ class RedisStore:
             try:
                 message = await pubsub.get_message(timeout=None)
             except self._errors as exc:
-                self._unsubscribed = True
+                if not self._unsubscribed:
+                    self._unsubscribed = True
+                    self._deliver(DISCONNECTED, b"")  # (once per break)
                 self._trouble(exc)
                 await anyio.sleep(RETRY)
                 continue  # (redis-py reconnects and subscribes again on the next read)

@@ -11,10 +11,10 @@ import pytest
 from protomcp_host.calls.envelope import tool_from_definition
 from protomcp_host.protocol.catalog import Catalog
 from protomcp_host.protocol.modern import ModernShared, task_outcome
-from protomcp_host.protocol.records import TaskCancel, TaskInput
+from protomcp_host.protocol.records import TaskCancel, TaskInput, TasksUnsettled
 from protomcp_host.protocol.request_meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION, TASKS_EXTENSION
 from protomcp_host.protocol.session import Call, Send, Session, ToolAnswer
-from protomcp_host.protocol.tasks import TaskMethods, TaskNotFound, TaskStore
+from protomcp_host.protocol.tasks import Task, TaskMethods, TaskNotFound, TaskStore
 from protomcp_sdk.wire import envelope_pb2 as pb
 
 pytestmark = pytest.mark.fast  # starts no process
@@ -171,3 +171,42 @@ def test_the_store_is_shared_by_owners_that_never_see_each_other() -> None:
     assert store.page(None, "session:1")[0] == [b]
     assert store.expire(T0 + 3600, "session:1") == [b] and store.find(a.id, "principal:a") is a
     assert store.owners() == ["principal:a"]
+
+
+def test_while_unsettled_a_copy_or_an_unknown_id_waits_and_the_rest_answers_at_once() -> None:
+    """TaskStore.unsettled (a shared store's bus broke): tasks/* of another host's task that is
+    not final, or of an id unknown here, becomes TasksUnsettled, whose answer() the calls layer
+    takes once the copies are settled; a task running here and a final one answer at once."""
+    store = TaskStore()
+    session = make(store)
+    _, call = create(session)  # its call runs here
+    assert call.task is not None
+    copy = Task("copy", 0, 60_000, T0, T0, owner="principal:alice")  # another host's, working
+    final = Task("final", 0, 60_000, T0, T0, status="completed", outcome=b'{"content":[]}')
+    final.owner = "principal:alice"
+    store.adopt(copy)
+    store.adopt(final)
+    store.unsettled = True
+    waits: dict[str, Any] = {}
+    for method, extra in (("tasks/get", {}), ("tasks/cancel", {}), ("tasks/update", {"inputResponses": {}})):
+        for task_id in ("copy", "unknown"):
+            [event] = session.receive(line(method, {"taskId": task_id, **extra}, 2))
+            assert isinstance(event, TasksUnsettled), (method, task_id, event)
+            waits[f"{method} {task_id}"] = event
+        for task_id in (call.task.id, "final"):
+            events = session.receive(line(method, {"taskId": task_id, **extra}, 3))
+            assert not any(isinstance(e, TasksUnsettled) for e in events), (method, task_id, events)
+    # settled (or waited long enough): answered from what is known then, never waiting again
+    copy.status, copy.outcome = "completed", b'{"content":[],"isError":false}'
+    got = waits["tasks/get copy"].answer()
+    assert isinstance(got, Send) and orjson.loads(got.data)["result"]["status"] == "completed"
+    gone = waits["tasks/get unknown"].answer()
+    assert isinstance(gone, Send) and orjson.loads(gone.data)["error"]["code"] == -32602
+    copy.status = "working"
+    update = waits["tasks/update copy"].answer()
+    assert isinstance(update, list) and isinstance(update[0], TaskInput)
+    cancel = waits["tasks/cancel copy"].answer()
+    assert isinstance(cancel, list) and isinstance(cancel[0], TaskCancel)
+    store.unsettled = False
+    [at_once] = session.receive(line("tasks/get", {"taskId": "copy"}, 4))
+    assert isinstance(at_once, Send)

@@ -179,7 +179,7 @@ async def test_deployments_on_other_databases_or_prefixes_are_apart(redis_url: s
 
 
 async def test_a_dropped_connection_loses_no_write_and_the_bus_comes_back(redis_url: str) -> None:
-    from protomcp_host.store.base import RECONNECTED
+    from protomcp_host.store.base import DISCONNECTED, RECONNECTED
 
     a, b = open_store(redis_url, print), open_store(redis_url, print)
     got: list[tuple[str, bytes]] = []
@@ -213,6 +213,8 @@ async def test_a_dropped_connection_loses_no_write_and_the_bus_comes_back(redis_
         await until(("task", b"completed"))
         await kill("pubsub")  # the connections that listen: b hears that it missed messages
         await until((RECONNECTED, b""))
+        breaks = [topic for topic, _ in got if topic in (DISCONNECTED, RECONNECTED)]
+        assert breaks == [DISCONNECTED, RECONNECTED]  # (once per break, before it is over)
         a.publish("task", b"after")
         await until(("task", b"after"))
         tg.cancel_scope.cancel()
