@@ -44,6 +44,9 @@ class ChildProcess:
         self.popen: subprocess.Popen[bytes] | None = None
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self.stopping = False  # the host asked it to stop: its exit is not a crash
+        # It has exited. It is reaped only by reap(): until then it is a zombie that keeps its pid,
+        # so the process group named after that pid cannot be another process's.
+        self.exited = False
 
     def start(self, launched: Launched | None) -> Launched:
         """Start the process (or adopt one the CLI launched early). Raises OSError."""
@@ -91,26 +94,32 @@ class ChildProcess:
             self.stderr_tail.append(line)
         self.on_output(name, line)
 
-    async def wait(self) -> int:
+    async def wait(self) -> None:
+        """Until it has exited (not reaped: see `exited`)."""
         assert self.popen is not None
-        return await wait_process(self.popen)
+        if not self.exited:
+            await wait_exit(self.popen)
+            self.exited = True
 
     async def ensure_exit(self) -> None:
         """Its frame pipe closed, so it is exiting: make sure it does."""
         with anyio.move_on_after(EXIT_WAIT):
             await self.wait()
-        if self.popen is not None and self.popen.returncode is None:
+        if not self.exited:
             self.kill()
             await self.wait()
 
     async def reap(self) -> None:
-        """Called once it is gone (or when cancelled from outside): nothing it started survives."""
+        """Called once it is gone (or when cancelled from outside): nothing it started survives.
+        The rest of its process group is killed before it is reaped, while the group's id is
+        still its pid; after, it is never signalled again."""
         if self.popen is None:
             return
-        if self.popen.poll() is None:
+        if not self.exited:
             self.kill()
-            await wait_process(self.popen)
+            await self.wait()
         self.signal_group(signal.SIGKILL)  # anything the tool started in its process group
+        self.popen.wait()  # (at once: it has exited)
 
     def describe_exit(self, *, tail: bool = True) -> str:
         """Why it is gone; with `tail`, the last lines it wrote on stderr outside any call."""
@@ -133,18 +142,22 @@ class ChildProcess:
         self.signal_group(signal.SIGKILL)
 
     def signal_group(self, sig: signal.Signals) -> None:
-        if self.popen is not None:
+        """Signal its process group, only while it is not reaped: once it is, its pid (the group's
+        id) may be reused by an unrelated process, which must never get our signal."""
+        if self.popen is not None and self.popen.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.popen.pid, sig)
 
 
-async def wait_process(process: subprocess.Popen[bytes]) -> int:
-    """Wait for a process to exit without a thread where the OS allows (Linux pidfd)."""
-    if process.poll() is not None:
-        return process.returncode
+async def wait_exit(process: subprocess.Popen[bytes]) -> None:
+    """Wait for a process to exit, without reaping it and without a thread where the OS allows
+    (Linux pidfd). Elsewhere a thread waits, and reaps it: its group is then not signalled."""
+    if process.returncode is not None:
+        return
     pidfd_open = getattr(os, "pidfd_open", None)
     if pidfd_open is None:  # e.g. macOS
-        return await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+        await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+        return
     loop = asyncio.get_running_loop()
     pidfd = pidfd_open(process.pid)
     exited: asyncio.Future[None] = loop.create_future()
@@ -154,7 +167,6 @@ async def wait_process(process: subprocess.Popen[bytes]) -> int:
     finally:
         loop.remove_reader(pidfd)
         os.close(pidfd)
-    return process.wait()
 
 
 def _settle(exited: asyncio.Future[None]) -> None:

@@ -135,7 +135,8 @@ class HostConnection:
 
     async def _read_stderr(self) -> None:
         assert self._process is not None and self._process.stderr is not None
-        while line := await self._process.stderr.readline():
+        stderr = self._process.stderr  # (close() forgets the process while this reads on to the end)
+        while line := await stderr.readline():
             self.stderr.append(line.decode(errors="replace").rstrip("\n"))
 
     def stderr_tail(self) -> str:

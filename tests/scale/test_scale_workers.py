@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
+from protomcp_host.transports.http.affinity import FOLDER_ENV, WORKER_ENV
 from tests.support.hosts import TOOLS
 from tests.support.scale import CPU, burst, modern_client, modern_rpc, wait_for_file
 
@@ -272,3 +274,51 @@ async def test_a_principals_tool_list_is_the_same_on_every_worker(http_host: Any
         while replacement not in hosts:
             hosts |= await workers_that_show_it()
     assert host.terminate() == 0
+
+
+def _worker_env(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().partition("=")[::2] for item in raw if b"=" in item)
+
+
+async def test_a_relayed_answer_whose_worker_dies_mid_answer_is_cut_for_its_client(
+    http_host: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """A stateful session's call relayed by the other worker, whose holder is killed while the
+    answer streams: its client's connection is cut (as a direct client's is), not ended as a
+    clean, empty 200 stream that would read as "nothing more to say". The request is sent to the
+    other worker's own socket (where workers pass each other requests) so that it is relayed."""
+    import httpx2
+
+    from tests.support.http import ACCEPT, INITIALIZE, INITIALIZED, headers_for, rpc
+
+    host = http_host("run", str(CPU), "--workers", "2", "--store", redis_url)
+    with anyio.fail_after(60):
+        async with httpx2.AsyncClient(timeout=30) as http:
+            opened = await http.post(
+                host.url, content=INITIALIZE, headers={"accept": ACCEPT, "content-type": "application/json"}
+            )
+            session = opened.headers["mcp-session-id"]
+            headers = headers_for(session, **{"mcp-protocol-version": "2025-11-25"})
+            assert (await http.post(host.url, content=INITIALIZED, headers=headers)).status_code == 202
+            whoami = await http.post(
+                host.url, content=rpc(1, "tools/call", {"name": "whoami"}), headers=headers
+            )
+            holder = _result(whoami.text)["host"]  # the worker holding the session
+        env = _worker_env(holder)
+        other = 3 - int(env[WORKER_ENV])
+        relay = httpx2.AsyncHTTPTransport(uds=os.path.join(env[FOLDER_ENV], f"{other}.sock"))
+        mark = tmp_path / "running"
+        call = rpc(2, "tools/call", {"name": "slow", "arguments": {"seconds": 60, "mark": str(mark)}})
+        async with httpx2.AsyncClient(transport=relay, timeout=30) as http:
+            path = "http://localhost/" + host.url.split("/", 3)[3]
+            async with http.stream("POST", path, content=call, headers=headers) as answer:
+                assert answer.status_code == 200
+                assert answer.headers["content-type"].startswith("text/event-stream")
+                await wait_for_file(mark)  # the call runs in the holder, its answer stream is open
+                os.kill(holder, signal.SIGKILL)
+                with pytest.raises(httpx2.RemoteProtocolError):  # cut: the answer did not come
+                    async for _ in answer.aiter_bytes():
+                        pass
+        host.wait_stderr(lambda line: "went away mid-answer" in line and "connection is cut" in line)
+        assert not any("ASGI callable" in line for line in host.stderr)  # (said once, by protomcp)

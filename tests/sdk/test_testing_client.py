@@ -128,3 +128,31 @@ def test_a_file_with_resources_and_middleware_loads_twice(tmp_path: Path) -> Non
     for _ in range(2):  # one per test that loads it
         assert load_tool_module(file).a() == 1
     assert not REGISTRY.resources and not REGISTRY.prompts and not REGISTRY.middleware
+
+
+async def test_stderr_written_while_the_host_stops_is_kept(tmp_path: Path) -> None:
+    """Lines that reach the host's stderr after the Client started closing (here: a lifespan
+    teardown's output, written once the host stops its tool process) are read to the end."""
+    file = tmp_path / "tools.py"
+    write(
+        file,
+        '''
+        import sys
+        from protomcp_sdk import lifespan, tool
+
+        @lifespan
+        async def state():
+            yield {}
+            for n in range(5):
+                print(f"teardown line {n}", file=sys.stderr, flush=True)
+
+        @tool
+        def add(a: int, b: int) -> int:
+            """Add two numbers."""
+            return a + b
+        ''',
+    )
+    async with Client(file) as c:
+        assert (await c.call("add", a=1, b=2)).text == "3"
+    teardown = [line for line in c.stderr if "teardown line" in line]
+    assert teardown == [f"[tools.py] teardown line {n}" for n in range(5)]

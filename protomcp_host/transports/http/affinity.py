@@ -12,10 +12,14 @@ are served where they land.
 from __future__ import annotations
 
 import contextlib
+import enum
+import logging
 import os
 import secrets
 import socket
 import zlib
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import anyio
@@ -91,6 +95,7 @@ class Affinity:
         receive: Receive,
         send: Send,
         limits: tuple[int, float],
+        report: Callable[[str], None],
         *,
         wait: float = 0.0,
     ) -> None:
@@ -98,7 +103,8 @@ class Affinity:
         None when the request's body was not read yet (`limits`: its most bytes, and seconds to
         read it); `wait`: seconds to wait for a worker being replaced (a session that does not
         exist yet can begin in its replacement; one that did is gone with it). The relay ends
-        when either side does."""
+        when either side does; an answer the worker cut short is cut for the client too (`report`
+        tells the operator)."""
         if body is None:
             try:
                 body = await read_body(receive, *limits)
@@ -126,7 +132,7 @@ class Affinity:
             request = conn.send(h11.Request(method=scope["method"], target=target, headers=headers))
             request += conn.send(h11.Data(data=body)) if body else b""
             request += conn.send(h11.EndOfMessage())
-            answered: bool | None = None  # (None: the client went away first)
+            relayed: Relayed | None = None  # (None: the client went away first)
             async with stream, anyio.create_task_group() as tg:
 
                 async def end_when_the_client_goes() -> None:
@@ -136,9 +142,16 @@ class Affinity:
 
                 tg.start_soon(end_when_the_client_goes)
                 await stream.send(request)
-                answered = await _relay(conn, stream, send)
+                relayed = await _relay(conn, stream, send)
                 tg.cancel_scope.cancel()
-            if answered is None or answered:
+            if relayed is Relayed.CUT:
+                report(
+                    f"protomcp: worker {worker} went away mid-answer to a request of a session it "
+                    f"held, relayed by worker {self.worker}: the client's connection is cut"
+                )
+                _cutting.set(True)  # (uvicorn closes it: the response is left unfinished)
+                logging.getLogger("uvicorn.error").addFilter(_not_cut)  # (kept once)
+            if relayed is not Relayed.NONE:
                 return
             if anyio.current_time() >= deadline:  # (a new session may try the replacement)
                 await refuse(send, 502, "Bad Gateway: the worker holding the session did not answer")
@@ -157,15 +170,34 @@ class Affinity:
                 await anyio.sleep(0.05)
 
 
-async def _relay(conn: h11.Connection, stream: anyio.abc.ByteStream, send: Send) -> bool:
-    """The worker's answer, event by event, to the client; False when none began (a worker killed
-    as it took the connection: nothing was sent to the client)."""
+_cutting: ContextVar[bool] = ContextVar("protomcp_relay_cut", default=False)
+
+
+def _not_cut(record: logging.LogRecord) -> bool:
+    """uvicorn logs "ASGI callable returned without completing response." as it closes a
+    connection whose response was left unfinished; a relay that cut one said why itself."""
+    return not _cutting.get()
+
+
+class Relayed(enum.Enum):
+    """How a relayed answer ended."""
+
+    WHOLE = "whole"
+    NONE = "none"  # none began (a worker killed as it took the connection: nothing reached the client)
+    CUT = "cut"  # the worker went away mid-answer: the client's response is left unfinished
+
+
+async def _relay(conn: h11.Connection, stream: anyio.abc.ByteStream, send: Send) -> Relayed:
+    """The worker's answer, event by event, to the client. An answer cut short is left unfinished
+    for the client too: its server then closes the connection, as the worker's death closed a
+    direct client's, so the client knows the answer did not come (and does not read a clean end
+    as "nothing more to say")."""
     started = False
     while True:
         try:
             event = conn.next_event()
         except h11.RemoteProtocolError:  # it went away mid-answer
-            break
+            return Relayed.CUT if started else Relayed.NONE
         if event is h11.NEED_DATA:
             try:
                 data = await stream.receive(READ_SIZE)
@@ -181,6 +213,7 @@ async def _relay(conn: h11.Connection, stream: anyio.abc.ByteStream, send: Send)
             await send({"type": "http.response.body", "body": bytes(event.data), "more_body": True})
         elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
             break
-    if started:
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-    return started
+    if not started:
+        return Relayed.NONE
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+    return Relayed.WHOLE

@@ -114,7 +114,7 @@ class StreamableHTTP:
             session_id = header(scope, b"mcp-session-id")
             if session_id is not None and self.affinity.owner(session_id) != self.affinity.worker:
                 owner = self.affinity.owner(session_id)
-                await self.affinity.forward(owner, scope, None, receive, send, self._limits)
+                await self.affinity.forward(owner, scope, None, receive, send, self._limits, self.host.stderr)
                 return
         if method != "POST" and self._modern(scope):  # the 2026-07-28 era is POST only
             await respond(send, 405, b"", headers=[(b"allow", b"POST")])
@@ -220,7 +220,7 @@ class StreamableHTTP:
             if self.affinity is not None and offered and self.affinity.owner(offered) != self.affinity.worker:
                 owner = self.affinity.owner(offered)  # the worker its later requests will reach
                 await self.affinity.forward(
-                    owner, scope, body, receive, send, self._limits, wait=REPLACEMENT_WAIT
+                    owner, scope, body, receive, send, self._limits, self.host.stderr, wait=REPLACEMENT_WAIT
                 )
                 return
             await self._initialize(body, parsed, scope, send)
