@@ -150,16 +150,20 @@ class ChildProcess:
 
 
 async def wait_exit(process: subprocess.Popen[bytes]) -> None:
-    """Wait for a process to exit, without reaping it and without a thread where the OS allows
-    (Linux pidfd). Elsewhere a thread waits, and reaps it: its group is then not signalled."""
+    """Wait for a process to exit without reaping it: on a pidfd where the OS has one (Linux),
+    elsewhere in a thread (waitid with WNOWAIT; where even that is missing, the thread's wait
+    reaps it, and its group is then not signalled)."""
     if process.returncode is not None:
         return
     pidfd_open = getattr(os, "pidfd_open", None)
-    if pidfd_open is None:  # e.g. macOS
-        await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+    try:
+        pidfd = pidfd_open(process.pid) if pidfd_open is not None else None
+    except OSError:  # (a kernel or sandbox without pidfds)
+        pidfd = None
+    if pidfd is None:  # e.g. macOS
+        await anyio.to_thread.run_sync(_wait_unreaped, process, abandon_on_cancel=True)
         return
     loop = asyncio.get_running_loop()
-    pidfd = pidfd_open(process.pid)
     exited: asyncio.Future[None] = loop.create_future()
     loop.add_reader(pidfd, _settle, exited)
     try:
@@ -167,6 +171,15 @@ async def wait_exit(process: subprocess.Popen[bytes]) -> None:
     finally:
         loop.remove_reader(pidfd)
         os.close(pidfd)
+
+
+def _wait_unreaped(process: subprocess.Popen[bytes]) -> None:
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:
+        process.wait()
+        return
+    with contextlib.suppress(ChildProcessError):  # (reaped meanwhile: it has exited)
+        waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
 
 
 def _settle(exited: asyncio.Future[None]) -> None:
