@@ -20,3 +20,20 @@ async def progress_then_text(seconds: float, size: int, ctx: Context) -> str:
     await asyncio.sleep(seconds)
     await ctx.report_progress(2, 2, "done")
     return "y" * size
+
+
+_gates: dict[str, asyncio.Event] = {}
+
+
+@tool
+async def gated_text(key: str) -> str:
+    """Answer once open_gate(key) was called (sends nothing before)."""
+    await asyncio.wait_for(_gates.setdefault(key, asyncio.Event()).wait(), 30)
+    return f"through {key}"
+
+
+@tool
+async def open_gate(key: str) -> str:
+    """Let gated_text(key) answer."""
+    _gates.setdefault(key, asyncio.Event()).set()
+    return "opened"

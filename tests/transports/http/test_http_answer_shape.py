@@ -89,31 +89,85 @@ async def test_progress_before_a_slow_answer_streams_it(http_host: Any) -> None:
     assert result.content[0].text == "y" * 1000 and steps == [1, 2]  # type: ignore[union-attr]
 
 
-async def test_a_call_silent_past_the_keep_alive_interval_becomes_a_stream() -> None:
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def _modern_call(request_id: int, seconds: float) -> Exchange:
+    params = {"name": "slow_text", "arguments": {"seconds": seconds, "size": 5}, "_meta": MODERN_META}
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "slow_text"}
+    body = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+    return Exchange("POST", body, headers)
+
+
+async def _stateful_session(app: StreamableHTTP) -> dict[str, str]:
+    init = Exchange("POST", INITIALIZE)
+    await app(init.scope, init.receive, init.send)
+    given = {"mcp-session-id": init.headers()[b"mcp-session-id"].decode()}
+    notified = Exchange("POST", INITIALIZED, given)
+    await app(notified.scope, notified.receive, notified.send)
+    return given
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_call_silent_past_the_keep_alive_interval_becomes_a_stream(era: str) -> None:
     """The real host with a real tool file, its HTTP app driven in-process with a short
     keep-alive interval: a call that sends nothing for longer turns into an SSE stream (a proxy
-    would cut a silent connection), and its answer comes on it."""
+    would cut a silent connection), and its answer comes on it; a quick one stays JSON."""
     host = Host([LARGE], stderr=lambda _: None)
     app = StreamableHTTP(host, HttpOptions(keepalive=0.2))
     async with anyio.create_task_group() as tg:
         await host.start(tg)
-        init = Exchange("POST", INITIALIZE)
-        await app(init.scope, init.receive, init.send)
-        session = init.headers()[b"mcp-session-id"].decode()
-        given = {"mcp-session-id": session}
-        notified = Exchange("POST", INITIALIZED, given)
-        await app(notified.scope, notified.receive, notified.send)
-        quick = Exchange("POST", _call(2, "slow_text", seconds=0, size=5), given)
+        if era == "2026-07-28":
+            quick, slow = _modern_call(2, 0), _modern_call(3, 2)
+        else:
+            given = await _stateful_session(app)
+            quick = Exchange("POST", _call(2, "slow_text", seconds=0, size=5), given)
+            slow = Exchange("POST", _call(3, "slow_text", seconds=2, size=5), given)
         await app(quick.scope, quick.receive, quick.send)
         assert quick.headers()[b"content-type"] == b"application/json"
-        slow = Exchange("POST", _call(3, "slow_text", seconds=2, size=5), given)
         with anyio.fail_after(30):
             await app(slow.scope, slow.receive, slow.send)
         assert slow.headers()[b"content-type"] == b"text/event-stream"
         events = sse_events(slow.text())
-        assert events[0]["data"] == "" and "retry" in events[0]
+        if era == "2025-11-25":
+            assert events[0]["data"] == "" and "retry" in events[0]  # the priming event
         answer = orjson.loads([e for e in events if e.get("data")][-1]["data"])
         assert answer["id"] == 3 and answer["result"]["content"][0]["text"] == "xxxxx"
+        app.close_all()
+        await host.stop(1.0)
+        tg.cancel_scope.cancel()
+
+
+async def test_a_client_that_leaves_a_json_pending_call_does_not_cancel_it() -> None:
+    """A client that disconnects while its answer is awaited as JSON gets no response (it has no
+    event id to resume from: the answer is lost with the connection); the call runs on, as a
+    disconnect is no cancellation, and the session serves on."""
+    host = Host([LARGE], stderr=lambda _: None)
+    app = StreamableHTTP(host, HttpOptions())
+    async with anyio.create_task_group() as tg:
+        await host.start(tg)
+        given = await _stateful_session(app)
+        hs = app.sessions[given["mcp-session-id"]]
+        slow = Exchange("POST", _call(3, "gated_text", key="g"), given)
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as request:
+                request.start_soon(app, slow.scope, slow.receive, slow.send)
+                while b"3" not in hs.session.in_flight:  # the call runs
+                    await anyio.wait_all_tasks_blocked()
+                stream = hs.pending[b"3"]
+                slow.hung_up.set()
+            assert slow.sent == [] and not stream.done  # the request is over; the call is not
+            opened = Exchange("POST", _call(4, "open_gate", key="g"), given)
+            await app(opened.scope, opened.receive, opened.send)
+            while not stream.done:
+                await stream.wait(1)
+        assert orjson.loads(stream.events[-1][1])["result"]["content"][0]["text"] == "through g"
+        ping = Exchange("POST", rpc(5, "ping"), given)
+        await app(ping.scope, ping.receive, ping.send)
+        assert orjson.loads(ping.text())["result"] == {}
         app.close_all()
         await host.stop(1.0)
         tg.cancel_scope.cancel()
