@@ -326,7 +326,7 @@ class StreamableHTTP:
 
     async def _await_first(self, stream: EventStream, receive: Receive) -> bool:
         """A slow answer: wait for the stream's first message (or its end) while the client stays,
-        at most until `keepalive` passes since the request began; False when the client left.
+        at most until `keepalive` passes since it was handed on; False when the client left.
         Only a message sent before the answer, or the keep-alive interval passing with nothing
         (a proxy would cut a silent connection), makes the response an SSE stream: a large answer
         as one SSE event is refused by clients that bound events (the official SDK: 1 MiB)."""
