@@ -6,6 +6,7 @@ token (a request through a proxy, or from another address, needs it)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -123,15 +124,21 @@ async def until(url: str, check: Any, timeout: float = 30) -> Scrape:
     return seen
 
 
-async def test_streams_tasks_and_tool_process_crashes_are_counted(http_host: Any, tmp_path: Path) -> None:
+async def test_streams_tasks_and_tool_process_crashes_are_counted(http_host: Any) -> None:
     from tests.support.scale import modern_rpc, task_until
 
     host = http_host("run", str(TASK_TOOLS))
-    gate = tmp_path / "gate"
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        pass
+
     async with http_session(host.url) as session, anyio.create_task_group() as tg:
-        tg.start_soon(session.call_tool, "until_file", {"path": str(gate)})
-        await until(host.url, lambda m: m.value("protomcp_open_streams") >= 1)  # its answer comes as SSE
-        gate.write_text("open")
+        # progress before the answer: the response is an SSE stream (a silent call's is JSON)
+        tg.start_soon(
+            functools.partial(session.call_tool, "counts", {"steps": 1}, progress_callback=on_progress)
+        )
+        await until(host.url, lambda m: m.value("protomcp_open_streams") >= 1)
+        await session.call_tool("release", {"key": "counts"})
     async with http_session(host.url) as session:  # (a plain call: this client asks for no task)
         assert (await session.call_tool("crash", {"code": 3})).is_error  # its process died
     await until(host.url, lambda m: m.value("protomcp_open_streams") == 0)

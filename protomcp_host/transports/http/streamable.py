@@ -2,10 +2,11 @@
 POST carries client messages, GET opens the session's standalone SSE stream and DELETE ends
 the session. Many sessions at once share the host's tool processes.
 
-A request's answer comes back as JSON when it is ready quickly and is the only message; as an
-SSE stream (priming event, numbered events, keep-alive comments) when the call streams
-progress or logs first or takes longer. Streams survive dropped connections: a GET with
-``Last-Event-ID`` replays what was missed.
+A request's answer comes back as plain JSON when it comes alone, however long it took; as an
+SSE stream (priming event, numbered events, keep-alive comments) when something must reach the
+client before it (progress, a log, a request to the client) or when the keep-alive interval
+passes with nothing to send. Streams survive dropped connections: a GET with ``Last-Event-ID``
+replays what was missed (an answer awaited as JSON is lost with its connection).
 """
 
 from __future__ import annotations
@@ -73,7 +74,9 @@ class HttpOptions:
     max_sessions: int = 10_000  # sessions at once; a new initialize beyond it gets 503
     keepalive: float = 15.0  # seconds between keep-alive comments on a quiet SSE stream
     retry_ms: int = 1000  # reconnection delay SSE clients are told to use
-    sse_after: float = 0.05  # an answer not ready this fast (or preceded by a message) streams as SSE
+    # seconds a request's answer is awaited without watching for its client leaving (most come
+    # this fast); a slower one is awaited with a watcher, and comes as JSON all the same
+    quick_answer: float = 0.05
     read_timeout: float = 30.0  # seconds a client may take to send a request body
     send_timeout: float = 30.0  # seconds a client may take to accept a chunk of a stream
     turn_timeout: float = 30.0  # seconds a tool call beyond --max-in-flight waits for its turn
@@ -299,9 +302,11 @@ class StreamableHTTP:
             identity = _identity(scope)  # other requests set theirs meanwhile: the call gets its own
             hs.session.auth = None if identity is None else identity.claims
         hs.router.feed(body)
-        if stream.seq == 0 and not stream.closed:
-            await stream.wait(self.options.sse_after)
-        if stream.done and stream.seq == 1 and stream.events:
+        if stream.seq == 0 and not stream.closed:  # most answers come this fast: no watcher
+            await stream.wait(self.options.quick_answer)
+        if stream.seq == 0 and not stream.closed and not await self._await_first(stream, receive):
+            return  # the client left before anything came: the answer (if any) is lost with it
+        if stream.done and stream.seq == 1 and stream.events:  # the answer alone: plain JSON
             answer = stream.events[0][1]
             hs.forget(stream)
             await respond_json(send, 200, answer)
@@ -318,6 +323,21 @@ class StreamableHTTP:
             }
         )
         await self._pump(hs, stream, 0, receive, send)
+
+    async def _await_first(self, stream: EventStream, receive: Receive) -> bool:
+        """A slow answer: wait for the stream's first message (or its end) while the client stays,
+        at most until `keepalive` passes since it was handed on; False when the client left.
+        Only a message sent before the answer, or the keep-alive interval passing with nothing
+        (a proxy would cut a silent connection), makes the response an SSE stream: a large answer
+        as one SSE event is refused by clients that bound events (the official SDK: 1 MiB)."""
+        left = anyio.Event()
+        with Deadline(max(0.0, self.options.keepalive - self.options.quick_answer)):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_note_disconnect, receive, left, tg.cancel_scope)
+                while stream.seq == 0 and not stream.closed:
+                    await stream.wait(self.options.keepalive)
+                tg.cancel_scope.cancel()
+        return not left.is_set()
 
     async def _wait_turn(self, hs: HttpSession, stream: EventStream, receive: Receive) -> str:
         """A tool call beyond --max-in-flight waits, at most `turn_timeout`, until this session has
