@@ -43,21 +43,10 @@ RATE_LIMITED = b'"protomcp/error":{"code":"rate_limited"'  # in a refusal's _met
 CANCELLED = "cancelled"
 
 Writer = Callable[[bytes, bytes | None], None]
-Entry = tuple[str, str, float, "_Audited | None"]
-"""A request in progress: its method label, its tool label ("" unless tools/call), its start
-and what the audit log says of it."""
-
-
-class _Audited:
-    """What the audit log says of one tool call, noted when it arrives."""
-
-    __slots__ = ("arguments", "client", "principal", "tool")
-
-    def __init__(self, principal: str | None, client: str | None, tool: str, arguments: Any) -> None:
-        self.principal = principal
-        self.client = client
-        self.tool = tool
-        self.arguments = arguments
+Entry = tuple[rpc.Request, float]
+"""A request in progress: the request and its start. Its labels, and what the audit log says
+of it, are read when it ends (from the request and its session, which do not change meanwhile):
+a request pays for what it is told of once, at its end."""
 
 
 class RequestMeter:
@@ -65,12 +54,11 @@ class RequestMeter:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        # requests in progress, by id: (method label, tool label, start, what the audit log says)
-        self.open: dict[bytes, Entry] = {}
+        self.open: dict[bytes, Entry] = {}  # requests in progress, by id
 
     def received(self, decoded: rpc.Message | list[rpc.Message]) -> None:
         if type(decoded) is rpc.Request:
-            self.open[decoded.id] = opened(self.session, decoded)
+            self.open[decoded.id] = (decoded, time.perf_counter())
         elif type(decoded) is rpc.Notification and decoded.method == "notifications/cancelled":
             cancelled = decoded.params.get("requestId")
             if is_id(cancelled):
@@ -91,12 +79,12 @@ class RequestMeter:
         end = data.find(b',"', len(ANSWER))
         entry = self.open.pop(data[len(ANSWER) : end], None) if end > 0 else None
         if entry is not None:
-            answered(entry, data, end)
+            answered(self.session, *entry, data, end)
 
     def close(self, request_id: bytes, why: str) -> None:
         entry = self.open.pop(request_id, None)
         if entry is not None:
-            done(entry, why, "")
+            done(self.session, *entry, why, "")
 
     def close_all(self, why: str) -> None:
         for request_id in list(self.open):
@@ -106,78 +94,57 @@ class RequestMeter:
 class OneRequest:
     """A 2026-07-28 request measured by its HTTP endpoint (transports/ports.RequestMeasure)."""
 
-    __slots__ = ("entry",)
+    __slots__ = ("request", "session", "started")
 
     def __init__(self, session: Session, request: rpc.Request) -> None:
-        self.entry: Entry | None = opened(session, request)
+        self.session = session
+        self.request = request
+        self.started = time.perf_counter()  # (0.0 once it is told how it ended)
 
     def answered(self, data: bytes, end: int) -> None:
-        entry = self.entry
-        if entry is not None:
-            self.entry = None
-            answered(entry, data, end)
+        started = self.started
+        if started:
+            self.started = 0.0
+            answered(self.session, self.request, started, data, end)
 
     def unanswered(self) -> None:
-        entry = self.entry
-        if entry is not None:
-            self.entry = None
-            done(entry, CANCELLED, "")
+        started = self.started
+        if started:
+            self.started = 0.0
+            done(self.session, self.request, started, CANCELLED, "")
 
 
-def opened(session: Session, request: rpc.Request) -> Entry:
-    """What is noted of a request when it arrives: its labels, its start and (tools/call, with
-    the audit log on) what the audit log says of it."""
-    method = request.method
-    if method != TOOLS_CALL:
-        return (method if method in METHODS else UNKNOWN, "", time.perf_counter(), None)
-    params = request.params
-    name = params.get("name")
-    tool = name if isinstance(name, str) and name in session.catalog else UNKNOWN
-    noted = None
-    log = audit.LOG
-    if log is not None:
-        auth = session.auth
-        info: Any = session.client_info
-        if not info:  # 2026-07-28: each request says who the client is
-            meta = params.get("_meta")
-            info = meta.get(CLIENT_INFO) if isinstance(meta, dict) else None
-        arguments = params.get("arguments") if log.arguments else None
-        noted = _Audited(
-            log.principal(auth),
-            audit.client_name(info, auth),
-            name if isinstance(name, str) else "",
-            arguments,
-        )
-    return (TOOLS_CALL, tool, time.perf_counter(), noted)
-
-
-def answered(entry: Entry, data: bytes, end: int) -> None:
-    """The request of `entry` is answered by `data` (its id ends at `end`)."""
+def answered(session: Session, request: rpc.Request, started: float, data: bytes, end: int) -> None:
+    """`request` (begun at `started`) is answered by `data` (its id ends at `end`)."""
     if data.startswith(b'"error":', end + 1):
-        done(entry, _code(data, end), "")
-    elif not entry[1]:  # not a tools/call
-        done(entry, "", "")
+        done(session, request, started, _code(data, end), "")
+    elif request.method != TOOLS_CALL:
+        done(session, request, started, "", "")
     elif data.startswith(PAUSED, end + len(RESULT)):  # (one test for both: rare)
-        done(
-            entry,
-            "",
-            audit.INPUT_REQUIRED if data.startswith(INPUT_REQUIRED, end + len(RESULT)) else audit.TASK,
-        )
+        paused = audit.INPUT_REQUIRED if data.startswith(INPUT_REQUIRED, end + len(RESULT)) else audit.TASK
+        done(session, request, started, "", paused)
     elif _is_error(data):
         error = audit.RATE_LIMITED if data.find(RATE_LIMITED, len(data) - TAIL) >= 0 else "tool_error"
-        done(entry, error, "")
+        done(session, request, started, error, "")
     else:
-        done(entry, "", "")
+        done(session, request, started, "", "")
 
 
-def done(entry: Entry, error: str, paused: str) -> None:
-    """The request of `entry` ended: an `error` type ("" = none), or `paused` (input_required,
-    task: a tools/call answered before its tool's result)."""
-    method, tool, started, noted = entry
+def done(session: Session, request: rpc.Request, started: float, error: str, paused: str) -> None:
+    """`request` (begun at `started`) ended: an `error` type ("" = none), or `paused`
+    (input_required, task: a tools/call answered before its tool's result)."""
     seconds = time.perf_counter() - started
+    method = request.method
+    name: Any = None
+    if method == TOOLS_CALL:
+        name = request.params.get("name")
+        tool = name if type(name) is str and session.catalog.get(name) is not None else UNKNOWN
+    else:
+        method, tool = (method if method in METHODS else UNKNOWN), ""
     if metrics.ON:
         metrics.request_done(method, tool, error, seconds)
-    if noted is not None and audit.LOG is not None:
+    log = audit.LOG
+    if log is not None and method == TOOLS_CALL:
         outcome = paused or audit.OK
         if error == "tool_error":
             outcome = audit.ERROR
@@ -187,7 +154,20 @@ def done(entry: Entry, error: str, paused: str) -> None:
             outcome = audit.CANCELLED
         elif error:
             outcome = audit.REFUSED
-        audit.LOG.write(noted.principal, noted.client, noted.tool, outcome, seconds, noted.arguments)
+        auth = session.auth
+        params = request.params
+        info: Any = session.client_info
+        if not info:  # 2026-07-28: each request says who the client is
+            meta = params.get("_meta")
+            info = meta.get(CLIENT_INFO) if isinstance(meta, dict) else None
+        log.write(
+            log.principal(auth),
+            audit.client_name(info, auth),
+            name if isinstance(name, str) else "",
+            outcome,
+            seconds,
+            params.get("arguments") if log.arguments else None,
+        )
 
 
 def _is_error(data: bytes) -> bool:
