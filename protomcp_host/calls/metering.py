@@ -138,7 +138,7 @@ def done(session: Session, request: rpc.Request, started: float, error: str, pau
     name: Any = None
     if method == TOOLS_CALL:
         name = request.params.get("name")
-        tool = name if type(name) is str and session.catalog.get(name) is not None else UNKNOWN
+        tool = name if type(name) is str and name in session.catalog else UNKNOWN
     else:
         method, tool = (method if method in METHODS else UNKNOWN), ""
     if metrics.ON:
