@@ -37,6 +37,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 VARIANTS = ("off", "metrics", "metrics+limit")
+# instructions counted, not timed: the same on a busy machine as on an idle one
+VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
 LIMIT = "1000000/hour"
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -217,17 +219,36 @@ async def _measure(variant: str, calls: int, warmup: int, profile: str | None) -
 # --------------------------------------------------------------------------- the rounds
 
 
-def _run_child(checkout: Path, variant: str, calls: int, warmup: int, profile: str | None) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
+def _run_child(
+    checkout: Path, variant: str, calls: int, warmup: int, profile: str | None, counted: bool = False
+) -> dict[str, Any]:
+    """One child's figures; `counted`: under valgrind, its instructions ("instructions")."""
+    env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", variant, "-n", str(calls)]
     argv += ["--warmup", str(warmup)]
     if profile is not None:
         argv += ["--profile-out", profile]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, cwd="/")
+    if counted:
+        argv = [*VALGRIND, *argv]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800, cwd="/")
     if done.returncode != 0:
         raise SystemExit(f"{checkout} {variant}: exit {done.returncode}\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    if counted and not result.get("missing"):
+        refs = next(line for line in done.stderr.splitlines() if "I   refs:" in line)
+        result["instructions"] = int(refs.split("I   refs:")[1].replace(",", ""))
+    return result
+
+
+def _instructions(checkout: Path, variant: str, calls: int, warmup: int) -> float | None:
+    """Instructions per request: two counted runs, `calls` and 3 x `calls` requests, differenced
+    (so the start-up and the warm-up cancel out)."""
+    one = _run_child(checkout, variant, calls, warmup, None, counted=True)
+    if one.get("missing"):
+        return None
+    three = _run_child(checkout, variant, 3 * calls, warmup, None, counted=True)
+    return (three["instructions"] - one["instructions"]) / (2 * calls)  # type: ignore[no-any-return]
 
 
 def main() -> None:
@@ -240,6 +261,9 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=10000, help="requests measured per child")
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--profile", metavar="VARIANT", help="cProfile one child of each checkout instead")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions per request under valgrind instead"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--profile-out", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -259,6 +283,22 @@ def main() -> None:
             pstats.Stats(out).sort_stats("tottime").print_stats(25)
         return
     sides = [(c, v) for c in checkouts for v in variants]
+    if args.instructions:
+        counts = {side: _instructions(*side, args.n, args.warmup) for side in sides}
+        base_count = counts[sides[0]]
+        print(
+            f"instructions per 2026-07-28 tools/call in the host (valgrind), {2 * args.n} requests compared"
+        )
+        print(f"| checkout | variant | instructions | vs {sides[0][0].name} {sides[0][1]} |")
+        print("|---|---|---:|---:|")
+        for side in sides:
+            count = counts[side]
+            if count is None:
+                print(f"| {side[0].name} | {side[1]} | - | - |")
+            else:
+                delta = f"{count - base_count:+,.0f} ({count / base_count - 1:+.1%})" if base_count else "-"
+                print(f"| {side[0].name} | {side[1]} | {count:,.0f} | {delta} |")
+        return
     cpu: dict[tuple[Path, str], list[float]] = {side: [] for side in sides}
     missing: set[tuple[Path, str]] = set()
     for round_ in range(args.rounds):
