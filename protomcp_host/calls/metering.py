@@ -38,6 +38,8 @@ RESULT = b',"result":'
 INPUT_REQUIRED = b'{"resultType":"input_required"'
 TASK_CREATED = (b'{"task":', b'{"resultType":"task"')
 PAUSED = (INPUT_REQUIRED, *TASK_CREATED)
+PAUSED_KEYS = b"rt"  # the first letters of a paused result's first key (resultType, task)
+ERROR_KEY, TRUE = ord("e"), ord("t")  # an error answer's key; isError's value
 TAIL = 1024  # bytes of a CallToolResult's end that hold its isError (after it: the result's stamp)
 RATE_LIMITED = b'"protomcp/error":{"code":"rate_limited"'  # in a refusal's _meta (calls/limits.py)
 CANCELLED = "cancelled"
@@ -84,7 +86,7 @@ class RequestMeter:
     def close(self, request_id: bytes, why: str) -> None:
         entry = self.open.pop(request_id, None)
         if entry is not None:
-            done(self.session, *entry, why, "")
+            done(self.session, *entry, why)
 
     def close_all(self, why: str) -> None:
         for request_id in list(self.open):
@@ -111,31 +113,41 @@ class OneRequest:
         started = self.started
         if started:
             self.started = 0.0
-            done(self.session, self.request, started, CANCELLED, "")
+            done(self.session, self.request, started, CANCELLED)
 
 
 def answered(session: Session, request: rpc.Request, started: float, data: bytes, end: int) -> None:
-    """`request` (begun at `started`) is answered by `data` (its id ends at `end`)."""
-    if data.startswith(b'"error":', end + 1):
-        done(session, request, started, _code(data, end), "")
-    elif request.method != TOOLS_CALL:
-        done(session, request, started, "", "")
-    elif data.startswith(PAUSED, end + len(RESULT)):  # (one test for both: rare)
-        paused = audit.INPUT_REQUIRED if data.startswith(INPUT_REQUIRED, end + len(RESULT)) else audit.TASK
-        done(session, request, started, "", paused)
-    elif _is_error(data):
-        error = audit.RATE_LIMITED if data.find(RATE_LIMITED, len(data) - TAIL) >= 0 else "tool_error"
-        done(session, request, started, error, "")
-    else:
-        done(session, request, started, "", "")
-
-
-def done(session: Session, request: rpc.Request, started: float, error: str, paused: str) -> None:
-    """`request` (begun at `started`) ended: an `error` type ("" = none), or `paused`
-    (input_required, task: a tools/call answered before its tool's result)."""
+    """`request` (begun at `started`) is answered by `data` (its id ends at `end`): an error, a
+    tools/call paused (input_required, task: answered before its tool's result), an isError
+    result (its own isError is its last key, only the 2026-07-28 stamp, resultType and the
+    server's _meta follow it: the last one in the answer, so a key of the tool's
+    structuredContent is never taken for it), or a success. Inline: every answer passes here."""
     seconds = time.perf_counter() - started
+    error = paused = ""
+    # (bytes are indexed, not searched, where a letter tells: a method call with a start
+    # argument costs as much as the rest of the classification)
+    if data[end + 2] == ERROR_KEY:  # ,"error": rather than ,"result":
+        error = _code(data, end)
+    elif request.method == TOOLS_CALL:
+        result = end + len(RESULT)
+        if data[result + 2] in PAUSED_KEYS and data.startswith(PAUSED, result):  # (rare)
+            paused = audit.INPUT_REQUIRED if data.startswith(INPUT_REQUIRED, result) else audit.TASK
+        else:
+            at = data.rfind(IS_ERROR, len(data) - TAIL) if len(data) > TAIL else data.rfind(IS_ERROR)
+            if at >= 0 and data[at + len(IS_ERROR)] == TRUE:
+                limited = data.find(RATE_LIMITED, len(data) - TAIL) >= 0
+                error = audit.RATE_LIMITED if limited else "tool_error"
+    ended(session, request, seconds, error, paused)
+
+
+def done(session: Session, request: rpc.Request, started: float, error: str) -> None:
+    """`request` (begun at `started`) ended unanswered: `error` says why (cancelled)."""
+    ended(session, request, time.perf_counter() - started, error, "")
+
+
+def ended(session: Session, request: rpc.Request, seconds: float, error: str, paused: str) -> None:
+    """`request` ended after `seconds`: an `error` type ("" = none), or `paused`."""
     method = request.method
-    name: Any = None
     if method == TOOLS_CALL:
         name = request.params.get("name")
         tool = name if type(name) is str and name in session.catalog else UNKNOWN
@@ -143,39 +155,38 @@ def done(session: Session, request: rpc.Request, started: float, error: str, pau
         method, tool = (method if method in METHODS else UNKNOWN), ""
     if metrics.ON:
         metrics.request_done(method, tool, error, seconds)
-    log = audit.LOG
-    if log is not None and method == TOOLS_CALL:
-        outcome = paused or audit.OK
-        if error == "tool_error":
-            outcome = audit.ERROR
-        elif error == audit.RATE_LIMITED:
-            outcome = audit.RATE_LIMITED
-        elif error == CANCELLED:
-            outcome = audit.CANCELLED
-        elif error:
-            outcome = audit.REFUSED
-        auth = session.auth
-        params = request.params
-        info: Any = session.client_info
-        if not info:  # 2026-07-28: each request says who the client is
-            meta = params.get("_meta")
-            info = meta.get(CLIENT_INFO) if isinstance(meta, dict) else None
-        log.write(
-            log.principal(auth),
-            audit.client_name(info, auth),
-            name if isinstance(name, str) else "",
-            outcome,
-            seconds,
-            params.get("arguments") if log.arguments else None,
-        )
+    if audit.LOG is not None and method == TOOLS_CALL:
+        _audit(audit.LOG, session, request, seconds, error, paused)
 
 
-def _is_error(data: bytes) -> bool:
-    """A CallToolResult answer says isError: true. Its own isError is its last key (only the
-    2026-07-28 stamp, resultType and the server's _meta, follows): the last one in the answer, so
-    a key of the tool's structuredContent is never taken for it."""
-    at = data.rfind(IS_ERROR, max(0, len(data) - TAIL))
-    return at >= 0 and data.startswith(b"true", at + len(IS_ERROR))
+def _audit(
+    log: audit.AuditLog, session: Session, request: rpc.Request, seconds: float, error: str, paused: str
+) -> None:
+    """The audit log's line of a tools/call."""
+    outcome = paused or audit.OK
+    if error == "tool_error":
+        outcome = audit.ERROR
+    elif error == audit.RATE_LIMITED:
+        outcome = audit.RATE_LIMITED
+    elif error == CANCELLED:
+        outcome = audit.CANCELLED
+    elif error:
+        outcome = audit.REFUSED
+    auth = session.auth
+    params = request.params
+    info: Any = session.client_info
+    if not info:  # 2026-07-28: each request says who the client is
+        meta = params.get("_meta")
+        info = meta.get(CLIENT_INFO) if isinstance(meta, dict) else None
+    name = params.get("name")
+    log.write(
+        log.principal(auth),
+        audit.client_name(info, auth),
+        name if isinstance(name, str) else "",
+        outcome,
+        seconds,
+        params.get("arguments") if log.arguments else None,
+    )
 
 
 def _code(data: bytes, end: int) -> str:
@@ -191,5 +202,6 @@ def _code(data: bytes, end: int) -> str:
 
 
 def wanted() -> bool:
-    """Whether sessions are measured: metrics or the audit log are on."""
+    """Whether sessions are measured: metrics or the audit log are on (Router.measure tests
+    the same inline)."""
     return metrics.ON or audit.LOG is not None
