@@ -130,8 +130,10 @@ class RateLimits:
         """Count the call: it goes on (execution.start) or ends refused; `spawn` runs the wait
         for a store that answers asynchronously."""
         call = execution.call
-        principal = principal_of(call.auth)
-        key = self._key(rate, call.tool.name, principal)
+        principal = ANONYMOUS if call.auth is None else principal_of(call.auth)
+        key = self._keys.get((rate.period, call.tool.name, principal)) or self._key(
+            rate, call.tool.name, principal
+        )
         wait = self.store.take_now(key, rate.calls, rate.period)
         if wait is None:
             if spawn is None:  # (no task group yet: nothing to wait in)
@@ -144,14 +146,11 @@ class RateLimits:
             self._decided(execution, rate, principal, wait)
 
     def _key(self, rate: Rate, tool: str, principal: str) -> str:
-        """rate_key, made once per (window, tool, principal) in use: formatting it is most of
-        what an admitted call costs with the memory store."""
-        given = (rate.period, tool, principal)
-        key = self._keys.get(given)
-        if key is None:
-            if len(self._keys) >= MAX_KEYS:  # (bounded whatever principals come and go)
-                self._keys.clear()
-            key = self._keys[given] = rate_key(rate, tool, principal)
+        """rate_key, made once per (window, tool, principal) in use (admit looks it up first):
+        formatting it was most of what an admitted call cost with the memory store."""
+        if len(self._keys) >= MAX_KEYS:  # (bounded whatever principals come and go)
+            self._keys.clear()
+        key = self._keys[(rate.period, tool, principal)] = rate_key(rate, tool, principal)
         return key
 
     async def _ask(self, execution: Checked, key: str, rate: Rate, principal: str) -> None:
