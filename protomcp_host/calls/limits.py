@@ -43,6 +43,7 @@ STORE_WAIT = 2.0  # seconds a check waits for the store before the call goes on 
 REFUSED = "rate_limited"  # the code in the refusal's _meta["protomcp/error"]
 REPORT_EVERY = 60.0  # seconds: the first REPORT_BURST refusals of each window are written one
 REPORT_BURST = 10  # by one on stderr; the rest are summed in one line when the window ends
+MAX_KEYS = 10_000  # store keys remembered (_key) before the memo starts again
 
 
 class Counts(Protocol):
@@ -105,6 +106,7 @@ class RateLimits:
         self.report = report
         self._log = RefusalLog(report)
         self._store_down = False
+        self._keys: dict[tuple[float, str, str], str] = {}  # the store keys in use (_key)
 
     def rate_of(self, name: str, declared: str) -> Rate | None:
         """Tool `name`'s limit: its own --rate-limit, else its @tool(rate_limit=...) (`declared`),
@@ -128,15 +130,28 @@ class RateLimits:
         """Count the call: it goes on (execution.start) or ends refused; `spawn` runs the wait
         for a store that answers asynchronously."""
         call = execution.call
-        principal = principal_of(call.auth)
-        key = rate_key(rate, call.tool.name, principal)
+        principal = ANONYMOUS if call.auth is None else principal_of(call.auth)
+        key = self._keys.get((rate.period, call.tool.name, principal)) or self._key(
+            rate, call.tool.name, principal
+        )
         wait = self.store.take_now(key, rate.calls, rate.period)
-        if wait is not None:
-            self._decided(execution, rate, principal, wait)
-        elif spawn is None:  # (no task group yet: nothing to wait in)
+        if wait is None:
+            if spawn is None:  # (no task group yet: nothing to wait in)
+                execution.start()
+            else:
+                spawn(self._ask, execution, key, rate, principal)
+        elif wait <= 0.0:  # (under its limit: the usual case)
             execution.start()
         else:
-            spawn(self._ask, execution, key, rate, principal)
+            self._decided(execution, rate, principal, wait)
+
+    def _key(self, rate: Rate, tool: str, principal: str) -> str:
+        """rate_key, made once per (window, tool, principal) in use (admit looks it up first):
+        formatting it was most of what an admitted call cost with the memory store."""
+        if len(self._keys) >= MAX_KEYS:  # (bounded whatever principals come and go)
+            self._keys.clear()
+        key = self._keys[(rate.period, tool, principal)] = rate_key(rate, tool, principal)
+        return key
 
     async def _ask(self, execution: Checked, key: str, rate: Rate, principal: str) -> None:
         try:

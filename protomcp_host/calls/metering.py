@@ -38,26 +38,17 @@ RESULT = b',"result":'
 INPUT_REQUIRED = b'{"resultType":"input_required"'
 TASK_CREATED = (b'{"task":', b'{"resultType":"task"')
 PAUSED = (INPUT_REQUIRED, *TASK_CREATED)
+PAUSED_KEYS = b"rt"  # the first letters of a paused result's first key (resultType, task)
+ERROR_KEY, TRUE = ord("e"), ord("t")  # an error answer's key; isError's value
 TAIL = 1024  # bytes of a CallToolResult's end that hold its isError (after it: the result's stamp)
 RATE_LIMITED = b'"protomcp/error":{"code":"rate_limited"'  # in a refusal's _meta (calls/limits.py)
 CANCELLED = "cancelled"
 
 Writer = Callable[[bytes, bytes | None], None]
-Entry = tuple[str, str, float, "_Audited | None"]
-"""A request in progress: its method label, its tool label ("" unless tools/call), its start
-and what the audit log says of it."""
-
-
-class _Audited:
-    """What the audit log says of one tool call, noted when it arrives."""
-
-    __slots__ = ("arguments", "client", "principal", "tool")
-
-    def __init__(self, principal: str | None, client: str | None, tool: str, arguments: Any) -> None:
-        self.principal = principal
-        self.client = client
-        self.tool = tool
-        self.arguments = arguments
+Entry = tuple[rpc.Request, float]
+"""A request in progress: the request and its start. Its labels, and what the audit log says
+of it, are read when it ends (from the request and its session, which do not change meanwhile):
+a request pays for what it is told of once, at its end."""
 
 
 class RequestMeter:
@@ -65,12 +56,11 @@ class RequestMeter:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        # requests in progress, by id: (method label, tool label, start, what the audit log says)
-        self.open: dict[bytes, Entry] = {}
+        self.open: dict[bytes, Entry] = {}  # requests in progress, by id
 
     def received(self, decoded: rpc.Message | list[rpc.Message]) -> None:
         if type(decoded) is rpc.Request:
-            self.open[decoded.id] = opened(self.session, decoded)
+            self.open[decoded.id] = (decoded, time.perf_counter())
         elif type(decoded) is rpc.Notification and decoded.method == "notifications/cancelled":
             cancelled = decoded.params.get("requestId")
             if is_id(cancelled):
@@ -91,12 +81,12 @@ class RequestMeter:
         end = data.find(b',"', len(ANSWER))
         entry = self.open.pop(data[len(ANSWER) : end], None) if end > 0 else None
         if entry is not None:
-            answered(entry, data, end)
+            answered(self.session, *entry, data, end)
 
     def close(self, request_id: bytes, why: str) -> None:
         entry = self.open.pop(request_id, None)
         if entry is not None:
-            done(entry, why, "")
+            done(self.session, *entry, why)
 
     def close_all(self, why: str) -> None:
         for request_id in list(self.open):
@@ -106,96 +96,97 @@ class RequestMeter:
 class OneRequest:
     """A 2026-07-28 request measured by its HTTP endpoint (transports/ports.RequestMeasure)."""
 
-    __slots__ = ("entry",)
+    __slots__ = ("request", "session", "started")
 
     def __init__(self, session: Session, request: rpc.Request) -> None:
-        self.entry: Entry | None = opened(session, request)
+        self.session = session
+        self.request = request
+        self.started = time.perf_counter()  # (0.0 once it is told how it ended)
 
     def answered(self, data: bytes, end: int) -> None:
-        entry = self.entry
-        if entry is not None:
-            self.entry = None
-            answered(entry, data, end)
+        started = self.started
+        if started:
+            self.started = 0.0
+            answered(self.session, self.request, started, data, end)
 
     def unanswered(self) -> None:
-        entry = self.entry
-        if entry is not None:
-            self.entry = None
-            done(entry, CANCELLED, "")
+        started = self.started
+        if started:
+            self.started = 0.0
+            done(self.session, self.request, started, CANCELLED)
 
 
-def opened(session: Session, request: rpc.Request) -> Entry:
-    """What is noted of a request when it arrives: its labels, its start and (tools/call, with
-    the audit log on) what the audit log says of it."""
-    method = request.method
-    if method != TOOLS_CALL:
-        return (method if method in METHODS else UNKNOWN, "", time.perf_counter(), None)
-    params = request.params
-    name = params.get("name")
-    tool = name if isinstance(name, str) and name in session.catalog else UNKNOWN
-    noted = None
-    log = audit.LOG
-    if log is not None:
-        auth = session.auth
-        info: Any = session.client_info
-        if not info:  # 2026-07-28: each request says who the client is
-            meta = params.get("_meta")
-            info = meta.get(CLIENT_INFO) if isinstance(meta, dict) else None
-        arguments = params.get("arguments") if log.arguments else None
-        noted = _Audited(
-            log.principal(auth),
-            audit.client_name(info, auth),
-            name if isinstance(name, str) else "",
-            arguments,
-        )
-    return (TOOLS_CALL, tool, time.perf_counter(), noted)
-
-
-def answered(entry: Entry, data: bytes, end: int) -> None:
-    """The request of `entry` is answered by `data` (its id ends at `end`)."""
-    if data.startswith(b'"error":', end + 1):
-        done(entry, _code(data, end), "")
-    elif not entry[1]:  # not a tools/call
-        done(entry, "", "")
-    elif data.startswith(PAUSED, end + len(RESULT)):  # (one test for both: rare)
-        done(
-            entry,
-            "",
-            audit.INPUT_REQUIRED if data.startswith(INPUT_REQUIRED, end + len(RESULT)) else audit.TASK,
-        )
-    elif _is_error(data):
-        error = audit.RATE_LIMITED if data.find(RATE_LIMITED, len(data) - TAIL) >= 0 else "tool_error"
-        done(entry, error, "")
-    else:
-        done(entry, "", "")
-
-
-def done(entry: Entry, error: str, paused: str) -> None:
-    """The request of `entry` ended: an `error` type ("" = none), or `paused` (input_required,
-    task: a tools/call answered before its tool's result)."""
-    method, tool, started, noted = entry
+def answered(session: Session, request: rpc.Request, started: float, data: bytes, end: int) -> None:
+    """`request` (begun at `started`) is answered by `data` (its id ends at `end`): an error, a
+    tools/call paused (input_required, task: answered before its tool's result), an isError
+    result (its own isError is its last key, only the 2026-07-28 stamp, resultType and the
+    server's _meta follow it: the last one in the answer, so a key of the tool's
+    structuredContent is never taken for it), or a success. Inline: every answer passes here."""
     seconds = time.perf_counter() - started
+    error = paused = ""
+    # (bytes are indexed, not searched, where a letter tells: a method call with a start
+    # argument costs as much as the rest of the classification)
+    if data[end + 2] == ERROR_KEY:  # ,"error": rather than ,"result":
+        error = _code(data, end)
+    elif request.method == TOOLS_CALL:
+        result = end + len(RESULT)
+        if data[result + 2] in PAUSED_KEYS and data.startswith(PAUSED, result):  # (rare)
+            paused = audit.INPUT_REQUIRED if data.startswith(INPUT_REQUIRED, result) else audit.TASK
+        else:
+            at = data.rfind(IS_ERROR, len(data) - TAIL) if len(data) > TAIL else data.rfind(IS_ERROR)
+            if at >= 0 and data[at + len(IS_ERROR)] == TRUE:
+                limited = data.find(RATE_LIMITED, len(data) - TAIL) >= 0
+                error = audit.RATE_LIMITED if limited else "tool_error"
+    ended(session, request, seconds, error, paused)
+
+
+def done(session: Session, request: rpc.Request, started: float, error: str) -> None:
+    """`request` (begun at `started`) ended unanswered: `error` says why (cancelled)."""
+    ended(session, request, time.perf_counter() - started, error, "")
+
+
+def ended(session: Session, request: rpc.Request, seconds: float, error: str, paused: str) -> None:
+    """`request` ended after `seconds`: an `error` type ("" = none), or `paused`."""
+    method = request.method
+    if method == TOOLS_CALL:
+        name = request.params.get("name")
+        tool = name if type(name) is str and name in session.catalog else UNKNOWN
+    else:
+        method, tool = (method if method in METHODS else UNKNOWN), ""
     if metrics.ON:
         metrics.request_done(method, tool, error, seconds)
-    if noted is not None and audit.LOG is not None:
-        outcome = paused or audit.OK
-        if error == "tool_error":
-            outcome = audit.ERROR
-        elif error == audit.RATE_LIMITED:
-            outcome = audit.RATE_LIMITED
-        elif error == CANCELLED:
-            outcome = audit.CANCELLED
-        elif error:
-            outcome = audit.REFUSED
-        audit.LOG.write(noted.principal, noted.client, noted.tool, outcome, seconds, noted.arguments)
+    if audit.LOG is not None and method == TOOLS_CALL:
+        _audit(audit.LOG, session, request, seconds, error, paused)
 
 
-def _is_error(data: bytes) -> bool:
-    """A CallToolResult answer says isError: true. Its own isError is its last key (only the
-    2026-07-28 stamp, resultType and the server's _meta, follows): the last one in the answer, so
-    a key of the tool's structuredContent is never taken for it."""
-    at = data.rfind(IS_ERROR, max(0, len(data) - TAIL))
-    return at >= 0 and data.startswith(b"true", at + len(IS_ERROR))
+def _audit(
+    log: audit.AuditLog, session: Session, request: rpc.Request, seconds: float, error: str, paused: str
+) -> None:
+    """The audit log's line of a tools/call."""
+    outcome = paused or audit.OK
+    if error == "tool_error":
+        outcome = audit.ERROR
+    elif error == audit.RATE_LIMITED:
+        outcome = audit.RATE_LIMITED
+    elif error == CANCELLED:
+        outcome = audit.CANCELLED
+    elif error:
+        outcome = audit.REFUSED
+    auth = session.auth
+    params = request.params
+    info: Any = session.client_info
+    if not info:  # 2026-07-28: each request says who the client is
+        meta = params.get("_meta")
+        info = meta.get(CLIENT_INFO) if isinstance(meta, dict) else None
+    name = params.get("name")
+    log.write(
+        log.principal(auth),
+        audit.client_name(info, auth),
+        name if isinstance(name, str) else "",
+        outcome,
+        seconds,
+        params.get("arguments") if log.arguments else None,
+    )
 
 
 def _code(data: bytes, end: int) -> str:
@@ -211,5 +202,6 @@ def _code(data: bytes, end: int) -> str:
 
 
 def wanted() -> bool:
-    """Whether sessions are measured: metrics or the audit log are on."""
+    """Whether sessions are measured: metrics or the audit log are on (Router.measure tests
+    the same inline)."""
     return metrics.ON or audit.LOG is not None

@@ -27,6 +27,7 @@ from protomcp_host.protocol.features import CancelForward, ClientAnswer, ClientR
 from protomcp_host.protocol.records import TaskCancel, TaskInput, TasksUnsettled
 from protomcp_host.protocol.session import Call, CancelCall, Event, Session, ToolAnswer
 from protomcp_host.protocol.tasks import Task
+from protomcp_host.telemetry import audit, metrics
 from protomcp_sdk.wire import tracing
 from protomcp_sdk.wire.toollist import ToolListChange
 
@@ -140,7 +141,7 @@ class Router:
 
     def measure(self, request: rpc.Request) -> OneRequest | None:
         """2026-07-28: its one request, measured by its endpoint (None: nothing measures)."""
-        return OneRequest(self.session, request) if wanted() else None
+        return OneRequest(self.session, request) if metrics.ON or audit.LOG is not None else None
 
     def feed(self, line: bytes) -> None:
         """Handle one line from the client."""

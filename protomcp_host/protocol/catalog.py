@@ -206,7 +206,7 @@ class Catalog:
         return len(self._tools)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return name in self._tools.entries  # (not through Listing's own: metering asks per request)
 
     def get(self, name: str) -> Tool | None:
         return self._tools.entries.get(name)

@@ -29,6 +29,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from protomcp_host.telemetry import metrics
+from protomcp_host.telemetry.durations import Durations
 from protomcp_host.telemetry.metrics import BUCKETS, Recorder
 from protomcp_host.telemetry.multiprocess import MULTIPROC_ENV, FolderCollector
 
@@ -49,12 +50,13 @@ class PrometheusMetrics:
         # (multiprocess: the values live in the folder's files, read at each scrape)
         self.registry = CollectorRegistry(auto_describe=False)
         into = None if self.folder else self.registry
-        self.duration = Histogram(
-            DURATION,
-            "How long MCP requests took, from the message that brought each to the one that answered it",
-            [METHOD, TOOL, "error_type"],
-            buckets=BUCKETS,
-            registry=into,
+        about = "How long MCP requests took, from the message that brought each to the one that answered it"
+        labels = [METHOD, TOOL, "error_type"]
+        # (one process: a histogram kept by hand, durations.py; --workers: the library's, in files)
+        self.duration: Histogram | Durations = (
+            Histogram(DURATION, about, labels, buckets=BUCKETS, registry=None)
+            if self.folder
+            else Durations(DURATION, about, labels, BUCKETS)
         )
         self._sessions = Gauge(
             "protomcp_sessions", "Stateful MCP sessions open", multiprocess_mode="livesum", registry=into
@@ -84,6 +86,7 @@ class PrometheusMetrics:
             registry=into,
         )
         if into is not None:  # (multiprocess: the scrape's collector counts them, see scrape)
+            into.register(self.duration)
             into.register(WithRequests(self.duration.collect, only_requests=True))
         for state in metrics.TASK_STATES:  # (present at zero: a dashboard's rate() needs the series)
             self.tasks.labels(state)

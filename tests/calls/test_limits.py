@@ -100,3 +100,31 @@ async def test_a_flood_of_refusals_costs_a_few_lines() -> None:
     assert lines[limits.REPORT_BURST] == "protomcp: rate limits refused 90 more calls in 60s: 90 of 'search'"
     assert lines[-1].startswith("protomcp: rate limit 1/minute of tool 'other'")
     log.flush()
+
+
+def test_a_key_is_formatted_once_per_tool_and_principal_and_the_memo_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Formatting the store key was most of an admitted call's cost with the memory store."""
+    made: list[str] = []
+    real = limits.rate_key
+    monkeypatch.setattr(limits, "rate_key", lambda *given: made.append(real(*given)) or made[-1])
+    monkeypatch.setattr(limits, "MAX_KEYS", 3, raising=False)
+    rates = RateLimits({}, MemoryStore(), print)
+    rate = parse_rate("100/hour")
+    alice = {"iss": "i", "sub": "alice"}
+    for _ in range(3):
+        for tool, auth in (("a", None), ("a", alice), ("b", None)):
+            checked = Checked(tool, auth)
+            rates.admit(checked, rate, None)
+            assert checked.started
+    assert made == ["rate:3600:1:a:anonymous", "rate:3600:1:a:sub i alice", "rate:3600:1:b:anonymous"]
+    rates.admit(Checked("c", None), rate, None)  # a fourth: the memo starts again
+    assert len(rates._keys) == 1
+    store = MemoryStore()
+    rates = RateLimits({}, store, print)
+    for _ in range(2):
+        rates.admit(Checked("a", None), parse_rate("2/hour"), None)
+    refused = Checked("a", None)
+    rates.admit(refused, parse_rate("2/hour"), None)
+    assert refused.finished and not refused.started  # the memoized key counts on one log

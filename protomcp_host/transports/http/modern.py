@@ -489,6 +489,7 @@ class ModernEndpoint:
                 data = exchange.items[0]
                 if measure is not None:
                     measure.answered(data, len(answer_prefix) - 1)
+                    measure = None  # (told: the finally has nothing to tell it)
                 await respond_json(send, _status(data, len(answer_prefix)), data)
                 return
             await self._stream(exchange, answer_prefix, receive, send)
