@@ -1,5 +1,6 @@
 """The host's own CPU per 2026-07-28 `tools/call` over HTTP, in one process: what metrics and
-the rate limits add to it, and how a checkout compares with another.
+the rate limits add to it, and how a checkout compares with another. `--era 2025-11-25` measures
+the calls of one stateful session instead (initialized first; each call names its session).
 
     python benchmarks/modern_path.py                       # this checkout: off / metrics / + limit
     python benchmarks/modern_path.py --checkouts OLD,NEW   # before/after: each a source tree
@@ -40,6 +41,8 @@ VARIANTS = ("off", "metrics", "metrics+limit")
 # instructions counted, not timed: the same on a busy machine as on an idle one
 VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
 LIMIT = "1000000/hour"
+MODERN = "2026-07-28"
+ERA = [MODERN]  # the era measured (--era), handed to each child
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -49,13 +52,13 @@ MODERN_META = {
 # --------------------------------------------------------------------------- one child
 
 
-def _child(variant: str, calls: int, warmup: int, profile: str | None) -> dict[str, Any]:
+def _child(variant: str, calls: int, warmup: int, profile: str | None, era: str) -> dict[str, Any]:
     import anyio
 
-    return anyio.run(_measure, variant, calls, warmup, profile, backend="asyncio")  # type: ignore[no-any-return]
+    return anyio.run(_measure, variant, calls, warmup, profile, era, backend="asyncio")  # type: ignore[no-any-return]
 
 
-async def _measure(variant: str, calls: int, warmup: int, profile: str | None) -> dict[str, Any]:
+async def _measure(variant: str, calls: int, warmup: int, profile: str | None, era: str) -> dict[str, Any]:
     import asyncio
 
     import anyio
@@ -120,25 +123,23 @@ async def _measure(variant: str, calls: int, warmup: int, profile: str | None) -
             self.channel.close()
             os.close(self.read_fd)
 
-    body = orjson.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"text": "hello"}, "_meta": MODERN_META},
-        }
-    )
+    modern = era == MODERN
+    params: dict[str, Any] = {"name": "echo", "arguments": {"text": "hello"}}
+    if modern:
+        params["_meta"] = MODERN_META
+    body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
     headers = [
         (b"host", b"127.0.0.1:8000"),
         (b"accept", b"application/json, text/event-stream"),
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
-        (b"mcp-protocol-version", b"2026-07-28"),
-        (b"mcp-method", b"tools/call"),
-        (b"mcp-name", b"echo"),
+        (b"mcp-protocol-version", era.encode()),
     ]
+    if modern:
+        headers += [(b"mcp-method", b"tools/call"), (b"mcp-name", b"echo")]
     request = {"type": "http.request", "body": body, "more_body": False}
     answers: list[bytes] = []
+    session_ids: list[bytes] = []
 
     async def receive() -> dict[str, Any]:
         return request
@@ -146,6 +147,8 @@ async def _measure(variant: str, calls: int, warmup: int, profile: str | None) -
     async def send(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.body":
             answers.append(message.get("body", b""))
+        elif message["type"] == "http.response.start":
+            session_ids.extend(value for name, value in message["headers"] if name == b"mcp-session-id")
 
     def scope() -> dict[str, Any]:  # (uvicorn makes a new one per request)
         return {
@@ -181,6 +184,10 @@ async def _measure(variant: str, calls: int, warmup: int, profile: str | None) -
         stand_in = StandIn()
         host.dispatcher.processes["tools"] = stand_in  # type: ignore[index]
         app, _owner = build_app(host, http)
+        if not modern:  # 2025-11-25: one session, initialized first; every call names it
+            await _initialize(app, scope, send, era)
+            headers.append((b"mcp-session-id", session_ids[-1]))
+            answers.clear()
 
         async def run(n: int) -> None:
             for _ in range(n):
@@ -216,6 +223,35 @@ async def _measure(variant: str, calls: int, warmup: int, profile: str | None) -
     return {"cpu_us": cpu / calls * 1e6, "wall_us": wall / calls * 1e6, "scraped": scraped}
 
 
+async def _initialize(app: Any, scope: Any, send: Any, era: str) -> None:
+    import orjson
+
+    for message in (
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": era,
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ):
+        body = orjson.dumps(message)
+        first = scope()
+        first["headers"] = [
+            (name, str(len(body)).encode() if name == b"content-length" else value)
+            for name, value in first["headers"]
+        ]
+
+        async def receive(body: bytes = body) -> dict[str, Any]:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await app(first, receive, send)
+
+
 # --------------------------------------------------------------------------- the rounds
 
 
@@ -223,7 +259,7 @@ def _run_child(
     checkout: Path, variant: str, calls: int, warmup: int, profile: str | None, counted: bool = False
 ) -> dict[str, Any]:
     """One child's figures; `counted`: under valgrind, its instructions ("instructions")."""
-    env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}
+    env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0", "MODERN_PATH_ERA": ERA[0]}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", variant, "-n", str(calls)]
     argv += ["--warmup", str(warmup)]
@@ -264,12 +300,15 @@ def main() -> None:
     parser.add_argument(
         "--instructions", action="store_true", help="count instructions per request under valgrind instead"
     )
+    parser.add_argument("--era", default=MODERN, help="2026-07-28 (stateless) or 2025-11-25 (one session)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--profile-out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_child(args.child, args.n, args.warmup, args.profile_out)))
+        era = os.environ["MODERN_PATH_ERA"]
+        print(json.dumps(_child(args.child, args.n, args.warmup, args.profile_out, era)))
         return
+    ERA[0] = args.era
     checkouts = [Path(c).resolve() for c in args.checkouts.split(",")]
     variants = args.variants.split(",")
     if args.profile:
@@ -286,9 +325,7 @@ def main() -> None:
     if args.instructions:
         counts = {side: _instructions(*side, args.n, args.warmup) for side in sides}
         base_count = counts[sides[0]]
-        print(
-            f"instructions per 2026-07-28 tools/call in the host (valgrind), {2 * args.n} requests compared"
-        )
+        print(f"instructions per {ERA[0]} tools/call in the host (valgrind), {2 * args.n} requests compared")
         print(f"| checkout | variant | instructions | vs {sides[0][0].name} {sides[0][1]} |")
         print("|---|---|---:|---:|")
         for side in sides:
@@ -316,7 +353,7 @@ def main() -> None:
             cpu[side].append(result["cpu_us"])
         print(f"round {round_ + 1}/{args.rounds}, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
     base = statistics.median(cpu[sides[0]]) if cpu[sides[0]] else None
-    print(f"µs of host CPU per 2026-07-28 tools/call, {args.n} requests, {args.rounds} rounds")
+    print(f"µs of host CPU per {ERA[0]} tools/call, {args.n} requests, {args.rounds} rounds")
     print(f"| checkout | variant | median | min | vs {sides[0][0].name} {sides[0][1]} |")
     print("|---|---|---:|---:|---:|")
     for side in sides:
