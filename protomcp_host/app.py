@@ -36,14 +36,13 @@ from protomcp_host.protocol.features import FeatureCatalog
 from protomcp_host.protocol.skills import Skills
 from protomcp_host.protocol.tasks import TaskStore
 from protomcp_host.settings import RunSettings
-from protomcp_host.shared.resource_updates import ResourceUpdates
 from protomcp_host.shared.user_state import ANONYMOUS as ANONYMOUS_USER
 from protomcp_host.shared.user_state import LOCAL as LOCAL_USER
 from protomcp_host.shared.user_state import UserStates
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
 from protomcp_host.telemetry import metrics
-from protomcp_host.tool_events import ToolEvents, Watcher
+from protomcp_host.tool_events import RESOURCE_UPDATED, ToolEvents, Watcher
 
 if TYPE_CHECKING:
     from protomcp_host.proto_mcp.codec import Descriptors
@@ -147,7 +146,6 @@ class Host:
         """The state shared with other hosts (--store): requestState uses, modern-era tasks and
         each principal's tool-list state (imported only with a shared store)."""
         self.store = store
-        self.resource_updates = ResourceUpdates(store, self.forwarding.resource_updated)
         unauthenticated = LOCAL_USER if self.settings.http is None else ANONYMOUS_USER
         self.user_states = UserStates(store, unauthenticated, self.stderr)  # ctx.user_state
         self.dispatcher.limits = RateLimits(dict(self.settings.rate_limits), store, self.stderr)
@@ -252,7 +250,7 @@ class Host:
             if not isinstance(self.store, MemoryStore) and not os.environ.get(STATE_KEY_ENV):
                 self.rounds.key = await _patiently(self.store.state_key, patient_until)
                 tg.start_soon(self._keep_state_key)
-            self.store.subscribe(self.resource_updates.on_bus)
+            self.store.subscribe(self._on_bus)
             self.store.subscribe(self.rounds.on_bus)
             if self.shared_uses is not None:
                 self.store.subscribe(self.shared_uses.on_bus)
@@ -281,6 +279,11 @@ class Host:
     def _state_key_missed(self) -> None:
         if self._key_missed is not None:
             self._key_missed.set()
+
+    def _on_bus(self, topic: str, payload: bytes) -> None:
+        """A message from the store's bus (published here or by another host)."""
+        if topic == RESOURCE_UPDATED:
+            self.forwarding.resource_updated(payload.decode(errors="replace"))
 
     async def health(self) -> tuple[bool, dict[str, Any]]:
         """Readiness: loaded, every file has a process serving, the store answers, not draining."""
@@ -418,10 +421,6 @@ class Host:
         if self.tool_events.share_output:
             for router in self.routers:
                 router.log("error", "protomcp", message)
-
-    def resource_changed(self, uri: str) -> None:
-        """A tool process (or upstream) updated `uri`: this host's sessions, then the other hosts."""
-        self.resource_updates.changed(uri)
 
 
 if TYPE_CHECKING:

@@ -22,8 +22,10 @@ from protomcp_host.processes.events import Loaded, StateReply
 from protomcp_host.processes.output import LEVELS
 from protomcp_host.protocol.catalog import Catalog, NameClash, Tool
 from protomcp_host.settings import RunSettings
+from protomcp_host.store.base import Store
 from protomcp_sdk.wire import envelope_pb2 as pb
 
+RESOURCE_UPDATED = "resource_updated"  # bus topic: a resource changed (payload: its URI)
 Watcher = Callable[[str, dict[str, Any]], None]
 """Told of host events: ("loaded", diff), ("problem", message), ("output", line), ("printed",
 a line a call printed), ("log", a log message; "call": true when a call sent it), ("playground",
@@ -48,6 +50,8 @@ class EventsHost(Protocol):
     @property
     def dispatcher(self) -> Dispatcher: ...
     @property
+    def store(self) -> Store: ...
+    @property
     def supervisors(self) -> Mapping[str, object]: ...
     @property
     def upstreams(self) -> Mapping[str, object]: ...
@@ -68,7 +72,6 @@ class EventsHost(Protocol):
 
     def tell(self, kind: str, data: dict[str, Any]) -> None: ...
     def report_problem(self, message: str) -> None: ...
-    def resource_changed(self, uri: str) -> None: ...
 
 
 class ToolEvents:
@@ -145,10 +148,10 @@ class ToolEvents:
         self.host.report_problem(message)
 
     def notice(self, label: str, envelope: pb.Envelope) -> None:
-        """A tool process's notification outside any call: a resource update reaches this host's
-        listeners at once and the other hosts sharing the store through its bus."""
+        """A tool process's notification outside any call: a resource update goes out on the
+        store's bus, so listeners on every host sharing the store hear of it (this one too)."""
         if envelope.WhichOneof("msg") == "resource_changed" and envelope.resource_changed.uri:
-            self.host.resource_changed(envelope.resource_changed.uri)
+            self.host.store.publish(RESOURCE_UPDATED, envelope.resource_changed.uri.encode())
 
     def user_state(
         self, caller: dict[str, Any] | None, request: pb.UserStateRequest, reply: StateReply
