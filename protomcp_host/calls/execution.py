@@ -65,13 +65,6 @@ class CallSink(Protocol):
     def call_released(self, execution: Execution, reason: str) -> None: ...
 
 
-def _admitted_before(call: Call) -> bool:
-    """2026-07-28: a retry that brings a requestState continues a call its limit admitted (the
-    host issued that state to a running call, and checked it before this retry got here)."""
-    retry = call.retry
-    return retry is not None and retry.state is not None
-
-
 class Dispatcher:
     """Starts executions: where each tool's file is served, the middleware chain, the timeout."""
 
@@ -104,7 +97,9 @@ class Dispatcher:
     def execute(self, call: Call, sink: CallSink) -> Execution:
         execution = Execution(self, call, sink)
         rate = call.tool.rate_limit  # (a tool without a limit pays this test alone)
-        if rate is not None and self.limits is not None and not _admitted_before(call):
+        # (2026-07-28: a retry that brings a requestState continues a call its limit admitted:
+        # the host issued that state to a running call, and checked it before this retry came)
+        if rate is not None and self.limits is not None and (call.retry is None or call.retry.state is None):
             self.limits.admit(execution, rate, self.spawn)  # -> execution.start(), or a refusal
         else:
             execution.start()

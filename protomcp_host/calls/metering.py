@@ -59,6 +59,7 @@ class RequestMeter:
         self.open: dict[bytes, Entry] = {}  # requests in progress, by id
 
     def received(self, decoded: rpc.Message | list[rpc.Message]) -> None:
+        """A message from the client (a Request is noted by the router itself: Router.feed)."""
         if type(decoded) is rpc.Request:
             self.open[decoded.id] = (decoded, time.perf_counter())
         elif type(decoded) is rpc.Notification and decoded.method == "notifications/cancelled":
@@ -68,20 +69,21 @@ class RequestMeter:
         # (a batch, 2025-03-26 only, is answered as one array: its requests are not measured)
 
     def watching(self, write: Writer) -> Writer:
-        """`write`, measuring the request each message answers."""
+        """`write`, measuring the request each message answers (one frame per message: every
+        message a session writes passes here)."""
+        open_ = self.open
+        session = self.session
+        skip = len(ANSWER)
 
         def measured(data: bytes, related: bytes | None = None) -> None:
             write(data, related)
-            if self.open and data.startswith(ANSWER):
-                self.sent(data)
+            if open_ and data[:skip] == ANSWER:
+                end = data.find(b',"', skip)
+                entry = open_.pop(data[skip:end], None) if end > 0 else None
+                if entry is not None:
+                    answered(session, entry[0], entry[1], data, end)
 
         return measured
-
-    def sent(self, data: bytes) -> None:
-        end = data.find(b',"', len(ANSWER))
-        entry = self.open.pop(data[len(ANSWER) : end], None) if end > 0 else None
-        if entry is not None:
-            answered(self.session, *entry, data, end)
 
     def close(self, request_id: bytes, why: str) -> None:
         entry = self.open.pop(request_id, None)

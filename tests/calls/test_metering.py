@@ -91,13 +91,14 @@ def test_outcomes_of_calls_and_other_requests(recorded: Recording) -> None:
 def test_only_the_results_own_iserror_counts(recorded: Recording) -> None:
     """Not a key of the tool's structured output (nor a text quoting one)."""
     meter = RequestMeter(Session())  # type: ignore[arg-type]
+    write = meter.watching(lambda data, related=None: None)
     meter.received(request(1, "tools/call", name="add", arguments={}))
     result = {
         "content": [{"type": "text", "text": '"isError":true'}],
         "structuredContent": {"isError": True},
         "isError": False,
     }
-    meter.sent(answer(1, {"result": result}))
+    write(answer(1, {"result": result}))
     assert recorded.requests == [("tools/call", "add", "ok", "")]
 
 
@@ -121,6 +122,7 @@ def test_audit_outcomes(recorded: Recording, tmp_path: Path, monkeypatch: pytest
     log = tmp_path / "audit.jsonl"
     monkeypatch.setattr(audit, "LOG", audit.AuditLog.open(str(log), stdio=False))
     meter = RequestMeter(Session())  # type: ignore[arg-type]
+    write = meter.watching(lambda data, related=None: None)
     answers = [
         {"result": {"content": [], "isError": False}},
         {"result": {"content": [], "isError": True}},
@@ -131,9 +133,9 @@ def test_audit_outcomes(recorded: Recording, tmp_path: Path, monkeypatch: pytest
     ]
     for id_, body in enumerate(answers):
         meter.received(request(id_, "tools/call", name="add", arguments={"a": id_}))
-        meter.sent(answer(id_, body))
+        write(answer(id_, body))
     meter.received(request(99, "tools/list"))
-    meter.sent(answer(99, {"result": {"tools": []}}))
+    write(answer(99, {"result": {"tools": []}}))
     meter.received(request(100, "tools/call", name="add", arguments={}))
     meter.close_all("cancelled")
     lines = [orjson.loads(line) for line in log.read_text().splitlines()]

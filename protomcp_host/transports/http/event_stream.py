@@ -2,17 +2,16 @@
 
 Messages are numbered and kept (bounded) until the stream is over, so a client whose connection
 dropped can reconnect with ``Last-Event-ID`` and get every message it missed. Sans-IO apart
-from an anyio Event that wakes the connection writing the stream.
+from the futures that wake the connections waiting on it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Callable
 
-import anyio
-
-from protomcp_host.transports.http.timers import Deadline
+from protomcp_host.processes.loop import running_loop
 
 KEEP = 10_000  # messages kept for resumption per stream; the oldest go first
 # What a kept message costs beyond its bytes: the bytes object's header (33 bytes, rounded up by
@@ -96,7 +95,7 @@ class EventStream:
         self.closed = False  # the session ended: nothing more will come
         self.attached = 0  # generation of the connection writing it (0 = none)
         self._generation = 0
-        self._changed = anyio.Event()
+        self._waiters: list[asyncio.Future[bool]] = []  # connections waiting for a change
 
     def push(self, data: bytes, *, last: bool = False) -> None:
         self.seq += 1
@@ -110,11 +109,11 @@ class EventStream:
             self.budget.add(self, self.seq, cost(data))
         if last:
             self.done = True
-        self._wake()
+        self.wake()
 
     def close(self) -> None:
         self.closed = True
-        self._wake()
+        self.wake()
 
     def release(self) -> None:
         """Nothing can be resumed here any more: let go of the messages (and their bytes)."""
@@ -137,7 +136,7 @@ class EventStream:
         """A connection takes the stream over (a resumed connection replaces an old one)."""
         self._generation += 1
         self.attached = self._generation
-        self._wake()
+        self.wake()
         return self._generation
 
     def detach(self, generation: int) -> None:
@@ -148,16 +147,32 @@ class EventStream:
         return f"{self.key}-{seq}"
 
     async def wait(self, timeout: float) -> bool:
-        """Until something changes (a message, the end, a takeover) or `timeout` passes;
-        False when nothing changed."""
-        changed = self._changed
-        with Deadline(timeout):
-            await changed.wait()
-        return changed.is_set()
+        """Until something changes (a message, the end, a takeover, `wake`) or `timeout`
+        passes; False when nothing changed. (A future and a loop timer: every POST of a session
+        waits here for its answer, and a cancel scope and an Event cost several times more.)"""
+        loop = running_loop()
+        waiter: asyncio.Future[bool] = loop.create_future()
+        self._waiters.append(waiter)
+        timer = loop.call_later(timeout, _settle, waiter, False)
+        try:
+            return await waiter
+        finally:
+            timer.cancel()
+            if waiter in self._waiters:  # (its time passed, or its task was cancelled)
+                self._waiters.remove(waiter)
 
-    def _wake(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
+    def wake(self) -> None:
+        """Wake whoever waits: the stream changed, or something outside it (the client left)."""
+        waiters = self._waiters
+        if waiters:
+            self._waiters = []
+            for waiter in waiters:
+                _settle(waiter, True)
+
+
+def _settle(waiter: asyncio.Future[bool], changed: bool) -> None:
+    if not waiter.done():
+        waiter.set_result(changed)
 
 
 def parse_event_id(value: str) -> tuple[str, int] | None:

@@ -27,6 +27,7 @@ CORS_REQUEST_HEADERS = (
 )
 CORS_EXPOSED_HEADERS = b"Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate"
 CORS_MAX_AGE = b"600"  # seconds a browser may reuse a preflight's answer
+KNOWN_HOSTS = 64  # Host values remembered as allowed (clients send a few; any more are checked anew)
 
 
 def is_loopback(host: str) -> bool:
@@ -153,6 +154,8 @@ class Guard:
         # Paths a page of any origin may call (with CORS): they act on no ambient credential, so
         # DNS rebinding gains nothing there (the OAuth metadata, token and registration endpoints).
         self.any_origin_paths = frozenset(any_origin_paths)
+        # Host values found allowed (every request sends one: the parse is done once per value)
+        self._allowed_hosts: set[str] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -227,10 +230,16 @@ class Guard:
         return self._check_origin(header(scope, b"origin"))
 
     def _check_host(self, value: str | None) -> Refusal | None:
-        if not self.check_host:
+        if not self.check_host or value in self._allowed_hosts:
             return None
         if value is None:
             return Refusal(400, "Bad Request: missing Host header")
+        refusal = self._check_new_host(value)
+        if refusal is None and len(self._allowed_hosts) < KNOWN_HOSTS:
+            self._allowed_hosts.add(value)
+        return refusal
+
+    def _check_new_host(self, value: str) -> Refusal | None:
         value = value.lower()
         name = _hostname(value)
         if name is None:

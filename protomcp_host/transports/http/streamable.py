@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import orjson
 
+from protomcp_host.processes.loop import running_loop
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.methods import starts_calls
@@ -329,15 +330,21 @@ class StreamableHTTP:
         at most until `keepalive` passes since it was handed on; False when the client left.
         Only a message sent before the answer, or the keep-alive interval passing with nothing
         (a proxy would cut a silent connection), makes the response an SSE stream: a large answer
-        as one SSE event is refused by clients that bound events (the official SDK: 1 MiB)."""
-        left = anyio.Event()
-        with Deadline(max(0.0, self.options.keepalive - self.options.quick_answer)):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_note_disconnect, receive, left, tg.cancel_scope)
-                while stream.seq == 0 and not stream.closed:
-                    await stream.wait(self.options.keepalive)
-                tg.cancel_scope.cancel()
-        return not left.is_set()
+        as one SSE event is refused by clients that bound events (the official SDK: 1 MiB).
+        (The disconnect watcher is a plain task: under load most requests of a busy session wait
+        here, and a task group and a cancel scope would cost each of them more.)"""
+        left = Left(stream)
+        watcher = running_loop().create_task(_watch_disconnect(receive, left))
+        try:
+            loop = running_loop()
+            until = loop.time() + max(0.0, self.options.keepalive - self.options.quick_answer)
+            while stream.seq == 0 and not stream.closed and not left.gone:
+                remaining = until - loop.time()
+                if remaining <= 0 or not await stream.wait(remaining):
+                    break
+        finally:
+            watcher.cancel()
+        return not left.gone
 
     async def _wait_turn(self, hs: HttpSession, stream: EventStream, receive: Receive) -> str:
         """A tool call beyond --max-in-flight waits, at most `turn_timeout`, until this session has
@@ -554,6 +561,27 @@ async def _note_disconnect(receive: Receive, left: anyio.Event, scope: anyio.Can
         pass
     left.set()
     scope.cancel()
+
+
+class Left:
+    """Whether the client of a request waiting on `stream` disconnected (set by the watcher)."""
+
+    __slots__ = ("gone", "stream")
+
+    def __init__(self, stream: EventStream) -> None:
+        self.stream = stream
+        self.gone = False
+
+
+async def _watch_disconnect(receive: Receive, left: Left) -> None:
+    """Mark `left` gone, and wake its stream's waiter, once the client disconnects."""
+    try:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+    except Exception:  # (the server's receive failing: the client is as good as gone)
+        pass
+    left.gone = True
+    left.stream.wake()
 
 
 def _not_started(request_id: bytes) -> bytes:

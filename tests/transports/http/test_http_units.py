@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from protomcp_host.transports.http.event_stream import EventStream, parse_event_id, sse_event, sse_priming
-from protomcp_host.transports.http.guard import BearerToken, Guard, Identity
+from protomcp_host.transports.http.guard import KNOWN_HOSTS, BearerToken, Guard, Identity
 from protomcp_host.transports.http.sessions import is_response
 
 pytestmark = pytest.mark.fast  # starts no process
@@ -41,8 +42,34 @@ def test_event_stream_takeover() -> None:
 async def test_event_stream_wait_reports_change() -> None:
     stream = EventStream("1")
     assert await stream.wait(0.01) is False
+    assert not stream._waiters  # a wait whose time passed leaves nothing behind
     stream.push(b"x")
     assert stream.seq == 1
+
+
+async def test_event_stream_wakes_every_waiter_and_forgets_cancelled_ones() -> None:
+    stream = EventStream("1")
+    async with anyio.create_task_group() as tg:
+        woken: list[bool] = []
+
+        async def waiter() -> None:
+            woken.append(await stream.wait(30))
+
+        tg.start_soon(waiter)
+        tg.start_soon(waiter)
+        await wait_until(lambda: len(stream._waiters) == 2)
+        stream.push(b"x")  # one change wakes both (a resumed connection and the one it replaced)
+    assert woken == [True, True] and not stream._waiters
+    with anyio.move_on_after(0.01):
+        await stream.wait(30)  # cancelled from outside
+    assert not stream._waiters
+    stream.wake()  # (nobody waits: nothing to do)
+
+
+async def wait_until(condition: Any) -> None:
+    with anyio.fail_after(5):
+        while not condition():
+            await anyio.sleep(0)
 
 
 def test_sse_encoding() -> None:
@@ -78,6 +105,18 @@ def test_guard_hosts_and_origins() -> None:
     assert guard.inspect(scope({"host": "localhost", "origin": "null"})) is not None
     too_big = guard.inspect(scope({"host": "localhost", "content-length": "101"}))
     assert too_big is not None and too_big.status == 413
+
+
+def test_guard_remembers_allowed_hosts_only_and_only_so_many() -> None:
+    guard = Guard(_app, bind="127.0.0.1", max_body=100)
+    for _ in range(2):  # the second time from memory, with the same answers
+        assert guard.inspect(scope({"host": "localhost:8000"})) is None
+        refusal = guard.inspect(scope({"host": "evil.com"}))
+        assert refusal is not None and refusal.status == 403
+    assert guard._allowed_hosts == {"localhost:8000"}
+    for port in range(KNOWN_HOSTS + 10):  # a client can send any number of Host values
+        assert guard.inspect(scope({"host": f"127.0.0.1:{port}"})) is None
+    assert len(guard._allowed_hosts) == KNOWN_HOSTS
 
 
 def test_guard_refuses_hosts_and_origins_that_only_start_like_local_ones() -> None:
