@@ -23,6 +23,7 @@ from protomcp_host.calls.execution import Dispatcher
 from protomcp_host.calls.forwarding import Forwarding, declares_completions
 from protomcp_host.calls.held import MAX_SUSPENDED_EACH, Rounds
 from protomcp_host.calls.limits import RateLimits
+from protomcp_host.calls.metering import task_ended
 from protomcp_host.calls.middleware import Middleware
 from protomcp_host.calls.router import Router, Writer
 from protomcp_host.calls.tasks import TaskRunner
@@ -41,7 +42,7 @@ from protomcp_host.shared.user_state import LOCAL as LOCAL_USER
 from protomcp_host.shared.user_state import UserStates
 from protomcp_host.store.base import Store, StoreError
 from protomcp_host.store.memory import MemoryStore
-from protomcp_host.telemetry import metrics
+from protomcp_host.telemetry import audit, metrics
 from protomcp_host.tool_events import RESOURCE_UPDATED, ToolEvents, Watcher
 
 if TYPE_CHECKING:
@@ -140,6 +141,8 @@ class Host:
         self.task_store = TaskStore()
         if metrics.ON:
             self.task_store.on_status = metrics.task
+        if audit.LOG is not None:  # a call gone on as a task: its end is a line of its own
+            self.task_store.on_finished = task_ended
         self.task_runner = TaskRunner(self.task_store, self.dispatcher, self.connections.routers)
 
     def _wire_store(self, store: Store) -> None:

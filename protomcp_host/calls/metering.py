@@ -24,8 +24,10 @@ import orjson
 from protomcp_host.protocol import jsonrpc as rpc
 from protomcp_host.protocol.jsontypes import is_id
 from protomcp_host.protocol.methods import METHODS
+from protomcp_host.protocol.records import Call
 from protomcp_host.protocol.request_meta import CLIENT_INFO
 from protomcp_host.protocol.session import Session
+from protomcp_host.protocol.tasks import Task
 from protomcp_host.telemetry import audit, metrics
 
 ANSWER = b'{"jsonrpc":"2.0","id":'
@@ -38,6 +40,7 @@ RESULT = b',"result":'
 INPUT_REQUIRED = b'{"resultType":"input_required"'
 TASK_CREATED = (b'{"task":', b'{"resultType":"task"')
 PAUSED = (INPUT_REQUIRED, *TASK_CREATED)
+TASK_ID = b'"taskId":"'  # in a CreateTaskResult (the host makes task ids: no escapes in them)
 PAUSED_KEYS = b"rt"  # the first letters of a paused result's first key (resultType, task)
 ERROR_KEY, TRUE = ord("e"), ord("t")  # an error answer's key; isError's value
 TAIL = 1024  # bytes of a CallToolResult's end that hold its isError (after it: the result's stamp)
@@ -125,7 +128,7 @@ def answered(session: Session, request: rpc.Request, started: float, data: bytes
     server's _meta follow it: the last one in the answer, so a key of the tool's
     structuredContent is never taken for it), or a success. Inline: every answer passes here."""
     seconds = time.perf_counter() - started
-    error = paused = ""
+    error = paused = task = ""
     # (bytes are indexed, not searched, where a letter tells: a method call with a start
     # argument costs as much as the rest of the classification)
     if data[end + 2] == ERROR_KEY:  # ,"error": rather than ,"result":
@@ -134,12 +137,14 @@ def answered(session: Session, request: rpc.Request, started: float, data: bytes
         result = end + len(RESULT)
         if data[result + 2] in PAUSED_KEYS and data.startswith(PAUSED, result):  # (rare)
             paused = audit.INPUT_REQUIRED if data.startswith(INPUT_REQUIRED, result) else audit.TASK
+            if paused == audit.TASK and audit.LOG is not None:
+                task = _task_id(data, result)
         else:
             at = data.rfind(IS_ERROR, len(data) - TAIL) if len(data) > TAIL else data.rfind(IS_ERROR)
             if at >= 0 and data[at + len(IS_ERROR)] == TRUE:
                 limited = data.find(RATE_LIMITED, len(data) - TAIL) >= 0
                 error = audit.RATE_LIMITED if limited else "tool_error"
-    ended(session, request, seconds, error, paused)
+    ended(session, request, seconds, error, paused, task)
 
 
 def done(session: Session, request: rpc.Request, started: float, error: str) -> None:
@@ -147,8 +152,10 @@ def done(session: Session, request: rpc.Request, started: float, error: str) -> 
     ended(session, request, time.perf_counter() - started, error, "")
 
 
-def ended(session: Session, request: rpc.Request, seconds: float, error: str, paused: str) -> None:
-    """`request` ended after `seconds`: an `error` type ("" = none), or `paused`."""
+def ended(
+    session: Session, request: rpc.Request, seconds: float, error: str, paused: str, task: str = ""
+) -> None:
+    """`request` ended after `seconds`: an `error` type ("" = none), or `paused` (as `task`)."""
     method = request.method
     if method == TOOLS_CALL:
         name = request.params.get("name")
@@ -158,11 +165,17 @@ def ended(session: Session, request: rpc.Request, seconds: float, error: str, pa
     if metrics.ON:
         metrics.request_done(method, tool, error, seconds)
     if audit.LOG is not None and method == TOOLS_CALL:
-        _audit(audit.LOG, session, request, seconds, error, paused)
+        _audit(audit.LOG, session, request, seconds, error, paused, task)
 
 
 def _audit(
-    log: audit.AuditLog, session: Session, request: rpc.Request, seconds: float, error: str, paused: str
+    log: audit.AuditLog,
+    session: Session,
+    request: rpc.Request,
+    seconds: float,
+    error: str,
+    paused: str,
+    task: str,
 ) -> None:
     """The audit log's line of a tools/call."""
     outcome = paused or audit.OK
@@ -181,14 +194,49 @@ def _audit(
         meta = params.get("_meta")
         info = meta.get(CLIENT_INFO) if isinstance(meta, dict) else None
     name = params.get("name")
+    client = audit.client_name(info, auth)
     log.write(
         log.principal(auth),
-        audit.client_name(info, auth),
+        client,
         name if isinstance(name, str) else "",
         outcome,
         seconds,
         params.get("arguments") if log.arguments else None,
+        task,
     )
+    if task:
+        log.task_started(task, client)
+
+
+def task_ended(task: Task, call: Call) -> None:
+    """The audit log's last line of a call that went on as `task` (TaskStore.on_finished): how
+    the task ended, and how long it ran."""
+    log = audit.LOG
+    if log is None:
+        return
+    outcome = audit.TASK_OUTCOMES.get(task.status, task.status)
+    result = task.outcome  # (2026-07-28: an isError result completes its task)
+    at = result.rfind(IS_ERROR, max(0, len(result) - TAIL))
+    if outcome == audit.OK and at >= 0 and result[at + len(IS_ERROR)] == TRUE:
+        outcome = audit.ERROR
+    log.write(
+        log.principal(call.auth),
+        log.task_clients.pop(task.id, None),
+        call.tool.name,
+        outcome,
+        max(0.0, task.updated - task.created),
+        call.arguments if log.arguments else None,
+        task.id,
+    )
+
+
+def _task_id(data: bytes, result: int) -> str:
+    """The taskId of a CreateTaskResult answer (its result starts at `result`); "" if none."""
+    start = data.find(TASK_ID, result)
+    if start < 0:
+        return ""
+    start += len(TASK_ID)
+    return data[start : data.find(b'"', start)].decode(errors="replace")
 
 
 def _code(data: bytes, end: int) -> str:

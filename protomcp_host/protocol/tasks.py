@@ -145,6 +145,8 @@ class TaskStore:
         # shared by several hosts forgets it everywhere: shared/tasks.py)
         self.on_evict: Callable[[Task], None] | None = None
         self.on_status: Callable[[str], None] | None = None  # told each status a task enters (metrics)
+        # told of each task whose call ran here as it ends, with that call (the audit log)
+        self.on_finished: Callable[[Task, Any], None] | None = None
         # set while the copies of other hosts' tasks may be behind (a store shared by several
         # hosts whose bus broke: shared/tasks.py); 2026-07-28 tasks/* of a copy waits for it
         self.unsettled = False
@@ -240,10 +242,12 @@ class TaskStore:
         (a cancelled task stays cancelled even when its call completes later)."""
         if task.terminal or status not in TERMINAL:
             return False
+        call, task.call = task.call, None
         task.status, task.outcome, task.message, task.updated = status, outcome, message, now
-        task.call = None
         if self.on_status is not None:
             self.on_status(status)
+        if self.on_finished is not None and call is not None:  # (not a copy of another host's)
+            self.on_finished(task, call)
         return True
 
     def expire(self, now: float, owner: str = "") -> list[Task]:

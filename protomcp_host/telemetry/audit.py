@@ -6,6 +6,8 @@ ctx.principal.subject has it; over stdio the local user; null when no one signed
 (ok, error: an isError result, refused: a JSON-RPC error such as an unknown tool or invalid
 arguments, cancelled; input_required: the call waits for the client's answers, and its retry is a
 line of its own; task: it goes on as a task), `duration_ms`, and `arguments` only with --audit-arguments.
+A call that goes on as a task has a second line when the task ends on this host: `outcome` ok, error
+(failed) or cancelled, `duration_ms` from the task's creation; both lines name it in `task`.
 
 A FILE is opened with O_APPEND and each line is one write(): the workers of --workers append to
 the same file without tearing each other's lines. `-` is stderr when the MCP stream is stdout
@@ -25,6 +27,8 @@ import orjson
 OK, ERROR, REFUSED, CANCELLED = "ok", "error", "refused", "cancelled"
 RATE_LIMITED = "rate_limited"  # an isError result: the call was over its --rate-limit and did not run
 INPUT_REQUIRED, TASK = "input_required", "task"  # answered before the tool's result (see metering)
+TASK_OUTCOMES = {"completed": OK, "failed": ERROR, "cancelled": CANCELLED}  # a task's end, by status
+TASK_CLIENTS = 10_000  # the clients of running tasks remembered for their last line (oldest go)
 
 
 class AuditLog:
@@ -32,6 +36,7 @@ class AuditLog:
         self.fd = fd
         self.arguments = arguments  # --audit-arguments: the call's arguments are written too
         self.local_user = local_user  # stdio: who runs the host is who calls
+        self.task_clients: dict[str, str | None] = {}  # task id -> its call's client, until it ends
 
     @classmethod
     def open(cls, target: str, *, stdio: bool, arguments: bool = False) -> AuditLog:
@@ -57,6 +62,7 @@ class AuditLog:
         outcome: str,
         seconds: float,
         arguments: Any = None,
+        task: str = "",
     ) -> None:
         record: dict[str, Any] = {
             "time": _now(),
@@ -66,6 +72,8 @@ class AuditLog:
             "outcome": outcome,
             "duration_ms": round(seconds * 1000, 3),
         }
+        if task:
+            record["task"] = task
         if self.arguments:
             record["arguments"] = arguments
         line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
@@ -73,6 +81,13 @@ class AuditLog:
         # file stays open for the host's life)
         with contextlib.suppress(OSError):
             os.write(self.fd, line)  # one write: appended whole (O_APPEND), whoever else appends
+
+    def task_started(self, task: str, client: str | None) -> None:
+        """A call went on as `task`: its client is kept for the line its end writes."""
+        clients = self.task_clients
+        if len(clients) >= TASK_CLIENTS:
+            del clients[next(iter(clients))]
+        clients[task] = client
 
 
 def client_name(info: Any, auth: dict[str, Any] | None) -> str | None:

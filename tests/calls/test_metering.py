@@ -143,6 +143,7 @@ def test_audit_outcomes(recorded: Recording, tmp_path: Path, monkeypatch: pytest
         "ok", "error", "refused", "input_required", "task", "task", "cancelled"
     ]  # fmt: skip
     assert all(line["tool"] == "add" and "arguments" not in line for line in lines)
+    assert [line.get("task") for line in lines[4:6]] == ["t", "t"]  # (a CreateTaskResult's taskId)
 
 
 def test_every_backend_records(recorded: Recording) -> None:

@@ -159,3 +159,57 @@ async def test_each_tool_call_over_stdio_in_the_modern_era_is_one_line(tmp_path:
         assert client.session.protocol_version == "2026-07-28"
         await _three_calls(client)
     _check(read(log), getpass.getuser(), False)
+
+
+async def test_a_call_gone_on_as_a_task_has_a_line_for_its_end(raw_host: Any, tmp_path: Path) -> None:
+    """2025-11-25 tasks over stdio: the call's line says `task` when it is answered; its task's end
+    (completed, failed, cancelled) is a second line naming the same task, with the same client."""
+    from tests.e2e.test_e2e_tasks import TASK_TOOLS, TaskClient
+
+    log = tmp_path / "audit.jsonl"
+    tasks = TaskClient(raw_host("run", str(TASK_TOOLS), "--audit-log", str(log)))
+    done = tasks.start("report", {"n": 1})
+    tasks.request("tasks/result", {"taskId": done})  # (answered once the task ended: its line is in)
+    failed = tasks.start("broken", {"reason": "out of paper"})
+    tasks.request("tasks/result", {"taskId": failed})
+    cancelled = tasks.start("job", {"key": "doomed"})
+    tasks.status(cancelled, "working")
+    tasks.request("tasks/cancel", {"taskId": cancelled})
+    lines = read(log)
+    assert [(line["tool"], line["outcome"], line["task"]) for line in lines] == [
+        ("report", "task", done),
+        ("report", "ok", done),
+        ("broken", "task", failed),
+        ("broken", "error", failed),
+        ("job", "task", cancelled),
+        ("job", "cancelled", cancelled),
+    ]
+    assert {(line["principal"], line["client"]) for line in lines} == {(getpass.getuser(), "raw/1")}
+
+
+async def test_a_modern_task_has_a_line_for_its_end_over_http(http_host: Any, tmp_path: Path) -> None:
+    """2026-07-28 (the tasks extension) with the official client over HTTP: the same two lines."""
+    from mcp import Client
+
+    from tests.e2e.tasks_client import Tasks, cancel_task
+    from tests.e2e.test_e2e_modern_tasks import EVERYTHING
+
+    log = tmp_path / "audit.jsonl"
+    host = http_host("run", EVERYTHING, "--audit-log", str(log))
+    async with Client(host.url, cache=None, extensions=[Tasks()]) as client:
+        done = await client.call_tool("slow_compute", {"seconds": 0.1, "label": "x"})  # polled to its end
+        assert done.content[0].text == "Computed x after 0.1s"
+        assert (await client.call_tool("failing_job", {})).is_error  # a completed task, isError
+        created = await client.session.call_tool("slow_compute", {"seconds": 30}, allow_claimed=True)
+        await cancel_task(client.session, created.task_id)
+    lines = read(log)
+    first, failing, second = lines[0]["task"], lines[2]["task"], created.task_id
+    assert [(line["tool"], line["outcome"], line["task"]) for line in lines] == [
+        ("slow_compute", "task", first),
+        ("slow_compute", "ok", first),
+        ("failing_job", "task", failing),
+        ("failing_job", "error", failing),
+        ("slow_compute", "task", second),
+        ("slow_compute", "cancelled", second),
+    ]
+    assert all(line["client"].startswith("mcp") for line in lines)
