@@ -230,6 +230,9 @@ class Supervisor:
                 return
 
     async def _watch(self, process: ToolProcess) -> None:
+        await process.unreachable.wait()
+        if process is self.current and not self._stopping:
+            self._ready.clear()  # calls from now on wait for the replacement (or another member)
         await process.exited.wait()
         if process is self.current and not self._stopping:
             self._ready.clear()

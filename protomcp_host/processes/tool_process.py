@@ -57,6 +57,10 @@ class ToolProcess:
         )
         self.channel: Channel | None = None
         self.exited = anyio.Event()
+        # set once nothing more is read from it (its pipe ended, or it died): new calls must go
+        # elsewhere or wait for a replacement from then, not only once it is reaped (its output
+        # drains first, up to 0.5 s when a child it started holds the pipes)
+        self.unreachable = anyio.Event()
         self.death: str | None = None  # why it stopped serving, once it has (what clients see)
         self.obituary: str | None = None  # the same with its last stderr lines, for the host's stderr
 
@@ -80,7 +84,9 @@ class ToolProcess:
         try:
             async with anyio.create_task_group() as tg:
                 drained = await self.child.pump_output(tg)
-                if await self._read_frames(launched.from_child):
+                ended = await self._read_frames(launched.from_child)
+                self.unreachable.set()
+                if ended:
                     channel.end_of_input()
                 channel.close()
                 await self.child.ensure_exit()
@@ -227,6 +233,7 @@ class ToolProcess:
             self.death = self.child.describe_exit(tail=self.events.share_output)
         if channel is not None:
             channel.shut(self.death)
+        self.unreachable.set()
         self.exited.set()
 
     async def stop(self, grace: float) -> None:

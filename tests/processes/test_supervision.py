@@ -355,3 +355,45 @@ async def test_a_pool_keeps_one_idle_standby_per_file(tmp_path: Path) -> None:
                     await anyio.sleep(0.02)
                 assert len(_idle_standbys(file, _serving(*pool.members))) == 1
             await pool.stop(5)
+
+
+async def test_a_call_after_the_process_died_waits_for_its_replacement(tmp_path: Path) -> None:
+    """kill -9 of a tool process: a call that comes once nothing more is read from it goes to its
+    replacement, though the dead one is not reaped yet (its output drains first: here a child it
+    forked holds its pipes, for 0.5 s). It used to be sent to the dead one and fail with its death."""
+    file = tmp_path / "t.py"
+    file.write_text(
+        textwrap.dedent(
+            """
+            import os, time
+            from protomcp_sdk import tool
+
+            @tool
+            def hold() -> int:
+                child = os.fork()
+                if child == 0:  # (in the tool's process group: killed with it)
+                    time.sleep(30)
+                    os._exit(0)
+                return child
+
+            @tool
+            def a() -> str:
+                return "a"
+            """
+        )
+    )
+    supervisor = make_supervisor(file, [])
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(supervisor.run)
+            await call(supervisor, "hold")
+            dead = supervisor.current
+            assert dead is not None
+            os.kill(dead.child.pid, signal.SIGKILL)
+            await dead.unreachable.wait()
+            assert not dead.exited.is_set()  # (still draining: the window this is about)
+            answer = await call(supervisor, "a")
+            assert not isinstance(answer, str), answer  # (a string: it failed, with this reason)
+            assert answer.result_json == '[{"type":"text","text":"a"}]'
+            assert supervisor.current is not dead
+            await supervisor.stop(5)
