@@ -7,7 +7,7 @@ short runs, so load that comes and goes on a shared machine falls on every side 
 
 A side is NAME=CHECKOUT[:FLAGS]: the host runs from CHECKOUT (PYTHONPATH) with FLAGS added (as
 http_bench.py's --protomcp-args). Each round runs every side once (`--reps 1`), the order
-rotating and reversing (A B C, C A B reversed, ...); each run's figures and the load average
+rotating, and reversed every other cycle (A B, B A, B A, A B, ...); each run's figures and the load average
 are printed as they come, then the mean and median of each figure per side and their change
 against the first side. The rows: calls/s and server CPU per call (µs, the host and its tool
 process) at 50 and 500 clients, in both eras (--metrics chooses).
@@ -63,7 +63,7 @@ def main() -> None:
     for round_ in range(args.rounds):
         shift = round_ % len(sides)
         order = sides[shift:] + sides[:shift]
-        if round_ % 2:
+        if (round_ // len(sides)) % 2:  # (not round_ % 2: with two sides that undoes the shift)
             order.reverse()
         for name, checkout, flags in order:
             load = os.getloadavg()[0]
