@@ -88,6 +88,19 @@ class RequestMeter:
 
         return measured
 
+    def succeeded(self, request_id: bytes, tool: str) -> None:
+        """A tools/call of `tool` answered by a result that is not an error, about to be written:
+        measured here, its answer's bytes never read (the router knows; see Router.call_answered).
+        Its write then finds no request open under its id."""
+        entry = self.open.pop(request_id, None)
+        if entry is not None:
+            request, started = entry
+            seconds = time.perf_counter() - started
+            if metrics.ON:
+                metrics.request_done(TOOLS_CALL, tool, "", seconds)
+            if audit.LOG is not None:
+                _audit(audit.LOG, self.session, request, seconds, "", "", "")
+
     def close(self, request_id: bytes, why: str) -> None:
         entry = self.open.pop(request_id, None)
         if entry is not None:

@@ -211,7 +211,11 @@ class Router:
         if call.task is not None:
             self.carry_out(self.session.task_events.done(call, answer, time.time()))
         else:
-            self._emit(self.session.call_done(call, answer), call.id)
+            data = self.session.call_done(call, answer)
+            if data is not None:
+                if self.meter is not None and not answer.is_error:  # (an error's kind: from its bytes)
+                    self.meter.succeeded(call.id, call.tool.name)
+                self.write(data, call.id)
         self._check_idle()
 
     def call_failed(self, call: Call, message: str) -> None:
