@@ -94,12 +94,7 @@ class RequestMeter:
         Its write then finds no request open under its id."""
         entry = self.open.pop(request_id, None)
         if entry is not None:
-            request, started = entry
-            seconds = time.perf_counter() - started
-            if metrics.ON:
-                metrics.request_done(TOOLS_CALL, tool, "", seconds)
-            if audit.LOG is not None:
-                _audit(audit.LOG, self.session, request, seconds, "", "", "")
+            succeeded(self.session, entry[0], entry[1], tool)
 
     def close(self, request_id: bytes, why: str) -> None:
         entry = self.open.pop(request_id, None)
@@ -126,6 +121,13 @@ class OneRequest:
         if started:
             self.started = 0.0
             answered(self.session, self.request, started, data, end)
+
+    def succeeded(self, tool: str) -> None:
+        """Its tools/call of `tool` answered by a result that is not an error (RequestMeter's)."""
+        started = self.started
+        if started:
+            self.started = 0.0
+            succeeded(self.session, self.request, started, tool)
 
     def unanswered(self) -> None:
         started = self.started
@@ -158,6 +160,16 @@ def answered(session: Session, request: rpc.Request, started: float, data: bytes
                 limited = data.find(RATE_LIMITED, len(data) - TAIL) >= 0
                 error = audit.RATE_LIMITED if limited else "tool_error"
     ended(session, request, seconds, error, paused, task)
+
+
+def succeeded(session: Session, request: rpc.Request, started: float, tool: str) -> None:
+    """A tools/call of `tool` (begun at `started`) answered by a result that is not an error: told
+    by the router, which has the tool's answer (Router.call_answered), before it is written."""
+    seconds = time.perf_counter() - started
+    if metrics.ON:
+        metrics.request_done(TOOLS_CALL, tool, "", seconds)
+    if audit.LOG is not None:
+        _audit(audit.LOG, session, request, seconds, "", "", "")
 
 
 def done(session: Session, request: rpc.Request, started: float, error: str) -> None:

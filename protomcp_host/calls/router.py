@@ -124,6 +124,7 @@ class Router:
             self.spans = RequestSpans(lambda: self.session.version)
             self.write = self.spans.watching(write)
         self.meter: RequestMeter | None = None  # metrics, the audit log: this session's requests measured
+        self.one: OneRequest | None = None  # 2026-07-28 over HTTP: its one request, measured (measure)
         if not measured and wanted():  # (measured: its transport measures its one request)
             self.meter = RequestMeter(session)
             self.write = self.meter.watching(self.write)
@@ -141,7 +142,10 @@ class Router:
 
     def measure(self, request: rpc.Request) -> OneRequest | None:
         """2026-07-28: its one request, measured by its endpoint (None: nothing measures)."""
-        return OneRequest(self.session, request) if metrics.ON or audit.LOG is not None else None
+        if not metrics.ON and audit.LOG is None:
+            return None
+        self.one = OneRequest(self.session, request)  # (a successful call is told here instead)
+        return self.one
 
     def feed(self, line: bytes) -> None:
         """Handle one line from the client."""
@@ -213,8 +217,11 @@ class Router:
         else:
             data = self.session.call_done(call, answer)
             if data is not None:
-                if self.meter is not None and not answer.is_error:  # (an error's kind: from its bytes)
-                    self.meter.succeeded(call.id, call.tool.name)
+                if not answer.is_error:  # (an error's kind is read from its bytes, as it is written)
+                    if self.meter is not None:
+                        self.meter.succeeded(call.id, call.tool.name)
+                    elif self.one is not None:
+                        self.one.succeeded(call.tool.name)
                 self.write(data, call.id)
         self._check_idle()
 
