@@ -3,7 +3,9 @@ request timed from the message that brings it to the message that answers it, wh
 the answer took, and recorded by method, tool and outcome; each tool call also written to the
 audit log. Like tracing.RequestSpans, the router hands it every message it reads (decoded) and
 every message it writes; an answer is told by its first bytes, an error by the key that follows
-its id, an isError result by its last isError key (the CallToolResult's own).
+its id, an isError result by its last isError key (the CallToolResult's own). A tool call that
+succeeds is told by the router before its answer is written (`succeeded`: the router has the
+tool's answer, so no byte of it is read), which leaves its write nothing to find.
 
 A 2026-07-28 request is measured by its HTTP endpoint instead (transports/http/modern.py, through
 a OneRequest, with the same functions): it knows its one request and finds its answer anyway, so
