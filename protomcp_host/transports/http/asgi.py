@@ -116,6 +116,16 @@ async def read_json(receive: Receive, send: Send, limit: int, timeout: float) ->
     return body, rpc.parse_leniently(body)  # a batch: its session answers each message
 
 
+async def disconnected(receive: Receive) -> None:
+    """Return once the client disconnects (or the server's receive fails: as good as gone).
+    Run in a plain task beside a wait that must end then."""
+    try:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+    except Exception:
+        pass
+
+
 async def cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
     """Cancel `scope` once the client disconnects (run beside what answers it)."""
     while (await receive())["type"] != "http.disconnect":

@@ -42,7 +42,7 @@ from protomcp_host.protocol.request_meta import (
 from protomcp_host.protocol.session import SERVER_BUSY, SUPPORTED_VERSIONS
 from protomcp_host.telemetry import metrics
 from protomcp_host.transports.http import step_up
-from protomcp_host.transports.http.asgi import Receive, Scope, Send, respond, respond_json
+from protomcp_host.transports.http.asgi import Receive, Scope, Send, disconnected, respond, respond_json
 from protomcp_host.transports.http.event_stream import KEEP_ALIVE, compact, cost
 from protomcp_host.transports.http.timers import Deadline
 from protomcp_host.transports.ports import Connection, RequestMeasure, Sessions
@@ -567,9 +567,5 @@ def _status(data: bytes, head: int) -> int:
 
 
 async def _note_disconnect(receive: Receive, exchange: Exchange) -> None:
-    try:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-    except Exception:  # (the server's receive failing: the client is as good as gone)
-        pass
+    await disconnected(receive)
     exchange.leave()

@@ -33,6 +33,7 @@ from protomcp_host.transports.http.asgi import (
     Scope,
     Send,
     cancel_on_disconnect,
+    disconnected,
     header,
     read_json,
     refuse,
@@ -575,11 +576,7 @@ class Left:
 
 async def _watch_disconnect(receive: Receive, left: Left) -> None:
     """Mark `left` gone, and wake its stream's waiter, once the client disconnects."""
-    try:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-    except Exception:  # (the server's receive failing: the client is as good as gone)
-        pass
+    await disconnected(receive)
     left.gone = True
     left.stream.wake()
 
