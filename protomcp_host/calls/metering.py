@@ -64,7 +64,7 @@ class RequestMeter:
         self.open: dict[bytes, Entry] = {}  # requests in progress, by id
 
     def received(self, decoded: rpc.Message | list[rpc.Message]) -> None:
-        """A message from the client (a Request is noted by the router itself: Router.feed)."""
+        """A message from the client (Router.feed notes a Request inline, and hands the rest)."""
         if type(decoded) is rpc.Request:
             self.open[decoded.id] = (decoded, time.perf_counter())
         elif type(decoded) is rpc.Notification and decoded.method == "notifications/cancelled":
@@ -156,11 +156,9 @@ def answered(session: Session, request: rpc.Request, started: float, data: bytes
             paused = audit.INPUT_REQUIRED if data.startswith(INPUT_REQUIRED, result) else audit.TASK
             if paused == audit.TASK and audit.LOG is not None:
                 task = _task_id(data, result)
-        else:
-            at = data.rfind(IS_ERROR, len(data) - TAIL) if len(data) > TAIL else data.rfind(IS_ERROR)
-            if at >= 0 and data[at + len(IS_ERROR)] == TRUE:
-                limited = data.find(RATE_LIMITED, len(data) - TAIL) >= 0
-                error = audit.RATE_LIMITED if limited else "tool_error"
+        elif is_error_result(data):
+            limited = data.find(RATE_LIMITED, len(data) - TAIL) >= 0
+            error = audit.RATE_LIMITED if limited else "tool_error"
     ended(session, request, seconds, error, paused, task)
 
 
@@ -242,9 +240,7 @@ def task_ended(task: Task, call: Call) -> None:
     if log is None:
         return
     outcome = audit.TASK_OUTCOMES.get(task.status, task.status)
-    result = task.outcome  # (2026-07-28: an isError result completes its task)
-    at = result.rfind(IS_ERROR, max(0, len(result) - TAIL))
-    if outcome == audit.OK and at >= 0 and result[at + len(IS_ERROR)] == TRUE:
+    if outcome == audit.OK and is_error_result(task.outcome):  # (2026-07-28: isError completes it)
         outcome = audit.ERROR
     log.write(
         log.principal(call.auth),
@@ -255,6 +251,13 @@ def task_ended(task: Task, call: Call) -> None:
         call.arguments if log.arguments else None,
         task.id,
     )
+
+
+def is_error_result(data: bytes) -> bool:
+    """Whether a CallToolResult (or an answer holding one) says isError: true, by its own isError
+    key, the last one (in its last TAIL bytes: only the era's stamp and _meta follow it)."""
+    at = data.rfind(IS_ERROR, len(data) - TAIL) if len(data) > TAIL else data.rfind(IS_ERROR)
+    return at >= 0 and data[at + len(IS_ERROR)] == TRUE
 
 
 def _task_id(data: bytes, result: int) -> str:
