@@ -239,7 +239,7 @@ def task_ended(task: Task, call: Call) -> None:
     log = audit.LOG
     if log is None:
         return
-    outcome = audit.TASK_OUTCOMES.get(task.status, task.status)
+    outcome = audit.TASK_OUTCOMES.get(task.status, audit.EXPIRED)  # (not terminal: its ttl passed)
     if outcome == audit.OK and is_error_result(task.outcome):  # (2026-07-28: isError completes it)
         outcome = audit.ERROR
     log.write(

@@ -145,7 +145,8 @@ class TaskStore:
         # shared by several hosts forgets it everywhere: shared/tasks.py)
         self.on_evict: Callable[[Task], None] | None = None
         self.on_status: Callable[[str], None] | None = None  # told each status a task enters (metrics)
-        # told of each task whose call ran here as it ends, with that call (the audit log)
+        # told of each task whose call ran here as it ends (or expires running), with that call
+        # (the audit log)
         self.on_finished: Callable[[Task, Any], None] | None = None
         # set while the copies of other hosts' tasks may be behind (a store shared by several
         # hosts whose bus broke: shared/tasks.py); 2026-07-28 tasks/* of a copy waits for it
@@ -259,6 +260,9 @@ class TaskStore:
         gone = [task for task in mine.values() if task.deadline <= now]
         for task in gone:
             self.forget(task)
+            if self.on_finished is not None and task.call is not None and not task.terminal:
+                task.updated = now  # (its call is stopped by the caller: it ended now, expired)
+                self.on_finished(task, task.call)
         if owner in self.owned:
             self._earliest[owner] = min(t.deadline for t in self.owned[owner].values())
         return gone

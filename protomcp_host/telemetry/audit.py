@@ -7,7 +7,8 @@ ctx.principal.subject has it; over stdio the local user; null when no one signed
 arguments, cancelled; input_required: the call waits for the client's answers, and its retry is a
 line of its own; task: it goes on as a task), `duration_ms`, and `arguments` only with --audit-arguments.
 A call that goes on as a task has a second line when the task ends on this host: `outcome` ok, error
-(failed) or cancelled, `duration_ms` from the task's creation; both lines name it in `task`.
+(failed), cancelled or expired (its ttl passed while it ran), `duration_ms` from the task's creation;
+both lines name it in `task`.
 
 A FILE is opened with O_APPEND and each line is one write(): the workers of --workers append to
 the same file without tearing each other's lines. `-` is stderr when the MCP stream is stdout
@@ -27,6 +28,7 @@ import orjson
 OK, ERROR, REFUSED, CANCELLED = "ok", "error", "refused", "cancelled"
 RATE_LIMITED = "rate_limited"  # an isError result: the call was over its --rate-limit and did not run
 INPUT_REQUIRED, TASK = "input_required", "task"  # answered before the tool's result (see metering)
+EXPIRED = "expired"  # a task dropped for its ttl while its call ran
 TASK_OUTCOMES = {"completed": OK, "failed": ERROR, "cancelled": CANCELLED}  # a task's end, by status
 TASK_CLIENTS = 10_000  # the clients of running tasks remembered for their last line (oldest go)
 

@@ -163,7 +163,8 @@ async def test_each_tool_call_over_stdio_in_the_modern_era_is_one_line(tmp_path:
 
 async def test_a_call_gone_on_as_a_task_has_a_line_for_its_end(raw_host: Any, tmp_path: Path) -> None:
     """2025-11-25 tasks over stdio: the call's line says `task` when it is answered; its task's end
-    (completed, failed, cancelled) is a second line naming the same task, with the same client."""
+    (completed, failed, cancelled, expired) is a second line naming the same task, with the same
+    client."""
     from tests.e2e.test_e2e_tasks import TASK_TOOLS, TaskClient
 
     log = tmp_path / "audit.jsonl"
@@ -175,6 +176,11 @@ async def test_a_call_gone_on_as_a_task_has_a_line_for_its_end(raw_host: Any, tm
     cancelled = tasks.start("job", {"key": "doomed"})
     tasks.status(cancelled, "working")
     tasks.request("tasks/cancel", {"taskId": cancelled})
+    expired = tasks.start("job", {"key": "short"}, ttl=1000)
+    tasks.status(expired, "working")
+    tasks.notice(  # (its call is stopped after the task is dropped, and its line written)
+        lambda n: n["method"] == "notifications/message" and n["params"]["data"] == "job short was cancelled"
+    )
     lines = read(log)
     assert [(line["tool"], line["outcome"], line["task"]) for line in lines] == [
         ("report", "task", done),
@@ -183,7 +189,10 @@ async def test_a_call_gone_on_as_a_task_has_a_line_for_its_end(raw_host: Any, tm
         ("broken", "error", failed),
         ("job", "task", cancelled),
         ("job", "cancelled", cancelled),
+        ("job", "task", expired),
+        ("job", "expired", expired),
     ]
+    assert lines[-1]["duration_ms"] >= 1000  # (from its creation to its ttl)
     assert {(line["principal"], line["client"]) for line in lines} == {(getpass.getuser(), "raw/1")}
 
 
