@@ -189,6 +189,11 @@ async def test_deadline_and_body_read_timeout() -> None:
     with pytest.raises(TimeoutError):  # a client that stops sending its body is not waited for
         await read_body(first_chunk_then_silence, 100, 0.01)
 
+    sent.clear()
+    with anyio.move_on_after(0.01) as outer:  # a cancellation from outside stays one (no 408)
+        await read_body(first_chunk_then_silence, 100, 10)
+    assert outer.cancelled_caught
+
     async def big() -> dict[str, Any]:
         return {"type": "http.request", "body": b"x" * 101, "more_body": False}
 
