@@ -181,6 +181,8 @@ class SharedTasks:
                 self._broke()  # (a break the heartbeat loop had no time to see)
             if self.sync.broken:
                 self._back()  # its own heartbeats come back: the bus works again
+        else:
+            self.sync.heartbeat(host)
         self.seen[host] = now
 
     # -- a break of the bus, and the sync after it (task_sync.py) -------------------------

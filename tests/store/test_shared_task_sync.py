@@ -56,6 +56,25 @@ def test_a_sync_ends_in_time_without_a_host_gone_meanwhile() -> None:
     assert not sync.due(14.9) and sync.due(15)
 
 
+def test_a_sync_waits_longer_for_a_host_alive_since_the_bus_came_back() -> None:
+    """Its heartbeat came since: its marker is late (its store writes, under load), not lost.
+    Settling without it read the store before it wrote there, and served its tasks' old state."""
+    sync = TaskSync(within=5)
+    sync.broke(["slow", "gone"])
+    sync.heartbeat("slow")  # (heard while broken: says nothing of now)
+    sync.back(10)
+    assert sync.alive == set() and sync.deadline() == 15
+    sync.heartbeat("slow")
+    assert sync.deadline() == 20 and not sync.due(15) and not sync.due(19.9)
+    sync.marker("slow")  # its marker came: only the gone host is left, for the first bound
+    assert sync.deadline() == 15 and sync.due(15)
+    sync.settled()
+    sync.broke(["slow"])
+    sync.back(30)
+    sync.heartbeat("slow")
+    assert sync.due(40)  # (alive or not, a sync ends twice `within` after the bus came back)
+
+
 def test_a_break_during_a_sync_starts_it_again_and_keeps_whom_it_waits_for() -> None:
     sync = TaskSync(within=5)
     sync.broke(["a", "b"])
