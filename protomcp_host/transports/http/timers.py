@@ -1,8 +1,11 @@
-"""A cheap deadline for the waits every HTTP request makes.
+"""A cheap deadline for the HTTP transport's waits that need a cancel scope (a call waiting for
+its turn, an SSE stream's write).
 
 anyio.move_on_after / fail_after cost 9-14 µs each (backend lookups on every call), a fifth of
 the time a request spends in protomcp's own HTTP code; a plain CancelScope with one loop timer
-does the same job for about a third of that. The host always runs on asyncio."""
+does the same job for about a third of that. The waits every request makes need no scope and
+cost less still: a future and a timer (event_stream.EventStream.wait), asyncio.timeout
+(asgi.read_body). The host always runs on asyncio."""
 
 from __future__ import annotations
 
